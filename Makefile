@@ -1,0 +1,58 @@
+# autograd-lab: `make lab` opens the course, `make test` runs every test. Both install first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PORT   ?= 8888
+PYTEST := $(BIN)/python -m pytest
+NBVAL  := --nbval-current-env -n 2 --dist loadscope
+
+.PHONY: install system-deps lab test unit-tests nbval-solutions nbval-notebooks build check clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Graphviz draws graphs and Chromium runs the browser test. Installed with apt when we are root
+# and they are missing; otherwise drawings fall back to text and the browser test says why it skipped.
+system-deps:
+	@missing=""; command -v dot >/dev/null || missing="$$missing graphviz"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing$$missing with apt-get"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	elif [ -n "$$missing" ]; then \
+		echo "not installed:$$missing (needs root and apt-get); the tests that need them will say so"; \
+	fi
+
+lab: install
+	@token=$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(24))'); \
+	flags=""; [ "$$(id -u)" = 0 ] && flags="--allow-root"; \
+	echo "autograd-lab: http://127.0.0.1:$(PORT)/lab/tree/notebooks/00_start_here.ipynb?token=$$token"; \
+	exec $(BIN)/jupyter lab $$flags --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
+		--ServerApp.port_retries=0 --IdentityProvider.token="$$token" \
+		--ServerApp.root_dir="$(CURDIR)" notebooks/00_start_here.ipynb
+
+test: install system-deps unit-tests nbval-solutions nbval-notebooks
+
+unit-tests: install
+	$(PYTEST) tests -n 2
+
+nbval-solutions: install
+	$(PYTEST) --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL) solutions
+
+nbval-notebooks: install
+	$(PYTEST) --nbval-lax $(NBVAL) notebooks
+
+build: install
+	$(BIN)/python -m grader build
+
+check: install
+	$(BIN)/python -m grader build --check
+
+clean:
+	rm -rf $(VENV) .pytest_cache

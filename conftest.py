@@ -1,0 +1,112 @@
+"""pytest set-up shared by the unit tests and the nbval runs over solutions/ and notebooks/.
+
+For nbval, each notebook gets:
+
+* its own throwaway progress store (AUTOGRAD_LAB_HOME), made before its kernel starts;
+* strict mode (AUTOGRAD_LAB_STRICT=1) for solutions/, so a solution whose own
+  check fails raises instead of printing a quiet "incorrect";
+* one more test after its last cell that reads the store the notebook wrote:
+  a solution must have passed every question of its unit and marked the unit
+  passed; an untouched learner notebook must have passed nothing.
+
+SVG (Graphviz writes its version into it) and widget views are not compared.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+_HOMES = Path(tempfile.mkdtemp(prefix="agl-nbval-"))
+SKIP_COMPARE = ("image/svg+xml", "application/vnd.jupyter.widget-view+json", "application/vnd.jupyter.widget-state+json")
+
+
+def _nbfile_of(node):
+    while node is not None:
+        if type(node).__name__ == "IPyNbFile":
+            return node
+        node = node.parent
+    return None
+
+
+def _home_for(nbfile) -> Path:
+    return _HOMES / Path(str(nbfile.fspath)).parent.name / Path(str(nbfile.fspath)).stem
+
+
+def pytest_collectstart(collector):
+    if type(collector).__name__ == "IPyNbFile":
+        collector.skip_compare = tuple(collector.skip_compare) + SKIP_COMPARE
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    nbfile = _nbfile_of(item.parent)
+    if nbfile is None:
+        return
+    home = _home_for(nbfile)
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ["AUTOGRAD_LAB_HOME"] = str(home)
+    if Path(str(nbfile.fspath)).parent.name == "solutions":
+        os.environ["AUTOGRAD_LAB_STRICT"] = "1"
+    else:
+        os.environ.pop("AUTOGRAD_LAB_STRICT", None)
+
+
+class StoreVerdict(pytest.Item):
+    """Reads the progress store a notebook run left behind and asserts on it."""
+
+    def __init__(self, *, nbfile, solution: bool, **kwargs):
+        super().__init__(**kwargs)
+        self.nbfile, self.solution = nbfile, solution
+
+    def runtest(self):
+        from grader import progress
+        from grader.course import unit_id
+        from grader.store import Store, FILENAME
+
+        path = Path(str(self.nbfile.fspath))
+        uid = unit_id(path.stem)
+        store = Store(_home_for(self.nbfile) / FILENAME)
+        events = store.events()
+        state = progress.unit_state(uid, events)
+        if self.solution:
+            missing = state.missing()
+            assert not missing, f"{path.name} leaves questions of unit {uid} undone: {missing}"
+            assert state.passed, f"{path.name} never marked unit {uid} passed"
+            assert state.questions, f"unit {uid} has no questions"
+        else:
+            # untouched: no prediction was locked in, no check passed, nothing marked passed
+            wrong = [e for e in events if e.action == "predict" or e.verdict in ("correct", "passed") or
+                     (e.action == "reveal" and e.verdict != "revealed")]
+            assert not wrong, f"untouched {path.name} recorded: " + \
+                ", ".join(f"{e.qid or e.unit} {e.action}={e.verdict}" for e in wrong)
+            assert not state.passed and all(not q.done for q in state.questions.values())
+
+    def reportinfo(self):
+        return self.path, None, f"{self.nbfile.name}: {self.name}"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    if not (config.getoption("nbval", False) or config.getoption("nbval_lax", False)):
+        return
+    out, last_of = [], {}
+    for index, item in enumerate(items):
+        nbfile = _nbfile_of(item.parent)
+        if nbfile is not None:
+            last_of[nbfile] = index
+    extra = {}
+    for nbfile, index in last_of.items():
+        folder = Path(str(nbfile.fspath)).parent.name
+        if folder not in ("solutions", "notebooks"):
+            continue
+        solution = folder == "solutions"
+        name = "store: passes every question and marks the unit" if solution else "store: untouched, passes nothing"
+        extra[index] = StoreVerdict.from_parent(nbfile, name=name, nbfile=nbfile, solution=solution)
+    for index, item in enumerate(items):
+        out.append(item)
+        if index in extra:
+            out.append(extra[index])
+    items[:] = out

@@ -1,0 +1,129 @@
+"""python -m grader: status, questions, reset, build, verify."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _status(args) -> int:
+    from . import progress
+    from .course import UNITS
+    from .store import current
+
+    states = progress.course_state(current())
+    rows = []
+    for uid, unit in UNITS.items():
+        s = states[uid]
+        rows.append({"unit": uid, "title": unit.title, "status": s.status,
+                     "needs": list(unit.needs), "note": progress.prerequisites_note(uid, states) if not s.passed else "",
+                     **s.counts(), "missing": s.missing() if s.started and not s.passed else []})
+    if args.json:
+        print(json.dumps({"store": str(current().path), "units": rows}, indent=2))
+        return 0
+    print(f"progress: {current().path}")
+    for r in rows:
+        extra = f"  ({r['note']})" if r["note"] else ""
+        done = f"{r['done']}/{r['questions']}" if r["questions"] else "-"
+        print(f"  {r['unit']}  {r['status']:<12} {done:>6}  {r['title']}{extra}")
+    return 0
+
+
+def _questions(args) -> int:
+    from .question import all_questions
+
+    qs = [q for q in all_questions() if not args.unit or q.unit == args.unit.zfill(2)]
+    rows = [{"id": q.qid, "unit": q.unit, "role": q.role, "kind": type(q.kind).__name__,
+             "answer": q.kind.describe(), "prompt": q.prompt} for q in qs]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        print(f"{r['id']:<32} {r['role']:<9} {r['kind']:<9} {r['prompt']}")
+    return 0
+
+
+def _reset(args) -> int:
+    from .learner import reset
+
+    result = reset(args.target)
+    print(result)
+    return 0 if result.verdict == "info" else 2
+
+
+def _build(args) -> int:
+    from .notebooks import BuildError, build, execute_solutions
+
+    root = Path(args.root).resolve()
+    try:
+        if args.execute:
+            for name in execute_solutions(root, only=args.unit or None):
+                print(f"executed solutions/{name}")
+        differences = build(root, check=args.check)
+    except BuildError as exc:
+        print(f"build failed: {exc}", file=sys.stderr)
+        return 2
+    if args.check:
+        for d in differences:
+            print(d)
+        if differences:
+            print("run `python -m grader build` to regenerate notebooks/ from solutions/", file=sys.stderr)
+            return 1
+        print("notebooks/ matches solutions/")
+        return 0
+    for d in differences:
+        print("wrote " + d.split(" ")[0])
+    if not differences:
+        print("notebooks/ already matches solutions/")
+    return 0
+
+
+def _verify(args) -> int:
+    from .verify import verify
+
+    report = verify()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"torch {report['torch']}: {len(report['questions'])} experiments")
+        for row in report["questions"]:
+            print(f"  {row['id']:<32} {row['answer'] if row['ok'] else 'ERROR ' + row['error']}")
+    return 0 if all(r["ok"] for r in report["questions"]) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grader", description="autograd-lab's grader")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("status", help="every unit: passed, in progress or not started")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=_status)
+
+    p = sub.add_parser("questions", help="every question with id, unit, kind and prompt")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--unit", help="only this unit, e.g. 01")
+    p.set_defaults(run=_questions)
+
+    p = sub.add_parser("reset", help="forget progress on a unit (01) or one question (01.pow-node)")
+    p.add_argument("target")
+    p.set_defaults(run=_reset)
+
+    p = sub.add_parser("build", help="write notebooks/ from solutions/")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if notebooks/ differs")
+    p.add_argument("--execute", action="store_true",
+                   help="first re-run the solutions in strict mode and store their outputs")
+    p.add_argument("--unit", action="append", help="with --execute: only these units (repeatable)")
+    p.add_argument("--root", default=str(Path(__file__).resolve().parent.parent), help=argparse.SUPPRESS)
+    p.set_defaults(run=_build)
+
+    p = sub.add_parser("verify", help="run every question's live experiment on the installed torch")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=_verify)
+
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

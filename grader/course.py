@@ -1,0 +1,55 @@
+"""The course's units, their order and prerequisites (SYLLABUS.md's table)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Unit:
+    id: str
+    slug: str
+    title: str
+    needs: tuple[str, ...]
+    minutes: int
+
+    @property
+    def notebook(self) -> str:
+        return f"{self.id}_{self.slug}.ipynb"
+
+
+_TABLE = [
+    ("00", "start_here", "Start here: how the course works", (), 15),
+    ("01", "what_the_forward_pass_records", "What the forward pass records", ("00",), 50),
+    ("02", "backward_and_why_gradients_add", "Backward, and why gradients add", ("01",), 50),
+    ("03", "observing_gradients", "Observing gradients: retain_grad, hooks, autograd.grad", ("02",), 45),
+    ("04", "where_the_path_stops", "Where the path stops: detach, no_grad, inference_mode, .item()", ("03",), 70),
+    ("05", "saved_tensors_and_what_they_cost", "Saved tensors and what they cost", ("01",), 60),
+    ("06", "graph_lifetime", "Graph lifetime: retain_graph, create_graph, higher order", ("05",), 50),
+    ("07", "version_counters_and_in_place_writes", "Version counters and in-place writes", ("05",), 55),
+    ("08", "carried_state_and_truncated_bptt", "Carried state and truncated BPTT", ("06", "07"), 55),
+    ("09", "saved_tensor_hooks_in_practice", "Saved-tensor hooks: offloading, compression, checkpointing", ("07",), 60),
+    ("10", "capstone_audit", "Capstone: audit a model you did not write", ("04", "08"), 90),
+]
+
+UNITS: dict[str, Unit] = {row[0]: Unit(*row) for row in _TABLE}
+
+
+def unit_id(unit: Any) -> str:
+    """'01' from 1, '1', '01' or '01_what_the_forward_pass_records'; ValueError otherwise."""
+    if isinstance(unit, bool):
+        raise ValueError(f"{unit!r} is not a unit")
+    if isinstance(unit, int):
+        text = f"{unit:02d}"
+    elif isinstance(unit, str):
+        text = unit.strip().split("_")[0].split(".")[0]
+        text = text.zfill(2) if text.isdigit() else text
+    else:
+        raise ValueError(f"a unit is a number such as 1 or '01', not {type(unit).__name__}")
+    if text not in UNITS:
+        raise ValueError(f"there is no unit {unit!r}; the units are {', '.join(UNITS)}")
+    return text
+
+
+def leads_to(uid: str) -> list[str]:
+    return [u.id for u in UNITS.values() if uid in u.needs]

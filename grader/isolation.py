@@ -1,0 +1,132 @@
+"""Keep the learner's global torch state as it was, whatever the grader or a learner function does.
+
+``clean_room()`` runs a block in a known state (grad mode on, inference mode
+off, anomaly mode off, float32 default, a fixed seed, no saved-tensor hooks,
+warnings silenced) and restores every one of those afterwards.
+``snapshot()`` and ``differences()`` let the sandbox tell a learner which
+piece of global state their function changed and left changed.
+"""
+from __future__ import annotations
+
+import contextlib
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+_hooks = torch._C._autograd
+
+
+@dataclass(frozen=True)
+class TorchState:
+    grad_enabled: bool
+    inference_mode: bool
+    anomaly: bool
+    anomaly_check_nan: bool
+    default_dtype: Any
+    deterministic: bool
+    num_threads: int
+    saved_tensor_hooks: int
+
+
+def snapshot() -> TorchState:
+    return TorchState(
+        grad_enabled=torch.is_grad_enabled(),
+        inference_mode=torch.is_inference_mode_enabled(),
+        anomaly=torch.is_anomaly_enabled(),
+        anomaly_check_nan=torch.is_anomaly_check_nan_enabled(),
+        default_dtype=torch.get_default_dtype(),
+        deterministic=torch.are_deterministic_algorithms_enabled(),
+        num_threads=torch.get_num_threads(),
+        saved_tensor_hooks=len(_peek_hooks()),
+    )
+
+
+_WORDS = {
+    "grad_enabled": "grad mode",
+    "inference_mode": "inference mode",
+    "anomaly": "anomaly detection",
+    "anomaly_check_nan": "anomaly detection's NaN check",
+    "default_dtype": "the default dtype",
+    "deterministic": "deterministic algorithms",
+    "num_threads": "the number of threads",
+    "saved_tensor_hooks": "the saved-tensor hooks in force",
+}
+
+
+def differences(before: TorchState, after: TorchState) -> list[str]:
+    """Plain sentences naming what changed, e.g. 'grad mode was True, is now False'."""
+    out = []
+    for field, words in _WORDS.items():
+        a, b = getattr(before, field), getattr(after, field)
+        if a != b:
+            out.append(f"{words} was {a}, is now {b}")
+    return out
+
+
+def _peek_hooks() -> list:
+    """The saved-tensor hook pairs in force, innermost last (popped and pushed back)."""
+    stack = []
+    while True:
+        top = _hooks._top_saved_tensors_default_hooks(False)
+        if top is None:
+            break
+        stack.append(top)
+        _hooks._pop_saved_tensors_default_hooks()
+    for pack, unpack in reversed(stack):
+        _hooks._push_saved_tensors_default_hooks(pack, unpack)
+    return list(reversed(stack))
+
+
+@contextlib.contextmanager
+def _no_saved_tensor_hooks():
+    stack = []
+    while True:
+        top = _hooks._top_saved_tensors_default_hooks(False)
+        if top is None:
+            break
+        stack.append(top)
+        _hooks._pop_saved_tensors_default_hooks()
+    try:
+        yield
+    finally:
+        # drop whatever the block left pushed, then put the learner's hooks back
+        while _hooks._top_saved_tensors_default_hooks(False) is not None:
+            _hooks._pop_saved_tensors_default_hooks()
+        for pack, unpack in reversed(stack):
+            _hooks._push_saved_tensors_default_hooks(pack, unpack)
+
+
+@contextlib.contextmanager
+def restored(state: TorchState):
+    """Put the simple global switches back to ``state`` when the block ends."""
+    try:
+        yield
+    finally:
+        torch.set_grad_enabled(state.grad_enabled)
+        torch.set_anomaly_enabled(state.anomaly, state.anomaly_check_nan)
+        torch.set_default_dtype(state.default_dtype)
+        torch.use_deterministic_algorithms(state.deterministic)
+        if torch.get_num_threads() != state.num_threads:
+            torch.set_num_threads(state.num_threads)
+
+
+@contextlib.contextmanager
+def clean_room(seed: int = 0, quiet: bool = True):
+    """Run a block in torch's default state; leave the caller's state exactly as it was."""
+    before = snapshot()
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(restored(before))
+        stack.enter_context(_no_saved_tensor_hooks())
+        stack.enter_context(torch.inference_mode(False))
+        stack.enter_context(torch.random.fork_rng(devices=[]))
+        if quiet:
+            stack.enter_context(warnings.catch_warnings())
+            warnings.simplefilter("ignore")
+        torch.set_grad_enabled(True)
+        torch.set_anomaly_enabled(False)
+        torch.set_default_dtype(torch.float32)
+        torch.use_deterministic_algorithms(False)
+        torch.manual_seed(seed)
+        yield

@@ -1,0 +1,578 @@
+"""Answer kinds: what an answer looks like, how it is read, and when it agrees with torch.
+
+Every kind does four things:
+
+* ``read(answer)`` turns what a learner typed into a normal form, or raises
+  :class:`Unanswered` (a placeholder such as ``...``) or :class:`BadAnswer`
+  (a message in the learner's terms: what was expected, what came);
+* ``agrees(truth, value)`` says whether a read answer matches torch's live one;
+* ``show(value)`` writes a value for people;
+* ``wrong_answers(truth)`` derives answers that must be refused, for the
+  no-false-pass tests.
+
+Names that torch may rename between releases (node classes, ``_saved_*``
+attributes, error wording) are compared on their stable part only.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from typing import Any, Callable, Iterable, NamedTuple, Sequence as Seq
+
+
+class Unanswered(Exception):
+    """The answer is still the notebook's placeholder."""
+
+
+class BadAnswer(Exception):
+    """The answer cannot be read as this kind; the text says why, for the learner."""
+
+
+def is_placeholder(answer: Any) -> bool:
+    return answer is Ellipsis or answer is None
+
+
+def type_words(value: Any) -> str:
+    """A short, learner-facing name for what was given."""
+    if isinstance(value, bool):
+        return f"the boolean {value}"
+    if isinstance(value, str):
+        return f"the string {short(value)}"
+    if isinstance(value, type):
+        return f"the class {value.__name__} (not an instance of it)"
+    if _is_tensor(value):
+        return f"a tensor of shape {tuple(value.shape)}"
+    if hasattr(value, "__next__"):
+        return "a generator or iterator"
+    return f"a {type(value).__name__}"
+
+
+def short(value: Any, limit: int = 80) -> str:
+    """repr() that never raises and never runs long."""
+    try:
+        text = repr(value)
+    except Exception as exc:  # a learner object with a broken __repr__
+        text = f"<{type(value).__name__} whose repr raised {type(exc).__name__}>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _is_tensor(value: Any) -> bool:
+    return type(value).__module__.startswith("torch") and hasattr(value, "shape") \
+        and hasattr(value, "requires_grad")
+
+
+def _reject_common(value: Any, wanted: str) -> None:
+    if is_placeholder(value):
+        raise Unanswered()
+    if _is_tensor(value):
+        raise BadAnswer(f"expected {wanted}, got {type_words(value)}; "
+                        "read the value out with .item() or .tolist()")
+    if isinstance(value, type):
+        raise BadAnswer(f"expected {wanted}, got {type_words(value)}")
+    if hasattr(value, "__next__") or type(value).__name__ in ("generator", "map", "filter", "zip"):
+        raise BadAnswer(f"expected {wanted}, got {type_words(value)}; "
+                        "wrap it in list(...) so it can be read more than once")
+
+
+# --- name normalisers -------------------------------------------------------
+
+def node_key(name: str) -> str:
+    """The stable part of a backward node's class name: 'PowBackward0' -> 'pow'."""
+    name = name.strip()
+    if name.startswith("torch::autograd::"):
+        name = name[len("torch::autograd::"):]
+    name = re.sub(r"Backward\d*$", "", name)
+    return name.lower()
+
+
+def saved_key(name: str) -> str:
+    """The stable part of a saved attribute's name: '_saved_self' -> 'self'."""
+    name = name.strip()
+    for prefix in ("_raw_saved_", "_saved_"):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+    return name.lower()
+
+
+def plain_key(name: str) -> str:
+    return name.strip()
+
+
+def message_key(text: str) -> str:
+    """Error text with case and whitespace folded, for containment tests."""
+    return " ".join(str(text).lower().split())
+
+
+# --- the kinds ----------------------------------------------------------------
+
+class Kind:
+    label = "answer"
+
+    def describe(self) -> str:
+        return self.label
+
+    def read(self, answer: Any) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def truth(self, value: Any) -> Any:
+        """Normalise what an experiment returned (a grader-side value)."""
+        return self.read(value)
+
+    def agrees(self, truth: Any, value: Any) -> bool:
+        return truth == value
+
+    def show(self, value: Any) -> str:
+        return short(value, 300)
+
+    def encode(self, value: Any) -> Any:
+        """A JSON-able form that ``read`` accepts back."""
+        return value
+
+    def wrong_answers(self, truth: Any) -> list:
+        return []
+
+    def verdict_note(self, truth: Any, value: Any) -> str:
+        """An optional line that says where a wrong answer went wrong."""
+        return ""
+
+
+class Choice(Kind):
+    """One of a fixed set of labels. The experiment returns the label it observed."""
+
+    label = "one of the choices"
+
+    def __init__(self, *options: str):
+        if len(options) == 1 and not isinstance(options[0], str):
+            options = tuple(options[0])
+        self.options = tuple(options)
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(repr(o) for o in self.options)
+
+    def read(self, answer):
+        _reject_common(answer, self.describe())
+        if not isinstance(answer, str):
+            raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
+        for option in self.options:
+            if answer.strip().lower() == option.lower():
+                return option
+        raise BadAnswer(f"{short(answer)} is not a choice here; answer {self.describe()}")
+
+    def truth(self, value):
+        if value not in self.options:
+            raise ValueError(f"experiment returned {value!r}, not one of {self.options}")
+        return value
+
+    def show(self, value):
+        return str(value)
+
+    def wrong_answers(self, truth):
+        return [o for o in self.options if o != truth]
+
+
+class Boolean(Kind):
+    label = "True or False"
+
+    def read(self, answer):
+        _reject_common(answer, "True or False")
+        if isinstance(answer, bool):
+            return answer
+        if type(answer).__name__ == "bool_":  # numpy.bool_
+            return bool(answer)
+        raise BadAnswer(f"expected True or False, got {type_words(answer)}")
+
+    def show(self, value):
+        return str(value)
+
+    def wrong_answers(self, truth):
+        return [not truth]
+
+
+class Number(Kind):
+    """A number, or a flat list of numbers, within ``tol`` (absolute) or ``rel`` (relative)."""
+
+    def __init__(self, tol: float = 6e-5, rel: float = 0.0):
+        self.tol, self.rel = float(tol), float(rel)
+
+    @property
+    def label(self):
+        return "a number" if not self.tol else f"a number (to within {self.tol:g})"
+
+    def describe(self):
+        return "a number, or a list of numbers" + (f", to within {self.tol:g}" if self.tol else ", exactly")
+
+    def _one(self, x, where=""):
+        if isinstance(x, bool) or not isinstance(x, numbers.Real):
+            _reject_common(x, "a number")
+            raise BadAnswer(f"expected a number{where}, got {type_words(x)}")
+        return float(x)
+
+    def read(self, answer):
+        _reject_common(answer, "a number")
+        if isinstance(answer, (list, tuple)):
+            if not answer:
+                raise BadAnswer("expected numbers, got an empty list")
+            return tuple(self._one(x, f" at position {i}") for i, x in enumerate(answer))
+        return self._one(answer)
+
+    def truth(self, value):
+        if _is_tensor(value):
+            value = value.detach().tolist()
+        return self.read(value)
+
+    def _close(self, a, b):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        if math.isinf(a) or math.isinf(b):
+            return a == b
+        return abs(a - b) <= self.tol + self.rel * abs(a)
+
+    def agrees(self, truth, value):
+        if isinstance(truth, tuple) != isinstance(value, tuple):
+            return False
+        if isinstance(truth, tuple):
+            return len(truth) == len(value) and all(self._close(a, b) for a, b in zip(truth, value))
+        return self._close(truth, value)
+
+    def verdict_note(self, truth, value):
+        if isinstance(truth, tuple) and not isinstance(value, tuple):
+            return f"torch's answer is a list of {len(truth)} numbers"
+        if not isinstance(truth, tuple) and isinstance(value, tuple):
+            return "torch's answer is a single number"
+        if isinstance(truth, tuple) and len(truth) != len(value):
+            return f"torch's answer has {len(truth)} numbers, yours {len(value)}"
+        values = value if isinstance(value, tuple) else (value,)
+        if any(math.isnan(v) or math.isinf(v) for v in values):
+            return "nan and inf are never close to a finite number"
+        return ""
+
+    def show(self, value):
+        def one(x):
+            if x == int(x) and abs(x) < 1e15:
+                return f"{int(x):,}" if abs(x) >= 10000 else str(int(x))
+            return f"{x:.4f}" if abs(x) < 1e6 else f"{x:.6g}"
+        if isinstance(value, tuple):
+            return "[" + ", ".join(one(x) if math.isfinite(x) else str(x) for x in value) + "]"
+        return one(value) if math.isfinite(value) else str(value)
+
+    def encode(self, value):
+        return list(value) if isinstance(value, tuple) else value
+
+    def wrong_answers(self, truth):
+        step = 10 * (self.tol + self.rel * (abs(truth[0]) if isinstance(truth, tuple) else abs(truth))) + 1
+        if isinstance(truth, tuple):
+            out = []
+            for i in range(len(truth)):
+                bumped = list(truth)
+                bumped[i] += step
+                out.append(bumped)
+            out.append(list(truth[:-1]) or [truth[0] + step])
+            out.append(truth[0] + step if len(truth) > 1 else [truth[0], truth[0]])
+            return out
+        out = [truth + step, truth - step, float("nan"), float("inf"), [truth]]
+        if truth:
+            out.append(-truth)
+        return out
+
+
+class Name(Kind):
+    """One name, such as a node's class name, compared on its stable part (``key``)."""
+
+    label = "a name"
+
+    def __init__(self, key: Callable[[str], str] = node_key,
+                 pool: Iterable[str] = ("MulBackward0", "AddBackward0", "PowBackward0", "AccumulateGrad", "None")):
+        self.key = key
+        self.pool = tuple(pool)
+
+    def describe(self):
+        return "a name, as a string, such as 'MulBackward0'"
+
+    def read(self, answer):
+        _reject_common(answer, "a name (a string)")
+        if not isinstance(answer, str):
+            raise BadAnswer(f"expected a name as a string, got {type_words(answer)}")
+        if not answer.strip():
+            raise BadAnswer("the name is empty")
+        return answer.strip()
+
+    def agrees(self, truth, value):
+        return self.key(truth) == self.key(value)
+
+    def show(self, value):
+        return str(value)
+
+    def wrong_answers(self, truth):
+        return [p for p in self.pool if self.key(p) != self.key(truth)][:4]
+
+
+class Names(Kind):
+    """A set of names; order does not matter. ``key`` folds each name to its stable part."""
+
+    label = "a set of names"
+
+    def __init__(self, key: Callable[[str], str] = plain_key, pool: Iterable[str] = ()):
+        self.key = key
+        self.pool = tuple(pool)
+
+    def describe(self):
+        return "a set of names, such as {'a', 'b'} (set() for none)"
+
+    def read(self, answer):
+        _reject_common(answer, self.describe())
+        if isinstance(answer, str):
+            raise BadAnswer(f"expected a set of names, got {type_words(answer)}; "
+                            f"write {{{answer!r}}} for a set holding one name")
+        if isinstance(answer, dict) or not isinstance(answer, (set, frozenset, list, tuple)):
+            raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
+        for item in answer:
+            if not isinstance(item, str):
+                raise BadAnswer(f"every name must be a string; {short(item)} is {type_words(item)}")
+        return frozenset(answer)
+
+    def agrees(self, truth, value):
+        return {self.key(n) for n in truth} == {self.key(n) for n in value}
+
+    def verdict_note(self, truth, value):
+        t, v = {self.key(n) for n in truth}, {self.key(n) for n in value}
+        parts = []
+        if v - t:
+            parts.append("not in torch's answer: " + ", ".join(sorted(n for n in value if self.key(n) in v - t)))
+        if t - v:
+            parts.append(f"{len(t - v)} name(s) missing")
+        return "; ".join(parts)
+
+    def show(self, value):
+        return "{" + ", ".join(repr(n) for n in sorted(value)) + "}" if value else "set() (none)"
+
+    def encode(self, value):
+        return sorted(value)
+
+    def wrong_answers(self, truth):
+        out = [set(truth) - {n} for n in sorted(truth)]
+        keys = {self.key(n) for n in truth}
+        extra = next((p for p in self.pool if self.key(p) not in keys), "not_a_real_name")
+        out.append(set(truth) | {extra})
+        return out
+
+
+class Sequence(Kind):
+    """An ordered list of names, such as the nodes from the loss down to the leaves."""
+
+    label = "an ordered list of names"
+
+    def __init__(self, key: Callable[[str], str] = node_key):
+        self.key = key
+
+    def describe(self):
+        return "a list of names, in order, such as ['SumBackward0', 'MulBackward0']"
+
+    def read(self, answer):
+        _reject_common(answer, self.describe())
+        if isinstance(answer, str):
+            raise BadAnswer(f"expected a list of names, got {type_words(answer)}; "
+                            "put each name in its own string inside [...]")
+        if isinstance(answer, (set, frozenset)):
+            raise BadAnswer("expected a list, got a set; order matters here, so use [...]")
+        if not isinstance(answer, (list, tuple)):
+            raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
+        for item in answer:
+            if not isinstance(item, str):
+                raise BadAnswer(f"every entry must be a string; {short(item)} is {type_words(item)}")
+        return tuple(answer)
+
+    def agrees(self, truth, value):
+        return [self.key(n) for n in truth] == [self.key(n) for n in value]
+
+    def verdict_note(self, truth, value):
+        t, v = [self.key(n) for n in truth], [self.key(n) for n in value]
+        if len(t) != len(v):
+            return f"torch's list has {len(t)} entries, yours {len(v)}"
+        for i, (a, b) in enumerate(zip(t, v)):
+            if a != b:
+                return f"first difference at position {i}: torch has {truth[i]}, you have {value[i]}"
+        return ""
+
+    def show(self, value):
+        return "[" + ", ".join(value) + "]" if value else "[] (empty)"
+
+    def encode(self, value):
+        return list(value)
+
+    def wrong_answers(self, truth):
+        t = list(truth)
+        out = []
+        if len(t) > 1:
+            out += [t[:-1], t[1:]]
+            if [self.key(n) for n in reversed(t)] != [self.key(n) for n in t]:
+                out.append(list(reversed(t)))
+            for i in range(len(t) - 1):
+                if self.key(t[i]) != self.key(t[i + 1]):
+                    swapped = t[:]
+                    swapped[i], swapped[i + 1] = swapped[i + 1], swapped[i]
+                    out.append(swapped)
+                    break
+        out.append(t + [t[-1] if t else "MulBackward0"])
+        if not t:
+            out.append(["AccumulateGrad"])
+        return out
+
+
+class ErrorOutcome(NamedTuple):
+    """What an error experiment observed: where it stopped, and what torch said."""
+
+    where: str
+    error: str = ""
+    message: str = ""
+
+    @property
+    def raised(self) -> bool:
+        return bool(self.error)
+
+
+NO_ERROR = "no error"
+
+
+def stable_part(message: str) -> str:
+    """The opening of an error message, before details that vary (shapes, hints)."""
+    text = " ".join(str(message).split())
+    cut = len(text)
+    for mark in (": ", ". ", " (", "\n"):
+        i = text.find(mark)
+        if 20 <= i < cut:
+            cut = i
+    return text[:cut].rstrip(".")
+
+
+class Error(Kind):
+    """Raised or not, where, and (optionally) words from the message.
+
+    An answer is the place, such as ``"at backward"``, or a pair
+    ``("at backward", "expected version 0")`` whose text must appear in
+    torch's message. ``needs_message`` makes the words required.
+    """
+
+    label = "where it fails"
+
+    def __init__(self, *places: str, needs_message: bool = False):
+        self.places = (NO_ERROR,) + tuple(p for p in places if p != NO_ERROR)
+        self.needs_message = needs_message
+
+    def describe(self):
+        places = ", ".join(repr(p) for p in self.places)
+        if self.needs_message:
+            return f"a pair (place, words from the message), the place one of {places}"
+        return f"one of {places}, or a pair (place, words you expect in the message)"
+
+    def _place(self, text):
+        if not isinstance(text, str):
+            raise BadAnswer(f"the place must be a string, one of {', '.join(map(repr, self.places))}; "
+                            f"got {type_words(text)}")
+        for p in self.places:
+            if text.strip().lower() == p:
+                return p
+        raise BadAnswer(f"{short(text)} is not a place here; use one of {', '.join(map(repr, self.places))}")
+
+    def read(self, answer):
+        _reject_common(answer, self.describe())
+        if isinstance(answer, str):
+            where, words = self._place(answer), None
+        elif isinstance(answer, (list, tuple)) and len(answer) == 2:
+            where = self._place(answer[0])
+            words = answer[1]
+            if is_placeholder(words):
+                raise Unanswered()
+            if not isinstance(words, str):
+                raise BadAnswer(f"the message words must be a string, got {type_words(words)}")
+            if where == NO_ERROR and words.strip():
+                raise BadAnswer("'no error' has no message; answer just 'no error'")
+            words = words if words.strip() else None
+        else:
+            raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
+        if self.needs_message and where != NO_ERROR:
+            if words is None or len(message_key(words).split()) < 3:
+                raise BadAnswer("this question asks for words from the message too: "
+                                "give at least three words, as in ('at backward', 'words from it')")
+        return (where, words)
+
+    def truth(self, value):
+        if not isinstance(value, ErrorOutcome):
+            raise ValueError(f"an error experiment must return an ErrorOutcome, got {value!r}")
+        return value
+
+    def agrees(self, truth, value):
+        where, words = value
+        if where != truth.where:
+            return False
+        if words is None:
+            return True
+        return message_key(words) in message_key(truth.message)
+
+    def verdict_note(self, truth, value):
+        where, words = value
+        if where == truth.where and words is not None and truth.raised:
+            return f"torch's message does not contain {words!r}"
+        return ""
+
+    def show(self, value):
+        if isinstance(value, ErrorOutcome):
+            if not value.raised:
+                return NO_ERROR
+            return f"{value.where}: {value.error}: {stable_part(value.message)}"
+        where, words = value
+        return where if words is None else f"{where}, saying {words!r}"
+
+    def encode(self, value):
+        where, words = value
+        return where if words is None else [where, words]
+
+    def wrong_answers(self, truth):
+        out = [p for p in self.places if p != truth.where]
+        if self.needs_message:
+            out = [(p, "words from no message") for p in out if p != NO_ERROR] + \
+                  ([NO_ERROR] if truth.where != NO_ERROR else [])
+        if truth.raised:
+            out.append((truth.where, "no such words appear in this message"))
+        return out
+
+
+class Function(Kind):
+    """A learner-written function, run on generated cases; ``returns`` reads each result.
+
+    ``cases()`` gives the cases, smallest first (each has ``fresh()``,
+    ``source``, ``label``, ``drawing()``); ``call(fn, case, ns)`` calls the
+    learner's function on a fresh build ``ns`` of the case (by default on
+    ``ns[case.output]``); ``convert(raw, case, ns)`` turns what it returned
+    into an answer ``returns`` can read (tensors into names, say).
+    """
+
+    label = "a function"
+
+    def __init__(self, returns: Kind, cases: Callable[[], Seq], call: Callable | None = None,
+                 convert: Callable | None = None, per_case_s: float = 2.0, budget_s: float = 30.0):
+        self.returns = returns
+        self.cases = cases
+        self.call = call or (lambda fn, case, ns: fn(ns[case.output]))
+        self.convert = convert or (lambda raw, case, ns: raw)
+        self.per_case_s = per_case_s
+        self.budget_s = budget_s
+
+    def describe(self):
+        return "a function (pass the function itself, without calling it)"
+
+    def read(self, answer):
+        if is_placeholder(answer):
+            raise Unanswered()
+        if isinstance(answer, type):
+            raise BadAnswer(f"expected a function, got {type_words(answer)}")
+        if not callable(answer):
+            hint = "; pass the function itself, not what it returned" if not isinstance(answer, str) else ""
+            raise BadAnswer(f"expected a function, got {type_words(answer)}{hint}")
+        return answer
+
+    def show(self, value):
+        return getattr(value, "__name__", "a function")
+
+    def encode(self, value):
+        return f"function {getattr(value, '__name__', '?')}"

@@ -1,0 +1,229 @@
+"""The learner's loop: predict -> run -> reveal, check, mark_passed.
+
+Every function returns a :class:`~grader.results.Result` and never lets a
+learner's mistake surface as a traceback from grader code. With
+``AUTOGRAD_LAB_STRICT=1`` (the test suite sets it for solutions), anything
+short of success raises :class:`~grader.results.GraderCheckFailed`, so a
+solution notebook whose own checks fail cannot pass nbval.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+from typing import Any
+
+from . import progress, question as registry
+from .course import UNITS, leads_to, unit_id
+from .exercises import run_exercise
+from .kinds import BadAnswer, Function, Unanswered, short
+from .results import GraderCheckFailed, Result
+from .store import current as store
+
+_ASK = object()
+OK = ("recorded", "correct", "passed", "info")
+
+
+def strict() -> bool:
+    return os.environ.get("AUTOGRAD_LAB_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _finish(result: Result) -> Result:
+    if strict() and result.verdict not in OK:
+        raise GraderCheckFailed("\n" + str(result))
+    return result
+
+
+def _lookup(qid: Any, action: str):
+    if not isinstance(qid, str):
+        return None, Result(action, short(qid), "invalid",
+                            f"a question id is a string such as '01.pow-node', not {short(qid)}")
+    q = registry.get(qid.strip())
+    if q is None:
+        close = difflib.get_close_matches(qid.strip(), list(registry.load()), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; `python -m grader questions` lists them"
+        return None, Result(action, qid, "invalid", f"there is no question {qid!r}{hint}")
+    return q, None
+
+
+def _state(q) -> progress.QuestionState:
+    return progress.unit_state(q.unit, store().events(q.unit)).questions[q.qid]
+
+
+def _run_truth(q, action):
+    try:
+        return q.run(), None
+    except Exception as exc:  # torch changed, or a grader bug: say so, plainly
+        import torch
+        return None, Result(action, q.qid, "error",
+                            f"its live experiment raised {type(exc).__name__}: {exc} on torch {torch.__version__}. "
+                            "This is not your mistake; please report it to the course maintainers.")
+
+
+def predict(qid: Any, answer: Any = _ASK) -> Any:
+    """Lock in a prediction for a predict-then-run question. It may be replaced until the reveal."""
+    q, bad = _lookup(qid, "predict")
+    if bad:
+        return _finish(bad)
+    if q.role != "predict":
+        return _finish(Result("predict", q.qid, "invalid",
+                              f"{q.qid} is a {q.role} question: answer it with check('{q.qid}', ...)"))
+    state = _state(q)
+    if answer is _ASK:
+        try:
+            from .widgets import ask
+        except ImportError:
+            return _finish(Result("predict", q.qid, "unanswered",
+                                  f"give your prediction as the second argument: predict('{q.qid}', answer), "
+                                  f"where answer is {q.kind.describe()}", rows=[("question", q.prompt)]))
+        return ask(q, state)
+    if state.revealed:
+        return _finish(Result("predict", q.qid, "locked",
+                              f"torch's answer to {q.qid} has already been revealed, so a prediction now would not "
+                              f"be a prediction. To start this question again: reset('{q.qid}')."))
+    try:
+        value = q.kind.read(answer)
+    except Unanswered:
+        return _finish(Result("predict", q.qid, "unanswered",
+                              f"replace ... with your prediction: {q.kind.describe()}", rows=[("question", q.prompt)]))
+    except BadAnswer as exc:
+        return _finish(Result("predict", q.qid, "invalid", str(exc), rows=[("question", q.prompt)]))
+    return commit_prediction(q, value, replaced=state.predicted)
+
+
+def commit_prediction(q, value, replaced: bool = False) -> Result:
+    """Record a read prediction; shared by predict() and the prediction widget."""
+    store().append(q.unit, q.qid, "predict", "recorded", q.kind.encode(value))
+    note = "replaces your earlier prediction. " if replaced else ""
+    return _finish(Result("predict", q.qid, "recorded",
+                          f"{note}Run the experiment below, then reveal('{q.qid}'). "
+                          "You may change your prediction until the reveal.",
+                          got=value, rows=[("question", q.prompt), ("your prediction", q.kind.show(value))]))
+
+
+def reveal(qid: Any) -> Result:
+    """Run the live experiment and show torch's answer beside the locked-in prediction."""
+    q, bad = _lookup(qid, "reveal")
+    if bad:
+        return _finish(bad)
+    if q.role != "predict":
+        return _finish(Result("reveal", q.qid, "invalid",
+                              f"{q.qid} is a {q.role} question: it is graded with check('{q.qid}', ...), not revealed"))
+    truth, failed = _run_truth(q, "reveal")
+    if failed:
+        return _finish(failed)
+    state = _state(q)
+    rows = [("question", q.prompt), ("torch says", q.kind.show(truth))]
+    if not state.predicted:
+        store().append(q.unit, q.qid, "reveal", "revealed", None)
+        return _finish(Result("reveal", q.qid, "revealed",
+                              "recorded as revealed without a prediction; to predict it properly: "
+                              f"reset('{q.qid}'), then predict first.",
+                              expected=truth, rows=rows, explain=q.explain))
+    try:
+        value = q.kind.read(state.prediction)
+    except (BadAnswer, Unanswered):  # a prediction stored by an older version, no longer readable
+        value = None
+    ok = value is not None and q.kind.agrees(truth, value)
+    verdict = "correct" if ok else "incorrect"
+    store().append(q.unit, q.qid, "reveal", verdict, state.prediction)
+    rows.append(("you predicted", q.kind.show(value) if value is not None else short(state.prediction)))
+    note = "" if ok else (q.kind.verdict_note(truth, value) if value is not None else "")
+    return _finish(Result("reveal", q.qid, verdict, note, expected=truth, got=value, rows=rows, explain=q.explain))
+
+
+def check(qid: Any, answer: Any = _ASK) -> Result:
+    """Grade a self-test answer or an exercise function against live torch."""
+    q, bad = _lookup(qid, "check")
+    if bad:
+        return _finish(bad)
+    if q.role == "predict":
+        return _finish(Result("check", q.qid, "invalid",
+                              f"{q.qid} is a predict-then-run question: predict('{q.qid}', ...) then reveal('{q.qid}')"))
+    if answer is _ASK:
+        return _finish(Result("check", q.qid, "unanswered",
+                              f"pass your answer: check('{q.qid}', answer), where answer is {q.kind.describe()}",
+                              rows=[("question", q.prompt)]))
+    if isinstance(q.kind, Function):
+        result = run_exercise(q, answer)
+    else:
+        result = _check_value(q, answer)
+    store().append(q.unit, q.qid, "check", result.verdict,
+                   q.kind.encode(result.got) if result.got is not None else None,
+                   detail=result.detail)
+    return _finish(result)
+
+
+def _check_value(q, answer) -> Result:
+    rows = [("question", q.prompt)]
+    try:
+        value = q.kind.read(answer)
+    except Unanswered:
+        return Result("check", q.qid, "unanswered", f"replace ... with your answer: {q.kind.describe()}", rows=rows)
+    except BadAnswer as exc:
+        return Result("check", q.qid, "invalid", str(exc), rows=rows)
+    truth, failed = _run_truth(q, "check")
+    if failed:
+        return failed
+    ok = q.kind.agrees(truth, value)
+    rows.append(("your answer", q.kind.show(value)))
+    if ok:
+        rows.insert(1, ("torch says", q.kind.show(truth)))
+        return Result("check", q.qid, "correct", expected=truth, got=value, rows=rows, explain=q.explain)
+    note = q.kind.verdict_note(truth, value)
+    return Result("check", q.qid, "incorrect",
+                  (note + ". " if note else "") + "Run the experiment again and compare with what you expected.",
+                  got=value, rows=rows)
+
+
+def mark_passed(unit: Any) -> Result:
+    """Record the unit as passed, or refuse and list exactly what is missing."""
+    try:
+        uid = unit_id(unit)
+    except ValueError as exc:
+        return _finish(Result("mark", short(unit), "invalid", str(exc)))
+    state = progress.unit_state(uid, store().events(uid))
+    missing = state.missing()
+    title = f"unit {uid} ({UNITS[uid].title})"
+    if missing:
+        store().append(uid, None, "mark", "refused", None, detail={"missing": missing})
+        return _finish(Result("mark", uid, "refused",
+                              f"{title} cannot be marked passed yet. Missing:\n" +
+                              "\n".join("  - " + m for m in missing)))
+    store().append(uid, None, "mark", "passed", None)
+    nxt = leads_to(uid)
+    then = (" Next: " + ", ".join(f"{n} ({UNITS[n].title})" for n in nxt)) if nxt else " That was the last unit."
+    return _finish(Result("mark", uid, "passed", f"{title} is recorded as passed.{then}"))
+
+
+def reset(target: Any) -> Result:
+    """Forget progress on a unit ('01') or one question ('01.pow-node'); the log keeps the history."""
+    if isinstance(target, str) and "." in target:
+        q, bad = _lookup(target, "reset")
+        if bad:
+            return bad
+        store().append(q.unit, q.qid, "reset", "recorded")
+        return Result("reset", q.qid, "info", f"{q.qid} starts again: predict, then reveal.")
+    try:
+        uid = unit_id(target)
+    except ValueError as exc:
+        return Result("reset", short(target), "invalid", str(exc))
+    store().append(uid, None, "reset", "recorded")
+    return Result("reset", uid, "info", f"unit {uid} starts again from nothing.")
+
+
+def status() -> Result:
+    """The course map: every unit's state and what it waits for."""
+    states = progress.course_state(store())
+    rows = []
+    for uid, unit in UNITS.items():
+        s = states[uid]
+        c = s.counts()
+        parts = [s.status]
+        if c["questions"]:
+            parts.append(f"{c['done']}/{c['questions']} done")
+        note = progress.prerequisites_note(uid, states)
+        if note and not s.passed:
+            parts.append(note)
+        rows.append((f"{uid} {unit.title}", ", ".join(parts)))
+    done = sum(s.passed for s in states.values())
+    return Result("status", "course map", "info", f"{done} of {len(UNITS)} units passed.", rows=rows)

@@ -1,0 +1,132 @@
+"""Questions are declared once: an id, a kind, a prompt, the mechanism, and the live experiment.
+
+A declaration reads like this::
+
+    @predict_then_run("01.pow-node", Sequence(), prompt="...", explain="...")
+    def pow_node():
+        w = torch.tensor(2.0, requires_grad=True)
+        y = (w * 3) ** 2
+        return node_names(y)
+
+The body is the experiment: torch answers at check time. Roles:
+
+* ``predict_then_run``: predicted in the notebook, then revealed;
+* ``self_test``: answered with ``check`` at the end of a unit;
+* ``exercise``: a learner function, ``check``-ed on generated cases
+  (its experiment takes one case and returns torch's answer for it).
+
+An error question's experiment is a generator: it ``yield``s the name of
+each place before running it, and the place it was in when torch raised is
+the answer (see :func:`run_experiment`).
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from . import isolation
+from .course import UNITS, unit_id
+from .kinds import NO_ERROR, Error, ErrorOutcome, Function, Kind
+
+ROLES = ("predict", "self-test", "exercise")
+_ID = re.compile(r"^(\d\d)\.[a-z0-9][a-z0-9-]*$")
+
+
+@dataclass
+class Question:
+    qid: str
+    unit: str
+    role: str
+    kind: Kind
+    prompt: str
+    explain: str
+    experiment: Callable
+    order: int = 0
+
+    def run(self, *case) -> Any:
+        """Run the live experiment in a clean torch state and return torch's answer, normalised."""
+        with isolation.clean_room():
+            return self.kind.truth(run_experiment(self.experiment, *case)) \
+                if not isinstance(self.kind, Function) else \
+                self.kind.returns.truth(run_experiment(self.experiment, *case))
+
+
+def run_experiment(experiment: Callable, *args) -> Any:
+    if not inspect.isgeneratorfunction(experiment):
+        return experiment(*args)
+    place = NO_ERROR
+    steps = experiment(*args)
+    try:
+        for place in steps:
+            pass
+    except Exception as exc:  # torch raised: that is the observation
+        return ErrorOutcome(where=place, error=type(exc).__name__, message=str(exc))
+    return ErrorOutcome(where=NO_ERROR)
+
+
+REGISTRY: dict[str, Question] = {}
+_loaded = False
+
+
+def _declare(role: str, qid: str, kind: Kind, prompt: str, explain: str):
+    match = _ID.match(qid)
+    if not match:
+        raise ValueError(f"question id {qid!r} must look like '01.short-name'")
+    unit = match.group(1)
+    if unit not in UNITS:
+        raise ValueError(f"question {qid!r} names unit {unit}, which the course does not have")
+    if (role == "exercise") != isinstance(kind, Function):
+        raise ValueError(f"{qid}: exercises, and only exercises, take a Function kind")
+    if not prompt.strip() or not explain.strip():
+        raise ValueError(f"{qid}: a question needs a prompt and an explanation")
+
+    def register(experiment: Callable) -> Callable:
+        if qid in REGISTRY and REGISTRY[qid].experiment.__module__ != experiment.__module__:
+            raise ValueError(f"question id {qid!r} is declared twice")
+        if isinstance(kind, Error) and not inspect.isgeneratorfunction(experiment):
+            raise ValueError(f"{qid}: an error question's experiment must yield the name of each place")
+        REGISTRY[qid] = Question(qid, unit, role, kind, " ".join(prompt.split()),
+                                 " ".join(explain.split()), experiment, order=len(REGISTRY))
+        return experiment
+    return register
+
+
+def predict_then_run(qid: str, kind: Kind, *, prompt: str, explain: str):
+    return _declare("predict", qid, kind, prompt, explain)
+
+
+def self_test(qid: str, kind: Kind, *, prompt: str, explain: str):
+    return _declare("self-test", qid, kind, prompt, explain)
+
+
+def exercise(qid: str, kind: Function, *, prompt: str, explain: str):
+    return _declare("exercise", qid, kind, prompt, explain)
+
+
+def load() -> dict[str, Question]:
+    """Import every module under grader.questions once; each declares its unit's questions."""
+    global _loaded
+    if not _loaded:
+        from . import questions
+        for info in sorted(pkgutil.iter_modules(questions.__path__), key=lambda m: m.name):
+            if info.name.startswith("unit"):
+                importlib.import_module(f"{questions.__name__}.{info.name}")
+        _loaded = True
+    return REGISTRY
+
+
+def get(qid: str) -> Question | None:
+    return load().get(qid)
+
+
+def of_unit(unit: Any) -> list[Question]:
+    u = unit_id(unit)
+    return sorted((q for q in load().values() if q.unit == u), key=lambda q: q.order)
+
+
+def all_questions() -> list[Question]:
+    return sorted(load().values(), key=lambda q: (q.unit, q.order))

@@ -1,0 +1,36 @@
+"""Unit 00, start here: three warm-up questions that show how predict, reveal and check work."""
+import torch
+
+from ..kinds import Boolean, Number
+from ..question import predict_then_run, self_test
+
+
+@predict_then_run(
+    "00.warmup-add", Number(),
+    prompt="v = torch.tensor([1.0, 2.0]) + 1. What numbers does v hold? Answer a list.",
+    explain="Adding a Python number adds it to every element (broadcasting a scalar).",
+)
+def warmup_add():
+    v = torch.tensor([1.0, 2.0]) + 1
+    return v.tolist()
+
+
+@predict_then_run(
+    "00.warmup-flag", Boolean(),
+    prompt="t = torch.tensor([1.0, 2.0]). Is t.requires_grad True or False?",
+    explain="Tensors you create do not take part in autograd unless you ask, with requires_grad=True.",
+)
+def warmup_flag():
+    t = torch.tensor([1.0, 2.0])
+    return t.requires_grad
+
+
+@self_test(
+    "00.warmup-square", Number(),
+    prompt="s = torch.tensor(3.0, requires_grad=True); (s * s).backward(). What is s.grad?",
+    explain="d(s*s)/ds = 2s, which is 6 at s = 3; backward() stores it in s.grad.",
+)
+def warmup_square():
+    s = torch.tensor(3.0, requires_grad=True)
+    (s * s).backward()
+    return s.grad.item()

@@ -1,0 +1,88 @@
+"""One source: notebooks/ is generated from solutions/, and build --check notices drift."""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.notebooks import BuildError, build, learner_copy, strip_solutions
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_top_level_regions_become_placeholders():
+    src = "### BEGIN SOLUTION\nanswer = [1, 2]\nother: int = 3\n### END SOLUTION\npredict('q', answer)"
+    assert strip_solutions(src) == ("answer = ...  # YOUR ANSWER HERE\nother = ...  # YOUR ANSWER HERE\n"
+                                    "predict('q', answer)")
+
+
+def test_regions_in_a_body_raise_not_implemented():
+    src = "def f(t):\n    '''doc'''\n    ### BEGIN SOLUTION\n    return t\n    ### END SOLUTION\n"
+    out = strip_solutions(src)
+    assert "return t" not in out and "    raise NotImplementedError()" in out
+    namespace = {}
+    exec(out, namespace)
+    with pytest.raises(NotImplementedError):
+        namespace["f"](1)
+
+
+@pytest.mark.parametrize("src, words", [
+    ("### BEGIN SOLUTION\nprint(1)\n### END SOLUTION", "may only assign names"),
+    ("### BEGIN SOLUTION\na = 1", "has no"),
+    ("a = 1\n### END SOLUTION", "without"),
+    ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION", "inside another"),
+    ("### BEGIN SOLUTION\na[0] = 1\n### END SOLUTION", "may only assign names"),
+])
+def test_malformed_regions_are_refused_with_the_place(src, words):
+    with pytest.raises(BuildError, match=words):
+        strip_solutions(src, "x.ipynb, cell 3")
+
+
+def test_learner_copy_clears_outputs():
+    nb = nbformat.read(ROOT / "solutions" / "01_what_the_forward_pass_records.ipynb", 4)
+    assert any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), "solutions keep their outputs"
+    out = learner_copy(nb)
+    for cell in out.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None
+            assert "### BEGIN SOLUTION" not in cell.source
+
+
+def test_committed_notebooks_match_solutions():
+    assert build(ROOT, check=True) == []
+
+
+def test_check_fails_on_drift_and_build_repairs_it(tmp_path):
+    shutil.copytree(ROOT / "solutions", tmp_path / "solutions")
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    target = tmp_path / "notebooks" / "00_start_here.ipynb"
+    nb = json.loads(target.read_text())
+    nb["cells"][0]["source"] = "edited by hand"
+    target.write_text(json.dumps(nb))
+    (tmp_path / "notebooks" / "99_orphan.ipynb").write_text("{}")
+    cli = [sys.executable, "-m", "grader", "build", "--check", "--root", str(tmp_path)]
+    result = subprocess.run(cli, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "00_start_here.ipynb differs" in result.stdout and "99_orphan.ipynb has no solution" in result.stdout
+    assert subprocess.run(cli[:-3] + ["--root", str(tmp_path)], capture_output=True).returncode == 0
+    assert build(tmp_path, check=True) == ["notebooks/99_orphan.ipynb has no solution in solutions/"]
+
+
+def test_every_unit_with_questions_has_a_solution_and_a_learner_notebook():
+    from grader.course import UNITS
+    from grader.question import all_questions
+    units = {q.unit for q in all_questions()}
+    for uid in units:
+        name = UNITS[uid].notebook
+        assert (ROOT / "solutions" / name).exists(), name
+        assert (ROOT / "notebooks" / name).exists(), name
+    for path in (ROOT / "solutions").glob("*.ipynb"):
+        uid = path.name[:2]
+        assert uid in units, f"{path.name} has no questions declared"
+        text = path.read_text()
+        for q in (q for q in all_questions() if q.unit == uid):
+            assert f'\\"{q.qid}\\"' in text, f"{path.name} never uses {q.qid}"
+        assert f'mark_passed(\\"{uid}\\")' in text, f"{path.name} never marks its unit"

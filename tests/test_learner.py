@@ -1,0 +1,153 @@
+"""The learner's loop: predict -> reveal, check, mark_passed, strict mode, and the progress they leave."""
+import pytest
+import torch
+
+from grader import check, mark_passed, predict, reset, reveal, status
+from grader import progress
+from grader.question import of_unit
+from grader.results import GraderCheckFailed
+from grader.store import current
+
+
+def unit_state(uid):
+    return progress.unit_state(uid, current().events(uid))
+
+
+def test_predict_then_reveal_correct():
+    r = predict("01.pow-node", "PowBackward0")
+    assert r.verdict == "recorded" and not r.passed
+    r = reveal("01.pow-node")
+    assert r.verdict == "correct" and r.passed
+    assert r.expected == "PowBackward0" and r.got == "PowBackward0"
+    assert "✓" in str(r) and "agl-correct" in r._repr_html_()
+
+
+def test_a_prediction_may_change_until_the_reveal_then_locks():
+    predict("01.pow-node", "MulBackward0")
+    predict("01.pow-node", "PowBackward0")
+    assert reveal("01.pow-node").verdict == "correct"
+    r = predict("01.pow-node", "MulBackward0")
+    assert r.verdict == "locked" and "reset('01.pow-node')" in r.message
+    assert reveal("01.pow-node").verdict == "correct"
+
+
+def test_wrong_prediction_is_incorrect_but_counts_as_predicted():
+    predict("01.x-is-leaf", True)
+    r = reveal("01.x-is-leaf")
+    assert r.verdict == "incorrect" and r.expected is False
+    assert unit_state("01").questions["01.x-is-leaf"].done
+
+
+def test_reveal_without_prediction_is_recorded_and_blocks_mark_passed():
+    r = reveal("01.walk-y")
+    assert r.verdict == "revealed" and r.expected == ("PowBackward0", "MulBackward0", "AccumulateGrad")
+    assert predict("01.walk-y", ["PowBackward0"]).verdict == "locked"
+    refusal = mark_passed("01")
+    assert refusal.verdict == "refused"
+    assert any("01.walk-y was revealed before a prediction" in line for line in refusal.message.splitlines())
+    reset("01.walk-y")
+    assert predict("01.walk-y", ["PowBackward0", "MulBackward0", "AccumulateGrad"]).verdict == "recorded"
+    assert reveal("01.walk-y").verdict == "correct"
+
+
+def test_placeholders_are_never_a_pass_and_never_raise():
+    for answer in (..., None):
+        assert predict("01.pow-node", answer).verdict == "unanswered"
+        assert check("01.closed-book-walk", answer).verdict == "unanswered"
+
+    def graph_nodes(t):
+        raise NotImplementedError()
+    assert check("01.graph-walk", graph_nodes).verdict == "unanswered"
+    assert reveal("01.pow-node").verdict == "revealed"
+
+
+def test_unknown_ids_and_wrong_roles_get_messages():
+    r = predict("01.pow-nod", "x")
+    assert r.verdict == "invalid" and "01.pow-node" in r.message
+    assert predict(42, "x").verdict == "invalid"
+    assert check("01.pow-node", "PowBackward0").verdict == "invalid"
+    assert predict("01.closed-book-walk", []).verdict == "invalid"
+    assert reveal("01.graph-walk").verdict == "invalid"
+    assert mark_passed("99").verdict == "invalid"
+    assert mark_passed(3.5).verdict == "invalid"
+
+
+def test_check_grades_against_live_torch():
+    good = check("01.who-keeps-grad", {"w"})
+    assert good.passed and good.expected == frozenset({"w"})
+    bad = check("01.who-keeps-grad", {"w", "x"})
+    assert bad.verdict == "incorrect" and "not in torch's answer: x" in bad.message
+    assert bad.expected is None  # a failed check does not give the answer away
+    assert check("01.who-keeps-grad", "w").verdict == "invalid"
+
+
+def solve_unit(uid):
+    """Answer every question of a unit with torch's own answer (what a perfect learner does)."""
+    for q in of_unit(uid):
+        if q.role == "predict":
+            truth = q.run()
+            predict(q.qid, q.kind.encode(truth))
+            assert reveal(q.qid).passed
+        elif q.role == "exercise":
+            from tests.reference import REFERENCE
+            assert check(q.qid, REFERENCE[q.qid]).passed, q.qid
+        else:
+            assert check(q.qid, q.kind.encode(q.run())).passed, q.qid
+
+
+@pytest.mark.parametrize("uid", ["00", "01"])
+def test_mark_passed_only_when_everything_is_done(uid):
+    assert mark_passed(uid).verdict == "refused"
+    solve_unit(uid)
+    r = mark_passed(uid)
+    assert r.passed, r.message
+    assert unit_state(uid).status == "passed"
+
+
+def test_mark_passed_lists_exactly_what_is_missing():
+    solve_unit("00")
+    reset("00.warmup-square")
+    r = mark_passed("00")
+    assert r.verdict == "refused"
+    assert [l.strip() for l in r.message.splitlines()[1:]] == ["- 00.warmup-square: not answered yet (self-test)"]
+
+
+def test_reset_unit_starts_again_but_keeps_history():
+    solve_unit("00")
+    mark_passed("00")
+    reset("00")
+    assert unit_state("00").status == "not started"
+    assert len(current().events("00")) > 5
+
+
+def test_strict_mode_raises_on_anything_short_of_success(monkeypatch):
+    monkeypatch.setenv("AUTOGRAD_LAB_STRICT", "1")
+    with pytest.raises(GraderCheckFailed):
+        check("01.who-keeps-grad", {"x"})
+    with pytest.raises(GraderCheckFailed):
+        check("01.who-keeps-grad", ...)
+    with pytest.raises(GraderCheckFailed):
+        mark_passed("01")
+    with pytest.raises(GraderCheckFailed):
+        reveal("01.pow-node")  # without a prediction
+    assert predict("01.x-is-leaf", False).verdict == "recorded"
+    assert reveal("01.x-is-leaf").passed
+
+
+def test_reveal_uses_its_own_experiment_not_the_learners_variables():
+    # a learner who rebinds names or changes global state cannot move the verdict
+    predict("01.x-is-leaf", False)
+    torch.set_grad_enabled(False)
+    try:
+        assert reveal("01.x-is-leaf").passed
+        assert torch.is_grad_enabled() is False
+    finally:
+        torch.set_grad_enabled(True)
+
+
+def test_status_course_map_reports_prerequisites():
+    solve_unit("00")
+    mark_passed("00")
+    rows = dict(status().rows)
+    assert rows["00 Start here: how the course works"] == "passed, 3/3 done"
+    assert rows["02 Backward, and why gradients add"].endswith("needs 01 passed first")
