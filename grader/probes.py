@@ -205,18 +205,26 @@ def saved_tensors(obj: Any, names: Any = None) -> list[SavedTensor]:
         for attr in dir(fn):
             if not attr.startswith("_raw_saved_"):
                 continue
-            raw = getattr(fn, attr)
             name = "_saved_" + attr[len("_raw_saved_"):]
-            if not hasattr(raw, "data"):
-                continue
             entry = SavedTensor(node=node_name(fn), attribute=name)
             try:
+                raw = getattr(fn, attr)
+                if not hasattr(raw, "data"):
+                    continue
                 data = raw.data
             except RuntimeError:
                 entry.state = FREED
                 out.append(entry)
                 continue
-            if not isinstance(data, torch.Tensor) or not data.untyped_storage().nbytes() and data.numel() == 0:
+            if data is None:
+                try:
+                    getattr(fn, name)   # None: nothing was saved in this slot
+                    continue
+                except RuntimeError:    # backward already freed it
+                    entry.state = FREED
+                    out.append(entry)
+                    continue
+            if not isinstance(data, torch.Tensor):
                 continue
             entry.shape = tuple(data.shape)
             entry.dtype = str(data.dtype).replace("torch.", "")
