@@ -57,9 +57,12 @@ def run_exercise(q, answer) -> Result:
             continue
         try:
             value = kind.returns.read(kind.convert(outcome.value, case, ns))
-        except (BadAnswer, Unanswered) as exc:
-            text = str(exc) or "it returned the placeholder"
-            failures.append((case, f"it returned {short(outcome.value)}: {text}", None, truth, outcome))
+        except Unanswered:
+            failures.append((case, f"it returned {short(outcome.value)}; did you forget a return statement?",
+                             None, truth, outcome))
+            continue
+        except BadAnswer as exc:
+            failures.append((case, f"it returned {short(outcome.value)}: {exc}", None, truth, outcome))
             continue
         except Exception as exc:
             failures.append((case, f"it returned {short(outcome.value)}, which could not be read "

@@ -28,6 +28,7 @@ class TorchState:
     deterministic: bool
     num_threads: int
     saved_tensor_hooks: int
+    default_device: str
 
 
 def snapshot() -> TorchState:
@@ -40,6 +41,7 @@ def snapshot() -> TorchState:
         deterministic=torch.are_deterministic_algorithms_enabled(),
         num_threads=torch.get_num_threads(),
         saved_tensor_hooks=len(_peek_hooks()),
+        default_device=str(torch.get_default_device()),
     )
 
 
@@ -52,6 +54,7 @@ _WORDS = {
     "deterministic": "deterministic algorithms",
     "num_threads": "the number of threads",
     "saved_tensor_hooks": "the saved-tensor hooks in force",
+    "default_device": "the default device",
 }
 
 
@@ -110,6 +113,8 @@ def restored(state: TorchState):
         torch.use_deterministic_algorithms(state.deterministic)
         if torch.get_num_threads() != state.num_threads:
             torch.set_num_threads(state.num_threads)
+        if str(torch.get_default_device()) != state.default_device:
+            torch.set_default_device(None if state.default_device == "cpu" else state.default_device)
 
 
 @contextlib.contextmanager
@@ -128,5 +133,7 @@ def clean_room(seed: int = 0, quiet: bool = True):
         torch.set_anomaly_enabled(False)
         torch.set_default_dtype(torch.float32)
         torch.use_deterministic_algorithms(False)
+        if str(torch.get_default_device()) != "cpu":
+            torch.set_default_device(None)
         torch.manual_seed(seed)
         yield

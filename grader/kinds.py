@@ -62,9 +62,17 @@ def _is_tensor(value: Any) -> bool:
         and hasattr(value, "requires_grad")
 
 
+MAX_ITEMS = 10_000      # longer answers are refused before they are read or stored
+MAX_CHARS = 10_000
+
+
 def _reject_common(value: Any, wanted: str) -> None:
     if is_placeholder(value):
         raise Unanswered()
+    if isinstance(value, str) and len(value) > MAX_CHARS:
+        raise BadAnswer(f"expected {wanted}, got a string of {len(value):,} characters; that is too long to be it")
+    if isinstance(value, (list, tuple, set, frozenset, dict)) and len(value) > MAX_ITEMS:
+        raise BadAnswer(f"expected {wanted}, got a collection of {len(value):,} items; that is too many to be it")
     if _is_tensor(value):
         raise BadAnswer(f"expected {wanted}, got {type_words(value)}; "
                         "read the value out with .item() or .tolist()")
@@ -178,7 +186,7 @@ class Boolean(Kind):
         _reject_common(answer, "True or False")
         if isinstance(answer, bool):
             return answer
-        if type(answer).__name__ == "bool_":  # numpy.bool_
+        if type(answer).__module__ == "numpy" and type(answer).__name__ in ("bool_", "bool"):
             return bool(answer)
         raise BadAnswer(f"expected True or False, got {type_words(answer)}")
 
@@ -206,7 +214,10 @@ class Number(Kind):
         if isinstance(x, bool) or not isinstance(x, numbers.Real):
             _reject_common(x, "a number")
             raise BadAnswer(f"expected a number{where}, got {type_words(x)}")
-        return float(x)
+        try:
+            return float(x)
+        except (OverflowError, ValueError, TypeError):
+            raise BadAnswer(f"{short(x, 40)}{where} cannot be read as a number (too large?)") from None
 
     def read(self, answer):
         _reject_common(answer, "a number")

@@ -146,6 +146,13 @@ class Store:
 
     def _use_memory(self, reason: str):
         self._memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        try:  # start from what the file already holds, if it can be read at all
+            if self.path.exists():
+                source = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+                source.backup(self._memory)
+                source.close()
+        except sqlite3.Error:
+            pass
         self._migrate(self._memory)
         self._warn(f"autograd-lab: cannot keep progress in {self.path.parent} ({reason}); "
                    "progress is kept in memory for this session only and is lost when the kernel stops")

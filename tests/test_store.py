@@ -97,3 +97,16 @@ def test_an_old_file_is_migrated(tmp_path):
     assert len(events) == 1 and events[0].answer == "PowBackward0" and events[0].detail == {}
     store.append("01", "01.pow-node", "reveal", "correct")
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_read_only_file_keeps_its_history_in_memory(tmp_path, monkeypatch):
+    """Root can write anywhere, so open the file the way a read-only folder would force: mode=ro."""
+    path = tmp_path / FILENAME
+    Store(path).append("01", "01.pow-node", "predict", "recorded", answer="PowBackward0")
+    store = Store(path)
+    monkeypatch.setattr(store, "_connect_file",
+                        lambda: sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None))
+    with pytest.warns(StoreWarning, match="in memory for this session only"):
+        store.append("01", "01.pow-node", "reveal", "correct")
+    assert [e.action for e in store.events()] == ["predict", "reveal"]
+    assert len(Store(path).events()) == 1  # the file itself was not touched
