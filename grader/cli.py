@@ -1,4 +1,4 @@
-"""python -m grader: status, questions, reset, build, verify."""
+"""python -m grader: status, questions, reset, build, verify, grade."""
 from __future__ import annotations
 
 import argparse
@@ -65,6 +65,8 @@ def _build(args) -> int:
         print(f"build failed: {exc}", file=sys.stderr)
         return 2
     if args.check:
+        from .manifest import missing_from_manifest
+        differences += missing_from_manifest(root)
         for d in differences:
             print(d)
         if differences:
@@ -76,20 +78,49 @@ def _build(args) -> int:
         print("wrote " + d.split(" ")[0])
     if not differences:
         print("notebooks/ already matches solutions/")
+    if args.unit:
+        print("solutions/manifest.json not updated (a partial build); run `python -m grader build` to record it")
+        return 0
+    from .manifest import record
+    print(f"recorded every live answer in {record(root).relative_to(root)}")
     return 0
 
 
 def _verify(args) -> int:
-    from .verify import verify
+    from .manifest import compare
 
-    report = verify()
+    report = compare(Path(args.root))
+    changes = report["changed"] or report["added"] or report["removed"]
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(f"torch {report['torch']}: {len(report['questions'])} experiments")
-        for row in report["questions"]:
+        print(f"torch {report['torch']}: {len(report['rows'])} experiments "
+              f"(manifest built with torch {report['built_with'] or 'none: run `python -m grader build`'})")
+        for row in report["rows"]:
             print(f"  {row['id']:<32} {row['answer'] if row['ok'] else 'ERROR ' + row['error']}")
-    return 0 if all(r["ok"] for r in report["questions"]) else 1
+        if report["changed"]:
+            print(f"\n{len(report['changed'])} answer(s) changed since the manifest (revisit their prose):")
+            for c in report["changed"]:
+                print(f"  {c['id']}: {c['old']}  ->  {c['new']}")
+        for label in ("added", "removed"):
+            if report[label]:
+                print(f"\n{label} since the manifest: " + ", ".join(report[label]))
+        if report["errors"]:
+            print(f"\n{len(report['errors'])} experiment(s) raised: " + ", ".join(report["errors"]))
+    if report["errors"]:
+        return 1
+    if changes and not args.allow_changes:
+        return 1
+    return 0
+
+
+def _grade(args) -> int:
+    from .grade import grade
+
+    rows = grade(args.paths, Path(args.out), jobs=args.jobs, cell_timeout=args.cell_timeout,
+                 notebook_timeout=args.notebook_timeout, memory_mb=args.memory_mb,
+                 html_dir=Path(args.html) if args.html else None)
+    return 0 if rows else 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,9 +148,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--root", default=str(Path(__file__).resolve().parent.parent), help=argparse.SUPPRESS)
     p.set_defaults(run=_build)
 
-    p = sub.add_parser("verify", help="run every question's live experiment on the installed torch")
+    p = sub.add_parser("verify", help="run every live experiment; report answers that changed since the manifest")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--allow-changes", action="store_true", help="report changed answers but exit 0")
+    p.add_argument("--root", default=str(Path(__file__).resolve().parent.parent), help=argparse.SUPPRESS)
     p.set_defaults(run=_verify)
+
+    p = sub.add_parser("grade", help="run learner notebooks headless and write a gradebook")
+    p.add_argument("paths", nargs="+", help="notebooks, or folders of them (one sub-folder per learner)")
+    p.add_argument("--out", default="grades.csv", help="the CSV gradebook to write (default grades.csv)")
+    p.add_argument("-j", "--jobs", type=int, default=1, help="notebooks graded at once")
+    p.add_argument("--cell-timeout", type=int, default=60, help="seconds a cell may run (default 60)")
+    p.add_argument("--notebook-timeout", type=int, default=600, help="seconds a notebook may run (default 600)")
+    p.add_argument("--memory-mb", type=int, default=3072, help="memory limit per notebook (default 3072)")
+    p.add_argument("--html", help="also write one feedback page per learner into this folder")
+    p.set_defaults(run=_grade)
 
     args = parser.parse_args(argv)
     return args.run(args)

@@ -1,0 +1,117 @@
+"""python -m grader grade: a folder of learner notebooks becomes a gradebook, whatever the notebooks do."""
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTION = ROOT / "solutions" / "00_start_here.ipynb"
+UNTOUCHED = ROOT / "notebooks" / "00_start_here.ipynb"
+
+
+def edited(source: Path, change) -> nbformat.NotebookNode:
+    nb = nbformat.read(source, as_version=4)
+    change(nb)
+    return nb
+
+
+def replace_in(nb, old, new):
+    for cell in nb.cells:
+        cell.source = cell.source.replace(old, new)
+
+
+def drop_question(nb, qid):
+    nb.cells = [c for c in nb.cells if qid not in c.source]
+
+
+def add_first(nb, code):
+    nb.cells.insert(1, nbformat.v4.new_code_cell(code))
+
+
+@pytest.fixture(scope="module")
+def gradebook(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("class")
+    learners = {
+        "alice": nbformat.read(SOLUTION, as_version=4),
+        "bob": nbformat.read(UNTOUCHED, as_version=4),
+        "carol": edited(SOLUTION, lambda nb: replace_in(nb, "answer = 6.0", "answer = 7.0")),
+        "dave": edited(SOLUTION, lambda nb: drop_question(nb, "00.warmup-flag")),
+        "erin": edited(SOLUTION, lambda nb: add_first(nb, "while True:\n    pass")),
+        "gina": edited(SOLUTION, lambda nb: add_first(nb, "import os\nos._exit(1)")),
+        # 4 GB: fits this machine, not the 2 GB limit given below
+        "hank": edited(SOLUTION, lambda nb: add_first(nb, "import torch\nbig = torch.ones(10**9)")),
+    }
+    for name, nb in learners.items():
+        (folder / name).mkdir()
+        nbformat.write(nb, folder / name / "00_start_here.ipynb")
+    (folder / "frank").mkdir()
+    (folder / "frank" / "00_start_here.ipynb").write_text("{ this is not json")
+    out = folder / "grades.csv"
+    html = folder / "feedback"
+    result = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "-j", "2",
+                             "--cell-timeout", "8", "--memory-mb", "2048", "--html", str(html)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    with open(out, newline="") as f:
+        rows = {r["learner"]: r for r in csv.DictReader(f)}
+    return rows, html, result.stderr
+
+
+def test_a_solved_notebook_passes_everything(gradebook):
+    rows, _, _ = gradebook
+    alice = rows["alice"]
+    assert alice["run"] == "ok" and alice["unit"] == "00" and alice["marked passed"] == "yes"
+    assert alice["00.warmup-add"] == "predicted, correct" and alice["00.warmup-square"] == "correct"
+    assert alice["done"] == "3/3"
+
+
+def test_an_untouched_notebook_passes_nothing(gradebook):
+    bob = gradebook[0]["bob"]
+    assert bob["run"] == "ok" and bob["marked passed"] == "no"
+    assert bob["00.warmup-add"] == "revealed without prediction"
+    assert bob["00.warmup-square"] == "not answered" and bob["done"] == "0/3"
+
+
+def test_a_wrong_answer_is_recorded_and_blocks_the_pass(gradebook):
+    carol = gradebook[0]["carol"]
+    assert carol["00.warmup-square"] == "incorrect" and carol["marked passed"] == "no"
+
+
+def test_deleted_cells_are_reported_and_the_rest_still_graded(gradebook):
+    dave = gradebook[0]["dave"]
+    assert dave["run"] == "missing cells" and "cells are missing" in dave["problems"]
+    assert dave["00.warmup-flag"] == "not attempted" and dave["00.warmup-add"] == "predicted, correct"
+
+
+def test_an_endless_cell_is_stopped_and_grading_goes_on(gradebook):
+    erin = gradebook[0]["erin"]
+    assert erin["run"] == "timed out" and "ran past 8 s" in erin["problems"]
+    assert erin["marked passed"] == "yes"
+
+
+def test_a_dead_kernel_gets_a_row(gradebook):
+    gina = gradebook[0]["gina"]
+    assert gina["run"] == "kernel died" and gina["unit"] == "00" and gina["marked passed"] == "no"
+
+
+def test_the_memory_limit_holds_and_grading_goes_on(gradebook):
+    hank = gradebook[0]["hank"]
+    assert hank["run"] == "out of memory" and "cell 2 raised" in hank["problems"]
+    assert hank["marked passed"] == "yes"
+
+
+def test_a_file_that_is_not_json_gets_a_row(gradebook):
+    frank = gradebook[0]["frank"]
+    assert frank["run"] == "not a notebook" and "could not be read" in frank["problems"]
+
+
+def test_feedback_pages_and_progress(gradebook):
+    rows, html, stderr = gradebook
+    assert len(rows) == 8
+    page = (html / "carol.html").read_text()
+    assert "00.warmup-square" in page and "incorrect" in page
+    assert "8/8" in stderr and "per minute" in stderr
