@@ -60,7 +60,7 @@ def _build(args) -> int:
         if args.execute:
             for name in execute_solutions(root, only=args.unit or None):
                 print(f"executed solutions/{name}")
-        differences = build(root, check=args.check)
+        differences = build(root, check=args.check, only=args.unit or None)
     except BuildError as exc:
         print(f"build failed: {exc}", file=sys.stderr)
         return 2
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if notebooks/ differs")
     p.add_argument("--execute", action="store_true",
                    help="first re-run the solutions in strict mode and store their outputs")
-    p.add_argument("--unit", action="append", help="with --execute: only these units (repeatable)")
+    p.add_argument("--unit", action="append", help="only these units (repeatable), e.g. --unit 03")
     p.add_argument("--root", default=str(Path(__file__).resolve().parent.parent), help=argparse.SUPPRESS)
     p.set_defaults(run=_build)
 

@@ -110,7 +110,8 @@ def restored(state: TorchState):
         torch.set_grad_enabled(state.grad_enabled)
         torch.set_anomaly_enabled(state.anomaly, state.anomaly_check_nan)
         torch.set_default_dtype(state.default_dtype)
-        torch.use_deterministic_algorithms(state.deterministic)
+        if torch.are_deterministic_algorithms_enabled() != state.deterministic:
+            torch.use_deterministic_algorithms(state.deterministic)   # slow the first time: only when needed
         if torch.get_num_threads() != state.num_threads:
             torch.set_num_threads(state.num_threads)
         if str(torch.get_default_device()) != state.default_device:
@@ -132,7 +133,8 @@ def clean_room(seed: int = 0, quiet: bool = True):
         torch.set_grad_enabled(True)
         torch.set_anomaly_enabled(False)
         torch.set_default_dtype(torch.float32)
-        torch.use_deterministic_algorithms(False)
+        if torch.are_deterministic_algorithms_enabled():
+            torch.use_deterministic_algorithms(False)
         if str(torch.get_default_device()) != "cpu":
             torch.set_default_device(None)
         torch.manual_seed(seed)

@@ -45,7 +45,10 @@ def type_words(value: Any) -> str:
         return f"a tensor of shape {tuple(value.shape)}"
     if hasattr(value, "__next__"):
         return "a generator or iterator"
-    return f"a {type(value).__name__}"
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def short(value: Any, limit: int = 80) -> str:
@@ -535,6 +538,10 @@ class Error(Kind):
         return where if words is None else f"{where}, saying {words!r}"
 
     def encode(self, value):
+        if isinstance(value, ErrorOutcome):   # torch's own answer, written the way a learner would
+            if not value.raised:
+                return NO_ERROR
+            return [value.where, stable_part(value.message)] if self.needs_message else value.where
         where, words = value
         return where if words is None else [where, words]
 

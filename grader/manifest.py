@@ -26,6 +26,10 @@ def plain(value: Any) -> Any:
     """A JSON form of a live answer that keeps everything torch said (raw names, whole messages)."""
     if isinstance(value, ErrorOutcome):
         return {"where": value.where, "error": value.error, "message": value.message}
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if hasattr(value, "detach") and hasattr(value, "tolist"):   # a tensor
+        return plain(value.detach().tolist())
     if isinstance(value, (set, frozenset)):
         return sorted(plain(v) for v in value)
     if isinstance(value, (list, tuple)):

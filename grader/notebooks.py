@@ -96,12 +96,17 @@ def dumps(nb: nbformat.NotebookNode) -> str:
     return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def build(root: Path = ROOT, check: bool = False) -> list[str]:
-    """Write notebooks/ from solutions/ (or, with check, list what differs). Returns the differences."""
+def build(root: Path = ROOT, check: bool = False, only: list[str] | None = None) -> list[str]:
+    """Write notebooks/ from solutions/ (or, with check, list what differs). Returns the differences.
+
+    ``only`` (unit ids such as '03') limits the work to those units' notebooks.
+    """
     solutions, notebooks = root / "solutions", root / "notebooks"
     differences = []
     expected = {}
     for path in sorted(solutions.glob("*.ipynb")):
+        if only and not any(path.name.startswith(u.zfill(2)) for u in only):
+            continue
         nb = nbformat.read(path, as_version=4)
         expected[path.name] = dumps(learner_copy(nb, path.name))
     for name, text in expected.items():
@@ -113,7 +118,7 @@ def build(root: Path = ROOT, check: bool = False) -> list[str]:
             if not check:
                 notebooks.mkdir(exist_ok=True)
                 target.write_text(text, encoding="utf-8")
-    for path in sorted(notebooks.glob("*.ipynb")) if notebooks.exists() else []:
+    for path in sorted(notebooks.glob("*.ipynb")) if notebooks.exists() and not only else []:
         if path.name not in expected:
             differences.append(f"notebooks/{path.name} has no solution in solutions/")
     return differences
@@ -148,7 +153,7 @@ def execute_solutions(root: Path = ROOT, only: list[str] | None = None) -> list[
     """Re-run solution notebooks in place (strict mode), storing their outputs."""
     done = []
     for path in sorted((root / "solutions").glob("*.ipynb")):
-        if only and not any(path.name.startswith(u) for u in only):
+        if only and not any(path.name.startswith(u.zfill(2)) for u in only):
             continue
         nb = execute(path, strict=True)
         for cell in nb.cells:

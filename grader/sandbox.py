@@ -70,7 +70,8 @@ class _CappedWriter(io.TextIOBase):
 def _where_in_learner_code(exc: BaseException) -> str:
     """'line 4 of your function' from the innermost frame outside the grader, if any."""
     frames = traceback.extract_tb(exc.__traceback__)
-    mine = [f for f in frames if "/grader/" not in f.filename.replace("\\", "/")]
+    library = ("/grader/", "/site-packages/", "/dist-packages/", "/lib/python3")
+    mine = [f for f in frames if not any(part in f.filename.replace("\\", "/") for part in library)]
     if not mine:
         return ""
     f = mine[-1]

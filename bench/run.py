@@ -1,0 +1,282 @@
+"""What the grader costs a learner and an instructor, each figure as a ratio against its floor.
+
+    .venv/bin/python bench/run.py [--quick] [--out bench/results/latest.json]
+
+Measures, in one run:
+  startup    `import grader` against `import torch`, fresh processes, median of 7+ runs (target <= 1.10x)
+  answers    every question's reveal / check time, median, p95 and max per kind
+             (target median <= 15 ms; an exercise check on generated cases <= 1 s)
+  course     the whole course under nbval (solutions, strict), serial and with -n 2 --dist loadscope,
+             against the floor: one bare kernel start with `import torch` per unit, plus the time the
+             units' own cells take (target <= 1.5x floor + cells)
+  grade      `python -m grader grade` throughput in notebooks per minute at -j 1 and -j 2
+  memory     a kernel's peak RSS after running a whole unit, against a kernel that only imported torch
+
+Prints a table and writes the JSON file. Targets are flagged, never asserted: machines are noisy.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def p95(xs):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))] if xs else float("nan")
+
+
+def timed(cmd, **kw) -> float:
+    started = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
+    return time.perf_counter() - started
+
+
+def env_with_home(home: str) -> dict:
+    env = dict(os.environ, AUTOGRAD_LAB_HOME=home)
+    env.pop("AUTOGRAD_LAB_STRICT", None)
+    return env
+
+
+# --- startup -----------------------------------------------------------------------------------
+
+def bench_startup(runs: int) -> dict:
+    torch_times, grader_times = [], []
+    for _ in range(runs):   # interleaved, so drift in machine load hits both alike
+        torch_times.append(timed([PY, "-c", "import torch"]))
+        grader_times.append(timed([PY, "-c", "import grader"]))
+    t, g = median(torch_times), median(grader_times)
+    return {"import_torch_s": round(t, 3), "import_grader_s": round(g, 3), "ratio": round(g / t, 3),
+            "runs": runs, "target": 1.10, "ok": g / t <= 1.10}
+
+
+# --- answers -------------------------------------------------------------------------------------
+
+ANSWER_SCRIPT = r"""
+import json, sys, time
+from grader import check, predict, reveal
+from grader.kinds import Function
+from grader.question import all_questions
+sys.path.insert(0, sys.argv[1])
+from tests.reference import REFERENCE
+rows = []
+for q in all_questions():
+    if isinstance(q.kind, Function):
+        start = time.perf_counter(); r = check(q.qid, REFERENCE[q.qid]); took = time.perf_counter() - start
+        rows.append({"id": q.qid, "kind": "Function", "action": "check", "s": took, "passed": r.passed,
+                     "cases": r.detail.get("cases")})
+        continue
+    truth = q.run()
+    answer = q.kind.encode(truth)
+    if q.role == "predict":
+        predict(q.qid, answer)
+        start = time.perf_counter(); r = reveal(q.qid); took = time.perf_counter() - start
+        action = "reveal"
+    else:
+        start = time.perf_counter(); r = check(q.qid, answer); took = time.perf_counter() - start
+        action = "check"
+    rows.append({"id": q.qid, "kind": type(q.kind).__name__, "action": action, "s": took, "passed": r.passed})
+print(json.dumps(rows))
+"""
+
+
+def bench_answers() -> dict:
+    with tempfile.TemporaryDirectory() as home:
+        out = subprocess.run([PY, "-c", ANSWER_SCRIPT, str(ROOT)], capture_output=True, text=True,
+                             env=env_with_home(home), check=True)
+    rows = json.loads(out.stdout)
+    per_kind = {}
+    for kind in sorted({r["kind"] for r in rows}):
+        xs = [r["s"] * 1000 for r in rows if r["kind"] == kind]
+        target = 1000.0 if kind == "Function" else 15.0
+        per_kind[kind] = {"n": len(xs), "median_ms": round(median(xs), 2), "p95_ms": round(p95(xs), 2),
+                          "max_ms": round(max(xs), 2), "target_ms": target,
+                          "ok": (max(xs) if kind == "Function" else median(xs)) <= target}
+    slowest = sorted(rows, key=lambda r: -r["s"])[:5]
+    return {"per_kind": per_kind, "all_passed": all(r["passed"] for r in rows),
+            "slowest": [{"id": r["id"], "ms": round(r["s"] * 1000, 1)} for r in slowest]}
+
+
+# --- the course under nbval ------------------------------------------------------------------------
+
+BARE = {"cells": [{"cell_type": "code", "execution_count": None, "id": "bare", "metadata": {}, "outputs": [],
+                   "source": "import torch"}],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5}
+
+
+def kernel_run(path: Path, home: str, extra_cell: str | None = None) -> tuple[float, float, object]:
+    """Run a notebook in a fresh kernel: (wall seconds, seconds inside cells, the executed notebook)."""
+    import nbformat
+    from nbclient import NotebookClient
+    nb = nbformat.read(path, as_version=4)
+    if extra_cell:
+        nb.cells.append(nbformat.v4.new_code_cell(extra_cell))
+    os.environ["AUTOGRAD_LAB_HOME"] = home
+    os.environ.pop("AUTOGRAD_LAB_STRICT", None)
+    started = time.perf_counter()
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=True,
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    wall = time.perf_counter() - started
+    inside = 0.0
+    from datetime import datetime
+    for cell in nb.cells:
+        t = cell.get("metadata", {}).get("execution", {})
+        if "iopub.execute_input" in t and "shell.execute_reply" in t:
+            a = datetime.fromisoformat(t["iopub.execute_input"].replace("Z", "+00:00"))
+            b = datetime.fromisoformat(t["shell.execute_reply"].replace("Z", "+00:00"))
+            inside += (b - a).total_seconds()
+    return wall, inside, nb
+
+
+PEAK = "import resource; print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+
+
+def peak_of(nb) -> int:
+    for cell in reversed(nb.cells):
+        for out in cell.get("outputs", []):
+            text = out.get("text", "")
+            if "PEAK_KB" in text:
+                return int(text.split()[-1])
+    return 0
+
+
+def bench_course(quick: bool) -> dict:
+    solutions = sorted((ROOT / "solutions").glob("*.ipynb"))
+    with tempfile.TemporaryDirectory() as tmp:
+        bare = Path(tmp) / "bare.ipynb"
+        bare.write_text(json.dumps(BARE))
+        floor_runs = [kernel_run(bare, tmp, PEAK) for _ in range(3)]
+        floor_one = median([w for w, _, _ in floor_runs])
+        torch_peak = median([peak_of(nb) for _, _, nb in floor_runs])
+        units, cells_total = [], 0.0
+        for path in solutions:
+            wall, inside, nb = kernel_run(path, tempfile.mkdtemp(dir=tmp), PEAK)
+            # the bare notebook's own cell (import torch) is part of the floor, not the unit's work
+            units.append({"notebook": path.name, "wall_s": round(wall, 2), "cells_s": round(inside, 2),
+                          "peak_rss_mb": round(peak_of(nb) / 1024, 1)})
+            cells_total += inside
+    floor = floor_one * len(solutions)
+    result = {"units": units, "floor_per_unit_s": round(floor_one, 2), "floor_s": round(floor, 2),
+              "cells_s": round(cells_total, 2), "torch_only_peak_rss_mb": round(torch_peak / 1024, 1)}
+    for label, extra in (("serial", []), ("n2", ["-n", "2", "--dist", "loadscope"])):
+        if quick and label == "serial":
+            continue
+        cmd = [PY, "-m", "pytest", "--nbval", "--nbval-current-env", "--nbval-sanitize-with",
+               "tests/nbval_sanitize.cfg", "-q", "-p", "no:cacheprovider", *extra, "solutions"]
+        started = time.perf_counter()
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        workers = 2 if extra else 1
+        budget = 1.5 * floor / workers + cells_total / workers
+        result[f"nbval_{label}_s"] = round(wall, 1)
+        result[f"nbval_{label}_target_s"] = round(budget, 1)
+        result[f"nbval_{label}_ok"] = done.returncode == 0 and wall <= budget
+        result[f"nbval_{label}_tests_passed"] = done.returncode == 0
+    peaks = [u["peak_rss_mb"] for u in units]
+    result["peak_rss_max_mb"] = max(peaks) if peaks else 0
+    result["peak_rss_ratio"] = round(max(peaks) / result["torch_only_peak_rss_mb"], 2) if peaks else 0
+    return result
+
+
+# --- grading throughput -------------------------------------------------------------------------
+
+def bench_grade(copies: int) -> dict:
+    out = {}
+    solutions = sorted((ROOT / "solutions").glob("*.ipynb"))
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "class"
+        for i in range(copies):
+            learner = folder / f"learner{i:02d}"
+            learner.mkdir(parents=True)
+            src = solutions[i % len(solutions)]
+            shutil.copy(src, learner / src.name)
+        for jobs in (1, 2):
+            started = time.perf_counter()
+            subprocess.run([PY, "-m", "grader", "grade", str(folder), "--out", str(Path(tmp) / f"g{jobs}.csv"),
+                            "-j", str(jobs)], check=True, capture_output=True, env=env_with_home(tmp))
+            wall = time.perf_counter() - started
+            out[f"j{jobs}"] = {"notebooks": copies, "wall_s": round(wall, 1),
+                               "per_minute": round(60 * copies / wall, 1)}
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer runs: 7 startups, no serial nbval, 6 graded")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "latest.json"))
+    parser.add_argument("--only", choices=["startup", "answers", "course", "grade"], action="append")
+    args = parser.parse_args()
+    sections = args.only or ["startup", "answers", "course", "grade"]
+    report = {"python": sys.version.split()[0], "cpus": os.cpu_count()}
+    import torch
+    report["torch"] = torch.__version__
+    if "startup" in sections:
+        report["startup"] = bench_startup(7 if args.quick else 11)
+    if "answers" in sections:
+        report["answers"] = bench_answers()
+    if "course" in sections:
+        report["course"] = bench_course(args.quick)
+    if "grade" in sections:
+        report["grade"] = bench_grade(6 if args.quick else 20)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=2))
+    print(table(report))
+    print(f"\nJSON: {args.out}")
+    return 0
+
+
+def flag(ok) -> str:
+    return "ok" if ok else "MISSES"
+
+
+def table(r: dict) -> str:
+    lines = [f"autograd-lab bench: torch {r['torch']}, Python {r['python']}, {r['cpus']} CPUs", ""]
+    if "startup" in r:
+        s = r["startup"]
+        lines.append(f"startup   import torch {s['import_torch_s']:.2f} s, import grader {s['import_grader_s']:.2f} s"
+                     f"  ratio {s['ratio']:.2f}x (target <= 1.10x)  {flag(s['ok'])}")
+    if "answers" in r:
+        lines.append("answers   kind        n   median     p95      max   target")
+        for kind, k in r["answers"]["per_kind"].items():
+            lines.append(f"          {kind:<10} {k['n']:>3} {k['median_ms']:>7.1f}ms {k['p95_ms']:>6.1f}ms "
+                         f"{k['max_ms']:>7.1f}ms  {'max' if kind == 'Function' else 'median'} <= "
+                         f"{k['target_ms']:.0f}ms  {flag(k['ok'])}")
+        lines.append("          slowest: " + ", ".join(f"{x['id']} {x['ms']:.0f}ms" for x in r["answers"]["slowest"]))
+    if "course" in r:
+        c = r["course"]
+        lines.append(f"course    floor {c['floor_per_unit_s']:.2f} s/unit x {len(c['units'])} = {c['floor_s']:.1f} s; "
+                     f"cells {c['cells_s']:.1f} s")
+        for label in ("serial", "n2"):
+            if f"nbval_{label}_s" in c:
+                lines.append(f"          nbval {label:<6} {c[f'nbval_{label}_s']:.1f} s (target <= "
+                             f"{c[f'nbval_{label}_target_s']:.1f} s)  {flag(c[f'nbval_{label}_ok'])}")
+        lines.append(f"memory    torch-only kernel {c['torch_only_peak_rss_mb']:.0f} MB; after a unit up to "
+                     f"{c['peak_rss_max_mb']:.0f} MB ({c['peak_rss_ratio']:.2f}x)")
+        for u in c["units"]:
+            lines.append(f"          {u['notebook']:<48} {u['wall_s']:>6.2f} s  cells {u['cells_s']:>6.2f} s  "
+                         f"{u['peak_rss_mb']:>6.0f} MB")
+    if "grade" in r:
+        for key, g in r["grade"].items():
+            lines.append(f"grade     -{key[0]} {key[1:]}: {g['notebooks']} notebooks in {g['wall_s']:.1f} s = "
+                         f"{g['per_minute']:.1f} per minute")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""Unit 02's own pieces: the LeafGrads kind, and the generated cases its exercises need.
+
+The cases must keep showing what the exercises are about, or the buggy implementations in
+tests/reference/unit02.py would pass for the wrong reason: leaves with no gradient next to
+leaves with zeros, and outputs that are transposed views.
+"""
+import pytest
+import torch
+
+from grader.kinds import BadAnswer, ErrorOutcome, Unanswered
+from grader.questions import unit02
+
+
+def test_leaf_grads_reads_tensors_lists_numbers_and_none():
+    kind = unit02.LeafGrads()
+    value = kind.read({"a": torch.tensor([[1.0, 2.0]]), "b": None, "c": 3, "d": [[1, 2], [3, 4]]})
+    assert value == {"a": (1.0, 2.0), "b": None, "c": (3.0,), "d": (1.0, 2.0, 3.0, 4.0)}
+
+
+@pytest.mark.parametrize("answer, words", [
+    ([1, 2], "dict"),
+    ({"a": "1"}, "string"),
+    ({1: None}, "strings"),
+    ({"a": True}, "boolean"),
+    ({"a": torch.zeros(20_000)}, "too many"),
+])
+def test_leaf_grads_refuses_what_is_not_gradients(answer, words):
+    with pytest.raises(BadAnswer, match=words):
+        unit02.LeafGrads().read(answer)
+    with pytest.raises(Unanswered):
+        unit02.LeafGrads().read(...)
+
+
+def test_zeros_are_not_none_and_steps_are_compared_in_order():
+    kind = unit02.LeafGrads(steps=unit02.TIMELINE_STEPS)
+    truth = kind.read({"a": [torch.zeros(2), torch.zeros(2), None]})
+    assert kind.agrees(truth, kind.read({"a": [[0, 0], [0.0, 0.0], None]}))
+    assert not kind.agrees(truth, kind.read({"a": [[0, 0], [0, 0], [0, 0]]}))
+    assert not kind.agrees(truth, kind.read({"a": [None, [0, 0], None]}))
+    assert not kind.agrees(truth, kind.read({"a": [[0, 0], [0, 0], None], "b": [None, None, None]}))
+    note = kind.verdict_note(truth, kind.read({"a": [[0, 0], [0, 0], [0, 0]]}))
+    assert "after zero_grad()" in note and "None" in note
+    for wrong in kind.wrong_answers(truth):
+        assert not kind.agrees(truth, kind.read(wrong))
+
+
+def test_error_place_encodes_torchs_own_observation():
+    kind = unit02.ErrorPlace("at backward", needs_message=True)
+    seen = ErrorOutcome("at backward", "RuntimeError", "grad can be implicitly created only for scalar outputs")
+    assert kind.agrees(seen, kind.read(kind.encode(seen)))
+    assert kind.encode(ErrorOutcome("no error")) == "no error"
+
+
+def test_timeline_cases_hold_every_kind_of_leaf():
+    cases = unit02._timeline_cases()
+    assert [c.size for c in cases] == sorted(c.size for c in cases)
+    kinds = set()
+    for case in cases:
+        ns = case.fresh()
+        ns["forward"]().backward()
+        for t in ns["leaves"].values():
+            if not t.requires_grad:
+                kinds.add("needs no gradient")
+            elif t.grad is None:
+                kinds.add("unreached")
+            elif (t.grad == 0).any():
+                kinds.add("reached, with zeros")
+            else:
+                kinds.add("reached")
+    assert kinds == {"needs no gradient", "unreached", "reached, with zeros", "reached"}
+
+
+def test_timeline_forward_reuses_the_same_leaves():
+    case = unit02._timeline_cases()[0]
+    ns = case.fresh()
+    first, second = ns["forward"](), ns["forward"]()
+    assert first is not second
+    reached = {id(t) for t in (fn.variable for fn in _accumulate_nodes(second))}
+    assert reached <= {id(t) for t in ns["leaves"].values()}
+
+
+def _accumulate_nodes(out):
+    from grader import probes
+    return [fn for fn in probes.nodes(out) if type(fn).__name__ == "AccumulateGrad"]
+
+
+def test_seed_cases_are_non_scalar_some_transposed_some_non_square():
+    cases = unit02._seed_cases()
+    assert all(c.size > 1 for c in cases)
+    shapes = {c.shape for c in cases}
+    assert {1, 2, 3} <= {len(s) for s in shapes}
+    assert any(len(s) == 2 and s[0] != s[1] for s in shapes)
+    transposed = 0
+    for case in cases:
+        out = case.fresh()["out"]
+        assert tuple(out.shape) == case.shape and 0 <= case.index < out.numel()
+        transposed += not out.is_contiguous()
+    assert transposed >= 3
+
+
+def test_seed_case_names_the_element_it_isolates():
+    for case in unit02._seed_cases():
+        out = case.fresh()["out"]
+        assert eval(case.element, {"out": out}).item() == out.flatten()[case.index].item()

@@ -1,0 +1,130 @@
+"""Unit 03's own cases: the planted faults are what torch sees, and odd learner code gets a clear verdict."""
+import math
+import time
+
+import pytest
+import torch
+
+from grader import check
+from grader.question import get
+from grader.questions import unit03
+from tests.reference.unit03 import make_watch, three_ways
+
+
+# --- the watch exercise's loops ---------------------------------------------------------------
+
+LOOPS = unit03._loop_cases()
+
+
+@pytest.mark.parametrize("case", LOOPS, ids=lambda c: c.label)
+def test_planted_faults_are_exactly_the_non_finite_steps(case):
+    truth = get("03.nonfinite-watch").run(case)
+    assert truth.bad == tuple(sorted(case.faults)), "a fault did not show, or a decoy did"
+    assert truth.reported == (min(case.faults) if case.faults else None)
+
+
+def test_the_loops_cover_what_the_bugs_need():
+    values = [[v for _, v in c.faults.values()] for c in LOOPS]
+    assert any(not c.faults for c in LOOPS), "a loop without a fault"
+    assert any(vs and all(math.isinf(v) for v in vs) for vs in values), "a loop with infinities only"
+    assert any(len(c.faults) >= 2 for c in LOOPS), "a loop with two faults (first, not last)"
+    assert any(0 in c.faults for c in LOOPS) and any(c.faults and min(c.faults) > 0 for c in LOOPS)
+    assert sum(bool(c.decoys) for c in LOOPS) >= 4, "large but finite targets"
+    assert [c.size for c in LOOPS] == sorted(c.size for c in LOOPS), "smallest first"
+
+
+def test_a_watch_that_hands_back_the_same_gradient_is_not_an_edit():
+    def make():
+        hook, report = make_watch()
+
+        def passing_on(g):
+            hook(g)
+            return g
+        return passing_on, report
+    assert check("03.nonfinite-watch", make).passed
+
+
+def _endless():
+    def hook(g):
+        while True:
+            pass
+    return hook, lambda: None
+
+
+def _raises_at_the_fault():
+    def hook(g):
+        if not torch.isfinite(g).all():
+            raise FloatingPointError("non-finite gradient")
+    return hook, lambda: None
+
+
+def _reports_a_tensor():
+    state = {"step": 0, "first": None}
+
+    def hook(g):
+        if state["first"] is None and not torch.isfinite(g).all():
+            state["first"] = torch.tensor(state["step"])
+        state["step"] += 1
+    return hook, lambda: state["first"]
+
+
+def _not_a_pair():
+    return lambda g: None
+
+
+def _switches_grad_off():
+    torch.set_grad_enabled(False)
+    return make_watch()
+
+
+@pytest.mark.parametrize("fn, words", [
+    (_endless, "was stopped"),
+    (_raises_at_the_fault, "the hook raised FloatingPointError"),
+    (_reports_a_tensor, "report() returned a tensor"),
+    (_not_a_pair, "must return a pair (hook, report)"),
+    (_switches_grad_off, "grad mode"),
+    (lambda: 42, "must return a pair"),
+])
+def test_odd_watches_get_a_clear_verdict(fn, words):
+    before = torch.is_grad_enabled()
+    result = check("03.nonfinite-watch", fn)
+    assert result.verdict == "incorrect"
+    assert words in str(result)
+    assert "Traceback" not in str(result)
+    assert torch.is_grad_enabled() == before
+
+
+def test_the_watch_check_is_quick():
+    started = time.monotonic()
+    assert check("03.nonfinite-watch", make_watch).passed
+    assert time.monotonic() - started < 10
+
+
+# --- the three-ways exercise -----------------------------------------------------------------
+
+def test_every_case_observes_an_intermediate_on_the_path():
+    q = get("03.three-ways")
+    for case in unit03._three_ways_cases():
+        out, t, named = case.build()
+        assert not t.is_leaf and t.requires_grad and case.target in named
+        hook_way, retain_way, grad_way = q.run(case)
+        assert not grad_way.stored and case.target not in hook_way.stored
+        assert retain_way.stored == hook_way.stored | {case.target}
+
+
+@pytest.mark.parametrize("answer, words", [
+    (lambda build: None, "return"),
+    (lambda build: {"hook": 1}, "no entry for 'retain_grad'"),
+    (lambda build: {w: (None, set()) for w in unit03.WAYS}, "is None"),
+    (lambda build: {w: (build()[1], "a") for w in unit03.WAYS}, "set of names"),
+])
+def test_odd_three_ways_answers_get_a_clear_verdict(answer, words):
+    result = check("03.three-ways", answer)
+    assert result.verdict == "incorrect" and words in str(result)
+    assert "Traceback" not in str(result)
+
+
+def test_the_three_ways_reference_passes_quickly():
+    started = time.monotonic()
+    assert check("03.three-ways", three_ways).passed
+    assert time.monotonic() - started < 10

@@ -1,0 +1,110 @@
+"""Unit 06: the syllabus figures hold live, and the exercises answer any learner input with a clear line."""
+import math
+
+import pytest
+import torch
+
+from grader import check
+from grader.question import get
+from grader.questions import unit06
+from tests.reference import unit06 as reference
+
+
+def test_syllabus_figures_for_sin_of_x_squared():
+    g, h = get("06.sin-derivatives").run()
+    assert math.isclose(g, -2.6146, abs_tol=1e-4) and math.isclose(h, 10.8016, abs_tol=1e-4)
+    f = lambda t: torch.sin(t ** 2)
+    assert math.isclose(torch.func.grad(torch.func.grad(f))(torch.tensor(2.0)).item(), h, abs_tol=1e-4)
+
+
+def test_second_backward_words_and_what_survives():
+    outcome = get("06.second-backward").run()
+    assert outcome.where == "at the second backward"
+    assert "backward through the graph a second time" in outcome.message
+    assert get("06.saved-after-backward").run() == "freed"
+    assert get("06.nothing-saved").run().where == "no error"
+
+
+def test_stale_graph_gradient_never_changes_while_w_moves():
+    grads, values = unit06._stale_loop(steps=5)
+    assert len(set(grads)) == 1 and len(set(values)) == 5
+
+
+def test_carried_state_grows_and_detach_does_not():
+    grown = unit06._carried_state(5, detach=False)
+    assert grown == sorted(grown) and grown[-1] > grown[0]
+    assert len(set(unit06._carried_state(5, detach=True))) == 1
+
+
+@pytest.mark.filterwarnings("ignore:Using backward")
+def test_create_graph_cycle_and_its_two_ways_out():
+    assert unit06._survives("backward") is True
+    assert unit06._survives("autograd.grad") is False
+    assert unit06._survives("backward, then grad = None") is False
+
+
+def test_cases_are_seeded_and_smallest_first():
+    for make in (unit06._two_loss_cases, unit06._smooth_cases):
+        first, again = make(), make()
+        assert [c.source for c in first] == [c.source for c in again]
+        assert [c.size for c in first] == sorted(c.size for c in first)
+        assert len(first) >= 20
+
+
+@pytest.mark.parametrize("bug, words", [
+    (reference.forgets_retain_graph, "retain_graph=True"),
+    (reference.one_call_that_is_two_calls, "walks the graph once"),
+])
+def test_two_losses_bugs_get_a_hint(bug, words):
+    result = check("06.two-losses", bug)
+    assert result.verdict == "incorrect"
+    assert words in str(result)
+
+
+@pytest.mark.parametrize("bug, words", [
+    (reference.hvp_without_create_graph, "create_graph=True"),
+    (reference.hvp_with_retain_graph, "retain_graph=True records nothing"),
+    (reference.hvp_returns_the_gradient, "gradient of f at x"),
+    (reference.hvp_detached_then_silenced, "all zeros"),
+    (reference.hvp_ignores_v, "H @ ones"),
+    (reference.hvp_through_dot_grad, "x.grad still held"),
+])
+def test_hvp_bugs_get_a_hint(bug, words):
+    result = check("06.hvp", bug)
+    assert result.verdict == "incorrect"
+    assert words in str(result)
+
+
+def _returns(value):
+    def learner(*args):
+        return value
+    return learner
+
+
+def _raises_placeholder(*args):
+    raise NotImplementedError()
+
+
+def _turns_grad_off(f, x, v):
+    torch.set_grad_enabled(False)
+    return x
+
+
+@pytest.mark.parametrize("qid", ["06.two-losses", "06.hvp"])
+@pytest.mark.parametrize("answer, verdict", [
+    (..., "unanswered"),
+    (_raises_placeholder, "unanswered"),
+    (3, "invalid"),
+    ("hvp", "invalid"),
+    (_returns(None), "incorrect"),
+    (_returns("text"), "incorrect"),
+    (_returns((torch.ones(2),)), "incorrect"),
+    (_returns(torch.ones(7, 7)), "incorrect"),
+    (_returns([torch.ones(2), None]), "incorrect"),
+    (_turns_grad_off, "incorrect"),
+])
+def test_any_learner_input_gets_a_verdict_not_a_traceback(qid, answer, verdict):
+    result = check(qid, answer)
+    assert result.verdict == verdict, str(result)
+    assert "Traceback" not in str(result)
+    assert torch.is_grad_enabled()

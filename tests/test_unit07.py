@@ -1,0 +1,145 @@
+"""Unit 07: the syllabus figures still hold on this torch, the generated cases cover what they must,
+and odd learner answers to the two exercises get one clear line."""
+import time
+
+import pytest
+import torch
+
+from grader import check
+from grader import question as registry
+from grader.questions import unit07
+from tests.reference.unit07 import REFERENCE, Pair, pack_with_version, predict_inplace, unpack_checked
+
+
+def truth(qid):
+    return registry.get(qid).run()
+
+
+# --- the figures the syllabus gives for this unit -------------------------------------------------
+
+def test_syllabus_figures():
+    assert truth("07.mul-add-node") == "AddBackward0"
+    exp = truth("07.exp-add")
+    assert exp.where == "at backward" and "is at version 1; expected version 0" in exp.message
+    pow_ = truth("07.consumer-pow-message")
+    assert pow_.where == "at backward" and "output 0 of Add" in pow_.message
+    assert truth("07.pow-broken-node") == "PowBackward0"
+    assert truth("07.consumer-add").where == "no error"
+    assert truth("07.leaf-write").where == "at the write"
+    with_hooks, without = truth("07.hooks-grad")
+    assert abs(with_hooks - 3.7183) < 1e-4 and abs(without - 2.7183) < 1e-4
+
+
+def test_the_confusions_still_behave_as_the_notebook_says():
+    assert truth("07.gan-step").where == "at backward"
+    assert truth("07.relu-inplace-off").where == "at backward"
+    assert truth("07.handmade-sigmoid").where == "no error"
+    version, grad = truth("07.data-write")
+    assert version == 0 and abs(grad - 2 * torch.e) < 1e-4
+
+
+# --- the generated cases ----------------------------------------------------------------------------
+
+def test_write_cases_cover_every_kind_and_start_small():
+    cases = unit07._write_cases()
+    kinds = [k for case in cases for k in case.kinds]
+    for kind, wanted in unit07._QUOTA.items():
+        assert kinds.count(kind) >= wanted, kind
+    assert [c.size for c in cases] == sorted(c.size for c in cases)
+    assert all(c.source.count("# the write") == 1 for c in cases)
+
+
+def test_guard_cases_start_with_the_exp_program_and_include_an_early_write():
+    cases = unit07._guard_cases()
+    assert "q = p.exp()" in "\n".join(c.source for c in cases[:3])
+    outcomes = [unit07.guard_outcome(c) for c in cases]
+    assert outcomes.count("raised at backward") >= 8 and outcomes.count("no error") >= 8
+    assert any(unit07._saved_at_nonzero_version(c) for c in cases if c.write is None)
+
+
+@pytest.mark.parametrize("qid", ["07.predict-inplace", "07.version-guard"])
+def test_exercises_check_quickly(qid):
+    check(qid, REFERENCE[qid])          # first run pays for generating the cases
+    started = time.perf_counter()
+    assert check(qid, REFERENCE[qid]).passed
+    assert time.perf_counter() - started < 3.0
+
+
+# --- odd answers to predict_inplace -----------------------------------------------------------------
+
+def _first_row(result, label):
+    return dict(result.rows).get(label, "")
+
+
+def test_a_bare_at_backward_asks_for_the_node():
+    result = check("07.predict-inplace", lambda program: "at backward")
+    assert result.verdict == "incorrect"
+    assert "also name the node" in _first_row(result, "your function")
+
+
+def test_node_objects_are_read_as_their_class_names():
+    def returns_nodes(program):
+        answer = predict_inplace(program)
+        if isinstance(answer, str):
+            return answer
+        out = program.ns["out"]
+        nodes = {fn for fn in unit07.probes.nodes(out) if type(fn).__name__ in answer[1]}
+        return ("at backward", nodes)
+    assert check("07.predict-inplace", returns_nodes).passed
+
+
+@pytest.mark.parametrize("returned, words", [
+    (42, "expected"),
+    (("at the write", {"PowBackward0"}), "names no node"),
+    (("somewhere", set()), "is not a place"),
+    (("at backward", {3}), "class name"),
+])
+def test_odd_returns_get_one_line(returned, words):
+    result = check("07.predict-inplace", lambda program: returned)
+    assert result.verdict == "incorrect"
+    assert words in _first_row(result, "your function")
+
+
+def test_a_predictor_that_runs_the_write_is_told_so():
+    def runs_it(program):
+        try:
+            exec(program.write, dict(program.ns))
+        except RuntimeError:
+            return "at the write"
+        return "no error"
+    result = check("07.predict-inplace", runs_it)
+    assert result.verdict == "incorrect"
+    assert "without running the write" in _first_row(result, "your function")
+
+
+# --- odd answers to the guard --------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer, words", [
+    (unpack_checked, "pass both functions as a pair"),
+    ((pack_with_version,), "a pair of functions"),
+    ((pack_with_version, unpack_checked, unpack_checked), "a pair of functions"),
+    ((pack_with_version, (1, 2)), "must be a function"),
+    ((pack_with_version, Pair), "must be a function"),
+])
+def test_guard_answers_that_are_not_a_pair(answer, words):
+    result = check("07.version-guard", answer)
+    assert result.verdict == "invalid" and words in result.message
+
+
+def test_guard_that_changes_values_is_caught_by_the_gradients():
+    def unpack_doubled(packed):
+        t, _ = packed
+        return t * 2
+    result = check("07.version-guard", (pack_with_version, unpack_doubled))
+    assert result.verdict == "incorrect"
+    assert _first_row(result, "your function returned") == "no error, wrong gradients"
+
+
+def test_guard_placeholders_are_unanswered():
+    def pack(t):
+        raise NotImplementedError()
+
+    def unpack(p):
+        raise NotImplementedError()
+    assert check("07.version-guard", (pack, unpack)).verdict == "unanswered"
+    assert check("07.version-guard", ...).verdict == "unanswered"
