@@ -570,11 +570,18 @@ class Function(Kind):
     def __init__(self, returns: Kind, cases: Callable[[], Seq], call: Callable | None = None,
                  convert: Callable | None = None, per_case_s: float = 2.0, budget_s: float = 30.0):
         self.returns = returns
-        self.cases = cases
+        self._make_cases = cases
+        self._cases = None
         self.call = call or (lambda fn, case, ns: fn(ns[case.output]))
         self.convert = convert or (lambda raw, case, ns: raw)
         self.per_case_s = per_case_s
         self.budget_s = budget_s
+
+    def cases(self) -> list:
+        """The generated cases, made once per process (they are seeded, so always the same)."""
+        if self._cases is None:
+            self._cases = list(self._make_cases())
+        return self._cases
 
     def describe(self):
         return "a function (pass the function itself, without calling it)"

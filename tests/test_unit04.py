@@ -1,0 +1,151 @@
+"""Unit 04's own cases: the tracer, the generated programs cover what the bugs need, planted causes are
+what torch's record shows, and odd learner answers get a clear verdict."""
+import collections
+import time
+
+import pytest
+import torch
+
+from grader import check, traces
+from grader.question import get
+from grader.questions import unit04
+from tests.reference import unit04 as ref
+
+# --- the tracer -------------------------------------------------------------------------------
+
+
+def test_a_trace_keeps_each_statement_with_its_flags_then():
+    tr = traces.trace("""
+        w = torch.tensor([1.0, 2.0], requires_grad=True)
+        with torch.no_grad():
+            f = w * 2
+        f.requires_grad_(True)
+        s = (f * w).sum().item()
+        c = torch.zeros(2)
+        c += 1
+        loss = (f * w).sum()
+        loss.backward
+    """)
+    assert [s.name for s in tr] == ["w", "f", None, "s", "c", "c", "loss", None]
+    with_block = tr[1]
+    assert with_block.line.startswith("with torch.no_grad():") and "f = w * 2" in with_block.line
+    assert with_block.inputs == ("w",) and with_block.requires_grad is False      # as it was at step 2
+    assert tr.names["f"].requires_grad is True                                     # as it is now
+    assert isinstance(tr[3].tensor, float)
+    assert tr[5].inputs == ("c",), "an augmented assignment reads its target"
+    assert tr.loss is tr.names["loss"] and tr[6].grad_fn == "SumBackward0"
+    assert "⏎" in tr.table() and ".grad now" in tr.table(grads=True)
+
+
+def test_trace_leaves_the_callers_torch_state_alone():
+    with torch.no_grad():
+        tr = traces.trace("w = torch.tensor(1.0, requires_grad=True)\nloss = w * 2")
+        assert not torch.is_grad_enabled()
+    assert tr.loss.grad_fn is not None, "traced in torch's default state"
+
+
+def test_a_number_taken_out_is_the_first_broken_edge():
+    tr = traces.trace("""
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+b = torch.tensor(3.0, requires_grad=True)
+s = (w * 2).sum().item()
+loss = torch.tensor(s) * b
+""")
+    assert traces.first_broken_edge(tr, "w").name == "s"
+    assert traces.first_broken_edge(tr, "b") is None
+    assert ref.first_broken_edge(tr, "w").name == "s"
+
+
+def test_reaches_a_non_leaf_through_its_node():
+    tr = traces.trace("w = torch.tensor(1.0, requires_grad=True)\nh = w * 2\nloss = h.sin()")
+    assert traces.reaches(tr.loss, tr.names["h"]) and traces.reaches(tr.loss, tr.names["w"])
+    assert not traces.reaches(tr.loss.detach(), tr.names["w"]) and not traces.reaches(1.0, tr.names["w"])
+
+
+# --- the generated cases ----------------------------------------------------------------------
+
+WHY = unit04._why_cases()
+
+
+@pytest.mark.parametrize("case", WHY, ids=lambda c: c.label)
+def test_every_planted_cause_is_what_the_record_shows(case):
+    t = case.fresh()["trace"].names[case.name]
+    assert (not t.is_leaf and not t.retains_grad) or t.grad is None
+    assert get("04.why-grad-none").run(case) == case.cause
+
+
+def test_why_cases_cover_every_cause_and_their_decoys():
+    counts = collections.Counter(c.cause for c in WHY)
+    assert set(counts) == set(traces.CAUSES) and min(counts.values()) >= 4
+    text = {cause: ["\n".join(c.lines) for c in WHY if c.cause == cause] for cause in traces.CAUSES}
+    assert any("log = h.detach()" in t for cause in (traces.NO_GRAD, traces.ITEM) for t in text[cause]), \
+        "a detached log copy beside a different cut"
+    assert any("requires_grad=True)" in t.split("loss.backward()")[-1] or "requires_grad_()" in t
+               for t in text[traces.REBOUND]), "a rebinding to a tensor that requires grad"
+    assert any("no_grad" in t.split("loss.backward()")[-1] for t in text[traces.REBOUND])
+    assert any("loss.backward()" not in t for t in text[traces.NO_BACKWARD])
+    assert any("if loss.item()" in t or t.rstrip().endswith("loss.backward") for t in text[traces.NO_BACKWARD])
+    assert any(".tolist()" in t for t in text[traces.ITEM]) and any(".item()" in t for t in text[traces.ITEM])
+    assert [c.size for c in WHY] == sorted(c.size for c in WHY), "smallest first"
+
+
+def test_edge_cases_cover_every_cut_and_intact_paths():
+    cases = unit04._edge_cases()
+    kinds = collections.Counter()
+    for case in cases:
+        ns = case.fresh()
+        step = traces.first_broken_edge(ns["trace"], ns["name"])
+        kinds["intact" if step is None else unit04._cut_label(step.line)] += 1
+    assert set(kinds) == {"intact", "detach", "no_grad", "inference", "item", "tolist", "rebuilt"}, kinds
+    assert [c.size for c in cases] == sorted(c.size for c in cases)
+
+
+def test_leaf_cases_have_programs_without_a_graph_and_shared_leaves():
+    cases = unit04._leaf_cases()
+    assert sum(c.fresh()[c.output].grad_fn is None for c in cases) >= 2
+    assert sum("shared leaf" in c.features for c in cases) >= 10
+    cuts = set().union(*(c.features for c in cases))
+    assert {"detach", "no_grad", "inference", "item", "tolist"} <= cuts
+
+
+def test_the_first_loop_is_the_syllabus_loop_and_the_broken_loop_only_misses_w1():
+    first = unit04._loop_cases()[0]
+    assert (first.x, first.k, first.w1, first.w2, first.lr, first.steps) == ([1.0, 2.0, 3.0, 4.0], 3.0, 0.5, 1.0,
+                                                                            0.02, 400)
+    ns = first.fresh()
+    unit04.train_frozen(ns["x"], ns["target"], ns["w1"], ns["w2"], first.lr, first.steps, ns["feature_log"])
+    assert unit04._loop_facts(first, ns) == {unit04._product_fact(3.0), unit04.LOG_KEPT}
+    assert ns["w1"].grad is None
+
+
+# --- answers a learner might give ---------------------------------------------------------------
+
+def test_names_instead_of_tensors_get_a_clear_message():
+    result = check("04.reachable-leaves", lambda loss: ["a", "b"])
+    assert result.verdict == "incorrect" and "not their names" in str(result)
+    result = check("04.reachable-leaves", lambda loss: loss)
+    assert "one tensor" in str(result)
+
+
+def test_a_step_number_for_an_edge_gets_a_clear_message():
+    result = check("04.first-broken-edge", lambda trace, name: 3)
+    assert result.verdict == "incorrect" and "not a number" in str(result)
+
+
+def test_a_made_up_cause_is_named_as_not_a_choice():
+    result = check("04.why-grad-none", lambda trace, name: "gremlins")
+    assert result.verdict == "incorrect" and "not a choice" in str(result)
+
+
+def test_a_loop_that_rebinds_is_told_which_fact_failed():
+    result = check("04.repair-frozen-loop", ref.train_rebinding_the_parameters)
+    assert result.verdict == "incorrect" and "w1 moved" in result.message
+
+
+@pytest.mark.parametrize("qid", ["04.reachable-leaves", "04.first-broken-edge", "04.repair-frozen-loop",
+                                 "04.why-grad-none"])
+def test_each_exercise_checks_quickly(qid):
+    check(qid, ref.REFERENCE[qid])          # the first check builds (and keeps) the cases
+    started = time.perf_counter()
+    assert check(qid, ref.REFERENCE[qid]).passed
+    assert time.perf_counter() - started < 3.0
