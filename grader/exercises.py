@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from . import sandbox
+from . import isolation, sandbox
 from .kinds import BadAnswer, Function, Unanswered, short
 from .results import Result
 
@@ -40,7 +40,8 @@ def run_exercise(q, answer) -> Result:
             return Result("check", q.qid, "error",
                           f"the grader's own experiment failed on {case.label} ({type(exc).__name__}: {exc}); "
                           "this is not your mistake, please report it")
-        ns = case.fresh()
+        with isolation.clean_room():   # the learner may be inside no_grad or inference_mode
+            ns = case.fresh()
         outcome = sandbox.call(kind.call, fn, case, ns, seconds=kind.per_case_s)
         checked += 1
         if outcome.not_written:
@@ -85,7 +86,8 @@ def run_exercise(q, answer) -> Result:
     rows.append(("cases passed", f"{passed} of {total}" + ("" if checked == total else f" ({checked} run)")))
     rows.append(("smallest failing case", case.source))
     try:
-        rows.append(("its graph", case.drawing()))
+        with isolation.clean_room():
+            rows.append(("its graph", case.drawing()))
     except Exception:
         pass
     if problem:

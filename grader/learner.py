@@ -60,7 +60,12 @@ def _run_truth(q, action):
 
 
 def predict(qid: Any, answer: Any = _ASK) -> Any:
-    """Lock in a prediction for a predict-then-run question. It may be replaced until the reveal."""
+    """Lock in a prediction for a predict-then-run question. It may be replaced until the reveal.
+
+    Without an answer, or with the notebook's placeholder ``...``, it shows an input that suits the
+    question (in a Jupyter kernel with ipywidgets) whose "Lock in" button records the same event as
+    ``predict(qid, answer)``; elsewhere it says what to write.
+    """
     q, bad = _lookup(qid, "predict")
     if bad:
         return _finish(bad)
@@ -69,25 +74,30 @@ def predict(qid: Any, answer: Any = _ASK) -> Any:
                               f"{q.qid} is a {q.role} question: answer it with check('{q.qid}', ...)"))
     state = _state(q)
     if answer is _ASK:
-        try:
-            from .widgets import ask
-        except ImportError:
-            return _finish(Result("predict", q.qid, "unanswered",
-                                  f"give your prediction as the second argument: predict('{q.qid}', answer), "
-                                  f"where answer is {q.kind.describe()}", rows=[("question", q.prompt)]))
-        return ask(q, state)
-    if state.revealed:
+        asked = Result("predict", q.qid, "unanswered",
+                       f"give your prediction as the second argument: predict('{q.qid}', answer), "
+                       f"where answer is {q.kind.describe()}", rows=[("question", q.prompt)])
+    elif state.revealed:
         return _finish(Result("predict", q.qid, "locked",
                               f"torch's answer to {q.qid} has already been revealed, so a prediction now would not "
                               f"be a prediction. To start this question again: reset('{q.qid}')."))
-    try:
-        value = q.kind.read(answer)
-    except Unanswered:
-        return _finish(Result("predict", q.qid, "unanswered",
-                              f"replace ... with your prediction: {q.kind.describe()}", rows=[("question", q.prompt)]))
-    except BadAnswer as exc:
-        return _finish(Result("predict", q.qid, "invalid", str(exc), rows=[("question", q.prompt)]))
-    return commit_prediction(q, value, replaced=state.predicted)
+    else:
+        try:
+            value = q.kind.read(answer)
+        except Unanswered:
+            asked = _finish(Result("predict", q.qid, "unanswered",
+                                   f"replace ... with your prediction: {q.kind.describe()}",
+                                   rows=[("question", q.prompt)]))
+        except BadAnswer as exc:
+            return _finish(Result("predict", q.qid, "invalid", str(exc), rows=[("question", q.prompt)]))
+        else:
+            return commit_prediction(q, value, replaced=state.predicted)
+    try:  # the same question as an input with a "Lock in" button, where a front end can draw one
+        from .widgets import ask
+        shown = ask(q, state, asked)
+    except ImportError:
+        shown = None
+    return shown if shown is not None else _finish(asked)
 
 
 def commit_prediction(q, value, replaced: bool = False) -> Result:

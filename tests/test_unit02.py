@@ -7,7 +7,7 @@ leaves with zeros, and outputs that are transposed views.
 import pytest
 import torch
 
-from grader.kinds import BadAnswer, ErrorOutcome, Unanswered
+from grader.kinds import BadAnswer, Error, ErrorOutcome, Unanswered
 from grader.questions import unit02
 
 
@@ -45,7 +45,7 @@ def test_zeros_are_not_none_and_steps_are_compared_in_order():
 
 
 def test_error_place_encodes_torchs_own_observation():
-    kind = unit02.ErrorPlace("at backward", needs_message=True)
+    kind = Error("at backward", needs_message=True)
     seen = ErrorOutcome("at backward", "RuntimeError", "grad can be implicitly created only for scalar outputs")
     assert kind.agrees(seen, kind.read(kind.encode(seen)))
     assert kind.encode(ErrorOutcome("no error")) == "no error"

@@ -6,10 +6,10 @@ the cases are reproducible, and that every case can be drawn for a failure messa
 """
 import random
 
-import torch
+
 
 from grader import probes
-from grader.kinds import ErrorOutcome
+from grader.kinds import Error, ErrorOutcome
 from grader.questions import unit05
 from tests.reference.unit05 import predict_bill, saved_parameters
 
@@ -70,7 +70,7 @@ def test_the_learner_gets_only_the_spec_which_cannot_be_changed():
 
 
 def test_error_questions_encode_torchs_own_outcome():
-    kind = unit05._Error("at the write", "at backward")
+    kind = Error("at the write", "at backward")
     outcome = ErrorOutcome(where="at backward", error="RuntimeError", message="one of the variables needed")
     assert kind.read(kind.encode(outcome)) == ("at backward", None)
     assert kind.encode(("no error", None)) == "no error"

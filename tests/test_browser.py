@@ -1,0 +1,293 @@
+"""Unit 01 in a real browser: JupyterLab, headless Debian Chromium, driven by Playwright.
+
+1. The learner notebook: run the cells above a reveal, lock a prediction in through its
+   widget (a toggle clicked; a name typed), run the reveal and every cell after it, and
+   read the verdicts the page shows. Every cell runs, none writes a traceback.
+2. A solved copy without its ``mark_passed("01")`` cell: run all cells, press the unit
+   panel's "Mark passed" button, and read the progress store the kernel wrote.
+
+JupyterLab runs on 127.0.0.1 at a free port with a token, its state and the learner's
+progress in this test's temporary folder. Screenshots go to test-artifacts/. Where
+Chromium or Playwright is missing the test is skipped and says why.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts"
+UNIT = "01_what_the_forward_pass_records.ipynb"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+IDLE = "Python 3 (ipykernel) | Idle"
+
+
+def _requirements() -> str:
+    if not Path(CHROMIUM).exists():
+        return (f"Chromium is not installed at {CHROMIUM}; `make system-deps` installs it with apt-get "
+                "when run as root")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright Python package is not installed (pip install -e '.[test]')"
+    return ""
+
+
+pytestmark = pytest.mark.skipif(bool(_requirements()), reason=_requirements() or "ready")
+
+
+# --- JupyterLab ------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _settings(folder: Path) -> None:
+    """No news toast, no update check, and every cell kept in the page (no windowing)."""
+    overrides = {
+        "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+            {"fetchNews": "false", "checkForUpdates": False},
+        "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    }
+    for name, value in overrides.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value))
+
+
+class Lab:
+    def __init__(self, root: Path, state: Path, progress_home: Path):
+        self.root, self.token = root, secrets.token_urlsafe(24)
+        env = dict(os.environ)
+        for key, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
+                         ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+                         ("JUPYTERLAB_SETTINGS_DIR", "settings"), ("IPYTHONDIR", "ipython")):
+            env[key] = str(state / sub)
+            (state / sub).mkdir(parents=True, exist_ok=True)
+        _settings(state / "settings")
+        env["AUTOGRAD_LAB_HOME"] = str(progress_home)
+        env.pop("AUTOGRAD_LAB_STRICT", None)
+        env.pop("AUTOGRAD_LAB_WIDGETS", None)
+        self.env, self.log_path = env, state / "jupyter.log"
+        self.proc = None
+        for _ in range(3):     # a port taken between choosing and binding: choose again
+            self.port = _free_port()
+            if self._start():
+                return
+        raise AssertionError("JupyterLab did not start:\n" + self.log())
+
+    def _start(self) -> bool:
+        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+               f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+               f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}"]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            cmd.append("--allow-root")
+        self.log_file = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(cmd, env=self.env, stdout=self.log_file, stderr=subprocess.STDOUT,
+                                     cwd=self.root)
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                self.log_file.close()
+                return False
+            try:
+                self.api("GET", "/api/status")
+                return True
+            except (urllib.error.URLError, ConnectionError, OSError):
+                time.sleep(0.3)
+        self.stop()
+        return False
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def api(self, method: str, path: str):
+        request = urllib.request.Request(self.url(path), method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def delete_sessions(self) -> None:
+        for session in self.api("GET", "/api/sessions") or []:
+            self.api("DELETE", f"/api/sessions/{session['id']}")
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        if not self.log_file.closed:
+            self.log_file.close()
+
+
+# --- the page ------------------------------------------------------------------------------
+
+def open_notebook(page, lab: Lab, name: str) -> None:
+    page.goto(lab.url(f"/lab/tree/{name}?reset&token={lab.token}"))
+    page.get_by_text(IDLE).wait_for(timeout=120_000)
+    no = page.locator(".jp-toast-button", has_text="No")   # the news question, should it appear
+    if no.count():
+        no.first.click()
+
+
+def code_cell(page, source_line: str):
+    editor = page.locator(".jp-InputArea-editor", has_text=source_line)
+    return page.locator(".jp-CodeCell").filter(has=editor).first
+
+
+def run_menu(page, command: str) -> None:
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(f"li.lm-Menu-item[data-command='{command}']").click()
+
+
+def wait_until_done(page, last, timeout_s: float = 240) -> None:
+    """Every cell has run: the last cell's output (``last``) is there, no '[*]' prompt is left,
+    and the kernel reads Idle again."""
+    last.wait_for(timeout=timeout_s * 1000)
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if not page.locator(".jp-InputPrompt", has_text="[*]").count() and page.get_by_text(IDLE).count():
+            time.sleep(0.5)
+            if not page.locator(".jp-InputPrompt", has_text="[*]").count():
+                return
+        time.sleep(0.5)
+    raise AssertionError("the notebook did not finish running")
+
+
+def tracebacks(page) -> list[str]:
+    return page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+
+
+def solved_copy(target: Path) -> None:
+    """The worked notebook without its mark_passed cell: passing is left to the panel's button."""
+    nb = nbformat.read(ROOT / "solutions" / UNIT, as_version=4)
+    nb.cells = [c for c in nb.cells if not (c.cell_type == "code" and c.source.strip() == 'mark_passed("01")')]
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nb.metadata.pop("widgets", None)
+    nbformat.write(nb, target)
+
+
+def unit_state(uid: str):
+    from grader import progress
+    from grader.store import current
+    return progress.unit_state(uid, current().events(uid)), current().events(uid)
+
+
+# --- the test ---------------------------------------------------------------------------------
+
+def test_unit_01_with_the_mouse_in_jupyterlab(tmp_path, home):
+    from playwright.sync_api import sync_playwright
+
+    from grader import reset
+
+    started = time.time()
+    root = tmp_path / "course"
+    root.mkdir()
+    shutil.copy(ROOT / "notebooks" / UNIT, root / UNIT)
+    solved_copy(root / "01_solved.ipynb")
+    ARTIFACTS.mkdir(exist_ok=True)
+
+    lab = Lab(root, tmp_path / "jupyter", progress_home=home)
+    try:
+        lab.delete_sessions()
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.set_default_timeout(60_000)
+
+                # 1. the learner notebook: predictions locked in through their widgets, then revealed
+                open_notebook(page, lab, UNIT)
+                first = code_cell(page, 'reveal("01.x-is-leaf")')
+                first.locator(".jp-InputPrompt").click()
+                run_menu(page, "notebook:run-all-above")        # up to, not including, the reveal
+                widget = page.locator(".agl-q-01-x-is-leaf")
+                widget.wait_for(timeout=120_000)
+                widget.locator("button.widget-toggle-button", has_text="False").click()   # the mouse
+                widget.locator("button.agl-lock").click()
+                widget.locator(".agl-result", has_text="prediction locked in").wait_for()
+                state, events = unit_state("01")
+                assert [(e.qid, e.action, e.verdict, e.answer) for e in events] == \
+                    [("01.x-is-leaf", "predict", "recorded", False)]
+
+                second = code_cell(page, 'reveal("01.pow-node")')
+                second.locator(".jp-InputPrompt").click()
+                run_menu(page, "notebook:run-all-above")        # runs the first reveal on the way
+                widget = page.locator(".agl-q-01-pow-node")
+                widget.wait_for(timeout=120_000)
+                widget.locator("input").first.click()
+                page.keyboard.type("PowBackward0")               # the keyboard
+                widget.locator("button.agl-lock").click()
+                widget.locator(".agl-result", has_text="prediction locked in").wait_for()
+                verdict = first.locator(".jp-OutputArea-output").first
+                assert "✓ 01.x-is-leaf: correct" in verdict.inner_text()
+                assert "you predicted False" in " ".join(verdict.inner_text().split())
+
+                second.locator(".jp-InputPrompt").click()
+                run_menu(page, "notebook:run-all-below")        # the second reveal and the rest
+                panel = page.locator(".agl-panel-01")
+                wait_until_done(page, panel)
+                verdict = second.locator(".jp-OutputArea-output").first
+                verdict.scroll_into_view_if_needed()
+                assert "✓ 01.pow-node: correct" in verdict.inner_text()
+                page.screenshot(path=str(ARTIFACTS / "browser-unit01-reveal.png"))
+                assert tracebacks(page) == []
+                assert "in progress" in panel.inner_text()
+                state, _ = unit_state("01")
+                assert state.questions["01.x-is-leaf"].done and state.questions["01.pow-node"].done
+                assert state.questions["01.walk-y"].reveal_verdict == "revealed" and not state.passed
+
+                # 2. a solved copy: everything answered in code, passed through the panel's button
+                reset("01")
+                lab.delete_sessions()
+                open_notebook(page, lab, "01_solved.ipynb")
+                run_menu(page, "runmenu:run-all")
+                panel = page.locator(".agl-panel-01")
+                wait_until_done(page, panel)
+                assert tracebacks(page) == []
+                panel.scroll_into_view_if_needed()
+                assert "Everything is done" in panel.inner_text()
+                state, _ = unit_state("01")
+                assert not state.missing() and not state.passed
+                panel.locator("button.agl-mark").click()
+                panel.locator(".agl-result", has_text="is recorded as passed").wait_for()
+                page.screenshot(path=str(ARTIFACTS / "browser-unit01-passed.png"))
+                state, events = unit_state("01")
+                assert state.passed
+                assert (events[-1].action, events[-1].verdict) == ("mark", "passed")
+            finally:
+                browser.close()
+    except Exception:
+        print(lab.log(), file=sys.stderr)
+        raise
+    finally:
+        lab.stop()
+    print(f"browser test took {time.time() - started:.0f} s")

@@ -1,0 +1,122 @@
+"""draw(): nodes, leaf names, input slots, saved storages with versions, freed values, text fallback."""
+import shutil
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+from grader import draw
+
+drawing = sys.modules["grader.draw"]   # the module; grader.draw is the function it exports
+
+
+def mlp():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 1))
+    return model, torch.randn(256, 512)
+
+
+def test_the_syllabus_mlp_shows_five_storages_and_their_bytes():
+    model, x = mlp()
+    d = draw(model(x).sum(), names=[model, {"input": x}])
+    assert len(d.storages) == 5 and d.total_bytes == 2_623_488
+    assert sorted(s.bytes for s in d.storages) == [2048, 524_288, 524_288, 524_288, 1_048_576]
+    named = {s.name for s in d.storages}
+    assert {"input", "2.weight", "4.weight"} <= named and "0.weight" not in named
+    text = d.text()
+    assert "5 saved storages, 2,623,488 bytes" in text.splitlines()[0]
+    assert "  5 storages, 2,623,488 bytes" in text
+    for figure in ("1,048,576 bytes", "524,288 bytes", "2,048 bytes"):
+        assert figure in text
+    # a ReLU's output is one storage, saved twice: by the ReLU and by the next layer's addmm
+    shared = [s for s in d.storages if len(s.savers) == 2]
+    assert len(shared) == 2 and all({a for _, a in s.savers} == {"_saved_result", "_saved_mat1"} for s in shared)
+    for leaf in ("0.weight", "0.bias", "2.weight", "4.bias"):
+        assert f"AccumulateGrad -> {leaf}" in text
+
+
+def test_text_is_deterministic_and_free_of_addresses():
+    texts = []
+    for _ in range(2):
+        model, x = mlp()
+        texts.append(draw(model(x).sum(), names=[model, {"input": x}]).text())
+    assert texts[0] == texts[1] and "0x" not in texts[0]
+
+
+def test_nodes_leaf_names_slots_and_the_none_edge():
+    w = torch.tensor(2.0, requires_grad=True)
+    x = w * 3
+    y = x ** 2
+    d = draw(y, names={"w": w, "x": x, "y": y})
+    assert [n.name for n in d.nodes] == ["PowBackward0", "MulBackward0", "AccumulateGrad"]
+    mul = d.nodes[1]
+    assert mul.edges == [(0, 2), (1, None)]
+    lines = d.text().splitlines()
+    assert lines[1] == "y ():"
+    assert "    [0] MulBackward0" in "\n".join(lines)
+    assert "      [0] AccumulateGrad -> w ()" in lines and "      [1] None (no gradient needed)" in lines
+    pow_saves = d.nodes[0].saves
+    assert [a for a, _ in pow_saves] == ["_saved_self"]
+    assert d.storages[pow_saves[0][1] - 1].name == "x"
+    source = d.dot()
+    assert 'label="1", style=dotted' in source and "AccumulateGrad\\nw ()" in source
+
+
+def test_a_stale_saved_tensor_stands_out_before_backward():
+    a = torch.ones(3, requires_grad=True)
+    e = a.exp()
+    out = e ** 2
+    assert not draw(out).stale
+    e.add_(1)
+    d = draw(out, names={"a": a, "e": e})
+    assert len(d.stale) == 1
+    s = d.stale[0]
+    assert (s.version_saved, s.version_now) == (0, 1) and s.name == "e"
+    assert {a for _, a in s.savers} == {"_saved_self", "_saved_result"}
+    assert "STALE: saved at version 0, now 1; backward will raise" in d.text()
+    assert "1 STALE" in d.summary() and "#cf222e" in d.dot()
+    with pytest.raises(RuntimeError, match="version"):
+        out.sum().backward()
+
+
+def test_what_backward_freed_is_shown():
+    a = torch.ones(3, requires_grad=True)
+    z = (a * 2).sin().sum()
+    before = draw(z)
+    assert len(before.storages) >= 1 and not before.freed
+    z.backward()
+    after = draw(z, names={"a": a})
+    assert after.storages == [] and ("SinBackward0", "_saved_self") in after.freed
+    assert "SinBackward0  saves _saved_self (freed)" in after.text()
+    assert "freed by backward" in after.dot()
+
+
+def test_several_outputs_share_their_nodes():
+    w = torch.tensor(2.0, requires_grad=True)
+    h = w * 3
+    d = draw({"a": h.sin(), "b": h.cos()}, names={"w": w})
+    assert [r[0] for r in d.roots] == ["a ()", "b ()"]
+    assert [n.name for n in d.nodes].count("MulBackward0") == 1
+    assert "(the same node as above)" in d.text()
+
+
+def test_a_tensor_without_a_graph():
+    d = draw(torch.ones(2))
+    assert d.nodes == [] and "no grad_fn" in d.text()
+
+
+def test_svg_where_dot_exists_and_text_where_it_does_not(monkeypatch):
+    w = torch.tensor(2.0, requires_grad=True)
+    y = (w * 3) ** 2
+    if shutil.which("dot"):
+        bundle = draw(y, names={"w": w})._repr_mimebundle_()
+        assert "<svg" in bundle["image/svg+xml"] and bundle["text/plain"].startswith("graph: 3 nodes")
+    monkeypatch.setattr(drawing.shutil, "which", lambda name: None)
+    bundle = draw(y, names={"w": w})._repr_mimebundle_()
+    assert set(bundle) == {"text/plain"} and "[0] MulBackward0" in bundle["text/plain"]
+
+
+def test_bad_input_is_a_plain_type_error():
+    with pytest.raises(TypeError, match="draw"):
+        draw(3.0)
