@@ -9,6 +9,7 @@ solution notebook whose own checks fail cannot pass nbval.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 from typing import Any
 
@@ -31,6 +32,27 @@ def _finish(result: Result) -> Result:
     if strict() and result.verdict not in OK:
         raise GraderCheckFailed("\n" + str(result))
     return result
+
+
+def _guarded(action: str):
+    """Whatever goes wrong inside the grader, the learner gets a Result, not a traceback from our code."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            subject = short(args[0]) if args and isinstance(args[0], (str, int)) else action
+            try:
+                return fn(*args, **kwargs)
+            except GraderCheckFailed:
+                raise
+            except KeyboardInterrupt:
+                return _finish(Result(action, subject, "unanswered",
+                                      "stopped before it finished (interrupted); nothing was recorded"))
+            except Exception as exc:  # a grader bug, or the progress file failing under us
+                return _finish(Result(action, subject, "error",
+                                      f"the grader hit an internal error ({type(exc).__name__}: {str(exc)[:200]}); "
+                                      "nothing was recorded. This is not your mistake: please report it."))
+        return inner
+    return wrap
 
 
 def _lookup(qid: Any, action: str):
@@ -59,6 +81,7 @@ def _run_truth(q, action):
                             "This is not your mistake; please report it to the course maintainers.")
 
 
+@_guarded("predict")
 def predict(qid: Any, answer: Any = _ASK) -> Any:
     """Lock in a prediction for a predict-then-run question. It may be replaced until the reveal.
 
@@ -110,6 +133,7 @@ def commit_prediction(q, value, replaced: bool = False) -> Result:
                           got=value, rows=[("question", q.prompt), ("your prediction", q.kind.show(value))]))
 
 
+@_guarded("reveal")
 def reveal(qid: Any) -> Result:
     """Run the live experiment and show torch's answer beside the locked-in prediction."""
     q, bad = _lookup(qid, "reveal")
@@ -141,6 +165,7 @@ def reveal(qid: Any) -> Result:
     return _finish(Result("reveal", q.qid, verdict, note, expected=truth, got=value, rows=rows, explain=q.explain))
 
 
+@_guarded("check")
 def check(qid: Any, answer: Any = _ASK) -> Result:
     """Grade a self-test answer or an exercise function against live torch."""
     q, bad = _lookup(qid, "check")
@@ -185,6 +210,7 @@ def _check_value(q, answer) -> Result:
                   got=value, rows=rows)
 
 
+@_guarded("mark")
 def mark_passed(unit: Any) -> Result:
     """Record the unit as passed, or refuse and list exactly what is missing."""
     try:
@@ -205,6 +231,7 @@ def mark_passed(unit: Any) -> Result:
     return _finish(Result("mark", uid, "passed", f"{title} is recorded as passed.{then}"))
 
 
+@_guarded("reset")
 def reset(target: Any) -> Result:
     """Forget progress on a unit ('01') or one question ('01.pow-node'); the log keeps the history."""
     if isinstance(target, str) and "." in target:
@@ -221,6 +248,7 @@ def reset(target: Any) -> Result:
     return Result("reset", uid, "info", f"unit {uid} starts again from nothing.")
 
 
+@_guarded("status")
 def status() -> Result:
     """The course map: every unit's state and what it waits for."""
     states = progress.course_state(store())

@@ -151,3 +151,26 @@ def test_status_course_map_reports_prerequisites():
     rows = dict(status().rows)
     assert rows["00 Start here: how the course works"] == "passed, 3/3 done"
     assert rows["02 Backward, and why gradients add"].endswith("needs 01 passed first")
+
+
+def test_an_internal_failure_is_a_result_not_a_traceback(monkeypatch):
+    from grader import learner
+
+    def broken_store():
+        raise OSError("disk full")
+    monkeypatch.setattr(learner, "store", broken_store)
+    r = predict("01.pow-node", "PowBackward0")
+    assert r.verdict == "error" and "disk full" in r.message and "not your mistake" in r.message
+    monkeypatch.setenv("AUTOGRAD_LAB_STRICT", "1")
+    with pytest.raises(GraderCheckFailed):
+        reveal("01.pow-node")
+
+
+def test_an_interrupt_during_a_check_is_reported(monkeypatch):
+    from grader import learner
+
+    def interrupted(q, fn):
+        raise KeyboardInterrupt()
+    monkeypatch.setattr(learner, "run_exercise", interrupted)
+    r = check("01.graph-walk", lambda t: [])
+    assert r.verdict == "unanswered" and "interrupted" in r.message
