@@ -87,7 +87,7 @@ def run_exercise(q, answer) -> Result:
     rows.append(("smallest failing case", case.source))
     try:
         with isolation.clean_room():
-            rows.append(("its graph", case.drawing()))
+            rows.append((getattr(case, "drawing_label", "its graph"), case.drawing()))
     except Exception:
         pass
     if problem:

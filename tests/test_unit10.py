@@ -1,0 +1,212 @@
+"""Unit 10: the live audit agrees with every planted fault, every intended program trains, every fault
+shows in the quantity its repair must restore, the walking tool records what the notebook says, and odd
+answers get a clear verdict."""
+import collections
+import time
+
+import pytest
+import torch
+
+from grader import audit, check
+from grader.audit import (CARRIED, DEPTH, DETACHED, FACTS, GRADS, IN_PLACE, KINDS, MOVES, NO_FAULT, NO_GRAD,
+                          NOT_CLEARED, REBOUND, RUNS, STALE, VERDICTS, diagnose, prove, step_through)
+from grader.questions import unit10
+from tests.reference import unit10 as ref
+
+CASES = unit10._cases()
+
+
+# --- the generated programs ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)
+def test_the_live_diagnosis_agrees_with_the_planted_fault(case):
+    finding = diagnose(case.program)
+    assert finding.kind == case.planted, (case.program.listing(), finding)
+    if finding.kind == NO_FAULT:
+        return
+    text, event = finding.event.line, finding.event
+    expected = {
+        DETACHED: lambda: ".detach()" in text and event.step == 1,
+        NO_GRAD: lambda: text.startswith("with torch.no_grad()") and event.step == 1,
+        STALE: lambda: event.step == 0 and "@" in text,
+        IN_PLACE: lambda: ("_(" in text or "+=" in text or "*=" in text) and event.step == 1,
+        CARRIED: lambda: event.step == 1 and event.name in event.inputs,
+        REBOUND: lambda: event.name in case.program.params and event.number > 5,
+        NOT_CLEARED: lambda: event.backward and event.step == 2,
+    }[finding.kind]
+    assert expected(), f"the audit put {finding.kind} at {text!r}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)
+def test_the_intended_program_trains_and_is_clean(case):
+    assert prove(case.clean).facts == set(FACTS)
+    assert diagnose(case.clean).kind == NO_FAULT
+
+
+BROKEN = {
+    DETACHED: {MOVES, GRADS}, NO_GRAD: {MOVES, GRADS}, REBOUND: {MOVES}, NOT_CLEARED: {GRADS},
+    IN_PLACE: {RUNS}, NO_FAULT: set(),
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)
+def test_each_fault_breaks_the_quantity_its_repair_restores(case):
+    missing = set(FACTS) - prove(case.program).facts
+    if case.planted in (STALE, CARRIED):
+        wanted = {RUNS} if not case.fault.retain else ({GRADS} if case.planted == STALE else {DEPTH, GRADS})
+    else:
+        wanted = BROKEN[case.planted]
+    assert wanted <= missing, (case.program.listing(), missing)
+    if case.planted in (NOT_CLEARED, NO_FAULT) or (case.planted == STALE and case.fault.retain):
+        assert missing == wanted, "only the gradient can show these"
+
+
+def test_cases_cover_every_kind_and_spelling():
+    counts = collections.Counter(c.planted for c in CASES)
+    assert set(counts) == set(VERDICTS) and min(counts.values()) >= 4
+    faults = [c.fault for c in CASES if c.fault]
+    for kind in (STALE, CARRIED):
+        assert {f.retain for f in faults if f.kind == kind} == {True, False}, kind
+    assert len({f.form for f in faults if f.kind == DETACHED}) >= 2
+    assert len({f.form for f in faults if f.kind == REBOUND}) >= 3
+    specs = [c.program._spec for c in CASES]
+    assert any(s.log for s in specs) and any(s.metric for s in specs) and any(s.shift for s in specs)
+    assert any(s.retain for s in specs) and any(s.template == "sequence" for s in specs)
+    decoys = [c.program.source for c in CASES if c.planted == NO_FAULT]
+    assert any(".detach()" in s or "no_grad" in s or "retain_graph" in s for s in decoys)
+    assert [c.size for c in CASES] == sorted(c.size for c in CASES), "smallest first"
+    again = audit.cases()
+    assert [c.program.source for c in again] == [c.program.source for c in CASES], "seeded"
+
+
+def test_the_program_a_learner_gets_carries_no_label():
+    program = CASES[0].fresh()["program"]
+    assert not hasattr(program, "fault") and not hasattr(program._spec, "fault")
+    assert not any(kind in repr(program) or kind in program.source for kind in KINDS)
+
+
+# --- the walking tool and the proof ------------------------------------------------------------
+
+def test_step_through_keeps_each_statement_with_its_line_step_and_flags():
+    run = step_through("""w = torch.tensor([1.0, 2.0], requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+for step in range(2):
+    with torch.no_grad():
+        f = w * 2
+    h = w.exp()
+    h += 1
+    loss = (h * f).sum()
+    loss.backward()""")
+    first = run.step(1)
+    assert [e.number for e in first] == [4, 6, 7, 8, 9] and first[0].last == 5
+    assert first[0].requires_grad is False and first[1].grad_fn == "ExpBackward0"
+    assert not first[1].stale and first[2].stale and first[2].stale[0].node == "ExpBackward0"
+    assert run.error is not None and run.error.number == 9 and run.error.step == 1
+    assert run.loss(1) is not None and run.loss(2) is None
+    assert "raised RuntimeError" in run.table(1)
+    assert [s.number for s in run.trace(1)] == [1, 2, 4, 6, 7, 8]
+
+
+def test_step_through_refuses_a_program_without_its_loop():
+    with pytest.raises(ValueError, match="one top-level loop"):
+        step_through("w = torch.tensor(1.0, requires_grad=True)\nloss = w * 2")
+
+
+def test_step_through_leaves_the_callers_state_alone():
+    with torch.no_grad():
+        run = step_through(unit10.WORKED, steps=1)
+        assert not torch.is_grad_enabled()
+    assert run.loss(1).grad_fn is not None
+
+
+def test_prove_survives_what_a_repair_may_return():
+    program = CASES[0].program
+    assert prove(program, "").facts == {RUNS}
+    broken = prove(program, "for (")
+    assert broken.facts == frozenset() and "SyntaxError" in broken.error
+    assert "ran 0 of" in repr(broken)
+
+
+def test_the_reference_is_the_intended_computation_not_the_text():
+    wrong = unit10.WORKED.source.replace("0.5 * state", "0.6 * state") + "\n    state = state.detach()"
+    assert GRADS not in prove(unit10.WORKED, wrong).facts
+    assert prove(unit10.WORKED, unit10.WORKED_REPAIRED).facts == set(FACTS)
+
+
+def test_the_worked_example_is_what_the_notebook_says():
+    lines = unit10.WORKED.lines
+    assert lines[9].strip() == "z += 0.1" and lines[11].strip() == "log.append(h.detach())"
+    assert lines[12].strip() == "state = 0.5 * state + h" and lines[15].strip() == "with torch.no_grad():"
+    assert lines[18].strip() == "loss.backward(retain_graph=True)" and lines[17].strip() == "opt.zero_grad()"
+    depths = step_through(unit10.WORKED).depths()
+    assert depths[0] == 9 and [b - a for a, b in zip(depths, depths[1:])] == [2, 2, 2]
+    finding = diagnose(unit10.WORKED)
+    assert (finding.kind, finding.line) == (CARRIED, 13)
+    assert unit10.FROZEN.lines[10].strip().startswith("pred = kept") and unit10.STALE_EX.lines[5].startswith("h = ")
+
+
+# --- answers a learner might give -----------------------------------------------------------------
+
+def test_diagnosis_wrong_answers_are_refused_and_a_span_is_accepted():
+    kind = unit10.Diagnosis()
+    for case in CASES:
+        truth = kind.truth(diagnose(case.program))
+        assert kind.agrees(truth, kind.read(kind.encode(truth)))
+        for wrong in kind.wrong_answers(truth):
+            assert not kind.agrees(truth, kind.read(wrong)), (truth, wrong)
+    with_block = next(c for c in CASES if c.planted == NO_GRAD)
+    truth = kind.truth(diagnose(with_block.program))
+    assert truth[2] == truth[1] + 1 and kind.agrees(truth, kind.read((NO_GRAD, truth[2])))
+
+
+@pytest.mark.parametrize("answer, words", [
+    (lambda program: "detached stage", "also give the line"),
+    (lambda program: ("detached stage", "7"), "line number"),
+    (lambda program: ("gremlins", 3), "not a fault kind"),
+    (lambda program: ("no fault", 4), "has no line"),
+    (lambda program: None, "did you forget a return"),
+])
+def test_odd_diagnoses_get_a_clear_message(answer, words):
+    result = check("10.diagnose", answer)
+    assert result.verdict == "incorrect" and words in str(result)
+
+
+def test_a_diagnosis_may_hand_back_the_event_itself():
+    def diagnose_with_events(program):
+        found = ref.diagnose(program)
+        if found == "no fault":
+            return found
+        kind, line = found
+        return (kind, next(e for e in step_through(program, steps=2).events if e.number == line))
+    assert check("10.diagnose", diagnose_with_events).passed
+
+
+@pytest.mark.parametrize("answer, words", [
+    (lambda program: None, "did you forget a return"),
+    (lambda program: program.lines, "a string"),
+    (lambda program: "while True:\n    pass", "ran for more than"),
+    (lambda program: "for (", "SyntaxError"),
+    (lambda program: program.source, "did not hold after your repair"),
+])
+def test_odd_repairs_get_a_clear_message(answer, words):
+    result = check("10.repair", answer)
+    assert result.verdict == "incorrect" and words in str(result), str(result)
+
+
+def test_the_named_fake_repairs_fail_on_the_quantity_they_leave_broken():
+    assert "gradients equal the reference" in check("10.repair", ref.repair_with_retain_graph).message
+    assert "every parameter moves" in check("10.repair", ref.repair_requires_grad_downstream).message
+    assert "did not hold" in check("10.repair", ref.repair_checked_by_the_loss).message
+
+
+def test_a_made_up_kind_in_the_self_test_is_named_as_not_a_choice():
+    result = check("10.self-kind-a", "gremlins")
+    assert result.verdict == "invalid" and "not a choice" in str(result)
+
+
+@pytest.mark.parametrize("qid", ["10.diagnose", "10.repair"])
+def test_each_exercise_checks_quickly(qid):
+    check(qid, ref.REFERENCE[qid])          # the first check builds (and keeps) the cases
+    started = time.perf_counter()
+    assert check(qid, ref.REFERENCE[qid]).passed
+    assert time.perf_counter() - started < 3.0
