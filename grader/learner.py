@@ -227,7 +227,12 @@ def mark_passed(unit: Any) -> Result:
                               "\n".join("  - " + m for m in missing)))
     store().append(uid, None, "mark", "passed", None)
     nxt = leads_to(uid)
-    then = (" Next: " + ", ".join(f"{n} ({UNITS[n].title})" for n in nxt)) if nxt else " That was the last unit."
+    if nxt:
+        then = " Next: " + ", ".join(f"{n} ({UNITS[n].title})" for n in nxt)
+    else:
+        states = progress.course_state(store())
+        left = [u for u in UNITS if not states[u].passed]
+        then = (" Not passed yet: " + ", ".join(left) + ".") if left else " Every unit is passed: the course is complete."
     return _finish(Result("mark", uid, "passed", f"{title} is recorded as passed.{then}"))
 
 

@@ -160,6 +160,8 @@ def execute_solutions(root: Path = ROOT, only: list[str] | None = None) -> list[
         nb.metadata.pop("widgets", None)   # widget models get new random ids on every run
         for cell in nb.cells:
             cell.metadata.pop("execution", None)
+            for out in cell.get("outputs", []):  # a stored view would point at a model nobody saved
+                out.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
         path.write_text(dumps(nb), encoding="utf-8")
         done.append(path.name)
     return done

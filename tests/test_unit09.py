@@ -1,0 +1,218 @@
+"""Unit 09: the figures its cells show still hold on this torch, the memory instrument counts what it says,
+the exercise's tolerance is what its docstring claims, the reference pair agrees with torch beyond the graded
+programs, and odd answers get one clear line."""
+import json
+import math
+import pathlib
+import random
+import time
+
+import pytest
+import torch
+
+from grader import check, isolation
+from grader import question as registry
+from grader.questions import unit09
+from tests.reference.unit09 import REFERENCE, Pair, pack_half, unpack_half
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def truth(qid):
+    return registry.get(qid).run()
+
+
+# --- the figures ----------------------------------------------------------------------------------
+
+def test_offloading_figures():
+    default, pinned = truth("09.offload-held")
+    assert default == truth("09.held-vs-bill") == 2 * 256 * 512 * 4 + 4
+    assert pinned - 4 == (5 * 256 * 512 + 512 * 512 + 512) * 4        # one copy per save
+    without_pin, with_pin = truth("09.offload-pin-grad")
+    assert abs(without_pin - (math.e + 1)) < 1e-4 and abs(with_pin - math.e) < 1e-4
+    assert truth("09.self-bill-under-offload") == 0
+    assert truth("09.innermost-pair") == (0, 2)
+
+
+def test_compression_figures():
+    assert truth("09.half-error-size") == "about 1e-3"
+    assert truth("09.half-held") == "more than the plain run"
+    assert truth("09.relu-twice") == 4 * 256 * 512 * 2 + 256 * 512 * 2 + 4
+    assert truth("09.half-overflow") == "inf"
+    assert truth("09.self-bfloat16-overflow") == "a little off (rounding)"
+    assert truth("09.self-saved-three-times") == (4000, 6000)
+
+
+def test_checkpointing_figures():
+    assert truth("09.checkpoint-calls") == (4, 8)
+    plain, ckpt = truth("09.checkpoint-held")
+    assert ckpt == 3 * 256 * 128 * 4 + 4 and plain == 4 * 2 * 256 * 512 * 4 + ckpt
+    assert truth("09.reentrant-grads") == {"0.up.weight", "0.up.bias", "0.down.weight", "0.down.bias"}
+    assert truth("09.self-checkpoint-plan") == {"1", "3"}
+    assert truth("09.self-checkpoint-input-write").where == "at backward"
+
+
+# --- the instrument -------------------------------------------------------------------------------
+
+def test_memory_watch_counts_new_storages_once_and_forgets_freed_ones():
+    base = torch.ones(1000)
+    with unit09.MemoryWatch() as watch:
+        a = base * 2                    # new: 4000 bytes
+        view = a[10:]                   # a view: nothing new
+        a.add_(1)                       # in place: nothing new
+        b = a.exp()                     # new: 4000 bytes
+        assert watch.held() == 8000
+        del b
+        assert watch.held() == 4000
+        c = base.sin()                  # 4000 more; b is gone
+    assert watch.held(view) == 4000      # c alone once a's storage is left out
+    assert watch.held() == 8000 and watch.peak == 8000
+    del a, view, c
+    assert watch.held() == 0
+
+
+def test_memory_watch_sees_backward_and_the_grads():
+    w = torch.randn(100, requires_grad=True)
+    with unit09.MemoryWatch() as watch:
+        loss = (w.exp() * 3).sum()
+        loss.backward()
+    assert watch.peak >= 400 and w.grad is not None
+
+
+# --- the exercise's tolerance and programs ----------------------------------------------------------
+
+def _programs(count, seed, write=False):
+    rng = random.Random(seed)
+    out = []
+    with isolation.clean_room():
+        while len(out) < count:
+            program_seed = rng.randrange(10 ** 6)
+            setup, forward, kinds = unit09.forward_program(program_seed, ops=1 + program_seed % 8)
+            case = unit09.GuardCase(program_seed, setup, forward, None, kinds=kinds)
+            try:
+                if not unit09._sane(case):
+                    continue
+            except Exception:
+                continue
+            if write:
+                names = [line.split(" = ")[0] for line in forward if line.startswith("h") and " = " in line]
+                target = rng.choice(names + ["x"])
+                case = unit09.GuardCase(program_seed, setup, forward, rng.choice(unit09._WRITES).format(x=target))
+                try:
+                    unit09._plain(case)
+                except RuntimeError:
+                    continue            # refused at the write
+            out.append(case)
+    return out
+
+
+def _error_share(case, pair):
+    """Largest |error| over each gradient's largest |exact value|."""
+    _, exact = unit09._plain(case)
+    ns = unit09._exec(case.setup)
+    with torch.autograd.graph.saved_tensors_hooks(*pair):
+        unit09._exec(case.forward, ns)
+        ns["out"].backward()
+    return max([((ns[n].grad - g).abs().max() / g.abs().max()).item() for n, g in exact.items()
+                if g.abs().max() > 0] or [0.0])
+
+
+def test_the_float16_error_is_what_the_tolerance_docstring_says():
+    shares = sorted(_error_share(c, (pack_half, unpack_half)) for c in _programs(250, seed=1))
+    median, p95 = shares[len(shares) // 2], shares[int(0.95 * len(shares))]
+    assert median < 1e-3 and p95 < 3e-3, (median, p95)
+    assert sum(s > unit09.RTOL for s in shares) <= len(shares) // 50   # the rare ill-conditioned program
+
+
+def test_a_coarser_format_is_refused():
+    def pack8(t):
+        return (t.dtype, t.detach().to(torch.float8_e4m3fn)) if t.is_floating_point() else (None, t)
+    result = check("09.half-guard", Pair(pack8, unit09._float16_unpack))
+    assert result.verdict == "incorrect"
+    assert dict(result.rows)["your function returned"].startswith("no error, wrong gradients")
+
+
+def test_the_reference_agrees_with_torch_beyond_the_graded_programs():
+    pair = (pack_half, unpack_half)
+    with isolation.clean_room():
+        for case in _programs(40, seed=2) + _programs(80, seed=3, write=True):
+            expected, _ = unit09._plain(case)
+            got, detail = unit09.run_guard(pair, case)
+            assert got == expected, (case.source, detail)
+
+
+def test_cases_cover_every_kind_and_start_small():
+    cases = unit09.guard_cases()
+    kinds = [k for c in cases for k in c.kinds]
+    for kind, wanted in unit09._QUOTA.items():
+        assert kinds.count(kind) >= wanted, kind
+    assert [c.size for c in cases] == sorted(c.size for c in cases)
+    outcomes = [unit09.guard_truth(c)[0] for c in cases]
+    assert outcomes.count(unit09.RAISED) >= 10 and outcomes.count(unit09.CLEAN) >= 10
+    assert any("float64" in c.source for c in cases) and any("index_select" in c.source for c in cases)
+
+
+def test_every_case_draws():
+    for case in unit09.guard_cases():
+        assert "what the nodes keep" in case.drawing()
+
+
+def test_the_exercise_checks_quickly():
+    check("09.half-guard", REFERENCE["09.half-guard"])      # the first run pays for making the cases
+    started = time.perf_counter()
+    assert check("09.half-guard", REFERENCE["09.half-guard"]).passed
+    assert time.perf_counter() - started < 2.0
+
+
+# --- odd answers ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer, words", [
+    (unpack_half, "pass both functions as a pair"),
+    ((pack_half,), "a pair of functions"),
+    ((pack_half, unpack_half, unpack_half), "a pair of functions"),
+    ((pack_half, 3), "must be a function"),
+    ((Pair, unpack_half), "must be a function"),
+])
+def test_answers_that_are_not_a_pair(answer, words):
+    result = check("09.half-guard", answer)
+    assert result.verdict == "invalid" and words in result.message
+
+
+def test_placeholders_are_unanswered():
+    def pack(t):
+        raise NotImplementedError()
+
+    def unpack(p):
+        raise NotImplementedError()
+    assert check("09.half-guard", (pack, unpack)).verdict == "unanswered"
+    assert check("09.half-guard", ...).verdict == "unanswered"
+
+
+def test_a_pack_that_raises_is_reported_before_backward():
+    def pack(t):
+        raise ValueError("no")
+    result = check("09.half-guard", (pack, unpack_half))
+    assert result.verdict == "incorrect"
+    assert dict(result.rows)["your function returned"].startswith("raised before backward")
+
+
+def test_a_pair_that_returns_something_else_gets_a_line_not_a_traceback():
+    result = check("09.half-guard", (lambda t: "nothing", lambda p: p))
+    assert result.verdict == "incorrect"
+    assert "Traceback" not in str(result)
+
+
+# --- the notebook's machine-dependent cells -----------------------------------------------------------
+
+def test_gpu_and_timing_cells_are_tagged_and_say_so_plainly():
+    nb = json.loads((ROOT / "solutions" / "09_saved_tensor_hooks_in_practice.ipynb").read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    gpu = [c for c in code if "".join(c["source"]).startswith("if torch.cuda.is_available():")]
+    assert len(gpu) == 3
+    for cell in gpu:
+        assert "nbval-ignore-output" in cell["metadata"].get("tags", [])
+        printed = "".join(o.get("text", "") for o in cell["outputs"]).strip()
+        if not torch.cuda.is_available():
+            assert printed == "No GPU here: skipped the CUDA measurement; the CPU figures above make the same point."
+    timed = [c for c in code if "perf_counter" in "".join(c["source"]) and "def cuda_step" not in "".join(c["source"])]
+    assert timed and all("nbval-ignore-output" in c["metadata"].get("tags", []) for c in timed)
