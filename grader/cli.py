@@ -89,7 +89,7 @@ def _build(args) -> int:
 def _verify(args) -> int:
     from .manifest import compare
 
-    report = compare(Path(args.root))
+    report = compare(Path(args.root), units=args.unit)
     changes = report["changed"] or report["added"] or report["removed"]
     if args.json:
         print(json.dumps(report, indent=2))
@@ -151,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("verify", help="run every live experiment; report answers that changed since the manifest")
     p.add_argument("--json", action="store_true")
     p.add_argument("--allow-changes", action="store_true", help="report changed answers but exit 0")
+    p.add_argument("--unit", action="append", help="only these units (repeatable), e.g. --unit 07")
     p.add_argument("--root", default=str(Path(__file__).resolve().parent.parent), help=argparse.SUPPRESS)
     p.set_defaults(run=_verify)
 

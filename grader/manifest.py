@@ -71,12 +71,18 @@ def load(root: Path = ROOT) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def compare(root: Path = ROOT) -> dict:
-    """Live answers against the manifest: {'torch', 'built_with', 'rows', 'changed', 'errors', 'added', 'removed'}."""
+def compare(root: Path = ROOT, units: list[str] | None = None) -> dict:
+    """Live answers against the manifest: {'torch', 'built_with', 'rows', 'changed', 'errors', 'added', 'removed'}.
+
+    ``units`` limits the comparison to those units' questions.
+    """
     old = load(root) or {"torch": None, "questions": {}}
+    wanted = {u.zfill(2) for u in units} if units else None
+    questions = [q for q in all_questions() if wanted is None or q.unit in wanted]
     rows, changed, errors, added = [], [], [], []
-    current = {q.qid for q in all_questions()}
-    for q in all_questions():
+    current = {q.qid for q in questions}
+    old_ids = {qid for qid in old["questions"] if wanted is None or qid[:2] in wanted}
+    for q in questions:
         row = {"id": q.qid, "unit": q.unit, "role": q.role, "ok": True, "answer": "", "error": ""}
         try:
             answer, text = answer_of(q)
@@ -90,7 +96,7 @@ def compare(root: Path = ROOT) -> dict:
             row.update(ok=False, error=f"{type(exc).__name__}: {exc}")
             errors.append(q.qid)
         rows.append(row)
-    removed = sorted(set(old["questions"]) - current)
+    removed = sorted(old_ids - current)
     return {"torch": torch.__version__, "built_with": old["torch"], "rows": rows, "changed": changed,
             "errors": errors, "added": added, "removed": removed}
 

@@ -28,14 +28,15 @@ def test_a_changed_answer_is_listed_old_to_new(tmp_path):
     del manifest["questions"]["01.walk-y"]
     manifest["questions"]["01.retired-question"] = {"answer": 1, "text": "1"}
     (tmp_path / "solutions" / "manifest.json").write_text(json.dumps(manifest))
-    result = verify(tmp_path)
+    result = verify(tmp_path, "--unit", "01")
     assert result.returncode == 1
     assert "1 answer(s) changed" in result.stdout and "01.pow-node: PowBackward1  ->  PowBackward0" in result.stdout
     assert "added since the manifest: 01.walk-y" in result.stdout
     assert "removed since the manifest: 01.retired-question" in result.stdout
     assert "built with torch 2.4.1" in result.stdout
-    assert verify(tmp_path, "--allow-changes").returncode == 0
-    report = json.loads(verify(tmp_path, "--json", "--allow-changes").stdout)
+    assert verify(tmp_path, "--unit", "01", "--allow-changes").returncode == 0
+    report = json.loads(verify(tmp_path, "--unit", "01", "--json", "--allow-changes").stdout)
+    assert {r["unit"] for r in report["rows"]} == {"01"}
     assert report["changed"] == [{"id": "01.pow-node", "old": "PowBackward1", "new": "PowBackward0"}]
 
 
