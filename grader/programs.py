@@ -139,7 +139,7 @@ def generate(seed: int, ops: int, cuts: Iterable[str] = (), views: bool = True,
     if len(live) > count + 1 and rng.random() < 0.5:
         last = f"({last} + {rng.choice(live[:-1])})"
     if ending:
-        lines.append(f"out = " + rng.choice(ENDINGS).format(x=last))
+        lines.append("out = " + rng.choice(ENDINGS).format(x=last))
     else:
         lines.append(f"out = {last}")
     if any(v > 1 for v in picked.values()):

@@ -1,6 +1,5 @@
 """python -m grader grade: a folder of learner notebooks becomes a gradebook, whatever the notebooks do."""
 import csv
-import json
 import subprocess
 import sys
 from pathlib import Path

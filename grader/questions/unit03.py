@@ -363,7 +363,7 @@ class ProgramWithIntermediate:
         lines = []
         for line in self.program.lines:
             if line.startswith(f"{self.target} = "):
-                line += f"        # <- t, the intermediate to observe"
+                line += "        # <- t, the intermediate to observe"
             lines.append(line)
         return "\n".join(lines)
 
@@ -553,7 +553,7 @@ class LoopCase:
         plants += [f"target[{row}] = {self._word(v)} at step {s} (large, but finite)"
                    for s, (row, v) in sorted(self.decoys.items())]
         lines = [
-            f"hook, report = make_watch()",
+            "hook, report = make_watch()",
             f"w = torch.randn({self.width}, requires_grad=True)      # seeded: loop #{self.seed}",
             f"for step in range({self.steps}):",
             f"    x, target = batch(step)               # {self.batch} x {self.width} and {self.batch}, seeded",
