@@ -68,37 +68,37 @@ def differences(before: TorchState, after: TorchState) -> list[str]:
     return out
 
 
-def _peek_hooks() -> list:
-    """The saved-tensor hook pairs in force, innermost last (popped and pushed back)."""
+def _pop_all_hooks() -> list:
+    """Take every saved-tensor hook pair off torch's stack; innermost first."""
     stack = []
     while True:
         top = _hooks._top_saved_tensors_default_hooks(False)
         if top is None:
-            break
+            return stack
         stack.append(top)
         _hooks._pop_saved_tensors_default_hooks()
+
+
+def _push_all_hooks(stack: list) -> None:
     for pack, unpack in reversed(stack):
         _hooks._push_saved_tensors_default_hooks(pack, unpack)
+
+
+def _peek_hooks() -> list:
+    """The saved-tensor hook pairs in force, innermost last (popped and pushed back)."""
+    stack = _pop_all_hooks()
+    _push_all_hooks(stack)
     return list(reversed(stack))
 
 
 @contextlib.contextmanager
 def _no_saved_tensor_hooks():
-    stack = []
-    while True:
-        top = _hooks._top_saved_tensors_default_hooks(False)
-        if top is None:
-            break
-        stack.append(top)
-        _hooks._pop_saved_tensors_default_hooks()
+    stack = _pop_all_hooks()
     try:
         yield
     finally:
-        # drop whatever the block left pushed, then put the learner's hooks back
-        while _hooks._top_saved_tensors_default_hooks(False) is not None:
-            _hooks._pop_saved_tensors_default_hooks()
-        for pack, unpack in reversed(stack):
-            _hooks._push_saved_tensors_default_hooks(pack, unpack)
+        _pop_all_hooks()   # drop whatever the block left pushed, then put the learner's hooks back
+        _push_all_hooks(stack)
 
 
 @contextlib.contextmanager

@@ -601,3 +601,38 @@ class Function(Kind):
 
     def encode(self, value):
         return f"function {getattr(value, '__name__', '?')}"
+
+
+class FunctionPair(Function):
+    """Two learner-written functions passed together, such as a (pack, unpack) pair of saved-tensor hooks."""
+
+    label = "a pair of functions"
+
+    def __init__(self, returns: Kind, cases: Callable[[], Seq], names: tuple[str, str] = ("pack", "unpack"),
+                 **options):
+        super().__init__(returns, cases, **options)
+        self.names = names
+
+    def describe(self):
+        return f"a pair of functions ({', '.join(self.names)}), passed as a tuple without calling them"
+
+    def read(self, answer):
+        if is_placeholder(answer):
+            raise Unanswered()
+        if callable(answer) and not isinstance(answer, type):
+            raise BadAnswer(f"pass both functions as a pair: ({', '.join(self.names)})")
+        if not isinstance(answer, (tuple, list)) or len(answer) != 2:
+            raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
+        for position, name, fn in zip(("first", "second"), self.names, answer):
+            if is_placeholder(fn):
+                raise Unanswered()
+            if isinstance(fn, type) or not callable(fn):
+                raise BadAnswer(f"the {position} item ({name}) must be a function, got {type_words(fn)}; "
+                                "pass the functions themselves, not what they return")
+        return tuple(answer)
+
+    def show(self, value):
+        return " / ".join(getattr(f, "__name__", "a function") for f in value)
+
+    def encode(self, value):
+        return "functions " + self.show(value)

@@ -47,7 +47,9 @@ class Outcome:
         return not self.problem and not self.not_written
 
 
-class _CappedWriter(io.TextIOBase):
+class CappedWriter(io.TextIOBase):
+    """Stands in for stdout/stderr: keeps the first OUTPUT_KEEP characters, stops the call past OUTPUT_LIMIT."""
+
     def __init__(self):
         self.kept, self.count = [], 0
 
@@ -125,7 +127,7 @@ class _Timer:
 def call(fn: Callable, *args, seconds: float = 2.0, **kwargs) -> Outcome:
     """Call a learner's ``fn`` in a clean torch state with a time limit; never raises."""
     out = Outcome()
-    writer = _CappedWriter()
+    writer = CappedWriter()
     timer = _Timer(seconds)
     old_out, old_err = sys.stdout, sys.stderr
     with isolation.clean_room():

@@ -1,6 +1,5 @@
 """draw(): nodes, leaf names, input slots, saved storages with versions, freed values, text fallback."""
 import shutil
-import sys
 
 import pytest
 import torch
@@ -8,7 +7,7 @@ from torch import nn
 
 from grader import draw
 
-drawing = sys.modules["grader.draw"]   # the module; grader.draw is the function it exports
+from grader import drawing   # the module; grader.draw is the function it exports
 
 
 def mlp():

@@ -216,3 +216,11 @@ def test_gpu_and_timing_cells_are_tagged_and_say_so_plainly():
             assert printed == "No GPU here: skipped the CUDA measurement; the CPU figures above make the same point."
     timed = [c for c in code if "perf_counter" in "".join(c["source"]) and "def cuda_step" not in "".join(c["source"])]
     assert timed and all("nbval-ignore-output" in c["metadata"].get("tags", []) for c in timed)
+
+
+def test_the_chosen_programs_are_what_the_search_picks():
+    searched = unit09.search_guard_cases()
+    assert sorted((c.seed, c.write) for c in searched) == sorted(unit09.CHOSEN)
+    rebuilt = unit09.guard_cases()
+    assert [(c.seed, c.write, sorted(c.kinds)) for c in rebuilt] == \
+           [(c.seed, c.write, sorted(c.kinds)) for c in searched]

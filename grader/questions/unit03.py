@@ -28,7 +28,7 @@ from .. import probes, programs
 from ..kinds import (BadAnswer, Boolean, Choice, Error, Function, Kind, Names, Number, Sequence,
                      Unanswered, is_placeholder, short, type_words)
 from ..question import exercise, predict_then_run, self_test
-from ..sandbox import OUTPUT_KEEP, OUTPUT_LIMIT, TooMuchOutput, describe_exception
+from ..sandbox import CappedWriter, describe_exception
 
 
 def _chain():
@@ -675,25 +675,21 @@ class Watched(NamedTuple):
         return f"a watch whose report() gave {short(self.reported, 60)}"
 
 
-class _StepWriter:
+class _StepWriter(CappedWriter):
     """Stands in for stdout and stderr during the loop, noting at which step anything was printed."""
 
     def __init__(self):
-        self.step, self.count, self.kept, self.steps = None, 0, [], []
+        super().__init__()
+        self.step, self.steps = None, []
 
     def at(self, step):
         self.step = step
 
     def write(self, text):
         text = str(text)
-        if text and self.step is not None and text.strip():
+        if self.step is not None and text.strip():
             self.steps.append(self.step)
-        if self.count < OUTPUT_KEEP:
-            self.kept.append(text[: OUTPUT_KEEP - self.count])
-        self.count += len(text)
-        if self.count > OUTPUT_LIMIT:
-            raise TooMuchOutput()
-        return len(text)
+        return super().write(text)
 
     def flush(self):
         pass

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from .. import isolation, probes
-from ..kinds import (BadAnswer, Choice, Error, Function, Kind, Name, Number, Unanswered,
+from ..kinds import (BadAnswer, Choice, Error, Function, FunctionPair, Kind, Name, Number,
                      _reject_common, node_key, short, type_words)
 from ..question import exercise, predict_then_run, self_test
 
@@ -771,40 +771,6 @@ def predict_inplace(case):
 GUARD_LABELS = ("raised at backward", "no error", "no error, wrong gradients", "raised before backward")
 
 
-class HookPair(Function):
-    """A (pack, unpack) pair of functions, run as saved-tensor hooks on generated programs."""
-
-    label = "a (pack, unpack) pair"
-
-    def describe(self):
-        return "a pair of functions (pack, unpack), passed as a tuple without calling them"
-
-    def read(self, answer):
-        if answer is Ellipsis or answer is None:
-            raise Unanswered()
-        if callable(answer) and not isinstance(answer, type):
-            raise BadAnswer("pass both functions as a pair: check('07.version-guard', (pack, unpack))")
-        if not isinstance(answer, (tuple, list)) or len(answer) != 2:
-            raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
-        for position, fn in zip(("first (pack)", "second (unpack)"), answer):
-            if is_placeholder_like(fn):
-                raise Unanswered()
-            if isinstance(fn, type) or not callable(fn):
-                raise BadAnswer(f"the {position} item must be a function, got {type_words(fn)}; "
-                                "pass the functions themselves, not what they return")
-        return tuple(answer)
-
-    def show(self, value):
-        return " / ".join(getattr(f, "__name__", "a function") for f in value)
-
-    def encode(self, value):
-        return "functions " + self.show(value)
-
-
-def is_placeholder_like(value) -> bool:
-    return value is Ellipsis or value is None
-
-
 @dataclass(eq=False)
 class GuardCase:
     """A forward pass, at most one later in-place write, then out.backward(); run under the learner's hooks."""
@@ -956,7 +922,7 @@ def _guard_cases(count: int = 24, seed: int = 77) -> tuple[GuardCase, ...]:
 
 @exercise(
     "07.version-guard",
-    HookPair(returns=Choice(*GUARD_LABELS), cases=_guard_cases, call=_call_guard),
+    FunctionPair(returns=Choice(*GUARD_LABELS), cases=_guard_cases, call=_call_guard),
     prompt="Write pack(t) and unpack(packed) for torch.autograd.graph.saved_tensors_hooks that do the check "
            "torch skips under hooks: unpack raises when the saved tensor was written in place after it was "
            "packed, and otherwise gives back the tensor. Pass the pair: check('07.version-guard', (pack, unpack)). "
