@@ -92,10 +92,12 @@ class Result:
                  'padding:4px 10px;margin:4px 0;font-family:var(--jp-ui-font-family,sans-serif)">',
                  f'<div style="font-weight:600;color:{colour}">{esc(self.headline)}</div>']
         if self.rows:
-            parts.append('<table style="border-collapse:collapse;margin:2px 0">')
+            parts.append('<table style="border-collapse:collapse;margin:2px 0;margin-left:0">')
+            cell = "text-align:left;vertical-align:top;background:none;border:none;"
             for label, text in self.rows:
-                parts.append(f'<tr><td style="padding:1px 10px 1px 0;color:#57606a;vertical-align:top">{esc(label)}</td>'
-                             f'<td style="padding:1px 0"><pre style="margin:0;white-space:pre-wrap">{esc(str(text))}</pre></td></tr>')
+                parts.append(f'<tr><td style="{cell}padding:1px 10px 1px 0;color:#57606a">{esc(label)}</td>'
+                             f'<td style="{cell}padding:1px 0"><pre style="margin:0;white-space:pre-wrap;'
+                             f'text-align:left">{esc(str(text))}</pre></td></tr>')
             parts.append("</table>")
         if self.message:
             parts.append(f'<div style="white-space:pre-wrap">{esc(self.message)}</div>')
