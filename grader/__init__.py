@@ -16,7 +16,7 @@ The interactive layer: ``draw(y, names=...)`` (the graph with its saved tensors)
 """
 import importlib
 
-from .learner import check, mark_passed, predict, reset, reveal, status
+from .learner import check, hint, mark_passed, predict, reset, reveal, status
 
 # The interactive tools load on first use, so `import grader` costs little beyond `import torch`.
 _LAZY = {
@@ -25,7 +25,7 @@ _LAZY = {
     "neuron_lab": "labs", "memory_bill_lab": "labs", "depth_lab": "labs",
 }
 
-__all__ = ["predict", "reveal", "check", "mark_passed", "reset", "status", *_LAZY]
+__all__ = ["predict", "reveal", "check", "mark_passed", "reset", "hint", "status", *_LAZY]
 __version__ = "0.1.0"
 
 

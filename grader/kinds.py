@@ -147,6 +147,13 @@ class Kind:
         """An optional line that says where a wrong answer went wrong."""
         return ""
 
+    def same_answer(self, wrong: Any, value: Any) -> bool:
+        """Whether a read answer is the declared wrong answer ``wrong`` (for misconception notes)."""
+        try:
+            return bool(self.agrees(wrong, value))
+        except Exception:
+            return False
+
 
 class Choice(Kind):
     """One of a fixed set of labels. The experiment returns the label it observed."""
@@ -469,12 +476,28 @@ class Error(Kind):
 
     label = "where it fails"
 
-    def __init__(self, *places: str, needs_message: bool = False):
+    def __init__(self, *places: str, needs_message: bool = False, terms: Iterable[str | tuple[str, ...]] = ()):
         self.places = (NO_ERROR,) + tuple(p for p in places if p != NO_ERROR)
         self.needs_message = needs_message
+        # Key terms: each item is a word (or a tuple of alternatives) that the learner's words must
+        # contain and that torch's live message must contain too, so wording drift is still caught.
+        self.terms = tuple((t,) if isinstance(t, str) else tuple(t) for t in terms)
+        self.terms = tuple(tuple(message_key(a) for a in alts) for alts in self.terms)
+        if any(not alts or not all(alts) for alts in self.terms):
+            raise ValueError("every key term needs at least one non-empty word")
+
+    def _has_terms(self, text: str) -> bool:
+        text = message_key(text)
+        return all(any(a in text for a in alts) for alts in self.terms)
+
+    def terms_text(self) -> str:
+        return ", ".join(" or ".join(repr(a) for a in alts) for alts in self.terms)
 
     def describe(self):
         places = ", ".join(repr(p) for p in self.places)
+        if self.terms:
+            return (f"one of {places}, or a pair (place, your words for what the message says); "
+                    "the place is graded exactly, the words on the message's key idea")
         if self.needs_message:
             return f"a pair (place, words from the message), the place one of {places}"
         return f"one of {places}, or a pair (place, words you expect in the message)"
@@ -504,7 +527,11 @@ class Error(Kind):
             words = words if words.strip() else None
         else:
             raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
-        if self.needs_message and where != NO_ERROR:
+        if self.needs_message and where != NO_ERROR and self.terms:
+            if words is None:
+                raise BadAnswer("this question asks what the message says too: "
+                                "answer a pair such as ('at backward', 'your words for it')")
+        elif self.needs_message and where != NO_ERROR:
             if words is None or len(message_key(words).split()) < 3:
                 raise BadAnswer("this question asks for words from the message too: "
                                 "give at least three words, as in ('at backward', 'words from it')")
@@ -513,6 +540,9 @@ class Error(Kind):
     def truth(self, value):
         if not isinstance(value, ErrorOutcome):
             raise ValueError(f"an error experiment must return an ErrorOutcome, got {value!r}")
+        if self.terms and value.raised and not self._has_terms(value.message):
+            raise ValueError(f"torch's message no longer contains the key terms this question grades "
+                             f"({self.terms_text()}): {stable_part(value.message)!r}")
         return value
 
     def agrees(self, truth, value):
@@ -521,13 +551,22 @@ class Error(Kind):
             return False
         if words is None:
             return True
+        if self.terms:
+            return self._has_terms(words)
         return message_key(words) in message_key(truth.message)
 
     def verdict_note(self, truth, value):
         where, words = value
         if where == truth.where and words is not None and truth.raised:
+            if self.terms:
+                return "the place is right; your words miss what the message is about"
             return f"torch's message does not contain {words!r}"
         return ""
+
+    def same_answer(self, wrong, value):
+        if wrong[0] != value[0]:
+            return False
+        return wrong[1] is None or (value[1] is not None and message_key(wrong[1]) in message_key(value[1]))
 
     def show(self, value):
         if isinstance(value, ErrorOutcome):

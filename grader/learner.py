@@ -161,8 +161,15 @@ def reveal(qid: Any) -> Result:
     verdict = "correct" if ok else "incorrect"
     store().append(q.unit, q.qid, "reveal", verdict, state.prediction)
     rows.append(("you predicted", q.kind.show(value) if value is not None else short(state.prediction)))
-    note = "" if ok else (q.kind.verdict_note(truth, value) if value is not None else "")
+    note = "" if ok else _wrong_note(q, truth, value)
     return _finish(Result("reveal", q.qid, verdict, note, expected=truth, got=value, rows=rows, explain=q.explain))
+
+
+def _wrong_note(q, truth, value) -> str:
+    """Why a wrong answer is wrong: the question's own misconception note if it matches, else the kind's."""
+    if value is None:
+        return ""
+    return q.misconception(truth, value) or q.kind.verdict_note(truth, value)
 
 
 @_guarded("check")
@@ -204,10 +211,27 @@ def _check_value(q, answer) -> Result:
     if ok:
         rows.insert(1, ("torch says", q.kind.show(truth)))
         return Result("check", q.qid, "correct", expected=truth, got=value, rows=rows, explain=q.explain)
-    note = q.kind.verdict_note(truth, value)
-    return Result("check", q.qid, "incorrect",
-                  (note + ". " if note else "") + "Run the experiment again and compare with what you expected.",
+    note = _wrong_note(q, truth, value)
+    more = f" hint('{q.qid}') gives a hint." if q.hints else ""
+    return Result("check", q.qid, "incorrect", (note.rstrip(".") + "." if note else "Not torch's answer.") + more,
                   got=value, rows=rows)
+
+
+@_guarded("hint")
+def hint(qid: Any) -> Result:
+    """The next of a question's hints, from a nudge to the mechanism; each one shown is recorded."""
+    q, bad = _lookup(qid, "hint")
+    if bad:
+        return _finish(bad)
+    if not q.hints:
+        return Result("hint", q.qid, "info", f"{q.qid} has no hints: it asks for your own prediction.")
+    shown = _state(q).hints
+    n = min(shown + 1, len(q.hints))
+    if shown < len(q.hints):
+        store().append(q.unit, q.qid, "hint", "recorded", n)
+    rows = [(f"hint {i + 1} of {len(q.hints)}", q.hints[i]) for i in range(n)]
+    more = "" if n == len(q.hints) else f" Run hint('{q.qid}') again for the next one."
+    return Result("hint", q.qid, "info", f"hints are recorded in your progress.{more}", rows=rows)
 
 
 @_guarded("mark")

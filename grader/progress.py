@@ -20,6 +20,7 @@ class QuestionState:
     reveal_verdict: str = ""        # 'correct', 'incorrect' or 'revealed' (without a prediction)
     passed: bool = False            # a check passed (self-test and exercises)
     last_check: str = ""            # the latest check verdict
+    hints: int = 0                  # how many hints were shown
 
     @property
     def done(self) -> bool:
@@ -103,6 +104,8 @@ def unit_state(unit: str, events: list[Event]) -> UnitState:
                 q.revealed = True
                 q.reveal_verdict = e.verdict
                 q.predicted_before_reveal = e.verdict in ("correct", "incorrect")
+        elif e.action == "hint":
+            q.hints = max(q.hints, int(e.answer or 0))
         elif e.action == "check":
             q.last_check = e.verdict
             q.passed = q.passed or e.verdict == "correct"

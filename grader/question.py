@@ -26,7 +26,7 @@ import inspect
 import pkgutil
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence as Seq
 
 from . import isolation
 from .course import UNITS, unit_id
@@ -46,6 +46,19 @@ class Question:
     explain: str
     experiment: Callable
     order: int = 0
+    hints: tuple[str, ...] = ()                      # from a nudge to the mechanism, shown one at a time
+    misconceptions: tuple[tuple[Any, str], ...] = ()  # (wrong answer, or a function of torch's answer; the note)
+
+    def misconception(self, truth: Any, value: Any) -> str:
+        """The note declared for a wrong answer learners actually give, when ``value`` is one; else ''."""
+        for wrong, note in self.misconceptions:
+            try:
+                answer = wrong(truth) if callable(wrong) else wrong
+                if self.kind.same_answer(self.kind.read(answer), value):
+                    return note
+            except Exception:   # a declared answer that no longer reads is not the learner's problem
+                continue
+        return ""
 
     def run(self, *case) -> Any:
         """Run the live experiment in a clean torch state and return torch's answer, normalised."""
@@ -72,7 +85,8 @@ REGISTRY: dict[str, Question] = {}
 _loaded = False
 
 
-def _declare(role: str, qid: str, kind: Kind, prompt: str, explain: str):
+def _declare(role: str, qid: str, kind: Kind, prompt: str, explain: str,
+             hints: Seq[str] = (), misconceptions: Seq[tuple[Any, str]] = ()):
     match = _ID.match(qid)
     if not match:
         raise ValueError(f"question id {qid!r} must look like '01.short-name'")
@@ -83,6 +97,15 @@ def _declare(role: str, qid: str, kind: Kind, prompt: str, explain: str):
         raise ValueError(f"{qid}: exercises, and only exercises, take a Function kind")
     if not prompt.strip() or not explain.strip():
         raise ValueError(f"{qid}: a question needs a prompt and an explanation")
+    hints = tuple(" ".join(h.split()) for h in hints)
+    if any(not isinstance(h, str) or not h for h in hints):
+        raise ValueError(f"{qid}: every hint is a non-empty string")
+    misconceptions = tuple(misconceptions)
+    for item in misconceptions:
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str) and item[1].strip()):
+            raise ValueError(f"{qid}: a misconception is a pair (wrong answer or function of torch's answer, note)")
+        if not callable(item[0]) and role != "exercise":
+            kind.read(item[0])   # a literal wrong answer must be readable as this kind (BadAnswer otherwise)
 
     def register(experiment: Callable) -> Callable:
         if qid in REGISTRY and REGISTRY[qid].experiment.__module__ != experiment.__module__:
@@ -90,21 +113,24 @@ def _declare(role: str, qid: str, kind: Kind, prompt: str, explain: str):
         if isinstance(kind, Error) and not inspect.isgeneratorfunction(experiment):
             raise ValueError(f"{qid}: an error question's experiment must yield the name of each place")
         REGISTRY[qid] = Question(qid, unit, role, kind, " ".join(prompt.split()),
-                                 " ".join(explain.split()), experiment, order=len(REGISTRY))
+                                 " ".join(explain.split()), experiment, order=len(REGISTRY),
+                                 hints=hints, misconceptions=tuple((m, " ".join(n.split())) for m, n in misconceptions))
         return experiment
     return register
 
 
-def predict_then_run(qid: str, kind: Kind, *, prompt: str, explain: str):
-    return _declare("predict", qid, kind, prompt, explain)
+def predict_then_run(qid: str, kind: Kind, *, prompt: str, explain: str, hints: Seq[str] = (),
+                        misconceptions: Seq[tuple[Any, str]] = ()):
+    return _declare("predict", qid, kind, prompt, explain, hints, misconceptions)
 
 
-def self_test(qid: str, kind: Kind, *, prompt: str, explain: str):
-    return _declare("self-test", qid, kind, prompt, explain)
+def self_test(qid: str, kind: Kind, *, prompt: str, explain: str, hints: Seq[str] = (),
+                 misconceptions: Seq[tuple[Any, str]] = ()):
+    return _declare("self-test", qid, kind, prompt, explain, hints, misconceptions)
 
 
-def exercise(qid: str, kind: Function, *, prompt: str, explain: str):
-    return _declare("exercise", qid, kind, prompt, explain)
+def exercise(qid: str, kind: Function, *, prompt: str, explain: str, hints: Seq[str] = ()):
+    return _declare("exercise", qid, kind, prompt, explain, hints)
 
 
 def load() -> dict[str, Question]:

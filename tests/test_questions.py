@@ -61,3 +61,37 @@ def test_exercise_buggy_implementations_are_refused(case):
     assert result.verdict == "incorrect", str(result)
     labels = dict(result.rows)
     assert "smallest failing case" in labels and "torch says" in labels
+
+
+# --- declarations a learner can trust: self-tests not guessable, hints, misconception notes ------------
+
+SELF_TESTS = [q for q in all_questions() if q.role == "self-test"]
+WITH_NOTES = [q for q in all_questions() if q.misconceptions]
+
+
+@pytest.mark.parametrize("q", SELF_TESTS, ids=lambda q: q.qid)
+def test_self_test_is_not_guessable_by_retrying(q):
+    from grader.kinds import Boolean, Choice, Error
+    assert not isinstance(q.kind, Boolean), f"{q.qid}: a True/False self-test is passed by retrying"
+    if isinstance(q.kind, Choice):
+        assert len(q.kind.options) >= 4, f"{q.qid}: a choice self-test needs at least four options"
+    if isinstance(q.kind, Error):
+        assert q.kind.needs_message or len(q.kind.places) >= 4, \
+            f"{q.qid}: an error self-test needs four places or the message's words"
+
+
+@pytest.mark.parametrize("q", [q for q in all_questions() if q.role != "predict"], ids=lambda q: q.qid)
+def test_exercises_and_self_tests_have_graded_hints(q):
+    assert len(q.hints) >= 2, f"{q.qid}: give at least two hints, from a nudge to the mechanism"
+    assert len(set(q.hints)) == len(q.hints)
+
+
+@pytest.mark.parametrize("q", WITH_NOTES, ids=lambda q: q.qid)
+def test_misconception_answers_are_wrong_and_get_their_note(q):
+    truth = q.run()
+    for wrong, note in q.misconceptions:
+        answer = wrong(truth) if callable(wrong) else wrong
+        value = q.kind.read(answer)
+        assert not q.kind.agrees(truth, value), f"{q.qid}: the misconception {answer!r} is torch's answer"
+        result = grade(q, q.kind.encode(value))
+        assert result.verdict == "incorrect" and note in result.message, (q.qid, str(result))
