@@ -89,12 +89,23 @@ def _reject_common(value: Any, wanted: str) -> None:
 # --- name normalisers -------------------------------------------------------
 
 def node_key(name: str) -> str:
-    """The stable part of a backward node's class name: 'PowBackward0' -> 'pow'."""
+    """The stable part of a backward node's class name: 'PowBackward0' -> 'PowBackward'.
+
+    Drift tolerance covers the numeric suffix only (PowBackward1 still matches PowBackward0);
+    'PowBackward' without its number and '::'-qualified names are not class names (see ``node_problem``).
+    """
+    return re.sub(r"(Backward)\d+$", r"\1", name.strip())
+
+
+def node_problem(name: str) -> str:
+    """Why ``name`` is not written as a node's class name (type(fn).__name__), or ''."""
     name = name.strip()
-    if name.startswith("torch::autograd::"):
-        name = name[len("torch::autograd::"):]
-    name = re.sub(r"Backward\d*$", "", name)
-    return name.lower()
+    if "::" in name:
+        return (f"{name!r} is what .name() returns; the class name is type(fn).__name__, "
+                f"such as {name.split('::')[-1]!r}")
+    if name.endswith("Backward"):
+        return f"{name!r} is missing its number: backward classes are named like {name + '0'!r}"
+    return ""
 
 
 def saved_key(name: str) -> str:
@@ -316,6 +327,8 @@ class Name(Kind):
             raise BadAnswer(f"expected a name as a string, got {type_words(answer)}")
         if not answer.strip():
             raise BadAnswer("the name is empty")
+        if self.key is node_key and node_problem(answer):
+            raise BadAnswer(node_problem(answer))
         return answer.strip()
 
     def agrees(self, truth, value):
@@ -401,6 +414,8 @@ class Sequence(Kind):
         for item in answer:
             if not isinstance(item, str):
                 raise BadAnswer(f"every entry must be a string; {short(item)} is {type_words(item)}")
+            if self.key is node_key and node_problem(item):
+                raise BadAnswer(node_problem(item))
         return tuple(answer)
 
     def agrees(self, truth, value):
@@ -572,7 +587,10 @@ class Error(Kind):
         if isinstance(value, ErrorOutcome):
             if not value.raised:
                 return NO_ERROR
-            return f"{value.where}: {value.error}: {stable_part(value.message)}"
+            message = " ".join(str(value.message).split())   # torch's whole message: its hints are part of it
+            if len(message) > 1200:
+                message = message[:1199] + "…"
+            return f"{value.where}: {value.error}: {message}"
         where, words = value
         return where if words is None else f"{where}, saying {words!r}"
 

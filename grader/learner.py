@@ -103,7 +103,8 @@ def predict(qid: Any, answer: Any = _ASK) -> Any:
     elif state.revealed:
         return _finish(Result("predict", q.qid, "locked",
                               f"torch's answer to {q.qid} has already been revealed, so a prediction now would not "
-                              f"be a prediction. To start this question again: reset('{q.qid}')."))
+                              f"be a prediction. To start this question again: reset('{q.qid}') (your record will "
+                              "say the new prediction came after the reveal).", actions=[("reset", q.qid)]))
     else:
         try:
             value = q.kind.read(answer)
@@ -150,8 +151,8 @@ def reveal(qid: Any) -> Result:
     if not state.predicted:
         store().append(q.unit, q.qid, "reveal", "revealed", None)
         return _finish(Result("reveal", q.qid, "revealed",
-                              "recorded as revealed without a prediction; to predict it properly: "
-                              f"reset('{q.qid}'), then predict first.",
+                              "recorded as revealed without a prediction: it counts as attempted, and your "
+                              "record shows that torch's answer came first.",
                               expected=truth, rows=rows, explain=q.explain))
     try:
         value = q.kind.read(state.prediction)
@@ -160,7 +161,8 @@ def reveal(qid: Any) -> Result:
     ok = value is not None and q.kind.agrees(truth, value)
     verdict = "correct" if ok else "incorrect"
     store().append(q.unit, q.qid, "reveal", verdict, state.prediction)
-    rows.append(("you predicted", q.kind.show(value) if value is not None else short(state.prediction)))
+    label = "you predicted after a reveal" if state.predicted_after_reveal else "you predicted"
+    rows.append((label, q.kind.show(value) if value is not None else short(state.prediction)))
     note = "" if ok else _wrong_note(q, truth, value)
     return _finish(Result("reveal", q.qid, verdict, note, expected=truth, got=value, rows=rows, explain=q.explain))
 
@@ -187,6 +189,9 @@ def check(qid: Any, answer: Any = _ASK) -> Result:
                               rows=[("question", q.prompt)]))
     if isinstance(q.kind, Function):
         result = run_exercise(q, answer)
+        if result.verdict == "incorrect" and q.hints:
+            result.message = (result.message.rstrip() + f" hint('{q.qid}') gives a hint.").strip()
+            result.actions = [("hint", q.qid)]
     else:
         result = _check_value(q, answer)
     store().append(q.unit, q.qid, "check", result.verdict,
@@ -214,7 +219,7 @@ def _check_value(q, answer) -> Result:
     note = _wrong_note(q, truth, value)
     more = f" hint('{q.qid}') gives a hint." if q.hints else ""
     return Result("check", q.qid, "incorrect", (note.rstrip(".") + "." if note else "Not torch's answer.") + more,
-                  got=value, rows=rows)
+                  got=value, rows=rows, actions=[("hint", q.qid)] if q.hints else [])
 
 
 @_guarded("hint")

@@ -53,6 +53,7 @@ class Result:
     rows: list = field(default_factory=list)   # (label, text) pairs shown under the headline
     explain: str = ""
     detail: dict = field(default_factory=dict)
+    actions: list = field(default_factory=list)  # (action, target) a front end offers as a button: ("reset", qid)
 
     @property
     def passed(self) -> bool:
@@ -85,6 +86,16 @@ class Result:
     def _repr_pretty_(self, printer, cycle):
         printer.text(str(self))
 
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        data = {"text/plain": str(self), "text/html": self._repr_html_()}
+        if self.actions:   # a refusal that names an action offers it as a button, where widgets can show
+            try:
+                from .widgets import action_view
+                data.update(action_view(self) or {})
+            except Exception:
+                pass
+        return data
+
     def _repr_html_(self) -> str:
         colour = _COLOURS.get(self.mark, "#57606a")
         esc = html.escape
@@ -96,8 +107,8 @@ class Result:
             cell = "text-align:left;vertical-align:top;background:none;border:none;"
             for label, text in self.rows:
                 parts.append(f'<tr><td style="{cell}padding:1px 10px 1px 0;color:#57606a">{esc(label)}</td>'
-                             f'<td style="{cell}padding:1px 0"><pre style="margin:0;white-space:pre-wrap;'
-                             f'text-align:left">{esc(str(text))}</pre></td></tr>')
+                             f'<td style="{cell}padding:1px 0"><pre style="margin:0;white-space:pre-wrap;word-break:normal;'
+                             f'overflow-wrap:break-word;text-align:left">{esc(str(text))}</pre></td></tr>')
             parts.append("</table>")
         if self.message:
             parts.append(f'<div style="white-space:pre-wrap">{esc(self.message)}</div>')

@@ -94,6 +94,41 @@ class Asked(Result):
         return {"text/plain": str(self), "text/html": self._repr_html_(), **view_of(self.widget.box)}
 
 
+_ACTIONS = {"reset": "Start {target} again", "hint": "Show a hint for {target}"}
+
+
+def action_view(result: Result) -> dict | None:
+    """The result with a button for each action it names (reset, hint), as a widget; None where none can show."""
+    if not widgets_available():
+        return None
+    import ipywidgets as W
+    from . import learner
+    said = W.HTML()
+    buttons = []
+    for action, target in result.actions:
+        if action not in _ACTIONS:
+            continue
+        button = W.Button(description=_ACTIONS[action].format(target=target), icon="undo" if action == "reset" else "lightbulb-o",
+                          layout=W.Layout(width="auto"))
+        button.add_class(f"agl-action-{action}")
+
+        def press(_b, action=action, target=target, button=button):
+            try:
+                done = getattr(learner, action)(target)
+            except Exception as exc:  # strict mode or a failing store: show it, never raise from a click
+                done = Result(action, target, "error", f"{type(exc).__name__}: {exc}")
+            if action == "reset":
+                button.disabled = True
+            said.value = done._repr_html_()
+        button.on_click(press)
+        buttons.append(button)
+    if not buttons:
+        return None
+    box = W.VBox([W.HTML(result._repr_html_()), W.HBox(buttons), said])
+    box.add_class("agl-actions")
+    return view_of(box)
+
+
 def css_name(text: str) -> str:
     """A CSS class fragment for a question id or unit: '01.x-is-leaf' -> '01-x-is-leaf'."""
     return re.sub(r"[^A-Za-z0-9_-]", "-", text)
@@ -473,18 +508,8 @@ def ask(q, state=None, result: Result | None = None) -> Asked | None:
 # --- the unit panel -----------------------------------------------------------------------
 
 def question_line(qs) -> str:
-    """What one question has reached, in words."""
-    if qs.role == "predict":
-        if qs.revealed:
-            if qs.predicted_before_reveal:
-                return f"predicted, revealed: {qs.reveal_verdict}"
-            return "revealed without a prediction (reset it to predict)"
-        return "predicted, not revealed yet" if qs.predicted else "not predicted yet"
-    if qs.passed:
-        return "checked: passed"
-    if qs.last_check in ("", "unanswered"):
-        return "not answered yet"
-    return f"checked: {qs.last_check}, not passed yet"
+    """What one question has reached, in words: the same honest record as status and the gradebook."""
+    return qs.record
 
 
 class UnitPanel:

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from grader import check, mark_passed, predict, reset, reveal, status
+from grader import check, hint, mark_passed, predict, reset, reveal, status
 from grader import progress
 from grader.question import of_unit
 from grader.results import GraderCheckFailed
@@ -38,16 +38,46 @@ def test_wrong_prediction_is_incorrect_but_counts_as_predicted():
     assert unit_state("01").questions["01.x-is-leaf"].done
 
 
-def test_reveal_without_prediction_is_recorded_and_blocks_mark_passed():
+def test_reveal_without_prediction_counts_as_attempted_and_says_so():
     r = reveal("01.walk-y")
     assert r.verdict == "revealed" and r.expected == ("PowBackward0", "MulBackward0", "AccumulateGrad")
-    assert predict("01.walk-y", ["PowBackward0"]).verdict == "locked"
-    refusal = mark_passed("01")
-    assert refusal.verdict == "refused"
-    assert any("01.walk-y was revealed before a prediction" in line for line in refusal.message.splitlines())
+    qs = unit_state("01").questions["01.walk-y"]
+    assert qs.done and qs.record == "revealed without prediction"
+    locked = predict("01.walk-y", ["PowBackward0"])
+    assert locked.verdict == "locked" and locked.actions == [("reset", "01.walk-y")]
+    assert not any("01.walk-y" in line for line in mark_passed("01").message.splitlines())
+
+
+def test_a_prediction_after_reset_that_followed_a_reveal_is_never_recorded_as_a_prediction():
+    reveal("01.walk-y")
     reset("01.walk-y")
     assert predict("01.walk-y", ["PowBackward0", "MulBackward0", "AccumulateGrad"]).verdict == "recorded"
-    assert reveal("01.walk-y").verdict == "correct"
+    r = reveal("01.walk-y")
+    assert r.verdict == "correct" and "you predicted after a reveal" in dict(r.rows)
+    assert unit_state("01").questions["01.walk-y"].record == "predicted after reveal, correct"
+    reset("01")      # a unit reset does not launder it either
+    predict("01.walk-y", ["PowBackward0", "MulBackward0", "AccumulateGrad"])
+    reveal("01.walk-y")
+    assert unit_state("01").questions["01.walk-y"].record == "predicted after reveal, correct"
+
+
+def test_self_test_attempts_and_hints_are_on_the_record_across_resets(monkeypatch):
+    from grader.question import get
+    q = "01.closed-book-walk"
+    monkeypatch.setattr(get(q), "hints", ("a nudge", "the mechanism"))
+    assert check(q, ["AddBackward0"]).verdict == "incorrect"
+    assert "hint(" in check(q, ["MulBackward0"]).message
+    h = hint(q)
+    assert h.verdict == "info" and h.rows and h.rows[0][0].startswith("hint 1 of")
+    reset(q)
+    assert check(q, list(get(q).run())).verdict == "correct"
+    qs = unit_state("01").questions[q]
+    assert qs.attempts == 3 and qs.hints == 1 and qs.record == "correct on attempt 3, 1 hint"
+
+
+def test_a_refused_mark_does_not_start_a_unit():
+    assert mark_passed("02").verdict == "refused"
+    assert unit_state("02").status == "not started"
 
 
 def test_placeholders_are_never_a_pass_and_never_raise():

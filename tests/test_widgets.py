@@ -235,7 +235,7 @@ def _finish_unit_00():
 def test_unit_panel_lists_progress_and_marks_passed_through_its_button():
     panel = UnitPanel("00", interactive=True)
     text = panel.text()
-    assert "unit 00" in text and "not started" in text and "00.warmup-add" in text and "not predicted yet" in text
+    assert "unit 00" in text and "not started" in text and "00.warmup-add" in text and "not attempted" in text
     panel.mark.click()
     assert panel.last.verdict == "refused" and "not yet" in panel.message.value
     assert not progress.unit_state("00", current().events("00")).passed
