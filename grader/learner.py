@@ -150,6 +150,7 @@ def reveal(qid: Any) -> Result:
     rows = [("question", q.prompt), ("torch says", q.kind.show(truth))]
     if not state.predicted:
         store().append(q.unit, q.qid, "reveal", "revealed", None)
+        _after_reveal(q.qid)
         return _finish(Result("reveal", q.qid, "revealed",
                               "recorded as revealed without a prediction: it counts as attempted, and your "
                               "record shows that torch's answer came first.",
@@ -161,10 +162,19 @@ def reveal(qid: Any) -> Result:
     ok = value is not None and q.kind.agrees(truth, value)
     verdict = "correct" if ok else "incorrect"
     store().append(q.unit, q.qid, "reveal", verdict, state.prediction)
+    _after_reveal(q.qid)
     label = "you predicted after a reveal" if state.predicted_after_reveal else "you predicted"
     rows.append((label, q.kind.show(value) if value is not None else short(state.prediction)))
     note = "" if ok else _wrong_note(q, truth, value)
     return _finish(Result("reveal", q.qid, verdict, note, expected=truth, got=value, rows=rows, explain=q.explain))
+
+
+def _after_reveal(qid: str) -> None:
+    """Prediction widgets already on screen stop taking input (only if the widget layer is loaded)."""
+    import sys
+    widgets = sys.modules.get(f"{__package__}.widgets")
+    if widgets is not None:
+        widgets.after_reveal(qid)
 
 
 def _wrong_note(q, truth, value) -> str:
@@ -183,10 +193,19 @@ def check(qid: Any, answer: Any = _ASK) -> Result:
     if q.role == "predict":
         return _finish(Result("check", q.qid, "invalid",
                               f"{q.qid} is a predict-then-run question: predict('{q.qid}', ...) then reveal('{q.qid}')"))
-    if answer is _ASK:
-        return _finish(Result("check", q.qid, "unanswered",
-                              f"pass your answer: check('{q.qid}', answer), where answer is {q.kind.describe()}",
-                              rows=[("question", q.prompt)]))
+    if answer is _ASK or (q.role == "self-test" and answer is Ellipsis):
+        asked = Result("check", q.qid, "unanswered",
+                       f"pass your answer: check('{q.qid}', answer), where answer is {q.kind.describe()}",
+                       rows=[("question", q.prompt)])
+        if q.role == "self-test":   # the same input as a prediction, with a Check button, where one can show
+            try:
+                from .widgets import ask
+                shown = ask(q, _state(q))
+            except ImportError:
+                shown = None
+            if shown is not None:
+                return _finish(shown)
+        return _finish(asked)
     if isinstance(q.kind, Function):
         result = run_exercise(q, answer)
         if result.verdict == "incorrect" and q.hints:

@@ -98,9 +98,15 @@ _ACTIONS = {"reset": "Start {target} again", "hint": "Show a hint for {target}"}
 
 
 def action_view(result: Result) -> dict | None:
-    """The result with a button for each action it names (reset, hint), as a widget; None where none can show."""
+    """The display data of :func:`action_box`; None where widgets cannot show."""
     if not widgets_available():
         return None
+    box = action_box(result)
+    return view_of(box) if box is not None else None
+
+
+def action_box(result: Result):
+    """The result with a button for each action it names (reset, hint); None if it names none."""
     import ipywidgets as W
     from . import learner
     said = W.HTML()
@@ -126,7 +132,7 @@ def action_view(result: Result) -> dict | None:
         return None
     box = W.VBox([W.HTML(result._repr_html_()), W.HBox(buttons), said])
     box.add_class("agl-actions")
-    return view_of(box)
+    return box
 
 
 def css_name(text: str) -> str:
@@ -397,17 +403,45 @@ def make_input(kind) -> Input:
 
 # --- the prediction widget ------------------------------------------------------------------
 
-class PredictionWidget:
-    """A question's prompt, an input for its kind, a "Lock in" button and what locking said."""
+_LIVE: dict[str, list] = {}     # qid -> weak references to the prediction widgets on screen
 
-    def __init__(self, q, state=None):
+
+def after_reveal(qid: str) -> None:
+    """A reveal happened in code: every prediction widget of that question stops taking input."""
+    import weakref  # noqa: F401  (the registry holds weakref.ref objects)
+    for ref in _LIVE.get(qid, []):
+        w = ref()
+        if w is not None and w.mode == "predict":
+            try:
+                w.input.disable()
+                w.button.disabled = True
+            except Exception:
+                pass
+
+
+class PredictionWidget:
+    """A question's prompt, an input for its kind, a "Lock in" button and what locking said.
+
+    With ``mode="check"`` (a self-test) the button reads "Check" and grades the answer with
+    ``check(qid, answer)``, the same event as in code.
+    """
+
+    def __init__(self, q, state=None, mode: str = "predict"):
+        import weakref
         import ipywidgets as W
         from . import learner
         self.q = q
+        self.mode = mode
         self.input = make_input(q.kind)
-        self.button = W.Button(description="Lock in", button_style="primary", icon="lock",
-                               tooltip="record this prediction (you may replace it until the reveal)")
-        self.button.add_class("agl-lock")
+        if mode == "check":
+            self.button = W.Button(description="Check", button_style="primary", icon="check",
+                                   tooltip=f"check('{q.qid}', answer): graded against live torch; every attempt is recorded")
+        else:
+            self.button = W.Button(description="Lock in", button_style="primary", icon="lock",
+                                   tooltip="record this prediction (you may replace it until the reveal)")
+        self.button.add_class("agl-lock" if mode == "predict" else "agl-check")
+        _LIVE.setdefault(q.qid, []).append(weakref.ref(self))
+        _LIVE[q.qid] = [r for r in _LIVE[q.qid] if r() is not None][-20:]
         self.again = W.Button(description="Start this question again", icon="undo",
                               tooltip=f"reset('{q.qid}'): forget the reveal, then predict and reveal again",
                               layout=W.Layout(display="none"))
@@ -415,7 +449,8 @@ class PredictionWidget:
         self.again.on_click(self.start_again)
         self.message = W.HTML()
         self.last: Result | None = None
-        head = W.HTML(f"<div style='margin-bottom:4px'><b>{html.escape(q.qid)}</b> · predict: "
+        verb = "predict" if mode == "predict" else "self-test"
+        head = W.HTML(f"<div style='margin-bottom:4px'><b>{html.escape(q.qid)}</b> · {verb}: "
                       f"{html.escape(q.prompt)}</div>")
         self.box = W.VBox([head, self.input.box, W.HBox([self.button, self.again]), self.message],
                           layout=W.Layout(border="1px solid #d0d7de", padding="6px 10px", margin="4px 0"))
@@ -426,6 +461,15 @@ class PredictionWidget:
 
     def _show(self, state) -> None:
         self.again.layout.display = "none"
+        if self.mode == "check":
+            if state.passed:
+                self.input.disable()
+                self.button.disabled = True
+                self.message.value = f"<div style='color:#1a7f37'>Passed ({html.escape(state.record)}).</div>"
+            else:
+                self.message.value = ("<div style='color:#57606a'>Type or choose your answer and press Check; "
+                                      "every attempt is recorded.</div>")
+            return
         if state.revealed:
             if state.predicted:
                 self.input.restore(state.prediction)
@@ -467,7 +511,12 @@ class PredictionWidget:
         try:
             raw = self.input.value()
             state = learner._state(q)
-            if state.revealed:
+            if self.mode == "check":
+                result = learner.check(q.qid, raw)
+                if result.passed:
+                    self.input.disable()
+                    self.button.disabled = True
+            elif state.revealed:
                 result = learner.predict(q.qid, raw)      # refused, with the same words as in code
             else:
                 try:
@@ -488,12 +537,21 @@ class PredictionWidget:
 
 
 def ask(q, state=None, result: Result | None = None) -> Asked | None:
-    """The prediction widget for ``q`` wrapped with the text ``result``; None where widgets cannot show.
-
-    ``predict`` falls back to the text result when this returns None.
+    """The prediction widget for ``q`` (a check widget for a self-test) wrapped with the text ``result``;
+    None where widgets cannot show. ``predict`` and ``check`` fall back to the text result then.
     """
     if not widgets_available():
         return None
+    if q.role == "self-test":
+        if result is None:
+            result = Result("check", q.qid, "unanswered",
+                            f"type or choose your answer below and press Check, or pass it in code: "
+                            f"check('{q.qid}', answer), where answer is {q.kind.describe()}",
+                            rows=[("question", q.prompt)])
+        try:
+            return Asked(result, PredictionWidget(q, state, mode="check"))
+        except Exception:
+            return None
     if result is None:
         result = Result("predict", q.qid, "unanswered",
                         f"choose your prediction below and press Lock in, or pass it in code: "
@@ -636,11 +694,19 @@ class CourseMap:
         self.widget = None
         if interactive if interactive is not None else widgets_available():
             import ipywidgets as W
-            self.table = W.HTML(self.html())
+            # An Output widget renders its HTML with the notebook's own renderer, whose link handler opens
+            # a relative link as a JupyterLab tab; an HTML widget's links would reload the whole page.
+            self.table = W.Output()
+            self.refresh()
             refresh = W.Button(description="Refresh", icon="refresh")
-            refresh.on_click(lambda b: setattr(self.table, "value", self.html()))
+            refresh.on_click(lambda b: self.refresh())
             self.widget = W.VBox([self.table, refresh])
             self.widget.add_class("agl-course-map")
+
+    def refresh(self) -> None:
+        from IPython.display import HTML
+        self.table.outputs = ()
+        self.table.append_display_data(HTML(self.html()))
 
     def rows(self) -> list[dict]:
         from . import progress

@@ -297,3 +297,46 @@ def test_without_ipywidgets_everything_is_text(monkeypatch):
     assert labs.neuron_lab().widget is None
     w = torch.tensor(2.0, requires_grad=True)
     assert stepper((w * 3) ** 2).widget is None
+
+
+def test_a_self_test_gets_the_same_input_with_a_check_button(monkeypatch):
+    monkeypatch.setattr(widgets, "widgets_available", lambda: True)
+    r = check("00.warmup-square", ...)
+    assert isinstance(r, widgets.Asked) and r.widget.mode == "check"
+    assert r.widget.button.description == "Check"
+    r.widget.input.box.value = "5"
+    assert r.widget.lock().verdict == "incorrect"
+    r.widget.input.box.value = "6"
+    assert r.widget.lock().verdict == "correct" and r.widget.button.disabled
+    assert [e[3] for e in events("00")] == ["incorrect", "correct"]
+    assert progress.unit_state("00", current().events("00")).questions["00.warmup-square"].record == \
+        "correct on attempt 2"
+
+
+def test_a_reveal_in_code_locks_the_widgets_already_on_screen():
+    w = PredictionWidget(get("01.x-is-leaf"))
+    assert not w.button.disabled
+    reveal("01.x-is-leaf")
+    assert w.button.disabled
+
+
+def test_a_refusal_that_names_reset_offers_it_as_a_button(monkeypatch):
+    monkeypatch.setattr(widgets, "widgets_available", lambda: True)
+    reveal("01.x-is-leaf")
+    refusal = predict("01.x-is-leaf", False)
+    bundle = refusal._repr_mimebundle_()
+    assert widgets.WIDGET_VIEW in bundle and "reset('01.x-is-leaf')" in bundle["text/plain"]
+    box = widgets.action_box(refusal)
+    button = box.children[1].children[0]
+    assert button.description == "Start 01.x-is-leaf again"
+    button.click()
+    assert [e[2] for e in events("01")] == ["reveal", "reset"] and button.disabled
+    assert predict("01.x-is-leaf", False).verdict == "recorded"
+
+
+def test_the_course_map_renders_its_links_through_the_notebook_renderer():
+    m = CourseMap(interactive=True)
+    import ipywidgets as W
+    assert isinstance(m.table, W.Output)
+    html_out = m.table.outputs[0]["data"]["text/html"]
+    assert "href='01_what_the_forward_pass_records.ipynb'" in html_out
