@@ -1,0 +1,173 @@
+"""What the notebooks show a learner: no answer before its question, closed-book self-tests that are
+closed, and no grader message that sends a learner to a name the notebook has not imported.
+
+These read the stored outputs of solutions/ (what a learner sees after running the cells) and the
+questions' live experiments.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import grader
+from grader.course import UNITS
+from grader.kinds import Name, Names, Number
+from grader.question import all_questions, of_unit
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = {uid: ROOT / "solutions" / unit.notebook for uid, unit in UNITS.items()}
+# Names a learner meets in every unit from 01 on: seeing them earlier gives nothing away.
+NOT_DISTINCTIVE = {"AccumulateGrad", "None", "_saved_self", "_saved_other", "_saved_result"}
+# Set-up lines too common to identify a program: making a leaf, calling backward on a sum.
+GENERIC = re.compile(r"^\w+=torch\.(tensor|ones|zeros|randn|rand|arange|full|linspace)\(|"
+                     r"^\w+(\.sum\(\))?\.backward\(\)$|^torch\.manual_seed\(")
+
+
+def _notebook(uid):
+    return nbformat.read(SOLUTIONS[uid], as_version=4)
+
+
+def _output_text(cell) -> str:
+    parts = []
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            parts.append(out.get("text", ""))
+        data = out.get("data", {})
+        for mime in ("text/plain", "text/html"):
+            if mime in data:
+                parts.append(data[mime] if isinstance(data[mime], str) else "".join(data[mime]))
+        if out.get("output_type") == "error":
+            parts.append(" ".join(out.get("evalue", "").split()))
+    return "\n".join(parts)
+
+
+def _asked_at(cells, qid) -> int:
+    """Index of the first code cell that names the question."""
+    pattern = re.compile(r"""["']""" + re.escape(qid) + r"""["']""")
+    for i, cell in enumerate(cells):
+        if cell.cell_type == "code" and pattern.search(cell.source):
+            return i
+    raise AssertionError(f"{qid} is never asked in its notebook")
+
+
+def _number_forms(x: float) -> set[str]:
+    if x == int(x):
+        n = int(x)
+        return {str(n), f"{n:,}"} if abs(n) >= 100 else set()
+    forms = {f"{x:.4f}", f"{x:.3f}"}
+    return {f for f in forms if len(re.sub(r"\D", "", f.rstrip("0")).lstrip("0")) >= 3}
+
+
+def _torch_name(name: str) -> bool:
+    """A name torch chose (a node class, a saved attribute), not a name from the program or a label."""
+    return name not in NOT_DISTINCTIVE and re.fullmatch(r"\w+Backward\d+|_saved_\w+", name) is not None
+
+
+def _distinctive(q, truth) -> list[set[str]]:
+    """Groups of strings; an earlier output that holds every string of one group gives the answer away."""
+    if isinstance(q.kind, Name):
+        return [{truth}] if _torch_name(truth) else []
+    if isinstance(q.kind, Names):
+        names = {n for n in truth if _torch_name(n)}
+        return [names] if names else []
+    if isinstance(q.kind, Number):
+        values = truth if isinstance(truth, tuple) else (truth,)
+        return [{form} for x in values for form in _number_forms(x)]
+    return []
+
+
+def _shows(text: str, token: str) -> bool:
+    if re.fullmatch(r"[-\d.,]+", token):   # a number: not as part of a longer number
+        return re.search(r"(?<![\d.,])" + re.escape(token) + r"(?![\d]|\.\d|,\d)", text) is not None
+    return re.search(r"(?<![A-Za-z0-9_])" + re.escape(token) + r"(?![A-Za-z0-9_])", text) is not None
+
+
+PREDICTS = [q for q in all_questions() if q.role == "predict"]
+
+
+@pytest.mark.parametrize("q", PREDICTS, ids=lambda q: q.qid)
+def test_no_earlier_output_gives_the_answer_away(q):
+    groups = _distinctive(q, q.run())
+    if not groups:
+        return
+    cells = _notebook(q.unit).cells
+    for i, cell in enumerate(cells[:_asked_at(cells, q.qid)]):
+        text = _output_text(cell)
+        for group in groups:
+            assert not all(_shows(text, token) for token in group), \
+                f"{q.qid}: cell {i} ({cell.get('id')}) shows {sorted(group)} before the question is asked"
+
+
+def _program_lines(fn) -> list[str]:
+    """The statements of an experiment, normalised, without set-up too common to identify a program."""
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return []
+    body = ast.parse(source).body[0].body
+    lines = []
+    for node in body:
+        if isinstance(node, (ast.Return, ast.Expr)) and not isinstance(getattr(node, "value", None), ast.Call):
+            continue
+        for line in ast.get_source_segment(source, node).splitlines():
+            norm = re.sub(r"\s+", "", line)
+            if len(norm) >= 6 and not norm.startswith(("#", "yield", "return")) and not GENERIC.search(norm):
+                lines.append(norm)
+    return lines
+
+
+SELF_TESTS = [q for q in all_questions() if q.role == "self-test"]
+
+
+@pytest.mark.parametrize("q", SELF_TESTS, ids=lambda q: q.qid)
+def test_a_closed_book_program_is_not_among_the_units_own_cells(q):
+    lines = _program_lines(q.experiment)
+    if len(lines) < 2:
+        return
+    shown = {re.sub(r"\s+", "", line) for cell in _notebook(q.unit).cells if cell.cell_type == "code"
+             for line in cell.source.splitlines()}
+    seen = [line for line in lines if line in shown]
+    assert len(seen) < max(2, 0.6 * len(lines)), \
+        f"{q.qid}: {len(seen)} of its {len(lines)} program lines appear in the unit's cells: {seen[:3]}"
+
+
+def _names_in_messages() -> set[str]:
+    """Learner functions that the grader's messages tell a learner to call."""
+    api = set(grader.__all__)
+    found = set()
+    for path in (ROOT / "grader").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found |= {m for m in re.findall(r"\b([a-z_]+)\(['\"]", node.value) if m in api}
+    return found
+
+
+def _imported(nb) -> set[str]:
+    names = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "grader":
+                names |= {a.asname or a.name for a in node.names}
+    return names
+
+
+@pytest.mark.parametrize("uid", list(UNITS))
+def test_every_function_a_message_names_is_imported(uid):
+    needed = _names_in_messages()
+    assert {"reset", "hint", "check", "reveal", "predict"} <= needed
+    if not any(q.role != "predict" for q in of_unit(uid)):
+        needed.discard("hint")
+    missing = needed - _imported(_notebook(uid))
+    assert not missing, f"unit {uid}'s notebook never imports {sorted(missing)}, which grader messages name"
