@@ -9,10 +9,13 @@ NBVAL  := --nbval-current-env -n 2 --dist loadscope
 
 .PHONY: install system-deps lab test unit-tests nbval-solutions nbval-notebooks build check clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml jupyter/overrides.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test]"
+	@# JupyterLab saves widget state with the notebook, so a reopened notebook still shows its widgets
+	mkdir -p $(VENV)/share/jupyter/lab/settings
+	cp jupyter/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	touch $(STAMP)
 
 install: $(STAMP)
