@@ -735,7 +735,7 @@ class CourseMap:
     def html(self) -> str:
         esc = html.escape
         colours = {"passed": "#1a7f37", "in progress": "#9a6700", "not started": "#57606a"}
-        head = "".join(f"<th style='text-align:left;padding:2px 10px 2px 0'>{h}</th>"
+        head = "".join(f"<th style='text-align:left;text-align:left;padding:2px 10px 2px 0'>{h}</th>"
                        for h in ("unit", "", "needs", "state", "done"))
         body = []
         for r in self.rows():
@@ -743,12 +743,12 @@ class CourseMap:
                               for n, ok in r["needs"]) or "–"
             done = f"{r['done']}/{r['questions']}" if r["questions"] and r["status"] != "not started" else "–"
             note = f" <small style='color:#57606a'>({esc(r['note'])})</small>" if r["note"] else ""
-            body.append(f"<tr><td style='padding:2px 10px 2px 0'>{esc(r['unit'])}</td>"
-                        f"<td style='padding:2px 10px 2px 0'><a style='color:#0969da' href='{esc(r['notebook'])}'>"
+            body.append(f"<tr><td style='text-align:left;padding:2px 10px 2px 0'>{esc(r['unit'])}</td>"
+                        f"<td style='text-align:left;padding:2px 10px 2px 0'><a style='color:#0969da' href='{esc(r['notebook'])}'>"
                         f"{esc(r['title'])}</a></td>"
-                        f"<td style='padding:2px 10px 2px 0'>{needs}</td>"
-                        f"<td style='padding:2px 10px 2px 0;color:{colours.get(r['status'], '#57606a')}'>"
-                        f"{esc(r['status'])}{note}</td><td>{done}</td></tr>")
+                        f"<td style='text-align:left;padding:2px 10px 2px 0'>{needs}</td>"
+                        f"<td style='text-align:left;padding:2px 10px 2px 0;color:{colours.get(r['status'], '#57606a')}'>"
+                        f"{esc(r['status'])}{note}</td><td style='text-align:left'>{done}</td></tr>")
         return (f"<table class='agl-map' style='border-collapse:collapse'><thead><tr>{head}</tr></thead>"
                 f"<tbody>{''.join(body)}</tbody></table>")
 

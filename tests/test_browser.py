@@ -291,3 +291,98 @@ def test_unit_01_with_the_mouse_in_jupyterlab(tmp_path, home):
     finally:
         lab.stop()
     print(f"browser test took {time.time() - started:.0f} s")
+
+
+# --- the learner-loop details, in the browser --------------------------------------------------
+
+def _scratch(target: Path, self_test) -> None:
+    """A small notebook of the loop's refusals and tools: a refusal with a reset button, the course map,
+    a wrong self-test answer with a misconception note and a hint button."""
+    wrong, note = next((w, n) for w, n in self_test.misconceptions if not callable(w))
+    cells = [
+        "from grader import predict, reveal, check, mark_passed, reset, hint, course_map",
+        'reveal("01.x-is-leaf")',
+        'predict("01.x-is-leaf", True)',
+        "course_map()",
+        f"check({self_test.qid!r}, {wrong!r})",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nbformat.write(nb, target)
+
+
+def test_refusal_buttons_map_links_hints_and_a_reopened_notebook(tmp_path, home):
+    from playwright.sync_api import sync_playwright
+
+    from grader.question import all_questions
+
+    with_note = [q for q in all_questions() if q.role == "self-test" and q.hints and
+                 any(not callable(w) for w, _ in q.misconceptions)]
+    if not with_note:
+        pytest.fail("no self-test declares a literal misconception and hints; the browser cannot show one")
+    q = with_note[0]
+    note = next(n for w, n in q.misconceptions if not callable(w))
+    overrides = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    assert overrides.exists() and "saveState" in overrides.read_text(), \
+        "JupyterLab's overrides.json (saveState) is not installed: run make install"
+
+    root = tmp_path / "course"
+    root.mkdir()
+    shutil.copy(ROOT / "notebooks" / UNIT, root / UNIT)
+    _scratch(root / "loop.ipynb", q)
+    lab = Lab(root, tmp_path / "jupyter", progress_home=home)
+    try:
+        lab.delete_sessions()
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.set_default_timeout(60_000)
+                open_notebook(page, lab, "loop.ipynb")
+                run_menu(page, "runmenu:run-all")
+                wait_until_done(page, page.locator(".agl-course-map"))
+                assert tracebacks(page) == []
+
+                # a refusal that names reset offers it as a button, and the button resets
+                button = page.locator(".agl-action-reset")
+                button.click()
+                page.locator(".agl-actions .agl-result", has_text="starts again").wait_for()
+                _, events = unit_state("01")
+                assert [(e.action, e.verdict) for e in events][-1] == ("reset", "recorded")
+
+                # a wrong self-test answer: its misconception note, and a hint button that gives hint 1
+                wrong = page.locator(".agl-actions", has_text=q.qid).last
+                assert " ".join(note.split()[:6]) in " ".join(wrong.inner_text().split())
+                wrong.locator(".agl-action-hint").click()
+                wrong.locator(".agl-result", has_text="hint 1 of").wait_for()
+                _, events = unit_state(q.unit)
+                assert any(e.action == "hint" and e.qid == q.qid for e in events)
+
+                # a course-map link opens the unit inside JupyterLab: no page load
+                page.evaluate("window.__agl_same_page = true")
+                page.locator(".agl-course-map a", has_text="What the forward pass records").click()
+                page.locator(".lm-TabBar-tab", has_text=UNIT).first.wait_for()
+                assert page.evaluate("window.__agl_same_page === true"), "the map link reloaded the page"
+                page.screenshot(path=str(ARTIFACTS / "browser-loop.png"))
+
+                # reopened after the kernel is gone: widgets come back from saved state, never an error
+                page.locator(".lm-TabBar-tab", has_text="loop.ipynb").first.click()
+                page.keyboard.press("Control+s")
+                time.sleep(2)
+                lab.delete_sessions()
+                saved = json.loads((root / "loop.ipynb").read_text())
+                assert "application/vnd.jupyter.widget-state+json" in saved["metadata"].get("widgets", {})
+                page.goto(lab.url(f"/lab/tree/loop.ipynb?reset&token={lab.token}"))
+                page.locator(".jp-Notebook").first.wait_for()
+                page.locator(".agl-course-map").first.wait_for(timeout=60_000)
+                time.sleep(2)
+                body = page.locator(".jp-Notebook").first.inner_text()
+                page.screenshot(path=str(ARTIFACTS / "browser-reopened.png"))
+                assert "model not found" not in body and "What the forward pass records" in body
+            finally:
+                browser.close()
+    except Exception:
+        print(lab.log(), file=sys.stderr)
+        raise
+    finally:
+        lab.stop()
