@@ -14,6 +14,8 @@ SVG (Graphviz writes its version into it) and widget views are not compared.
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -90,7 +92,31 @@ class StoreVerdict(pytest.Item):
         return self.path, None, f"{self.nbfile.name}: {self.name}"
 
 
+_UNIT_OF = re.compile(r"\[(\d\d)\.|test_unit(\d\d)|(?:solutions|notebooks)/(\d\d)_|unit(\d\d)")
+
+
+def _select_by_unit(items) -> None:
+    """`pytest -k unit02` picks every test of unit 02: its questions (ids '02.x'), its test module,
+    its notebooks and their store checks."""
+    for item in items:
+        for match in _UNIT_OF.finditer(item.nodeid):
+            uid = next(g for g in match.groups() if g)
+            item.extra_keyword_matches.add(f"unit{uid}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(_HOMES, ignore_errors=True)   # the throwaway stores of this run's notebooks
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
+    try:
+        _add_store_checks(config, items)
+    finally:
+        _select_by_unit(items)
+
+
+def _add_store_checks(config, items) -> None:
     if not (config.getoption("nbval", False) or config.getoption("nbval_lax", False)):
         return
     out, last_of = [], {}

@@ -1,4 +1,4 @@
-"""The course's units, their order and prerequisites (SYLLABUS.md's table)."""
+"""The course's units: their order, prerequisites and the time a learner needs for each."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -150,18 +150,45 @@ def execute(path: Path, strict: bool = True, timeout: int = 300, home: str | Non
     return nb
 
 
+def normalise_outputs(nb: nbformat.NotebookNode, where: str = "notebook", root: Path = ROOT) -> None:
+    """Store only what a change changes: one stream output per name and cell (kernels chunk streams
+    differently from run to run), no execution counts (adding a cell would renumber every later one),
+    no widget state or views (models get new random ids on every run). A machine path in an output
+    (this checkout, the Python environment) is refused: it would differ on every other machine."""
+    import sys
+    nb.metadata.pop("widgets", None)
+    machine = {p for p in (str(root), sys.prefix, os.path.expanduser("~")) if len(p) > 1}
+    for index, cell in enumerate(nb.cells):
+        cell.metadata.pop("execution", None)
+        if cell.cell_type != "code":
+            continue
+        cell.execution_count = None
+        merged = []
+        for out in cell.get("outputs", []):
+            out.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
+            if out.get("output_type") == "execute_result":
+                out["execution_count"] = None
+            if out.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream" \
+                    and merged[-1].get("name") == out.get("name"):
+                merged[-1]["text"] = merged[-1]["text"] + out["text"]
+                continue
+            merged.append(out)
+        cell.outputs = merged
+        text = json.dumps(merged)
+        for path in machine:
+            if path in text:
+                raise BuildError(f"{where}, cell {index + 1}: an output shows a path of this machine ({path}); "
+                                 "print something that is the same everywhere (filter warnings by category)")
+
+
 def execute_solutions(root: Path = ROOT, only: list[str] | None = None) -> list[str]:
-    """Re-run solution notebooks in place (strict mode), storing their outputs."""
+    """Re-run solution notebooks in place (strict mode), storing their normalised outputs."""
     done = []
     for path in sorted((root / "solutions").glob("*.ipynb")):
         if only and not any(path.name.startswith(u.zfill(2)) for u in only):
             continue
         nb = execute(path, strict=True)
-        nb.metadata.pop("widgets", None)   # widget models get new random ids on every run
-        for cell in nb.cells:
-            cell.metadata.pop("execution", None)
-            for out in cell.get("outputs", []):  # a stored view would point at a model nobody saved
-                out.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
+        normalise_outputs(nb, f"solutions/{path.name}", root)
         path.write_text(dumps(nb), encoding="utf-8")
         done.append(path.name)
     return done

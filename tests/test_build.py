@@ -86,3 +86,29 @@ def test_every_unit_with_questions_has_a_solution_and_a_learner_notebook():
         for q in (q for q in all_questions() if q.unit == uid):
             assert f'\\"{q.qid}\\"' in text, f"{path.name} never uses {q.qid}"
         assert f'mark_passed(\\"{uid}\\")' in text, f"{path.name} never marks its unit"
+
+
+def test_stored_outputs_are_normalised_so_a_diff_is_the_change():
+    from grader.notebooks import BuildError, normalise_outputs
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1); print(2)")])
+    cell = nb.cells[0]
+    cell.execution_count = 7
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n"),
+                    nbformat.v4.new_output("stream", name="stdout", text="2\n"),
+                    nbformat.v4.new_output("execute_result", data={"text/plain": "3"}, execution_count=7)]
+    normalise_outputs(nb)
+    assert cell.execution_count is None and cell.outputs[1]["execution_count"] is None
+    assert [o["output_type"] for o in cell.outputs] == ["stream", "execute_result"]
+    assert cell.outputs[0]["text"] == "1\n2\n"
+    cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=f"{sys.prefix}/lib/x.py:3: FutureWarning")]
+    with pytest.raises(BuildError, match="path of this machine"):
+        normalise_outputs(nb)
+
+
+def test_one_keyword_selects_all_of_a_units_tests():
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist",
+                          "tests/test_questions.py", "tests/test_unit02.py", "-k", "unit02"],
+                         capture_output=True, text=True, cwd=ROOT)
+    ids = [line for line in out.stdout.splitlines() if "::" in line]
+    assert ids and all("02." in i or "test_unit02" in i for i in ids)
+    assert any("test_questions.py" in i for i in ids) and any("test_unit02.py" in i for i in ids)
