@@ -123,6 +123,19 @@ def _grade(args) -> int:
     return 0 if rows else 2
 
 
+def _release(args) -> int:
+    from .release import ReleaseError, release
+
+    try:
+        written = release(Path(args.out), root=Path(args.root), make_zip=args.zip)
+    except ReleaseError as exc:
+        print(f"release failed: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote the student bundle to {args.out}: " + ", ".join(written[-6:]) +
+          f" and {len(written) - 6} notebooks (no solutions, no tests)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader", description="autograd-lab's grader")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -164,6 +177,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--memory-mb", type=int, default=3072, help="memory limit per notebook (default 3072)")
     p.add_argument("--html", help="also write one feedback page per learner into this folder")
     p.set_defaults(run=_grade)
+
+    p = sub.add_parser("release", help="write the student bundle (learner notebooks and the grader; no solutions)")
+    p.add_argument("out", help="a new or empty folder")
+    p.add_argument("--zip", action="store_true", help="also pack it as OUT.zip")
+    p.add_argument("--root", default=str(Path(__file__).resolve().parent.parent), help=argparse.SUPPRESS)
+    p.set_defaults(run=_release)
 
     args = parser.parse_args(argv)
     return args.run(args)
