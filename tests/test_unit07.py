@@ -22,7 +22,7 @@ def test_syllabus_figures():
     assert truth("07.mul-add-node") == "AddBackward0"
     exp = truth("07.exp-add")
     assert exp.where == "at backward" and "is at version 1; expected version 0" in exp.message
-    assert truth("07.consumer-pow-message") == "Add"
+    assert truth("07.consumer-pow-message") == "u.add_(10)"
     assert truth("07.pow-broken-node") == "PowBackward0"
     assert truth("07.consumer-add").where == "no error"
     assert truth("07.leaf-write").where == "at the write"

@@ -113,20 +113,23 @@ def consumer_add():
     v.sum().backward()
 
 
-MESSAGE_OPS = ("Mul", "Add", "Pow", "Sum")
+# the operation an in-place message may name, and the line of this program that made it
+MESSAGE_OPS = {"Mul": "w * 3", "Add": "u.add_(10)", "Pow": "u ** 2", "Sum": "v.sum()"}
 
 
 @predict_then_run(
-    "07.consumer-pow-message", Choice(*MESSAGE_OPS),
+    "07.consumer-pow-message", Choice(*MESSAGE_OPS.values()),
     prompt="The same, with v = u ** 2: w = torch.tensor([2.0], requires_grad=True); u = w * 3; v = u ** 2; "
            "u.add_(10); v.sum().backward() raises at backward, and its message says the modified tensor "
-           "'is output 0 of' some operation. Which: 'Mul', 'Add', 'Pow' or 'Sum'?",
+           "'is output 0 of' an operation. Which line made that operation: 'w * 3', 'u.add_(10)', 'u ** 2' or "
+           "'v.sum()'?",
     explain="PowBackward0 saved u (the derivative is 2u), so the write breaks it. The message describes the "
-            "tensor it found modified by what produced it now: after u.add_(10) that is the in-place addition.",
+            "tensor it found modified by what produced it now: after u.add_(10) that is the in-place addition "
+            "('output 0 of Add').",
     misconceptions=[
-        ("Pow", "the power is the node that kept u and trips over it, but the message does not name that node: "
-                "it names what produced the modified tensor"),
-        ("Mul", "u was made by w * 3, but u.add_(10) is now u's latest history: the message names that"),
+        ("u ** 2", "the power is the node that kept u and trips over it, but the message does not name that node: "
+                   "it names what produced the modified tensor"),
+        ("w * 3", "u was made by w * 3, but u.add_(10) is now u's latest history: the message names that"),
     ],
 )
 def consumer_pow_message():
@@ -136,8 +139,8 @@ def consumer_pow_message():
         v.sum().backward()
     except RuntimeError as exc:
         found = re.search(r"output \d+ of (\w+)", str(exc))
-        if found:
-            return found.group(1)
+        if found and found.group(1) in MESSAGE_OPS:
+            return MESSAGE_OPS[found.group(1)]
         raise
     raise RuntimeError("backward did not raise")
 
