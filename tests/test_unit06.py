@@ -30,10 +30,9 @@ def test_stale_graph_gradient_never_changes_while_w_moves():
     assert len(set(grads)) == 1 and len(set(values)) == 5
 
 
-def test_carried_state_grows_and_detach_does_not():
-    grown = unit06._carried_state(5, detach=False)
-    assert grown == sorted(grown) and grown[-1] > grown[0]
-    assert len(set(unit06._carried_state(5, detach=True))) == 1
+def test_a_stale_graph_that_kept_a_parameter_is_caught_at_the_second_step():
+    outcome = get("06.stale-mlp").run()
+    assert outcome.where == "at iteration 2" and "modified by an inplace operation" in outcome.message
 
 
 @pytest.mark.filterwarnings("ignore:Using backward")
@@ -41,6 +40,33 @@ def test_create_graph_cycle_and_its_two_ways_out():
     assert unit06._survives("backward") is True
     assert unit06._survives("autograd.grad") is False
     assert unit06._survives("backward, then grad = None") is False
+
+
+@pytest.mark.filterwarnings("ignore:Using backward")
+def test_the_cycle_needs_a_gradient_that_depends_on_w_and_only_cpp_links_escape_gc():
+    assert get("06.closed-book-grad-cycle").run() == {"exp, backward"}
+
+
+@pytest.mark.filterwarnings("ignore:Using backward")
+def test_the_leak_keeps_activations_and_grows_while_grad_is_not_cleared():
+    import gc
+    import weakref
+    w = torch.randn(100, requires_grad=True)
+    h = w.sin()
+    refs = weakref.ref(w), weakref.ref(h)
+    (h ** 2).sum().backward(create_graph=True)
+    del w, h
+    gc.collect()
+    assert all(r() is not None for r in refs)
+    refs[0]().grad = None
+    w = torch.randn(100, requires_grad=True)
+    sizes = []
+    for _ in range(4):
+        (w.sin() ** 2).sum().backward(create_graph=True)
+        sizes.append(unit06.probes.size(w.grad))
+    steps = {b - a for a, b in zip(sizes, sizes[1:])}
+    assert len(steps) == 1 and steps.pop() > 0
+    w.grad = None
 
 
 def test_cases_are_seeded_and_smallest_first():

@@ -8,7 +8,8 @@ import torch
 from grader import check
 from grader import question as registry
 from grader.questions import unit07
-from tests.reference.unit07 import REFERENCE, Pair, pack_with_version, predict_inplace, unpack_checked
+from tests.reference.unit07 import (REFERENCE, Pair, pack_keeps_the_tensor, pack_with_version, predict_inplace,
+                                    unpack_checked)
 
 
 def truth(qid):
@@ -21,8 +22,7 @@ def test_syllabus_figures():
     assert truth("07.mul-add-node") == "AddBackward0"
     exp = truth("07.exp-add")
     assert exp.where == "at backward" and "is at version 1; expected version 0" in exp.message
-    pow_ = truth("07.consumer-pow-message")
-    assert pow_.where == "at backward" and "output 0 of Add" in pow_.message
+    assert truth("07.consumer-pow-message") == "u.add_(10)"
     assert truth("07.pow-broken-node") == "PowBackward0"
     assert truth("07.consumer-add").where == "no error"
     assert truth("07.leaf-write").where == "at the write"
@@ -143,3 +143,58 @@ def test_guard_placeholders_are_unanswered():
         raise NotImplementedError()
     assert check("07.version-guard", (pack, unpack)).verdict == "unanswered"
     assert check("07.version-guard", ...).verdict == "unanswered"
+
+
+# --- the GAN repair the notebook teaches, proven as unit 10 proves repairs --------------------------
+
+def _equal(a, b):
+    return a is not None and b is not None and torch.allclose(a, b, atol=1e-6)
+
+
+def test_both_backward_passes_before_either_step_is_not_a_repair():
+    """g_loss.backward() writes into D's .grad too, and there it cancels d_loss's gradient."""
+    result = unit07.gan_round("both backward first")
+    reference = unit07.gan_reference()
+    assert not _equal(result["grads"]["D.weight"], reference["D.weight"])
+    assert torch.count_nonzero(result["grads"]["D.weight"]) == 0 and torch.count_nonzero(result["grads"]["D.bias"]) == 0
+    assert not result["moved"]["D.weight"] and not result["moved"]["D.bias"]
+
+
+@pytest.mark.parametrize("order", ["inputs=", "autograd.grad"])
+def test_the_gan_repair_moves_every_parameter_with_the_reference_gradients(order):
+    result = unit07.gan_round(order)
+    reference = unit07.gan_reference()
+    assert all(result["moved"].values()), result["moved"]
+    for name, grad in reference.items():
+        assert _equal(result["grads"][name], grad), name
+
+
+# --- a pack that keeps the tensor itself leaks the op's output ---------------------------------------
+
+def test_keeping_the_tensor_in_pack_leaks_and_detach_does_not_lose_the_check():
+    import gc
+    import weakref
+
+    def run(pack):
+        p = torch.ones(3, requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack_checked):
+            q = p.exp()
+        ref = weakref.ref(q)
+        del q
+        gc.collect()
+        return ref() is not None
+    assert run(pack_keeps_the_tensor) is True
+    assert run(pack_with_version) is False
+    p = torch.ones(3, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack_with_version, unpack_checked):
+        q = p.exp()
+        q.add_(1)
+        with pytest.raises(RuntimeError, match="written in place"):
+            q.sum().backward()
+
+
+def test_the_leaking_pack_is_refused_on_the_dropped_program():
+    result = check("07.version-guard", Pair(pack_keeps_the_tensor, unpack_checked))
+    assert result.verdict == "incorrect"
+    assert "del q, out" in dict(result.rows)["smallest failing case"]
+    assert dict(result.rows)["your function returned"] == "kept alive after del"

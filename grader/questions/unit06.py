@@ -16,10 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch import nn
 
 from .. import isolation, probes
 from ..kinds import (BadAnswer, Boolean, Choice, Error, Function, Kind, Names, Number, Sequence, short,
                      stable_part)
+
+INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
+SECOND_PASS_TERMS = (("second time", "twice", "again", "freed", "already"),)
 from ..question import exercise, predict_then_run, self_test
 
 
@@ -50,6 +54,8 @@ def _chain():
            "node names do you meet, in order? Answer [] if nothing is left to walk.",
     explain="backward releases the values the nodes kept, not the nodes: grad_fn and next_functions "
             "still lead from the loss to the leaf, so walking and drawing the graph keep working.",
+    misconceptions=[([], "backward frees the values the nodes saved, not the nodes: loss.grad_fn still leads to "
+                         "the leaf")],
 )
 def walk_after_backward():
     w, u, loss = _chain()
@@ -64,6 +70,8 @@ def walk_after_backward():
            "(some of each) or 'nothing saved'?",
     explain="Each node drops its saved values as soon as it has used them, because one forward and one "
             "backward is the common case and keeping them would only cost memory.",
+    misconceptions=[("ok", "without retain_graph=True, each node releases what it saved once its backward rule "
+                           "has used it")],
 )
 def saved_after_backward():
     w, u, loss = _chain()
@@ -72,10 +80,12 @@ def saved_after_backward():
 
 
 @predict_then_run(
-    "06.second-backward", Error("at the first backward", "at the second backward", needs_message=True),
+    "06.second-backward", Error("at the first backward", "at the second backward", needs_message=True,
+                                terms=SECOND_PASS_TERMS),
     prompt="w = torch.tensor(2.0, requires_grad=True); loss = (w * 3) ** 2; loss.backward(); "
            "loss.backward(). Where does it fail ('no error', 'at the first backward', 'at the second "
-           "backward'), and with which words? Answer a pair (place, words you expect in the message).",
+           "backward'), and what does the message say? Answer a pair (place, your words for it): the place "
+           "is graded exactly, the words on the message's key idea.",
     explain="The second pass reaches the power node, whose saved input the first pass released; torch "
             "refuses rather than differentiate without it.",
 )
@@ -93,6 +103,8 @@ def second_backward():
            "Where does it fail: 'no error', 'at the first backward' or 'at the second backward'?",
     explain="Neither an addition nor a sum needs a forward value for its backward rule, so nothing was "
             "saved and nothing was freed: the graph can be traversed again, and w.grad adds up to 2.",
+    misconceptions=[("at the second backward", "the error is about saved values that were freed, not about "
+                                               "walking a graph twice; an addition and a sum save none")],
 )
 def nothing_saved():
     w = torch.ones(2, requires_grad=True)
@@ -120,6 +132,8 @@ def _two_losses():
            "loss_b.backward()'?",
     explain="Both losses lead back through the tanh node. The first backward ran it and released the "
             "output it had kept, so the second backward finds that value gone.",
+    misconceptions=[("no error", "loss_b is a different loss, but its graph shares the tanh node with loss_a's, "
+                                 "and loss_a's pass released the output that node kept")],
 )
 def shared_intermediate():
     w, c, h, loss_a, loss_b = _two_losses()
@@ -155,40 +169,45 @@ def _stale_loop(steps=5, lr=0.02):
            "w.grad = None. What is w.grad at step 0 and at step 4? Answer [step 0, step 4].",
     explain="Every backward walks the one graph built when w was 0, with the values saved then; w moves, "
             "but nothing re-records the loss at the new w, so the gradient never changes.",
+    misconceptions=[(lambda truth: [truth[0], truth[0] / 2],
+                     "a shrinking gradient needs a loss recorded at the new w; this loss was recorded once, at "
+                     "w = 0, and every pass reads the values saved then")],
 )
+
 def stale_loop():
     grads, _ = _stale_loop()
     return [grads[0], grads[4]]
 
 
-def _carried_state(steps, detach):
+def _mlp_stale(iterations=3):
     torch.manual_seed(0)
-    W = (torch.randn(32, 32) * 0.1).requires_grad_()
-    h = torch.zeros(16, 32)
-    sizes = []
-    for _ in range(steps):
-        h = torch.tanh(h @ W + torch.randn(16, 32))
-        loss = (h ** 2).mean()
-        sizes.append(probes.size(loss))
-        loss.backward(retain_graph=not detach)
-        if detach:
-            h = h.detach()
-    return sizes
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(8, 3), torch.randn(8, 1)
+    loss = ((model(x) - y) ** 2).mean()          # recorded once, before the loop
+    for i in range(1, iterations + 1):
+        opt.zero_grad()
+        yield f"at iteration {i}"
+        loss.backward(retain_graph=True)
+        opt.step()
 
 
 @predict_then_run(
-    "06.carried-nodes", Number(tol=0),
-    prompt="W = (torch.randn(32, 32) * 0.1).requires_grad_(); h = torch.zeros(16, 32). Each step: "
-           "h = torch.tanh(h @ W + torch.randn(16, 32)); loss = (h ** 2).mean(); "
-           "loss.backward(retain_graph=True). How many nodes does the graph under the loss of step 10 "
-           "hold (probes.size(loss))? And in a second run that ends every step with h = h.detach() "
-           "(and no retain_graph)? Answer [with retain_graph, with detach].",
-    explain="h carries its history: each step adds a matmul, an addition and a tanh on top of all earlier "
-            "steps, so the graph (and everything it saved) grows with the step count. Detaching h starts "
-            "each step from a leaf, and the graph stays one step deep.",
+    "06.stale-mlp", Error("at iteration 1", "at iteration 2", "at iteration 3", terms=INPLACE_TERMS),
+    prompt="torch.manual_seed(0); model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)); "
+           "opt = torch.optim.SGD(model.parameters(), lr=0.1); x, y = torch.randn(8, 3), torch.randn(8, 1); "
+           "loss = ((model(x) - y) ** 2).mean() is computed ONCE. Then 3 iterations of: opt.zero_grad(); "
+           "loss.backward(retain_graph=True); opt.step(). At which iteration's backward does it raise, if at "
+           "all ('no error', 'at iteration 1', 'at iteration 2', 'at iteration 3')? The place is graded "
+           "exactly; you may add your words for the message, graded on its key idea.",
+    explain="The second Linear kept its weight to send a gradient back to the tanh output. opt.step() writes "
+            "that weight in place, so the second pass over the retained graph finds a saved tensor whose "
+            "version moved: the stale graph is caught here only because it kept a parameter.",
+    misconceptions=[("no error", "in the scalar example the graph kept only an input and constants; this one "
+                                 "kept a Linear's weight, which opt.step() writes in place")],
 )
-def carried_nodes():
-    return [_carried_state(10, detach=False)[-1], _carried_state(10, detach=True)[-1]]
+def stale_mlp():
+    yield from _mlp_stale()
 
 
 # --- 4. running_loss += loss ------------------------------------------------------------------
@@ -217,6 +236,8 @@ def _training(steps, keep):
     explain="running_loss is a tensor built by additions of losses, so it holds every step's graph: five "
             "nodes per step (the addition, mean, power, subtraction and matrix-vector product), and one "
             "AccumulateGrad shared by all of them.",
+    misconceptions=[(lambda truth: 0, "running_loss += loss adds tensors, so running_loss is a tensor with a "
+                                      "graph; only loss.item() or loss.detach() would add none")],
 )
 def running_loss_nodes():
     return probes.size(_training(100, keep=lambda loss: loss))
@@ -229,6 +250,8 @@ def running_loss_nodes():
     explain="Each step's backward already released that step's saved values. What running_loss keeps "
             "alive is the chain of node objects, which grows by one graph per step and is never freed "
             "while running_loss lives.",
+    misconceptions=[("ok", "each step's backward ran over that step's graph and released what it saved; "
+                           "running_loss keeps the nodes, not their values")],
 )
 def running_loss_saved():
     return _state_label(_training(100, keep=lambda loss: loss))
@@ -278,6 +301,8 @@ FLAGS = ("plain", "retain_graph", "create_graph")
     explain="retain_graph only keeps the forward graph's saved values for another pass; it records "
             "nothing. create_graph records the backward computation itself, which is what a second "
             "derivative differentiates.",
+    misconceptions=[({"retain_graph", "create_graph"}, "retain_graph keeps the forward graph's saved values "
+                     "for another pass over it; it records nothing, so the gradient it returns has no grad_fn")],
 )
 def which_flag():
     return {flag for flag in FLAGS if _differentiable_again(flag)}
@@ -309,8 +334,10 @@ def _survives(how: str) -> bool:
            "loss.backward(create_graph=True); del w, loss; gc.collect(). Is ref() still alive "
            "(ref() is not None)?",
     explain="w.grad now has a graph, and that graph ends at w's AccumulateGrad node, which holds w: w -> "
-            "w.grad -> its graph -> w. The links live inside torch, where Python's garbage collector "
-            "cannot see them, so the cycle is never collected.",
+            "w.grad -> its grad_fn -> ... -> AccumulateGrad -> w. Every link is a C++ reference count, with no "
+            "Python object on the cycle, so no collector ever visits it and it is never freed.",
+    misconceptions=[(lambda truth: not truth, "gc.collect() finds cycles among Python objects only; this cycle "
+                                              "is made entirely of C++ references inside torch")],
 )
 def cycle_survives():
     return _survives("backward")
@@ -319,10 +346,18 @@ def cycle_survives():
 # --- self-test ------------------------------------------------------------------------------------
 
 @self_test(
-    "06.closed-book-relu-twice", Error("at the first backward", "at the second backward"),
+    "06.closed-book-relu-twice", Error("at the first backward", "at the second backward", needs_message=True,
+                                       terms=SECOND_PASS_TERMS),
     prompt="x = torch.randn(5, requires_grad=True); loss = x.relu().sum(); loss.backward(); loss.backward(). "
-           "Where does it fail: 'no error', 'at the first backward' or 'at the second backward'?",
+           "Where does it fail: 'no error', 'at the first backward' or 'at the second backward'? For an error, "
+           "answer a pair (place, your words for what the message says): the place is graded exactly, the "
+           "words on the message's key idea.",
     explain="ReLU keeps its output to know where the gradient passes; the first backward released it.",
+    hints=("Does ReLU's backward rule need any value from the forward pass?",
+           "ReLU passes the gradient where its output was positive, so it kept its output; the first backward "
+           "released what it kept."),
+    misconceptions=[("no error", "ReLU needs to know where its output was positive, so it kept its output, and "
+                                 "the first pass released it")],
 )
 def closed_book_relu_twice():
     x = torch.randn(5, requires_grad=True)
@@ -333,16 +368,25 @@ def closed_book_relu_twice():
     loss.backward()
 
 
+def _exp_times_self():
+    x = torch.tensor([0.5, 1.5], requires_grad=True)
+    return x, (x.exp() * x).sum()
+
+
 @self_test(
     "06.closed-book-create-keeps", Choice(*SAVED_STATES),
-    prompt="x = torch.tensor(2.0, requires_grad=True); z = torch.sin(x ** 2); "
+    prompt="x = torch.tensor([0.5, 1.5], requires_grad=True); z = (x.exp() * x).sum(); "
            "torch.autograd.grad(z, x, create_graph=True). What does probes.saved_tensors(z) report for "
            "z's saved tensors now: 'ok', 'freed', 'stale', 'mixed' or 'nothing saved'?",
     explain="retain_graph defaults to the value of create_graph: a pass that records itself for a second "
             "derivative keeps the first graph's saved values, because the second pass will need them.",
+    hints=("What is retain_graph when you pass only create_graph=True?",
+           "A pass that records itself for a second derivative must keep the first graph's saved values: the "
+           "second pass reads them."),
+    misconceptions=[("freed", "retain_graph defaults to create_graph, so this pass kept the saved values")],
 )
 def closed_book_create_keeps():
-    x, z = _sin_square()
+    x, z = _exp_times_self()
     torch.autograd.grad(z, x, create_graph=True)
     return _state_label(z)
 
@@ -353,6 +397,9 @@ def closed_book_create_keeps():
            "d2z/dx2 at x = 1.5?",
     explain="The first derivative 3x^2 - 2 must carry a graph (create_graph=True) to be differentiated "
             "again; its derivative is 6x.",
+    hints=("The first autograd.grad must return a gradient that has a graph of its own.",
+           "dz/dx = 3x^2 - 2; differentiate that once more and evaluate at 1.5."),
+    misconceptions=[(lambda truth: truth * 1.5 / 2 - 2, "that is the first derivative; differentiate it once more")],
 )
 def closed_book_cube():
     x = torch.tensor(1.5, requires_grad=True)
@@ -362,26 +409,85 @@ def closed_book_cube():
     return h.item()
 
 
+CYCLE_WAYS = ("exp, backward", "linear, backward", "exp, autograd.grad", "exp, hook closure")
+
+
+def _alive_after(way: str) -> bool:
+    w = torch.randn(500, requires_grad=True)
+    ref = weakref.ref(w)
+    c = torch.linspace(-1, 1, 500)
+    if way == "exp, backward":
+        w.exp().sum().backward(create_graph=True)
+    elif way == "linear, backward":
+        (w * c).sum().backward(create_graph=True)
+    elif way == "exp, autograd.grad":
+        (g,) = torch.autograd.grad(w.exp().sum(), w, create_graph=True)
+        del g
+    elif way == "exp, hook closure":
+        w.register_hook(lambda grad: grad * w.detach())
+        w.exp().sum().backward()
+    del w
+    gc.collect()
+    return ref() is not None
+
+
 @self_test(
-    "06.closed-book-grad-cycle", Boolean(),
-    prompt="As in 06.cycle-survives, but the gradient is taken with (g,) = torch.autograd.grad(loss, w, "
-           "create_graph=True), then del g, w, loss and gc.collect(). Is ref() still alive?",
-    explain="autograd.grad returns the gradient instead of storing it in w.grad, so nothing links w to "
-            "a graph that leads back to w; once the names are gone, everything is freed.",
+    "06.closed-book-grad-cycle", Names(pool=CYCLE_WAYS),
+    prompt="w = torch.randn(500, requires_grad=True); ref = weakref.ref(w); c = torch.linspace(-1, 1, 500). "
+           "Four separate runs: 'exp, backward': w.exp().sum().backward(create_graph=True); 'linear, backward': "
+           "(w * c).sum().backward(create_graph=True); 'exp, autograd.grad': (g,) = torch.autograd.grad("
+           "w.exp().sum(), w, create_graph=True), then del g; 'exp, hook closure': w.register_hook(lambda grad: "
+           "grad * w.detach()), then w.exp().sum().backward(). Each run ends with del w and gc.collect(). In "
+           "which runs is ref() still alive? Answer a set of the labels.",
+    explain="Only a gradient that depends on w and is stored in w.grad closes the loop w -> w.grad -> its graph "
+            "-> AccumulateGrad -> w, made of C++ references that no collector visits. A loss linear in w has a "
+            "gradient with no graph; autograd.grad stores nothing on w; and a cycle through a Python closure "
+            "is made of Python objects, which gc.collect() finds and frees.",
+    hints=("For each run ask: is there a loop of references from w back to w, and is every link of it inside "
+           "torch's C++ objects?",
+           "The loop needs w.grad to hold a graph that reaches w: the gradient must depend on w and be stored on "
+           "w. A loop through a Python function (a hook's closure) is one gc.collect() can see and free."),
+    misconceptions=[
+        (lambda truth: set(truth) | {"linear, backward"}, "the gradient of (w * c).sum() is c: it does not depend "
+                                                          "on w, so it has no graph and nothing leads back to w"),
+        (lambda truth: set(truth) | {"exp, hook closure"}, "that cycle runs through a Python closure, which "
+                                                           "Python's collector can see and free"),
+    ],
 )
 def closed_book_grad_cycle():
-    return _survives("autograd.grad")
+    return {way for way in CYCLE_WAYS if _alive_after(way)}
+
+
+def _best_loss(steps: int):
+    torch.manual_seed(0)
+    w = torch.randn(4, requires_grad=True)
+    best = None
+    for _ in range(steps):
+        X, Y = torch.randn(16, 4), torch.randn(16)
+        loss = ((X @ w - Y) ** 2).mean()
+        loss.backward()
+        with torch.no_grad():
+            w -= 0.01 * w.grad
+        w.grad = None
+        if best is None or loss < best:
+            best = loss
+    return best
 
 
 @self_test(
     "06.closed-book-detached-running", Number(tol=0),
-    prompt="The training loop of 06.running-loss-nodes, but with running_loss += loss.detach(). After "
-           "100 steps, how many nodes does the graph under running_loss hold (probes.size)?",
-    explain="A detached loss has no grad_fn, and adding tensors without history records nothing: the "
-            "sum holds no graph at all.",
+    prompt="The training loop of 06.running-loss-nodes (100 steps), but instead of a running sum it keeps the "
+           "lowest loss so far: if best is None or loss < best: best = loss. After 100 steps, how many nodes "
+           "does the graph under best hold (probes.size(best))?",
+    explain="best is one step's loss tensor: it holds that step's graph (mean, power, subtraction, "
+            "matrix-vector product and w's AccumulateGrad), no more. A comparison records nothing.",
+    hints=("Does loss < best record an operation? Does best = loss make a new tensor?",
+           "best is one step's loss, with that step's graph; count the nodes of one step's graph."),
+    misconceptions=[(lambda truth: 0, "best = loss keeps the loss tensor itself, with its grad_fn and the graph "
+                                      "under it")],
 )
 def closed_book_detached_running():
-    return probes.size(_training(100, keep=lambda loss: loss.detach()))
+    return probes.size(_best_loss(100))
 
 
 # --- exercise helpers: clear messages when a learner's function raises --------------------------
@@ -750,6 +856,12 @@ def _convert_two(raw, case, ns):
     explain="The three ways agree because they differentiate the same function. They differ in cost: "
             "retain_graph keeps the saved values for a second pass; two forwards recompute the shared "
             "part; one batched call walks the graph once with two seeds.",
+    hints=("Each way must leave w.grad alone between the two gradients, or read the gradients from "
+           "torch.autograd.grad's return value.",
+           "'retain_graph': the first backward needs retain_graph=True, and the first gradient must be cloned "
+           "before the second pass adds to w.grad. 'two_forwards': call forward once per loss.",
+           "'one_call': torch.autograd.grad(torch.stack([loss_a, loss_b]), w, grad_outputs=torch.eye(2), "
+           "is_grads_batched=True) returns one row per loss."),
 )
 def two_losses(case):
     ga, gb = _two_loss_truth(case)
@@ -909,6 +1021,9 @@ def _convert_hvp(raw, case: SmoothCase, ns):
            "Checked on generated smooth functions against torch.func.",
     explain="The first gradient, recorded with create_graph=True, is a function of x with its own graph; "
             "the derivative of its dot product with v is H v, obtained without ever forming H.",
+    hints=("H @ v is the gradient, with respect to x, of the number (gradient of f at x) · v.",
+           "Take the first gradient with create_graph=True so it has a graph; then differentiate (g * v).sum() "
+           "with respect to x."),
 )
 def hvp(case):
     return list(_hvp_truth(case))

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import functools
+import gc
 import random
+import re
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,9 +13,12 @@ import torch
 from torch import nn
 
 from .. import isolation, probes
-from ..kinds import (BadAnswer, Choice, Error, Function, FunctionPair, Kind, Name, Number,
+from ..kinds import (BadAnswer, Choice, Error, Function, FunctionPair, Kind, Name, Names, Number,
                      _reject_common, node_key, short, type_words)
 from ..question import exercise, predict_then_run, self_test
+
+
+INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
 
 
 # --- 1. the counter -----------------------------------------------------------------------
@@ -23,6 +29,9 @@ from ..question import exercise, predict_then_run, self_test
     prompt="t = torch.zeros(3); t.add_(1); t.mul_(2); t[0] = 5; t += 1; u = t + 1. What is t._version?",
     explain="Each in-place write adds one, whatever it writes: add_, mul_, the index assignment (a copy "
             "into a view of t) and +=. t + 1 makes a new tensor and leaves t's counter alone.",
+    misconceptions=[
+        (lambda truth: truth + 1, "u = t + 1 reads t and makes a new tensor; only writes into t's memory count"),
+    ],
 )
 def version_count():
     t = torch.zeros(3)
@@ -42,6 +51,8 @@ def version_count():
            "y.grad_fn after the write?",
     explain="An in-place operation on a tensor that requires grad is recorded like any other: y's history "
             "now ends in the addition, whose input is the old MulBackward0.",
+    misconceptions=[("MulBackward0", "the write is recorded like any operation: y's grad_fn becomes the "
+                                      "in-place addition's node, and MulBackward0 is now its input")],
 )
 def mul_add_node():
     x = torch.ones(3, requires_grad=True)
@@ -53,11 +64,16 @@ def mul_add_node():
 # --- 3. the same write after exp -------------------------------------------------------------
 
 @predict_then_run(
-    "07.exp-add", Error("at the write", "at backward"),
+    "07.exp-add", Error("at the write", "at backward", terms=INPLACE_TERMS),
     prompt="a = torch.ones(3, requires_grad=True); b = a.exp(); b.add_(1); b.sum().backward(). Does it "
-           "raise, and where? You may add words you expect in the message.",
+           "raise, and where? The place is graded exactly; you may add your words for the message, graded "
+           "on its key idea (a write, versions).",
     explain="exp's backward is grad * exp(a), and it kept its own output b for that. The write moved b's "
             "counter from 0 to 1, and backward refuses a saved tensor whose version moved since it was saved.",
+    misconceptions=[
+        ("no error", "exp's backward rule multiplies by exp(a), and exp kept its own output b for it: the write "
+                     "changed the very tensor it kept"),
+    ],
 )
 def exp_add():
     a = torch.ones(3, requires_grad=True)
@@ -83,6 +99,8 @@ def _consumer(op: str):
            "v.sum().backward(). Does it raise, and where?",
     explain="The derivative of u + 1 is 1 whatever u was, so AddBackward0 saved nothing of u; a write to u "
             "cannot spoil a value nobody kept. w.grad comes out 3.",
+    misconceptions=[("at backward", "the addition's slope is 1 whatever u was, so AddBackward0 kept no tensor "
+                                    "of u; a write cannot spoil what nobody kept")],
 )
 def consumer_add():
     w, u, v = _consumer("add")
@@ -92,20 +110,35 @@ def consumer_add():
     v.sum().backward()
 
 
+# the operation an in-place message may name, and the line of this program that made it
+MESSAGE_OPS = {"Mul": "w * 3", "Add": "u.add_(10)", "Pow": "u ** 2", "Sum": "v.sum()"}
+
+
 @predict_then_run(
-    "07.consumer-pow-message", Error("at the write", "at backward", needs_message=True),
+    "07.consumer-pow-message", Choice(*MESSAGE_OPS.values()),
     prompt="The same, with v = u ** 2: w = torch.tensor([2.0], requires_grad=True); u = w * 3; v = u ** 2; "
-           "u.add_(10); v.sum().backward(). Where does it raise, and which node does the message say the "
-           "modified tensor is an output of? Answer (place, words from the message).",
+           "u.add_(10); v.sum().backward() raises at backward, and its message says the modified tensor "
+           "'is output 0 of' an operation. Which line made that operation: 'w * 3', 'u.add_(10)', 'u ** 2' or "
+           "'v.sum()'?",
     explain="PowBackward0 saved u (the derivative is 2u), so the write breaks it. The message describes the "
-            "tensor it found modified by what produced it now: after u.add_(10) that is the in-place addition.",
+            "tensor it found modified by what produced it now: after u.add_(10) that is the in-place addition "
+            "('output 0 of Add').",
+    misconceptions=[
+        ("u ** 2", "the power is the node that kept u and trips over it, but the message does not name that node: "
+                   "it names what produced the modified tensor"),
+    ],
 )
 def consumer_pow_message():
     w, u, v = _consumer("pow")
-    yield "at the write"
     u.add_(10)
-    yield "at backward"
-    v.sum().backward()
+    try:
+        v.sum().backward()
+    except RuntimeError as exc:
+        found = re.search(r"output \d+ of (\w+)", str(exc))
+        if found and found.group(1) in MESSAGE_OPS:
+            return MESSAGE_OPS[found.group(1)]
+        raise
+    raise RuntimeError("backward did not raise")
 
 
 @predict_then_run(
@@ -114,6 +147,8 @@ def consumer_pow_message():
            "write made stale? Give its class name.",
     explain="The node that kept u is the consumer, the power. The message named Add because it describes "
             "the tensor by its current history, not the node that tripped over it.",
+    misconceptions=[("AddBackward0", "Add is what the message names: the modified tensor's latest history. The "
+                                     "node that kept u, and so broke, is its consumer")],
 )
 def pow_broken_node():
     w, u, v = _consumer("pow")
@@ -127,12 +162,16 @@ def pow_broken_node():
 # --- 5. leaves -----------------------------------------------------------------------------------
 
 @predict_then_run(
-    "07.leaf-write", Error("at the write", "at backward"),
+    "07.leaf-write", Error("at the write", "at backward", terms=(("leaf",),)),
     prompt="w = torch.ones(3, requires_grad=True); w.add_(1); (w * 2).sum().backward(). Does it raise, "
-           "and where?",
-    explain="A leaf that requires grad is where gradients accumulate; writing into it would change the "
-            "value its gradient is taken at, so torch refuses the write itself. Optimizers write under "
-            "torch.no_grad(), where the write is allowed (and still counted).",
+           "and where? The place is graded exactly; you may add your words for the message, graded on its "
+           "key idea.",
+    explain="Recording a write gives the written tensor a new grad_fn. For a leaf that requires grad that "
+            "would replace its AccumulateGrad node, the one place its gradient is collected, so torch refuses "
+            "the write itself. Optimizers write under torch.no_grad(), where nothing is recorded (the counter "
+            "still moves).",
+    misconceptions=[("at backward", "the refusal comes at the write itself: recording it would take the place of "
+                                    "the leaf's AccumulateGrad node, so it is never allowed to happen")],
 )
 def leaf_write():
     w = torch.ones(3, requires_grad=True)
@@ -156,13 +195,16 @@ def _gan():
 
 
 @predict_then_run(
-    "07.gan-step", Error("at the step", "at backward"),
+    "07.gan-step", Error("at the step", "at backward", terms=INPLACE_TERMS),
     prompt="torch.manual_seed(0); G = nn.Linear(2, 2); D = nn.Linear(2, 1); "
            "opt_D = torch.optim.SGD(D.parameters(), lr=0.1); fake = G(torch.randn(4, 2)); "
            "d_loss = D(fake.detach()).mean(); g_loss = -D(fake).mean(); then opt_D.zero_grad(); "
-           "d_loss.backward(); opt_D.step(); g_loss.backward(). Does it raise, and where?",
+           "d_loss.backward(); opt_D.step(); g_loss.backward(). Does it raise, and where? The place is graded "
+           "exactly; you may add your words for the message, graded on its key idea.",
     explain="g_loss's graph saved D.weight (to send a gradient back to fake), and opt_D.step() wrote D.weight "
             "in place. There is no in-place call in the program text, but the optimizer's update is one.",
+    misconceptions=[("no error", "opt_D.step() writes D.weight in place (under no_grad, but the counter still "
+                                 "moves), and g_loss's graph kept D.weight to send a gradient back to fake")],
 )
 def gan_step():
     G, D, opt_D, d_loss, g_loss = _gan()
@@ -172,6 +214,51 @@ def gan_step():
     opt_D.step()
     yield "at backward"
     g_loss.backward()
+
+
+def _gan_with_g_opt():
+    G, D, opt_D, d_loss, g_loss = _gan()
+    opt_G = torch.optim.SGD(G.parameters(), lr=0.1)
+    return G, D, opt_D, opt_G, d_loss, g_loss
+
+
+def gan_reference() -> dict[str, torch.Tensor]:
+    """The gradients each loss alone gives its own player, from a fresh build: d_loss for D, g_loss for G,
+    both at the parameters the round starts from (what the program means to compute)."""
+    G, D, _, _, d_loss, g_loss = _gan_with_g_opt()
+    grads = dict(zip(("D.weight", "D.bias"), torch.autograd.grad(d_loss, list(D.parameters()))))
+    grads.update(zip(("G.weight", "G.bias"), torch.autograd.grad(g_loss, list(G.parameters()))))
+    return grads
+
+
+def gan_round(order: str) -> dict[str, Any]:
+    """One round from the same start: what each parameter's .grad holds when its optimizer steps, and how
+    far each parameter moved. ``order``: 'both backward first' (the tempting repair that is wrong),
+    'inputs=' (g_loss.backward(inputs=G's parameters) first), or 'autograd.grad' (G's gradients returned)."""
+    G, D, opt_D, opt_G, d_loss, g_loss = _gan_with_g_opt()
+    before = {name: p.detach().clone() for name, p in (("D.weight", D.weight), ("D.bias", D.bias),
+                                                       ("G.weight", G.weight), ("G.bias", G.bias))}
+    opt_G.zero_grad()
+    opt_D.zero_grad()
+    if order == "both backward first":
+        d_loss.backward()
+        g_loss.backward()
+    elif order == "inputs=":
+        g_loss.backward(inputs=list(G.parameters()))
+        d_loss.backward()
+    elif order == "autograd.grad":
+        for p, g in zip(G.parameters(), torch.autograd.grad(g_loss, list(G.parameters()))):
+            p.grad = g
+        d_loss.backward()
+    else:
+        raise ValueError(order)
+    grads = {"D.weight": D.weight.grad, "D.bias": D.bias.grad, "G.weight": G.weight.grad, "G.bias": G.bias.grad}
+    grads = {k: (None if g is None else g.detach().clone()) for k, g in grads.items()}
+    opt_D.step()
+    opt_G.step()
+    after = {"D.weight": D.weight, "D.bias": D.bias, "G.weight": G.weight, "G.bias": G.bias}
+    moved = {k: bool((after[k].detach() != before[k]).any()) for k in before}
+    return {"grads": grads, "moved": moved}
 
 
 # --- 7. trap: ReLU(inplace=True) blamed for a += ------------------------------------------------
@@ -193,6 +280,8 @@ def _block(inplace: bool):
            "and where?",
     explain="ReLU keeps its output to know where the gradient passes, inplace or not. The += wrote that output "
             "after it was saved: the culprit is the +=, and h = h + 0.5 fixes it with inplace=True kept.",
+    misconceptions=[("no error", "ReLU keeps its output whether inplace or not, and h is that output: the += "
+                                 "writes it either way")],
 )
 def relu_inplace_off():
     fc1, fc2, h = _block(False)
@@ -212,6 +301,8 @@ def relu_inplace_off():
     explain="SigmoidBackward0 keeps its output s, so writing s breaks it. The hand-written formula ends in a "
             "multiplication by the constant 1 whose node keeps only that constant; the reciprocal keeps its own "
             "result, a different tensor. Nothing kept s, so the write is harmless.",
+    misconceptions=[("at backward", "same values, different keepers: no node of the hand-written graph kept s "
+                                    "itself, so nothing it kept went stale")],
 )
 def handmade_sigmoid():
     a = torch.tensor([0.5, -1.0], requires_grad=True)
@@ -231,6 +322,10 @@ def handmade_sigmoid():
     explain="e.data is a second tensor over the same memory with a counter of its own, so the write changes "
             "what exp saved without moving e's counter. Backward finds version 0 as saved, trusts the doubled "
             "value and returns 2e instead of e: no error, a wrong number.",
+    misconceptions=[
+        (lambda truth: [truth[0] + 1, truth[1]], "e.data has a counter of its own: the write through it leaves "
+                                                 "e._version where it was"),
+    ],
 )
 def data_write():
     a = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -254,6 +349,8 @@ def _keep(t):
            "[with the write, without] (4 decimals).",
     explain="With hooks installed, torch cannot know what pack returned, so it skips the version check. "
             "Backward multiplies by the written value exp(1) + 1 instead of exp(1): no error, a wrong gradient.",
+    misconceptions=[(lambda truth: [truth[1], truth[1]], "the hooks hand back the tensor itself, written by "
+                                                         "q.add_(1), and nothing compares versions under hooks")],
 )
 def hooks_grad():
     grads = []
@@ -276,6 +373,11 @@ def hooks_grad():
            "Answer [b's, v's].",
     explain="A view and its base share one counter: each write, through either name, moves the number both "
             "report.",
+    hints=("Count the writes, then ask whose counter each one moves.",
+           "A slice is a view: it and its base read one shared counter, so a write through either name moves "
+           "the number both report."),
+    misconceptions=[(lambda truth: [truth[0] - 1, truth[1] - 1],
+                     "each name seeing only its own write would give one each; a view shares its base's counter")],
 )
 def self_view_versions():
     b = torch.zeros(4)
@@ -285,46 +387,88 @@ def self_view_versions():
     return [b._version, v._version]
 
 
-@self_test(
-    "07.self-mul-constant", Error("at the write", "at backward"),
-    prompt="a = torch.tensor([0.5, 1.0], requires_grad=True); c = torch.tensor([2.0, 3.0]); t = a.sin(); "
-           "y = t * c; t.add_(1); y.sum().backward(). Does it raise, and where?",
-    explain="The product needs the other operand for each gradient it must produce. Only t needs one, and "
-            "its gradient is c: MulBackward0 kept c and not t, so writing t breaks nothing.",
-)
-def self_mul_constant():
+KEEPER_NAMES = ("a", "t", "c", "y")
+
+
+def _keeper_program():
     a = torch.tensor([0.5, 1.0], requires_grad=True)
     c = torch.tensor([2.0, 3.0])
     t = a.sin()
     y = t * c
-    yield "at the write"
-    t.add_(1)
-    yield "at backward"
-    y.sum().backward()
+    return {"a": a, "t": t, "c": c, "y": y}
 
 
 @self_test(
-    "07.self-relu-own-output", Error("at the write", "at backward"),
-    prompt="x = torch.tensor([-3.0, 1.5], requires_grad=True); h = x * 4; h.relu_(); h.sum().backward(). "
-           "Does it raise, and where?",
-    explain="The in-place ReLU saved its result after writing it, at the version the write produced. Nothing "
-            "wrote h after that, so the check passes.",
+    "07.self-mul-constant", Names(pool=KEEPER_NAMES),
+    prompt="a = torch.tensor([0.5, 1.0], requires_grad=True); c = torch.tensor([2.0, 3.0]); t = a.sin(); "
+           "y = t * c. On a fresh build for each name, one write x.add_(1) under torch.no_grad() (so even the "
+           "leaf a may be written), then y.sum().backward(). For which of a, t, c, y does backward raise? "
+           "Answer a set of names.",
+    explain="Each node keeps what its backward rule reads. sin keeps its input a (its slope is cos a). The "
+            "product needs the other operand for each gradient it must produce; only t needs one, and its "
+            "gradient is c, so MulBackward0 kept c and not t. Nothing kept y. Writing a or c breaks a kept "
+            "tensor; writing t or y breaks nothing.",
+    hints=("For each node, ask what its backward rule reads: that is what it kept.",
+           "The slope of sin(a) is cos(a). In t * c only t needs a gradient, and that gradient is c times the "
+           "incoming one: which operand does MulBackward0 need, and which does it not?"),
+    misconceptions=[
+        (lambda truth: set(truth) | {"t"}, "MulBackward0 kept c, the slope for t, and not t itself: c needs no "
+                                           "gradient, so t's value is never read"),
+        (lambda truth: set(truth) - {"a"}, "SinBackward0 kept a, its input, to compute cos(a); under no_grad the "
+                                           "write to the leaf is allowed and still moves a's counter"),
+    ],
+)
+def self_mul_constant():
+    broken = set()
+    for name in KEEPER_NAMES:
+        ns = _keeper_program()
+        with torch.no_grad():
+            ns[name].add_(1)
+        try:
+            ns["y"].sum().backward()
+        except RuntimeError:
+            broken.add(name)
+    return broken
+
+
+@self_test(
+    "07.self-relu-own-output", Number(tol=0),
+    prompt="x = torch.tensor([-3.0, 1.5], requires_grad=True); h = x * 4; h.relu_(); h.add_(1). The in-place "
+           "ReLU kept h for its backward rule. At which version of h did it keep it, and at which version is h "
+           "when h.sum().backward() reads it? Answer [kept at, now].",
+    explain="The in-place ReLU wrote h first (version 1) and then kept its result, at the version its own write "
+            "produced, so its own write never trips the check. h.add_(1) moves h to 2, and backward refuses.",
+    hints=("Count the writes into h: which ones happen before the ReLU keeps its result, which after?",
+           "relu_ writes h and then keeps its own result as it now is; only a write after that makes the kept "
+           "version and the current one differ."),
+    misconceptions=[(lambda truth: [truth[0] - 1, truth[1]],
+                     "relu_ keeps its result after writing it, so the version it keeps already counts its own "
+                     "write")],
 )
 def self_relu_own_output():
     x = torch.tensor([-3.0, 1.5], requires_grad=True)
     h = x * 4
-    yield "at the write"
     h.relu_()
-    yield "at backward"
-    h.sum().backward()
+    h.add_(1)
+    kept = [s for s in probes.saved_tensors(h) if s.node.startswith("Threshold") or s.node.startswith("Relu")]
+    if len(kept) != 1:
+        raise RuntimeError(f"expected one tensor kept by the in-place ReLU, torch shows "
+                           f"{[(s.node, s.attribute) for s in probes.saved_tensors(h)]}")
+    return [kept[0].version_saved, h._version]
 
 
 @self_test(
-    "07.self-detach-write", Error("at the write", "at backward"),
+    "07.self-detach-write", Error("at the write", "at backward", needs_message=True, terms=INPLACE_TERMS),
     prompt="a = torch.tensor([1.0, 2.0], requires_grad=True); e = a.exp(); e.detach().add_(1); "
-           "e.sum().backward(). Does it raise, and where?",
+           "e.sum().backward(). Does it raise, and where? Answer a place ('no error', 'at the write', 'at "
+           "backward'), or for an error a pair (place, your words for what the message says): the place is "
+           "graded exactly, the words on the message's key idea.",
     explain="detach() cuts the history but shares both the memory and the version counter, so the write is "
             "seen. (.data shares the memory only, which is why it goes unseen.)",
+    hints=("What does detach() share with e, and what does it cut?",
+           "A detached alias shares e's memory and e's version counter; exp kept e, its own output."),
+    misconceptions=[("no error", "detach() cuts the history, not the counter: the write through it moves e's "
+                                 "version, and exp kept e")],
 )
 def self_detach_write():
     a = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -342,6 +486,10 @@ def self_detach_write():
            "Which node's saved tensor broke? Give its class name.",
     explain="sin's derivative is cos(u), so SinBackward0 kept u; the write made that copy stale. Mul is only "
             "u's history after the write.",
+    hints=("The message names the written tensor's history, not the node that failed.",
+           "Which node's backward rule reads u's value? That node kept u."),
+    misconceptions=[("MulBackward0", "Mul is u's latest history, which the message names; the node that kept u "
+                                     "is its consumer")],
 )
 def self_which_node():
     w = torch.tensor([2.0], requires_grad=True)
@@ -361,6 +509,11 @@ def self_which_node():
            "nn.Linear(2, 1), and after the step? Answer [after construction, after the step].",
     explain="Initialisation fills the weight in place (under no_grad), so a fresh layer is already at version "
             "1; each optimizer step is one more write.",
+    hints=("Which of these lines write into D.weight's memory? Backward writes only .grad.",
+           "A layer's weights are filled in place by its initialiser, and an optimizer step updates them in "
+           "place: each is one write."),
+    misconceptions=[(lambda truth: [0, truth[1] - 1], "a fresh layer is not at version 0: its initialiser fills "
+                                                       "the weight in place")],
 )
 def self_param_version():
     torch.manual_seed(0)
@@ -759,6 +912,13 @@ def _call_predict(fn, case: WriteCase, ns: dict[str, Any]):
             "moves one counter, shared by every view and detach() of the same memory; backward fails exactly "
             "when a node on out's graph kept a tensor over that memory, and that node, not the one the "
             "message names, is where the saved value broke.",
+    hints=("Two rules decide it: one about the tensor written (is it, or its base, a leaf that requires "
+           "grad?), one about what the nodes on out's graph kept.",
+           "A view and detach() share memory with the tensor they came from: compare "
+           "untyped_storage().data_ptr() of the written tensor with that of every tensor a node kept "
+           "(its _saved_* attributes), walking from out.grad_fn through next_functions.",
+           "Name the node that kept the tensor, not the one the message would name: the message describes the "
+           "written tensor by its latest history."),
 )
 def predict_inplace(case):
     return write_outcome(case)
@@ -768,7 +928,8 @@ def predict_inplace(case):
 # Exercise 2: a pack/unpack pair that does the version check torch skips under hooks.
 # =====================================================================================================
 
-GUARD_LABELS = ("raised at backward", "no error", "no error, wrong gradients", "raised before backward")
+GUARD_LABELS = ("raised at backward", "no error", "no error, wrong gradients", "raised before backward",
+                "freed without backward", "kept alive after del")
 
 
 @dataclass(eq=False)
@@ -779,10 +940,18 @@ class GuardCase:
     forward: list[str]
     write: str | None
     output: str = "out"
+    dropped: bool = False       # no backward: every name is deleted; are the tensors freed?
 
     @property
     def lines(self) -> list[str]:
+        if self.dropped:
+            names = ", ".join(n for n in _assigned(self.forward) if n not in self.leaf_names)
+            return self.forward + [f"del {names}    # no backward: is their memory freed (gc.collect())?"]
         return self.forward + ([self.write + "    # the write"] if self.write else []) + ["out.backward()"]
+
+    @property
+    def leaf_names(self) -> list[str]:
+        return [line.split("=")[0].strip() for line in self.forward if "requires_grad=True" in line]
 
     @property
     def size(self) -> int:
@@ -811,9 +980,27 @@ class GuardCase:
         return f"<{self.label}>"
 
 
+def _assigned(lines: list[str]) -> list[str]:
+    return [line.split("=")[0].strip() for line in lines if "=" in line and not line.startswith(" ")]
+
+
+def _dropped_alive(ns: dict[str, Any], case: GuardCase) -> bool:
+    """Delete every name but the leaves; is any tensor the forward pass made still alive after gc.collect()?"""
+    refs = [weakref.ref(ns[n]) for n in _assigned(case.forward)
+            if n not in case.leaf_names and isinstance(ns.get(n), torch.Tensor)]
+    for n in list(ns):
+        if n not in case.leaf_names:
+            del ns[n]
+    gc.collect()
+    return any(r() is not None for r in refs)
+
+
 def guard_outcome(case: GuardCase) -> str:
-    """Torch's own check, without hooks: does backward refuse this program?"""
+    """Torch's own check, without hooks: does backward refuse this program? (For a dropped case: is every
+    tensor freed?)"""
     ns = _run(case.forward)
+    if case.dropped:
+        return "kept alive after del" if _dropped_alive(ns, case) else "freed without backward"
     if case.write:
         exec(case.write, ns)
     try:
@@ -825,6 +1012,16 @@ def guard_outcome(case: GuardCase) -> str:
 
 def _call_guard(pair, case: GuardCase, ns: dict[str, Any]) -> str:
     pack, unpack = pair
+    if case.dropped:
+        run_ns: dict[str, Any] = {"torch": torch}
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            try:
+                exec(compile("\n".join(case.forward), "<unit 07 program>", "exec"), run_ns)
+            except NotImplementedError:
+                raise
+            except Exception:
+                return "raised before backward"
+        return "kept alive after del" if _dropped_alive(run_ns, case) else "freed without backward"
     reference = None
     if guard_outcome_cached(case) == "no error":
         reference_ns = _run(case.forward)
@@ -868,6 +1065,7 @@ _HANDMADE_GUARD = (
     GuardCase(1, ["p = torch.ones(3, requires_grad=True)", "out = p.exp().sum()"], None),
     GuardCase(2, ["p = torch.ones(3, requires_grad=True)", "q = p.exp()", "out = q.sum()"], "q.add_(1)"),
     GuardCase(3, ["x = torch.ones(3, requires_grad=True)", "y = x * 2", "out = y.sum()"], "y.add_(1)"),
+    GuardCase(4, ["p = torch.ones(3, requires_grad=True)", "q = p.exp()", "out = q.sum()"], None, dropped=True),
 )
 
 
@@ -928,9 +1126,16 @@ def _guard_cases(count: int = 24, seed: int = 77) -> tuple[GuardCase, ...]:
            "packed, and otherwise gives back the tensor. Pass the pair: check('07.version-guard', (pack, unpack)). "
            "It is run on generated programs: silent with the right gradients where torch's own check passes, "
            "raising at backward where it fails.",
-    explain="Torch's check is one integer taken at save time and compared at use: pack keeps the tensor with its "
-            "_version, unpack compares. The version at save need not be 0, and a copy taken at pack would never "
-            "see the write at all.",
+    explain="Torch's check is one integer taken at save time and compared at use: pack keeps t.detach() with t's "
+            "_version, unpack compares. detach() shares the counter, so the check still fires; keeping t itself "
+            "would tie an op's output to its own node in a cycle that only backward breaks. The version at save "
+            "need not be 0, and a copy taken at pack would never see the write at all.",
+    hints=("torch's own check compares two integers: the version when the tensor was kept, and its version "
+           "when it is read. Where can each be taken?",
+           "pack runs when the forward pass keeps the tensor, unpack when backward reads it: pack stores the tensor "
+           "with t._version, unpack compares it with the tensor's _version now.",
+           "Store t.detach(), not t: the saved-tensor hooks documentation warns that keeping the input tensor "
+           "itself makes a reference cycle. detach() shares t's memory and its version counter."),
 )
 def version_guard(case):
     return guard_outcome(case)

@@ -31,7 +31,7 @@ def predict_inplace(program):
 
 
 def pack_with_version(t):
-    return t, t._version
+    return t.detach(), t._version
 
 
 def unpack_checked(packed):
@@ -177,6 +177,12 @@ def pack_a_copy(t):
     return copy, copy._version
 
 
+def pack_keeps_the_tensor(t):
+    """The old model answer: keeps t itself. When t is the op's own output (exp keeps its result), the
+    node holds its output and the output's grad_fn is that node: a cycle that only backward breaks."""
+    return t, t._version
+
+
 def unpack_prints(packed):
     t, version = packed
     if t._version != version:
@@ -190,5 +196,6 @@ BUGGY = {
     "07.version-guard": [Pair(pack_plain, unpack_plain), Pair(pack_plain, unpack_reads_version_late),
                          Pair(pack_plain, unpack_expects_version_zero),
                          Pair(pack_with_version, unpack_returns_the_pair),
-                         Pair(pack_a_copy, unpack_checked), Pair(pack_with_version, unpack_prints)],
+                         Pair(pack_a_copy, unpack_checked), Pair(pack_with_version, unpack_prints),
+                         Pair(pack_keeps_the_tensor, unpack_checked)],
 }
