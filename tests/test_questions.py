@@ -89,7 +89,9 @@ def test_exercises_and_self_tests_have_graded_hints(q):
 @pytest.mark.parametrize("q", WITH_NOTES, ids=lambda q: q.qid)
 def test_misconception_answers_are_wrong_and_get_their_note(q):
     truth = q.run()
+    from grader import reset
     for wrong, note in q.misconceptions:
+        reset(q.qid)
         answer = wrong(truth) if callable(wrong) else wrong
         value = q.kind.read(answer)
         assert not q.kind.agrees(truth, value), f"{q.qid}: the misconception {answer!r} is torch's answer"
