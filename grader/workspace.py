@@ -54,9 +54,10 @@ class Change:
             return f"  updated  {self.name} (you had not changed it)"
         if self.action == "beside":
             return (f"  new version of {self.name} saved beside yours as {self.beside}\n"
-                    f"           (your {self.name} is untouched; open the new one to see what changed)")
+                    f"           (your {self.name} is untouched; the new one holds the course's changes)")
         if self.action == "waiting":
-            return f"  {self.beside} (a course update) still waits beside your {self.name}"
+            return (f"  {self.beside} (a course update) still waits beside your {self.name}"
+                    f" (delete it once you are done with it)")
         return f"  current  {self.name}"
 
 

@@ -26,7 +26,13 @@ def test_questions_lists_every_question():
     assert all(r["prompt"] and r["kind"] for r in rows)
 
 
-def test_status_and_reset_follow_the_store():
+def units_now(capsys):
+    capsys.readouterr()
+    assert main(["status", "--json"]) == 0
+    return {u["unit"]: u for u in json.loads(capsys.readouterr().out)["units"]}
+
+
+def test_status_and_reset_follow_the_store(capsys):
     predict("01.pow-node", "PowBackward0")
     reveal("01.pow-node")
     data = json.loads(run("status", "--json").stdout)
@@ -36,13 +42,12 @@ def test_status_and_reset_follow_the_store():
     assert units["02"]["note"] == "needs 01 passed first"
     refused = run("reset", "01")                       # no terminal to ask at, no --yes: nothing forgotten
     assert refused.returncode == 2 and "--yes" in refused.stderr
-    units = {u["unit"]: u for u in json.loads(run("status", "--json").stdout)["units"]}
-    assert units["01"]["status"] == "in progress"
+    assert units_now(capsys)["01"]["status"] == "in progress"
     assert run("reset", "01", "--yes").returncode == 0
-    units = {u["unit"]: u for u in json.loads(run("status", "--json").stdout)["units"]}
-    assert units["01"]["status"] == "not started"
-    assert run("reset", "nope", "--yes").returncode == 2
-    assert "progress:" in run("status").stdout
+    assert units_now(capsys)["01"]["status"] == "not started"
+    assert main(["reset", "nope", "--yes"]) == 2
+    capsys.readouterr()
+    assert main(["status"]) == 0 and "progress:" in capsys.readouterr().out
 
 
 class Terminal(io.StringIO):
@@ -53,9 +58,7 @@ class Terminal(io.StringIO):
 
 
 def unit01_status(capsys):
-    capsys.readouterr()
-    main(["status", "--json"])
-    return {u["unit"]: u for u in json.loads(capsys.readouterr().out)["units"]}["01"]["status"]
+    return units_now(capsys)["01"]["status"]
 
 
 @pytest.mark.parametrize("typed, code, status", [("n\n", 1, "in progress"), ("\n", 1, "in progress"),
@@ -80,20 +83,16 @@ def test_reset_takes_only_exact_ids(target, suggestion, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "is not a unit id or a question id" in err and "00, 01" in err
     assert ("Did you mean " + str(suggestion) in err) == (suggestion is not None)
-    capsys.readouterr()
-    main(["status", "--json"])
-    assert {u["unit"]: u for u in json.loads(capsys.readouterr().out)["units"]}["07"]["status"] == "in progress"
+    assert units_now(capsys)["07"]["status"] == "in progress"
 
 
 def test_reset_of_one_question_by_its_exact_id(capsys):
     predict("01.pow-node", "PowBackward0")
     reveal("01.pow-node")
-    main(["status", "--json"])
-    assert {u["unit"]: u for u in json.loads(capsys.readouterr().out)["units"]}["01"]["done"] == 1
+    assert units_now(capsys)["01"]["done"] == 1
     assert main(["reset", "01.pow-node", "--yes"]) == 0
     assert "01.pow-node" in capsys.readouterr().out
-    main(["status", "--json"])
-    assert {u["unit"]: u for u in json.loads(capsys.readouterr().out)["units"]}["01"]["done"] == 0
+    assert units_now(capsys)["01"]["done"] == 0
 
 
 def test_a_closed_pipe_ends_quietly():

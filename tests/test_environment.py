@@ -63,6 +63,25 @@ def test_license_is_an_spdx_string_setuptools_accepts():
     assert requires == ["setuptools>=77"], "the SPDX string needs setuptools 77 or newer"
 
 
+def test_the_editable_build_warns_of_nothing(tmp_path):
+    """What `pip install -e .` runs, through setuptools' own hooks: no deprecation, no notice."""
+    for name in ("pyproject.toml", "README.md"):
+        (tmp_path / name).write_bytes((ROOT / name).read_bytes())
+    (tmp_path / "grader").mkdir()
+    (tmp_path / "grader" / "__init__.py").write_text("")
+    probe = ("import sys, warnings\n"
+             "import setuptools.build_meta as backend\n"
+             "from setuptools.warnings import SetuptoolsWarning\n"
+             "with warnings.catch_warnings(record=True) as caught:\n"
+             "    warnings.simplefilter('always')\n"
+             "    backend.build_editable(sys.argv[1])\n"
+             "print([str(w.message).split(chr(10))[0] for w in caught if issubclass(w.category, SetuptoolsWarning)])\n")
+    out = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "wheel")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout[-2000:]
+
+
 def test_pytest_skips_the_learners_workspace():
     ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     assert ini["testpaths"] == ["tests"]
