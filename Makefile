@@ -9,10 +9,24 @@ NBVAL  := --nbval-current-env -n 2 --dist loadscope
 
 .PHONY: install system-deps lab test unit-tests nbval-solutions nbval-notebooks build check clean
 
+# torch's CPU build, as CI gets it (PyPI's default Linux wheel is the multi-GB CUDA build). If that index
+# does not answer within 5 s, pip's own index and settings decide; `make TORCH_INDEX=` skips it.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+ANSWERS := import os, sys, urllib.request as u, concurrent.futures as c; \
+	f = c.ThreadPoolExecutor(1).submit(u.urlopen, u.Request(sys.argv[1], method="HEAD"), timeout=4); \
+	c.wait([f], 5); os._exit(0 if f.done() and not f.exception() and f.result().status < 400 else 1)
+
 $(STAMP): pyproject.toml jupyter/overrides.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	@if [ -n "$(TORCH_INDEX)" ] && $(BIN)/python -c '$(ANSWERS)' "$(TORCH_INDEX)/torch/"; then \
+		echo "installing (torch: the CPU build from $(TORCH_INDEX))"; \
+		$(BIN)/python -m pip install --quiet --index-url "$(TORCH_INDEX)" \
+			--extra-index-url https://pypi.org/simple -e ".[test]"; \
+	else \
+		echo "installing (torch's CPU index not used: $(if $(TORCH_INDEX),$(TORCH_INDEX) did not answer within 5 s,TORCH_INDEX is empty); pip's own settings choose torch's build)"; \
+		$(BIN)/python -m pip install --quiet -e ".[test]"; \
+	fi
 	@# JupyterLab saves widget state with the notebook, so a reopened notebook still shows its widgets
 	mkdir -p $(VENV)/share/jupyter/lab/settings
 	cp jupyter/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
@@ -32,13 +46,16 @@ system-deps:
 		echo "not installed:$$missing (needs root and apt-get); the tests that need them will say so"; \
 	fi
 
+# The learner works in a workspace of their own (my-work/, ignored by git; AUTOGRAD_LAB_WORKSPACE moves
+# it), made from notebooks/ and updated without overwriting their files; JupyterLab opens there.
 lab: install
-	@token=$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(24))'); \
+	@dir=$$($(BIN)/python -m grader workspace --port $(PORT) --print-dir) || exit 1; \
+	token=$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(24))'); \
 	flags=""; [ "$$(id -u)" = 0 ] && flags="--allow-root"; \
-	echo "autograd-lab: http://127.0.0.1:$(PORT)/lab/tree/notebooks/00_start_here.ipynb?token=$$token"; \
+	echo "autograd-lab: http://127.0.0.1:$(PORT)/lab/tree/00_start_here.ipynb?token=$$token"; \
 	exec $(BIN)/jupyter lab $$flags --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--ServerApp.port_retries=0 --IdentityProvider.token="$$token" \
-		--ServerApp.root_dir="$(CURDIR)" notebooks/00_start_here.ipynb
+		--ServerApp.root_dir="$$dir" "$$dir/00_start_here.ipynb"
 
 test: install system-deps unit-tests nbval-solutions nbval-notebooks
 

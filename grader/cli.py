@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -44,12 +45,76 @@ def _questions(args) -> int:
     return 0
 
 
+def _reset_target(target: str):
+    """(kind, id, what) for an exact unit id ('07') or question id ('07.exp-add'); ValueError otherwise."""
+    from .course import UNITS
+    from .question import all_questions
+
+    if target in UNITS:
+        return "unit", target, f"unit {target} ({UNITS[target].title})"
+    qids = {q.qid for q in all_questions()}
+    if target in qids:
+        return "question", target, f"question {target}"
+    unit, dot, rest = target.partition(".")
+    padded = unit.zfill(2) + dot + rest if unit.isdigit() else None
+    hint = f" Did you mean {padded}?" if padded and (padded in UNITS or padded in qids) else ""
+    raise ValueError(f"{target!r} is not a unit id or a question id.{hint} Units are written with two "
+                     f"digits ({', '.join(UNITS)}); question ids look like 07.exp-add "
+                     f"(`python -m grader questions --unit 07` lists them).")
+
+
 def _reset(args) -> int:
     from .learner import reset
 
-    result = reset(args.target)
+    try:
+        kind, target, what = _reset_target(args.target)
+    except ValueError as exc:
+        print(f"reset: {exc}", file=sys.stderr)
+        return 2
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print(f"reset: not forgetting {what} without a yes: there is no terminal to ask at. "
+                  f"To forget it, run `python -m grader reset {target} --yes`.", file=sys.stderr)
+            return 2
+        forgets = ("every prediction, reveal, check and pass of this unit" if kind == "unit"
+                   else "its prediction, reveal and checks")
+        try:
+            answer = input(f"Forget your progress on {what}: {forgets}? It starts again from nothing. [y/N] ")
+        except (EOFError, KeyboardInterrupt):
+            answer = ""
+            print()
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing forgotten")
+            return 1
+    result = reset(target)
     print(result)
     return 0 if result.verdict == "info" else 2
+
+
+def _workspace(args) -> int:
+    from .workspace import WorkspaceError, check_location, default_dir, port_in_use, report, sync
+
+    if args.port is not None:
+        try:
+            taken = port_in_use(args.port)
+        except OSError as exc:
+            print(f"cannot listen on 127.0.0.1:{args.port} ({exc.strerror}); choose another: "
+                  f"make lab PORT=8899", file=sys.stderr)
+            return 3
+        if taken:
+            print(f"port {args.port} is taken: is `make lab` already running? Open the URL it printed, or stop it "
+                  f"(Ctrl-C in its terminal), or use another port: make lab PORT={args.port + 1}", file=sys.stderr)
+            return 3
+    try:
+        where = check_location(Path(args.dir) if args.dir else default_dir())
+        changes = sync(where)
+    except WorkspaceError as exc:
+        print(f"workspace: {exc}", file=sys.stderr)
+        return 2
+    print(report(changes, where), file=sys.stderr if args.print_dir else sys.stdout)
+    if args.print_dir:
+        print(where)
+    return 0
 
 
 def _build(args) -> int:
@@ -149,9 +214,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--unit", help="only this unit, e.g. 01")
     p.set_defaults(run=_questions)
 
-    p = sub.add_parser("reset", help="forget progress on a unit (01) or one question (01.pow-node)")
-    p.add_argument("target")
+    p = sub.add_parser("reset", help="forget progress on a unit (01) or one question (01.pow-node); asks first")
+    p.add_argument("target", help="a unit id such as 07, or a question id such as 07.exp-add")
+    p.add_argument("--yes", action="store_true", help="forget without asking (for scripts)")
     p.set_defaults(run=_reset)
+
+    p = sub.add_parser("workspace", help="create or update your own copies of the notebooks (what `make lab` opens)")
+    p.add_argument("--dir", help="the workspace folder (default: $AUTOGRAD_LAB_WORKSPACE, else my-work/ "
+                                 "in the repository)")
+    p.add_argument("--port", type=int, help="first check that this port on 127.0.0.1 is free (exit 3 if not)")
+    p.add_argument("--print-dir", action="store_true",
+                   help="print only the workspace's path on stdout (the report goes to stderr)")
+    p.set_defaults(run=_workspace)
 
     p = sub.add_parser("build", help="write notebooks/ from solutions/")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if notebooks/ differs")
@@ -185,7 +259,15 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=_release)
 
     args = parser.parse_args(argv)
-    return args.run(args)
+    try:
+        code = args.run(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # the reader left (`python -m grader status --json | head`): stop quietly, and keep Python's
+        # own flush at exit from failing on the closed pipe again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,13 +1,19 @@
 """python -m grader: status, questions, reset, build --check, verify."""
+import io
 import json
 import subprocess
 import sys
 
+import pytest
+
 from grader import predict, reveal
+from grader.cli import main
 
 
 def run(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, env=env)
+    # no terminal on stdin, as in a script: reset must not wait for an answer
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, env=env,
+                          stdin=subprocess.DEVNULL)
 
 
 def test_questions_lists_every_question():
@@ -20,7 +26,13 @@ def test_questions_lists_every_question():
     assert all(r["prompt"] and r["kind"] for r in rows)
 
 
-def test_status_and_reset_follow_the_store():
+def units_now(capsys):
+    capsys.readouterr()
+    assert main(["status", "--json"]) == 0
+    return {u["unit"]: u for u in json.loads(capsys.readouterr().out)["units"]}
+
+
+def test_status_and_reset_follow_the_store(capsys):
     predict("01.pow-node", "PowBackward0")
     reveal("01.pow-node")
     data = json.loads(run("status", "--json").stdout)
@@ -28,11 +40,71 @@ def test_status_and_reset_follow_the_store():
     assert units["01"]["status"] == "in progress" and units["01"]["done"] == 1
     assert units["00"]["status"] == "not started"
     assert units["02"]["note"] == "needs 01 passed first"
-    assert run("reset", "01").returncode == 0
-    units = {u["unit"]: u for u in json.loads(run("status", "--json").stdout)["units"]}
-    assert units["01"]["status"] == "not started"
-    assert run("reset", "nope").returncode == 2
-    assert "progress:" in run("status").stdout
+    refused = run("reset", "01")                       # no terminal to ask at, no --yes: nothing forgotten
+    assert refused.returncode == 2 and "--yes" in refused.stderr
+    assert units_now(capsys)["01"]["status"] == "in progress"
+    assert run("reset", "01", "--yes").returncode == 0
+    assert units_now(capsys)["01"]["status"] == "not started"
+    assert main(["reset", "nope", "--yes"]) == 2
+    capsys.readouterr()
+    assert main(["status"]) == 0 and "progress:" in capsys.readouterr().out
+
+
+class Terminal(io.StringIO):
+    """A stdin that says it is a terminal and holds what the learner types."""
+
+    def isatty(self):
+        return True
+
+
+def unit01_status(capsys):
+    return units_now(capsys)["01"]["status"]
+
+
+@pytest.mark.parametrize("typed, code, status", [("n\n", 1, "in progress"), ("\n", 1, "in progress"),
+                                                 ("", 1, "in progress"), ("y\n", 0, "not started")])
+def test_reset_asks_before_forgetting(typed, code, status, monkeypatch, capsys):
+    predict("01.pow-node", "PowBackward0")
+    monkeypatch.setattr(sys, "stdin", Terminal(typed))
+    assert main(["reset", "01"]) == code
+    out = capsys.readouterr().out
+    assert "Forget your progress on unit 01" in out and "[y/N]" in out
+    assert ("nothing forgotten" in out) == (code == 1)
+    assert unit01_status(capsys) == status
+
+
+@pytest.mark.parametrize("target, suggestion", [("7", "07"), ("1", "01"), ("7.exp-add", "07.exp-add"),
+                                                ("007", None), ("07.", None), ("07.exp", None),
+                                                ("01_what_the_forward_pass_records", None), (" 07", None)])
+def test_reset_takes_only_exact_ids(target, suggestion, monkeypatch, capsys):
+    predict("07.version-count", 2)
+    monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
+    assert main(["reset", target, "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert "is not a unit id or a question id" in err and "00, 01" in err
+    assert ("Did you mean " + str(suggestion) in err) == (suggestion is not None)
+    assert units_now(capsys)["07"]["status"] == "in progress"
+
+
+def test_reset_of_one_question_by_its_exact_id(capsys):
+    predict("01.pow-node", "PowBackward0")
+    reveal("01.pow-node")
+    assert units_now(capsys)["01"]["done"] == 1
+    assert main(["reset", "01.pow-node", "--yes"]) == 0
+    assert "01.pow-node" in capsys.readouterr().out
+    assert units_now(capsys)["01"]["done"] == 0
+
+
+def test_a_closed_pipe_ends_quietly():
+    """`python -m grader status --json | head` ends without a BrokenPipeError traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "status", "--json"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()                                  # the reader leaves before a byte is written
+    err = proc.stderr.read()
+    proc.wait(timeout=120)
+    proc.stderr.close()
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert proc.returncode == 1
 
 
 def test_verify_one_unit():

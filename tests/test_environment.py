@@ -1,10 +1,32 @@
-"""environment.yml wraps pyproject.toml's requirements, so the two cannot drift apart."""
+"""environment.yml wraps pyproject.toml's requirements, so the two cannot drift apart; the install takes
+torch's CPU build and never waits long for an index that does not answer."""
+import http.server
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
 import tomllib
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def makefile_target(name: str) -> str:
+    text = (ROOT / "Makefile").read_text()
+    start = text.index(f"\n{name}:")
+    end = text.find("\n\n", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def makefile_variable(name: str) -> str:
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    value = re.search(rf"^{name}\s*[:?]?=\s*(.*)$", text, re.M).group(1)
+    return re.sub(r"\s+", " ", value).strip()
 
 
 def test_environment_yml_wraps_pyproject():
@@ -13,7 +35,9 @@ def test_environment_yml_wraps_pyproject():
     deps = env["dependencies"]
     assert "python=3.11" in deps and "pip" in deps
     pip = next(d["pip"] for d in deps if isinstance(d, dict))
-    assert pip == ["-e .[test]"], "environment.yml must install this project, with its test extra"
+    assert pip[-1] == "-e .[test]", "environment.yml must install this project, with its test extra"
+    assert pip[:-1] == [f"--index-url {CPU_INDEX}", "--extra-index-url https://pypi.org/simple"], \
+        "conda users get torch's CPU build too"
     assert "test" in project["optional-dependencies"]
     assert project["requires-python"] == ">=3.10"
 
@@ -22,6 +46,95 @@ def test_torch_is_pinned_and_numpy_listed():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert "torch==2.13.0" in project["dependencies"]
     assert "numpy" in project["dependencies"]
+
+
+def test_conda_instructions_activate_the_environment():
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Two commands"):readme.index("## The learner's loop")]
+    assert "conda env create -f environment.yml" in section and "conda activate autograd-lab" in section
+    assert "conda activate autograd-lab" in (ROOT / "environment.yml").read_text()
+
+
+def test_license_is_an_spdx_string_setuptools_accepts():
+    """The license table made every install print setuptools' deprecation warning."""
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert data["project"]["license"] == "MIT"
+    requires = data["build-system"]["requires"]
+    assert requires == ["setuptools>=77"], "the SPDX string needs setuptools 77 or newer"
+
+
+def test_the_editable_build_warns_of_nothing(tmp_path):
+    """What `pip install -e .` runs, through setuptools' own hooks: no deprecation, no notice."""
+    for name in ("pyproject.toml", "README.md"):
+        (tmp_path / name).write_bytes((ROOT / name).read_bytes())
+    (tmp_path / "grader").mkdir()
+    (tmp_path / "grader" / "__init__.py").write_text("")
+    probe = ("import sys, warnings\n"
+             "import setuptools.build_meta as backend\n"
+             "from setuptools.warnings import SetuptoolsWarning\n"
+             "with warnings.catch_warnings(record=True) as caught:\n"
+             "    warnings.simplefilter('always')\n"
+             "    backend.build_editable(sys.argv[1])\n"
+             "print([str(w.message).split(chr(10))[0] for w in caught if issubclass(w.category, SetuptoolsWarning)])\n")
+    out = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "wheel")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout[-2000:]
+
+
+def test_pytest_skips_the_learners_workspace():
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert ini["testpaths"] == ["tests"]
+    assert "my-work" in ini["norecursedirs"]
+    assert {".*", "build", "dist", "*.egg", "venv"} <= set(ini["norecursedirs"]), "pytest's defaults kept"
+
+
+def test_install_asks_the_cpu_index_for_torch_as_ci_does():
+    ci = (ROOT / ".github" / "workflows" / "test.yml").read_text()
+    assert f"PIP_INDEX_URL: {CPU_INDEX}" in ci
+    assert makefile_variable("TORCH_INDEX") == CPU_INDEX
+    install = makefile_target("$(STAMP)")
+    assert '--index-url "$(TORCH_INDEX)"' in install and "--extra-index-url https://pypi.org/simple" in install
+    assert '$(ANSWERS)\' "$(TORCH_INDEX)/torch/"' in install, "the index is asked first, briefly"
+    # both branches install the project with its test extra; only the reachable one names the index
+    assert install.count('-e ".[test]"') == 2
+
+
+class _Silent(http.server.BaseHTTPRequestHandler):
+    def do_HEAD(self):
+        self.send_response(200 if self.path.endswith("/torch/") else 404)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def _answers(url: str) -> tuple[int, float]:
+    start = time.monotonic()
+    code = subprocess.run([sys.executable, "-c", makefile_variable("ANSWERS"), url], timeout=60).returncode
+    return code, time.monotonic() - start
+
+
+def test_the_index_check_is_quick_and_decides():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Silent)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        assert _answers(f"http://127.0.0.1:{port}/whl/cpu/torch/")[0] == 0
+        assert _answers(f"http://127.0.0.1:{port}/nothing/")[0] == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        free = closed.getsockname()[1]
+    assert _answers(f"http://127.0.0.1:{free}/torch/")[0] == 1
+    # an index that accepts the connection and never answers: given up after 5 s, not pip's 180
+    with socket.socket() as mute:
+        mute.bind(("127.0.0.1", 0))
+        mute.listen()
+        code, took = _answers(f"http://127.0.0.1:{mute.getsockname()[1]}/torch/")
+    assert code == 1 and took < 30, took
 
 
 def test_ci_runs_make_test_and_nothing_else():
@@ -35,3 +148,13 @@ def test_make_lab_binds_localhost_with_a_token():
     assert "--ServerApp.ip=127.0.0.1" in lab
     assert '--IdentityProvider.token="$$token"' in lab and "token_urlsafe" in lab
     assert "--allow-root" in lab and 'id -u)" = 0' in lab
+
+
+def test_make_lab_opens_the_learners_workspace_after_checking_the_port():
+    lab = makefile_target("lab")
+    workspace = lab.index("-m grader workspace --port $(PORT) --print-dir")
+    assert workspace < lab.index("token_urlsafe") < lab.index("echo"), "the port is checked before a URL is shown"
+    assert "|| exit 1" in lab[workspace:lab.index("token_urlsafe")]
+    assert '--ServerApp.root_dir="$$dir"' in lab and '"$$dir/00_start_here.ipynb"' in lab
+    assert "$(CURDIR)" not in lab and "notebooks/" not in lab, "the learner never works in notebooks/"
+    assert "/lab/tree/00_start_here.ipynb?token=" in lab
