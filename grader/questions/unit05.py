@@ -159,7 +159,8 @@ def view_bill():
     prompt="x = torch.randn(3, requires_grad=True); c = torch.randn(3) (no grad). m = x * c. Which "
            "_saved_ attributes of m.grad_fn hold a tensor (not None)?",
     explain="The gradient for x is grad * c, so c is kept. The gradient for c would need x, but c asks for "
-            "none, so x is not saved: a built-in node keeps only what the gradients actually requested need.",
+            "none, so x is not saved: the multiplication keeps only what the gradients actually owed will read "
+            "(not every node is this careful; the notebook shows two that are not).",
     misconceptions=[({"_saved_self", "_saved_other"}, "A product keeps both operands only when both need a "
                      "gradient. c needs none, so nobody will ever ask for grad * x, and x is not kept.")],
 )
