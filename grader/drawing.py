@@ -10,7 +10,11 @@ The drawing is read from autograd's own record (``grad_fn``, ``next_functions``,
 * every saved storage once, with shape, dtype, bytes and its version when
   saved and now: a stale one (written in place since) is drawn in red, so the
   in-place error can be seen before backward runs; what backward already freed
-  is drawn grey.
+  is drawn grey;
+* a Python number that torch wrapped into a 0-dim tensor (the ``3`` of
+  ``x * 3``) is kept by its node too, but no pack hook ever sees it, so it is
+  listed apart (``W1``, ...) and left out of the totals: ``storages`` and
+  ``total_bytes`` are the bill that :func:`grader.probes.bill` counts.
 
 In a notebook it shows as SVG when Graphviz's ``dot`` program is installed; its
 text/plain is an indented tree that is deterministic, so nbval can compare it
@@ -27,6 +31,19 @@ import torch
 from . import probes
 
 FREED = probes.FREED
+WRAPPED = "wrapped"
+
+
+@dataclass
+class Wrapped:
+    """A Python number wrapped as a 0-dim tensor and kept by one node: outside the bill."""
+
+    index: int                    # W1, W2, ... in the order the walk meets them
+    value: Any
+    dtype: str
+    bytes: int
+    node: str
+    attribute: str
 
 
 @dataclass
@@ -69,7 +86,7 @@ class Node:
     name: str
     label: str
     edges: list = field(default_factory=list)    # (input slot, Node index or None)
-    saves: list = field(default_factory=list)    # (attribute, Storage index or FREED)
+    saves: list = field(default_factory=list)    # (attribute, Storage index, FREED, or (WRAPPED, index))
 
 
 class _One:
@@ -124,6 +141,7 @@ class Drawing:
         self.nodes: list[Node] = []
         self.storages: list[Storage] = []
         self.freed: list[tuple[str, str]] = []
+        self.wrapped: list[Wrapped] = []
         index_of: dict[Any, int] = {}
         storage_of: dict[tuple, int] = {}
 
@@ -156,6 +174,11 @@ class Drawing:
                         node.saves.append((entry.attribute, FREED))
                         self.freed.append((node.label, entry.attribute))
                         continue
+                    if entry.wrapped:
+                        self.wrapped.append(Wrapped(len(self.wrapped) + 1, entry.value, entry.dtype, entry.bytes,
+                                                    node.label, entry.attribute))
+                        node.saves.append((entry.attribute, (WRAPPED, len(self.wrapped))))
+                        continue
                     key = (entry.storage, entry.bytes) if entry.storage else ("empty", i, entry.attribute)
                     if key not in storage_of:
                         storage_of[key] = len(self.storages)
@@ -183,6 +206,8 @@ class Drawing:
     def summary(self) -> str:
         parts = [_plural(len(self.nodes), "node"),
                  f"{_plural(len(self.storages), 'saved storage')}, {self.total_bytes:,} bytes"]
+        if self.wrapped:
+            parts.append(f"{_plural(len(self.wrapped), 'wrapped number')} outside the bill")
         if self.stale:
             parts.append(f"{len(self.stale)} STALE")
         if self.freed:
@@ -197,7 +222,8 @@ class Drawing:
         def saves(node: Node) -> str:
             if not node.saves:
                 return ""
-            parts = [f"{a} (freed)" if s == FREED else f"{a} -> S{s}" for a, s in node.saves]
+            parts = [f"{a} (freed)" if s == FREED else f"{a} -> W{s[1]}" if isinstance(s, tuple)
+                     else f"{a} -> S{s}" for a, s in node.saves]
             return "  saves " + ", ".join(parts)
 
         def visit(index, depth, slot):
@@ -228,6 +254,11 @@ class Drawing:
                 lines.append(f"  S{s.index}  {str(s.shape):<12} {s.dtype:<8} {s.bytes:>12,} bytes  "
                              f"{s.versions()}{what}  <- {by}")
             lines.append(f"  {_plural(len(self.storages), 'storage')}, {self.total_bytes:,} bytes")
+        if self.wrapped:
+            lines.append("wrapped Python numbers (kept, but never passed to a pack hook: not in the totals):")
+            for w in self.wrapped:
+                lines.append(f"  W{w.index}  {w.value!r:<12} {w.dtype:<8} {w.bytes:>12,} bytes  "
+                             f"<- {w.node.split(' ')[0]}.{w.attribute}")
         if self.freed:
             lines.append("freed by backward: " + ", ".join(f"{n.split(' ')[0]}.{a}" for n, a in self.freed))
         return "\n".join(lines)
@@ -271,7 +302,10 @@ class Drawing:
                 else:
                     out.append(f"  n{node.index} -> n{child} [label=\"{slot}\"];")
             for attribute, storage in node.saves:
-                if storage == FREED:
+                if isinstance(storage, tuple):
+                    out.append(f"  n{node.index} -> w{storage[1]} [label={q(attribute)}, style=dotted, "
+                               'arrowhead=none, fontcolor="#8c959f", color="#afb8c1"];')
+                elif storage == FREED:
                     out.append(f"  f{node.index}_{attribute} [label={q(attribute + chr(10) + 'freed by backward')}, "
                                'shape=note, fillcolor="#eaeef2", fontcolor="#8c959f", color="#afb8c1"];')
                     out.append(f"  n{node.index} -> f{node.index}_{attribute} [style=dashed, arrowhead=none, "
@@ -289,6 +323,10 @@ class Drawing:
                 text.append(f"version {s.version_now} (as saved)")
                 style = 'fillcolor="#fbefff", color="#8250df"'
             out.append(f"  s{s.index} [label={q(chr(10).join(text))}, shape=note, {style}];")
+        for w in self.wrapped:
+            text = [f"W{w.index}  the number {w.value!r}", f"{w.dtype}, {w.bytes} bytes", "not in the bill"]
+            out.append(f"  w{w.index} [label={q(chr(10).join(text))}, shape=note, fillcolor=\"#f6f8fa\", "
+                       'color="#afb8c1", fontcolor="#57606a"];')
         out.append("}")
         return "\n".join(out)
 
@@ -326,7 +364,8 @@ def draw(outputs: Any, names: Any = None, saved: bool = True) -> Drawing:
     ``names`` labels leaves and saved storages: a dict of tensors, an ``nn.Module``
     (its named parameters), or a list of either. ``saved=False`` leaves saved
     tensors out. The result shows as SVG where Graphviz is installed and as an
-    indented text tree everywhere; ``.storages``, ``.total_bytes``, ``.stale``
-    and ``.freed`` give the figures as data.
+    indented text tree everywhere; ``.storages``, ``.total_bytes``, ``.stale``,
+    ``.freed`` and ``.wrapped`` (Python numbers kept as 0-dim tensors, outside
+    the totals) give the figures as data.
     """
     return Drawing(outputs, names=names, saved=saved)

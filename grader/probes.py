@@ -9,6 +9,16 @@ Everything here reads the graph that autograd built (``grad_fn``,
 * what nodes keep: :func:`saved_attributes`, :func:`saved_tensors` (with the
   version each was saved at and the version now, before backward runs);
 * what a forward pass costs: :func:`bill` (distinct storages kept for backward).
+
+What backward keeps, one definition for the whole course (``bill``, ``draw`` and
+every question agree on it): every tensor a node saves that passes through a
+saved-tensor pack hook, each storage counted once at its whole size. One kind
+of saved tensor never reaches a pack hook: a Python number that torch wrapped
+into a 0-dim tensor to run the op (the ``3`` in ``x * 3``, kept as
+``_saved_other``; int64 or float64, 8 bytes, complex128, 16; a new one for
+every use). Those are not in the bill; :func:`saved_tensors` marks them
+``wrapped`` and ``draw`` lists them apart. (A wrapped bool, as in ``x * True``,
+cannot be told from ``torch.tensor(True)``, so ``draw`` counts its one byte.)
 """
 from __future__ import annotations
 
@@ -122,8 +132,8 @@ def text_tree(obj: Any, names: Any = None, saved: bool = False) -> str:
             leaf = fn.variable
             text += f" -> {labels.get(id(leaf), 'leaf')} {tuple(leaf.shape)}"
         if saved:
-            keep = [a for a, _ in saved_attributes(fn).items()
-                    if isinstance(_, torch.Tensor)]
+            keep = [a + (f" (wrapped number {v.item()})" if is_wrapped_number(v) else "")
+                    for a, v in saved_attributes(fn).items() if isinstance(v, torch.Tensor)]
             if keep:
                 text += "  saves " + ", ".join(keep)
         return text
@@ -148,6 +158,27 @@ def text_tree(obj: Any, names: Any = None, saved: bool = False) -> str:
 # --- what the nodes keep ------------------------------------------------------------
 
 FREED = "freed"
+
+# A wrapped number takes part in type promotion as the Python number it was, below any tensor of
+# its category, 0-dim tensors included: ``torch.tensor(3)`` (int64) with a 0-dim int8 tensor gives
+# int64, the wrapped ``3`` gives int8. One probe per dtype a Python number can become.
+_PROMOTION_PROBES = {
+    torch.int64: torch.tensor(1, dtype=torch.int8),
+    torch.float64: torch.tensor(1, dtype=torch.float16),
+    torch.complex128: torch.tensor(1, dtype=torch.complex64),
+}
+
+
+def is_wrapped_number(t: Any) -> bool:
+    """True for a 0-dim tensor that torch made from a Python number (int, float, complex) to run an op.
+
+    No public attribute says so; type promotion does (see ``_PROMOTION_PROBES``). A wrapped bool
+    (``x * True``) cannot be told from ``torch.tensor(True)`` this way and reads False.
+    """
+    if not isinstance(t, torch.Tensor) or t.dim() != 0 or t.requires_grad or t.device.type != "cpu":
+        return False
+    probe = _PROMOTION_PROBES.get(t.dtype)
+    return probe is not None and torch.result_type(t, probe) == probe.dtype
 
 
 def saved_attributes(fn: Any) -> dict[str, Any]:
@@ -188,6 +219,8 @@ class SavedTensor:
     version_now: int | None = None
     state: str = "ok"           # 'ok', 'stale' (a write since saving) or 'freed'
     what: str = ""
+    wrapped: bool = False       # a Python number wrapped as a 0-dim tensor: no pack hook sees it
+    value: Any = None           # for a wrapped number, the number
 
     @property
     def stale(self) -> bool:
@@ -197,7 +230,8 @@ class SavedTensor:
 def saved_tensors(obj: Any, names: Any = None) -> list[SavedTensor]:
     """Every tensor the graph under ``obj`` keeps for backward, with versions then and now.
 
-    Read before backward, a 'stale' entry is a write that will make backward raise.
+    Read before backward, a 'stale' entry is a write that will make backward raise. Wrapped Python
+    numbers are listed too, marked ``wrapped``: they are kept, but they are not in the bill.
     """
     labels = name_map(names)
     out = []
@@ -206,47 +240,71 @@ def saved_tensors(obj: Any, names: Any = None) -> list[SavedTensor]:
             if not attr.startswith("_raw_saved_"):
                 continue
             name = "_saved_" + attr[len("_raw_saved_"):]
-            entry = SavedTensor(node=node_name(fn), attribute=name)
             try:
                 raw = getattr(fn, attr)
-                if not hasattr(raw, "data"):
-                    continue
-                data = raw.data
-            except RuntimeError:
-                entry.state = FREED
+            except RuntimeError:        # backward already freed it
+                out.append(SavedTensor(node=node_name(fn), attribute=name, state=FREED))
+                continue
+            if isinstance(raw, (list, tuple)):
+                # a list of saved tensors: a custom Function's ctx.save_for_backward (read back as
+                # node.saved_tensors), or a built-in's tensor-list argument such as index's indices
+                base = name if hasattr(fn, name) else name.lstrip("_")
+                for i, item in enumerate(raw):
+                    entry = _saved_entry(fn, f"{base}[{i}]", item, labels, lambda item=item: item.unpack())
+                    if entry is not None:
+                        out.append(entry)
+                continue
+            entry = _saved_entry(fn, name, raw, labels, lambda name=name: getattr(fn, name))
+            if entry is not None:
                 out.append(entry)
-                continue
-            if data is None:
-                try:
-                    getattr(fn, name)   # None: nothing was saved in this slot
-                    continue
-                except RuntimeError:    # backward already freed it
-                    entry.state = FREED
-                    out.append(entry)
-                    continue
-            if not isinstance(data, torch.Tensor):
-                continue
-            entry.shape = tuple(data.shape)
-            entry.dtype = str(data.dtype).replace("torch.", "")
-            entry.bytes = data.untyped_storage().nbytes()
-            entry.storage = data.untyped_storage().data_ptr()
-            entry.version_now = data._version
-            entry.what = labels.get(id(data), "")
-            try:
-                value = getattr(fn, name)
-                entry.version_saved = entry.version_now
-                entry.what = entry.what or labels.get(id(value), "")
-            except RuntimeError as exc:
-                text = str(exc)
-                if "freed" in text or "second time" in text:
-                    entry.state = FREED
-                else:
-                    entry.state = "stale"
-                    found = _VERSIONS.search(text)
-                    if found:
-                        entry.version_now, entry.version_saved = int(found.group(1)), int(found.group(2))
-            out.append(entry)
     return out
+
+
+def _saved_entry(fn, name: str, raw: Any, labels: dict, read: Callable[[], Any]) -> SavedTensor | None:
+    """One saved slot as a SavedTensor; None when the slot holds no tensor. ``read`` unpacks it with
+    torch's own version check."""
+    entry = SavedTensor(node=node_name(fn), attribute=name)
+    if raw is None or not hasattr(raw, "data"):
+        return None
+    try:
+        data = raw.data
+    except RuntimeError:
+        entry.state = FREED
+        return entry
+    if data is None:
+        try:
+            read()                      # None: nothing was saved in this slot
+            return None
+        except RuntimeError:            # backward already freed it
+            entry.state = FREED
+            return entry
+    if not isinstance(data, torch.Tensor):
+        return None
+    entry.shape = tuple(data.shape)
+    entry.dtype = str(data.dtype).replace("torch.", "")
+    entry.bytes = data.untyped_storage().nbytes()
+    entry.storage = data.untyped_storage().data_ptr()
+    entry.version_now = data._version
+    entry.what = labels.get(id(data), "")
+    if is_wrapped_number(data):
+        entry.wrapped, entry.value = True, data.item()
+    try:
+        value = read()
+        entry.version_saved = entry.version_now
+        if isinstance(value, torch.Tensor):
+            entry.what = entry.what or labels.get(id(value), "")
+    except RuntimeError as exc:
+        text = str(exc)
+        if "freed" in text or "second time" in text:
+            entry.state = FREED
+        elif _VERSIONS.search(text) or "modified by an inplace operation" in text:
+            entry.state = "stale"
+            found = _VERSIONS.search(text)
+            if found:
+                entry.version_now, entry.version_saved = int(found.group(1)), int(found.group(2))
+        else:                           # this slot cannot be unpacked on its own: no check possible
+            entry.version_saved = entry.version_now
+    return entry
 
 
 # --- the saved-tensor bill ------------------------------------------------------------------
@@ -290,6 +348,9 @@ class Bill:
 def bill(forward: Callable[[], Any], names: Any = None, inputs: Mapping[str, torch.Tensor] | None = None) -> Bill:
     """Run ``forward()`` and count what autograd keeps for backward, by distinct storage.
 
+    It counts what reaches its pack hook: every save made inside ``forward()``
+    except Python numbers wrapped as 0-dim tensors, which no pack hook sees (and
+    nothing at all under another hook pair, which runs instead of this one).
     A saved view keeps its whole base allocation alive, so each storage is
     counted once at its full size. ``names`` (a module, a dict of tensors, or a
     list of them) labels parameters; ``inputs`` labels input tensors; anything

@@ -119,3 +119,32 @@ def test_svg_where_dot_exists_and_text_where_it_does_not(monkeypatch):
 def test_bad_input_is_a_plain_type_error():
     with pytest.raises(TypeError, match="draw"):
         draw(3.0)
+
+
+def test_a_wrapped_number_is_listed_apart_and_left_out_of_the_totals():
+    h = torch.randn(1000, requires_grad=True) * 2
+    d = draw(h[:10].sin())
+    assert (len(d.storages), d.total_bytes) == (1, 4000)
+    assert [(w.value, w.dtype, w.bytes) for w in d.wrapped] == [(2, "int64", 8)]
+    text = d.text()
+    assert "1 wrapped number outside the bill" in text.splitlines()[0]
+    assert "MulBackward0  saves _saved_other -> W1" in text and "W1  2 " in text
+    assert "not in the bill" in d.dot()
+
+
+def test_a_custom_functions_saves_are_drawn():
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * a
+
+        @staticmethod
+        def backward(ctx, grad):
+            (a,) = ctx.saved_tensors
+            return 2 * a * grad
+
+    a = torch.randn(5, requires_grad=True)
+    d = draw(Square.apply(a), names={"a": a})
+    assert d.total_bytes == 20 and d.storages[0].name == "a"
+    assert "SquareBackward  saves saved_tensors[0] -> S1" in d.text()

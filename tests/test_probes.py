@@ -70,3 +70,38 @@ def test_reachable_leaves_and_text_tree():
     tree = probes.text_tree(loss, names={"w": w, "b": b})
     assert "AccumulateGrad -> b ()" in tree and "(the same node as above)" not in tree
     assert probes.text_tree(torch.ones(2)) == "(no graph: this tensor has no grad_fn)"
+
+
+def test_wrapped_numbers_are_told_from_tensors_and_left_out_of_the_bill():
+    x = torch.randn(3, requires_grad=True)
+    for number in (3, 2.5, 1j):
+        kept = (x * number).grad_fn._saved_other
+        assert kept.dim() == 0 and probes.is_wrapped_number(kept), number
+    for tensor in (torch.tensor(3), torch.tensor(2.5, dtype=torch.float64), torch.tensor(2.5), torch.ones(1)):
+        assert not probes.is_wrapped_number((x * tensor).grad_fn._saved_other), tensor
+    bill = probes.bill(lambda: (x * 3).sin())
+    assert bill.count == 1 and bill.total == 12
+    entries = probes.saved_tensors(bill.output)
+    assert [(e.node, e.wrapped, e.value) for e in entries] == [("SinBackward0", False, None), ("MulBackward0", True, 3)]
+    assert "_saved_other (wrapped number 3)" in probes.text_tree(bill.output, saved=True)
+
+
+def test_lists_of_saved_tensors_are_read_too():
+    class KeepsBoth(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensors
+            return grad * b, grad * a
+
+    a, b = torch.randn(4, requires_grad=True), torch.randn(4)
+    out = KeepsBoth.apply(a, b)
+    assert [e.attribute for e in probes.saved_tensors(out)] == ["saved_tensors[0]", "saved_tensors[1]"]
+    b.add_(1)
+    assert [e.stale for e in probes.saved_tensors(out)] == [False, True]
+    picked = a[torch.tensor([0, 2])]
+    assert [e.attribute for e in probes.saved_tensors(picked)] == ["_saved_indices[0]"]

@@ -6,6 +6,8 @@ the cases are reproducible, and that every case can be drawn for a failure messa
 """
 import random
 
+import pytest
+
 
 
 from grader import probes
@@ -74,3 +76,119 @@ def test_error_questions_encode_torchs_own_outcome():
     outcome = ErrorOutcome(where="at backward", error="RuntimeError", message="one of the variables needed")
     assert kind.read(kind.encode(outcome)) == ("at backward", None)
     assert kind.encode(("no error", None)) == "no error"
+
+
+# --- one definition of "what backward keeps": draw's totals are the grader's bill -------------------
+
+import inspect
+
+import torch
+
+from grader import draw, isolation
+from grader.question import all_questions
+
+
+def _draw_of(bill, names):
+    return draw(bill.output, names=names)
+
+
+def _agree(bill, names=None):
+    d = _draw_of(bill, names)
+    assert (len(d.storages), d.total_bytes) == (bill.count, bill.total), d.text()
+    return d
+
+
+def _uses_a_bill(q) -> bool:
+    """The experiment's body (after its def line) calls a bill: probes.bill, a program's .bill(), _plain_bill()."""
+    source = inspect.getsource(q.experiment)
+    body = source[source.index("def " + q.experiment.__name__):].split("\n", 1)[1]
+    return "bill(" in body
+
+
+def test_every_unit05_bill_question_is_a_registered_program():
+    billed = {q.qid for q in all_questions() if q.unit == "05" and q.role != "exercise" and _uses_a_bill(q)}
+    assert billed and billed <= set(unit05.BILL_PROGRAMS), billed - set(unit05.BILL_PROGRAMS)
+
+
+@pytest.mark.parametrize("qid", sorted(unit05.BILL_PROGRAMS))
+def test_draw_totals_equal_the_bill_the_grader_uses(qid):
+    with isolation.clean_room():
+        program = unit05.BILL_PROGRAMS[qid]()
+        bill = program.bill()
+        _agree(bill, [n for n in (program.names, program.inputs) if n is not None])
+    truth = next(q for q in all_questions() if q.qid == qid).run()
+    if isinstance(truth, frozenset):      # a set of names: names of the bill's own storages
+        assert truth <= bill.names()
+    else:                                 # bytes, or [storages, bytes]
+        assert tuple(truth if isinstance(truth, tuple) else (truth,)) in {(bill.total,), (bill.count, bill.total)}
+
+
+def test_draw_totals_equal_the_bill_on_every_generated_model():
+    for case in unit05.model_cases():
+        ns = case.fresh()
+        bill = case.bill(ns)
+        _agree(bill, [ns["model"], {"input": ns["x"]}])
+
+
+def test_draw_and_the_bill_agree_on_unit09s_bill_questions():
+    from grader.questions import unit09
+    billed = {q.qid for q in all_questions() if q.unit in ("09", "10") and _uses_a_bill(q)}
+    # 09.self-bill-under-offload asks what bill reports *under another hook pair* (which runs instead of
+    # bill's own): a question about hook nesting, not about what backward keeps.
+    assert billed == {"09.self-bill-under-offload", "09.self-saved-three-times"}, billed
+    a = torch.randn(1000, requires_grad=True)
+
+    def forward():
+        h = a.exp()
+        return (h * h).sum()
+    bill = probes.bill(forward)
+    _agree(bill)
+    assert bill.total == next(q for q in all_questions() if q.qid == "09.self-saved-three-times").run()[0]
+    # 09.held-vs-bill quotes the plain MLP's bill in its prompt: it must be the bill draw shows too
+    held = next(q for q in all_questions() if q.qid == "09.held-vs-bill")
+    plain = unit05.BILL_PROGRAMS["05.mlp-bill"]().bill()
+    _agree(plain)
+    assert f"{plain.count} storages, {plain.total:,} bytes" in held.prompt
+    assert unit09.syllabus_mlp is unit05.syllabus_mlp
+
+
+def test_a_wrapped_number_is_kept_but_reaches_no_pack_hook():
+    x = torch.randn(3, requires_grad=True)
+    calls = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: calls.append(t) or t, lambda t: t):
+        by_number = x * 3
+    kept = by_number.grad_fn._saved_other
+    assert calls == [] and kept.dtype == torch.int64 and kept.dim() == 0 and probes.is_wrapped_number(kept)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: calls.append(t) or t, lambda t: t):
+        by_tensor = x * torch.tensor(3)
+    assert len(calls) == 1 and not probes.is_wrapped_number(by_tensor.grad_fn._saved_other)
+    d = draw(by_number)
+    assert d.storages == [] and d.total_bytes == 0 and len(d.wrapped) == 1 and d.wrapped[0].bytes == 8
+    assert draw(by_tensor).total_bytes == 8
+
+
+def test_the_hand_written_sigmoid_keeps_two_storages_and_one_wrapped_number():
+    a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    bill = probes.bill(lambda: 1 / ((-a).exp() + 1))
+    d = _agree(bill)
+    assert (bill.count, bill.total) == (2, 2 * 3 * 4)
+    assert [(w.node, w.attribute, w.value) for w in d.wrapped] == [("MulBackward0", "_saved_other", 1)]
+
+
+def test_a_custom_function_that_saves_more_than_it_needs():
+    class KeepsBoth(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensors
+            return grad * b, grad * a
+
+    x, c = torch.randn(3, requires_grad=True), torch.randn(3)
+    builtin = probes.bill(lambda: x * c)
+    custom = probes.bill(lambda: KeepsBoth.apply(x, c))
+    assert (builtin.count, custom.count) == (1, 2)
+    _agree(custom, {"x": x, "c": c})
