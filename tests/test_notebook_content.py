@@ -171,3 +171,17 @@ def test_every_function_a_message_names_is_imported(uid):
         needed.discard("hint")
     missing = needed - _imported(_notebook(uid))
     assert not missing, f"unit {uid}'s notebook never imports {sorted(missing)}, which grader messages name"
+
+
+@pytest.mark.parametrize("uid", list(UNITS))
+def test_the_title_cell_agrees_with_the_course(uid):
+    """The stated time, "Comes after" and "Leads to" match grader/course.py."""
+    from grader.course import leads_to
+    title = _notebook(uid).cells[0].source
+    time = re.search(r"Time:\*\*\s*about (\d+) minutes", title)
+    assert time and int(time.group(1)) == UNITS[uid].minutes, f"unit {uid}: the time differs from course.py"
+    after = re.search(r"Comes after:\*\*(.*?)(?:\*\*Leads to|$)", title, re.S)
+    later = re.search(r"Leads to:\*\*(.*)", title, re.S)
+    linked = lambda m: sorted(set(re.findall(r"\]\((\d\d)_", m.group(1)))) if m else []
+    assert linked(after) == sorted(UNITS[uid].needs), f"unit {uid}: 'Comes after' differs from course.py"
+    assert linked(later) == sorted(leads_to(uid)), f"unit {uid}: 'Leads to' differs from course.py"
