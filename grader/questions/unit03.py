@@ -363,68 +363,68 @@ def which_untouched():
 
 @self_test(
     "03.hook-on-shared", Number(),
-    prompt="w = 2.0 (a leaf); x = w * 3; calls = []; x.register_hook(lambda g: calls.append(g.item())); "
-           "y = x ** 2 + 5 * x; y.backward(). How many times is the hook called, and with what value? "
-           "Answer [calls, value].",
-    explain="x is used twice, but its two contributions are added before its node runs, and the hook "
-            "sees that sum once: 2x + 5 = 17.",
-    hints=("How many gradients does x receive, and does backward deliver them to x separately or together?",
+    prompt="a = torch.tensor(0.5, requires_grad=True); h = a * 4; calls = []; "
+           "h.register_hook(lambda g: calls.append(g.item())); out = h ** 2 + 5 * h; out.backward(). How many "
+           "times is the hook called, and with what value? Answer [calls, value].",
+    explain="h is used twice, but its two contributions are added before its node runs, and the hook "
+            "sees that sum once: 2h + 5 = 9.",
+    hints=("How many gradients does h receive, and does backward deliver them to h separately or together?",
            "A tensor hook runs when the gradient with respect to that tensor is complete: the sum of what every "
-           "use of x sent back. d/dx of x ** 2 + 5 * x at x = 6."),
-    misconceptions=[(lambda truth: [2, *truth[1:]], "backward adds the contributions of both uses before x's "
+           "use of h sent back. d/dh of h ** 2 + 5 * h at h = 2."),
+    misconceptions=[(lambda truth: [2, *truth[1:]], "backward adds the contributions of both uses before h's "
                                                      "hook runs; the hook sees the total once.")],
 )
 def hook_on_shared():
-    w = torch.tensor(2.0, requires_grad=True)
-    x = w * 3
+    a = torch.tensor(0.5, requires_grad=True)
+    h = a * 4
     calls = []
-    x.register_hook(lambda g: calls.append(g.item()))
-    (x ** 2 + 5 * x).backward()
+    h.register_hook(lambda g: calls.append(g.item()))
+    (h ** 2 + 5 * h).backward()
     return [len(calls), *calls[:1]]
 
 
 @self_test(
     "03.leaf-hook-second", Number(),
-    prompt="w = 2.0 (a leaf); seen = []; w.register_hook(lambda g: seen.append(g.item())); y = (w * 3) ** 2; "
-           "y.backward(retain_graph=True); y.backward(). What did the hook receive the second time, and what "
-           "is w.grad now? Answer [second value, w.grad].",
+    prompt="p = torch.tensor(1.5, requires_grad=True); got = []; p.register_hook(lambda g: got.append(g.item())); "
+           "z = (p * 2) ** 2; z.backward(retain_graph=True); z.backward(). What did the hook receive the second "
+           "time, and what is p.grad now? Answer [second value, p.grad].",
     explain="A hook on a leaf sees the gradient arriving from this pass, before AccumulateGrad adds it to "
-            "w.grad; the field holds the running total of both passes.",
-    hints=("Does a tensor hook on a leaf run before or after the gradient is added into w.grad?",
-           "The hook sees what this pass brings (dy/dw = 18w at w = 2); AccumulateGrad then adds it to whatever "
-           ".grad already holds."),
+            "p.grad; the field holds the running total of both passes.",
+    hints=("Does a tensor hook on a leaf run before or after the gradient is added into p.grad?",
+           "The hook sees what this pass brings (dz/dp = 8p); AccumulateGrad then adds it to whatever .grad "
+           "already holds."),
     misconceptions=[(lambda truth: [truth[1], truth[1]], "the hook sees the gradient arriving from this pass, "
-                                                         "before it is added to w.grad, not the running total.")],
+                                                         "before it is added to p.grad, not the running total.")],
 )
 def leaf_hook_second():
-    w = torch.tensor(2.0, requires_grad=True)
-    seen = []
-    w.register_hook(lambda g: seen.append(g.item()))
-    y = (w * 3) ** 2
-    y.backward(retain_graph=True)
-    y.backward()
-    return [seen[-1], w.grad.item()]
+    p = torch.tensor(1.5, requires_grad=True)
+    got = []
+    p.register_hook(lambda g: got.append(g.item()))
+    z = (p * 2) ** 2
+    z.backward(retain_graph=True)
+    z.backward()
+    return [got[-1], p.grad.item()]
 
 
 @self_test(
     "03.retain-accumulates", Number(),
-    prompt="w = 2.0 (a leaf); x = w * 3; x.retain_grad(); y = x ** 2; y.backward(retain_graph=True); "
-           "y.backward(). What is x.grad?",
-    explain="A retained gradient behaves like a leaf's: each backward pass adds to it, so it needs "
-            "zeroing just the same.",
-    hints=("Two backward passes go through x. Does the second replace x.grad or add to it?",
-           "retain_grad() makes x's gradient behave like a leaf's .grad: each pass adds dy/dx = 2x to it."),
+    prompt="q = torch.tensor(-0.5, requires_grad=True); h = q * 4; h.retain_grad(); out = h ** 2; "
+           "out.backward(retain_graph=True); out.backward(). What is h.grad?",
+    explain="A retained gradient behaves like a leaf's: each backward pass adds to it (2h = -4 each time), "
+            "so it needs zeroing just the same.",
+    hints=("Two backward passes go through h. Does the second replace h.grad or add to it?",
+           "retain_grad() makes h's gradient behave like a leaf's .grad: each pass adds d out / dh = 2h to it."),
     misconceptions=[(lambda truth: truth / 2, "that is one pass's gradient. A retained gradient accumulates "
                                               "across passes like a leaf's .grad.")],
 )
 def retain_accumulates():
-    w = torch.tensor(2.0, requires_grad=True)
-    x = w * 3
-    x.retain_grad()
-    y = x ** 2
-    y.backward(retain_graph=True)
-    y.backward()
-    return x.grad.item()
+    q = torch.tensor(-0.5, requires_grad=True)
+    h = q * 4
+    h.retain_grad()
+    out = h ** 2
+    out.backward(retain_graph=True)
+    out.backward()
+    return h.grad.item()
 
 
 # --- exercise A: the three ways on generated programs ---------------------------------------
