@@ -22,6 +22,7 @@ tensor's ``.grad`` is None). All of them read torch's live record.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -44,6 +45,7 @@ class Step:
     requires_grad: bool | None = None
     is_leaf: bool | None = None
     grad_fn: str = "None"          # class name of the result's grad_fn, read when the step ran
+    grad_names: frozenset = frozenset()  # names whose leaf tensor held a .grad (not None) right after it
 
     def __repr__(self):
         shown = self.line if "\n" not in self.line else self.line.split("\n")[0] + " …"
@@ -157,6 +159,8 @@ def trace(source: str, namespace: Mapping[str, Any] | None = None, clean: bool =
             if isinstance(value, torch.Tensor):
                 step.requires_grad, step.is_leaf = value.requires_grad, value.is_leaf
                 step.grad_fn = probes.node_name(value.grad_fn)
+            step.grad_names = frozenset(
+                n for n, v in ns.items() if isinstance(v, torch.Tensor) and v.is_leaf and v.grad is not None)
             steps.append(step)
             known.update(names)
 
@@ -250,21 +254,38 @@ def first_broken_edge(tr: Trace, name: str) -> Step | None:
 NEVER_ENTERED = "never entered"
 DETACHED = "detached"
 NO_GRAD = "no_grad region"
+INFERENCE = "inference_mode region"
 ITEM = "left via .item()"
+NON_DIFFERENTIABLE = "non-differentiable op"
 NOT_RETAINED = "non-leaf not retained"
 REBOUND = "rebound name"
 NO_BACKWARD = "backward not run"
-CAUSES = (NEVER_ENTERED, DETACHED, NO_GRAD, ITEM, NOT_RETAINED, REBOUND, NO_BACKWARD)
+CLEARED = "cleared after backward"
+CAUSES = (NEVER_ENTERED, DETACHED, NO_GRAD, INFERENCE, ITEM, NON_DIFFERENTIABLE, NOT_RETAINED, REBOUND,
+          NO_BACKWARD, CLEARED)
+
+# Operations whose result has an integer or boolean dtype: it cannot require grad, so the record stops there
+# without a word (argmax, a comparison, an integer cast).
+_NON_DIFFERENTIABLE = re.compile(r"\.(argmax|argmin|long|int|bool|eq|ne|gt|ge|lt|le)\(|torch\.(int|long|bool|uint)"
+                                 r"|[^=!<>]([<>]=?|==|!=)[^=]")
 
 
-def cut_kind(line: str) -> str | None:
-    """Which cut a statement makes, read from its text: a no_grad block, a detach, or a value taken out."""
+def cut_kind(line: str, tensor: Any = None) -> str | None:
+    """Which cut a statement makes: a no_grad or inference_mode block, a detach, a value taken out, or an
+    operation with no derivative (its result has an integer or boolean dtype; ``tensor``, when given, is
+    the statement's result and is read first)."""
     if "no_grad" in line:
         return NO_GRAD
+    if "inference_mode" in line:
+        return INFERENCE
     if ".detach(" in line:
         return DETACHED
     if ".item(" in line or ".tolist(" in line or ".numpy(" in line:
         return ITEM
+    if isinstance(tensor, torch.Tensor) and not (tensor.is_floating_point() or tensor.is_complex()):
+        return NON_DIFFERENTIABLE
+    if _NON_DIFFERENTIABLE.search(line):
+        return NON_DIFFERENTIABLE
     return None
 
 
@@ -283,9 +304,10 @@ def diagnose(tr: Trace, name: str) -> str:
     if not now.is_leaf:
         return NOT_RETAINED
     if reaches(tr.loss, now):
-        return NO_BACKWARD
+        # the record is whole: either backward never ran, or it ran and something emptied .grad afterwards
+        return CLEARED if any(name in s.grad_names for s in tr.steps[used:]) else NO_BACKWARD
     edge = first_broken_edge(tr, name)
-    kind = cut_kind(edge.line) if edge is not None else None
+    kind = cut_kind(edge.line, edge.tensor) if edge is not None else None
     if kind is None:
         raise ValueError(f"no cut this procedure knows separates {name} from the loss")
     return kind

@@ -31,9 +31,9 @@ from ..question import exercise, predict_then_run, self_test
 from ..sandbox import CappedWriter, describe_exception
 
 
-def _chain():
-    """The running example: w = 2 (a leaf), x = 3w, y = x ** 2."""
-    w = torch.tensor(2.0, requires_grad=True)
+def _chain(start=2.0):
+    """The running example: w (a leaf, 2 unless told), x = 3w, y = x ** 2."""
+    w = torch.tensor(start, requires_grad=True)
     x = w * 3
     y = x ** 2
     return w, x, y
@@ -95,13 +95,14 @@ def retain_grad():
 
 @predict_then_run(
     "03.hook-sees", Number(),
-    prompt="The same chain, without retain_grad: seen = []; x.register_hook(lambda g: seen.append(g.item())); "
-           "then y.backward(). What number is in seen?",
+    prompt="The chain again, started at w = 1 and without retain_grad: w = torch.tensor(1.0, requires_grad=True); "
+           "x = w * 3; seen = []; x.register_hook(lambda g: seen.append(g.item())); y = x ** 2; y.backward(). "
+           "What number is in seen?",
     explain="A tensor hook is called with the gradient with respect to that tensor as it passes, "
             "before it is sent on: the same dy/dx that retain_grad would have kept.",
 )
 def hook_sees():
-    w, x, y = _chain()
+    w, x, y = _chain(1.0)
     seen = []
     x.register_hook(lambda g: seen.append(g.item()))
     y.backward()
@@ -110,14 +111,23 @@ def hook_sees():
 
 @predict_then_run(
     "03.hook-returns", Number(),
-    prompt="The same chain, with a hook meant only to look: x.register_hook(lambda g: g.clamp(max=10)). "
-           "After y.backward(), what is w.grad?",
-    explain="A hook that returns a tensor replaces the gradient with it: the 12 arriving at x became 10, "
-            "and the multiplication sent 10 * 3 on to w. A hook that only looks must return None.",
+    prompt="The chain started at w = 3 (x = w * 3, y = x ** 2), with a hook written to 'see whether the gradient "
+           "goes past 5': x.register_hook(lambda g: g.clamp(max=5)). After y.backward(), what is w.grad?",
+    explain="A hook that returns a tensor replaces the gradient with it: the 18 arriving at x became 5, "
+            "and the multiplication sent 5 * 3 on to w. A hook that only looks must return None.",
+    misconceptions=[(lambda truth: _unhooked_grad(3.0),
+                     "that is w.grad without the hook. The hook returned g.clamp(max=5), and a tensor returned by "
+                     "a hook replaces the gradient for everything further down.")],
 )
 def hook_returns():
-    w, x, y = _chain()
-    x.register_hook(lambda g: g.clamp(max=10))
+    w, x, y = _chain(3.0)
+    x.register_hook(lambda g: g.clamp(max=5))
+    y.backward()
+    return w.grad.item()
+
+
+def _unhooked_grad(start):
+    w, x, y = _chain(start)
     y.backward()
     return w.grad.item()
 
@@ -126,26 +136,27 @@ def hook_returns():
 
 @predict_then_run(
     "03.autograd-grad", Number(),
-    prompt="The same chain (no hooks, no retain_grad): dx, dw = torch.autograd.grad(y, [x, w]). What are "
-           "dx and dw? Answer [dx, dw].",
+    prompt="The chain started at w = -1 (w = torch.tensor(-1.0, requires_grad=True); x = w * 3; y = x ** 2), "
+           "no hooks, no retain_grad: dx, dw = torch.autograd.grad(y, [x, w]). What are dx and dw? "
+           "Answer [dx, dw].",
     explain="autograd.grad runs the same backward pass as y.backward() and hands back the gradients with "
-            "respect to the inputs you name: 12 at x, 36 at w.",
+            "respect to the inputs you name: 2x = -6 at x, 3 * (-6) = -18 at w.",
 )
 def autograd_grad():
-    w, x, y = _chain()
+    w, x, y = _chain(-1.0)
     dx, dw = torch.autograd.grad(y, [x, w])
     return [dx.item(), dw.item()]
 
 
 @predict_then_run(
     "03.autograd-grad-stores", Names(pool=("w", "x", "y")),
-    prompt="After dx, dw = torch.autograd.grad(y, [x, w]) on the same chain, which of w, x, y have a .grad "
-           "that is not None? Answer a set of names (set() for none).",
+    prompt="After dx, dw = torch.autograd.grad(y, [x, w]) on that chain (w = -1), which of w, x, y have a "
+           ".grad that is not None? Answer a set of names (set() for none).",
     explain="autograd.grad returns gradients instead of storing them: no AccumulateGrad node writes into "
             "w.grad, so an experiment made with it leaves the training state as it found it.",
 )
 def autograd_grad_stores():
-    w, x, y = _chain()
+    w, x, y = _chain(-1.0)
     torch.autograd.grad(y, [x, w])
     return {name for name, t in {"w": w, "x": x, "y": y}.items() if _read_grad(t) is not None}
 
@@ -169,33 +180,98 @@ def retained_under_grad():
 
 # --- 4. node hooks: the order backward runs --------------------------------------------------
 
-def _branching():
-    w = torch.tensor(2.0, requires_grad=True)
-    a = w * 3
-    b = w.exp()
-    return w, a, b, a.sin() + a / b
+def _two_leaves():
+    w1 = torch.tensor(2.0, requires_grad=True)
+    w2 = torch.tensor(3.0, requires_grad=True)
+    return w1, w2, (w1.exp() * w2).sin()
 
 
-def backward_order(y):
-    """Node class names in the order backward runs them, seen by a pre-hook on every node."""
+def backward_order(y, leaves=None):
+    """The nodes in the order backward runs them, seen by a pre-hook on every node: a class name, or for an
+    AccumulateGrad node the name of its leaf (from ``leaves``, a dict name -> tensor)."""
+    by_id = {id(t): n for n, t in (leaves or {}).items()}
     ran = []
     for node in probes.nodes(y):
-        node.register_prehook(lambda grad_outputs, node=node: ran.append(probes.node_name(node)))
+        label = by_id.get(id(getattr(node, "variable", None)), probes.node_name(node))
+        node.register_prehook(lambda grad_outputs, label=label: ran.append(label))
     y.backward()
     return ran
 
 
 @predict_then_run(
     "03.node-order", Sequence(),
-    prompt="w = 2.0 (a leaf); a = w * 3; b = w.exp(); y = a.sin() + a / b. A pre-hook on every node of "
-           "y's graph logs the node's class name when backward runs it. In what order are they logged?",
-    explain="Backward is not the depth-first walk: a node runs only when every gradient meant for it has "
-            "arrived (the multiplication waits for both the sine and the division), and among the nodes "
-            "that are ready, the one created last runs first. AccumulateGrad runs once, last, with the sum.",
+    prompt="w1 = torch.tensor(2.0, requires_grad=True); w2 = torch.tensor(3.0, requires_grad=True); "
+           "y = (w1.exp() * w2).sin(). A pre-hook on every node of y's graph logs, when backward runs the node, "
+           "its class name, or for an AccumulateGrad node the name of its leaf ('w1' or 'w2'). In what order "
+           "are they logged?",
+    explain="A node runs once every gradient meant for it has arrived, and the engine then takes the ready "
+            "node with the highest sequence number. AccumulateGrad's is the largest there is, so a leaf's "
+            "gradient is stored as soon as it is complete: w2's right after the multiplication, before the "
+            "exp node runs.",
+    misconceptions=[(lambda truth: [n for n in truth if n not in ("w1", "w2")] + [n for n in truth if n in ("w1", "w2")],
+                     "AccumulateGrad does not wait for the rest of the graph: it has the highest priority in the "
+                     "engine and runs as soon as its leaf's gradient is complete.")],
 )
 def node_order():
-    *_, y = _branching()
-    return backward_order(y)
+    w1, w2, y = _two_leaves()
+    return backward_order(y, {"w1": w1, "w2": w2})
+
+
+# --- 4b. hooks practitioners use: after accumulation, and on modules ------------------------------
+
+@predict_then_run(
+    "03.post-accumulate", Number(),
+    prompt="w = torch.tensor(1.0, requires_grad=True); seen = []; w.register_hook(lambda g: seen.append(g.item())); "
+           "w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.item())); then (w * 5).backward() "
+           "twice (two fresh graphs). What is seen? Answer the list of four numbers.",
+    explain="The tensor hook runs on the gradient arriving from this pass, before AccumulateGrad adds it; the "
+            "post-accumulate hook runs after, is handed the tensor itself, and reads the running total in "
+            ".grad: 5, then 5, then 5, then 10.",
+    misconceptions=[(lambda truth: [truth[0]] * 4,
+                     "the post-accumulate hook reads p.grad after this pass was added to it: the running total, "
+                     "which is 10 after the second pass.")],
+)
+def post_accumulate():
+    w = torch.tensor(1.0, requires_grad=True)
+    seen = []
+    w.register_hook(lambda g: seen.append(g.item()))
+    w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.item()))
+    for _ in range(2):
+        (w * 5).backward()
+    return seen
+
+
+MODULE_SEES = ("the gradients of weight and bias", "the gradient with respect to x", "None",
+               "the gradient with respect to the output")
+
+
+@predict_then_run(
+    "03.module-hook-sees", Choice(*MODULE_SEES),
+    prompt="lin = torch.nn.Linear(3, 1); x = torch.randn(4, 3) (x does not require grad); "
+           "lin.register_full_backward_hook(hook), where hook(module, grad_input, grad_output) records "
+           "grad_input[0]; lin(x).sum().backward(). What is grad_input[0]: " +
+           ", ".join(repr(c) for c in MODULE_SEES) + "?",
+    explain="A module's full backward hook sees gradients with respect to the module's inputs (the tensors "
+            "passed to forward) and outputs, never its parameters. x does not require grad, so there is no "
+            "gradient for it: grad_input is (None,). The weights' gradients are read on the parameters.",
+    misconceptions=[("the gradients of weight and bias",
+                     "grad_input means the gradients with respect to the arguments of forward (here x), not the "
+                     "module's parameters; read those with a hook on each parameter.")],
+)
+def module_hook_sees():
+    lin = torch.nn.Linear(3, 1)
+    x = torch.randn(4, 3)
+    seen = []
+    lin.register_full_backward_hook(lambda module, grad_input, grad_output: seen.append(grad_input[0]))
+    lin(x).sum().backward()
+    g = seen[0]
+    if g is None:
+        return "None"
+    if tuple(g.shape) == tuple(x.shape):
+        return "the gradient with respect to x"
+    if tuple(g.shape) == (4, 1):
+        return "the gradient with respect to the output"
+    return "the gradients of weight and bias"
 
 
 # --- 5. the parameter that is not a leaf ---------------------------------------------------
@@ -257,83 +333,98 @@ def optimizer_non_leaf():
 WAYS = ("hook", "retain_grad", "autograd.grad")
 
 
-def _one_way(way):
-    """Read dy/dx on a fresh chain one way; return whether every .grad field stayed None."""
-    w, x, y = _chain()
-    if way == "hook":
-        x.register_hook(lambda g: None)
-        y.backward()
-    elif way == "retain_grad":
-        x.retain_grad()
-        y.backward()
-    else:
-        torch.autograd.grad(y, x)
-    return _read_grad(w) is None and _read_grad(x) is None
-
-
 @self_test(
-    "03.which-untouched", Names(pool=WAYS),
-    prompt="Three ways to read dy/dx on the chain w = 2, x = 3w, y = x ** 2, each on a fresh graph: 'hook' "
-           "(x.register_hook(f), then y.backward()), 'retain_grad' (x.retain_grad(), then y.backward()) and "
-           "'autograd.grad' (torch.autograd.grad(y, x)). After which of them are both w.grad and x.grad "
-           "still None?",
-    explain="A hook stores nothing, but the backward() that fires it fills every leaf's .grad; retain_grad "
-            "adds x.grad to that; autograd.grad returns the gradient and writes no field.",
+    "03.which-untouched", Names(pool=("u", "v", "m", "out")),
+    prompt="u = torch.tensor(1.0, requires_grad=True); v = torch.tensor(2.0, requires_grad=True); m = u * v; "
+           "m.retain_grad(); out = m.exp() + v; v.register_hook(lambda g: g * 0); "
+           "(gu,) = torch.autograd.grad(out, u). Which of u, v, m, out have a .grad that is not None afterwards? "
+           "Answer a set of names (set() for none).",
+    explain="autograd.grad writes no leaf's .grad, so u and v stay None whatever the hook does (and v's hook "
+            "never even runs: v's gradient was not asked for). retain_grad() on m is a standing order, obeyed "
+            "by every backward pass, autograd.grad's included.",
+    hints=("Take the three instructions one at a time: which of them can write a .grad field at all?",
+           "torch.autograd.grad returns gradients instead of storing them in leaves; retain_grad() belongs to "
+           "the tensor and is obeyed by whichever backward pass goes through it."),
+    misconceptions=[(set(), "retain_grad() is attached to m, not to backward(): the pass that autograd.grad runs "
+                            "goes through m and stores its gradient there."),
+                    (lambda truth: set(truth) | {"u"}, "autograd.grad hands u's gradient back to you (gu) and "
+                                                        "leaves u.grad alone.")],
 )
 def which_untouched():
-    return {way for way in WAYS if _one_way(way)}
+    u = torch.tensor(1.0, requires_grad=True)
+    v = torch.tensor(2.0, requires_grad=True)
+    m = u * v
+    m.retain_grad()
+    out = m.exp() + v
+    v.register_hook(lambda g: g * 0)
+    torch.autograd.grad(out, u)
+    return {n for n, t in {"u": u, "v": v, "m": m, "out": out}.items() if _read_grad(t) is not None}
 
 
 @self_test(
     "03.hook-on-shared", Number(),
-    prompt="w = 2.0 (a leaf); x = w * 3; calls = []; x.register_hook(lambda g: calls.append(g.item())); "
-           "y = x ** 2 + 5 * x; y.backward(). How many times is the hook called, and with what value? "
-           "Answer [calls, value].",
-    explain="x is used twice, but its two contributions are added before its node runs, and the hook "
-            "sees that sum once: 2x + 5 = 17.",
+    prompt="a = torch.tensor(0.5, requires_grad=True); h = a * 4; calls = []; "
+           "h.register_hook(lambda g: calls.append(g.item())); out = h ** 2 + 5 * h; out.backward(). How many "
+           "times is the hook called, and with what value? Answer [calls, value].",
+    explain="h is used twice, but its two contributions are added before its node runs, and the hook "
+            "sees that sum once: 2h + 5 = 9.",
+    hints=("How many gradients does h receive, and does backward deliver them to h separately or together?",
+           "A tensor hook runs when the gradient with respect to that tensor is complete: the sum of what every "
+           "use of h sent back. d/dh of h ** 2 + 5 * h at h = 2."),
+    misconceptions=[(lambda truth: [2, *truth[1:]], "backward adds the contributions of both uses before h's "
+                                                     "hook runs; the hook sees the total once.")],
 )
 def hook_on_shared():
-    w = torch.tensor(2.0, requires_grad=True)
-    x = w * 3
+    a = torch.tensor(0.5, requires_grad=True)
+    h = a * 4
     calls = []
-    x.register_hook(lambda g: calls.append(g.item()))
-    (x ** 2 + 5 * x).backward()
+    h.register_hook(lambda g: calls.append(g.item()))
+    (h ** 2 + 5 * h).backward()
     return [len(calls), *calls[:1]]
 
 
 @self_test(
     "03.leaf-hook-second", Number(),
-    prompt="w = 2.0 (a leaf); seen = []; w.register_hook(lambda g: seen.append(g.item())); y = (w * 3) ** 2; "
-           "y.backward(retain_graph=True); y.backward(). What did the hook receive the second time, and what "
-           "is w.grad now? Answer [second value, w.grad].",
+    prompt="p = torch.tensor(1.5, requires_grad=True); got = []; p.register_hook(lambda g: got.append(g.item())); "
+           "z = (p * 2) ** 2; z.backward(retain_graph=True); z.backward(). What did the hook receive the second "
+           "time, and what is p.grad now? Answer [second value, p.grad].",
     explain="A hook on a leaf sees the gradient arriving from this pass, before AccumulateGrad adds it to "
-            "w.grad; the field holds the running total of both passes.",
+            "p.grad; the field holds the running total of both passes.",
+    hints=("Does a tensor hook on a leaf run before or after the gradient is added into p.grad?",
+           "The hook sees what this pass brings (dz/dp = 8p); AccumulateGrad then adds it to whatever .grad "
+           "already holds."),
+    misconceptions=[(lambda truth: [truth[1], truth[1]], "the hook sees the gradient arriving from this pass, "
+                                                         "before it is added to p.grad, not the running total.")],
 )
 def leaf_hook_second():
-    w = torch.tensor(2.0, requires_grad=True)
-    seen = []
-    w.register_hook(lambda g: seen.append(g.item()))
-    y = (w * 3) ** 2
-    y.backward(retain_graph=True)
-    y.backward()
-    return [seen[-1], w.grad.item()]
+    p = torch.tensor(1.5, requires_grad=True)
+    got = []
+    p.register_hook(lambda g: got.append(g.item()))
+    z = (p * 2) ** 2
+    z.backward(retain_graph=True)
+    z.backward()
+    return [got[-1], p.grad.item()]
 
 
 @self_test(
     "03.retain-accumulates", Number(),
-    prompt="w = 2.0 (a leaf); x = w * 3; x.retain_grad(); y = x ** 2; y.backward(retain_graph=True); "
-           "y.backward(). What is x.grad?",
-    explain="A retained gradient behaves like a leaf's: each backward pass adds to it, so it needs "
-            "zeroing just the same.",
+    prompt="q = torch.tensor(-0.5, requires_grad=True); h = q * 4; h.retain_grad(); out = h ** 2; "
+           "out.backward(retain_graph=True); out.backward(). What is h.grad?",
+    explain="A retained gradient behaves like a leaf's: each backward pass adds to it (2h = -4 each time), "
+            "so it needs zeroing just the same.",
+    hints=("Two backward passes go through h. Does the second replace h.grad or add to it?",
+           "retain_grad() makes h's gradient behave like a leaf's .grad: each pass adds d out / dh = 2h to it."),
+    misconceptions=[(lambda truth: truth / 2, "that is one pass's gradient. A retained gradient accumulates "
+                                              "across passes like a leaf's .grad.")],
 )
 def retain_accumulates():
-    w = torch.tensor(2.0, requires_grad=True)
-    x = w * 3
-    x.retain_grad()
-    y = x ** 2
-    y.backward(retain_graph=True)
-    y.backward()
-    return x.grad.item()
+    q = torch.tensor(-0.5, requires_grad=True)
+    h = q * 4
+    h.retain_grad()
+    out = h ** 2
+    out.backward(retain_graph=True)
+    out.backward()
+    return h.grad.item()
 
 
 # --- exercise A: the three ways on generated programs ---------------------------------------
@@ -493,6 +584,11 @@ class ThreeWays(Kind):
     explain="All three read the same gradient; they differ in what they leave behind. A hook stores "
             "nothing, but the backward() that fires it fills the leaves' .grad; retain_grad adds t's own; "
             "autograd.grad writes no .grad at all.",
+    hints=("Call build() three times, once per way: each way must start from a graph nothing has touched.",
+           "A hook must keep g somewhere you can read after backward (a list); t.retain_grad() must come before "
+           "out.backward(); torch.autograd.grad(out, t) returns a tuple.",
+           "names: the keys of `named` whose tensor's .grad is not None afterwards. Which leaves does "
+           "out.backward() write? (every leaf that requires grad and is reached)"),
 )
 def three_ways(case):
     out_ = {}
@@ -806,6 +902,12 @@ class StepReport(Kind):
     explain="A hook runs on every backward pass, so it can test a condition cheaply and stay silent "
             "otherwise; torch.isfinite catches NaN and both infinities at once. Returning None is what "
             "keeps a watch from becoming an edit.",
+    hints=("The hook needs memory that outlives each call: a step counter and the first bad step, kept in a "
+           "closure (a dict or nonlocal variables) that report() reads too.",
+           "torch.isnan misses infinities; torch.isfinite(g).all() is False for NaN, inf and -inf alike. Count "
+           "every call, good or bad, and record only the first bad one.",
+           "Return nothing from the hook and never write into g: a returned tensor, or g.zero_(), changes the "
+           "gradient that reaches w."),
 )
 def nonfinite_watch(case):
     ns = case.fresh()

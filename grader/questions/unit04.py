@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
-from .. import isolation, probes, programs, traces
-from ..kinds import (BadAnswer, Boolean, Choice, Error, Function, Name, Names, Number, Sequence, short,
+from .. import probes, programs, traces
+from ..kinds import (BadAnswer, Choice, Error, Function, Name, Names, Number, Sequence, short,
                      type_words)
 from ..question import exercise, predict_then_run, self_test
 
@@ -18,10 +18,12 @@ from ..question import exercise, predict_then_run, self_test
 
 
 @predict_then_run(
-    "04.never-entered", Error("at the multiplication", "at backward", needs_message=True),
+    "04.never-entered", Error("at the multiplication", "at backward", needs_message=True,
+                              terms=(("grad_fn", "require grad", "requires grad", "requires_grad"),)),
     prompt="x = torch.tensor([2.0]) (no requires_grad); y = x * 3; loss = y.sum(); loss.backward(). Does it "
-           "raise, where ('at the multiplication' or 'at backward'), and with which words? Answer a pair "
-           "(place, words from the message).",
+           "raise, where ('at the multiplication' or 'at backward'), and what does the message say? Answer a pair "
+           "(place, your words). The place is graded exactly; your words are graded on the key idea: what the "
+           "loss lacks (they must mention grad_fn or requiring grad).",
     explain="Nothing on the way to the loss required grad, so nothing was recorded: the loss has no grad_fn "
             "and backward has no node to start from. The message describes that state, not its cause.",
 )
@@ -52,13 +54,16 @@ def _patched_loop(flag: bool, patch: bool, steps: int = 20):
 
 
 @predict_then_run(
-    "04.patched-loss", Number(),
+    "04.patched-loss", Number(tol=5e-3),
     prompt="x = [1., 2., 3.], y = 2 * x, w = torch.tensor(0.0) created without requires_grad, "
            "opt = torch.optim.SGD([w], lr=0.05). Twenty steps of: loss = ((w * x - y) ** 2).mean(); "
            "loss.requires_grad = True; opt.zero_grad(); loss.backward(); opt.step(). What is loss.item() "
-           "at the first step and at the last? Answer [first, last].",
+           "at the first step and at the last? Answer [first, last] (2 decimals).",
     explain="Setting requires_grad on the loss makes the loss itself a new leaf: backward runs, but the only "
             "gradient it computes is for the loss. w.grad stays None, SGD skips w, and the loss never moves.",
+    misconceptions=[(lambda truth: [truth[0], 0.0],
+                     "the loss falls only if w learns, and w never receives a gradient: the patched loss is a "
+                     "leaf of its own, with no record of w.")],
 )
 def patched_loss():
     losses, _ = _patched_loop(flag=False, patch=True)
@@ -81,22 +86,6 @@ def detach_write():
     d = h.detach()
     d[0] = 99.0
     return h.tolist()
-
-
-@predict_then_run(
-    "04.data-write", Number(),
-    prompt="w = torch.tensor(1.0, requires_grad=True); y = w.exp(); y.data.add_(1); y.backward(). "
-           "What is w.grad? (4 decimals)",
-    explain="The exp node kept its output y to compute its slope. The write through .data changed that "
-            "saved value without bumping y's version counter, so backward used e + 1 where the slope of "
-            "exp at 1 is e. The same write through detach() is caught at backward.",
-)
-def data_write():
-    w = torch.tensor(1.0, requires_grad=True)
-    y = w.exp()
-    y.data.add_(1)
-    y.backward()
-    return w.grad.item()
 
 
 # --- 3. detach acts on a tensor, no_grad on a region -------------------------------------------
@@ -146,12 +135,15 @@ def evaluate(w, x):
 
 
 @predict_then_run(
-    "04.inference-reuse", Error("in the helper", "at the multiplication", "at backward", needs_message=True),
+    "04.inference-reuse", Error("in the helper", "at the multiplication", "at backward", needs_message=True,
+                                terms=(("inference",), ("saved", "save", "saving", "kept", "keep"))),
     prompt="evaluate(w, x) returns (w * x).relu() computed inside torch.inference_mode(). "
            "w = torch.tensor([0.5, 2.0], requires_grad=True); x = torch.tensor([1.0, 3.0]); "
            "cached = evaluate(w, x)  (in the helper); head = torch.tensor([1.0, 1.0], requires_grad=True); "
            "pred = cached * head  (at the multiplication); pred.sum().backward()  (at backward). "
-           "Does it raise, where, and with which words?",
+           "Does it raise, where, and what does the message say? Answer a pair (place, your words): the place "
+           "is graded exactly, your words on the key idea (what kind of tensor, and what may not be done "
+           "with it).",
     explain="cached is an inference tensor. Multiplying it by head needs cached saved for head's gradient, "
             "and inference tensors may not be saved: the failure appears at the first recorded operation "
             "that must keep it, far from the helper.",
@@ -166,6 +158,69 @@ def inference_reuse():
     pred = cached * head
     yield "at backward"
     pred.sum().backward()
+
+
+# --- 4b. turning gradients off: the whole picture --------------------------------------------------
+
+def _four_offs():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 2)
+    x = torch.randn(4, 3, requires_grad=True)
+    with torch.no_grad():
+        a = lin(x)
+    with torch.inference_mode():
+        b = lin(x)
+    lin.eval()
+    c = lin(x)
+    for p in lin.parameters():
+        p.requires_grad_(False)
+    d = lin(x)
+    return {"a": a, "b": b, "c": c, "d": d}
+
+
+@predict_then_run(
+    "04.four-offs", Names(pool=("a", "b", "c", "d")),
+    prompt="lin = torch.nn.Linear(3, 2); x = torch.randn(4, 3, requires_grad=True). with torch.no_grad(): "
+           "a = lin(x). with torch.inference_mode(): b = lin(x). Then lin.eval(); c = lin(x). Then "
+           "for p in lin.parameters(): p.requires_grad_(False); d = lin(x). Which of a, b, c, d have a grad_fn? "
+           "Answer a set of names.",
+    explain="no_grad and inference_mode are regions: nothing inside is recorded. eval() only switches layers "
+            "such as dropout and batch norm to their evaluation behaviour; autograd records as before. "
+            "requires_grad_(False) freezes the parameters, but x still requires grad, so the layer is recorded "
+            "for x's sake.",
+    misconceptions=[(lambda truth: set(truth) - {"c"},
+                     "model.eval() does not turn autograd off: it changes how layers such as dropout behave. "
+                     "The output still has a grad_fn.")],
+)
+def four_offs():
+    made = _four_offs()
+    return {n for n, t in made.items() if t.grad_fn is not None}
+
+
+@predict_then_run(
+    "04.nested-modes", Sequence(),
+    prompt="w = torch.tensor(2.0, requires_grad=True). with torch.no_grad(): a = w * 3; inside it, with "
+           "torch.enable_grad(): b = w * 3, and inside that, with torch.set_grad_enabled(False): c = w * 3; "
+           "back in the no_grad block (after the enable_grad block): d = b * 2. What are the class names of "
+           "a.grad_fn, b.grad_fn, c.grad_fn, d.grad_fn? Answer a list, writing 'None' where there is none.",
+    explain="Grad mode is one switch, and the innermost block sets it for as long as it lasts: enable_grad "
+            "turns recording back on inside no_grad, set_grad_enabled(False) turns it off again, and when a "
+            "block ends the previous setting returns. d is computed under no_grad, so it is not recorded even "
+            "though b was.",
+    misconceptions=[(lambda truth: [truth[0], truth[1], truth[2], truth[1]],
+                     "d = b * 2 runs back inside the no_grad block: whether b has a history does not matter, the "
+                     "multiplication itself is not recorded.")],
+)
+def nested_modes():
+    w = torch.tensor(2.0, requires_grad=True)
+    with torch.no_grad():
+        a = w * 3
+        with torch.enable_grad():
+            b = w * 3
+            with torch.set_grad_enabled(False):
+                c = w * 3
+        d = b * 2
+    return [probes.node_name(t.grad_fn) for t in (a, b, c, d)]
 
 
 # --- 5. a value that left through .item() --------------------------------------------------------
@@ -199,10 +254,13 @@ def _detached_stage():
 
 
 @predict_then_run(
-    "04.unused-input", Error("at autograd.grad", needs_message=True),
+    "04.unused-input", Error("at autograd.grad", needs_message=True,
+                             terms=(("not have been used", "not been used", "unused", "not used"),)),
     prompt="x = [1., 2., 3., 4.], target = 3 * x, w1 = 0.5 and w2 = 1.0 requiring grad; "
            "f = (w1 * x).detach(); loss = ((w2 * f - target) ** 2).mean(); then "
-           "torch.autograd.grad(loss, [w1, w2]) without allow_unused. Does it raise, and with which words?",
+           "torch.autograd.grad(loss, [w1, w2]) without allow_unused. Does it raise ('at autograd.grad' or "
+           "'no error'), and what does the message say? The place is graded exactly, your words on the key "
+           "idea (what is wrong with w1 as far as this graph is concerned).",
     explain="autograd.grad is asked for d loss / d w1, and the graph under loss has no path to w1. By "
             "default that is an error; allow_unused=True turns it into a None in the answer.",
 )
@@ -290,17 +348,26 @@ def frozen_loop():
     return [losses[0], losses[-1], w1.item(), w2.item()]
 
 
+REPAIRED_FACTS = ("w1 moved", "w2 moved", "w1 * w2 reached 3", "w2 reached 6")
+
+
 @predict_then_run(
-    "04.repaired-loop", Number(tol=5e-4),
+    "04.repaired-loop", Names(pool=REPAIRED_FACTS),
     prompt="The same loop and start (w1 = 0.5, w2 = 1.0, lr = 0.02, 400 steps), repaired: stage one logs "
-           "f.detach() but returns f itself. What are the final w1, w2 and w1 * w2? Answer [w1, w2, "
-           "w1 * w2] (3 decimals).",
-    explain="Only the product is pinned by the target (w1 * w2 = 3); how it splits depends on the start and "
-            "the steps. The evidence of the repair is that w1 moved at all.",
+           "f.detach() but returns f itself. Which of these hold at the end: 'w1 moved', 'w2 moved', "
+           "'w1 * w2 reached 3', 'w2 reached 6' (each to 3 decimals)? Answer a set.",
+    explain="Both weights now receive gradients, so both move. The target pins only the product, w1 * w2 = 3; "
+            "with w1 moving too, w2 no longer has to carry the whole job alone, so it stops short of 6.",
+    misconceptions=[(lambda truth: set(truth) | {"w2 reached 6"},
+                     "w2 reached 6 only because w1 was stuck at 0.5 (0.5 * 6 = 3). Once w1 moves, the product "
+                     "splits between them.")],
 )
 def repaired_loop():
     _, w1, w2, _ = _syllabus_loop(train_repaired)
-    return [w1.item(), w2.item(), (w1 * w2).item()]
+    a, b = w1.item(), w2.item()
+    facts = {"w1 moved": abs(a - 0.5) > 1e-3, "w2 moved": abs(b - 1.0) > 1e-3,
+             "w1 * w2 reached 3": abs(a * b - 3.0) < 1e-3, "w2 reached 6": abs(b - 6.0) < 1e-3}
+    return {f for f, held in facts.items() if held}
 
 
 # --- 8. the fix that fixes nothing ---------------------------------------------------------------
@@ -318,21 +385,27 @@ loss = ((prediction - target) ** 2).mean()
 loss.backward()"""
 
 
+FAKE_FIX_NAMES = ("encoder_scale", "head_weight", "features", "prediction")
+
+
 @predict_then_run(
-    "04.fake-fix-grads", Number(),
+    "04.fake-fix-grads", Names(pool=FAKE_FIX_NAMES),
     prompt="encoder_scale = 2.0 and head_weight = 0.5 require grad; x = [1., 2., 3.], target = 2 * x. "
            "with torch.no_grad(): features = encoder_scale * x; then features.requires_grad_(True) (the "
            "'fix'); prediction = head_weight * features; loss = ((prediction - target) ** 2).mean(); "
-           "loss.backward(). What are head_weight.grad and the three entries of features.grad? Answer "
-           "[head_weight.grad, f0, f1, f2] (4 decimals).",
+           "loss.backward(). Which of encoder_scale, head_weight, features, prediction have a .grad that is "
+           "not None? Answer a set of names.",
     explain="requires_grad_(True) made features a new leaf in the middle of the model: it gets a real "
             "gradient, and so does the head, but encoder_scale.grad stays None, because the multiplication "
-            "that used it was never recorded.",
+            "that used it was never recorded. prediction is a non-leaf, so its gradient was passed on, not kept.",
+    misconceptions=[(lambda truth: set(truth) | {"encoder_scale"},
+                     "requires_grad_(True) makes features a new leaf from here on; it cannot reach back to the "
+                     "multiplication that ran under no_grad, so nothing leads to encoder_scale.")],
 )
 def fake_fix_grads():
     tr = traces.trace(FAKE_FIX_SOURCE)
-    head, features = tr.names["head_weight"], tr.names["features"]
-    return [head.grad.item()] + features.grad.tolist()
+    named = {n: tr.names[n] for n in FAKE_FIX_NAMES}
+    return {n for n, t in named.items() if (t.is_leaf or t.retains_grad) and t.grad is not None}
 
 
 # --- self-test -------------------------------------------------------------------------------------
@@ -344,6 +417,11 @@ def fake_fix_grads():
            "(same untyped_storage().data_ptr())? Answer a set of names.",
     explain="detach() and .data both give a new tensor over the same memory; clone() and a rebuild from "
             "Python values make new memory.",
+    hints=("For each, ask: was any memory allocated, or is this a second view of h's numbers?",
+           "detach() and .data cut the history and copy nothing; clone() copies; .tolist() leaves tensors "
+           "altogether, so torch.tensor(...) must allocate anew."),
+    misconceptions=[({"d1"}, ".data, like detach(), is a history-free tensor over the same memory: it copies "
+                             "nothing.")],
 )
 def closed_book_shares():
     h = torch.tensor([1.0, 2.0], requires_grad=True) * 2
@@ -352,51 +430,34 @@ def closed_book_shares():
     return {n for n, t in made.items() if t.untyped_storage().data_ptr() == ptr}
 
 
-@self_test(
-    "04.closed-book-fake-fix-who", Names(pool=("encoder_scale", "head_weight", "features", "prediction")),
-    prompt="The fix that fixes nothing: x = [1., 2., 3.], target = 2 * x, encoder_scale = 2.0 and head_weight "
-           "= 0.5 requiring grad; with torch.no_grad(): features = encoder_scale * x; "
-           "features.requires_grad_(True); prediction = head_weight * features; loss = ((prediction - "
-           "target) ** 2).mean(); loss.backward(). Which of encoder_scale, head_weight, features, prediction "
-           "have a .grad that is not None?",
-    explain="The leaves the loss reaches are head_weight and the new leaf features; prediction is a non-leaf, "
-            "and encoder_scale is not in the graph at all, because the product that used it was not recorded.",
-)
-def closed_book_fake_fix_who():
-    tr = traces.trace(FAKE_FIX_SOURCE)
-    named = {n: tr.names[n] for n in ("encoder_scale", "head_weight", "features", "prediction")}
-    return {n for n, t in named.items() if (t.is_leaf or t.retains_grad) and t.grad is not None}
+GATE_SOURCE = """\
+w = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+b = torch.tensor(1.5, requires_grad=True)
+h = (w * b).tanh()
+gate = (h > 0).float()
+out = gate * b + h.detach()
+loss = (out ** 2).sum()"""
 
 
 @self_test(
-    "04.closed-book-rebuilt", Names(pool=("w", "prediction", "rebuilt")),
-    prompt="w = torch.tensor([1.0, 2.0], requires_grad=True); prediction = w * 3; "
-           "rebuilt = torch.tensor(prediction.tolist(), requires_grad=True); rebuilt.sum().backward(). "
-           "Which of w, prediction, rebuilt have a .grad that is not None?",
-    explain="The values left through .tolist(); requires_grad=True started a new graph at rebuilt. w is not "
-            "in it, and prediction is a non-leaf of a graph backward never ran.",
+    "04.closed-book-edge", Number(tol=0),
+    prompt="Number the statements from 1: (1) w = torch.tensor([0.5, -1.0, 2.0], requires_grad=True); "
+           "(2) b = torch.tensor(1.5, requires_grad=True); (3) h = (w * b).tanh(); (4) gate = (h > 0).float(); "
+           "(5) out = gate * b + h.detach(); (6) loss = (out ** 2).sum(). Which statement is the first broken "
+           "edge on w's path to the loss?",
+    explain="h still leads back to w. A comparison has no derivative: gate is a bool turned float, with no "
+            "grad_fn, so statement 4 is where every route from w stops (the detach in statement 5 cuts the "
+            "other route, later). No error is raised: b gets a gradient, w gets None.",
+    hints=("List the statements that carry w's numbers towards the loss, and for each ask: does its result's "
+           "record still lead back to w?",
+           "A comparison returns a bool tensor, which cannot require grad: autograd records nothing for it, "
+           "and no error says so."),
+    misconceptions=[(lambda truth: truth + 1, "the detach in statement 5 does cut a route from w, but an earlier "
+                                              "statement has already cut the other: the comparison in 4.")],
 )
-def closed_book_rebuilt():
-    w = torch.tensor([1.0, 2.0], requires_grad=True)
-    prediction = w * 3
-    rebuilt = torch.tensor(prediction.tolist(), requires_grad=True)
-    rebuilt.sum().backward()
-    named = {"w": w, "prediction": prediction, "rebuilt": rebuilt}
-    return {n for n, t in named.items() if (t.is_leaf or t.retains_grad) and t.grad is not None}
-
-
-@self_test(
-    "04.closed-book-allow-unused", Boolean(),
-    prompt="For the detached stage (f = (w1 * x).detach(); loss = ((w2 * f - target) ** 2).mean()), "
-           "g = torch.autograd.grad(loss, [w1, w2], allow_unused=True). Is g[0] None (rather than a "
-           "tensor of zeros)?",
-    explain="None means 'no path from this loss to this input'; a zero would mean a path whose derivative "
-            "happens to be zero. allow_unused keeps the two apart.",
-)
-def closed_book_allow_unused():
-    w1, w2, loss = _detached_stage()
-    g = torch.autograd.grad(loss, [w1, w2], allow_unused=True)
-    return g[0] is None
+def closed_book_edge():
+    tr = traces.trace(GATE_SOURCE)
+    return traces.first_broken_edge(tr, "w").number
 
 
 def _grad_state(t):
@@ -405,31 +466,110 @@ def _grad_state(t):
     return "a tensor of zeros" if not t.grad.any() else "a nonzero tensor"
 
 
+GRAD_STATES = ("None", "a tensor of zeros", "a nonzero tensor", "an error at backward")
+
+
 @self_test(
-    "04.closed-book-frozen-grad", Choice("None", "a tensor of zeros", "a nonzero tensor"),
-    prompt="After the 400 steps of train_frozen (stage one returns a detached copy; the update subtracts "
-           "lr * p.grad and then calls p.grad.zero_() for every p whose grad is not None), what is "
-           "w1.grad: 'None', 'a tensor of zeros' or 'a nonzero tensor'?",
-    explain="w1 was never reached by any backward, so its .grad was never created: None, not zero. w2's is "
-            "a tensor of zeros, because the update zeroed it.",
+    "04.closed-book-frozen-grad", Choice(*GRAD_STATES),
+    prompt="enc = torch.tensor(1.0, requires_grad=True); head = torch.tensor(0.5, requires_grad=True); "
+           "opt = torch.optim.SGD([enc, head], lr=0.1); x = torch.tensor([1.0, 2.0]). Three steps of: "
+           "opt.zero_grad(set_to_none=False); feats = (enc * x).detach(); loss = ((head * feats - x) ** 2).mean(); "
+           "loss.backward(); opt.step(). What is enc.grad afterwards: " + ", ".join(repr(g) for g in GRAD_STATES)
+           + "?",
+    explain="enc never reaches the loss (the detach cut it), so no backward ever created enc.grad. "
+            "zero_grad(set_to_none=False) zeroes a .grad that exists and leaves a missing one missing: None.",
+    hints=("Does any backward pass reach enc? Where does its path to the loss stop?",
+           "zero_grad(set_to_none=False) calls .zero_() on each .grad that is not None; it creates nothing."),
+    misconceptions=[("a tensor of zeros", "zero_grad(set_to_none=False) zeroes existing gradients; enc never "
+                                          "had one, so its .grad is still None.")],
 )
 def closed_book_frozen_grad():
-    _, w1, _, _ = _syllabus_loop(train_frozen)
-    return _grad_state(w1)
+    enc = torch.tensor(1.0, requires_grad=True)
+    head = torch.tensor(0.5, requires_grad=True)
+    opt = torch.optim.SGD([enc, head], lr=0.1)
+    x = torch.tensor([1.0, 2.0])
+    for _ in range(3):
+        opt.zero_grad(set_to_none=False)
+        feats = (enc * x).detach()
+        loss = ((head * feats - x) ** 2).mean()
+        try:
+            loss.backward()
+        except RuntimeError:
+            return "an error at backward"
+        opt.step()
+    return _grad_state(enc)
+
+
+def _grad_word(g):
+    if g is None:
+        return "None"
+    return "zero" if not g.any() else "nonzero"
 
 
 @self_test(
-    "04.closed-book-edge", Number(tol=0),
-    prompt="Number the statements of the 'fix that fixes nothing' from 1 (1 x = ..., 2 target = 2 * x, 3 "
-           "encoder_scale = ..., 4 head_weight = ..., 5 the with torch.no_grad() block computing features, 6 "
-           "features.requires_grad_(True), 7 prediction = ..., 8 loss = ..., 9 loss.backward()). Which "
-           "statement is the first broken edge on encoder_scale's path to the loss?",
-    explain="Before statement 5 encoder_scale requires grad; the features it produces there have no record "
-            "of it. Everything after that is intact, so no line after it can repair the path.",
+    "04.closed-book-allow-unused", Sequence(),
+    prompt="a = torch.tensor(2.0, requires_grad=True), b = torch.tensor(3.0, requires_grad=True), "
+           "c = torch.tensor(4.0, requires_grad=True); out = a * 0 + b.floor() * 2 + (c > 0).float(); "
+           "g = torch.autograd.grad(out, [a, b, c], allow_unused=True). For each of g[0], g[1], g[2], is it "
+           "None, a tensor equal to zero, or a nonzero tensor? Answer a list of three words, each 'None', "
+           "'zero' or 'nonzero'.",
+    explain="None means 'no path from out to this input'; zero means a path whose derivative happens to be "
+            "zero. a * 0 is recorded (derivative 0); floor is recorded too, with derivative 0 almost everywhere; "
+            "the comparison records nothing, so c has no path at all.",
+    hints=("For each input, ask first whether out's record reaches it at all, and only then what the "
+           "derivative is.",
+           "Multiplying by 0 and floor() are recorded operations whose derivative is 0; a comparison gives a "
+           "bool tensor with no grad_fn."),
+    misconceptions=[(lambda truth: ["None" if w == "zero" else w for w in truth],
+                     "a zero gradient is still a path: a * 0 and floor() are recorded, and their derivative is 0. "
+                     "None is kept for inputs the graph does not reach.")],
 )
-def closed_book_edge():
-    tr = traces.trace(FAKE_FIX_SOURCE)
-    return traces.first_broken_edge(tr, "encoder_scale").number
+def closed_book_allow_unused():
+    a = torch.tensor(2.0, requires_grad=True)
+    b = torch.tensor(3.0, requires_grad=True)
+    c = torch.tensor(4.0, requires_grad=True)
+    out = a * 0 + b.floor() * 2 + (c > 0).float()
+    return [_grad_word(g) for g in torch.autograd.grad(out, [a, b, c], allow_unused=True)]
+
+
+@self_test(
+    "04.closed-book-modes", Names(pool=("a", "b", "c", "d")),
+    prompt="w = torch.tensor(1.0, requires_grad=True). frozen(t) is decorated with @torch.no_grad() and returns "
+           "t * 2; tracked(t) is decorated with @torch.enable_grad() and returns t * 3. Then: with "
+           "torch.no_grad(): a = tracked(w). b = frozen(w) * w. with torch.set_grad_enabled(False): "
+           "c = tracked(w) + frozen(w). with torch.inference_mode(): d = tracked(w). Which of a, b, c, d have a "
+           "grad_fn? Answer a set of names.",
+    explain="A decorator is a with-block around the function's body, and the innermost setting wins while it "
+            "lasts: tracked records even inside no_grad (a), frozen's result has no history but the product "
+            "outside it is recorded (b), the addition in c runs with grad mode off, and inference_mode is not "
+            "undone by enable_grad (d).",
+    hints=("Treat each decorator as a with-block around the function's body, and ask which setting is "
+           "innermost when each multiplication or addition runs.",
+           "Only the operation that produces a tensor decides whether it has a grad_fn; and enable_grad turns "
+           "grad mode back on, but not inside inference_mode."),
+    misconceptions=[(lambda truth: set(truth) | {"d"},
+                     "enable_grad inside inference_mode switches grad mode on, yet nothing is recorded: "
+                     "inference_mode is a stronger setting that enable_grad does not undo.")],
+)
+def closed_book_modes():
+    w = torch.tensor(1.0, requires_grad=True)
+
+    @torch.no_grad()
+    def frozen(t):
+        return t * 2
+
+    @torch.enable_grad()
+    def tracked(t):
+        return t * 3
+
+    with torch.no_grad():
+        a = tracked(w)
+    b = frozen(w) * w
+    with torch.set_grad_enabled(False):
+        c = tracked(w) + frozen(w)
+    with torch.inference_mode():
+        d = tracked(w)
+    return {n for n, t in {"a": a, "b": b, "c": c, "d": d}.items() if t.grad_fn is not None}
 
 
 # --- exercise 1: reachable leaves -----------------------------------------------------------------
@@ -478,6 +618,10 @@ def _as_leaf_names(raw, case, ns):
            "with detach, no_grad, inference_mode, .item() and .tolist() cuts, branches and shared leaves.",
     explain="Walk grad_fn and next_functions as in unit 01; every AccumulateGrad node holds its leaf in "
             ".variable. A leaf behind a cut has no node in this graph, however much it requires grad.",
+    hints=("Start from loss.grad_fn and follow next_functions; a None entry there is an input that needs no "
+           "gradient.",
+           "Keep a set of nodes already visited: a shared leaf is one AccumulateGrad node reached by several "
+           "routes, and must be listed once. hasattr(node, 'variable') marks an AccumulateGrad node."),
 )
 def reachable_leaves_ex(case):
     ns = case.fresh()
@@ -604,6 +748,13 @@ def _as_edge_line(raw, case, ns):
     explain="The path stops where the record stops, not where .grad is found to be None: the first value "
             "that carries the parameter's numbers but not its history. Everything after it may be intact, "
             "which is why edits downstream cannot help.",
+    hints=("Two walks over the steps: forward, the names computed from the parameter (their inputs include "
+           "it or one of them); backward from 'loss', the names the loss was computed from. The route is where "
+           "they meet.",
+           "On the route, in program order, test each step's tensor with your reachable_leaves: does its record "
+           "lead back to the parameter? A Python number (after .item()) leads back to nothing.",
+           "Check the loss first: if its record reaches the parameter, return None, whatever cuts lie on "
+           "branches the loss never uses."),
 )
 def first_broken_edge_ex(case):
     ns = case.fresh()
@@ -611,134 +762,28 @@ def first_broken_edge_ex(case):
     return INTACT if step is None else step.line
 
 
-# --- exercise 3: the frozen loop, repaired ---------------------------------------------------------
+# --- 10. the quiet breaks: operations with no derivative ---------------------------------------------
 
-W1_MOVED = "w1 moved"
-LOG_KEPT = "feature log kept, detached"
-
-
-def _product_fact(k):
-    return f"w1 * w2 reached {k:g}"
+QUIET = ("top", "mask", "count", "rounded")
 
 
-class Properties(Names):
-    """A set of facts observed after a training run; a missing fact is named."""
-
-    def describe(self):
-        return "a set of facts"
-
-    def show(self, value):
-        return "; ".join(sorted(value)) if value else "none of the facts held"
-
-    def verdict_note(self, truth, value):
-        missing = sorted(set(truth) - set(value))
-        return ("did not hold after your loop: " + "; ".join(missing)) if missing else ""
-
-
-@dataclass
-class LoopCase:
-    seed: int
-    x: list
-    k: float
-    w1: float
-    w2: float
-    lr: float
-    steps: int
-    output: str = "w1"
-
-    @property
-    def size(self):
-        return self.steps
-
-    @property
-    def setup(self):
-        return (f"x = torch.tensor({self.x})\ntarget = {self.k} * x\n"
-                f"w1 = torch.tensor({self.w1}, requires_grad=True)\n"
-                f"w2 = torch.tensor({self.w2}, requires_grad=True)\nfeature_log = []")
-
-    @property
-    def source(self):
-        return self.setup + f"\ntrain(x, target, w1, w2, lr={self.lr}, steps={self.steps}, feature_log=feature_log)"
-
-    @property
-    def label(self):
-        return f"loop #{self.seed} ({self.steps} steps, target {self.k:g} * x)"
-
-    def fresh(self):
-        ns: dict[str, Any] = {"torch": torch}
-        with isolation.clean_room():
-            exec(self.setup, ns)
-        ns.pop("__builtins__", None)
-        ns.update(lr=self.lr, steps=self.steps)
-        return ns
-
-    def drawing(self, ns=None):
-        return (f"start: w1 = {self.w1}, w2 = {self.w2}; wanted: w1 * w2 = {self.k:g}; "
-                f"lr = {self.lr}, {self.steps} steps")
-
-
-def _loop_facts(case, ns):
-    w1, w2, log = ns["w1"], ns["w2"], ns["feature_log"]
-    facts = set()
-    if isinstance(w1, torch.Tensor) and isinstance(w2, torch.Tensor):
-        w1v, w2v = float(w1.detach()), float(w2.detach())
-        if abs(w1v - case.w1) > 1e-3:
-            facts.add(W1_MOVED)
-        if abs(w1v * w2v - case.k) < 1e-3:
-            facts.add(_product_fact(case.k))
-    first = [v * case.w1 for v in case.x]       # stage one's features at the first step, as numbers
-    if (isinstance(log, list) and len(log) == case.steps and
-            all(isinstance(t, torch.Tensor) and not t.requires_grad and t.grad_fn is None for t in log)):
-        values = log[0].detach().flatten().tolist()
-        if len(values) == len(first) and all(abs(a - b) < 1e-5 for a, b in zip(values, first)):
-            facts.add(LOG_KEPT)
-    return facts
-
-
-@functools.lru_cache(maxsize=None)
-def _loop_case_list():
-    cases = [LoopCase(0, [1.0, 2.0, 3.0, 4.0], 3.0, 0.5, 1.0, 0.02, 400)]
-    rng = random.Random(424)
-    seed = 1
-    while len(cases) < 4 and seed < 200:
-        n = rng.choice([3, 4, 5])
-        x = [round(rng.uniform(0.5, 2.0), 1) for _ in range(n)]
-        k = rng.choice([1.5, 2.0, 2.5, 4.0])
-        case = LoopCase(seed, x, k, round(rng.uniform(0.3, 1.5), 1), round(rng.uniform(0.5, 1.5), 1),
-                        rng.choice([0.01, 0.02]), rng.choice([200, 300]))
-        seed += 1
-        ns = case.fresh()
-        with isolation.clean_room():
-            train_repaired(ns["x"], ns["target"], ns["w1"], ns["w2"], case.lr, case.steps, ns["feature_log"])
-        if len(_loop_facts(case, ns)) == 3:
-            cases.append(case)
-    return cases
-
-
-def _loop_cases():
-    return _loop_case_list()
-
-
-def _call_train(fn, case, ns):
-    return fn(ns["x"], ns["target"], ns["w1"], ns["w2"], ns["lr"], ns["steps"], ns["feature_log"])
-
-
-@exercise(
-    "04.repair-frozen-loop",
-    Function(returns=Properties(), cases=_loop_cases, call=_call_train,
-             convert=lambda raw, case, ns: _loop_facts(case, ns)),
-    prompt="Write train(x, target, w1, w2, lr, steps, feature_log): the loop of train_frozen, repaired. "
-           "Each step appends that step's stage-one features, detached, to feature_log, and updates w1 and "
-           "w2 in place. Checked after the call: w1 moved from its start, w1 * w2 reached the target's "
-           "multiplier, and the log holds one detached tensor per step.",
-    explain="The detach was doing a job, keeping the log free of graphs; it was in the wrong place. The "
-            "repair keeps it for the log and sends the computed tensor on, and the proof is that w1 moves, "
-            "not that the loss falls (it fell before the repair too).",
+@predict_then_run(
+    "04.quiet-break", Names(pool=QUIET),
+    prompt="w = torch.tensor([0.4, -1.3, 2.6], requires_grad=True); h = w * 2; top = h.argmax(); mask = h > 0; "
+           "count = h.long(); rounded = h.round(). Which of top, mask, count, rounded have a grad_fn? Answer a "
+           "set of names.",
+    explain="argmax, a comparison and an integer cast return integer or bool tensors, which cannot require "
+            "grad: nothing is recorded and nothing complains. round() returns floats and is recorded "
+            "(RoundBackward0); its derivative is zero almost everywhere, so it sends zeros, not None.",
+    misconceptions=[(lambda truth: set(truth) | {"top", "mask", "count"},
+                     "an integer or bool result cannot require grad: argmax, comparisons and integer casts are "
+                     "not recorded at all, and torch raises no error.")],
 )
-def repair_frozen_loop(case):
-    ns = case.fresh()
-    train_repaired(ns["x"], ns["target"], ns["w1"], ns["w2"], case.lr, case.steps, ns["feature_log"])
-    return _loop_facts(case, ns)
+def quiet_break():
+    w = torch.tensor([0.4, -1.3, 2.6], requires_grad=True)
+    h = w * 2
+    made = {"top": h.argmax(), "mask": h > 0, "count": h.long(), "rounded": h.round()}
+    return {n for n, t in made.items() if t.grad_fn is not None}
 
 
 # --- exercise 4: why is .grad None? ----------------------------------------------------------------
@@ -777,6 +822,7 @@ _FILL = ("{x} * 3", "{x}.sin()", "{x} ** 2", "{x}.tanh()", "{x} * 0.5", "{x} + 1
 def why_case(seed: int, cause: str) -> WhyCase:
     """One small program in which ``name``.grad is None for the planted ``cause``."""
     rng = random.Random(seed)
+    turn = seed // len(traces.CAUSES)        # the variants of a cause come in turn, not by luck
     n = rng.choice([2, 3])
 
     def values():
@@ -785,6 +831,10 @@ def why_case(seed: int, cause: str) -> WhyCase:
     fill = lambda x: rng.choice(_FILL).format(x=x)  # noqa: E731
     lines = ["w = torch.tensor(" + values() + (")" if cause == traces.NEVER_ENTERED else ", requires_grad=True)"),
              "b = torch.tensor(" + values() + ", requires_grad=True)"]
+    # an optimizer whose zero_grad() runs before backward (harmless) or after it (the cause)
+    zero_first = cause == traces.NO_BACKWARD and turn % 2 == 0
+    if zero_first or cause == traces.CLEARED:
+        lines.append("opt = torch.optim.SGD([w, b], lr=0.1)")
     if rng.random() < 0.5:
         lines.append("c = torch.tensor(" + values() + ")")
         other = "c"
@@ -796,33 +846,51 @@ def why_case(seed: int, cause: str) -> WhyCase:
     lines.append(f"h = {h}")
     if rng.random() < 0.4:
         lines.append("log = " + rng.choice(["h.detach()", "h.sum().item()", "h.tolist()", "h.detach().clone()"]))
+    combine = ["k * b", "b + k", "(k * b).sin()", "b * k + b"]
     if cause == traces.DETACHED:
         lines.append("k = " + rng.choice(["h.detach()", "h.detach() * 2", "w.detach() * 3", "h.detach().sin()"]))
     elif cause == traces.NO_GRAD:
         lines.append("with torch.no_grad():\n    k = " + rng.choice(["h * 2", "h.exp()", f"h * {other}", "h + w"]))
+    elif cause == traces.INFERENCE:
+        lines.append("with torch.inference_mode():\n    k = " + rng.choice(["h * 2", "h.exp()", "h + 1", "h.relu()"]))
+        combine = ["b + k", "k + b", "(k + b).sin()", "(b + k) ** 2"]   # nothing may save an inference tensor
     elif cause == traces.ITEM:
         lines.append("k = " + rng.choice(["torch.tensor(h.sum().item())", "torch.tensor(h.tolist())",
                                           "torch.tensor(h.tolist(), requires_grad=True)",
                                           "torch.tensor(h.mean().item()) * 2"]))
+    elif cause == traces.NON_DIFFERENTIABLE:
+        forms = ["(h > 0).float()", "h.to(torch.int64) + 1", "h.argmax().float()", "two steps", "h.long() * 2",
+                 "(h < 0.5).float() * 2"]
+        form = forms[turn % len(forms)]
+        if form == "two steps":
+            lines.append("m = " + rng.choice(["h > 0", "h.argmax()", "h.round().long()"]))
+            lines.append("k = m.float()")
+        else:
+            lines.append("k = " + form)
     else:
         lines.append("k = " + fill("h"))
-    lines.append("z = " + rng.choice(["k * b", "b + k", "(k * b).sin()", "b * k + b"]))
+    lines.append("z = " + rng.choice(combine))
     if rng.random() < 0.4:
         lines.append("z = " + fill("z"))
     lines.append("loss = " + rng.choice(["(z ** 2).sum()", "z.sum()", "z.mean()"]))
+    if zero_first:
+        lines.append("opt.zero_grad()")
     if cause == traces.NO_BACKWARD:
-        choice = rng.choice(["none", "attribute", "guard"])
+        choice = ("none", "attribute", "guard")[turn % 3]
         if choice == "attribute":
             lines.append("loss.backward")
         elif choice == "guard":
             lines.append("if loss.item() > 1000.0:\n    loss.backward()")
     else:
         lines.append("loss.backward()")
+    if cause == traces.CLEARED:
+        lines.append(("opt.zero_grad()", "opt.step()\nopt.zero_grad()", "w.grad = None",
+                      "for p in (w, b):\n    p.grad = None")[turn % 4])
     if cause == traces.REBOUND:
-        lines.append(rng.choice(["with torch.no_grad():\n    w = w - 0.1 * w.grad",
-                                 "w = torch.tensor(w.tolist(), requires_grad=True)",
-                                 "w = w.detach().requires_grad_()",
-                                 "w = w.detach().clone()"]))
+        lines.append(("with torch.no_grad():\n    w = w - 0.1 * w.grad",
+                      "w = torch.tensor(w.tolist(), requires_grad=True)",
+                      "w = w.detach().requires_grad_()",
+                      "w = w.detach().clone()")[turn % 4])
     name = "h" if cause == traces.NOT_RETAINED else "w"
     return WhyCase(seed, lines, name, cause)
 
@@ -830,7 +898,7 @@ def why_case(seed: int, cause: str) -> WhyCase:
 @functools.lru_cache(maxsize=None)
 def _why_case_list():
     cases = []
-    for i, cause in enumerate(traces.CAUSES * 5):
+    for i, cause in enumerate(traces.CAUSES * 4):
         cases.append(why_case(4400 + i, cause))
     return sorted(cases, key=lambda c: (c.size, c.seed))
 
@@ -843,13 +911,22 @@ def _why_cases():
     "04.why-grad-none",
     Function(returns=Choice(*traces.CAUSES), cases=_why_cases,
              call=lambda fn, case, ns: fn(ns["trace"], ns["name"])),
-    prompt="Write why_grad_none(trace, name): trace is a traced program (steps, trace.names with every name's "
-           "value when it ended, trace.loss), and trace.names[name].grad is None. Return the cause, one of: "
+    prompt="Write why_grad_none(trace, name): trace is a traced program (steps, each with step.grad_names, the "
+           "names whose leaf held a .grad right after that step; trace.names with every name's value when it "
+           "ended; trace.loss), and trace.names[name].grad is None. Return the cause, one of: "
            + ", ".join(repr(c) for c in traces.CAUSES) + ".",
     explain="The procedure asks in order: is it the tensor the loss was computed from (rebound name)? does it "
-            "require grad (never entered)? is it a leaf (non-leaf not retained)? does the loss reach it "
-            "(then backward did not run)? and if not, what cut the path: detach, no_grad, or a value taken "
-            "out with .item() or .tolist().",
+            "require grad (never entered)? is it a leaf (non-leaf not retained)? does the loss reach it? If it "
+            "does, backward either never ran or ran and its result was cleared afterwards (zero_grad(), "
+            ".grad = None): the steps' grad_names tell which. If not, what cut the path: detach, no_grad, "
+            "inference_mode, a value taken out with .item() or .tolist(), or an operation with no derivative "
+            "(argmax, a comparison, an integer cast).",
+    hints=("Ask the questions in the order of section 10, each with live evidence: `is` for the rebinding, "
+           "requires_grad, is_leaf, then your reachable_leaves(trace.loss).",
+           "When the loss reaches the tensor, the record is whole: look at step.grad_names to see whether the "
+           "gradient ever arrived (then something cleared it) or never did.",
+           "When it does not, your first_broken_edge gives the statement; read what it does: a no_grad or "
+           "inference_mode block, a detach, .item()/.tolist(), or a result with an integer or bool dtype."),
 )
 def why_grad_none_ex(case):
     ns = case.fresh()

@@ -160,89 +160,24 @@ def edge_first_unreached_step(trace, name):
     return None
 
 
-# --- 04.repair-frozen-loop --------------------------------------------------------------------
-
-def train(x, target, w1, w2, lr, steps, feature_log):
-    for step in range(steps):
-        f = w1 * x
-        feature_log.append(f.detach())
-        loss = ((w2 * f - target) ** 2).mean()
-        loss.backward()
-        with torch.no_grad():
-            for p in (w1, w2):
-                p -= lr * p.grad
-                p.grad.zero_()
-
-
-def train_as_found(x, target, w1, w2, lr, steps, feature_log):
-    for step in range(steps):
-        f = (w1 * x).detach()
-        feature_log.append(f)
-        loss = ((w2 * f - target) ** 2).mean()
-        loss.backward()
-        with torch.no_grad():
-            for p in (w1, w2):
-                if p.grad is not None:
-                    p -= lr * p.grad
-                    p.grad.zero_()
-
-
-def train_logging_the_graph(x, target, w1, w2, lr, steps, feature_log):
-    for step in range(steps):
-        f = w1 * x
-        feature_log.append(f)
-        loss = ((w2 * f - target) ** 2).mean()
-        loss.backward()
-        with torch.no_grad():
-            for p in (w1, w2):
-                p -= lr * p.grad
-                p.grad.zero_()
-
-
-def train_rebinding_the_parameters(x, target, w1, w2, lr, steps, feature_log):
-    for step in range(steps):
-        f = w1 * x
-        feature_log.append(f.detach())
-        loss = ((w2 * f - target) ** 2).mean()
-        loss.backward()
-        with torch.no_grad():
-            w1 = (w1 - lr * w1.grad).requires_grad_()
-            w2 = (w2 - lr * w2.grad).requires_grad_()
-
-
-def train_without_zeroing(x, target, w1, w2, lr, steps, feature_log):
-    for step in range(steps):
-        f = w1 * x
-        feature_log.append(f.detach())
-        loss = ((w2 * f - target) ** 2).mean()
-        loss.backward()
-        with torch.no_grad():
-            for p in (w1, w2):
-                p -= lr * p.grad
-
-
-def train_with_requires_grad_patch(x, target, w1, w2, lr, steps, feature_log):
-    for step in range(steps):
-        f = (w1 * x).detach()
-        feature_log.append(f)
-        f.requires_grad_(True)
-        loss = ((w2 * f - target) ** 2).mean()
-        loss.backward()
-        with torch.no_grad():
-            for p in (w1, w2):
-                if p.grad is not None:
-                    p -= lr * p.grad
-                    p.grad.zero_()
-
-
 # --- 04.why-grad-none -------------------------------------------------------------------------
 
-def _cut_of(line):
+def _cut_of(step):
+    line = step.line
     if "no_grad" in line:
         return "no_grad region"
+    if "inference_mode" in line:
+        return "inference_mode region"
     if ".detach(" in line:
         return "detached"
-    return "left via .item()"
+    if ".item(" in line or ".tolist(" in line:
+        return "left via .item()"
+    return "non-differentiable op"      # argmax, a comparison, an integer cast: no grad_fn, no error
+
+
+def _had_grad(trace, name):
+    """Did name's tensor hold a .grad at some step after it was bound? (then backward ran)"""
+    return any(name in s.grad_names for s in trace)
 
 
 def why_grad_none(trace, name):
@@ -255,8 +190,50 @@ def why_grad_none(trace, name):
     if not t.is_leaf:
         return "non-leaf not retained"
     if any(leaf is t for leaf in reachable_leaves(trace.loss)):
+        return "cleared after backward" if _had_grad(trace, name) else "backward not run"
+    return _cut_of(first_broken_edge(trace, name))
+
+
+def why_zero_grad_read_as_no_backward(trace, name):
+    """The old procedure: a whole record means backward did not run, even when zero_grad() ran after it."""
+    t = trace.names[name]
+    if t is not next(s.tensor for s in trace if s.name == name):
+        return "rebound name"
+    if not t.requires_grad:
+        return "never entered"
+    if not t.is_leaf:
+        return "non-leaf not retained"
+    if any(leaf is t for leaf in reachable_leaves(trace.loss)):
         return "backward not run"
-    return _cut_of(first_broken_edge(trace, name).line)
+    return _cut_of(first_broken_edge(trace, name))
+
+
+def why_cleared_by_text(trace, name):
+    """Any zero_grad() or '.grad = None' in the source is taken as the cause, wherever it stands."""
+    t = trace.names[name]
+    if t is not next(s.tensor for s in trace if s.name == name):
+        return "rebound name"
+    if not t.requires_grad:
+        return "never entered"
+    if not t.is_leaf:
+        return "non-leaf not retained"
+    if any(leaf is t for leaf in reachable_leaves(trace.loss)):
+        if any("zero_grad" in s.line or ".grad = None" in s.line for s in trace):
+            return "cleared after backward"
+        return "backward not run"
+    return _cut_of(first_broken_edge(trace, name))
+
+
+def why_inference_is_no_grad(trace, name):
+    """inference_mode taken for a kind of no_grad."""
+    answer = why_grad_none(trace, name)
+    return "no_grad region" if answer == "inference_mode region" else answer
+
+
+def why_quiet_break_missed(trace, name):
+    """Only the loud cuts are known; anything else on the path is put down to .item()."""
+    answer = why_grad_none(trace, name)
+    return "left via .item()" if answer == "non-differentiable op" else answer
 
 
 def why_always_never_entered(trace, name):
@@ -272,7 +249,7 @@ def why_without_rebinding(trace, name):
     if any(leaf is t for leaf in reachable_leaves(trace.loss)):
         return "backward not run"
     edge = first_broken_edge(trace, name)
-    return _cut_of(edge.line) if edge is not None else "detached"
+    return _cut_of(edge) if edge is not None else "detached"
 
 
 def why_detached_same_as_no_grad(trace, name):
@@ -303,7 +280,7 @@ def why_by_searching_the_source(trace, name):
         return "backward not run"
     for s in trace:           # the first suspicious line anywhere, used or not
         if "no_grad" in s.line or ".detach(" in s.line or ".item(" in s.line or ".tolist(" in s.line:
-            return _cut_of(s.line)
+            return _cut_of(s)
     return "detached"
 
 
@@ -318,7 +295,7 @@ def why_reachability_before_leaf(trace, name):
     edge = first_broken_edge(trace, name)
     if edge is None:
         return "non-leaf not retained"
-    return _cut_of(edge.line)
+    return _cut_of(edge)
 
 
 def why_backward_by_text(trace, name):
@@ -332,13 +309,12 @@ def why_backward_by_text(trace, name):
     if not t.is_leaf:
         return "non-leaf not retained"
     edge = first_broken_edge(trace, name)
-    return _cut_of(edge.line) if edge is not None else "never entered"
+    return _cut_of(edge) if edge is not None else "never entered"
 
 
 REFERENCE = {
     "04.reachable-leaves": reachable_leaves,
     "04.first-broken-edge": first_broken_edge,
-    "04.repair-frozen-loop": train,
     "04.why-grad-none": why_grad_none,
 }
 
@@ -347,8 +323,8 @@ BUGGY = {
                             leaves_assuming_a_graph, leaves_stopping_at_the_first],
     "04.first-broken-edge": [edge_by_requires_grad, edge_forward_only, edge_one_step_early, edge_at_the_loss,
                              edge_first_unreached_step],
-    "04.repair-frozen-loop": [train_as_found, train_logging_the_graph, train_rebinding_the_parameters,
-                              train_without_zeroing, train_with_requires_grad_patch],
     "04.why-grad-none": [why_always_never_entered, why_without_rebinding, why_detached_same_as_no_grad,
-                         why_by_searching_the_source, why_reachability_before_leaf, why_backward_by_text],
+                         why_by_searching_the_source, why_reachability_before_leaf, why_backward_by_text,
+                         why_zero_grad_read_as_no_backward, why_cleared_by_text, why_inference_is_no_grad,
+                         why_quiet_break_missed],
 }
