@@ -256,50 +256,6 @@ def _definitions(cells: list) -> str:
 
 # --- step 3: execute ------------------------------------------------------------------------
 
-def _worker(notebook: str, workdir: str, cell_timeout: int, memory_mb: int) -> None:
-    """Inside the contained process: run the notebook; the report goes through the result pipe."""
-    fd = containment.result_pipe()
-    if memory_mb and os.name == "posix":
-        import resource   # the kernel this process starts inherits the limit
-        limit = memory_mb * 2 ** 20
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
-
-    report = {"status": "ok", "problems": []}
-    nb = nbformat.read(notebook, as_version=4)
-    report["cells"] = len(nb.cells)
-    client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
-                            interrupt_on_timeout=True, record_timing=False,
-                            resources={"metadata": {"path": workdir}})
-    try:
-        client.execute()
-    except DeadKernelError:
-        report["status"] = "kernel died"
-        report["problems"].append("the kernel died (a crash, os._exit, or memory)")
-    except Exception as exc:
-        report["status"] = "could not run"
-        report["problems"].append(f"{type(exc).__name__}: {str(exc)[:200]}")
-    for index, cell in enumerate(nb.cells):
-        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            if out.get("output_type") == "error":
-                name = out.get("ename", "")
-                if name == "KeyboardInterrupt":
-                    report["problems"].append(f"cell {index + 1} ran past {cell_timeout} s and was stopped")
-                    if report["status"] == "ok":
-                        report["status"] = "timed out"
-                else:
-                    report["problems"].append(f"cell {index + 1} raised {name}: {str(out.get('evalue', ''))[:120]}")
-                    if name == "MemoryError" or "can't allocate memory" in str(out.get("evalue", "")):
-                        report["status"] = "out of memory"
-                    elif report["status"] == "ok":
-                        report["status"] = "cell errors"
-    time.sleep(0.2)   # nbclient has shut the kernel down; anything else still alive was left behind
-    report["leftovers"] = containment.others_alive()
-    containment.send(fd, (json.dumps(report) + "\n").encode())
-
-
 def _contained_env(work: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("AUTOGRAD_LAB_STRICT",) and not k.startswith("AGL_")}
     env.update(AUTOGRAD_LAB_HOME=str(work / "home"), HOME=str(work / "home"), PYTHONUNBUFFERED="1",
@@ -373,7 +329,7 @@ def execute(restored: Restored, cell_timeout: int = 60, notebook_timeout: int = 
         env = _contained_env(work)
         copy = work / "submission.ipynb"
         nbformat.write(restored.notebook, str(copy))
-        cmd = [sys.executable, "-m", "grader.grade", "--worker", str(copy), str(work), str(cell_timeout),
+        cmd = [sys.executable, str(ROOT / "grader" / "notebook_worker.py"), str(copy), str(work), str(cell_timeout),
                str(memory_mb)]
         run = containment.run(cmd, work, env, notebook_timeout)
         if run.timed_out:
@@ -384,7 +340,7 @@ def execute(restored: Restored, cell_timeout: int = 60, notebook_timeout: int = 
             how = f"signal {-run.returncode}" if run.returncode and run.returncode < 0 else f"exit {run.returncode}"
             out.problems.append(f"the grading worker did not finish ({how}); the run cannot be trusted")
             tail = run.stderr.decode(errors="replace").strip().splitlines()[-1:]
-            if tail and run.returncode and run.returncode > 0:
+            if tail and run.returncode and 0 < run.returncode < 128:
                 out.problems.append(f"the worker failed: {tail[0][:200]}")
         else:
             lines = run.result.splitlines()
@@ -619,8 +575,5 @@ def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, no
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 6 and sys.argv[1] == "--worker":
-        _worker(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
-    else:
-        print("this module is run by `python -m grader grade`", file=sys.stderr)
-        sys.exit(2)
+    print("this module is run by `python -m grader grade`", file=sys.stderr)
+    sys.exit(2)

@@ -25,19 +25,61 @@ def _line(fd, item: dict) -> None:
     containment.send(fd, (json.dumps(item, default=str) + "\n").encode())
 
 
+def _gone(*args, **kwargs):
+    raise RuntimeError("the grader's experiments are not available here")
+
+
+def _kinds_only(qids: list) -> dict:
+    """Each exercise's kind and cases; then every experiment is taken out of reach of the learner's code."""
+    from . import question
+
+    registry = question.load()
+    wanted = {qid: registry[qid].kind for qid in qids}
+    for kind in wanted.values():
+        kind.cases()                      # made now, cached in the kind
+    for q in registry.values():
+        module = sys.modules.get(getattr(q.experiment, "__module__", ""), None)
+        for name, value in list(vars(module).items()) if module else []:
+            if value is q.experiment:
+                setattr(module, name, _gone)
+        q.experiment = _gone
+    question.Question.run = _gone
+    question.run_experiment = _gone
+    return wanted
+
+
+def _learner_builtins() -> dict:
+    """Builtins whose import gives the learner's code only the public names of ``grader``, no internals."""
+    import builtins
+    import types
+
+    real = builtins.__import__
+    public = types.ModuleType("grader")
+    for name in ("predict", "reveal", "check", "mark_passed", "reset", "hint", "status", "draw", "stepper",
+                 "trace_backward", "unit_panel", "course_map", "neuron_lab", "memory_bill_lab", "depth_lab"):
+        setattr(public, name, _gone)
+
+    def guarded(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and (name == "grader" or name.startswith("grader.")):
+            if name != "grader":
+                raise ImportError(f"{name} is not available to an exercise function")
+            return public
+        return real(name, globals, locals, fromlist, level)
+    return dict(vars(builtins), __import__=guarded)
+
+
 def main() -> int:
     fd = containment.result_pipe()
     request = json.loads(sys.stdin.buffer.read(REQUEST_CAP))
-    from . import isolation, question, sandbox
+    from . import isolation, sandbox
     from .kinds import BadAnswer, Unanswered
 
-    question.load()
+    kinds = _kinds_only([item["qid"] for item in request.get("exercises", [])])
     for item in request.get("exercises", []):
         qid = item["qid"]
-        q = question.get(qid)
-        kind = q.kind
+        kind = kinds[qid]
         cases = kind.cases()
-        ns: dict = {"__name__": "__learner__"}
+        ns: dict = {"__name__": "__learner__", "__builtins__": _learner_builtins()}
         try:
             exec(compile(item["source"], "<your notebook>", "exec"), ns)
         except BaseException as exc:  # noqa: BLE001 - the learner's code, whatever it raised
