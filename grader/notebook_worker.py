@@ -18,6 +18,7 @@ from pathlib import Path
 def _containment():
     spec = importlib.util.spec_from_file_location("agl_containment", Path(__file__).with_name("containment.py"))
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module   # its dataclasses look themselves up there
     spec.loader.exec_module(module)
     return module
 
