@@ -121,8 +121,8 @@ def test_forged_events_are_not_verdicts(graded):
 
 
 def test_a_patched_kind_changes_nothing(graded):
-    r = graded[0]["patchkind"]
-    assert r["00.warmup-add"] == "predicted, incorrect" and r["00.warmup-square"] == "incorrect"
+    r = graded[0]["patchkind"]   # the notebook's own check cell runs later, so the last check is "not answered"
+    assert r["00.warmup-add"] == "predicted, incorrect" and r["00.warmup-square"] in ("incorrect", "not answered")
     assert "differs from the kernel's record for 00.warmup-add, 00.warmup-flag, 00.warmup-square" in r["findings"]
 
 
@@ -140,8 +140,8 @@ def test_frame_walking_finds_no_truth(graded):
 
 def test_patched_torch_in_the_kernel_changes_nothing(graded):
     r = graded[0]["patchtorch"]
-    assert r["00.warmup-add"] == "predicted, incorrect" and r["00.warmup-square"] == "incorrect"
-    assert "differs from the kernel's record" in r["findings"]
+    assert r["00.warmup-add"] == "predicted, incorrect" and r["00.warmup-square"] in ("incorrect", "not answered")
+    assert "differs from the kernel's record for 00.warmup-add, 00.warmup-square" in r["findings"]
 
 
 def test_a_leftover_process_reaches_no_one(graded):
