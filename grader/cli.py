@@ -31,10 +31,25 @@ def _status(args) -> int:
     return 0
 
 
+def _known_units(units) -> list[str] | None:
+    """The units asked for, zero-padded; None (after a message) when one is not a unit of the course."""
+    from .course import UNITS
+
+    wanted = [u.strip().zfill(2) for u in (units or [])]
+    unknown = [u for u in wanted if u not in UNITS]
+    if unknown:
+        print(f"no such unit: {', '.join(unknown)} (the course has {', '.join(UNITS)})", file=sys.stderr)
+        return None
+    return wanted
+
+
 def _questions(args) -> int:
     from .question import all_questions
 
-    qs = [q for q in all_questions() if not args.unit or q.unit == args.unit.zfill(2)]
+    wanted = _known_units([args.unit] if args.unit else [])
+    if wanted is None:
+        return 2
+    qs = [q for q in all_questions() if not wanted or q.unit in wanted]
     rows = [{"id": q.qid, "unit": q.unit, "role": q.role, "kind": type(q.kind).__name__,
              "answer": q.kind.describe(), "prompt": q.prompt} for q in qs]
     if args.json:
@@ -154,7 +169,10 @@ def _build(args) -> int:
 def _verify(args) -> int:
     from .manifest import compare
 
-    report = compare(Path(args.root), units=args.unit)
+    wanted = _known_units(args.unit)
+    if wanted is None:
+        return 2
+    report = compare(Path(args.root), units=wanted or None)
     changes = report["changed"] or report["added"] or report["removed"]
     if args.json:
         print(json.dumps(report, indent=2))
@@ -180,6 +198,21 @@ def _verify(args) -> int:
 
 
 def _grade(args) -> int:
+    out = Path(args.out)
+    problems = []
+    if out.is_dir() or str(args.out).endswith(("/", "\\")):
+        problems.append(f"--out {args.out} is a folder; give the CSV file to write")
+    elif not out.parent.is_dir():
+        problems.append(f"--out {args.out}: the folder {out.parent} does not exist")
+    for flag in ("jobs", "cell_timeout", "notebook_timeout", "memory_mb"):
+        if getattr(args, flag) <= 0:
+            problems.append(f"--{flag.replace('_', '-')} must be a positive number, not {getattr(args, flag)}")
+    if args.html and Path(args.html).exists() and not Path(args.html).is_dir():
+        problems.append(f"--html {args.html} is a file; give a folder for the feedback pages")
+    if problems:
+        for p in problems:
+            print(f"grade: {p}", file=sys.stderr)
+        return 2
     from .grade import grade
 
     rows = grade(args.paths, Path(args.out), jobs=args.jobs, cell_timeout=args.cell_timeout,

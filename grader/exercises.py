@@ -31,15 +31,11 @@ def run_exercise(q, answer) -> Result:
         return Result("check", q.qid, "error", f"the grader could not generate its cases ({exc}); please report it")
     started = time.monotonic()
     passed, failures, checked = 0, [], 0
+    # torch's answer for a case is computed only after the learner's function has returned, and never kept
+    # while it runs: no frame the learner's function can walk up to holds one.
     for index, case in enumerate(cases):
         if time.monotonic() - started > kind.budget_s:
             break
-        try:
-            truth = q.run(case)
-        except Exception as exc:
-            return Result("check", q.qid, "error",
-                          f"the grader's own experiment failed on {case.label} ({type(exc).__name__}: {exc}); "
-                          "this is not your mistake, please report it")
         with isolation.clean_room():   # the learner may be inside no_grad or inference_mode
             ns = case.fresh()
         outcome = sandbox.call(kind.call, fn, case, ns, seconds=kind.per_case_s)
@@ -49,10 +45,10 @@ def run_exercise(q, answer) -> Result:
                 return Result("check", q.qid, "unanswered",
                               "your function still raises NotImplementedError: replace that line with your code",
                               rows=rows)
-            failures.append((case, "it raised NotImplementedError", None, truth, outcome))
+            failures.append((case, "it raised NotImplementedError", None, outcome))
             continue
         if outcome.problem:
-            failures.append((case, outcome.problem, None, truth, outcome))
+            failures.append((case, outcome.problem, None, outcome))
             if "ran for more than" in outcome.problem:
                 break   # one endless loop is enough to report; do not spend the whole budget on it
             continue
@@ -60,19 +56,25 @@ def run_exercise(q, answer) -> Result:
             value = kind.returns.read(kind.convert(outcome.value, case, ns))
         except Unanswered:
             failures.append((case, f"it returned {short(outcome.value)}; did you forget a return statement?",
-                             None, truth, outcome))
+                             None, outcome))
             continue
         except BadAnswer as exc:
-            failures.append((case, f"it returned {short(outcome.value)}: {exc}", None, truth, outcome))
+            failures.append((case, f"it returned {short(outcome.value)}: {exc}", None, outcome))
             continue
         except Exception as exc:
             failures.append((case, f"it returned {short(outcome.value)}, which could not be read "
-                                   f"({type(exc).__name__})", None, truth, outcome))
+                                   f"({type(exc).__name__})", None, outcome))
             continue
-        if kind.returns.agrees(truth, value):
+        try:
+            agrees = kind.returns.agrees(q.run(case), value)
+        except Exception as exc:
+            return Result("check", q.qid, "error",
+                          f"the grader's own experiment failed on {case.label} ({type(exc).__name__}: {exc}); "
+                          "this is not your mistake, please report it")
+        if agrees:
             passed += 1
         else:
-            failures.append((case, "", value, truth, outcome))
+            failures.append((case, "", value, outcome))
     total = len(cases)
     detail = {"cases": total, "checked": checked, "passed": passed}
     if not failures and checked == total:
@@ -82,7 +84,13 @@ def run_exercise(q, answer) -> Result:
         return Result("check", q.qid, "incorrect",
                       f"only {checked} of {total} cases ran within {kind.budget_s:g} s: make the function faster",
                       got=fn, rows=rows, detail=detail)
-    case, problem, value, truth, outcome = failures[0]
+    case, problem, value, outcome = failures[0]
+    try:
+        truth = q.run(case)
+    except Exception as exc:
+        return Result("check", q.qid, "error",
+                      f"the grader's own experiment failed on {case.label} ({type(exc).__name__}: {exc}); "
+                      "this is not your mistake, please report it")
     rows.append(("cases passed", f"{passed} of {total}" + ("" if checked == total else f" ({checked} run)")))
     rows.append(("smallest failing case", case.source))
     try:

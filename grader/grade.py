@@ -1,12 +1,26 @@
-"""Grade a class: run every learner notebook headless and write one gradebook row per learner and unit.
+"""Grade a class: every verdict recomputed by live torch in a process no submitted code has run in.
 
-Each notebook runs in its own worker process and fresh kernel (nbclient), in a
-temporary working folder, with its own throwaway progress store, a per-cell
-time limit, a whole-notebook time limit and a memory limit (RLIMIT_DATA,
-inherited by the kernel). Verdicts come from the grader's own events in that
-store, never from cell positions, so deleted or reordered cells do not matter.
-A notebook that is not JSON, crashes, loops or runs out of memory still gets a
-row that says so, and the run goes on.
+The run is a pipeline of five named steps, each a function here that can be
+tested alone:
+
+* ``find``: every notebook under the given paths becomes a submission (an
+  unreadable file or a broken link too: it gets a row);
+* ``restore``: the notebook is read (no links followed, size-capped) and every
+  grader-owned cell (one whose source in ``notebooks/`` has no solution
+  placeholder: imports, predict, reveal, check, mark, experiments) is put back
+  from ``notebooks/`` by cell id; a deleted one is reported;
+* ``execute``: the restored notebook runs headless in a worker and a fresh
+  kernel, contained by :mod:`grader.containment` (own session, private 0700
+  folder, capped output, result through a pipe, everything it started killed
+  at the end; with bubblewrap also no network, a private /tmp and a read-only
+  file system); the progress store it wrote is then read as plain data;
+* ``recompute``: each learner function is re-run on the generated cases in
+  another contained process (:mod:`grader.run_learner_function`), and every
+  answer is compared with torch's live answer computed here
+  (:mod:`grader.verify_submission`); "marked passed" follows the rule
+  ``mark_passed`` uses, applied to the recomputed verdicts;
+* ``write``: the CSV gradebook (and feedback pages), one row per learner and
+  unit, saying what was found.
 
 Where learners come from: a notebook inside a sub-folder of a given folder
 belongs to the learner named by that sub-folder (``class/alice/01_x.ipynb``);
@@ -15,32 +29,61 @@ learner, named by its file name (``alice_01.ipynb`` -> ``alice_01``).
 """
 from __future__ import annotations
 
+import ast
 import csv
 import html
 import json
 import os
+import re
 import shutil
-import signal
-import subprocess
+import sqlite3
+import stat
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import progress
+from . import containment, progress, verify_submission
 from .course import UNITS
 from .question import of_unit
-from .store import FILENAME, Store
+from .store import FILENAME, SCHEMA_VERSION, Event
 
 ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK_CAP = 32 * 2 ** 20        # bytes of a submitted notebook read at most
+STORE_CAP = 64 * 2 ** 20           # bytes of a progress store (and of its WAL) read at most
+EVENTS_CAP = 100_000               # events read at most
+ANSWER_CAP = 100_000               # characters of one recorded answer
+PLACEHOLDERS = ("YOUR ANSWER HERE", "YOUR CODE HERE", "NotImplementedError")
+TAMPERED = ("worker died", "worker lied")
 
 
 @dataclass
 class Submission:
     learner: str
     path: Path
+    problem: str = ""          # set by find() for a path that cannot be a notebook (a broken link, say)
+
+
+@dataclass
+class Restored:
+    submission: Submission
+    notebook: dict | None = None                   # the notebook with grader-owned cells put back
+    unit: str = "?"
+    status: str = "ok"
+    problems: list = field(default_factory=list)
+    findings: list = field(default_factory=list)
+    exercises: dict = field(default_factory=dict)  # qid -> {"source", "names"}
+
+
+@dataclass
+class Execution:
+    status: str = "ok"
+    problems: list = field(default_factory=list)
+    findings: list = field(default_factory=list)
+    events: list = field(default_factory=list)
+    isolation: str = ""
+    seconds: float = 0.0
 
 
 @dataclass
@@ -48,157 +91,365 @@ class Outcome:
     submission: Submission
     status: str = "ok"
     problems: list = field(default_factory=list)
-    events: list = field(default_factory=list)
-    units: list = field(default_factory=list)
+    findings: list = field(default_factory=list)
+    units: list = field(default_factory=list)        # Recomputed, one per unit
+    isolation: str = ""
     seconds: float = 0.0
+    unit: str = "?"
 
+
+# --- step 1: find ---------------------------------------------------------------------------
 
 def find(paths: list[str]) -> list[Submission]:
     subs = []
     for raw in paths:
         p = Path(raw)
-        if p.is_dir():
+        if p.is_dir() and not p.is_symlink():
             for nb in sorted(p.rglob("*.ipynb")):
                 if ".ipynb_checkpoints" in nb.parts:
                     continue
                 rel = nb.relative_to(p)
                 learner = rel.parts[0] if len(rel.parts) > 1 else nb.stem
-                subs.append(Submission(learner, nb))
+                subs.append(Submission(learner, nb, _path_problem(nb)))
         else:
-            subs.append(Submission(p.stem, p))
+            subs.append(Submission(p.stem, p, _path_problem(p)))
     return subs
 
 
-# --- the worker: runs inside its own process, under the limits ------------------------------
-
-def _worker(notebook: str, workdir: str, result_path: str, cell_timeout: int, memory_mb: int) -> None:
-    if memory_mb and os.name == "posix":
-        import resource   # the kernel this process starts inherits the limit
-        limit = memory_mb * 2 ** 20
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
-
-    report = {"status": "ok", "problems": [], "cells": 0}
+def _path_problem(path: Path) -> str:
     try:
-        nb = nbformat.read(notebook, as_version=4)
-    except Exception as exc:
-        report.update(status="not a notebook", problems=[f"could not be read as a notebook: {type(exc).__name__}"])
-        Path(result_path).write_text(json.dumps(report))
-        return
-    report["cells"] = len(nb.cells)
-    report["cell_ids"] = [c.get("id", "") for c in nb.cells]
-    report["text"] = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-    Path(result_path).write_text(json.dumps(report))  # written early: survives a kernel that dies
-    client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
-                            interrupt_on_timeout=True, record_timing=False,
-                            resources={"metadata": {"path": workdir}})
-    try:
-        client.execute()
-    except DeadKernelError:
-        report["status"] = "kernel died"
-        report["problems"].append("the kernel died (a crash, os._exit, or memory)")
-    except Exception as exc:
-        report["status"] = "could not run"
-        report["problems"].append(f"{type(exc).__name__}: {str(exc)[:200]}")
-    for index, cell in enumerate(nb.cells):
-        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            if out.get("output_type") == "error":
-                name = out.get("ename", "")
-                if name == "KeyboardInterrupt":
-                    report["problems"].append(f"cell {index + 1} ran past {cell_timeout} s and was stopped")
-                    if report["status"] == "ok":
-                        report["status"] = "timed out"
-                else:
-                    report["problems"].append(f"cell {index + 1} raised {name}: {str(out.get('evalue', ''))[:120]}")
-                    if name == "MemoryError" or "can't allocate memory" in str(out.get("evalue", "")):
-                        report["status"] = "out of memory"
-                    elif report["status"] == "ok":
-                        report["status"] = "cell errors"
-    Path(result_path).write_text(json.dumps(report))
+        info = os.lstat(path)
+    except OSError:
+        return "missing"
+    if stat.S_ISLNK(info.st_mode):
+        return "a symbolic link (not followed)" if path.exists() else "a broken symbolic link"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a plain file"
+    return ""
 
 
-# --- the parent: one worker per notebook ---------------------------------------------------
+# --- step 2: restore ------------------------------------------------------------------------
 
-def _expected_cells(unit: str) -> list[str]:
+def _source(cell) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else str(src)
+
+
+def _template(unit: str) -> list[dict]:
     path = ROOT / "notebooks" / UNITS[unit].notebook if unit in UNITS else None
     if not path or not path.exists():
         return []
-    return [c.get("id", "") for c in json.loads(path.read_text(encoding="utf-8")).get("cells", [])]
+    return json.loads(path.read_text(encoding="utf-8")).get("cells", [])
 
 
-def _units_of(events: list, submission: Submission, text: str) -> list[str]:
-    units = sorted({e.unit for e in events if e.unit in UNITS})
-    if units:
-        return units
-    import re
-    found = sorted(set(re.findall(r"[\"'](\d\d)\.[a-z0-9-]+[\"']", text)) & set(UNITS))
-    if found:
-        return found
-    prefix = submission.path.name[:2]
-    return [prefix] if prefix in UNITS else ["?"]
+def grader_owned(cell: dict) -> bool:
+    """A code cell of notebooks/ with no solution placeholder: the grader's, restored before execution."""
+    return cell.get("cell_type") == "code" and not any(p in _source(cell) for p in PLACEHOLDERS)
+
+
+def _unit_of(sub: Submission, cells: list) -> str:
+    prefix = sub.path.name[:2]
+    if prefix in UNITS:
+        return prefix
+    text = "\n".join(_source(c) for c in cells if isinstance(c, dict) and c.get("cell_type") == "code")
+    found = re.findall(r"[\"'](\d\d)\.[a-z0-9-]+[\"']", text)
+    found = [u for u in found if u in UNITS]
+    return max(set(found), key=found.count) if found else "?"
+
+
+def restore(sub: Submission) -> Restored:
+    """Read the submission safely and put every grader-owned cell back from notebooks/ by cell id."""
+    out = Restored(sub)
+    if sub.problem:
+        out.status, out.problems = "unreadable", [f"the notebook is {sub.problem}"]
+        return out
+    try:
+        raw = containment.read_capped(sub.path, NOTEBOOK_CAP)
+    except containment.UnsafeFile as exc:
+        out.status, out.problems = "unreadable", [f"the notebook is {exc}"]
+        return out
+    try:
+        import nbformat
+        nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
+        cells = nb.cells
+        if not isinstance(cells, list):
+            raise ValueError("no cells")
+    except Exception as exc:
+        out.status = "not a notebook"
+        out.problems = [f"could not be read as a notebook: {type(exc).__name__}"]
+        return out
+    out.unit = _unit_of(sub, cells)
+    template = _template(out.unit)
+    owned = {c.get("id"): c for c in template if c.get("id") and grader_owned(c)}
+    ids = [c.get("id", "") for c in cells]
+    edited = 0
+    for cell in cells:
+        mine = owned.get(cell.get("id"))
+        if mine is None:
+            continue
+        if cell.get("cell_type") != "code" or _source(cell) != _source(mine):
+            edited += 1
+        cell["cell_type"] = "code"
+        cell["source"] = _source(mine)
+        cell.setdefault("outputs", [])
+        cell.setdefault("execution_count", None)
+        cell.setdefault("metadata", {})
+    if edited:
+        out.findings.append(f"{edited} grader cell(s) had been edited and were restored")
+    expected = [c.get("id", "") for c in template]
+    missing = [i for i in expected if i and i not in ids]
+    if missing:
+        out.problems.append(f"{len(missing)} of the unit's {len(expected)} cells are missing")
+        out.status = "missing cells"
+    out.notebook = nb
+    out.exercises = _exercise_sources(out.unit, cells)
+    return out
+
+
+def _exercise_sources(unit: str, cells: list) -> dict:
+    """For each exercise, its function name(s) (from the grader's check cell) and the notebook's definitions."""
+    from .kinds import Function
+
+    exercises = {q.qid: q for q in of_unit(unit) if isinstance(q.kind, Function)} if unit in UNITS else {}
+    found = {}
+    for index, cell in enumerate(cells):
+        if cell.get("cell_type") != "code":
+            continue
+        try:
+            tree = ast.parse(_source(cell))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "check" and len(node.args) == 2):
+                continue
+            first, second = node.args
+            if not (isinstance(first, ast.Constant) and first.value in exercises) or first.value in found:
+                continue
+            items = second.elts if isinstance(second, (ast.Tuple, ast.List)) else [second]
+            if all(isinstance(i, ast.Name) for i in items):
+                found[first.value] = {"names": [i.id for i in items], "source": _definitions(cells[:index])}
+    return found
+
+
+def _definitions(cells: list) -> str:
+    """The imports, function and class definitions and literal constants of these cells, in order."""
+    parts = []
+    for cell in cells:
+        if cell.get("cell_type") != "code":
+            continue
+        try:
+            tree = ast.parse(_source(cell))
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            keep = isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            if isinstance(node, ast.Assign):
+                try:
+                    ast.literal_eval(node.value)
+                    keep = True
+                except ValueError:
+                    keep = False
+            if keep:
+                parts.append(ast.get_source_segment(_source(cell), node) or ast.unparse(node))
+    return "\n\n".join(parts)
+
+
+# --- step 3: execute ------------------------------------------------------------------------
+
+def _contained_env(work: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("AUTOGRAD_LAB_STRICT",) and not k.startswith("AGL_")}
+    env.update(AUTOGRAD_LAB_HOME=str(work / "home"), HOME=str(work / "home"), PYTHONUNBUFFERED="1",
+               JUPYTER_RUNTIME_DIR=str(work / "runtime"), IPYTHONDIR=str(work / "ipython"),
+               MPLCONFIGDIR=str(work / "mpl"), MPLBACKEND="Agg", TMPDIR=str(work / "tmp"))
+    for name in ("home", "runtime", "ipython", "mpl", "tmp"):
+        (work / name).mkdir(exist_ok=True)
+    return env
+
+
+def read_events(home: Path, scratch: Path) -> tuple[list[Event], list[str]]:
+    """The events of a progress store the submission wrote, read as data; (events, findings)."""
+    try:
+        data = containment.read_capped(home / FILENAME, STORE_CAP)
+    except containment.UnsafeFile as exc:
+        return [], [f"store missing or corrupt: the progress store is {exc}"]
+    (scratch / FILENAME).write_bytes(data)
+    try:
+        wal = containment.read_capped(home / (FILENAME + "-wal"), STORE_CAP)
+        (scratch / (FILENAME + "-wal")).write_bytes(wal)
+    except containment.UnsafeFile as exc:
+        if str(exc) != "missing":
+            return [], [f"store missing or corrupt: its write-ahead log is {exc}"]
+    findings = []
+    try:
+        con = sqlite3.connect(scratch / FILENAME)
+        try:
+            version = con.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                findings.append(f"store written by a newer schema ({version}); read as far as it is understood")
+            try:
+                rows = con.execute("SELECT id, time, unit, qid, action, answer, verdict, torch, session FROM events "
+                                   "ORDER BY id LIMIT ?", (EVENTS_CAP + 1,)).fetchall()
+            except sqlite3.OperationalError:
+                rows = [r + ("",) for r in con.execute("SELECT id, time, unit, qid, action, answer, verdict, torch "
+                                                       "FROM events ORDER BY id LIMIT ?", (EVENTS_CAP + 1,))]
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        return [], [f"store missing or corrupt: {str(exc)[:100]}"]
+    if len(rows) > EVENTS_CAP:
+        findings.append(f"more than {EVENTS_CAP:,} events; the rest were not read")
+        rows = rows[:EVENTS_CAP]
+    events = []
+    for r in rows:
+        ident, when, unit, qid, action, answer, verdict, torch_v, session = r
+        if not (isinstance(ident, int) and isinstance(when, (int, float)) and isinstance(unit, str)
+                and (qid is None or isinstance(qid, str)) and isinstance(action, str) and isinstance(verdict, str)):
+            findings.append("store has events that are not well formed; they were skipped")
+            continue
+        value = None
+        if isinstance(answer, str) and len(answer) <= ANSWER_CAP:
+            try:
+                value = json.loads(answer)
+            except (ValueError, RecursionError):
+                value = None
+        events.append(Event(ident, float(when), unit, qid, action, value, verdict, str(torch_v), str(session), {}))
+    return events, list(dict.fromkeys(findings))
+
+
+def execute(restored: Restored, cell_timeout: int = 60, notebook_timeout: int = 600,
+            memory_mb: int = 3072) -> Execution:
+    """Run the restored notebook contained; return how it ended and the events its store holds."""
+    import nbformat
+
+    out = Execution(isolation=containment.isolation())
+    started = time.monotonic()
+    work = containment.private_folder("agl-grade-")
+    scratch = containment.private_folder("agl-read-")
+    try:
+        env = _contained_env(work)
+        copy = work / "submission.ipynb"
+        nbformat.write(restored.notebook, str(copy))
+        cmd = [sys.executable, str(ROOT / "grader" / "notebook_worker.py"), str(copy), str(work), str(cell_timeout),
+               str(memory_mb)]
+        run = containment.run(cmd, work, env, notebook_timeout)
+        if run.timed_out:
+            out.status = "killed"
+            out.problems.append(f"the notebook ran past {notebook_timeout} s in all and was stopped")
+        elif run.returncode != 0:
+            out.status = "worker died"
+            how = f"signal {-run.returncode}" if run.returncode and run.returncode < 0 else f"exit {run.returncode}"
+            out.problems.append(f"the grading worker did not finish ({how}); the run cannot be trusted")
+            tail = run.stderr.decode(errors="replace").strip().splitlines()[-1:]
+            if tail and run.returncode and 0 < run.returncode < 128:
+                out.problems.append(f"the worker failed: {tail[0][:200]}")
+        else:
+            lines = run.result.splitlines()
+            try:
+                if len(lines) != 1 or run.result_overflow:
+                    raise ValueError
+                report = json.loads(lines[0])
+                if not isinstance(report, dict) or report.get("cells") != len(restored.notebook.cells):
+                    raise ValueError
+            except ValueError:
+                out.status = "worker lied"
+                out.problems.append("the worker's report is not the one report it sends; the run cannot be trusted")
+            else:
+                out.status = str(report.get("status", "ok"))[:40]
+                if isinstance(report.get("leftovers"), int) and report["leftovers"] > 0:
+                    out.findings.append(f"{report['leftovers']} process(es) it started outlived the notebook "
+                                        "and were killed")
+                out.problems += [str(p)[:300] for p in report.get("problems", [])][:50]
+        if run.leftovers:
+            out.findings.append(f"{run.leftovers} process(es) it started were still running at the end and were killed")
+        if run.output_bytes > 10 * 2 ** 20:
+            out.findings.append(f"it wrote {run.output_bytes / 2 ** 20:.0f} MB to stdout/stderr (kept 64 KB)")
+        out.events, found = read_events(work / "home", scratch)
+        out.findings += found
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    out.seconds = time.monotonic() - started
+    return out
+
+
+# --- step 4: recompute ----------------------------------------------------------------------
+
+def run_exercises(restored: Restored, timeout: float = 0) -> tuple[dict, list[str]]:
+    """Re-run the recovered learner functions in a contained process and judge their results here."""
+    from .question import get
+
+    verdicts: dict[str, verify_submission.ExerciseVerdict] = {}
+    if not restored.exercises:
+        return verdicts, []
+    qs = {qid: get(qid) for qid in restored.exercises}
+    request = {"exercises": [{"qid": qid, **item} for qid, item in restored.exercises.items()]}
+    timeout = timeout or 60 + sum(q.kind.budget_s for q in qs.values())
+    work = containment.private_folder("agl-run-")
+    try:
+        env = _contained_env(work)
+        run = containment.run([sys.executable, "-m", "grader.run_learner_function"], work, env, timeout,
+                              stdin=json.dumps(request).encode())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    lines, findings = verify_submission.decode_lines(run.result)
+    if run.timed_out:
+        findings.append(f"the exercise runner ran past {timeout:g} s and was stopped")
+    elif run.returncode != 0:
+        findings.append("the exercise runner died before it finished")
+    for qid, q in qs.items():
+        verdicts[qid] = verify_submission.judge_exercise(q, lines.get(qid, []))
+    return verdicts, findings
+
+
+def recompute(restored: Restored, execution: Execution) -> Outcome:
+    """Every verdict from recorded data and live torch here; never a verdict the kernel wrote."""
+    out = Outcome(restored.submission, status=restored.status, problems=list(restored.problems),
+                  findings=list(restored.findings), isolation=execution.isolation, seconds=execution.seconds)
+    if execution.status != "ok" and (out.status == "ok" or execution.status in TAMPERED):
+        out.status = execution.status
+    out.problems += execution.problems
+    out.findings += execution.findings
+    if restored.unit not in UNITS:
+        out.units = []
+        return out
+    exercises, found = run_exercises(restored)
+    out.findings += found
+    out.units = [verify_submission.recompute(restored.unit, execution.events, exercises)]
+    for r in out.units:
+        out.findings += r.findings
+        for qid, v in exercises.items():
+            if v.note and v.verdict != "correct":
+                out.findings.append(f"{qid}: {v.note}")
+    out.findings = list(dict.fromkeys(out.findings))
+    return out
 
 
 def grade_one(sub: Submission, cell_timeout: int = 60, notebook_timeout: int = 600,
               memory_mb: int = 3072) -> Outcome:
     started = time.monotonic()
-    out = Outcome(sub)
-    with tempfile.TemporaryDirectory(prefix="agl-grade-") as tmp:
-        work, home = Path(tmp) / "work", Path(tmp) / "home"
-        work.mkdir()
-        home.mkdir()
-        copy = work / "submission.ipynb"
+    restored = restore(sub)
+    if restored.notebook is None:
+        out = Outcome(sub, status=restored.status, problems=restored.problems, isolation=containment.isolation())
+        out.units = [None]
+        out.unit = restored.unit
+    else:
         try:
-            shutil.copyfile(sub.path, copy)
-        except OSError as exc:
-            out.status, out.problems = "unreadable", [str(exc)]
-            return out
-        result = Path(tmp) / "result.json"
-        env = {k: v for k, v in os.environ.items() if k not in ("AUTOGRAD_LAB_STRICT",)}
-        env.update(AUTOGRAD_LAB_HOME=str(home), PYTHONUNBUFFERED="1",
-                   JUPYTER_RUNTIME_DIR=str(Path(tmp) / "runtime"), MPLBACKEND="Agg")
-        cmd = [sys.executable, "-m", "grader.grade", "--worker", str(copy), str(work), str(result),
-               str(cell_timeout), str(memory_mb)]
-        proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                start_new_session=True)
-        try:
-            _, err = proc.communicate(timeout=notebook_timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                proc.kill()
-            proc.communicate()
-            out.status = "killed"
-            out.problems.append(f"the notebook ran past {notebook_timeout} s in all and was stopped")
-            err = b""
-        report = json.loads(result.read_text()) if result.exists() else {}
-        if report:
-            if out.status == "ok":
-                out.status = report.get("status", "ok")
-            out.problems += report.get("problems", [])
-        elif out.status == "ok":
-            out.status = "could not run"
-            tail = (err or b"").decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
-            out.problems.append(f"the worker failed: {tail[0][:200]}")
-        events = Store(home / FILENAME).events() if (home / FILENAME).exists() else []
-        out.events = events
-        out.units = _units_of(events, sub, report.get("text", ""))
-        ids = report.get("cell_ids")
-        if ids is not None:
-            for unit in out.units:
-                expected = _expected_cells(unit)
-                missing = [i for i in expected if i and i not in ids]
-                if missing:
-                    out.problems.append(f"{len(missing)} of the unit's {len(expected)} cells are missing")
-                    if out.status == "ok":
-                        out.status = "missing cells"
+            execution = execute(restored, cell_timeout, notebook_timeout, memory_mb)
+        except Exception as exc:   # the grader's own failure: still a row
+            execution = Execution(status="could not run", problems=[f"{type(exc).__name__}: {str(exc)[:200]}"])
+        out = recompute(restored, execution)
+        if not out.units:
+            out.units = [None]
+        out.unit = restored.unit
     out.seconds = time.monotonic() - started
     return out
 
 
-def question_verdict(q: progress.QuestionState) -> str:
+# --- step 5: write --------------------------------------------------------------------------
+
+def question_verdict(q: progress.QuestionState, flag: str = "") -> str:
+    if flag:
+        return flag
     if q.role == "predict":
         if q.revealed:
             return f"predicted, {q.reveal_verdict}" if q.predicted_before_reveal else "revealed without prediction"
@@ -208,31 +459,38 @@ def question_verdict(q: progress.QuestionState) -> str:
     return {"": "not attempted", "unanswered": "not answered"}.get(q.last_check, q.last_check)
 
 
+FIXED = ["learner", "notebook", "unit", "run", "problems", "findings", "marked passed", "done", "hints", "attempts",
+         "isolation", "seconds"]
+
+
 def rows_of(out: Outcome) -> list[dict]:
     rows = []
-    for unit in out.units:
-        state = progress.unit_state(unit, out.events) if unit in UNITS else None
+    for r in out.units:
+        unit = r.unit if r is not None else out.unit
+        trusted = out.status not in TAMPERED
         row = {"learner": out.submission.learner, "notebook": str(out.submission.path), "unit": unit,
-               "run": out.status, "problems": "; ".join(out.problems),
-               "marked passed": "yes" if state and state.passed else "no",
-               "done": f"{sum(q.done for q in state.questions.values())}/{len(state.questions)}" if state else "",
-               "seconds": f"{out.seconds:.1f}"}
-        if state:
-            for qid, q in state.questions.items():
-                row[qid] = question_verdict(q)
+               "run": out.status, "problems": "; ".join(out.problems), "findings": "; ".join(out.findings),
+               "marked passed": "yes" if r is not None and r.passed and trusted else "no",
+               "isolation": out.isolation, "seconds": f"{out.seconds:.1f}", "done": "", "hints": "", "attempts": ""}
+        if r is not None:
+            qs = r.state.questions
+            row["done"] = f"{sum(q.done and qid not in r.flags for qid, q in qs.items())}/{len(qs)}"
+            row["hints"] = ", ".join(f"{qid}: {n}" for qid, n in r.hints.items())
+            row["attempts"] = ", ".join(f"{qid}: {n}" for qid, n in r.attempts.items())
+            for qid, q in qs.items():
+                row[qid] = question_verdict(q, r.flags.get(qid, ""))
         rows.append(row)
     return rows
 
 
 def write_csv(rows: list[dict], path: Path) -> None:
-    fixed = ["learner", "notebook", "unit", "run", "problems", "marked passed", "done", "seconds"]
     questions = []
     for unit in sorted({r["unit"] for r in rows}):
         questions += [q.qid for q in of_unit(unit)] if unit in UNITS else []
     with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=fixed + questions, restval="")
+        writer = csv.DictWriter(f, fieldnames=FIXED + questions, restval="")
         writer.writeheader()
-        for r in sorted(rows, key=lambda r: (r["learner"], r["unit"])):
+        for r in sorted(rows, key=lambda r: (r["learner"], r["unit"], r["notebook"])):
             writer.writerow(r)
 
 
@@ -250,32 +508,54 @@ def write_html(rows: list[dict], folder: Path) -> list[Path]:
             parts.append(f"<h2>Unit {html.escape(unit)}: {html.escape(title)}</h2>")
             parts.append(f"<p>Run: {html.escape(r['run'])}. Marked passed: {r['marked passed']}. "
                          f"Done: {html.escape(r['done'])}.</p>")
-            if r["problems"]:
-                parts.append("<ul>" + "".join(f"<li>{html.escape(p)}</li>" for p in r["problems"].split("; ")) + "</ul>")
+            notes = [p for p in (r["problems"].split("; ") + r["findings"].split("; ")) if p]
+            if notes:
+                parts.append("<ul>" + "".join(f"<li>{html.escape(p)}</li>" for p in notes) + "</ul>")
             parts.append("<table><tr><th>question</th><th>result</th><th>prompt</th></tr>")
             for q in of_unit(unit) if unit in UNITS else []:
                 verdict = r.get(q.qid, "")
                 cls = "good" if verdict in ("correct", "predicted, correct") else \
-                    "bad" if verdict in ("incorrect", "invalid", "not attempted", "not answered") else ""
+                    "bad" if verdict in ("incorrect", "invalid", "not attempted", "not answered",
+                                         "predicted after reveal") else ""
                 parts.append(f"<tr><td>{q.qid}</td><td class='{cls}'>{html.escape(verdict)}</td>"
                              f"<td>{html.escape(q.prompt)}</td></tr>")
             parts.append("</table>")
-        page = folder / f"{learner}.html"
+        page = folder / f"{_file_name(learner)}.html"
         page.write_text("\n".join(parts), encoding="utf-8")
         written.append(page)
     return written
 
 
+def _file_name(learner: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", learner).lstrip(".") or "learner"
+
+
+def _adopt_orphans() -> None:
+    """Become the subreaper of everything the submissions start, so a detached process cannot slip away."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
+            containment.ADOPTING = True
+        except (OSError, AttributeError):
+            pass
+
+
 def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, notebook_timeout: int = 600,
           memory_mb: int = 3072, html_dir: Path | None = None, progress_to=sys.stderr) -> list[dict]:
+    _adopt_orphans()
     subs = find(paths)
     rows: list[dict] = []
     started = time.monotonic()
     done = 0
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(grade_one, s, cell_timeout, notebook_timeout, memory_mb) for s in subs]
+        futures = {pool.submit(grade_one, s, cell_timeout, notebook_timeout, memory_mb): s for s in subs}
         for future in as_completed(futures):
-            result = future.result()
+            try:
+                result = future.result()
+            except Exception as exc:   # a grader bug on one notebook: a row that says so, and the run goes on
+                result = Outcome(futures[future], status="grader error",
+                                 problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None])
             rows += rows_of(result)
             done += 1
             if progress_to is not None:
@@ -295,8 +575,5 @@ def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, no
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 7 and sys.argv[1] == "--worker":
-        _worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
-    else:
-        print("this module is run by `python -m grader grade`", file=sys.stderr)
-        sys.exit(2)
+    print("this module is run by `python -m grader grade`", file=sys.stderr)
+    sys.exit(2)

@@ -1,8 +1,9 @@
 """Keep the learner's global torch state as it was, whatever the grader or a learner function does.
 
 ``clean_room()`` runs a block in a known state (grad mode on, inference mode
-off, anomaly mode off, float32 default, a fixed seed, no saved-tensor hooks,
-warnings silenced) and restores every one of those afterwards.
+off, anomaly mode off, autocast off, no TorchFunctionMode or dispatch mode,
+saved-tensor hooks neither pushed nor disabled, float32 default, a fixed
+seed, warnings silenced) and restores every one of those afterwards.
 ``snapshot()`` and ``differences()`` let the sandbox tell a learner which
 piece of global state their function changed and left changed.
 """
@@ -26,6 +27,7 @@ class TorchState:
     anomaly_check_nan: bool
     default_dtype: Any
     deterministic: bool
+    deterministic_warn_only: bool
     num_threads: int
     saved_tensor_hooks: int
     default_device: str
@@ -39,6 +41,7 @@ def snapshot() -> TorchState:
         anomaly_check_nan=torch.is_anomaly_check_nan_enabled(),
         default_dtype=torch.get_default_dtype(),
         deterministic=torch.are_deterministic_algorithms_enabled(),
+        deterministic_warn_only=torch.is_deterministic_algorithms_warn_only_enabled(),
         num_threads=torch.get_num_threads(),
         saved_tensor_hooks=len(_peek_hooks()),
         default_device=str(torch.get_default_device()),
@@ -52,6 +55,7 @@ _WORDS = {
     "anomaly_check_nan": "anomaly detection's NaN check",
     "default_dtype": "the default dtype",
     "deterministic": "deterministic algorithms",
+    "deterministic_warn_only": "deterministic algorithms' warn_only",
     "num_threads": "the number of threads",
     "saved_tensor_hooks": "the saved-tensor hooks in force",
     "default_device": "the default device",
@@ -110,12 +114,48 @@ def restored(state: TorchState):
         torch.set_grad_enabled(state.grad_enabled)
         torch.set_anomaly_enabled(state.anomaly, state.anomaly_check_nan)
         torch.set_default_dtype(state.default_dtype)
-        if torch.are_deterministic_algorithms_enabled() != state.deterministic:
-            torch.use_deterministic_algorithms(state.deterministic)   # slow the first time: only when needed
+        if (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()) \
+                != (state.deterministic, state.deterministic_warn_only):   # slow the first time: only when needed
+            torch.use_deterministic_algorithms(state.deterministic, warn_only=state.deterministic_warn_only)
         if torch.get_num_threads() != state.num_threads:
             torch.set_num_threads(state.num_threads)
         if str(torch.get_default_device()) != state.default_device:
             torch.set_default_device(None if state.default_device == "cpu" else state.default_device)
+
+
+@contextlib.contextmanager
+def _no_modes():
+    """Take every TorchFunctionMode and dispatch mode off torch's stacks; put them back afterwards."""
+    from torch.utils import _python_dispatch as dispatch
+
+    functions, dispatches = [], []
+    while torch._C._len_torch_function_stack() > 0:
+        functions.append(torch._C._pop_torch_function_stack())
+    while torch._C._len_torch_dispatch_stack() > 0:
+        dispatches.append(dispatch._pop_mode())
+    try:
+        yield
+    finally:
+        while torch._C._len_torch_function_stack() > 0:
+            torch._C._pop_torch_function_stack()
+        for mode in reversed(functions):
+            torch._C._push_on_torch_function_stack(mode)
+        for mode in reversed(dispatches):
+            dispatch._push_mode(mode)
+
+
+@contextlib.contextmanager
+def _hooks_enabled():
+    """Saved-tensor hooks switched back on if the learner disabled them; their switch put back afterwards."""
+    if _hooks._saved_tensors_hooks_is_enabled():
+        yield
+        return
+    message = _hooks._saved_tensors_hooks_get_disabled_error_message()
+    _hooks._saved_tensors_hooks_enable()
+    try:
+        yield
+    finally:
+        _hooks._saved_tensors_hooks_disable(message or "saved tensors hooks are disabled")
 
 
 @contextlib.contextmanager
@@ -124,6 +164,11 @@ def clean_room(seed: int = 0, quiet: bool = True):
     before = snapshot()
     with contextlib.ExitStack() as stack:
         stack.enter_context(restored(before))
+        stack.enter_context(_no_modes())
+        stack.enter_context(_hooks_enabled())
+        stack.enter_context(torch.autocast("cpu", enabled=False))
+        if torch.cuda.is_available():
+            stack.enter_context(torch.autocast("cuda", enabled=False))
         stack.enter_context(_no_saved_tensor_hooks())
         stack.enter_context(torch.inference_mode(False))
         stack.enter_context(torch.random.fork_rng(devices=[]))

@@ -16,6 +16,7 @@ import io
 import signal
 import sys
 import threading
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -92,21 +93,49 @@ def describe_exception(exc: BaseException) -> str:
 
 @dataclass
 class _Timer:
+    """The time limit. On expiry it raises OutOfTime, and keeps raising it on every line the learner's code runs
+    until the call returns, so ``except BaseException`` in a loop cannot swallow it. A timer the learner had
+    armed (ITIMER_REAL) is put back afterwards with the time it had left."""
     seconds: float
     use_signal: bool = False
     watchdog: threading.Timer | None = None
     old_handler: Any = None
+    old_timer: tuple = (0.0, 0.0)
+    started: float = 0.0
+    expired: bool = False
+    stopped: bool = False
+    home: Any = None
+
+    def _tracer(self, frame, event, arg):
+        if self.stopped or frame.f_code.co_filename == __file__:
+            return None
+        if event == "line" and self.expired:
+            raise OutOfTime()
+        return self._tracer
 
     def start(self):
         if self.seconds <= 0:
             return
         if hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread():
             self.use_signal = True
+            self.home = sys._getframe(1)
+            self.started = time.monotonic()
 
             def on_alarm(signum, frame):
+                if self.stopped:
+                    return
+                self.expired = True
+                f = frame
+                while f is not None and f is not self.home:
+                    if f.f_code.co_filename != __file__:
+                        f.f_trace_lines = True
+                        f.f_trace = self._tracer
+                    f = f.f_back
+                sys.settrace(self._tracer)
+                signal.setitimer(signal.ITIMER_REAL, 0.05)   # and again, until the call has returned
                 raise OutOfTime()
             self.old_handler = signal.signal(signal.SIGALRM, on_alarm)
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            self.old_timer = signal.setitimer(signal.ITIMER_REAL, self.seconds)
         else:
             target = threading.get_ident()
 
@@ -117,9 +146,20 @@ class _Timer:
             self.watchdog.start()
 
     def stop(self):
+        self.stopped = True
         if self.use_signal:
             signal.setitimer(signal.ITIMER_REAL, 0)
+            if self.expired:
+                sys.settrace(None)
+                f = sys._getframe(1)
+                while f is not None:
+                    f.f_trace = None
+                    f = f.f_back
             signal.signal(signal.SIGALRM, self.old_handler if self.old_handler is not None else signal.SIG_DFL)
+            left, interval = self.old_timer
+            if left > 0:   # the learner's own timer: re-armed with what it had left
+                remaining = left - (time.monotonic() - self.started)
+                signal.setitimer(signal.ITIMER_REAL, max(remaining, 0.001), interval)
         elif self.watchdog is not None:
             self.watchdog.cancel()
 

@@ -114,3 +114,51 @@ def test_feedback_pages_and_progress(gradebook):
     page = (html / "carol.html").read_text()
     assert "00.warmup-square" in page and "incorrect" in page
     assert "8/8" in stderr and "per minute" in stderr
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_unknown_units_are_errors():
+    for args in (("questions", "--unit", "99"), ("verify", "--unit", "99")):
+        out = _cli(*args)
+        assert out.returncode == 2 and "no such unit: 99" in out.stderr
+
+
+def test_bad_grade_options_are_refused_before_anything_runs(tmp_path):
+    nb = tmp_path / "x.ipynb"
+    nb.write_text("{}")
+    for extra, words in ((("--out", str(tmp_path)), "is a folder"), (("-j", "0"), "--jobs must be a positive"),
+                         (("--cell-timeout", "-1"), "--cell-timeout must be"), (("--memory-mb", "0"), "--memory-mb")):
+        out = _cli("grade", str(nb), *(extra if "--out" in extra else ("--out", str(tmp_path / "g.csv"), *extra)))
+        assert out.returncode == 2 and words in out.stderr, out.stderr
+    assert not (tmp_path / "g.csv").exists()
+
+
+def test_restore_puts_grader_cells_back_and_reports_deleted_ones(tmp_path):
+    from grader.grade import Submission, restore
+    nb = edited(SOLUTION, lambda nb: replace_in(nb, 'mark_passed("00")', 'print("no mark")'))
+    nb.cells = [c for c in nb.cells if c.get("id") != "c013"]
+    nbformat.write(nb, tmp_path / "00_start_here.ipynb")
+    restored = restore(Submission("x", tmp_path / "00_start_here.ipynb"))
+    sources = {c["id"]: c["source"] for c in restored.notebook.cells}
+    assert sources["c017"] == 'mark_passed("00")' and "answer = 6.0" in sources["c015"]
+    assert restored.status == "missing cells" and "1 of the unit's" in restored.problems[0]
+    assert restored.findings == ["1 grader cell(s) had been edited and were restored"]
+
+
+def test_a_store_is_read_as_data(tmp_path):
+    import os
+    from grader.grade import read_events
+    from grader.store import Store
+    home, scratch = tmp_path / "home", tmp_path / "scratch"
+    home.mkdir(), scratch.mkdir()
+    Store(home / "progress.sqlite3").append("00", "00.warmup-square", "check", "correct", 6.0)
+    events, findings = read_events(home, scratch)
+    assert [(e.qid, e.answer, e.verdict) for e in events] == [("00.warmup-square", 6.0, "correct")] and not findings
+    for name in os.listdir(home):
+        os.remove(home / name)
+    os.mkfifo(home / "progress.sqlite3")
+    assert read_events(home, scratch) == ([], ["store missing or corrupt: the progress store is not a plain file "
+                                                "(a folder, FIFO or device)"])

@@ -50,3 +50,30 @@ def test_learner_state_survives_every_question(mode):
     finally:
         torch.set_anomaly_enabled(False)
         torch.set_default_dtype(torch.float32)
+
+
+def test_autocast_modes_hooks_switch_and_warn_only_do_not_reach_the_truth():
+    from torch.overrides import TorchFunctionMode
+    from grader.question import get
+
+    class FortyTwo(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return 42.0 if func is torch.Tensor.item else func(*args, **(kwargs or {}))
+
+    square, walk = get("00.warmup-square"), get("01.closed-book-walk")
+    plain = walk.run()
+    with FortyTwo():
+        assert square.run() == 6.0
+        assert torch.tensor(1.0).item() == 42.0   # the learner's mode is back afterwards
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert walk.run() == plain
+        assert torch.is_autocast_enabled("cpu")
+    with torch.autograd.graph.disable_saved_tensors_hooks("mine"):
+        assert square.run() == 6.0
+        assert not torch._C._autograd._saved_tensors_hooks_is_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        square.run()
+        assert torch.is_deterministic_algorithms_warn_only_enabled()
+    finally:
+        torch.use_deterministic_algorithms(False)

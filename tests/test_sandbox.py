@@ -85,3 +85,31 @@ def test_learner_state_survives_a_grader_clean_room():
             torch.rand(5)
         assert snapshot() == before
         assert torch.equal(torch.rand(1), expected)
+
+
+def test_a_swallowed_timeout_fires_again_and_the_learners_timer_survives():
+    import signal
+    import time
+
+    from grader import sandbox
+
+    def stubborn():
+        while True:
+            try:
+                while True:
+                    pass
+            except BaseException:
+                pass
+    started = time.monotonic()
+    out = sandbox.call(stubborn, seconds=0.5)
+    assert "ran for more than" in out.problem and time.monotonic() - started < 20
+    fired = []
+    old = signal.signal(signal.SIGALRM, lambda *a: fired.append(1))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 3.0)
+        assert sandbox.call(lambda: 7, seconds=0.5).value == 7
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+        assert 0 < left <= 3.0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
