@@ -39,6 +39,7 @@ install: $(STAMP)
 system-deps:
 	@missing=""; command -v dot >/dev/null || missing="$$missing graphviz"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "installing$$missing with apt-get"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from . import isolation, sandbox
-from .kinds import BadAnswer, Function, Unanswered, short
+from .kinds import BadAnswer, Function, Unanswered, short, snapshot
 from .results import Result
 
 
@@ -53,7 +53,7 @@ def run_exercise(q, answer) -> Result:
                 break   # one endless loop is enough to report; do not spend the whole budget on it
             continue
         try:
-            value = kind.returns.read(kind.convert(outcome.value, case, ns))
+            value = kind.returns.read(kind.convert(snapshot(outcome.value), case, ns))
         except Unanswered:
             failures.append((case, f"it returned {short(outcome.value)}; did you forget a return statement?",
                              None, outcome))

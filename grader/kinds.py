@@ -86,6 +86,52 @@ def _reject_common(value: Any, wanted: str) -> None:
                         "wrap it in list(...) so it can be read more than once")
 
 
+MAX_DEPTH = 20
+
+
+def snapshot(value: Any, _depth: int = 0) -> Any:
+    """A plain copy of an answer, made in one pass: what every kind then reads.
+
+    Containers are walked once with the base type's own iteration (a subclass's ``__len__``,
+    ``__iter__`` or ``__eq__`` never runs, so neither a lying length nor an iterator that yields
+    differently the second time changes what is graded), at most ``MAX_ITEMS + 1`` items each, so
+    the size caps apply to what is really there. Strings and numbers become plain ``str``, ``int``
+    and ``float``. Anything else (tensors, functions, iterators) is passed on for the kind to judge.
+    """
+    if _depth > MAX_DEPTH:
+        raise BadAnswer(f"the answer is nested more than {MAX_DEPTH} levels deep")
+    if value is None or value is Ellipsis or type(value) in (bool, int, float, str):
+        return value if type(value) is not str else value[: MAX_CHARS + 1]
+    if isinstance(value, str):
+        return str.__getitem__(value, slice(0, MAX_CHARS + 1))
+    if isinstance(value, bool):
+        return bool(int.__int__(value))
+    if isinstance(value, int):
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    for base, iterate in ((list, list.__iter__), (tuple, tuple.__iter__), (set, set.__iter__),
+                          (frozenset, frozenset.__iter__)):
+        if isinstance(value, base):
+            items = []
+            for item in iterate(value):
+                items.append(snapshot(item, _depth + 1))
+                if len(items) > MAX_ITEMS:
+                    break
+            return base(items) if base is not list else items
+    if isinstance(value, dict):
+        items = []
+        for key, item in dict.items(value):
+            items.append((snapshot(key, _depth + 1), snapshot(item, _depth + 1)))
+            if len(items) > MAX_ITEMS:
+                break
+        try:
+            return dict(items)
+        except TypeError:
+            raise BadAnswer("the answer is a dict whose keys cannot be compared") from None
+    return value
+
+
 # --- name normalisers -------------------------------------------------------
 
 def node_key(name: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 from . import progress, question as registry
 from .course import UNITS, leads_to, unit_id
 from .exercises import run_exercise
-from .kinds import BadAnswer, Function, Unanswered, short
+from .kinds import BadAnswer, Function, Unanswered, short, snapshot
 from .results import GraderCheckFailed, Result
 from .store import current as store
 
@@ -107,7 +107,7 @@ def predict(qid: Any, answer: Any = _ASK) -> Any:
                               "say the new prediction came after the reveal).", actions=[("reset", q.qid)]))
     else:
         try:
-            value = q.kind.read(answer)
+            value = q.kind.read(snapshot(answer))
         except Unanswered:
             asked = _finish(Result("predict", q.qid, "unanswered",
                                    f"replace ... with your prediction: {q.kind.describe()}",
@@ -222,7 +222,7 @@ def check(qid: Any, answer: Any = _ASK) -> Result:
 def _check_value(q, answer) -> Result:
     rows = [("question", q.prompt)]
     try:
-        value = q.kind.read(answer)
+        value = q.kind.read(snapshot(answer))
     except Unanswered:
         return Result("check", q.qid, "unanswered", f"replace ... with your answer: {q.kind.describe()}", rows=rows)
     except BadAnswer as exc:

@@ -83,6 +83,10 @@ def _torch_version() -> str:
     return getattr(torch, "__version__", "unknown") if torch else "unknown"
 
 
+class NewerSchema(sqlite3.DatabaseError):
+    """The file was written by a newer version of the course: read it, never move or migrate it."""
+
+
 class Store:
     """The event log at ``path`` (a file), or in memory when the file cannot be used."""
 
@@ -104,6 +108,9 @@ class Store:
         return con
 
     def _prepare(self, con: sqlite3.Connection):
+        version = con.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:   # before anything could write to it
+            raise NewerSchema(f"written by a newer autograd-lab (schema {version}, this one knows {SCHEMA_VERSION})")
         if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal" and self._memory is None:
             con.execute("PRAGMA journal_mode = WAL")
         if con.execute("PRAGMA quick_check").fetchone()[0] != "ok":
@@ -113,7 +120,7 @@ class Store:
     def _migrate(self, con: sqlite3.Connection):
         version = con.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
-            raise sqlite3.DatabaseError(f"written by a newer autograd-lab (schema {version})")
+            raise NewerSchema(f"written by a newer autograd-lab (schema {version}, this one knows {SCHEMA_VERSION})")
         if version == SCHEMA_VERSION:
             return
         con.execute("BEGIN IMMEDIATE")
@@ -144,7 +151,7 @@ class Store:
         self._warn(f"autograd-lab: the progress file {self.path} could not be read ({reason}); "
                    f"it was moved to {backup} and a fresh one started")
 
-    def _use_memory(self, reason: str):
+    def _use_memory(self, reason: str, newer: bool = False):
         self._memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         try:  # start from what the file already holds, if it can be read at all
             if self.path.exists():
@@ -153,6 +160,10 @@ class Store:
                 source.close()
         except sqlite3.Error:
             pass
+        if newer:   # read it as it is; never migrate, move or write a file a newer version wrote
+            self._warn(f"autograd-lab: the progress file {self.path} was {reason}; it is read as it is and "
+                       "left untouched: new progress is kept in memory for this session only. Update the course.")
+            return
         self._migrate(self._memory)
         self._warn(f"autograd-lab: cannot keep progress in {self.path.parent} ({reason}); "
                    "progress is kept in memory for this session only and is lost when the kernel stops")
@@ -177,6 +188,10 @@ class Store:
                 self._use_memory(text)
                 return self._memory
             raise
+        except NewerSchema as exc:
+            con.close()
+            self._use_memory(str(exc), newer=True)
+            return self._memory
         except sqlite3.DatabaseError as exc:
             con.close()
             self._move_aside(str(exc))

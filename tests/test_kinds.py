@@ -140,3 +140,50 @@ def test_every_derived_wrong_answer_is_refused(kind, truth):
         except BadAnswer:
             continue
         assert not kind.agrees(truth, value), f"{answer!r} was accepted for {truth!r}"
+
+
+def test_an_answer_is_read_once_from_a_plain_copy():
+    from grader.kinds import MAX_ITEMS, snapshot
+
+    class Liar(list):
+        def __len__(self):
+            return 1
+
+        def __iter__(self):
+            yield "AccumulateGrad"
+
+    big = Liar(["MulBackward0"] * (MAX_ITEMS + 50))
+    copy = snapshot(big)
+    assert type(copy) is list and len(copy) == MAX_ITEMS + 1
+    with pytest.raises(BadAnswer, match="too many"):
+        Sequence().read(copy)
+    # what is graded is what the list holds, never what a custom __iter__ says the second time
+    two = Liar(["PowBackward0", "MulBackward0"])
+    assert Sequence().read(snapshot(two)) == ("PowBackward0", "MulBackward0")
+
+    class Shifty(str):
+        def strip(self, *a):
+            return "PowBackward0"
+
+        def __eq__(self, other):
+            return True
+
+        __hash__ = str.__hash__
+    assert type(snapshot(Shifty("MulBackward0"))) is str
+    assert Name().read(snapshot(Shifty("MulBackward0"))) == "MulBackward0"
+    nested = []
+    for _ in range(30):
+        nested = [nested]
+    with pytest.raises(BadAnswer, match="nested"):
+        snapshot(nested)
+
+
+def test_the_learner_api_reads_the_copy(home):
+    from grader import check, predict
+    from grader.kinds import MAX_ITEMS
+
+    class Liar(list):
+        def __len__(self):
+            return 1
+    assert check("01.closed-book-walk", Liar(["AddBackward0"] * (MAX_ITEMS + 5))).verdict == "invalid"
+    assert predict("01.walk-y", Liar(["PowBackward0"] * (MAX_ITEMS + 5))).verdict == "invalid"

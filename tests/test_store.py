@@ -110,3 +110,26 @@ def test_a_read_only_file_keeps_its_history_in_memory(tmp_path, monkeypatch):
         store.append("01", "01.pow-node", "reveal", "correct")
     assert [e.action for e in store.events()] == ["predict", "reveal"]
     assert len(Store(path).events()) == 1  # the file itself was not touched
+
+
+def test_a_store_from_a_newer_version_is_read_as_it_is_and_never_moved(tmp_path):
+    import hashlib
+    import warnings
+    from grader.store import SCHEMA_VERSION
+    path = tmp_path / "progress.sqlite"
+    first = Store(path)
+    first.append("01", "01.pow-node", "predict", "recorded", "PowBackward0")
+    del first
+    con = sqlite3.connect(path)
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    newer = Store(path)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        assert [e.answer for e in newer.events()] == ["PowBackward0"]
+        newer.append("01", "01.pow-node", "reveal", "correct", "PowBackward0")
+    assert any("newer autograd-lab" in n for n in newer.notes)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if ".corrupt" in p.name) == []
