@@ -448,15 +448,9 @@ def grade_one(sub: Submission, cell_timeout: int = 60, notebook_timeout: int = 6
 # --- step 5: write --------------------------------------------------------------------------
 
 def question_verdict(q: progress.QuestionState, flag: str = "") -> str:
-    if flag:
-        return flag
-    if q.role == "predict":
-        if q.revealed:
-            return f"predicted, {q.reveal_verdict}" if q.predicted_before_reveal else "revealed without prediction"
-        return "predicted, not revealed" if q.predicted else "not attempted"
-    if q.passed:
-        return "correct"
-    return {"": "not attempted", "unanswered": "not answered"}.get(q.last_check, q.last_check)
+    """The question's honest record, in the words the panel and `status` use; a flag found while
+    recomputing (such as "predicted after reveal") wins."""
+    return flag or q.record
 
 
 FIXED = ["learner", "notebook", "unit", "run", "problems", "findings", "marked passed", "done", "hints", "attempts",

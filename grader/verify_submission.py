@@ -218,9 +218,6 @@ def recompute(unit: str, events: list[Event], exercises: dict[str, ExerciseVerdi
     if any(f == "predicted after reveal" for f in flags.values()):
         findings.append("predicted after reveal: " + ", ".join(q for q, f in flags.items()
                                                                  if f == "predicted after reveal"))
-    for qid in attempts:
-        if qid not in solved:
-            attempts[qid] = attempts[qid]
     return Recomputed(unit, state, missing, passed=not missing, flags=flags,
                       findings=list(dict.fromkeys(findings)), attempts=attempts, hints=hints)
 

@@ -172,7 +172,7 @@ def test_a_flood_on_fd2_is_capped(graded):
 def test_a_deleted_store_is_reported(graded):
     r = graded[0]["nostore"]
     assert "store missing or corrupt: the progress store is missing" in r["findings"]
-    assert r["00.warmup-square"] == "not attempted"
+    assert r["00.warmup-square"] == "not answered"
 
 
 def test_a_broken_link_gets_a_row(graded):
