@@ -524,7 +524,7 @@ def where_nan():
 
 @self_test(
     "02.closed-book-seed", Number(),
-    prompt="v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True); m = v * v.sum(); "
+    prompt="v = torch.tensor([2.0, -1.0, 1.0], requires_grad=True); m = v * v.sum(); "
            "m.backward(torch.tensor([1.0, 0.0, 0.0])). What is v.grad?",
     explain="The one-hot seed keeps only m[0] = v[0] * (v[0] + v[1] + v[2]). Its gradient is v.sum() + v[0] "
             "for v[0] (two routes add) and v[0] for the others.",
@@ -539,7 +539,7 @@ def where_nan():
                                                          "one-hot seed does not cut them off.")],
 )
 def closed_book_seed():
-    v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    v = torch.tensor([2.0, -1.0, 1.0], requires_grad=True)
     m = v * v.sum()
     m.backward(torch.tensor([1.0, 0.0, 0.0]))
     return v.grad.tolist()
@@ -571,12 +571,12 @@ def closed_book_broadcast():
 
 @self_test(
     "02.closed-book-steps", Number(),
-    prompt="w = torch.tensor(1.0, requires_grad=True); opt = torch.optim.SGD([w], lr=0.0). For step in 0, 1, 2: "
+    prompt="w = torch.tensor(-1.0, requires_grad=True); opt = torch.optim.SGD([w], lr=0.0). For step in 0, 1, 2: "
            "(w ** 3).backward(), and after step 1 only, opt.zero_grad(). What is w.grad at the end?",
     explain="Steps 0 and 1 add 3 + 3; zero_grad() then sets .grad to None; step 2 starts again from "
             "nothing and stores 3.",
-    hints=("What is one backward call's gradient of w ** 3 at w = 1? Then follow .grad through the three steps.",
-           "Each backward adds 3 into .grad. lr=0.0 keeps w at 1. zero_grad() (set_to_none=True by default) "
+    hints=("What is one backward call's gradient of w ** 3 at w = -1? Then follow .grad through the three steps.",
+           "Each backward adds 3 into .grad. lr=0.0 keeps w at -1. zero_grad() (set_to_none=True by default) "
            "runs after step 1 only, so only what step 2 adds is left."),
     misconceptions=[(lambda truth: truth * 3, "that adds all three steps; zero_grad() after step 1 dropped "
                                               "the first two, so only step 2's gradient is left."),
@@ -584,7 +584,7 @@ def closed_book_broadcast():
                                               "stored a fresh gradient.")],
 )
 def closed_book_steps():
-    w = torch.tensor(1.0, requires_grad=True)
+    w = torch.tensor(-1.0, requires_grad=True)
     opt = torch.optim.SGD([w], lr=0.0)
     for step in range(3):
         (w ** 3).backward()
