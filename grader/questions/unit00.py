@@ -29,6 +29,11 @@ def warmup_flag():
     "00.warmup-square", Number(),
     prompt="s = torch.tensor(3.0, requires_grad=True); (s * s).backward(). What is s.grad?",
     explain="d(s*s)/ds = 2s, which is 6 at s = 3; backward() stores it in s.grad.",
+    hints=("s * s is s squared: what is the slope of a square at s = 3?",
+           "backward() puts d(output)/ds into s.grad; for s * s that is s + s, one term for each factor."),
+    misconceptions=[(lambda truth: truth / 2, "that is s itself, the value of one factor; the product has a "
+                                              "factor s in two places, and each contributes s to the slope."),
+                    (lambda truth: truth * 1.5, "that is s * s, the value of the output; s.grad holds its slope.")],
 )
 def warmup_square():
     s = torch.tensor(3.0, requires_grad=True)

@@ -227,12 +227,15 @@ def _squares():
 
 
 @predict_then_run(
-    "02.nonscalar-backward", Error("at the square", "at backward", needs_message=True),
+    "02.nonscalar-backward", Error("at the square", "at backward", needs_message=True, terms=("scalar",)),
     prompt="v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True); z = v ** 2; z.backward(). Where does it "
-           "fail, if anywhere ('at the square', 'at backward' or 'no error'), and with which words? Answer "
-           "(place, at least three words you expect in the message).",
+           "fail, if anywhere ('at the square', 'at backward' or 'no error'), and why? Answer (place, your "
+           "words for what the message says). The place is graded exactly; your words are graded on the key "
+           "idea, what kind of output backward() can start from on its own, not on torch's exact wording.",
     explain="backward() with no argument needs a starting gradient; it can make one up (1) only for a single "
-            "number. For three outputs it cannot guess how to weigh them, so it refuses.",
+            "number, a scalar. For three outputs it cannot guess how to weigh them, so it refuses.",
+    misconceptions=[("no error", "backward() with no argument seeds the output with 1, and a 1 fits only an "
+                                 "output holding a single number; z holds three.")],
 )
 def nonscalar_backward():
     v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -266,6 +269,40 @@ def one_hot_seed():
     v, z = _squares()
     z.backward(torch.tensor([0.0, 1.0, 0.0]))
     return v.grad.tolist()
+
+
+# --- 2b. each node is a vector-Jacobian product; reverse mode counts rows -----------------------
+
+def _three_of_five(x):
+    return torch.stack([x.sum(), (x * x).sum(), x.prod()])
+
+
+@predict_then_run(
+    "02.jacobian-calls", Number(tol=0),
+    prompt="f(x) = torch.stack([x.sum(), (x * x).sum(), x.prod()]) maps x, 5 numbers that require grad, to 3 "
+           "numbers. A hook on f's output counts the backward passes that go through it. How many passes "
+           "does torch.autograd.functional.jacobian(f, x) make to build the 3x5 Jacobian, and how many does "
+           "f(x).sum().backward() make? Answer [for the Jacobian, for the sum].",
+    explain="One backward pass computes one vector-Jacobian product: one row of the Jacobian per one-hot "
+            "seed, so 3 passes for 3 outputs; a scalar output needs a single pass whatever the number of "
+            "inputs. Forward mode gets one column per pass instead: 5 here.",
+    misconceptions=[(lambda truth: [5.0, truth[1]], "one pass per input is forward mode, a column at a time; "
+                                                    "backward gives a row per pass, one per output.")],
+)
+def jacobian_calls():
+    counts = []
+
+    def f(x):
+        y = _three_of_five(x)
+        y.register_hook(lambda g: counts.append(1))
+        return y
+
+    x = torch.arange(1.0, 6.0, requires_grad=True)
+    torch.autograd.functional.jacobian(f, x)
+    for_jacobian = len(counts)
+    counts.clear()
+    f(x).sum().backward()
+    return [for_jacobian, len(counts)]
 
 
 # --- 3. two routes to one leaf ---------------------------------------------------------------
@@ -332,8 +369,9 @@ def accumulate_runs():
     "02.broadcast-grad", Number(),
     prompt="X = torch.arange(12.0).view(4, 3) (no grad); b = torch.ones(3, requires_grad=True); "
            "loss = (X * b).sum(); loss.backward(). What is b.grad? Answer a list.",
-    explain="b was broadcast over the 4 rows, so each of its elements was used 4 times: the four "
-            "contributions are summed back into b's own shape (3,), giving the column sums of X.",
+    explain="X * b records no expand node: MulBackward0's edge leads straight to b's AccumulateGrad. The "
+            "node computes b's gradient in the broadcast shape (4, 3), X itself, and the engine sums it over "
+            "the broadcast rows down to b's shape (3,): the column sums of X.",
 )
 def broadcast_grad():
     X = torch.arange(12.0).view(4, 3)
@@ -352,8 +390,8 @@ def _step(w):
     "02.second-step", Number(),
     prompt="w = torch.tensor(2.0, requires_grad=True). Twice: build loss = 3 * w + w ** 2 and call "
            "loss.backward(), with nothing in between. What is w.grad after the second time?",
-    explain="AccumulateGrad adds into .grad whatever is there; it never overwrites. Nothing cleared the first "
-            "7, so the second 7 was added to it.",
+    explain="A plain backward() adds into .grad whatever is there. Nothing cleared the first 7, so the second 7 "
+            "was added to it.",
 )
 def second_step():
     w = torch.tensor(2.0, requires_grad=True)
@@ -426,17 +464,82 @@ def zero_not_none():
     return f"w {_grad_word(w)}, b {_grad_word(b)}"
 
 
+# --- 7b. zeros and NaNs that arrive quietly ---------------------------------------------------------
+
+@predict_then_run(
+    "02.flat-steps", LeafGrads(),
+    prompt="x = torch.tensor([0.4, 1.6, -2.3], requires_grad=True); loss = (x.round() + x.floor() + "
+           "x.sign()).sum(); loss.backward(). What is x.grad? Answer {'x': a list of three numbers, or None}.",
+    explain="round, floor and sign are recorded (their results are floating point), so backward reaches x; "
+            "their local derivative is zero wherever it exists, so x.grad is zeros. Connected, and nothing "
+            "to learn through them.",
+    misconceptions=[({"x": None}, "None would mean no gradient arrived; round, floor and sign each have a "
+                                  "node, and backward sends zeros through them to x.")],
+)
+def flat_steps():
+    x = torch.tensor([0.4, 1.6, -2.3], requires_grad=True)
+    (x.round() + x.floor() + x.sign()).sum().backward()
+    return _leaf_grads({"x": x})
+
+
+@predict_then_run(
+    "02.kink-conventions", Number(tol=0),
+    prompt="At z = 0.0 (a fresh leaf that requires grad each time): torch.relu(z).backward(), "
+           "z.clamp(min=0).backward(), z.abs().backward(). What is z.grad after each? Answer "
+           "[after relu, after clamp, after abs].",
+    explain="At a kink the derivative does not exist, and each backward formula picks a value: relu sends 0 at "
+            "0, clamp(min=0) sends 1 (it lets the gradient through where the input equals the bound), abs "
+            "sends sign(0) = 0. relu and clamp(min=0) compute the same numbers and differ only there.",
+    misconceptions=[(lambda truth: [truth[0], truth[0], truth[2]],
+                     "clamp(min=0) computes the same values as relu, but its backward passes the gradient "
+                     "where the input equals the bound; the choice at a kink belongs to each operation.")],
+)
+def kink_conventions():
+    grads = []
+    for op in (torch.relu, lambda t: t.clamp(min=0), torch.abs):
+        z = torch.tensor(0.0, requires_grad=True)
+        op(z).backward()
+        grads.append(z.grad.item())
+    return grads
+
+
+@predict_then_run(
+    "02.where-nan", LeafGrads(),
+    prompt="x = torch.tensor([-1.0, 4.0], requires_grad=True); y = torch.where(x > 0, x.sqrt(), 0.0); "
+           "y.sum().backward(). What is x.grad? Answer {'x': a list of two numbers}, or {'x': None}; write "
+           "float('nan') for NaN (numbers to 4 decimals).",
+    explain="where picks values, but backward runs through both branches: sqrt ran on every element, and its "
+            "local derivative 0.5 / sqrt(x) is NaN at x = -1. where sends that element 0, and 0 * NaN is NaN.",
+    misconceptions=[(lambda truth: {"x": [0.0, truth["x"][1]]}, "where does send the masked element a zero, but that zero "
+                                                    "then meets sqrt's own local derivative at -1, which is "
+                                                    "NaN; 0 * NaN is NaN.")],
+)
+def where_nan():
+    x = torch.tensor([-1.0, 4.0], requires_grad=True)
+    torch.where(x > 0, x.sqrt(), 0.0).sum().backward()
+    return _leaf_grads({"x": x})
+
+
 # --- self-test ---------------------------------------------------------------------------------
 
 @self_test(
     "02.closed-book-seed", Number(),
-    prompt="v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True); m = v * v.sum(); "
+    prompt="v = torch.tensor([2.0, -1.0, 1.0], requires_grad=True); m = v * v.sum(); "
            "m.backward(torch.tensor([1.0, 0.0, 0.0])). What is v.grad?",
     explain="The one-hot seed keeps only m[0] = v[0] * (v[0] + v[1] + v[2]). Its gradient is v.sum() + v[0] "
             "for v[0] (two routes add) and v[0] for the others.",
+    hints=("The seed [1, 0, 0] keeps a single output element. Write that element out in terms of v[0], v[1] "
+           "and v[2].",
+           "m[0] = v[0] * (v[0] + v[1] + v[2]). v[0] reaches it by two routes (the left factor and the sum), "
+           "and the two contributions add; v[1] and v[2] only through the sum."),
+    misconceptions=[(lambda truth: [truth[0] - truth[1], truth[1], truth[2]],
+                     "that counts v[0] once; it reaches m[0] by two routes, the left factor and the sum, and "
+                     "backward adds both."),
+                    (lambda truth: [truth[0], 0.0, 0.0], "v[1] and v[2] reach m[0] through v.sum(), so the "
+                                                         "one-hot seed does not cut them off.")],
 )
 def closed_book_seed():
-    v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    v = torch.tensor([2.0, -1.0, 1.0], requires_grad=True)
     m = v * v.sum()
     m.backward(torch.tensor([1.0, 0.0, 0.0]))
     return v.grad.tolist()
@@ -446,8 +549,18 @@ def closed_book_seed():
     "02.closed-book-broadcast", Number(),
     prompt="X = torch.randn(4, 3); b = torch.zeros(1, 3, requires_grad=True); loss = (X + b).mean(); "
            "loss.backward(). What is b.grad? Answer its three numbers as a flat list (4 decimals).",
-    explain="Each element of b is used in 4 of the 12 averaged entries: 4 contributions of 1/12 are summed "
-            "back into shape (1, 3). The sum comes from broadcasting, the 1/12 from the mean.",
+    explain="Each element of b is added to the 4 rows of one column, 4 of the 12 averaged entries: the "
+            "engine sums 4 gradients of 1/12 down to b's shape (1, 3). The sum comes from broadcasting, the "
+            "1/12 from the mean.",
+    hints=("X's values do not matter: the gradient of X + b with respect to b is 1 everywhere. What does the "
+           "mean multiply every entry's gradient by?",
+           "The mean of 12 entries sends 1/12 to each. b has shape (1, 3), so each of its elements was "
+           "broadcast over 4 rows, and the 4 gradients of its column are summed into it."),
+    misconceptions=[(lambda truth: [t / 4 for t in truth], "that is one entry's share, 1/12; b's element is "
+                                                           "broadcast over 4 rows, and their 4 gradients are "
+                                                           "summed into it."),
+                    (lambda truth: [t * 12 for t in truth], "4 per element would be the gradient of the sum; "
+                                                            "the mean divides every entry's gradient by 12.")],
 )
 def closed_book_broadcast():
     X = torch.randn(4, 3)
@@ -458,13 +571,20 @@ def closed_book_broadcast():
 
 @self_test(
     "02.closed-book-steps", Number(),
-    prompt="w = torch.tensor(1.0, requires_grad=True); opt = torch.optim.SGD([w], lr=0.0). For step in 0, 1, 2: "
+    prompt="w = torch.tensor(-1.0, requires_grad=True); opt = torch.optim.SGD([w], lr=0.0). For step in 0, 1, 2: "
            "(w ** 3).backward(), and after step 1 only, opt.zero_grad(). What is w.grad at the end?",
     explain="Steps 0 and 1 add 3 + 3; zero_grad() then sets .grad to None; step 2 starts again from "
             "nothing and stores 3.",
+    hints=("What is one backward call's gradient of w ** 3 at w = -1? Then follow .grad through the three steps.",
+           "Each backward adds 3 into .grad. lr=0.0 keeps w at -1. zero_grad() (set_to_none=True by default) "
+           "runs after step 1 only, so only what step 2 adds is left."),
+    misconceptions=[(lambda truth: truth * 3, "that adds all three steps; zero_grad() after step 1 dropped "
+                                              "the first two, so only step 2's gradient is left."),
+                    (lambda truth: truth * 0, "zero_grad() ran before step 2, not after it: step 2's backward "
+                                              "stored a fresh gradient.")],
 )
 def closed_book_steps():
-    w = torch.tensor(1.0, requires_grad=True)
+    w = torch.tensor(-1.0, requires_grad=True)
     opt = torch.optim.SGD([w], lr=0.0)
     for step in range(3):
         (w ** 3).backward()
@@ -480,6 +600,14 @@ def closed_book_steps():
            "loss.backward(). Which of a, b, c, d have a .grad that is None? Answer a set of names.",
     explain="a and b are connected: their gradients were computed and are zero (times 0, and relu's slope "
             "below zero). c was never used, so nothing reached it; d does not require grad.",
+    hints=("None means no gradient arrived at all; zero means one arrived and was zero. Which leaves did "
+           "backward reach?",
+           "a * 0 and b.relu() are recorded operations with edges to a and b, so both receive a gradient (here "
+           "zero). c appears nowhere in loss; d was created without requires_grad."),
+    misconceptions=[({"a", "b", "c", "d"}, "a and b were reached: their gradients are zeros, which is not "
+                                           "None."),
+                    ({"c"}, "d does not require grad, so backward never stores a gradient in it: its .grad "
+                            "stays None.")],
 )
 def closed_book_none():
     a = torch.tensor(1.0, requires_grad=True)
@@ -566,6 +694,11 @@ def _call_timeline(fn, case, ns):
     explain="Each backward adds into .grad in place, so only a clone keeps a moment's value; two steps give "
             "twice one step; an optimizer's zero_grad() leaves None. A leaf that needs no gradient, or that "
             "backward never reaches, stays None throughout; a reached leaf can hold zeros.",
+    hints=("Call forward() for each step, backward on what it returns, and take your snapshot right after "
+           "each backward. What happens to a snapshot that is w.grad itself when the next backward runs?",
+           "Store t.grad.clone() (or None where t.grad is None): without the clone, the first entry is the "
+           "same tensor the second backward adds into. For the third entry, make any optimizer over the "
+           "leaves' values and call its zero_grad()."),
 )
 def grad_timeline(case):
     ns = case.fresh()
@@ -695,6 +828,11 @@ def _seed_result(raw, case, ns):
     explain="backward(s) computes s · J, so s must be 1 at the chosen element and 0 elsewhere, shaped like out. "
             "flatten() numbers the elements row by row (the last index fastest); writing the 1 through a "
             "view of a fresh zeros tensor puts it in that place.",
+    hints=("backward(s) weighs each output element's gradient by s at the same place and adds them up. "
+           "Which weights keep one element alone?",
+           "Make torch.zeros(out.shape) (a fresh, contiguous tensor) and put a 1 at flat position index "
+           "through .view(-1). Writing through out's own layout, or through flatten() of a non-contiguous "
+           "tensor, can put the 1 somewhere else or nowhere."),
 )
 def isolating_seed(case):
     ns = case.fresh()

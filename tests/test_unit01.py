@@ -1,0 +1,66 @@
+"""Unit 01 (and 00, 02) as a learner meets them: no answer printed before its question, closed-book
+programs that the unit never ran, and every grader message's functions imported."""
+import re
+
+import nbformat
+import pytest
+
+from grader.question import of_unit
+from grader.kinds import Name
+
+NOTEBOOKS = {"00": "solutions/00_start_here.ipynb",
+             "01": "solutions/01_what_the_forward_pass_records.ipynb",
+             "02": "solutions/02_backward_and_why_gradients_add.ipynb"}
+
+
+def _cells(unit):
+    return nbformat.read(NOTEBOOKS[unit], as_version=4).cells
+
+
+def _output_text(cell):
+    parts = []
+    for out in cell.get("outputs", []):
+        parts.append(out.get("text", ""))
+        parts.append(out.get("data", {}).get("text/plain", ""))
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("unit", sorted(NOTEBOOKS))
+def test_no_node_name_is_printed_before_its_question(unit):
+    cells = _cells(unit)
+    for q in of_unit(unit):
+        if q.role != "predict" or not isinstance(q.kind, Name):
+            continue
+        answer = q.run()
+        asked = next(i for i, c in enumerate(cells) if c.cell_type == "code" and f'predict("{q.qid}"' in c.source)
+        for cell in cells[:asked]:
+            assert answer not in _output_text(cell), f"{q.qid}: {answer} is printed before it is asked"
+
+
+def test_the_first_cells_of_01_do_not_answer_its_first_questions():
+    cells = _cells("01")
+    asked = next(i for i, c in enumerate(cells) if 'predict("01.x-is-leaf"' in c.source)
+    before = "\n".join(_output_text(c) for c in cells[:asked])
+    assert "is_leaf=False" not in before and "PowBackward0" not in before
+
+
+@pytest.mark.parametrize("unit", sorted(NOTEBOOKS))
+def test_closed_book_programs_are_not_run_in_the_unit(unit):
+    code = "\n".join(c.source for c in _cells(unit) if c.cell_type == "code")
+    lines = {" ".join(line.split()) for line in code.splitlines()}
+    import inspect
+    for q in of_unit(unit):
+        if q.role != "self-test":
+            continue
+        body = inspect.getsource(q.experiment).splitlines()[1:]
+        for line in body:
+            text = " ".join(line.split())
+            if "torch." in text and "=" in text and not text.startswith(("return", "def", "@")):
+                assert text not in lines, f"{q.qid}: {text!r} is already run in unit {unit}"
+
+
+@pytest.mark.parametrize("unit", sorted(NOTEBOOKS))
+def test_reset_and_hint_are_imported_where_messages_name_them(unit):
+    first = next(c.source for c in _cells(unit) if c.cell_type == "code")
+    imported = set(re.findall(r"\w+", first.split("from grader import", 1)[1]))
+    assert {"reset", "hint", "predict", "reveal", "check", "mark_passed"} <= imported
