@@ -19,9 +19,9 @@ class Unit:
 
 
 _TABLE = [
-    ("00", "start_here", "Start here: how the course works", (), 15),
-    ("01", "what_the_forward_pass_records", "What the forward pass records", ("00",), 50),
-    ("02", "backward_and_why_gradients_add", "Backward, and why gradients add", ("01",), 50),
+    ("00", "start_here", "Start here: how the course works", (), 20),
+    ("01", "what_the_forward_pass_records", "What the forward pass records", ("00",), 80),
+    ("02", "backward_and_why_gradients_add", "Backward, and why gradients add", ("01",), 90),
     ("03", "observing_gradients", "Observing gradients: retain_grad, hooks, autograd.grad", ("02",), 85),
     ("04", "where_the_path_stops", "Where the path stops: detach, no_grad, inference_mode, .item()", ("03",), 105),
     ("05", "saved_tensors_and_what_they_cost", "Saved tensors and what they cost", ("01",), 85),

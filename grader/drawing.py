@@ -136,6 +136,7 @@ class Drawing:
 
     def __init__(self, outputs: Any, names: Any = None, saved: bool = True):
         labels = probes.name_map(names)
+        self.show_saved = saved
         by_storage = _storage_names(names) if saved else {}
         self.roots: list[tuple[str, Any]] = []
         self.nodes: list[Node] = []
@@ -204,8 +205,9 @@ class Drawing:
         return [s for s in self.storages if s.stale]
 
     def summary(self) -> str:
-        parts = [_plural(len(self.nodes), "node"),
-                 f"{_plural(len(self.storages), 'saved storage')}, {self.total_bytes:,} bytes"]
+        parts = [_plural(len(self.nodes), "node")]
+        if self.show_saved:   # draw(..., saved=False) measured nothing: it says nothing about the bill
+            parts.append(f"{_plural(len(self.storages), 'saved storage')}, {self.total_bytes:,} bytes")
         if self.wrapped:
             parts.append(f"{_plural(len(self.wrapped), 'wrapped number')} outside the bill")
         if self.stale:
@@ -346,8 +348,24 @@ class Drawing:
         data = {"text/plain": self.text()}
         svg = self.svg()
         if svg:
-            data["image/svg+xml"] = svg
+            data["image/svg+xml"] = fit_width(svg)
         return data
+
+
+MAX_WIDTH_PX = 720   # a notebook column in JupyterLab at its default width
+
+
+def fit_width(svg: str, max_px: int = MAX_WIDTH_PX) -> str:
+    """Scale a Graphviz SVG down (keeping its proportions) so it never overflows the notebook column."""
+    import re
+    m = re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg)
+    if not m:
+        return svg
+    width, height = float(m.group(1)) * 4 / 3, float(m.group(2)) * 4 / 3
+    if width <= max_px:
+        return svg
+    scale = max_px / width
+    return svg.replace(m.group(0), f'<svg width="{max_px}px" height="{height * scale:.0f}px"', 1)
 
 
 def _plural(n: int, word: str) -> str:

@@ -338,6 +338,10 @@ class Number(Kind):
         return list(value) if isinstance(value, tuple) else value
 
     def wrong_answers(self, truth):
+        values = truth if isinstance(truth, tuple) else (truth,)
+        if any(not math.isfinite(v) for v in values):   # a nan or inf answer: every finite number is wrong
+            finite = [0.0 if not math.isfinite(v) else v for v in values]
+            return [finite if isinstance(truth, tuple) else finite[0], [1.0] * len(values)]
         step = 10 * (self.tol + self.rel * (abs(truth[0]) if isinstance(truth, tuple) else abs(truth))) + 1
         if isinstance(truth, tuple):
             out = []

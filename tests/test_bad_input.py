@@ -121,7 +121,7 @@ CASES = [
     (lambda: predict("01.x-is-leaf", torch.tensor(False)), {"invalid"}, ".item()"),
     (lambda: predict("01.x-is-leaf", [False]), {"invalid"}, "True or False"),
     (lambda: predict("01.x-is-leaf", bool), {"invalid"}, "class"),
-    (lambda: check("01.saved-self-is-x", "yes"), {"invalid"}, "True or False"),
+    (lambda: predict("01.x-is-leaf", "yes"), {"invalid"}, "True or False"),
     # Number
     (lambda: predict("01.neuron-slope", "0.2983"), {"invalid"}, "string"),
     (lambda: predict("01.neuron-slope", torch.tensor(0.2983)), {"invalid"}, ".item()"),

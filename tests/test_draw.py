@@ -148,3 +148,19 @@ def test_a_custom_functions_saves_are_drawn():
     d = draw(Square.apply(a), names={"a": a})
     assert d.total_bytes == 20 and d.storages[0].name == "a"
     assert "SquareBackward  saves saved_tensors[0] -> S1" in d.text()
+
+
+def test_a_wide_drawing_fits_the_notebook_column():
+    from grader.drawing import MAX_WIDTH_PX, fit_width
+    wide = '<svg width="1200pt" height="300pt" viewBox="0 0 1200 300">'
+    fitted = fit_width(wide)
+    assert f'width="{MAX_WIDTH_PX}px"' in fitted and 'viewBox="0 0 1200 300"' in fitted
+    assert fit_width('<svg width="300pt" height="100pt"') == '<svg width="300pt" height="100pt"'
+
+
+def test_a_drawing_without_saved_tensors_claims_no_bill():
+    import torch
+    from grader import draw
+    w = torch.tensor(2.0, requires_grad=True)
+    text = draw((w * w).sin(), saved=False).text()
+    assert "saved storage" not in text.splitlines()[0]
