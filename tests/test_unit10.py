@@ -181,22 +181,14 @@ def test_a_diagnosis_may_hand_back_the_event_itself():
     assert check("10.diagnose", diagnose_with_events).passed
 
 
-@pytest.mark.parametrize("answer, words", [
-    (lambda program: None, "did you forget a return"),
-    (lambda program: program.lines, "a string"),
-    (lambda program: "while True:\n    pass", "ran for more than"),
-    (lambda program: "for (", "SyntaxError"),
-    (lambda program: program.source, "did not hold after your repair"),
-])
-def test_odd_repairs_get_a_clear_message(answer, words):
-    result = check("10.repair", answer)
-    assert result.verdict == "incorrect" and words in str(result), str(result)
-
-
-def test_the_named_fake_repairs_fail_on_the_quantity_they_leave_broken():
-    assert "gradients equal the reference" in check("10.repair", ref.repair_with_retain_graph).message
-    assert "every parameter moves" in check("10.repair", ref.repair_requires_grad_downstream).message
-    assert "did not hold" in check("10.repair", ref.repair_checked_by_the_loss).message
+def test_the_reference_repair_is_proven_and_the_named_fakes_are_not():
+    """The repair exercise left the unit (learner time); its reference still checks what prove measures."""
+    from grader.audit import FACTS, cases, prove
+    programs = [c.fresh()["program"] for c in cases()]
+    for program in programs:
+        assert set(prove(program, ref.repair(program)).facts) == set(FACTS), program
+    for fake in (ref.repair_with_retain_graph, ref.repair_requires_grad_downstream, ref.repair_zero_grad_only):
+        assert any(set(prove(p, fake(p)).facts) != set(FACTS) for p in programs), fake.__name__
 
 
 def test_a_made_up_kind_in_the_self_test_is_named_as_not_a_choice():
@@ -204,7 +196,7 @@ def test_a_made_up_kind_in_the_self_test_is_named_as_not_a_choice():
     assert result.verdict == "invalid" and "not a choice" in str(result)
 
 
-@pytest.mark.parametrize("qid", ["10.diagnose", "10.repair"])
+@pytest.mark.parametrize("qid", ["10.diagnose"])
 def test_each_exercise_checks_quickly(qid):
     check(qid, ref.REFERENCE[qid])          # the first check builds (and keeps) the cases
     started = time.perf_counter()

@@ -55,13 +55,16 @@ def carried_loop(steps: int = STEPS, *, w: float = 0.9, retain: bool = False, de
 # --- the error, and the retain_graph "fix" ------------------------------------------------
 
 @predict_then_run(
-    "08.second-backward", Error(*PLACES),
+    "08.second-backward", Error(*PLACES, terms=(("second time", "twice", "freed"),)),
     prompt="w = torch.tensor(0.9, requires_grad=True); hidden = torch.tensor(1.0). Five times: "
            "hidden = hidden * w + 0.1; loss = hidden ** 2; loss.backward(). Nothing is detached and "
            "retain_graph is not passed. Where does it fail, if anywhere? Answer a place, or "
-           "(place, words you expect in the message).",
+           "(place, your words for what the message says). The place is graded exactly; your words "
+           "only on the message's key idea.",
     explain="Step 2's hidden was computed from step 1's, so step 2's graph runs back through step 1's "
             "nodes, whose saved values step 1's backward already freed.",
+    misconceptions=[("no error", "Each step builds a new loss, but not a new history: step 2's hidden was "
+                     "computed from step 1's, so its graph contains step 1's nodes.")],
 )
 def second_backward():
     w = torch.tensor(0.9, requires_grad=True)
@@ -79,6 +82,8 @@ def second_backward():
            "to a leaf's AccumulateGrad. What is it at steps 1 to 5? Answer a list of five numbers.",
     explain="Nothing cuts hidden, so each step's loss sits on top of every earlier step: a power node, "
             "then one add and one multiply per step, then w's AccumulateGrad. Two nodes more per step.",
+    misconceptions=[(lambda truth: [truth[0]] * len(truth), "That is a graph that starts afresh each step. "
+                     "Nothing detaches hidden here, so every step's graph contains all the earlier ones.")],
 )
 def retain_depths():
     depths = []
@@ -86,23 +91,47 @@ def retain_depths():
     return depths
 
 
+RETAIN_GRAD = ("exactly 5 times step 1's w.grad", "more than 5 times step 1's w.grad",
+               "less than 5 times step 1's w.grad", "it raises at step 2")
+
+
 @predict_then_run(
-    "08.retain-grad", Number(),
-    prompt=RETAINED + ". What is w.grad after five steps? (4 decimals)",
-    explain="Each backward differentiates that step's loss through the whole history back to step 1, "
-            "and the five results add up in w.grad.",
+    "08.retain-grad", Choice(*RETAIN_GRAD),
+    prompt=RETAINED + ". After step 1's backward, w.grad is 2.0 (section 1 printed it). After five steps, "
+           "how does w.grad compare with 5 times that? One of " + ", ".join(repr(c) for c in RETAIN_GRAD) + ".",
+    explain="Each backward differentiates that step's loss through the whole history back to step 1, and "
+            "every earlier step adds one more route from w to the loss, so later steps contribute more than "
+            "step 1 did; the five results add up in w.grad.",
+    misconceptions=[(RETAIN_GRAD[0], "That would be true if every step's loss saw only its own step. With "
+                     "the history connected, step n's loss reaches w through n multiplications.")],
 )
 def retain_grad():
+    first = carried_loop(1, retain=True).grad.item()
+    total = carried_loop(retain=True).grad.item()
+    if abs(total - 5 * first) < 1e-4:
+        return RETAIN_GRAD[0]
+    return RETAIN_GRAD[1] if total > 5 * first else RETAIN_GRAD[2]
+
+
+def retained_grad_value() -> float:
+    """w.grad after the five retained steps (the notebook's figure)."""
     return carried_loop(retain=True).grad.item()
 
 
+SUM_OF_LOSSES = ("the same as the retained loop's w.grad", "larger than the retained loop's w.grad",
+                 "smaller than the retained loop's w.grad", "it raises at total.backward()")
+
+
 @predict_then_run(
-    "08.sum-of-losses", Number(),
+    "08.sum-of-losses", Choice(*SUM_OF_LOSSES),
     prompt="w = torch.tensor(0.9, requires_grad=True), hidden = torch.tensor(1.0), total = 0; five steps of "
            "hidden = hidden * w + 0.1; total = total + hidden ** 2, with no backward inside; then "
-           "total.backward() once. What is w.grad? (4 decimals)",
+           "total.backward() once. How does w.grad compare with the retained loop's (one "
+           "backward(retain_graph=True) per step)? One of " + ", ".join(repr(c) for c in SUM_OF_LOSSES) + ".",
     explain="Gradients are linear: differentiating each loss through its full history and adding is "
             "the gradient of the sum of the losses. One backward over one graph gives the same number.",
+    misconceptions=[(SUM_OF_LOSSES[2], "One backward over the summed losses still follows every loss "
+                     "through its full history; nothing here is detached.")],
 )
 def sum_of_losses():
     w = torch.tensor(0.9, requires_grad=True)
@@ -111,7 +140,10 @@ def sum_of_losses():
         hidden = hidden * w + 0.1
         total = total + hidden ** 2
     total.backward()
-    return w.grad.item()
+    once, retained = w.grad.item(), carried_loop(retain=True).grad.item()
+    if abs(once - retained) < 1e-4:
+        return SUM_OF_LOSSES[0]
+    return SUM_OF_LOSSES[1] if once > retained else SUM_OF_LOSSES[2]
 
 
 def _mul_runs(steps: int, retain: bool, detach: bool) -> int:
@@ -138,18 +170,15 @@ def _mul_runs(steps: int, retain: bool, detach: bool) -> int:
            "Over the five backward calls together, how many times does a MulBackward0 node run?",
     explain="Step n's backward walks back through all n multiplications made so far: 1 + 2 + 3 + 4 + 5. "
             "The work per step grows with the step, so the whole sequence costs the square of its length.",
+    misconceptions=[(lambda truth: STEPS, "One run per backward is the detached loop. Here step n's backward "
+                     "walks back through every multiplication made so far, not just the newest.")],
 )
 def retain_mul_runs():
     return _mul_runs(STEPS, retain=True, detach=False)
 
 
-@predict_then_run(
-    "08.depth-200", Number(tol=0),
-    prompt=RETAINED + ", for 200 steps. What is probes.depth(loss) at step 200?",
-    explain="Depth grows by two nodes a step from 4 at step 1, so step n's graph is 2n + 2 deep. Nothing "
-            "ever stops it: the graph is as long as the sequence so far.",
-)
 def depth_200():
+    """depth(loss) at step 200 of the retained loop (the notebook's cell shows it)."""
     found = []
     carried_loop(200, retain=True, each=lambda step, loss: found.append(probes.depth(loss)) if step == 200 else None)
     return found[0]
@@ -164,6 +193,8 @@ def depth_200():
     explain="Each new step's multiplication saves the 256 float32 values of the state it received "
             "(1,024 bytes); w is one storage, already counted, and the addition saves nothing. The bill "
             "grows by one state per step, for as long as the loop runs.",
+    misconceptions=[(lambda truth: 2 * truth, "Twice too much: the addition saves nothing, and w is one "
+                     "storage that the graph already counted.")],
 )
 def bytes_per_step():
     found = {}
@@ -173,14 +204,19 @@ def bytes_per_step():
 
 
 @predict_then_run(
-    "08.retain-then-step", Error(*PLACES),
+    "08.retain-then-step", Error(*PLACES, terms=(("inplace", "in-place", "in place"),)),
     prompt="w = torch.tensor(0.9, requires_grad=True), opt = torch.optim.SGD([w], lr=0.01), "
            "hidden = torch.tensor(1.0); each step: hidden = hidden * w + 0.1; loss = hidden ** 2; "
-           "opt.zero_grad(); loss.backward(retain_graph=True); opt.step(). Where does it fail, if anywhere?",
+           "opt.zero_grad(); loss.backward(retain_graph=True); opt.step(). Where does it fail, if anywhere? "
+           "Answer a place, or (place, your words for what the message says): the place is graded exactly, "
+           "the words on the message's key idea.",
     explain="opt.step() writes w in place, bumping its version. Step 2's multiplication saved w (its other "
             "operand, hidden, required grad); step 3's backward runs back into that node and finds w "
             "changed. Step 1's multiplication never saved w, since its hidden did not require grad, so "
             "step 2's backward still ran.",
+    misconceptions=[("at step 2's backward", "Step 2's backward walks into step 1's multiplication, and that "
+                     "one never saved w: its other operand, the first hidden, did not require grad. The first "
+                     "node that saved w is step 2's own, and only step 3's backward reaches it after a write.")],
 )
 def retain_then_step():
     w = torch.tensor(0.9, requires_grad=True)
@@ -198,23 +234,12 @@ def retain_then_step():
 # --- the way out: detach ----------------------------------------------------------------------------
 
 @predict_then_run(
-    "08.detach-depths", Number(tol=0),
-    prompt=DETACHED + " at the end of every step. What is probes.depth(loss) at steps 1 to 5? Answer five "
-           "numbers.",
-    explain="The detached state is a new starting point with no grad_fn, so every step's graph is one "
-            "step long: power, add, multiply, AccumulateGrad.",
-)
-def detach_depths():
-    depths = []
-    carried_loop(detach=True, each=lambda step, loss: depths.append(probes.depth(loss)))
-    return depths
-
-
-@predict_then_run(
     "08.detach-grad", Number(),
     prompt=DETACHED + " at the end of every step. What is w.grad after five steps? (4 decimals)",
     explain="Each loss is differentiated through its own step only: the earlier steps' dependence on w "
             "was cut, so the five (smaller) contributions add to a different number.",
+    misconceptions=[(lambda truth: retained_grad_value(), "That is the retained loop's figure. The detach "
+                     "cuts each step's graph at the state it received, so no loss reaches the earlier steps.")],
 )
 def detach_grad():
     return carried_loop(detach=True).grad.item()
@@ -287,6 +312,8 @@ BETWEEN = ("below the k=1 value", "between the k=1 and k=5 values", "above the k
     explain="Truncation drops the terms that reach back across a chunk boundary. Here every such term is "
             "positive (w, hidden and the losses are all positive), so keeping some of them lands strictly "
             "between keeping none (k = 1) and keeping all (k = 5).",
+    misconceptions=[(BETWEEN[3], "k = 2 keeps the routes that stay inside a chunk (step 2's loss back to "
+                     "step 1, step 4's back to step 3) and drops the rest: some of the history, not none or all.")],
 )
 def k2_between():
     one, two, full = (_w((the_loop(), k)) for k in (1, 2, STEPS))
@@ -491,6 +518,13 @@ def _flatten(raw, case: TBPTTCase, ns) -> list[float]:
     explain="k-step truncation is a choice of what each gradient may see: k = 1 differentiates each loss "
             "through its own step, k = the sequence length through the whole history, and the memory the "
             "graph holds is bounded by k steps instead of the whole sequence.",
+    hints=("Keep a running sum of the losses of the current chunk, and count steps: something happens "
+           "after every k-th step, and once more after the last step.",
+           "At a chunk's end, call backward() on the chunk's summed losses, start a new sum, and replace the "
+           "state by state.detach(), so the next chunk starts from a constant. Never detach inside a chunk.",
+           "Compare with the failing case's two extremes: matching k = 1 means you detach too often (every "
+           "step); matching the full history means the detach never takes effect, or the last, shorter "
+           "chunk never reached backward."),
 )
 def tbptt(case):
     ns = case.fresh()
@@ -509,6 +543,11 @@ WHICH_K = ("k=1", "k=2", "k=3", "k=6")
            "Its w.grad equals the k-step truncation with which k?",
     explain="Never detaching lets every loss see the whole history, and the per-step gradients add to "
             "the gradient of the summed losses: the one-chunk case, k = the sequence length.",
+    hints=("Ask, for each loss, how far back its backward can reach when nothing is ever detached.",
+           "Gradients are linear: a backward per step through the full history adds up to one backward of "
+           "the summed losses through the full history. Which k makes one chunk of the whole sequence?"),
+    misconceptions=[("k=1", "k = 1 detaches every step, so each loss sees only its own step; this loop "
+                     "never detaches.")],
 )
 def which_k():
     retained = carried_loop(6, w=0.7, retain=True).grad.item()
@@ -526,6 +565,11 @@ def which_k():
            "probes.depth(loss) for step 6's own loss, loss = hidden ** 2, before the backward?",
     explain="Step 6 is the third step of the chunk that starts at step 4, whose state entered detached: "
             "three add-multiply pairs, the power node and w's AccumulateGrad.",
+    hints=("Find the chunk that step 6 belongs to, and where the state entering it was detached.",
+           "Within a chunk, a loss's graph holds one add and one multiply for each step of the chunk so far, "
+           "plus the power node and w's AccumulateGrad."),
+    misconceptions=[(lambda truth: 2 * 6 + 2, "That is the depth with nothing detached: the detach after "
+                     "step 3 cut everything before step 4.")],
 )
 def chunk_depth():
     w = torch.tensor(0.9, requires_grad=True)
@@ -541,26 +585,46 @@ def chunk_depth():
     return found[6]
 
 
+RETAIN_K1 = ("unchanged", "it becomes the full-history value", "it lands between the two",
+             "it raises at step 2's backward")
+
+
 @self_test(
-    "08.retain-k1", Boolean(),
-    prompt=DETACHED + " at the end of every step (k = 1), five steps. Add retain_graph=True to that backward: "
-           "does w.grad after five steps change?",
+    "08.retain-k1", Choice(*RETAIN_K1),
+    prompt=DETACHED + " at the end of every step (k = 1), five steps. Add retain_graph=True to that backward. "
+           "What happens to w.grad after five steps? One of " + ", ".join(repr(c) for c in RETAIN_K1) + ".",
     explain="retain_graph only decides whether the saved values survive a backward; which history each "
             "loss can reach is decided by detach. The cut graphs are never walked again, so nothing changes.",
+    hints=("Which line decides how far back each loss's backward can reach: the detach, or the flag?",
+           "retain_graph=True keeps saved values alive after a backward. Does any later backward in this "
+           "loop walk an earlier step's graph?"),
+    misconceptions=[(RETAIN_K1[1], "The flag keeps saved values; it does not reconnect anything. The detach "
+                     "still cuts every step's graph at the state it received.")],
 )
 def retain_k1():
     plain = carried_loop(detach=True).grad.item()
     kept = carried_loop(detach=True, retain=True).grad.item()
-    return abs(plain - kept) > 1e-6
+    full = carried_loop(retain=True).grad.item()
+    if abs(plain - kept) < 1e-6:
+        return RETAIN_K1[0]
+    if abs(kept - full) < 1e-4:
+        return RETAIN_K1[1]
+    return RETAIN_K1[2]
 
 
 @self_test(
     "08.detach-early", Error(*PLACES),
     prompt="A loop puts the detach one line too early: hidden = hidden * w + 0.1; hidden = hidden.detach(); "
            "loss = hidden ** 2; loss.backward(), five times, with w = torch.tensor(0.9, requires_grad=True). "
-           "Where does it fail, if anywhere?",
+           "Where does it fail, if anywhere? (The place is graded.)",
     explain="The loss is computed from the detached copy, which has no history at all: there is no path "
             "from the very first loss to w.",
+    hints=("Draw the graph of step 1's loss: what is hidden, right before loss = hidden ** 2 runs?",
+           "detach() returns a tensor with no grad_fn that does not require grad. A loss computed only from "
+           "it has nothing for backward to walk, at any step."),
+    misconceptions=[("no error", "The detach is taken before the loss uses hidden, so the loss has no "
+                     "history at all; backward has no path to w."),
+                    ("at step 2's backward", "Step 1's loss is already computed from the detached copy.")],
 )
 def detach_early():
     w = torch.tensor(0.9, requires_grad=True)

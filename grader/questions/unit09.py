@@ -148,7 +148,7 @@ def is_parameter(t: torch.Tensor) -> bool:
 def half_pack_activations(t):
     """Compression that leaves parameters (and views of them) alone: the model holds them anyway."""
     if is_parameter(t):
-        return None, t
+        return None, t.detach()
     return t.dtype, t.detach().to(torch.float16)
 
 
@@ -181,10 +181,12 @@ def relative_error(exact: dict[str, torch.Tensor], approx: dict[str, torch.Tenso
 @predict_then_run(
     "09.innermost-pair", Number(tol=0),
     prompt="a = torch.ones(4, requires_grad=True). Two pairs, outer and inner, each pack adding 1 to its own "
-           "counter and returning t unchanged. with saved_tensors_hooks(*outer): with saved_tensors_hooks(*inner): "
+           "counter and returning t.detach(). with saved_tensors_hooks(*outer): with saved_tensors_hooks(*inner): "
            "b = a.exp(); c = b.sin(). How many times did each pack run? Answer [outer's count, inner's count].",
     explain="Pairs do not stack: the innermost pair in force receives every save, and the outer one is not "
             "called at all. exp kept its output and sin kept its input, the same b, so inner counted 2.",
+    misconceptions=[(lambda truth: [truth[1], truth[1]], "Pairs do not stack: while the inner pair is in force, "
+                     "the outer pack is never called.")],
 )
 def innermost_pair():
     counts = {"outer": 0, "inner": 0}
@@ -192,7 +194,7 @@ def innermost_pair():
     def counter(name):
         def pack(t):
             counts[name] += 1
-            return t
+            return t.detach()
         return pack
 
     a = torch.ones(4, requires_grad=True)
@@ -215,6 +217,8 @@ _MLP = ("unit 05's MLP: torch.manual_seed(0); model = nn.Sequential(nn.Linear(51
     explain="The bill counts everything the graph keeps, x and the weights included; those existed before "
             "the forward pass and would exist without it. What the forward pass added and still holds is "
             "the two ReLU outputs, 256 x 512 x 4 bytes each, and the loss.",
+    misconceptions=[(lambda truth: truth - 4, "4 bytes short: the loss itself, a 0-dim float32 made by sum() "
+                     "inside the block, is new memory too.")],
 )
 def held_vs_bill():
     model, x = syllabus_mlp()
@@ -225,27 +229,42 @@ def held_vs_bill():
 # 2. Offloading
 # =====================================================================================================
 
+def alias_pack(t):
+    """Keeps the very tensor it is handed (detached, so no reference cycle): what save_on_cpu() does on a CPU."""
+    return t.detach()
+
+
+def copy_pack(t):
+    """Keeps a copy taken at save time: what save_on_cpu() does on a GPU, or with pin_memory=True on a CPU."""
+    return t.detach().clone()
+
+
+def keep_as_is(packed):
+    return packed
+
+
+ALIAS_PAIR, COPY_PAIR = (alias_pack, keep_as_is), (copy_pack, keep_as_is)
+
+
 @predict_then_run(
-    "09.offload-held", Number(tol=0),
-    prompt=f"{_MLP}, everything on the CPU. Bytes held after the forward pass (MemoryWatch, loss included) "
-           "when it runs under torch.autograd.graph.save_on_cpu(), and under save_on_cpu(pin_memory=True)? "
-           "Without hooks it is 1,048,580. Answer [save_on_cpu(), save_on_cpu(pin_memory=True)].",
-    explain="pack keeps tensor.cpu(), and .cpu() of a CPU tensor is the tensor itself: nothing moves, nothing "
-            "is added. With pin_memory=True pack allocates a fresh buffer and copies into it, once per save: "
-            "x, each ReLU output twice, 2.weight and 4.weight, while the ReLU outputs themselves are freed.",
+    "09.alias-copy-held", Number(tol=0),
+    prompt=f"{_MLP}. Two pairs: alias, pack(t) = t.detach(); copy, pack(t) = t.detach().clone(); both unpack "
+           "by returning what pack kept. Bytes held after the forward pass (MemoryWatch, loss included) under "
+           "each? Without hooks it is 1,048,580. Answer [alias, copy].",
+    explain="detach() shares the memory, so the alias pair keeps exactly what plain autograd keeps. The copy "
+            "pair allocates once per save: x, each ReLU output twice (kept by the ReLU and by the next "
+            "Linear), 2.weight and 4.weight, while the ReLU outputs themselves are freed.",
+    misconceptions=[(lambda truth: [truth[0], truth[0]], "clone() allocates new memory at every save, and "
+                     "pack is handed tensors that existed before the forward pass too (x, the weights).")],
 )
-def offload_held():
+def alias_copy_held():
     model, x = syllabus_mlp()
-    out = []
-    for pin in (False, True):
-        out.append(held_after(lambda: _under(torch.autograd.graph.save_on_cpu(pin_memory=pin),
-                                             lambda: model(x).sum())))
-    return out
+    return [held_after(lambda: _under(pair, lambda: model(x).sum())) for pair in (ALIAS_PAIR, COPY_PAIR)]
 
 
-def _offloaded_write(pin: bool) -> float:
+def _write_after_save(pair) -> float:
     p = torch.ones(3, requires_grad=True)
-    with torch.autograd.graph.save_on_cpu(pin_memory=pin):
+    with torch.autograd.graph.saved_tensors_hooks(*pair):
         q = p.exp()
     q.add_(1)
     q.sum().backward()
@@ -253,16 +272,30 @@ def _offloaded_write(pin: bool) -> float:
 
 
 @predict_then_run(
-    "09.offload-pin-grad", Number(),
-    prompt="p = torch.ones(3, requires_grad=True); with save_on_cpu(pin_memory=...): q = p.exp(); then q.add_(1); "
-           "q.sum().backward(). Without hooks this raises at backward. What is p.grad[0] with pin_memory=False, "
-           "and with pin_memory=True? Answer [False, True], 4 decimals.",
-    explain="Under hooks nobody checks versions. pin_memory=False on a CPU stores q itself, so backward reads "
-            "the written value exp(1) + 1. pin_memory=True stored a copy taken before the write, so backward "
-            "reads exp(1). A flag about transfer speed decided the gradient, and neither run raised.",
+    "09.alias-copy-grad", Number(),
+    prompt="p = torch.ones(3, requires_grad=True); under a pair: q = p.exp(); after the block q.add_(1); "
+           "q.sum().backward(). Without hooks this raises at backward. What is p.grad[0] under the alias pair "
+           "(pack(t) = t.detach()) and under the copy pair (pack(t) = t.detach().clone())? Answer "
+           "[alias, copy], 4 decimals.",
+    explain="Under hooks nobody checks versions. The alias pair kept q's own memory, so backward reads the "
+            "written value exp(1) + 1; the copy pair kept a copy taken before the write, so backward reads "
+            "exp(1). Neither raises.",
+    misconceptions=[(lambda truth: [truth[1], truth[1]], "The alias pair kept q's own memory (detach() "
+                     "shares it), so the write reached what backward reads.")],
 )
-def offload_pin_grad():
-    return [_offloaded_write(False), _offloaded_write(True)]
+def alias_copy_grad():
+    return [_write_after_save(ALIAS_PAIR), _write_after_save(COPY_PAIR)]
+
+
+def leaks(pack) -> bool:
+    """Does the output of p.exp() outlive `del` and gc.collect() when it was saved through ``pack``?"""
+    p = torch.ones(1000, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda packed: packed):
+        q = p.exp()
+    ref = weakref.ref(q)
+    del q
+    gc.collect()
+    return ref() is not None
 
 
 # =====================================================================================================
@@ -342,6 +375,8 @@ def half_held():
     explain="pack runs once per save, not once per storage. Each ReLU output is kept by the ReLU and by the "
             "next Linear, so it is copied twice at 2 bytes a value, as many bytes as the float32 original. "
             "The half copy of x is new memory too (x was not counted before), and the loss adds 4.",
+    misconceptions=[(lambda truth: truth - 4, "4 bytes short: the loss, made inside the block, is new memory "
+                     "too.")],
 )
 def relu_twice():
     model, x = syllabus_mlp()
@@ -415,6 +450,8 @@ def checkpoint_calls():
     explain="Plain, each block keeps its 256 x 512 Linear output (for GELU) and GELU output (for the second "
             "Linear), and blocks 1 to 3 keep their input. Checkpointed, a block keeps only its input: x "
             "existed already, so three 256 x 128 inputs and the loss remain.",
+    misconceptions=[(lambda truth: [truth[0] - 4, truth[1] - 4], "4 bytes short in both: the loss, made "
+                     "inside the watch, is new memory too.")],
 )
 def checkpoint_held():
     model, x = block_chain(batch=256)
@@ -439,6 +476,31 @@ def reentrant_grads():
     return {n for n, p in model.named_parameters() if p.grad is None}
 
 
+def bn_block(seed: int = 0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)), torch.randn(8, 4)
+
+
+@predict_then_run(
+    "09.checkpoint-bn", Number(tol=0),
+    prompt="torch.manual_seed(0); model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)) (training mode); "
+           "x = torch.randn(8, 4). y = checkpoint(model, x, use_reentrant=False); y.sum().backward(). The "
+           "BatchNorm counts the batches it has seen in model[1].num_batches_tracked. What is it after the "
+           "forward pass, and after backward? Answer [after forward, after backward].",
+    explain="checkpoint reruns the function during backward, and the rerun is a real forward call: every side "
+            "effect happens again. The BatchNorm counts a second batch (and updates its running statistics "
+            "a second time), exactly as the Block's call counter did.",
+    misconceptions=[(lambda truth: [truth[0], truth[0]], "Backward reruns the checkpointed function, and the "
+                     "rerun is an ordinary forward call: the BatchNorm counts it.")],
+)
+def checkpoint_bn():
+    model, x = bn_block()
+    y = checkpoint(model, x, use_reentrant=False)
+    after_forward = model[1].num_batches_tracked.item()
+    y.sum().backward()
+    return [after_forward, model[1].num_batches_tracked.item()]
+
+
 # =====================================================================================================
 # Self-test
 # =====================================================================================================
@@ -449,6 +511,11 @@ def reentrant_grads():
            "How many bytes does probes.bill(forward).total report?",
     explain="bill counts with a pack hook of its own, installed outside; save_on_cpu's pair is the innermost, "
             "so it receives every save and bill's pack never runs.",
+    hints=("bill counts by installing a pair of its own. Where is that pair, relative to save_on_cpu's?",
+           "Only the innermost pair in force receives saves (section 1)."),
+    misconceptions=[(lambda truth: probes.bill(lambda: syllabus_mlp()[0](syllabus_mlp()[1]).sum()).total,
+                     "That is the plain bill. Under save_on_cpu the innermost pair is save_on_cpu's, and "
+                     "bill's own pack is never called.")],
 )
 def self_bill_under_offload():
     model, x = syllabus_mlp()
@@ -466,6 +533,12 @@ def self_bill_under_offload():
            "Answer [bill bytes, float16 bytes].",
     explain="One storage, h, saved three times: by exp (its output) and twice by the product (each factor). "
             "The bill counts it once, 4,000 bytes; pack runs once per save and makes three 2,000-byte copies.",
+    hints=("List the saves: what does exp keep, and what does a product keep when both factors are the same "
+           "tensor?",
+           "The bill counts storages once; pack is called once per save, and each call makes its own copy "
+           "at 2 bytes a value."),
+    misconceptions=[(lambda truth: [truth[0], truth[0] // 2], "pack runs once per save, not once per storage: "
+                     "h is saved three times and copied three times.")],
 )
 def self_saved_three_times():
     a = torch.randn(1000, requires_grad=True)
@@ -502,6 +575,10 @@ def plan_held(which) -> int:
     explain="A block's own saves are its two 64 x hidden activations, 512 x hidden bytes; checkpointing it "
             "leaves only its input, which the previous block's output already is. The widest block alone does "
             "not bring the total under the budget; the two widest together do, and no other pair does.",
+    hints=("Work out what each block holds on its own: which of its activations does it keep, and how big "
+           "are they at batch 64?",
+           "Checkpointing a block leaves only its input, which the previous block's output already is. Remove "
+           "the biggest blocks' activations first and add up until you are under the budget."),
 )
 def self_checkpoint_plan():
     blocks = range(len(_PLAN_HIDDEN))
@@ -515,11 +592,20 @@ def self_checkpoint_plan():
 
 
 @self_test(
-    "09.self-checkpoint-input-write", Error("at the write", "at backward"),
+    "09.self-checkpoint-input-write",
+    Error("at the write", "at backward", needs_message=True, terms=(("inplace", "in-place", "in place"),)),
     prompt=f"{_CHAIN}. h = model[0](x); y = checkpoint(model[1], h, use_reentrant=False); h.add_(1); "
-           "y.sum().backward(). Backward recomputes block 1 from h. Does anything raise, and where?",
+           "y.sum().backward(). Backward recomputes block 1 from h. Does anything raise, and where? Answer "
+           "'no error', or a pair (place, your words for what the message says); the place is graded "
+           "exactly, the words on the message's key idea.",
     explain="checkpoint keeps its inputs as ordinary saved tensors, with their versions; the write moved h's "
             "counter, so backward refuses to recompute from the written value.",
+    hints=("checkpoint must keep something to recompute from. What, and is it kept like any other saved "
+           "tensor?",
+           "A saved tensor carries the version it was saved at (unit 07). What does h.add_(1) do to h's "
+           "version, and when is it compared?"),
+    misconceptions=[("no error", "checkpoint's input is a saved tensor like any other, with its version: the "
+                     "write after the save is caught when backward unpacks it.")],
 )
 def self_checkpoint_input_write():
     model, x = block_chain(batch=64)
@@ -532,15 +618,40 @@ def self_checkpoint_input_write():
 
 
 @self_test(
-    "09.self-bfloat16-overflow", Choice(*_OVERFLOW),
-    prompt="The overflow program again (x = torch.tensor([10.0, 12.0], requires_grad=True); y = x.exp(); "
-           "y.sum().backward()), with pack storing t.detach().to(torch.bfloat16) instead. What is x.grad[1]? "
-           "One of " + ", ".join(repr(s) for s in _OVERFLOW) + ".",
-    explain="bfloat16 has float32's range (up to about 3e38) and only 8 significant bits: exp(12) is kept "
-            "as 162816, finite and off by about 0.04%.",
+    "09.self-unpack-count", Number(tol=0),
+    prompt="a = torch.randn(5, requires_grad=True). A pair whose pack counts its calls and returns t.detach(), "
+           "whose unpack counts its calls and returns what pack kept. Under it: b = a * a; c = b.tanh(); "
+           "loss = c.sum(). Then loss.backward(retain_graph=True); loss.backward(). How many times did pack "
+           "run, and unpack? Answer [pack, unpack].",
+    explain="mul keeps both factors, a twice, and tanh keeps its output: three saves, three packs. Each "
+            "backward unpacks every saved tensor it reads, and the retained second pass reads them all "
+            "again: six unpacks.",
+    hints=("Count the saves first: what does a product keep, when both factors are the same tensor, and what "
+           "does tanh keep?",
+           "pack runs at the save, once; unpack runs whenever a backward reads the saved tensor."),
+    misconceptions=[(lambda truth: [truth[0], truth[0]], "unpack runs on every backward that reads the saved "
+                     "tensor, and retain_graph=True lets the second pass read them all again."),
+                    (lambda truth: [truth[0] - 1, truth[1] - 2], "a * a saves a twice, as its self and as "
+                     "its other: pack runs once per save.")],
 )
-def self_bfloat16_overflow():
-    return _exp_grad(torch.bfloat16)
+def self_unpack_count():
+    counts = [0, 0]
+
+    def pack(t):
+        counts[0] += 1
+        return t.detach()
+
+    def unpack(kept):
+        counts[1] += 1
+        return kept
+
+    a = torch.randn(5, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        b = a * a
+        loss = b.tanh().sum()
+    loss.backward(retain_graph=True)
+    loss.backward()
+    return counts
 
 
 # =====================================================================================================
@@ -551,8 +662,9 @@ RAISED = "raised at backward"
 CLEAN = "no error"
 WRONG = "no error, wrong gradients"
 TOO_MUCH = "no error, holds too much memory"
+LEAKS = "no error, memory outlives the graph"
 EARLY = "raised before backward"
-GUARD_LABELS = (RAISED, CLEAN, WRONG, TOO_MUCH, EARLY)
+GUARD_LABELS = (RAISED, CLEAN, WRONG, TOO_MUCH, LEAKS, EARLY)
 
 RTOL, ATOL = 1e-2, 1e-3          # gradient tolerance: see gradients_close
 HALF_BYTES = 2                   # float16 bytes per value: the memory allowed per saved floating value
@@ -814,6 +926,21 @@ def memory_run(case: GuardCase, pair=None) -> tuple[int, int]:
     return held, allowed
 
 
+def leak_run(case: GuardCase, pair) -> int:
+    """Bytes the forward pass made under the pair that are still alive after every name it bound (out
+    included) is deleted and the collector has run, backward never called: memory held by a reference
+    cycle, such as a pack that keeps the very tensor its own node produced."""
+    ns = _exec(case.setup)
+    leaves = set(ns)
+    with MemoryWatch() as watch:
+        with torch.autograd.graph.saved_tensors_hooks(*pair):
+            _exec(case.forward, ns)
+        for name in [n for n in ns if n not in leaves]:
+            del ns[name]
+        left = watch.held(collect=False)
+        return watch.held(collect=True) if left else 0     # the collector only when something is left
+
+
 def run_guard(pair, case: GuardCase) -> tuple[str, str]:
     """What the program does under the pair: one of GUARD_LABELS and a line of detail."""
     truth, exact = guard_truth(case)
@@ -838,6 +965,11 @@ def run_guard(pair, case: GuardCase) -> tuple[str, str]:
                               float16_grads(case))
     if problem:
         return WRONG, problem
+    left = leak_run(case, pair)
+    if left:
+        return LEAKS, (f"{left:,} bytes still alive after del of every name and gc.collect(), backward never "
+                       "run: what pack returned holds a tensor whose own node saved it (a reference cycle "
+                       "through C++ that the collector cannot see); keep t.detach() or a weak reference")
     held, allowed = memory_run(case, pair)
     if held > allowed:
         plain, _ = plain_held(case)
@@ -1038,7 +1170,15 @@ def search_guard_cases(seed: int = 909) -> tuple[GuardCase, ...]:
            "saved value once the forward pass is over; where torch's check fails, it must raise at backward.",
     explain="pack stores the float16 copy, the dtype, the version at save time and a weak reference to the "
             "tensor whose counter the write would move (the base of a view): the weak reference reads the "
-            "counter later without keeping the memory. A dead reference means nothing can write it any more.",
+            "counter later without keeping the memory. A dead reference means the tensor object is gone; only "
+            "an alias that outlived it (a detach() made elsewhere) could still write the memory.",
+    hints=("Three jobs: store a float16 copy (t.detach().to(torch.float16)), remember the dtype, and remember "
+           "enough to tell at unpack time whether t was written since. Leave non-floating tensors exact.",
+           "The version counter lives on the tensor, so unpack must be able to read t._version later without "
+           "keeping t's memory alive, and without holding t itself (a pack that returns t can make a "
+           "reference cycle). weakref.ref reads a tensor while something else keeps it alive.",
+           "Whose counter moves when a view is written? A temporary view (h[1:]) dies at once, while its base "
+           "lives on and shares the counter: watch t._base when there is one. A dead reference is not a write."),
 )
 def half_guard(case):
     return guard_truth(case)[0]

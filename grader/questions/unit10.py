@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import numbers
+
+import torch
 from typing import Any
 
 from .. import audit, traces
@@ -45,7 +47,9 @@ def _line_of(program, text: str) -> int:
 @predict_then_run(
     "10.worked-runs", Error(*PLACES4),
     prompt="The worked example, lines numbered: " + WORKED.inline() + ". Run as written, does it raise, and "
-           "if so at which step's backward? Answer 'no error' or \"at step n's backward\".",
+           "if so at which step's backward? Answer 'no error' or \"at step n's backward\" (the place is graded).",
+    misconceptions=[("at step 2's backward", "That is the error this loop would raise without the flag: "
+                     "retain_graph=True keeps step 1's saved values, so step 2's walk back into them succeeds.")],
     explain="Nothing cuts the carried state, so each step's graph runs back through every earlier step; "
             "retain_graph=True keeps those older saved values alive, so every backward finds what it needs. "
             "The flag silenced the error that would have pointed at the fault.",
@@ -69,16 +73,7 @@ def worked_reached():
     return {n for n in WORKED.params if traces.reaches(run.loss(1), names[n])}
 
 
-@predict_then_run(
-    "10.worked-stale", Number(tol=0),
-    prompt=f"In the worked example, line {_line_of(WORKED, 'z += 0.1')} writes z in place (z += 0.1) after "
-           "z = xs[step] @ w_enc. Right before "
-           "step 1's backward, how many saved tensors in the graphs the script's names hold are stale (saved at "
-           "an older version than their tensor has now)?",
-    explain="The product that made z kept xs[step] (what w_enc's gradient needs), not z, its output; tanh kept "
-            "its own output, computed after the write. No node kept z, so the write spoiled nothing.",
-)
-def worked_stale():
+def _kept_worked_stale():
     run = _worked_run(steps=1)
     return len(run.before(run.backward_event(1)).stale)
 
@@ -110,14 +105,7 @@ def worked_carrier():
     return found[0][2].number
 
 
-@predict_then_run(
-    "10.worked-moved", Names(pool=WORKED.params),
-    prompt="After the worked example's 4 steps, which parameters have moved from their starting values? "
-           "Answer a set of names.",
-    explain="Both parameters receive gradients and SGD updates both. A carried-state leak changes which "
-            "gradient they get, not whether they get one: movement cannot find this fault.",
-)
-def worked_moved():
+def _kept_worked_moved():
     return {n for n, m in audit.prove(WORKED).moved.items() if m}
 
 
@@ -162,16 +150,7 @@ def _frozen_proofs():
     return {label: audit.prove(FROZEN, source) for label, source in FROZEN_RUNS.items()}
 
 
-@predict_then_run(
-    "10.trap-loss-falls", Names(pool=tuple(FROZEN_RUNS)),
-    prompt="The frozen encoder: " + FROZEN.inline() + ". Three runs of 6 steps: 'as found'; 'fake repair', which "
-           f"adds kept.requires_grad_(True) after line {_line_of(FROZEN, 'log.append')}; 'real repair', which makes line "
-           f"{_line_of(FROZEN, 'pred =')} pred = h @ w_head "
-           "(the log keeps its detached copy). In which runs is the last step's loss lower than the first's?",
-    explain="w_head alone can lower the loss on a fixed batch, so the loss falls whether or not w_enc takes "
-            "part. A falling loss says that something trains, not that the thing you repaired does.",
-)
-def trap_loss_falls():
+def _kept_trap_loss_falls():
     return {label for label, proof in _frozen_proofs().items() if proof.losses and proof.losses[-1] < proof.losses[0]}
 
 
@@ -195,8 +174,12 @@ STALE_RETAINED = STALE_EX.source.replace("loss.backward()", "loss.backward(retai
 
 
 @predict_then_run(
-    "10.stale-where", Error(*PLACES4),
-    prompt="The cached encoder: " + STALE_EX.inline() + ". Does it raise, and if so at which step's backward?",
+    "10.stale-where", Error(*PLACES4, terms=(("second time", "freed"),)),
+    prompt="The cached encoder: " + STALE_EX.inline() + ". Does it raise, and if so at which step's backward? "
+           "Answer a place, or (place, your words for what the message says): the place is graded exactly, "
+           "the words on the message's key idea.",
+    misconceptions=[("no error", "h was computed once, before the loop: every step's loss walks back into the "
+                     "same tanh and matmul nodes, whose saved values step 1's backward freed.")],
     explain="h was computed once, before the loop, so every step's loss runs back through the same tanh and "
             "matmul nodes. Step 1's backward freed what they saved; step 2's backward needs it again.",
 )
@@ -215,6 +198,35 @@ def stale_where():
 )
 def stale_retain_facts():
     return set(audit.prove(STALE_EX, STALE_RETAINED).facts)
+
+
+# --- checks on an nn.Module loop, written without the course's helpers ----------------------------------
+
+def module_loop():
+    """The notebook's nn.Module program: the head is replaced after the optimizer was built."""
+    from torch import nn
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model[2] = nn.Linear(4, 1)                      # "a fresh head" after opt was made
+    return model, opt
+
+
+@predict_then_run(
+    "10.module-unheld", Names(pool=("0.weight", "0.bias", "2.weight", "2.bias")),
+    prompt="torch.manual_seed(0); model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)); "
+           "opt = torch.optim.SGD(model.parameters(), lr=0.1); then model[2] = nn.Linear(4, 1). Which of "
+           "model.named_parameters() are not among the tensors in opt.param_groups? Answer a set of names.",
+    explain="opt.param_groups holds the tensors model.parameters() yielded when opt was built. Assigning a new "
+            "Linear replaces the module, and its weight and bias are new tensors that opt never saw: they get "
+            "gradients and never move.",
+    misconceptions=[(lambda truth: set(), "opt keeps the tensors it was given, not the model: the new head's "
+                     "tensors were made after it.")],
+)
+def module_unheld():
+    model, opt = module_loop()
+    held = {id(p) for group in opt.param_groups for p in group["params"]}
+    return {n for n, p in model.named_parameters() if id(p) not in held}
 
 
 # --- the self-test programs --------------------------------------------------------------------------
@@ -241,18 +253,18 @@ SELF_D = render(Spec(template="sequence", x=((0.4, -0.7), (1.0, 0.6), (-0.9, 0.2
     explain="opt holds the w_head made before the loop. The first lines of the body bind the name to a new leaf every step; the loss "
             "reaches that one, so the optimizer finds no gradient on its own tensor and the model's w_head "
             "never moves.",
+    hints=("Run the checklist in order and stop at the first item that finds something. Item 3 asks whether "
+           "the tensors the loss used are the ones opt updates.",
+           "Which tensor does opt hold for w_head: the one made on line 4, or the one the loop binds? Which one "
+           "does the loss reach?"),
+    misconceptions=[("detached stage", "The detach here makes a new leaf that the loss does reach; what it "
+                     "breaks is the link to the tensor the optimizer holds.")],
 )
 def self_kind_a():
     return audit.diagnose(SELF_A).kind
 
 
-@self_test(
-    "10.self-line-a", Number(tol=0),
-    prompt="Program A again (" + SELF_A.inline() + "). On which line is its fault?",
-    explain="The fault is the rebinding: the statement that made the tensor the loss used, which the optimizer "
-            "does not hold.",
-)
-def self_line_a():
+def _kept_self_line_a():
     return audit.diagnose(SELF_A).line
 
 
@@ -262,6 +274,11 @@ def self_line_a():
            ", ".join(repr(v) for v in VERDICTS) + ".",
     explain="pred = state @ w_head saved state (the gradient for w_head is state); clamping state in place "
             "afterwards moves its version, and step 1's backward finds the saved copy stale.",
+    hints=("Look for a write in place (a method ending in _) and ask which node kept the tensor it writes.",
+           "A product keeps each factor for the other's gradient: pred = state @ w_head keeps state. What does "
+           "the clamp on the next line do to state's version before backward reads it?"),
+    misconceptions=[("carried state leak", "The state is detached at the end of every step, so no later step "
+                     "reaches an earlier graph; the trouble is inside step 1.")],
 )
 def self_kind_b():
     return audit.diagnose(SELF_B).kind
@@ -274,6 +291,9 @@ def self_kind_b():
     explain="Without zero_grad each backward adds into what the last one left, so from step 2 on opt.step() "
             "uses a sum of gradients. It runs, both weights move and the graph stays the same size: only the "
             "gradient itself is wrong.",
+    hints=("Which line that a training loop usually has is missing from this one?",
+           "Without it, each backward adds into what the previous step left in .grad. Which of the four "
+           "quantities can see a gradient that is a sum of several steps'?"),
 )
 def self_broken_c():
     return set(FACTS) - set(audit.prove(SELF_C).facts)
@@ -286,6 +306,12 @@ def self_broken_c():
     explain="Every suspicious line is harmless here: the detach feeds only a log, the no_grad block only a "
             "metric, and retain_graph=True keeps a graph no later step walks, because the state is detached "
             "at the end of each step.",
+    hints=("Each suspicious line is harmless unless it sits on a route to the loss, or a later step walks "
+           "what it kept. Check them one by one.",
+           "retain_graph=True matters only if a later backward walks this step's graph. Does anything carry "
+           "this step's graph into the next one, given the last line of the loop?"),
+    misconceptions=[("carried state leak", "The last line of the loop detaches the state, so the next step "
+                     "starts from a constant; retain_graph=True only keeps a graph nothing walks again.")],
 )
 def self_kind_d():
     return audit.diagnose(SELF_D).kind
@@ -396,7 +422,16 @@ def _cases():
     explain="Each fault leaves its own evidence in torch's record: a tensor the optimizer does not hold, a "
             "parameter the loss does not reach, a saved tensor whose version moved, a later step's loss that "
             "reaches an earlier graph, a .grad that was not empty when backward added into it. Asked in that "
-            "order, they name the fault and its statement without reading the program's intent.",
+            "order, they name the fault and its statement, given the one intent the audit assumes: each step "
+            "differentiates its own step.",
+    hints=("Follow the checklist of section 2 in order and return at the first item that finds something: "
+           "the optimizer's tensors, what step 1's loss reaches, stale saves before step 1's backward, graphs "
+           "step 2 reaches, .grad before step 2's backward.",
+           "The worked example's cells are the checklist as code: the identity test against run.held(), "
+           "first_broken_edge(run.trace(1), name), e.stale before backward, run.bound_before(e, name) with "
+           "nodes(run.loss(2)), and run.before(run.backward_event(2)).grads.",
+           "A value bound before the loop (step 0) that step 2's loss reaches is a stale graph; one bound at "
+           "step 1 is a carried state. A cut inside a with torch.no_grad() block is the no_grad encoder."),
 )
 def diagnose_ex(case):
     return audit.diagnose(case.fresh()["program"])
@@ -474,16 +509,5 @@ def _convert_repair(raw, case, ns):
                     f"got {type_words(value)}{hint}")
 
 
-@exercise(
-    "10.repair",
-    Function(returns=Facts(), cases=_cases, call=_call_repair, convert=_convert_repair),
-    prompt="Write repair(program): return the program's source with its fault repaired (unchanged if it has "
-           "none), keeping its names, its optimizer opt and its loop. The grader runs your source and proves the "
-           "repair by the quantities it restores: " + "; ".join(FACTS) + " (gradients compared at each "
-           "opt.step() with a reference computed by torch.autograd.grad, to within 1e-5).",
-    explain="A repair is proven by the quantity the fault broke, measured after the repair: the parameter that "
-            "never moved now moves, the depth stays the same from step to step, the gradient equals the "
-            "reference. The loss falling proves none of these; it fell before most of the repairs too.",
-)
-def repair_ex(case):
+def _repair_truth(case):
     return audit.prove(case.program, case.clean.source)

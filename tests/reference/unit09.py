@@ -7,7 +7,7 @@ import torch
 
 def pack_half(t):
     if not t.is_floating_point():                    # indices must stay exact: keep them as they are
-        return "as is", t, t._version
+        return "as is", t.detach(), t._version        # detach(): shares memory and counter, makes no cycle
     owner = t._base if t._base is not None else t   # a view shares its base's counter; a temporary view dies
     return "float16", t.dtype, t.detach().to(torch.float16), weakref.ref(owner), t._version
 
@@ -19,7 +19,7 @@ def unpack_half(packed):
             raise RuntimeError(f"a saved tensor was written in place: version {version} at save, now {t._version}")
         return t
     _, dtype, small, owner_ref, version = packed
-    owner = owner_ref()                              # None: nothing holds that memory, nothing can write it
+    owner = owner_ref()                              # None: the tensor is gone (only an alias could still write)
     if owner is not None and owner._version != version:
         raise RuntimeError(f"a saved tensor was written in place: version {version} at save, now {owner._version}")
     return small.to(dtype)
@@ -74,6 +74,23 @@ def unpack_keeps_original(packed):
     return small.to(dtype)
 
 
+def pack_guard_like_unit07(t):
+    """Unit 07's guard, (t, t._version), kept beside a float16 copy: the copy is exact enough, but what pack
+    returns holds t itself, and a tensor its own node saved (an exp or tanh output) can never be freed."""
+    if not t.is_floating_point():
+        return "as is", t, t._version
+    return "float16", t.dtype, t.detach().to(torch.float16), t, t._version
+
+
+def unpack_guard_like_unit07(packed):
+    if packed[0] == "as is":
+        return unpack_half(packed)
+    _, dtype, small, t, version = packed
+    if t._version != version:
+        raise RuntimeError("written in place")
+    return small.to(dtype)
+
+
 def pack_any_dtype(t):
     owner = t._base if t._base is not None else t
     return weakref.ref(owner), t._version, t.detach().to(torch.float16)
@@ -111,6 +128,7 @@ BUGGY = {
     "09.half-guard": [Pair(pack_no_check, unpack_no_check),
                       Pair(pack_checks_the_copy, unpack_checks_the_copy),
                       Pair(pack_keeps_original, unpack_keeps_original),
+                      Pair(pack_guard_like_unit07, unpack_guard_like_unit07),
                       Pair(pack_any_dtype, unpack_always_float32),
                       Pair(pack_half, unpack_dead_is_written),
                       Pair(pack_watches_the_view, unpack_half)],

@@ -272,12 +272,9 @@ def repair_through_data(program):
 
 REFERENCE = {
     "10.diagnose": diagnose,
-    "10.repair": repair,
 }
 
 BUGGY = {
     "10.diagnose": [diagnose_always_detached, diagnose_one_statement_late, diagnose_errors_are_in_place,
                     diagnose_depth_only, diagnose_grads_at_step_1, diagnose_the_first_name],
-    "10.repair": [repair_with_retain_graph, repair_requires_grad_downstream, repair_checked_by_the_loss,
-                  repair_zero_grad_only, repair_detach_too_early, repair_through_data],
 }
