@@ -28,7 +28,7 @@ _TABLE = [
     ("06", "graph_lifetime", "Graph lifetime: retain_graph, create_graph, higher order", ("05",), 70),
     ("07", "version_counters_and_in_place_writes", "Version counters and in-place writes", ("05",), 75),
     ("08", "carried_state_and_truncated_bptt", "Carried state and truncated BPTT", ("06", "07"), 55),
-    ("09", "saved_tensor_hooks_in_practice", "Saved-tensor hooks: offloading, compression, checkpointing", ("07",), 60),
+    ("09", "saved_tensor_hooks_in_practice", "Saved-tensor hooks: offloading, compression, checkpointing", ("07",), 85),
     ("10", "capstone_audit", "Capstone: audit a model you did not write", ("04", "08"), 90),
 ]
 
