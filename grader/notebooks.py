@@ -152,9 +152,10 @@ def execute(path: Path, strict: bool = True, timeout: int = 300, home: str | Non
 
 def normalise_outputs(nb: nbformat.NotebookNode, where: str = "notebook", root: Path = ROOT) -> None:
     """Store only what a change changes: one stream output per name and cell (kernels chunk streams
-    differently from run to run), no execution counts (adding a cell would renumber every later one),
-    no widget state or views (models get new random ids on every run). A machine path in an output
-    (this checkout, the Python environment) is refused: it would differ on every other machine."""
+    differently from run to run), the same execution count (1) on every cell that has outputs (nbval
+    needs one; numbering them would renumber every later cell when one is added), no widget state or
+    views (models get new random ids on every run). A machine path in an output (this checkout, the
+    Python environment) is refused: it would differ on every other machine."""
     import sys
     nb.metadata.pop("widgets", None)
     machine = {p for p in (str(root), sys.prefix, os.path.expanduser("~")) if len(p) > 1}
@@ -162,18 +163,18 @@ def normalise_outputs(nb: nbformat.NotebookNode, where: str = "notebook", root: 
         cell.metadata.pop("execution", None)
         if cell.cell_type != "code":
             continue
-        cell.execution_count = None
         merged = []
         for out in cell.get("outputs", []):
             out.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
             if out.get("output_type") == "execute_result":
-                out["execution_count"] = None
+                out["execution_count"] = 1
             if out.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream" \
                     and merged[-1].get("name") == out.get("name"):
                 merged[-1]["text"] = merged[-1]["text"] + out["text"]
                 continue
             merged.append(out)
         cell.outputs = merged
+        cell.execution_count = 1 if merged else None
         text = json.dumps(merged)
         for path in machine:
             if path in text:

@@ -97,7 +97,7 @@ def test_stored_outputs_are_normalised_so_a_diff_is_the_change():
                     nbformat.v4.new_output("stream", name="stdout", text="2\n"),
                     nbformat.v4.new_output("execute_result", data={"text/plain": "3"}, execution_count=7)]
     normalise_outputs(nb)
-    assert cell.execution_count is None and cell.outputs[1]["execution_count"] is None
+    assert cell.execution_count == 1 and cell.outputs[1]["execution_count"] == 1
     assert [o["output_type"] for o in cell.outputs] == ["stream", "execute_result"]
     assert cell.outputs[0]["text"] == "1\n2\n"
     cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=f"{sys.prefix}/lib/x.py:3: FutureWarning")]
