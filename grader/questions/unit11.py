@@ -567,10 +567,9 @@ GRADGRAD_OPTIONS = ("passes", "fails: the analytical second derivative is all ze
            "decorated with @once_differentiable, returns grad * 4 * t ** 3. "
            "torch.autograd.gradgradcheck(Quart.apply, (torch.tensor([0.5, -1.5], dtype=torch.float64, "
            "requires_grad=True),)): what happens? One of " + ", ".join(repr(o) for o in GRADGRAD_OPTIONS) + ".",
-    explain="gradgradcheck differentiates the first backward's result. Under once_differentiable that result "
-            "has no graph: when the output gradient it is fed does not require grad, autograd reads the "
-            "missing path as a zero derivative, so the analytical Jacobian is zeros and the numerical one, 12t², "
-            "is not: a Jacobian mismatch.",
+    explain="gradgradcheck's analytical side differentiates what your backward returned, and under "
+            "once_differentiable that is not recorded: it comes out all zeros. The numerical side only calls "
+            "backward at nearby points and finds 12t²: a Jacobian mismatch.",
     hints=("What does gradgradcheck compare, and which of the two depends on your backward being recorded?",
            "The numerical side only calls backward at nearby points; the analytical side needs a graph of "
            "backward, which once_differentiable does not record."),
