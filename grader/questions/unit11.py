@@ -530,7 +530,7 @@ def self_decoder_passes():
     return _passes_for_whole_jacobian(lambda v: torch.tanh(weight @ v), z)
 
 
-LEAF_OPTIONS = ("runs, a.grad right", "runs, a.grad wrong", "raises at apply", "raises at backward")
+LEAF_OPTIONS = ("runs, w.grad right", "runs, w.grad wrong", "raises at apply", "raises at backward")
 
 
 @self_test(
