@@ -1,0 +1,185 @@
+"""Unit 11: the facts the notebook states still hold on this torch, the generated inputs cover what they must,
+the report measures what it claims, and odd answers to the three Function exercises get one clear line."""
+import time
+
+import pytest
+import torch
+
+from grader import check
+from grader import question as registry
+from grader.questions import unit11_support as support
+from tests.reference import unit11 as ref
+
+
+def truth(qid):
+    return registry.get(qid).run()
+
+
+def _row(result, label):
+    return dict(result.rows).get(label, "")
+
+
+# --- the facts the notebook states ----------------------------------------------------------------------
+
+def test_the_notebooks_facts():
+    assert truth("11.count-work") == (1.0, 300.0)
+    assert truth("11.self-decoder-passes") == (250.0, 4.0)
+    assert truth("11.fn-node-name") == "CubeBackward"
+    assert truth("11.forward-grad-mode") is False
+    assert truth("11.needs-input-grad") == "(True, False, False)"
+    assert truth("11.saved-write").where == "at backward"
+    assert abs(truth("11.stashed-write") - 18.75) < 1e-4
+    assert truth("11.stash-output-alive") is True
+    assert truth("11.no-mark-dirty") == (1.0, 1.0)
+    assert truth("11.materialize") == "None"
+    once = truth("11.once-diff")
+    assert once.where == "at the second grad" and "does not require grad" in once.message
+    assert truth("11.double-value") == (6.75, 9.0)
+    assert truth("11.vmap-rule") == "raises: no vmap rule"
+    assert truth("11.gradcheck-float32") == "fails: Jacobian mismatch"
+    assert abs(truth("11.relu-kink") - 0.5) < 1e-6
+    assert truth("11.self-leaf-inplace") == "raises at apply"
+    assert truth("11.self-gradgrad-once").startswith("fails: the analytical")
+
+
+def test_the_naive_softplus_overflows_where_the_cases_say():
+    x = torch.tensor([750.0], dtype=torch.float64, requires_grad=True)
+    y = torch.log(1 + torch.exp(x))
+    y.backward()
+    assert torch.isinf(y).all() and torch.isnan(x.grad).all()
+
+
+# --- the generated inputs ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", support.OPS)
+def test_cases_start_small_and_are_seeded(op):
+    cases = support.op_cases(op)
+    assert [c.size for c in cases] == sorted(c.size for c in cases)
+    assert len(cases) >= 8 and cases[0].size == 2
+    again = support.op_cases.__wrapped__(op)
+    assert [c.values for c in again] == [c.values for c in cases]
+    assert all(any(abs(g) != 1 for g in c.grads) for c in cases[:1]), "the first case must catch a backward that ignores grad"
+
+
+def test_softplus_cases_reach_past_float64_overflow_on_both_sides():
+    values = [v for c in support.op_cases("softplus") for v in c.values]
+    assert max(values) > 710 and min(values) < -710
+    assert sum(1 for c in support.op_cases("softplus") if max(c.values) > 710) >= 4
+
+
+def test_ste_cases_stay_clear_of_rounding_boundaries():
+    for case in support.op_cases("ste"):
+        for v in case.values:
+            frac = (v / case.step) % 1
+            assert min(abs(frac - 0.5), frac, 1 - frac) > 0.09, (case, v)
+
+
+def test_every_case_shows_runnable_code():
+    for op in support.OPS:
+        case = support.op_cases(op)[0]
+        namespace = {"torch": torch, support.CLASS_NAMES[op]: getattr(ref, support.CLASS_NAMES[op])}
+        exec(case.source, namespace)
+
+
+# --- the report ---------------------------------------------------------------------------------------
+
+def _facts(op, cls, index=0):
+    case = support.op_cases(op)[index]
+    return dict(support.report(op, cls.apply, case))
+
+
+def test_the_report_of_a_right_function_equals_torchs():
+    for op, qid in (("softplus", "11.stable-softplus"), ("sigmoid_", "11.sigmoid-inplace"), ("ste", "11.round-ste")):
+        for case in support.op_cases(op)[:3]:
+            mine = support.report(op, ref.REFERENCE[qid].apply, case)
+            assert support.Report().agrees(registry.get(qid).run(case), mine)
+
+
+def test_a_stash_is_counted_apart_and_a_copy_is_told_from_the_output():
+    assert _facts("softplus", ref.SoftplusStashes)["keeps"][3] == 1
+    assert _facts("softplus", ref.StableSoftplus)["keeps"][3] == 0
+    assert _facts("softplus", ref.SoftplusSavesOutput)["keeps"][1] == 0
+    assert _facts("sigmoid_", ref.SigmoidKeepsACopy)["keeps"][1] > 0
+    assert _facts("sigmoid_", ref.SigmoidInPlace)["keeps"][1] == 0
+
+
+def test_other_right_implementations_pass():
+    for qid, classes in ref.ALSO_RIGHT.items():
+        for cls in classes:
+            assert check(qid, cls).passed, cls.__name__
+
+
+@pytest.mark.parametrize("bug, words", [
+    (ref.NaiveSoftplus, "inf or nan at x = 750"),
+    (ref.SoftplusOverflowingBackward, "gradient: inf or nan"),
+    (ref.SoftplusSavesBoth, "save only what backward reads"),
+    (ref.SoftplusStashes, "stashed on ctx"),
+    (ref.SoftplusOnce, "gradgradcheck: fails"),
+    (ref.SoftplusNoVmapRule, "vmap"),
+])
+def test_softplus_bugs_are_named(bug, words):
+    result = check("11.stable-softplus", bug)
+    assert result.verdict == "incorrect" and words in result.message, str(result)
+
+
+@pytest.mark.parametrize("bug, words", [
+    (ref.SigmoidForgetsMarkDirty, "returned as-is"),
+    (ref.SigmoidNotInPlace, "h: untouched"),
+    (ref.SigmoidSavesInput, "gradient: wrong"),
+    (ref.SigmoidKeepsACopy, "a new tensor"),
+])
+def test_in_place_bugs_are_named(bug, words):
+    result = check("11.sigmoid-inplace", bug)
+    assert result.verdict == "incorrect" and words in result.message, str(result)
+
+
+def test_a_gradient_for_the_float_step_is_named():
+    result = check("11.round-ste", ref.STEGradForStep)
+    assert result.verdict == "incorrect" and "returned a gradient different than None" in result.message
+
+
+@pytest.mark.parametrize("qid", ["11.stable-softplus", "11.sigmoid-inplace", "11.round-ste"])
+def test_exercises_check_quickly(qid):
+    check(qid, ref.REFERENCE[qid])          # the first run pays for the cases and for loading torch.func
+    started = time.perf_counter()
+    assert check(qid, ref.REFERENCE[qid]).passed
+    assert time.perf_counter() - started < 6.0
+
+
+# --- odd answers ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer, words", [
+    (ref.StableSoftplus.apply, "not StableSoftplus.apply"),
+    (torch.autograd.Function, "your subclass"),
+    (lambda x: x, "torch.autograd.Function subclass"),
+    (int, "torch.autograd.Function subclass"),
+])
+def test_answers_that_are_not_a_function_class_get_one_line(answer, words):
+    result = check("11.stable-softplus", answer)
+    assert result.verdict == "invalid" and words in result.message, str(result)
+
+
+def test_the_learner_skeleton_is_unanswered():
+    class StableSoftplus(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            raise NotImplementedError()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            raise NotImplementedError()
+
+        @staticmethod
+        def backward(ctx, grad):
+            raise NotImplementedError()
+    assert check("11.stable-softplus", StableSoftplus).verdict == "unanswered"
+    assert check("11.stable-softplus", ...).verdict == "unanswered"
+
+
+def test_a_function_returning_something_else_is_told_so():
+    class ReturnsAList(ref.StableSoftplus):
+        @staticmethod
+        def forward(x):
+            return [x]
+    result = check("11.stable-softplus", ReturnsAList)
+    assert result.verdict == "incorrect"
