@@ -89,6 +89,14 @@ def _reject_common(value: Any, wanted: str) -> None:
 MAX_DEPTH = 20
 
 
+def _grader_made(cls: type) -> bool:
+    """A class defined at the top level of a grader module (a learner's class cannot pass for one)."""
+    import sys
+    module = getattr(cls, "__module__", "") or ""
+    return module.split(".")[0] == "grader" and \
+        getattr(sys.modules.get(module), getattr(cls, "__qualname__", ""), None) is cls
+
+
 def snapshot(value: Any, _depth: int = 0) -> Any:
     """A plain copy of an answer, made in one pass: what every kind then reads.
 
@@ -100,6 +108,8 @@ def snapshot(value: Any, _depth: int = 0) -> Any:
     """
     if _depth > MAX_DEPTH:
         raise BadAnswer(f"the answer is nested more than {MAX_DEPTH} levels deep")
+    if _grader_made(type(value)):   # a case's report that the grader itself built
+        return value
     if value is None or value is Ellipsis or type(value) in (bool, int, float, str):
         return value if type(value) is not str else value[: MAX_CHARS + 1]
     if isinstance(value, str):
