@@ -103,12 +103,12 @@ def test_unknown_ids_and_wrong_roles_get_messages():
 
 
 def test_check_grades_against_live_torch():
-    good = check("01.who-keeps-grad", {"w"})
-    assert good.passed and good.expected == frozenset({"w"})
-    bad = check("01.who-keeps-grad", {"w", "x"})
-    assert bad.verdict == "incorrect" and "not in torch's answer: x" in bad.message
+    good = check("01.who-keeps-grad", {"p"})
+    assert good.passed and good.expected == frozenset({"p"})
+    bad = check("01.who-keeps-grad", {"p", "q"})
+    assert bad.verdict == "incorrect" and "not in torch's answer: q" in bad.message
     assert bad.expected is None  # a failed check does not give the answer away
-    assert check("01.who-keeps-grad", "w").verdict == "invalid"
+    assert check("01.who-keeps-grad", "p").verdict == "invalid"
 
 
 def solve_unit(uid):

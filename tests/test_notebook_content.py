@@ -26,7 +26,8 @@ SOLUTIONS = {uid: ROOT / "solutions" / unit.notebook for uid, unit in UNITS.item
 NOT_DISTINCTIVE = {"AccumulateGrad", "None", "_saved_self", "_saved_other", "_saved_result"}
 # Set-up lines too common to identify a program: making a leaf, calling backward on a sum.
 GENERIC = re.compile(r"^\w+=torch\.(tensor|ones|zeros|randn|rand|arange|full|linspace)\(|"
-                     r"^\w+(\.sum\(\))?\.backward\(\)$|^torch\.manual_seed\(")
+                     r"^\w+(\.sum\(\))?\.backward\(\)$|^torch\.manual_seed\(|"
+                     r"^\(?\w+,?\)?=torch\.autograd\.grad\(")
 
 
 def _notebook(uid):
@@ -56,12 +57,15 @@ def _asked_at(cells, qid) -> int:
     raise AssertionError(f"{qid} is never asked in its notebook")
 
 
-def _number_forms(x: float) -> set[str]:
+def _number_forms(x: float) -> list[str]:
+    """Three ways a number is printed ('' where that way is not distinctive: fewer than 3 digits)."""
+    if x != x or x in (float("inf"), float("-inf")):
+        return ["", "", ""]
     if x == int(x):
         n = int(x)
-        return {str(n), f"{n:,}"} if abs(n) >= 100 else set()
-    forms = {f"{x:.4f}", f"{x:.3f}"}
-    return {f for f in forms if len(re.sub(r"\D", "", f.rstrip("0")).lstrip("0")) >= 3}
+        return [str(n), f"{n:,}", ""] if abs(n) >= 100 else ["", "", ""]
+    forms = [f"{x:.4f}", f"{x:.3f}", ""]
+    return [f if len(re.sub(r"\D", "", f.rstrip("0")).lstrip("0")) >= 3 else "" for f in forms]
 
 
 def _torch_name(name: str) -> bool:
@@ -76,9 +80,14 @@ def _distinctive(q, truth) -> list[set[str]]:
     if isinstance(q.kind, Names):
         names = {n for n in truth if _torch_name(n)}
         return [names] if names else []
-    if isinstance(q.kind, Number):
+    if isinstance(q.kind, Number):   # the whole answer, in one way of writing it, gives it away
         values = truth if isinstance(truth, tuple) else (truth,)
-        return [{form} for x in values for form in _number_forms(x)]
+        groups = []
+        for style in range(3):
+            group = {_number_forms(x)[style] for x in values if _number_forms(x)[style]}
+            if group:
+                groups.append(group)
+        return groups
     return []
 
 
@@ -97,7 +106,14 @@ def test_no_earlier_output_gives_the_answer_away(q):
     if not groups:
         return
     cells = _notebook(q.unit).cells
-    for i, cell in enumerate(cells[:_asked_at(cells, q.qid)]):
+    asked = _asked_at(cells, q.qid)
+    # the same figure as an earlier question's answer is not a spoiler: whether it changes is the question
+    earlier = set()
+    for other in of_unit(q.unit):
+        if other.role == "predict" and other.qid != q.qid and _asked_at(cells, other.qid) < asked:
+            earlier |= {t for g in _distinctive(other, other.run()) for t in g}
+    groups = [g for g in groups if not g <= earlier]
+    for i, cell in enumerate(cells[:asked]):
         text = _output_text(cell)
         for group in groups:
             assert not all(_shows(text, token) for token in group), \
@@ -184,4 +200,7 @@ def test_the_title_cell_agrees_with_the_course(uid):
     later = re.search(r"Leads to:\*\*(.*)", title, re.S)
     linked = lambda m: sorted(set(re.findall(r"\]\((\d\d)_", m.group(1)))) if m else []
     assert linked(after) == sorted(UNITS[uid].needs), f"unit {uid}: 'Comes after' differs from course.py"
-    assert linked(later) == sorted(leads_to(uid)), f"unit {uid}: 'Leads to' differs from course.py"
+    order = list(UNITS)
+    assert set(leads_to(uid)) <= set(linked(later)), f"unit {uid}: 'Leads to' misses a unit that needs it"
+    assert all(order.index(u) > order.index(uid) for u in linked(later)), \
+        f"unit {uid}: 'Leads to' names a unit that comes before it"

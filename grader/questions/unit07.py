@@ -120,7 +120,7 @@ MESSAGE_OPS = {"Mul": "w * 3", "Add": "u.add_(10)", "Pow": "u ** 2", "Sum": "v.s
            "u.add_(10); v.sum().backward() raises at backward, and its message says the modified tensor "
            "'is output 0 of' an operation. Which line made that operation: 'w * 3', 'u.add_(10)', 'u ** 2' or "
            "'v.sum()'?",
-    explain="PowBackward0 saved u (the derivative is 2u), so the write breaks it. The message describes the "
+    explain="The power node saved u (the derivative is 2u), so the write breaks it. The message describes the "
             "tensor it found modified by what produced it now: after u.add_(10) that is the in-place addition "
             "('output 0 of Add').",
     misconceptions=[
