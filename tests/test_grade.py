@@ -77,7 +77,7 @@ def test_an_untouched_notebook_passes_nothing(gradebook):
 
 def test_a_wrong_answer_is_recorded_and_blocks_the_pass(gradebook):
     carol = gradebook[0]["carol"]
-    assert carol["00.warmup-square"] == "incorrect" and carol["marked passed"] == "no"
+    assert carol["00.warmup-square"] == "incorrect (1 attempt)" and carol["marked passed"] == "no"
 
 
 def test_deleted_cells_are_reported_and_the_rest_still_graded(gradebook):
