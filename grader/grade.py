@@ -46,9 +46,8 @@ from . import containment, gradebook, roster, scores, verify_submission
 from .copies import what_the_copy_holds
 from .course import UNITS
 from .question import of_unit
+from .gradebook import question_verdict, rows_of, write_csv, write_html  # noqa: F401  (the write step, re-exported)
 from .store import FILENAME, SCHEMA_VERSION, Event
-
-from .gradebook import question_verdict, rows_of, write_csv, write_html  # noqa: E402,F401  (the write step)
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_CAP = 32 * 2 ** 20        # bytes of a submitted notebook read at most
