@@ -190,11 +190,22 @@ def _verify(args) -> int:
                 print(f"\n{label} since the manifest: " + ", ".join(report[label]))
         if report["errors"]:
             print(f"\n{len(report['errors'])} experiment(s) raised: " + ", ".join(report["errors"]))
+        print(summary_line(report))
     if report["errors"]:
         return 1
     if changes and not args.allow_changes:
         return 1
     return 0
+
+
+def summary_line(report: dict) -> str:
+    """verify's last line: '189 answers, none changed since the manifest built with torch 2.13.0'."""
+    n = len(report["rows"])
+    changed = [f"{len(report[k])} {k}" for k in ("changed", "added", "removed") if report[k]]
+    base = (f"since the manifest built with torch {report['built_with']}" if report["built_with"]
+            else "(no manifest: run `python -m grader build`)")
+    errors = f", {len(report['errors'])} raised" if report["errors"] else ""
+    return f"{n} answers, {', '.join(changed) if changed else 'none changed'} {base}{errors}"
 
 
 def _grade(args) -> int:
@@ -209,6 +220,21 @@ def _grade(args) -> int:
             problems.append(f"--{flag.replace('_', '-')} must be a positive number, not {getattr(args, flag)}")
     if args.html and Path(args.html).exists() and not Path(args.html).is_dir():
         problems.append(f"--html {args.html} is a file; give a folder for the feedback pages")
+    for flag in ("wide", "merge_into"):
+        value = getattr(args, flag)
+        if value and (Path(value).is_dir() or not Path(value).parent.is_dir()):
+            problems.append(f"--{flag.replace('_', '-')} {value}: give a CSV file in a folder that exists")
+    from . import roster, scores
+
+    weights = ids = times = None
+    try:
+        weights = scores.load(Path(args.weights) if args.weights else None)
+        if args.count_absent:
+            weights.count_absent = True
+        ids = roster.read_roster(Path(args.roster)) if args.roster else None
+        times = roster.read_times(Path(args.times)) if args.times else None
+    except (scores.WeightsError, roster.RosterError) as exc:
+        problems.append(str(exc))
     if problems:
         for p in problems:
             print(f"grade: {p}", file=sys.stderr)
@@ -217,7 +243,9 @@ def _grade(args) -> int:
 
     rows = grade(args.paths, Path(args.out), jobs=args.jobs, cell_timeout=args.cell_timeout,
                  notebook_timeout=args.notebook_timeout, memory_mb=args.memory_mb,
-                 html_dir=Path(args.html) if args.html else None)
+                 html_dir=Path(args.html) if args.html else None, weights=weights, ids=ids, times=times,
+                 wide=Path(args.wide) if args.wide else None,
+                 merge_into=Path(args.merge_into) if args.merge_into else None)
     return 0 if rows else 2
 
 
@@ -283,6 +311,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--notebook-timeout", type=int, default=600, help="seconds a notebook may run (default 600)")
     p.add_argument("--memory-mb", type=int, default=3072, help="memory limit per notebook (default 3072)")
     p.add_argument("--html", help="also write one feedback page per learner into this folder")
+    p.add_argument("--weights", help="a TOML file of points per role or question (see grader/scores.py)")
+    p.add_argument("--count-absent", action="store_true",
+                   help="count questions an older copy does not have (0 points) instead of leaving them out")
+    p.add_argument("--wide", help="also write one row per learner, every unit as columns, to this CSV")
+    p.add_argument("--roster", help="a CSV mapping learner (folder or file) names to student IDs")
+    p.add_argument("--times", help="a CSV of submission times from the LMS (file, time); default: file times")
+    p.add_argument("--merge-into", help="an existing gradebook CSV: replace the rows of the learners and units "
+                                        "graded now, keep the rest")
     p.set_defaults(run=_grade)
 
     p = sub.add_parser("release", help="write the student bundle (learner notebooks and the grader; no solutions)")

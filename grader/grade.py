@@ -19,19 +19,17 @@ tested alone:
   answer is compared with torch's live answer computed here
   (:mod:`grader.verify_submission`); "marked passed" follows the rule
   ``mark_passed`` uses, applied to the recomputed verdicts;
-* ``write``: the CSV gradebook (and feedback pages), one row per learner and
-  unit, saying what was found.
+* ``write``: the gradebook (long and wide CSV, merged into an existing one
+  where asked) and feedback pages: :mod:`grader.gradebook`.
 
-Where learners come from: a notebook inside a sub-folder of a given folder
-belongs to the learner named by that sub-folder (``class/alice/01_x.ipynb``);
-a notebook given directly or lying at the top of a given folder is its own
-learner, named by its file name (``alice_01.ipynb`` -> ``alice_01``).
+Where learners come from: :func:`grader.roster.learner_of` (a sub-folder of a
+given folder, else the file name less the course's part: ``frank_01.ipynb``
+-> ``frank``; a file named as the course names it belongs to the folder that
+holds it), the same whatever subset is graded.
 """
 from __future__ import annotations
 
 import ast
-import csv
-import html
 import json
 import os
 import re
@@ -44,9 +42,11 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import containment, progress, verify_submission
+from . import containment, gradebook, roster, scores, verify_submission
+from .copies import what_the_copy_holds
 from .course import UNITS
 from .question import of_unit
+from .gradebook import question_verdict, rows_of, write_csv, write_html  # noqa: F401  (the write step, re-exported)
 from .store import FILENAME, SCHEMA_VERSION, Event
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,6 +74,7 @@ class Restored:
     problems: list = field(default_factory=list)
     findings: list = field(default_factory=list)
     exercises: dict = field(default_factory=dict)  # qid -> {"source", "names"}
+    copy: object = None                            # copies.CopyContents: what the copy holds
 
 
 @dataclass
@@ -96,6 +97,7 @@ class Outcome:
     isolation: str = ""
     seconds: float = 0.0
     unit: str = "?"
+    copy: object = None                              # copies.CopyContents, from restore
 
 
 # --- step 1: find ---------------------------------------------------------------------------
@@ -108,11 +110,9 @@ def find(paths: list[str]) -> list[Submission]:
             for nb in sorted(p.rglob("*.ipynb")):
                 if ".ipynb_checkpoints" in nb.parts:
                     continue
-                rel = nb.relative_to(p)
-                learner = rel.parts[0] if len(rel.parts) > 1 else nb.stem
-                subs.append(Submission(learner, nb, _path_problem(nb)))
+                subs.append(Submission(roster.learner_of(nb, p), nb, _path_problem(nb)))
         else:
-            subs.append(Submission(p.stem, p, _path_problem(p)))
+            subs.append(Submission(roster.learner_of(p, p), p, _path_problem(p)))
     return subs
 
 
@@ -180,8 +180,8 @@ def restore(sub: Submission) -> Restored:
         return out
     out.unit = _unit_of(sub, cells)
     template = _template(out.unit)
+    out.copy = _what_the_copy_holds(out.unit, template, cells)
     owned = {c.get("id"): c for c in template if c.get("id") and grader_owned(c)}
-    ids = [c.get("id", "") for c in cells]
     edited = 0
     for cell in cells:
         mine = owned.get(cell.get("id"))
@@ -196,14 +196,20 @@ def restore(sub: Submission) -> Restored:
         cell.setdefault("metadata", {})
     if edited:
         out.findings.append(f"{edited} grader cell(s) had been edited and were restored")
-    expected = [c.get("id", "") for c in template]
-    missing = [i for i in expected if i and i not in ids]
-    if missing:
-        out.problems.append(f"{len(missing)} of the unit's {len(expected)} cells are missing")
+    if out.copy.missing:
+        out.problems.append(f"{len(out.copy.missing)} of the unit's {out.copy.expected} cells are missing: "
+                            + out.copy.missing_words())
         out.status = "missing cells"
     out.notebook = nb
     out.exercises = _exercise_sources(out.unit, cells)
     return out
+
+
+def _what_the_copy_holds(unit: str, template: list, cells: list):
+    """Which of the unit's questions and cells this copy holds (an older copy lacks questions added since)."""
+    qs = of_unit(unit) if unit in UNITS else []
+    return what_the_copy_holds([q.qid for q in qs], [q.qid for q in qs if q.role == "predict"], template,
+                               [c for c in cells if isinstance(c, dict)])
 
 
 def _exercise_sources(unit: str, cells: list) -> dict:
@@ -404,7 +410,8 @@ def run_exercises(restored: Restored, timeout: float = 0) -> tuple[dict, list[st
 def recompute(restored: Restored, execution: Execution) -> Outcome:
     """Every verdict from recorded data and live torch here; never a verdict the kernel wrote."""
     out = Outcome(restored.submission, status=restored.status, problems=list(restored.problems),
-                  findings=list(restored.findings), isolation=execution.isolation, seconds=execution.seconds)
+                  findings=list(restored.findings), isolation=execution.isolation, seconds=execution.seconds,
+                  copy=restored.copy)
     if execution.status != "ok" and (out.status == "ok" or execution.status in TAMPERED):
         out.status = execution.status
     out.problems += execution.problems
@@ -445,84 +452,7 @@ def grade_one(sub: Submission, cell_timeout: int = 60, notebook_timeout: int = 6
     return out
 
 
-# --- step 5: write --------------------------------------------------------------------------
-
-def question_verdict(q: progress.QuestionState, flag: str = "") -> str:
-    """The question's honest record, in the words the panel and `status` use; a flag found while
-    recomputing (such as "predicted after reveal") wins."""
-    return flag or q.record
-
-
-FIXED = ["learner", "notebook", "unit", "run", "problems", "findings", "marked passed", "done", "hints", "attempts",
-         "isolation", "seconds"]
-
-
-def rows_of(out: Outcome) -> list[dict]:
-    rows = []
-    for r in out.units:
-        unit = r.unit if r is not None else out.unit
-        trusted = out.status not in TAMPERED
-        row = {"learner": out.submission.learner, "notebook": str(out.submission.path), "unit": unit,
-               "run": out.status, "problems": "; ".join(out.problems), "findings": "; ".join(out.findings),
-               "marked passed": "yes" if r is not None and r.passed and trusted else "no",
-               "isolation": out.isolation, "seconds": f"{out.seconds:.1f}", "done": "", "hints": "", "attempts": ""}
-        if r is not None:
-            qs = r.state.questions
-            row["done"] = f"{sum(q.done and qid not in r.flags for qid, q in qs.items())}/{len(qs)}"
-            row["hints"] = ", ".join(f"{qid}: {n}" for qid, n in r.hints.items())
-            row["attempts"] = ", ".join(f"{qid}: {n}" for qid, n in r.attempts.items())
-            for qid, q in qs.items():
-                row[qid] = question_verdict(q, r.flags.get(qid, ""))
-        rows.append(row)
-    return rows
-
-
-def write_csv(rows: list[dict], path: Path) -> None:
-    questions = []
-    for unit in sorted({r["unit"] for r in rows}):
-        questions += [q.qid for q in of_unit(unit)] if unit in UNITS else []
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=FIXED + questions, restval="")
-        writer.writeheader()
-        for r in sorted(rows, key=lambda r: (r["learner"], r["unit"], r["notebook"])):
-            writer.writerow(r)
-
-
-def write_html(rows: list[dict], folder: Path) -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for learner in sorted({r["learner"] for r in rows}):
-        parts = [f"<!doctype html><meta charset='utf-8'><title>autograd-lab: {html.escape(learner)}</title>",
-                 "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}td,th{padding:2px 8px;"
-                 "text-align:left}.good{color:#1a7f37}.bad{color:#cf222e}</style>",
-                 f"<h1>Feedback for {html.escape(learner)}</h1>"]
-        for r in (r for r in rows if r["learner"] == learner):
-            unit = r["unit"]
-            title = UNITS[unit].title if unit in UNITS else "unknown unit"
-            parts.append(f"<h2>Unit {html.escape(unit)}: {html.escape(title)}</h2>")
-            parts.append(f"<p>Run: {html.escape(r['run'])}. Marked passed: {r['marked passed']}. "
-                         f"Done: {html.escape(r['done'])}.</p>")
-            notes = [p for p in (r["problems"].split("; ") + r["findings"].split("; ")) if p]
-            if notes:
-                parts.append("<ul>" + "".join(f"<li>{html.escape(p)}</li>" for p in notes) + "</ul>")
-            parts.append("<table><tr><th>question</th><th>result</th><th>prompt</th></tr>")
-            for q in of_unit(unit) if unit in UNITS else []:
-                verdict = r.get(q.qid, "")
-                cls = "good" if verdict in ("correct", "predicted, correct") else \
-                    "bad" if verdict in ("incorrect", "invalid", "not attempted", "not answered",
-                                         "predicted after reveal") else ""
-                parts.append(f"<tr><td>{q.qid}</td><td class='{cls}'>{html.escape(verdict)}</td>"
-                             f"<td>{html.escape(q.prompt)}</td></tr>")
-            parts.append("</table>")
-        page = folder / f"{_file_name(learner)}.html"
-        page.write_text("\n".join(parts), encoding="utf-8")
-        written.append(page)
-    return written
-
-
-def _file_name(learner: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", learner).lstrip(".") or "learner"
-
+# --- step 5: write (grader/gradebook.py) ----------------------------------------------------
 
 def _adopt_orphans() -> None:
     """Become the subreaper of everything the submissions start, so a detached process cannot slip away."""
@@ -536,7 +466,9 @@ def _adopt_orphans() -> None:
 
 
 def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, notebook_timeout: int = 600,
-          memory_mb: int = 3072, html_dir: Path | None = None, progress_to=sys.stderr) -> list[dict]:
+          memory_mb: int = 3072, html_dir: Path | None = None, progress_to=sys.stderr,
+          weights: scores.Weights | None = None, ids: dict | None = None, times: dict | None = None,
+          wide: Path | None = None, merge_into: Path | None = None) -> list[dict]:
     _adopt_orphans()
     subs = find(paths)
     rows: list[dict] = []
@@ -550,7 +482,7 @@ def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, no
             except Exception as exc:   # a grader bug on one notebook: a row that says so, and the run goes on
                 result = Outcome(futures[future], status="grader error",
                                  problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None])
-            rows += rows_of(result)
+            rows += gradebook.rows_of(result, weights, ids, times, feedback=bool(html_dir))
             done += 1
             if progress_to is not None:
                 width = 30
@@ -558,9 +490,15 @@ def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, no
                 print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{len(subs)} "
                       f"{result.submission.learner}: {result.status} ({result.seconds:.1f} s)   ",
                       end="" if done < len(subs) else "\n", file=progress_to, flush=True)
-    write_csv(rows, out)
+    gradebook.write_csv(rows, out)
+    everyone = rows
+    if merge_into:
+        everyone = gradebook.merge(gradebook.read_csv(merge_into) if merge_into.exists() else [], rows)
+        gradebook.write_csv(everyone, merge_into)
+    if wide:
+        gradebook.write_wide(everyone, wide, weights, ids)
     if html_dir:
-        write_html(rows, html_dir)
+        gradebook.write_html(rows, html_dir)
     if progress_to is not None:
         elapsed = time.monotonic() - started
         print(f"graded {len(subs)} notebooks in {elapsed:.1f} s ({60 * len(subs) / max(elapsed, 1e-9):.1f} per minute) "

@@ -38,6 +38,8 @@ def truth_of(q, *case, key=None):
 class ExerciseVerdict:
     verdict: str            # correct, incorrect, unanswered, invalid, not recomputed
     note: str = ""
+    case: int = -1          # the smallest failing case's index, where one failed
+    got: Any = None         # what the learner's function returned on it (read by its kind), if it returned
 
 
 @dataclass
@@ -50,6 +52,8 @@ class Recomputed:
     findings: list = field(default_factory=list)   # sentences for the gradebook
     attempts: dict = field(default_factory=dict)   # qid -> checks until correct (or all, if never)
     hints: dict = field(default_factory=dict)      # qid -> hints shown
+    answers: dict = field(default_factory=dict)    # qid -> the learner's answer (JSON form): prediction or last check
+    exercises: dict = field(default_factory=dict)  # qid -> ExerciseVerdict
 
 
 def judge_exercise(q, lines: list) -> ExerciseVerdict:
@@ -75,16 +79,17 @@ def judge_exercise(q, lines: list) -> ExerciseVerdict:
             return ExerciseVerdict("incorrect", f"{passed} of {len(cases)} cases passed; case {i + 1} did not run")
         if line.get("problem") or line.get("not_written"):
             words = str(line.get("problem") or "it raised NotImplementedError")[:200]
-            return ExerciseVerdict("incorrect", f"{passed} of {len(cases)} cases passed; case {i + 1}: {words}")
+            return ExerciseVerdict("incorrect", f"{passed} of {len(cases)} cases passed; case {i + 1}: {words}",
+                                   case=i)
         try:
             value = kind.returns.read(line.get("value"))
         except (BadAnswer, Unanswered, Exception):
             return ExerciseVerdict("incorrect", f"{passed} of {len(cases)} cases passed; case {i + 1}'s result "
-                                                "could not be read")
+                                                "could not be read", case=i)
         truth = truth_of(q, cases[i], key=i)
         if not kind.returns.agrees(truth, value):
             return ExerciseVerdict("incorrect", f"{passed} of {len(cases)} cases passed; case {i + 1} differs "
-                                                "from torch")
+                                                "from torch", case=i, got=value)
         passed += 1
     return ExerciseVerdict("correct", f"passed all {len(cases)} cases")
 
@@ -109,6 +114,7 @@ def recompute(unit: str, events: list[Event], exercises: dict[str, ExerciseVerdi
     attempts: dict[str, int] = {}
     solved: set[str] = set()
     hints: dict[str, int] = {}
+    answers: dict[str, Any] = {}
     ever_revealed: set[str] = set()
     prediction: dict[str, Any] = {}      # the prediction in force, per question
     revealed: set[str] = set()           # revealed since the last reset
@@ -160,7 +166,7 @@ def recompute(unit: str, events: list[Event], exercises: dict[str, ExerciseVerdi
             if bad:
                 differs.add(q.qid)
                 continue
-            prediction[q.qid] = e.answer
+            prediction[q.qid] = answers[q.qid] = e.answer
             emit(e, "recorded", e.answer)
         elif e.action == "reveal" and q.role == "predict":
             ever_revealed.add(q.qid)
@@ -174,6 +180,7 @@ def recompute(unit: str, events: list[Event], exercises: dict[str, ExerciseVerdi
             revealed.add(q.qid)
             emit(e, verdict, prediction.get(q.qid))
         elif e.action == "check" and q.role == "self-test":
+            answers[q.qid] = e.answer
             if e.answer is None:
                 verdict = e.verdict if e.verdict in ("unanswered", "invalid", "error") else "unanswered"
             else:
@@ -219,7 +226,8 @@ def recompute(unit: str, events: list[Event], exercises: dict[str, ExerciseVerdi
         findings.append("predicted after reveal: " + ", ".join(q for q, f in flags.items()
                                                                  if f == "predicted after reveal"))
     return Recomputed(unit, state, missing, passed=not missing, flags=flags,
-                      findings=list(dict.fromkeys(findings)), attempts=attempts, hints=hints)
+                      findings=list(dict.fromkeys(findings)), attempts=attempts, hints=hints, answers=answers,
+                      exercises=dict(exercises))
 
 
 def decode_lines(raw: bytes, limit: int = 100_000) -> tuple[dict, list[str]]:

@@ -386,3 +386,42 @@ def test_refusal_buttons_map_links_hints_and_a_reopened_notebook(tmp_path, home)
         raise
     finally:
         lab.stop()
+
+
+def test_a_feedback_page_opens_offline_with_answers_explanation_and_failing_case(tmp_path):
+    """The grader's feedback page (``grade --html``), opened from disk with every network request refused."""
+    from playwright.sync_api import sync_playwright
+
+    from grader.question import get
+    from tests.test_gradebook import feedback_page
+
+    path = feedback_page(tmp_path)
+    remote = []
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            page.set_default_timeout(30_000)
+
+            def refuse(route):
+                if not route.request.url.startswith("file:"):
+                    remote.append(route.request.url)
+                    return route.abort()
+                return route.continue_()
+            page.route("**/*", refuse)
+            page.goto(path.as_uri())
+            body = " ".join(page.inner_text("body").split())
+            page.screenshot(path=str(ARTIFACTS / "feedback-page.png"), full_page=True)
+            assert remote == [], remote
+            pow_node, walk = get("01.pow-node"), get("01.graph-walk")
+            row = " ".join(page.locator("tr#\\30 1\\.pow-node").inner_text().split())
+            assert "MulBackward0" in row and "PowBackward0" in row            # the answer beside torch's
+            assert " ".join(pow_node.explain.split()[:8]) in body               # the explanation
+            failing = page.locator(".failing")
+            assert failing.count() == 1 and "Smallest failing case" in failing.inner_text()
+            assert walk.kind.cases()[0].source.strip().splitlines()[0].strip() in failing.locator("pre").inner_text()
+            colours = page.eval_on_selector_all(".verdict", "els => els.map(e => getComputedStyle(e).backgroundColor)")
+            assert colours and all(c not in ("rgba(0, 0, 0, 0)", "transparent") for c in colours), colours
+        finally:
+            browser.close()

@@ -103,7 +103,7 @@ def test_every_learner_has_a_row_and_only_the_honest_pass(graded):
     assert set(rows) == set(CLASS) | {"alice", "ivan", "framewalk", "linky"}, stderr[-2000:]
     passed = {name for name, r in rows.items() if r["marked passed"] == "yes"}
     assert passed == {"alice"}, {n: (r["run"], r["findings"]) for n, r in rows.items()}
-    assert rows["alice"]["done"] == "3/3" and not rows["alice"]["findings"], rows["alice"]
+    assert rows["alice"]["done"] == "3" and not rows["alice"]["findings"], rows["alice"]
     assert all(r["isolation"] for r in rows.values())
     print(f"attack class graded in {seconds:.1f} s")
 
