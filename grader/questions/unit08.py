@@ -614,24 +614,24 @@ def retain_k1():
 
 @self_test(
     "08.detach-early", Error(*PLACES),
-    prompt="A loop puts the detach one line too early: hidden = hidden * w + 0.1; hidden = hidden.detach(); "
-           "loss = hidden ** 2; loss.backward(), five times, with w = torch.tensor(0.9, requires_grad=True). "
-           "Where does it fail, if anywhere? (The place is graded.)",
-    explain="The loss is computed from the detached copy, which has no history at all: there is no path "
-            "from the very first loss to w.",
-    hints=("Draw the graph of step 1's loss: what is hidden, right before loss = hidden ** 2 runs?",
+    prompt="A smoother carries c across five steps, with a = torch.tensor(0.5, requires_grad=True) and "
+           "c = torch.tensor(2.0). Each step: c = (c * a).tanh(); c = c.detach(); err = (c - 1) ** 2; "
+           "err.backward(). Where does it fail, if anywhere? (The place is graded.)",
+    explain="The detach comes before err uses c, so err is computed from a tensor with no history at all: "
+            "there is no path from the very first err to a.",
+    hints=("Draw the graph of step 1's err: what is c, right before err = (c - 1) ** 2 runs?",
            "detach() returns a tensor with no grad_fn that does not require grad. A loss computed only from "
            "it has nothing for backward to walk, at any step."),
-    misconceptions=[("no error", "The detach is taken before the loss uses hidden, so the loss has no "
-                     "history at all; backward has no path to w."),
-                    ("at step 2's backward", "Step 1's loss is already computed from the detached copy.")],
+    misconceptions=[("no error", "The detach is taken before err uses c, so err has no history at all; "
+                     "backward has no path to a."),
+                    ("at step 2's backward", "Step 1's err is already computed from the detached copy.")],
 )
 def detach_early():
-    w = torch.tensor(0.9, requires_grad=True)
-    hidden = torch.tensor(1.0)
+    a = torch.tensor(0.5, requires_grad=True)
+    c = torch.tensor(2.0)
     for place in PLACES:
-        hidden = hidden * w + 0.1
-        hidden = hidden.detach()
-        loss = hidden ** 2
+        c = (c * a).tanh()
+        c = c.detach()
+        err = (c - 1) ** 2
         yield place
-        loss.backward()
+        err.backward()
