@@ -224,6 +224,28 @@ def verify(py: Path, home: Path) -> dict:
         return {"ok": False, "stderr": (done.stderr or done.stdout)[-3000:], "seconds": seconds}
 
 
+FULL = """
+import json, sys
+from grader.manifest import answer_of, load
+from grader.question import get
+old = load()["questions"]
+print(json.dumps({qid: {"old": old[qid]["answer"], "new": answer_of(get(qid))[0]} for qid in sys.argv[1:]}))
+"""
+
+
+def full_answers(py: Path, home: Path, ids: list[str]) -> dict:
+    """The whole old and new answers of changed questions whose short texts agree (an error's full message)."""
+    if not ids:
+        return {}
+    env = course_env()
+    env["AUTOGRAD_LAB_HOME"] = str(home)
+    done = run([py, "-c", FULL, *ids], env=env, cwd=ROOT, capture_output=True)
+    try:
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        return {}
+
+
 def nbval(py: Path, jobs: int, junit: Path) -> dict:
     """Strict nbval over solutions/; {'passed', 'failed', 'skipped', 'cells': [failing cells], 'seconds'}."""
     cmd = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
@@ -249,8 +271,9 @@ def nbval(py: Path, jobs: int, junit: Path) -> dict:
         else:
             result["failed"] += 1
             text = (problem.text or problem.get("message") or "").strip()
-            kind = "raised" if "execution failed" in text or "Traceback" in text[:400] else "output changed"
-            result["cells"].append({"notebook": case.get("classname", "").split(".")[-1] or case.get("file", ""),
+            kind = "output changed" if "outputs differ" in text or "store:" in case.get("name", "") else "raised"
+            where = re.search(r"[\w.-]+?(?=\.ipynb)", case.get("classname", "") + " " + (case.get("file") or ""))
+            result["cells"].append({"notebook": where.group().split(".")[-1] if where else case.get("classname", ""),
                                     "file": case.get("file") or case.get("classname", ""),
                                     "cell": case.get("name", ""), "kind": kind, "detail": shorten(text)})
     return result
@@ -263,7 +286,7 @@ def last_line(text: str) -> str:
 
 def shorten(text: str, lines: int = 24) -> str:
     keep = [line.rstrip() for line in text.splitlines() if line.strip()]
-    keep = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in keep]
+    keep = [re.sub(r"(\x1b|#x1B)\[[0-9;]*m", "", line) for line in keep]
     return "\n".join(keep[:lines] + (["..."] if len(keep) > lines else []))
 
 
@@ -304,7 +327,16 @@ def report(version: str, facts: dict, ver: dict, nb: dict, command: str, total_s
     else:
         r = ver["report"]
         out += ["## Answers changed since the manifest", ""]
-        out += [f"- `{c['id']}`: {c['old']} -> {c['new']}" for c in r["changed"]] or ["None."]
+        for c in r["changed"]:
+            out.append(f"- `{c['id']}`: {c['old']} -> {c['new']}")
+            full = ver.get("full", {}).get(c["id"])
+            if c["old"] == c["new"] and full:
+                old, new = full["old"], full["new"]
+                if isinstance(old, dict) and isinstance(new, dict) and "message" in old and "message" in new:
+                    old, new = old["message"], new["message"]
+                out += [f"  - was: {json.dumps(old, ensure_ascii=False)[:600]}",
+                        f"  - now: {json.dumps(new, ensure_ascii=False)[:600]}"]
+        out += [] if r["changed"] else ["None."]
         out.append("")
         out += ["## Experiments that now raise", ""]
         rows = {row["id"]: row for row in r["rows"]}
@@ -350,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
         if ver["ok"]:
             r = ver["report"]
             print(f"  {len(r['rows'])} experiments: {len(r['changed'])} changed, {len(r['errors'])} raise")
+            same = [c["id"] for c in r["changed"] if c["old"] == c["new"]]
+            ver["full"] = full_answers(py, Path(tmp) / "home", same)
         else:
             print("  the grader did not run:\n" + ver["stderr"][-1500:])
         if args.skip_nbval or not ver["ok"]:
