@@ -314,11 +314,21 @@ def report(version: str, facts: dict, ver: dict, nb: dict, command: str, total_s
     cells = f"{nb['passed']} passed, {failing} failed" + (f", {nb['skipped']} skipped" if nb["skipped"] else "")
     cells = nb.get("not_run") or cells
     holds = ver["ok"] and not ver["report"]["errors"] and not failing
+    changed = len(ver["report"]["changed"]) if ver["ok"] else 0
+    if not holds:
+        verdict = f"the course does not hold on torch {version}"
+    elif changed:
+        verdict = (f"{changed} live answer(s) differ from the manifest: the prose and stored outputs describe "
+                   f"torch {ver['report']['built_with']}")
+    elif nb.get("not_run"):
+        verdict = "the live answers hold; nbval was not run"
+    else:
+        verdict = f"the course holds on torch {version}"
     out += ["| check | result |", "|---|---|",
             f"| live answers: `python -m grader verify` ({ver['seconds']:.0f} s) | {answers} |",
             f"| strict nbval over `solutions/`" + (f" ({nb['seconds'] / 60:.1f} min)" if nb["seconds"] else "")
             + f" | {cells} |",
-            f"| verdict | {'the course holds on torch ' + version if holds else 'the course does not hold on torch ' + version} |",
+            f"| verdict | {verdict} |",
             ""]
     if not ver["ok"]:
         trace = ver["stderr"].strip()[-2500:].replace(str(ROOT) + os.sep, "")
