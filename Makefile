@@ -7,7 +7,7 @@ PORT   ?= 8888
 PYTEST := $(BIN)/python -m pytest
 NBVAL  := --nbval-current-env -n 2 --dist loadscope
 
-.PHONY: install system-deps lab test unit-tests nbval-solutions nbval-notebooks build check clean
+.PHONY: install system-deps lab test unit-tests nbval-solutions nbval-notebooks build check clean drift
 
 # torch's CPU build, as CI gets it (PyPI's default Linux wheel is the multi-GB CUDA build). If that index
 # does not answer within 5 s, pip's own index and settings decide; `make TORCH_INDEX=` skips it.
@@ -75,5 +75,13 @@ build: install
 check: install
 	$(BIN)/python -m grader build --check
 
+# The course on another torch: `make drift TORCH=2.15.0` builds .venv-torch-2.15.0 beside .venv
+# (reused next time), runs `grader verify` and strict nbval over solutions/ there, and writes
+# docs/drift/2.15.0.md. LIFT_CAP=1 lifts a torch cap in pip's configuration for that environment
+# only; JOBS=2 runs nbval on two workers.
+drift:
+	@test -n "$(TORCH)" || { echo "usage: make drift TORCH=2.15.0 [LIFT_CAP=1] [JOBS=2]"; exit 2; }
+	$(PYTHON) tools/drift.py $(TORCH) --python $(PYTHON) --jobs $(or $(JOBS),1) $(if $(filter 1 yes true,$(LIFT_CAP)),--lift-cap)
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .venv-torch-* .pytest_cache

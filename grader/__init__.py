@@ -15,6 +15,16 @@ The interactive layer: ``draw(y, names=...)`` (the graph with its saved tensors)
 ``course_map()``, and the labs ``neuron_lab``, ``memory_bill_lab``, ``depth_lab``.
 """
 import importlib
+import warnings
+
+# Deprecation notices that torch raises from its own modules (torch 2.15's torch.func.hessian, via
+# torch.jit.script, prints a FutureWarning) say nothing about autograd, yet land on stderr and fail
+# strict nbval. Silence only those: FutureWarning and DeprecationWarning whose origin is a torch
+# module. A learner's own warnings, and torch's other warnings (UserWarning...), stay visible; a cell
+# that records warnings with simplefilter("always") still sees them.
+for _category in (FutureWarning, DeprecationWarning):
+    warnings.filterwarnings("ignore", category=_category, module=r"torch(\.|$)")
+del _category
 
 from .learner import check, hint, mark_passed, predict, reset, reveal, status
 
