@@ -35,6 +35,7 @@ import html
 import json
 import os
 import re
+import secrets
 import shutil
 import sqlite3
 import stat
@@ -44,7 +45,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import containment, progress, verify_submission
+from . import containment, progress, verify_submission, workers
 from .course import UNITS
 from .question import of_unit
 from .store import FILENAME, SCHEMA_VERSION, Event
@@ -317,21 +318,30 @@ def read_events(home: Path, scratch: Path) -> tuple[list[Event], list[str]]:
 
 
 def execute(restored: Restored, cell_timeout: int = 60, notebook_timeout: int = 600,
-            memory_mb: int = 3072) -> Execution:
-    """Run the restored notebook contained; return how it ended and the events its store holds."""
+            memory_mb: int = 3072, pool=None) -> Execution:
+    """Run the restored notebook contained; return how it ended and the events its store holds.
+
+    With a :class:`grader.workers.Pool` the notebook runs in a process forked from a warm parent
+    (torch and the grader already imported); without one, in a fresh worker and kernel."""
     import nbformat
 
     out = Execution(isolation=containment.isolation())
     started = time.monotonic()
-    work = containment.private_folder("agl-grade-")
+    worker = pool.borrow() if pool is not None else None
+    work = worker.job_folder() if worker else containment.private_folder("agl-grade-")
     scratch = containment.private_folder("agl-read-")
     try:
         env = _contained_env(work)
         copy = work / "submission.ipynb"
         nbformat.write(restored.notebook, str(copy))
-        cmd = [sys.executable, str(ROOT / "grader" / "notebook_worker.py"), str(copy), str(work), str(cell_timeout),
-               str(memory_mb)]
-        run = containment.run(cmd, work, env, notebook_timeout)
+        if worker:
+            env[containment.TOKEN_VAR] = secrets.token_hex(16)
+            run = worker.run({"kind": "notebook", "dir": work.name, "env": env, "cell_timeout": cell_timeout,
+                              "memory_mb": memory_mb}, notebook_timeout)
+        else:
+            cmd = [sys.executable, str(ROOT / "grader" / "notebook_worker.py"), str(copy), str(work),
+                   str(cell_timeout), str(memory_mb)]
+            run = containment.run(cmd, work, env, notebook_timeout)
         if run.timed_out:
             out.status = "killed"
             out.problems.append(f"the notebook ran past {notebook_timeout} s in all and was stopped")
@@ -368,13 +378,15 @@ def execute(restored: Restored, cell_timeout: int = 60, notebook_timeout: int = 
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
+        if worker:
+            pool.give_back(worker)
     out.seconds = time.monotonic() - started
     return out
 
 
 # --- step 4: recompute ----------------------------------------------------------------------
 
-def run_exercises(restored: Restored, timeout: float = 0) -> tuple[dict, list[str]]:
+def run_exercises(restored: Restored, timeout: float = 0, pool=None) -> tuple[dict, list[str]]:
     """Re-run the recovered learner functions in a contained process and judge their results here."""
     from .question import get
 
@@ -384,13 +396,21 @@ def run_exercises(restored: Restored, timeout: float = 0) -> tuple[dict, list[st
     qs = {qid: get(qid) for qid in restored.exercises}
     request = {"exercises": [{"qid": qid, **item} for qid, item in restored.exercises.items()]}
     timeout = timeout or 60 + sum(q.kind.budget_s for q in qs.values())
-    work = containment.private_folder("agl-run-")
+    worker = pool.borrow() if pool is not None else None
+    work = worker.job_folder() if worker else containment.private_folder("agl-run-")
     try:
         env = _contained_env(work)
-        run = containment.run([sys.executable, "-m", "grader.run_learner_function"], work, env, timeout,
-                              stdin=json.dumps(request).encode())
+        if worker:   # forked from a warm parent: torch imported and the cases made already
+            env[containment.TOKEN_VAR] = secrets.token_hex(16)
+            (work / "request.json").write_text(json.dumps(request), encoding="utf-8")
+            run = worker.run({"kind": "exercises", "dir": work.name, "env": env}, timeout)
+        else:
+            run = containment.run([sys.executable, "-m", "grader.run_learner_function"], work, env, timeout,
+                                  stdin=json.dumps(request).encode())
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        if worker:
+            pool.give_back(worker)
     lines, findings = verify_submission.decode_lines(run.result)
     if run.timed_out:
         findings.append(f"the exercise runner ran past {timeout:g} s and was stopped")
@@ -401,7 +421,7 @@ def run_exercises(restored: Restored, timeout: float = 0) -> tuple[dict, list[st
     return verdicts, findings
 
 
-def recompute(restored: Restored, execution: Execution) -> Outcome:
+def recompute(restored: Restored, execution: Execution, pool=None) -> Outcome:
     """Every verdict from recorded data and live torch here; never a verdict the kernel wrote."""
     out = Outcome(restored.submission, status=restored.status, problems=list(restored.problems),
                   findings=list(restored.findings), isolation=execution.isolation, seconds=execution.seconds)
@@ -412,7 +432,7 @@ def recompute(restored: Restored, execution: Execution) -> Outcome:
     if restored.unit not in UNITS:
         out.units = []
         return out
-    exercises, found = run_exercises(restored)
+    exercises, found = run_exercises(restored, pool=pool)
     out.findings += found
     out.units = [verify_submission.recompute(restored.unit, execution.events, exercises)]
     for r in out.units:
@@ -425,7 +445,7 @@ def recompute(restored: Restored, execution: Execution) -> Outcome:
 
 
 def grade_one(sub: Submission, cell_timeout: int = 60, notebook_timeout: int = 600,
-              memory_mb: int = 3072) -> Outcome:
+              memory_mb: int = 3072, pool=None) -> Outcome:
     started = time.monotonic()
     restored = restore(sub)
     if restored.notebook is None:
@@ -434,10 +454,10 @@ def grade_one(sub: Submission, cell_timeout: int = 60, notebook_timeout: int = 6
         out.unit = restored.unit
     else:
         try:
-            execution = execute(restored, cell_timeout, notebook_timeout, memory_mb)
+            execution = execute(restored, cell_timeout, notebook_timeout, memory_mb, pool)
         except Exception as exc:   # the grader's own failure: still a row
             execution = Execution(status="could not run", problems=[f"{type(exc).__name__}: {str(exc)[:200]}"])
-        out = recompute(restored, execution)
+        out = recompute(restored, execution, pool)
         if not out.units:
             out.units = [None]
         out.unit = restored.unit
@@ -542,8 +562,10 @@ def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, no
     rows: list[dict] = []
     started = time.monotonic()
     done = 0
+    warm = None if os.environ.get("AGL_GRADE_COLD") else workers.Pool(min(max(1, jobs), len(subs)),
+                                                                           workers.base_env())
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(grade_one, s, cell_timeout, notebook_timeout, memory_mb): s for s in subs}
+        futures = {pool.submit(grade_one, s, cell_timeout, notebook_timeout, memory_mb, warm): s for s in subs}
         for future in as_completed(futures):
             try:
                 result = future.result()
@@ -558,6 +580,8 @@ def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, no
                 print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{len(subs)} "
                       f"{result.submission.learner}: {result.status} ({result.seconds:.1f} s)   ",
                       end="" if done < len(subs) else "\n", file=progress_to, flush=True)
+    if warm is not None:
+        warm.close()
     write_csv(rows, out)
     if html_dir:
         write_html(rows, html_dir)
