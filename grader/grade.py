@@ -45,7 +45,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import containment, progress, verify_submission, workers
+from . import containment, progress, report, shards, verify_submission, workers
 from .course import UNITS
 from .question import of_unit
 from .store import FILENAME, SCHEMA_VERSION, Event
@@ -97,6 +97,7 @@ class Outcome:
     isolation: str = ""
     seconds: float = 0.0
     unit: str = "?"
+    facts: list = field(default_factory=list)        # for the class report (grader.report.facts_of), one per unit
 
 
 # --- step 1: find ---------------------------------------------------------------------------
@@ -461,6 +462,11 @@ def grade_one(sub: Submission, cell_timeout: int = 60, notebook_timeout: int = 6
         if not out.units:
             out.units = [None]
         out.unit = restored.unit
+        try:
+            out.facts = [report.facts_of(sub.learner, restored.unit, restored.notebook, execution.events)]
+        except Exception as exc:   # the report's facts never cost a learner a row
+            out.facts = [{"learner": sub.learner, "unit": restored.unit, "wrong": {}, "minutes": None,
+                          "problem": f"{type(exc).__name__}: {str(exc)[:100]}"}]
     out.seconds = time.monotonic() - started
     return out
 
@@ -556,39 +562,90 @@ def _adopt_orphans() -> None:
 
 
 def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, notebook_timeout: int = 600,
-          memory_mb: int = 3072, html_dir: Path | None = None, progress_to=sys.stderr) -> list[dict]:
+          memory_mb: int = 3072, html_dir: Path | None = None, progress_to=sys.stderr,
+          shard: tuple[int, int] | None = None, resume: bool = False, report_to: Path | None = None) -> list[dict]:
+    """Grade every submission found (or one shard of them), reusing a journal's work with ``resume``.
+
+    Notebooks run in processes forked from ``jobs`` warm parents (:mod:`grader.workers`); with
+    AGL_GRADE_COLD=1 in the environment, each in a fresh worker and kernel instead (slower; for comparison)."""
     _adopt_orphans()
-    subs = find(paths)
+    found = find(paths)
+    subs = [s for s in found if shard is None or shards.shard_of(s.learner, shard[1]) == shard[0]]
+    options = {"cell_timeout": cell_timeout, "notebook_timeout": notebook_timeout, "memory_mb": memory_mb,
+               "shard": list(shard) if shard else None}
+    journal = shards.Journal(out, options, resume)
     rows: list[dict] = []
+    facts: list[dict] = []
     started = time.monotonic()
+    todo = []
+    for s in subs:
+        sha = "" if s.problem else shards.file_hash(s.path, NOTEBOOK_CAP)
+        entry = journal.reuse(s.path, sha) if resume else None
+        if entry is not None:
+            rows += entry["rows"]
+            facts += entry.get("facts", [])
+        else:
+            todo.append((s, sha))
+    if progress_to is not None:
+        if shard:
+            print(f"shard {shard[0]}/{shard[1]}: {len(subs)} of {len(found)} notebooks "
+                  f"({len({s.learner for s in subs})} of {len({s.learner for s in found})} learners)", file=progress_to)
+        if resume:
+            print(journal.note or f"resuming: {len(subs) - len(todo)} notebook(s) already graded and unchanged, "
+                                   f"{len(todo)} to grade", file=progress_to)
     done = 0
-    warm = None if os.environ.get("AGL_GRADE_COLD") else workers.Pool(min(max(1, jobs), len(subs)),
-                                                                           workers.base_env())
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(grade_one, s, cell_timeout, notebook_timeout, memory_mb, warm): s for s in subs}
-        for future in as_completed(futures):
-            try:
-                result = future.result()
-            except Exception as exc:   # a grader bug on one notebook: a row that says so, and the run goes on
-                result = Outcome(futures[future], status="grader error",
-                                 problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None])
-            rows += rows_of(result)
-            done += 1
-            if progress_to is not None:
-                width = 30
-                filled = int(width * done / max(1, len(subs)))
-                print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{len(subs)} "
-                      f"{result.submission.learner}: {result.status} ({result.seconds:.1f} s)   ",
-                      end="" if done < len(subs) else "\n", file=progress_to, flush=True)
-    if warm is not None:
-        warm.close()
+    needs_worker = any(not s.problem for s, _ in todo)
+    warm = None
+    try:
+        if needs_worker and not os.environ.get("AGL_GRADE_COLD"):
+            warm = workers.Pool(min(max(1, jobs), len(todo)), workers.base_env())
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = {pool.submit(grade_one, s, cell_timeout, notebook_timeout, memory_mb, warm): (s, sha)
+                       for s, sha in todo}
+            for future in as_completed(futures):
+                sub, sha = futures[future]
+                try:
+                    result = future.result()
+                except Exception as exc:   # a grader bug on one notebook: a row that says so, and the run goes on
+                    result = Outcome(sub, status="grader error",
+                                     problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None])
+                mine = rows_of(result)
+                rows += mine
+                facts += result.facts
+                journal.add(sub.path, sub.learner, sha, mine, result.facts)
+                done += 1
+                if progress_to is not None:
+                    width = 30
+                    filled = int(width * done / max(1, len(todo)))
+                    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{len(todo)} "
+                          f"{result.submission.learner}: {result.status} ({result.seconds:.1f} s)   ",
+                          end="" if done < len(todo) else "\n", file=progress_to, flush=True)
+    finally:
+        if warm is not None:
+            warm.close()
+        journal.close()
+    write_csv(rows, out)
+    if shard:
+        shards.write_sidecar(out, shard, [s.learner for s in found], [s.learner for s in subs], facts)
+    if html_dir:
+        write_html(rows, html_dir)
+    if report_to:
+        report.write_report(rows, facts, report_to)
+    if progress_to is not None:
+        elapsed = time.monotonic() - started
+        print(f"graded {len(todo)} notebooks in {elapsed:.1f} s ({60 * len(todo) / max(elapsed, 1e-9):.1f} per minute) "
+              f"-> {out}" + (f"; report {report_to}" if report_to else ""), file=progress_to)
+    return rows
+
+
+def merge(partials: list[Path], out: Path, html_dir: Path | None = None, report_to: Path | None = None) -> list[dict]:
+    """Join the partial gradebooks of `grade --shard i/n` into one (see :mod:`grader.shards`)."""
+    rows, facts = shards.read_partials(partials)
     write_csv(rows, out)
     if html_dir:
         write_html(rows, html_dir)
-    if progress_to is not None:
-        elapsed = time.monotonic() - started
-        print(f"graded {len(subs)} notebooks in {elapsed:.1f} s ({60 * len(subs) / max(elapsed, 1e-9):.1f} per minute) "
-              f"-> {out}", file=progress_to)
+    if report_to:
+        report.write_report(rows, facts, report_to)
     return rows
 
 
