@@ -598,7 +598,9 @@ def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, no
     warm = None
     try:
         if needs_worker and not os.environ.get("AGL_GRADE_COLD"):
-            warm = workers.Pool(min(max(1, jobs), len(todo)), workers.base_env())
+            units = {s.path.name[:2] for s, _ in todo}     # a hint: the exercises whose cases to build first
+            warm = workers.Pool(min(max(1, jobs), len(todo)), workers.base_env(),
+                                units=sorted(units) if units <= set(UNITS) else None)
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = {pool.submit(grade_one, s, cell_timeout, notebook_timeout, memory_mb, warm): (s, sha)
                        for s, sha in todo}

@@ -58,7 +58,8 @@ PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS =
 class Worker:
     """One warm parent, started contained, answering one job at a time."""
 
-    def __init__(self, env: dict):
+    def __init__(self, env: dict, units: list | None = None):
+        self.units = sorted(units) if units is not None else None
         self.folder = containment.private_folder("agl-warm-")
         self.env = dict(env)
         self.jobs = 0
@@ -75,7 +76,8 @@ class Worker:
                    MPLBACKEND="Agg", PYTHONUNBUFFERED="1")
         self.reply_r, reply_w = os.pipe()
         env[containment.RESULT_FD_VAR] = str(reply_w)
-        cmd = containment.sandboxed([sys.executable, "-m", "grader.workers", str(self.folder)], self.folder)
+        units = ",".join(self.units) if self.units is not None else "all"
+        cmd = containment.sandboxed([sys.executable, "-m", "grader.workers", str(self.folder), units], self.folder)
         with containment._LIVE_LOCK:
             self.proc = subprocess.Popen(cmd, cwd=self.folder, env=env, stdin=subprocess.PIPE,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(reply_w,),
@@ -173,19 +175,20 @@ def Finished_died(started: float, timed_out: bool = False) -> containment.Finish
 class Pool:
     """``size`` warm parents; ``run(job, timeout)`` borrows an idle one."""
 
-    def __init__(self, size: int, env: dict):
+    def __init__(self, size: int, env: dict, units: list | None = None):
+        """``units``: the units whose exercise cases the warm parents build first (None: every unit)."""
         self.idle: queue.Queue = queue.Queue()
         self.all = []
         starters = []
         for _ in range(max(1, size)):
-            t = threading.Thread(target=lambda: self._add(env), daemon=True)
+            t = threading.Thread(target=lambda: self._add(env, units), daemon=True)
             t.start()
             starters.append(t)
         for t in starters:
             t.join()
 
-    def _add(self, env):
-        w = Worker(env)
+    def _add(self, env, units):
+        w = Worker(env, units)
         self.all.append(w)
         self.idle.put(w)
 
@@ -221,7 +224,7 @@ def _prctl(option: int, value: int) -> None:
         pass
 
 
-def _warm() -> None:
+def _warm(units: list | None = None) -> None:
     """Everything a notebook or an exercise runner would import or build first, done once here."""
     import sqlite3  # noqa: F401
 
@@ -234,7 +237,7 @@ def _warm() -> None:
     from grader import question, run_learner_function  # noqa: F401
     from grader.kinds import Function
     for q in question.load().values():
-        if isinstance(q.kind, Function):
+        if isinstance(q.kind, Function) and (units is None or q.unit in units):
             q.kind.cases()            # inputs only, never an answer; a child may see them anyway
     try:
         import matplotlib.pyplot  # noqa: F401
@@ -575,13 +578,13 @@ def _report(raw: bytes, code: int, cells: int, cell_timeout: int, leftovers: int
     return report
 
 
-def serve(folder: Path) -> int:
+def serve(folder: Path, units: list | None = None) -> int:
     """The warm parent's loop: one JSON job per line on stdin, one JSON reply per line on the result pipe."""
     reply_fd = containment.result_pipe()
     _prctl(PR_SET_DUMPABLE, 0)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    _warm()
+    _warm(units)
     pending = b""
     while True:
         while b"\n" not in pending:
@@ -601,4 +604,5 @@ def serve(folder: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(serve(Path(sys.argv[1])))
+    wanted = sys.argv[2] if len(sys.argv) > 2 else "all"
+    sys.exit(serve(Path(sys.argv[1]), None if wanted == "all" else [u for u in wanted.split(",") if u]))
