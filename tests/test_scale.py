@@ -151,7 +151,7 @@ def test_the_report_counts_what_the_csv_says(full):
     page = (out / "report.html").read_text()
     assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:)?//", page) and "<script" not in page and "@import" not in page
     correct = dict(re.findall(r"data-qid='([^']+)' data-correct='(\d+)'", page))
-    assert correct["00.warmup-add"] == str(sum(r["00.warmup-add"] == "predicted, correct" for r in rows)) == "3"
+    assert correct["00.warmup-add"] == str(sum(r["00.warmup-add"] == "predicted, correct" for r in rows)) == "4"
     assert correct["00.warmup-square"] == str(sum(r["00.warmup-square"].startswith("correct") for r in rows))
     row = page[page.index("data-qid='00.warmup-add'"):].split("</tr>")[0]
     assert "<code>[1.0, 2.0]</code> (2)" in row                   # the class's most common wrong prediction
