@@ -235,18 +235,44 @@ def _grade(args) -> int:
         times = roster.read_times(Path(args.times)) if args.times else None
     except (scores.WeightsError, roster.RosterError) as exc:
         problems.append(str(exc))
+    report_to = Path(args.report) if args.report else None
+    if report_to and (report_to.is_dir() or not report_to.parent.is_dir()):
+        problems.append(f"--report {args.report}: give an HTML file to write in an existing folder")
+    shard = None
+    merging = args.paths[0] == "merge" and not Path("merge").exists()
+    if args.shard and merging:
+        problems.append("--shard is for grading; `grade merge` joins the partials of every shard")
+    elif args.shard:
+        from .shards import parse_shard
+        try:
+            shard = parse_shard(args.shard)
+        except ValueError as exc:
+            problems.append(str(exc))
+    if merging and len(args.paths) < 2:
+        problems.append("grade merge: give the partial gradebooks (CSV) of every shard")
     if problems:
         for p in problems:
             print(f"grade: {p}", file=sys.stderr)
         return 2
-    from .grade import grade
+    from .grade import grade, merge
 
-    rows = grade(args.paths, Path(args.out), jobs=args.jobs, cell_timeout=args.cell_timeout,
+    if merging:
+        from .shards import MergeError
+        try:
+            rows = merge([Path(p) for p in args.paths[1:]], out, html_dir=Path(args.html) if args.html else None,
+                         report_to=report_to)
+        except MergeError as exc:
+            print(f"grade merge: refused: {exc}", file=sys.stderr)
+            return 2
+        print(f"merged {len(args.paths) - 1} partial gradebooks: {len(rows)} rows -> {out}", file=sys.stderr)
+        return 0
+    rows = grade(args.paths, out, jobs=args.jobs, cell_timeout=args.cell_timeout,
                  notebook_timeout=args.notebook_timeout, memory_mb=args.memory_mb,
                  html_dir=Path(args.html) if args.html else None, weights=weights, ids=ids, times=times,
                  wide=Path(args.wide) if args.wide else None,
-                 merge_into=Path(args.merge_into) if args.merge_into else None)
-    return 0 if rows else 2
+                 merge_into=Path(args.merge_into) if args.merge_into else None,
+                 shard=shard, resume=args.resume, report_to=report_to)
+    return 0 if rows or shard else 2
 
 
 def _release(args) -> int:
@@ -304,7 +330,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=_verify)
 
     p = sub.add_parser("grade", help="run learner notebooks headless and write a gradebook")
-    p.add_argument("paths", nargs="+", help="notebooks, or folders of them (one sub-folder per learner)")
+    p.add_argument("paths", nargs="+", help="notebooks, or folders of them (one sub-folder per learner); "
+                                            "`grade merge PARTIAL.csv ... --out grades.csv` joins the partial "
+                                            "gradebooks of every shard")
     p.add_argument("--out", default="grades.csv", help="the CSV gradebook to write (default grades.csv)")
     p.add_argument("-j", "--jobs", type=int, default=1, help="notebooks graded at once")
     p.add_argument("--cell-timeout", type=int, default=60, help="seconds a cell may run (default 60)")
@@ -319,6 +347,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--times", help="a CSV of submission times from the LMS (file, time); default: file times")
     p.add_argument("--merge-into", help="an existing gradebook CSV: replace the rows of the learners and units "
                                         "graded now, keep the rest")
+    p.add_argument("--shard", metavar="I/N", help="grade only shard I of N (learners split by a hash of their "
+                                                   "name); writes a partial gradebook for `grade merge`")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted run: notebooks already graded "
+                                                          "into OUT's journal and unchanged are not run again")
+    p.add_argument("--report", help="also write the class report (an offline HTML page) to this file")
     p.set_defaults(run=_grade)
 
     p = sub.add_parser("release", help="write the student bundle (learner notebooks and the grader; no solutions)")

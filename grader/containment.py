@@ -217,6 +217,18 @@ def kill_everything(session: int, token: bytes) -> int:
     return len(found)
 
 
+def sandboxed(cmd: list[str], workdir: Path, sandbox: bool | None = None) -> list[str]:
+    """``cmd`` wrapped in bubblewrap where it works (``sandbox=False``: never), with ``workdir`` its only writable folder."""
+    use_bwrap = bwrap_works() if sandbox is None else (sandbox and bwrap_works())
+    if not use_bwrap:
+        return list(cmd)
+    binds = ["--bind", str(workdir), str(workdir)]
+    base = Path(tempfile.gettempdir()).resolve()
+    hide = [] if base == Path("/tmp") else ["--tmpfs", str(base)]   # other learners' folders
+    return [shutil.which("bwrap"), *_bwrap_base(), *hide, *binds, "--chdir", str(workdir),
+            "--setenv", "AGL_SANDBOX", "bwrap", "--", *cmd]
+
+
 def run(cmd: list[str], workdir: Path, env: dict, timeout: float, *, stdin: bytes = b"",
         output_cap: int = 64 * 1024, result_cap: int = 8 * 2 ** 20, sandbox: bool | None = None) -> Finished:
     """Run ``cmd`` contained (see the module's text); never raises for anything the process does."""
@@ -226,13 +238,7 @@ def run(cmd: list[str], workdir: Path, env: dict, timeout: float, *, stdin: byte
     env[TOKEN_VAR] = token
     result_r, result_w = os.pipe()
     env[RESULT_FD_VAR] = str(result_w)
-    use_bwrap = bwrap_works() if sandbox is None else (sandbox and bwrap_works())
-    if use_bwrap:
-        binds = ["--bind", str(workdir), str(workdir)]
-        base = Path(tempfile.gettempdir()).resolve()
-        hide = [] if base == Path("/tmp") else ["--tmpfs", str(base)]   # other learners' folders
-        cmd = [shutil.which("bwrap"), *_bwrap_base(), *hide, *binds, "--chdir", str(workdir),
-               "--setenv", "AGL_SANDBOX", "bwrap", "--", *cmd]
+    cmd = sandboxed(cmd, workdir, sandbox)
     try:
         with _LIVE_LOCK:
             proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

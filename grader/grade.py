@@ -33,6 +33,7 @@ import ast
 import json
 import os
 import re
+import secrets
 import shutil
 import sqlite3
 import stat
@@ -42,7 +43,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import containment, gradebook, roster, scores, verify_submission
+from . import containment, gradebook, report, roster, scores, shards, verify_submission, workers
 from .copies import what_the_copy_holds
 from .course import UNITS
 from .question import of_unit
@@ -98,6 +99,7 @@ class Outcome:
     seconds: float = 0.0
     unit: str = "?"
     copy: object = None                              # copies.CopyContents, from restore
+    facts: list = field(default_factory=list)        # for the class report (grader.report.facts_of), one per unit
 
 
 # --- step 1: find ---------------------------------------------------------------------------
@@ -323,21 +325,30 @@ def read_events(home: Path, scratch: Path) -> tuple[list[Event], list[str]]:
 
 
 def execute(restored: Restored, cell_timeout: int = 60, notebook_timeout: int = 600,
-            memory_mb: int = 3072) -> Execution:
-    """Run the restored notebook contained; return how it ended and the events its store holds."""
+            memory_mb: int = 3072, pool=None) -> Execution:
+    """Run the restored notebook contained; return how it ended and the events its store holds.
+
+    With a :class:`grader.workers.Pool` the notebook runs in a process forked from a warm parent
+    (torch and the grader already imported); without one, in a fresh worker and kernel."""
     import nbformat
 
     out = Execution(isolation=containment.isolation())
     started = time.monotonic()
-    work = containment.private_folder("agl-grade-")
+    worker = pool.borrow() if pool is not None else None
+    work = worker.job_folder() if worker else containment.private_folder("agl-grade-")
     scratch = containment.private_folder("agl-read-")
     try:
         env = _contained_env(work)
         copy = work / "submission.ipynb"
         nbformat.write(restored.notebook, str(copy))
-        cmd = [sys.executable, str(ROOT / "grader" / "notebook_worker.py"), str(copy), str(work), str(cell_timeout),
-               str(memory_mb)]
-        run = containment.run(cmd, work, env, notebook_timeout)
+        if worker:
+            env[containment.TOKEN_VAR] = secrets.token_hex(16)
+            run = worker.run({"kind": "notebook", "dir": work.name, "env": env, "cell_timeout": cell_timeout,
+                              "memory_mb": memory_mb}, notebook_timeout)
+        else:
+            cmd = [sys.executable, str(ROOT / "grader" / "notebook_worker.py"), str(copy), str(work),
+                   str(cell_timeout), str(memory_mb)]
+            run = containment.run(cmd, work, env, notebook_timeout)
         if run.timed_out:
             out.status = "killed"
             out.problems.append(f"the notebook ran past {notebook_timeout} s in all and was stopped")
@@ -374,13 +385,15 @@ def execute(restored: Restored, cell_timeout: int = 60, notebook_timeout: int = 
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
+        if worker:
+            pool.give_back(worker)
     out.seconds = time.monotonic() - started
     return out
 
 
 # --- step 4: recompute ----------------------------------------------------------------------
 
-def run_exercises(restored: Restored, timeout: float = 0) -> tuple[dict, list[str]]:
+def run_exercises(restored: Restored, timeout: float = 0, pool=None) -> tuple[dict, list[str]]:
     """Re-run the recovered learner functions in a contained process and judge their results here."""
     from .question import get
 
@@ -390,13 +403,21 @@ def run_exercises(restored: Restored, timeout: float = 0) -> tuple[dict, list[st
     qs = {qid: get(qid) for qid in restored.exercises}
     request = {"exercises": [{"qid": qid, **item} for qid, item in restored.exercises.items()]}
     timeout = timeout or 60 + sum(q.kind.budget_s for q in qs.values())
-    work = containment.private_folder("agl-run-")
+    worker = pool.borrow() if pool is not None else None
+    work = worker.job_folder() if worker else containment.private_folder("agl-run-")
     try:
         env = _contained_env(work)
-        run = containment.run([sys.executable, "-m", "grader.run_learner_function"], work, env, timeout,
-                              stdin=json.dumps(request).encode())
+        if worker:   # forked from a warm parent: torch imported and the cases made already
+            env[containment.TOKEN_VAR] = secrets.token_hex(16)
+            (work / "request.json").write_text(json.dumps(request), encoding="utf-8")
+            run = worker.run({"kind": "exercises", "dir": work.name, "env": env}, timeout)
+        else:
+            run = containment.run([sys.executable, "-m", "grader.run_learner_function"], work, env, timeout,
+                                  stdin=json.dumps(request).encode())
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        if worker:
+            pool.give_back(worker)
     lines, findings = verify_submission.decode_lines(run.result)
     if run.timed_out:
         findings.append(f"the exercise runner ran past {timeout:g} s and was stopped")
@@ -407,7 +428,7 @@ def run_exercises(restored: Restored, timeout: float = 0) -> tuple[dict, list[st
     return verdicts, findings
 
 
-def recompute(restored: Restored, execution: Execution) -> Outcome:
+def recompute(restored: Restored, execution: Execution, pool=None) -> Outcome:
     """Every verdict from recorded data and live torch here; never a verdict the kernel wrote."""
     out = Outcome(restored.submission, status=restored.status, problems=list(restored.problems),
                   findings=list(restored.findings), isolation=execution.isolation, seconds=execution.seconds,
@@ -419,7 +440,7 @@ def recompute(restored: Restored, execution: Execution) -> Outcome:
     if restored.unit not in UNITS:
         out.units = []
         return out
-    exercises, found = run_exercises(restored)
+    exercises, found = run_exercises(restored, pool=pool)
     out.findings += found
     out.units = [verify_submission.recompute(restored.unit, execution.events, exercises)]
     for r in out.units:
@@ -432,7 +453,7 @@ def recompute(restored: Restored, execution: Execution) -> Outcome:
 
 
 def grade_one(sub: Submission, cell_timeout: int = 60, notebook_timeout: int = 600,
-              memory_mb: int = 3072) -> Outcome:
+              memory_mb: int = 3072, pool=None) -> Outcome:
     started = time.monotonic()
     restored = restore(sub)
     if restored.notebook is None:
@@ -441,13 +462,18 @@ def grade_one(sub: Submission, cell_timeout: int = 60, notebook_timeout: int = 6
         out.unit = restored.unit
     else:
         try:
-            execution = execute(restored, cell_timeout, notebook_timeout, memory_mb)
+            execution = execute(restored, cell_timeout, notebook_timeout, memory_mb, pool)
         except Exception as exc:   # the grader's own failure: still a row
             execution = Execution(status="could not run", problems=[f"{type(exc).__name__}: {str(exc)[:200]}"])
-        out = recompute(restored, execution)
+        out = recompute(restored, execution, pool)
         if not out.units:
             out.units = [None]
         out.unit = restored.unit
+        try:
+            out.facts = [report.facts_of(sub.learner, restored.unit, restored.notebook, execution.events)]
+        except Exception as exc:   # the report's facts never cost a learner a row
+            out.facts = [{"learner": sub.learner, "unit": restored.unit, "wrong": {}, "minutes": None,
+                          "problem": f"{type(exc).__name__}: {str(exc)[:100]}"}]
     out.seconds = time.monotonic() - started
     return out
 
@@ -468,29 +494,76 @@ def _adopt_orphans() -> None:
 def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, notebook_timeout: int = 600,
           memory_mb: int = 3072, html_dir: Path | None = None, progress_to=sys.stderr,
           weights: scores.Weights | None = None, ids: dict | None = None, times: dict | None = None,
-          wide: Path | None = None, merge_into: Path | None = None) -> list[dict]:
+          wide: Path | None = None, merge_into: Path | None = None,
+          shard: tuple[int, int] | None = None, resume: bool = False, report_to: Path | None = None) -> list[dict]:
+    """Grade every submission found (or one shard of them), reusing a journal's work with ``resume``.
+
+    Notebooks run in processes forked from ``jobs`` warm parents (:mod:`grader.workers`); with
+    AGL_GRADE_COLD=1 in the environment, each in a fresh worker and kernel instead (slower; for comparison)."""
     _adopt_orphans()
-    subs = find(paths)
+    found = find(paths)
+    subs = [s for s in found if shard is None or shards.shard_of(s.learner, shard[1]) == shard[0]]
+    options = {"cell_timeout": cell_timeout, "notebook_timeout": notebook_timeout, "memory_mb": memory_mb,
+               "shard": list(shard) if shard else None,
+               # rows in the journal carry points and student ids: a change of weights, roster or times redoes them
+               "rows": repr((vars(weights) if weights is not None else None, sorted((ids or {}).items()),
+                             sorted((times or {}).items()), bool(html_dir)))}
+    journal = shards.Journal(out, options, resume)
     rows: list[dict] = []
+    facts: list[dict] = []
     started = time.monotonic()
+    todo = []
+    for s in subs:
+        sha = "" if s.problem else shards.file_hash(s.path, NOTEBOOK_CAP)
+        entry = journal.reuse(s.path, sha) if resume else None
+        if entry is not None:
+            rows += entry["rows"]
+            facts += entry.get("facts", [])
+        else:
+            todo.append((s, sha))
+    if progress_to is not None:
+        if shard:
+            print(f"shard {shard[0]}/{shard[1]}: {len(subs)} of {len(found)} notebooks "
+                  f"({len({s.learner for s in subs})} of {len({s.learner for s in found})} learners)", file=progress_to)
+        if resume:
+            print(journal.note or f"resuming: {len(subs) - len(todo)} notebook(s) already graded and unchanged, "
+                                   f"{len(todo)} to grade", file=progress_to)
     done = 0
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(grade_one, s, cell_timeout, notebook_timeout, memory_mb): s for s in subs}
-        for future in as_completed(futures):
-            try:
-                result = future.result()
-            except Exception as exc:   # a grader bug on one notebook: a row that says so, and the run goes on
-                result = Outcome(futures[future], status="grader error",
-                                 problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None])
-            rows += gradebook.rows_of(result, weights, ids, times, feedback=bool(html_dir))
-            done += 1
-            if progress_to is not None:
-                width = 30
-                filled = int(width * done / max(1, len(subs)))
-                print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{len(subs)} "
-                      f"{result.submission.learner}: {result.status} ({result.seconds:.1f} s)   ",
-                      end="" if done < len(subs) else "\n", file=progress_to, flush=True)
+    needs_worker = any(not s.problem for s, _ in todo)
+    warm = None
+    try:
+        if needs_worker and not os.environ.get("AGL_GRADE_COLD"):
+            units = {s.path.name[:2] for s, _ in todo}     # a hint: the exercises whose cases to build first
+            warm = workers.Pool(min(max(1, jobs), len(todo)), workers.base_env(),
+                                units=sorted(units) if units <= set(UNITS) else None)
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = {pool.submit(grade_one, s, cell_timeout, notebook_timeout, memory_mb, warm): (s, sha)
+                       for s, sha in todo}
+            for future in as_completed(futures):
+                sub, sha = futures[future]
+                try:
+                    result = future.result()
+                except Exception as exc:   # a grader bug on one notebook: a row that says so, and the run goes on
+                    result = Outcome(sub, status="grader error",
+                                     problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None])
+                mine = gradebook.rows_of(result, weights, ids, times, feedback=bool(html_dir))
+                rows += mine
+                facts += result.facts
+                journal.add(sub.path, sub.learner, sha, mine, result.facts)
+                done += 1
+                if progress_to is not None:
+                    width = 30
+                    filled = int(width * done / max(1, len(todo)))
+                    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{len(todo)} "
+                          f"{result.submission.learner}: {result.status} ({result.seconds:.1f} s)   ",
+                          end="" if done < len(todo) else "\n", file=progress_to, flush=True)
+    finally:
+        if warm is not None:
+            warm.close()
+        journal.close()
     gradebook.write_csv(rows, out)
+    if shard:
+        shards.write_sidecar(out, shard, [s.learner for s in found], [s.learner for s in subs], facts)
     everyone = rows
     if merge_into:
         everyone = gradebook.merge(gradebook.read_csv(merge_into) if merge_into.exists() else [], rows)
@@ -499,10 +572,23 @@ def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, no
         gradebook.write_wide(everyone, wide, weights, ids)
     if html_dir:
         gradebook.write_html(rows, html_dir)
+    if report_to:
+        report.write_report(rows, facts, report_to)
     if progress_to is not None:
         elapsed = time.monotonic() - started
-        print(f"graded {len(subs)} notebooks in {elapsed:.1f} s ({60 * len(subs) / max(elapsed, 1e-9):.1f} per minute) "
-              f"-> {out}", file=progress_to)
+        print(f"graded {len(todo)} notebooks in {elapsed:.1f} s ({60 * len(todo) / max(elapsed, 1e-9):.1f} per minute) "
+              f"-> {out}" + (f"; report {report_to}" if report_to else ""), file=progress_to)
+    return rows
+
+
+def merge(partials: list[Path], out: Path, html_dir: Path | None = None, report_to: Path | None = None) -> list[dict]:
+    """Join the partial gradebooks of `grade --shard i/n` into one (see :mod:`grader.shards`)."""
+    rows, facts = shards.read_partials(partials)
+    gradebook.write_csv(rows, out)
+    if html_dir:
+        gradebook.write_html(rows, html_dir)
+    if report_to:
+        report.write_report(rows, facts, report_to)
     return rows
 
 

@@ -425,3 +425,57 @@ def test_a_feedback_page_opens_offline_with_answers_explanation_and_failing_case
             assert colours and all(c not in ("rgba(0, 0, 0, 0)", "transparent") for c in colours), colours
         finally:
             browser.close()
+
+
+def test_the_class_report_renders_offline_and_its_figures_match_the_csv(tmp_path):
+    """A small class graded with --report; the page opened from disk with every network request refused."""
+    import csv
+
+    from playwright.sync_api import sync_playwright
+
+    solution = ROOT / "solutions" / "00_start_here.ipynb"
+    klass = tmp_path / "class"
+    for name, old, new in (("ann", "", ""), ("ben", "answer = [2.0, 3.0]", "answer = [1.0, 2.0]"),
+                           ("cat", "answer = [2.0, 3.0]", "answer = [1.0, 2.0]"), ("dan", "answer = 6.0", "answer = 5.0")):
+        nb = nbformat.read(solution, as_version=4)
+        for cell in nb.cells:
+            cell.source = cell.source.replace(old, new) if old else cell.source
+        (klass / name).mkdir(parents=True)
+        nbformat.write(nb, klass / name / "00_start_here.ipynb")
+    out, report = tmp_path / "grades.csv", tmp_path / "report.html"
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(klass), "--out", str(out), "-j", "2",
+                           "--report", str(report)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(out, newline="") as f:
+        rows = list(csv.DictReader(f))
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 1000})
+            asked = []
+            page.route("**/*", lambda route: (asked.append(route.request.url),
+                                              route.continue_() if route.request.url.startswith("file:")
+                                              else route.abort()))
+            page.goto(report.as_uri())
+            page.locator("section.unit[data-unit='00'] svg").wait_for()
+            assert [u for u in asked if not u.startswith("file:")] == [], "the report asked the network"
+            assert page.locator("#totals").get_attribute("data-learners") == "4"
+            chart = page.locator("section.unit[data-unit='00'] figure.chart svg")
+            box = chart.bounding_box()
+            assert box and box["width"] > 300 and box["height"] > 80          # drawn, not an empty box
+            for qid in ("00.warmup-add", "00.warmup-flag", "00.warmup-square"):
+                role_right = (lambda v: v == "predicted, correct") if qid != "00.warmup-square" else \
+                    (lambda v: v.startswith("correct"))
+                right = sum(role_right(r[qid]) for r in rows)
+                label = chart.locator(f"[id='count-{qid}']").text_content().strip()
+                assert label == f"{right}/{len(rows)}", (qid, label)                  # the figure says what the CSV says
+                cell = page.locator(f"tr.question[data-qid='{qid}'] td.right").inner_text()
+                assert cell == f"{right}/{len(rows)}"
+            passed = sum(r["marked passed"] == "yes" for r in rows)
+            assert page.locator("#overview [id='passed-00']").text_content().strip() == f"{passed}/{len(rows)}"
+            wrong = page.locator("tr.question[data-qid='00.warmup-add']").inner_text()
+            assert "[1.0, 2.0] (2)" in wrong
+            page.screenshot(path=str(ARTIFACTS / "class-report.png"), full_page=True)
+        finally:
+            browser.close()
