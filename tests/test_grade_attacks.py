@@ -115,14 +115,14 @@ def test_an_honest_exercise_is_recomputed_correct(graded):
 
 def test_forged_events_are_not_verdicts(graded):
     r = graded[0]["forged"]
-    assert r["00.warmup-square"] == "incorrect"
+    assert r["00.warmup-square"].startswith("incorrect")
     assert "verdict recomputed: differs from the kernel's record" in r["findings"]
     assert "kernel's record says marked passed" in r["findings"]
 
 
 def test_a_patched_kind_changes_nothing(graded):
     r = graded[0]["patchkind"]   # the notebook's own check cell runs later, so the last check is "not answered"
-    assert r["00.warmup-add"] == "predicted, incorrect" and r["00.warmup-square"] in ("incorrect", "not answered")
+    assert r["00.warmup-add"] == "predicted, incorrect" and r["00.warmup-square"].startswith(("incorrect", "not answered"))
     assert "differs from the kernel's record for 00.warmup-add, 00.warmup-flag, 00.warmup-square" in r["findings"]
 
 
@@ -134,13 +134,13 @@ def test_reveal_reset_predict_is_flagged(graded):
 
 def test_frame_walking_finds_no_truth(graded):
     r = graded[0]["framewalk"]
-    assert r["01.graph-walk"] == "incorrect"
+    assert r["01.graph-walk"].startswith("incorrect")
     assert "verdict recomputed: differs from the kernel's record for 01.graph-walk" in r["findings"]
 
 
 def test_patched_torch_in_the_kernel_changes_nothing(graded):
     r = graded[0]["patchtorch"]
-    assert r["00.warmup-add"] == "predicted, incorrect" and r["00.warmup-square"] in ("incorrect", "not answered")
+    assert r["00.warmup-add"] == "predicted, incorrect" and r["00.warmup-square"].startswith(("incorrect", "not answered"))
     assert "differs from the kernel's record for 00.warmup-add, 00.warmup-square" in r["findings"]
 
 
