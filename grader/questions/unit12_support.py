@@ -812,7 +812,7 @@ def readings(model: nn.Module, loss_fn, batches) -> str:
 
 # --- generation ---------------------------------------------------------------------------------
 
-def generate(seed: int, kind: str, cls: type | None = None) -> SetupCase:
+def generate(seed: int, kind: str, cls: type | None = None, variant: int | None = None) -> SetupCase:
     rng = random.Random(seed)
     options = [p for p in PLANTS[kind] if cls is None or p[0] is cls]
     cls, _, place = rng.choice(options)
@@ -820,7 +820,7 @@ def generate(seed: int, kind: str, cls: type | None = None) -> SetupCase:
     if place == "relu":
         act, after = "relu", "act"
     elif place == "lin":
-        after = "lin" if rng.random() < 0.5 else "act"
+        after = "lin" if (rng.random() < 0.5 if variant is None else variant % 2 == 0) else "act"
         if after == "act":
             act = "tanh"
     else:
@@ -851,7 +851,7 @@ def cases(per_kind: int = 4, decoys: int = 6, seed: int = 1212) -> list[SetupCas
         for i in range(per_kind if kind != NO_FAULT else decoys):
             while True:
                 attempt += 1
-                case = generate(seed * 1000 + attempt, kind, classes[i % len(classes)])
+                case = generate(seed * 1000 + attempt, kind, classes[i % len(classes)], i // len(classes))
                 key = (case.cls, case.width, case.inputs, case.act, case.after)
                 if key not in seen and _shows(case):
                     break
