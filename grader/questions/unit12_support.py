@@ -143,12 +143,18 @@ class BackwardWatch:
     def __enter__(self):
         for name, module in self.model.named_modules():
             self._handles.append(module.register_full_backward_hook(self._hook(name)))
+        # torch warns that a hook on a module whose inputs need no gradient fires on its outputs' gradient
+        # (grad_input is then all None): expected here, and its file path would vary from run to run
+        self._warnings = warnings.catch_warnings()
+        self._warnings.__enter__()
+        warnings.filterwarnings("ignore", message="Full backward hook is firing")
         return self
 
     def __exit__(self, *exc):
         for h in self._handles:
             h.remove()
         self._handles.clear()
+        self._warnings.__exit__(*exc)
         return False
 
     def _hook(self, name):
@@ -310,17 +316,12 @@ def _quiet_fds():
 
 @contextlib.contextmanager
 def quiet_profile():
-    """``torch.profiler.profile(activities=[ProfilerActivity.CPU], profile_memory=True)``, started and
-    stopped with the native log line silenced. Yields the profiler."""
+    """``torch.profiler.profile(activities=[ProfilerActivity.CPU], profile_memory=True)`` with the
+    profiler's native log lines (written straight to file descriptors 1 and 2, with timestamps) kept out
+    of the notebook for the whole window. Yields the profiler. Python's own print still shows in a notebook."""
     from torch.profiler import ProfilerActivity, profile
-    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
-    with _quiet_fds():
-        prof.__enter__()
-    try:
+    with _quiet_fds(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         yield prof
-    finally:
-        with _quiet_fds():
-            prof.__exit__(None, None, None)
 
 
 def net_allocated(prof) -> int:
@@ -333,7 +334,8 @@ def gc_tensor_cycles(make: Callable[[], Any]) -> tuple[list[tuple], bool]:
     """Call ``make()`` (it builds objects and drops them), then run the collector with
     ``torch.utils.viz._cycles.observe_garbage`` watching. Returns the shapes of the tensors the
     collector found in reference cycles, and whether the object ``make`` returned a weak
-    reference to is still alive afterwards."""
+    reference to is still alive afterwards. A tensor still alive has its ``.grad`` set to None, which
+    breaks a create_graph cycle, so the call leaks nothing."""
     from torch.utils.viz._cycles import observe_garbage
     gc.collect()
     found: list[tuple] = []
@@ -347,7 +349,11 @@ def gc_tensor_cycles(make: Callable[[], Any]) -> tuple[list[tuple], bool]:
     finally:
         remove()
     gc.collect()
-    return found, ref() is not None
+    alive = ref() is not None
+    if alive:
+        ref().grad = None
+        gc.collect()
+    return found, alive
 
 
 # =================================================================================================
