@@ -1,0 +1,139 @@
+"""Unit 12: the live diagnosis agrees with every planted label, the tools report what the notebook says
+they report, the setups a learner gets carry no label, and odd answers get a clear verdict."""
+import collections
+import time
+import warnings
+
+import pytest
+import torch
+
+from grader import check
+from grader.questions import unit12, unit12_support as kit
+from grader.questions.unit12_support import FAULTS, FROZEN, LEAK, NO_FAULT, NONFINITE, STALE, VERDICTS
+from tests.reference import unit12 as ref
+
+CASES = unit12._cases()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)
+def test_the_live_diagnosis_agrees_with_the_planted_label(case):
+    found = kit.diagnose(**case.fresh())
+    assert found.kind == case.planted, (case.source, found)
+    if case.planted in (NONFINITE, LEAK, STALE):
+        assert case.special in found.where, (case.source, found)
+    if case.planted == FROZEN:
+        assert found.where and all(w.split(".")[0] in ("enc", case.special) for w in found.where)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)
+def test_the_reference_diagnosis_is_accepted_on_every_case(case):
+    kind = unit12.Diagnosis()
+    truth = kind.truth(kit.diagnose(**case.fresh()))
+    assert kind.agrees(truth, kind.read(ref.reference_diagnose(**case.fresh())))
+    for wrong in kind.wrong_answers(truth):
+        assert not kind.agrees(truth, kind.read(wrong)), (truth, wrong)
+
+
+def test_cases_cover_every_fault_and_module_and_are_seeded():
+    counts = collections.Counter(c.planted for c in CASES)
+    assert set(counts) == set(VERDICTS) and min(counts.values()) >= 4
+    for kind, plants in kit.PLANTS.items():
+        assert {p[0] for p in plants} <= {c.cls for c in CASES if c.planted == kind}, kind
+    roots = {c.after for c in CASES if c.cls is kit.RootGate}
+    assert roots == {"lin", "act"}, "the root gate sits before and after the activation"
+    assert [c.source for c in kit.cases()] == [c.source for c in CASES]
+
+
+def test_what_a_learner_gets_carries_no_label():
+    ns = CASES[0].fresh()
+    assert set(ns) == {"model", "loss_fn", "batches"}
+    text = repr(ns["model"]) + CASES[0].source
+    assert not any(k in text for k in VERDICTS)
+
+
+def test_every_fault_shows_in_the_record_it_is_named_by():
+    for case in CASES:
+        ns = case.fresh()
+        readings = kit.readings(**ns)
+        if case.planted == STALE:
+            assert "backward raised" in readings
+        elif case.planted == NONFINITE:
+            assert f"made by: {case.special}" in readings
+        elif case.planted == FROZEN:
+            assert "no .grad after backward: none" not in readings.split("\n")[0]
+        elif case.planted == LEAK:
+            assert f"{case.special}." in readings.split("\n")[-1]
+        else:
+            assert "backward raised" not in readings and "made by: none" in readings
+
+
+def test_anomaly_report_names_the_node_and_the_forward_line_without_paths():
+    def run():
+        x, loss = unit12.masked_root()
+        loss.backward()
+    report = kit.anomaly_report(run)
+    assert report.node == "SqrtBackward0" and report.forward_line == "y = x.sqrt()"
+    assert "/" not in str(report)
+    assert not torch.is_anomaly_enabled()
+    assert kit.anomaly_report(run, check_nan=False).raised == ""
+
+
+def test_backward_watch_removes_its_hooks_and_silences_only_its_own_warning():
+    model, x = unit12.hook_model()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with kit.BackwardWatch(model) as watch:
+            model(x).sum().backward()
+    assert watch.origin() == "gate" and not caught
+    assert all(not m._backward_hooks for m in model.modules())
+
+
+def test_module_bill_charges_a_shared_storage_to_the_first_saver():
+    after, kept, bill, model = unit12.leak_loop("list of val losses")
+    held = bill.held(kept)
+    assert held["1"] == 4 * 32 * 64 * 4, held          # four ReLU outputs, saved first by the ReLU
+    assert sum(held.values()) == after[-1][0]
+
+
+def test_gc_tensor_cycles_leaks_nothing():
+    found, alive = kit.gc_tensor_cycles(lambda: unit12.make_cycle(unit12.CYCLES[1]))
+    assert alive and (1000,) not in found
+    import gc
+    gc.collect()
+    assert not any(isinstance(o, torch.Tensor) and o.shape == (1000,) and o.requires_grad
+                   for o in gc.get_objects() if type(o) is torch.Tensor)
+
+
+def test_quiet_profile_is_the_memory_profiler():
+    with kit.quiet_profile() as prof:
+        keep = torch.ones(1000)
+    assert kit.net_allocated(prof) >= 4000 and keep.numel() == 1000
+
+
+@pytest.mark.parametrize("answer, words", [
+    (lambda m, l, b: "frozen parameter", "also give the module"),
+    (lambda m, l, b: ("frozen parameter", m.enc), "name"),
+    (lambda m, l, b: ("gremlins", "enc"), "not a fault"),
+    (lambda m, l, b: ("no fault", "enc"), "has no module"),
+    (lambda m, l, b: None, "did you forget a return"),
+])
+def test_odd_diagnoses_get_a_clear_message(answer, words):
+    result = check("12.diagnose", answer)
+    assert result.verdict == "incorrect" and words in str(result), str(result)
+
+
+def test_a_bug_that_leaves_anomaly_mode_on_is_told_so_and_the_state_is_restored():
+    result = check("12.diagnose", ref.diagnose_leaves_anomaly_mode_on)
+    assert "anomaly detection" in str(result) and not torch.is_anomaly_enabled()
+
+
+def test_the_exercise_checks_quickly():
+    check("12.diagnose", ref.REFERENCE["12.diagnose"])
+    started = time.perf_counter()
+    assert check("12.diagnose", ref.REFERENCE["12.diagnose"]).passed
+    assert time.perf_counter() - started < 6.0
+
+
+def test_a_made_up_choice_is_named_as_not_a_choice():
+    result = check("12.self-ema", "gremlins")
+    assert result.verdict == "invalid" and "not a choice" in str(result)
