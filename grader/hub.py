@@ -165,13 +165,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def proxy() -> Path | None:
+    """configurable-http-proxy: the one `make hub-deps` installed under .hub/, else one on PATH (conda)."""
+    if CHP.exists():
+        return CHP
+    found = shutil.which("configurable-http-proxy")
+    return Path(found) if found else None
+
+
 def missing_requirements() -> str:
     """Why the local hub cannot start here, or '' when it can."""
     try:
         import jupyterhub  # noqa: F401
     except ImportError:
         return "jupyterhub is not installed in this environment (pip install -e '.[test]')"
-    if not CHP.exists():
+    if proxy() is None:
         return (f"configurable-http-proxy is not installed at {CHP.relative_to(ROOT)}: `make hub-deps` "
                 f"installs it with npm" + ("" if shutil.which("npm") else " (npm was not found)"))
     if not shutil.which("node"):
@@ -206,7 +214,7 @@ class Hub:
         env.update(AGL_HUB_STATE=str(self.state), AGL_HUB_PYTHON=self.python,
                    AGL_HUB_USERS=",".join(self.users), AGL_HUB_PORT=str(self.port),
                    AGL_HUB_INTERNAL_PORT=str(free_port()), AGL_HUB_PROXY_API_PORT=str(free_port()),
-                   AGL_HUB_CHP=str(CHP), PYTHONUNBUFFERED="1")
+                   AGL_HUB_CHP=str(proxy()), PYTHONUNBUFFERED="1")
         if self.homes is not None:
             env["AGL_HUB_HOMES"] = str(self.homes)
         started = time.monotonic()
