@@ -79,9 +79,8 @@ hub: install hub-deps
 
 test: install system-deps hub-deps unit-tests nbval-solutions nbval-notebooks
 
-# loadgroup: the hub test's two halves share one hub run on one worker; everything else spreads as before
 unit-tests: install
-	$(PYTEST) tests -n 2 --dist loadgroup
+	$(PYTEST) tests -n 2
 
 nbval-solutions: install
 	$(PYTEST) --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL) solutions

@@ -162,7 +162,7 @@ def test_make_lab_opens_the_learners_workspace_after_checking_the_port():
 
 def test_the_hub_gets_its_proxy_locally_and_binds_loopback_only():
     """make hub and the hub test: JupyterHub from the test extra, its npm proxy under .hub/ (ignored),
-    the two hub tests kept on one worker, and every address on 127.0.0.1."""
+    and every address on 127.0.0.1."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert any(d.startswith("jupyterhub") for d in project["optional-dependencies"]["test"])
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
@@ -170,7 +170,6 @@ def test_the_hub_gets_its_proxy_locally_and_binds_loopback_only():
     deps = makefile_target("hub-deps")
     assert "npm install --prefix .hub" in deps and "configurable-http-proxy@5" in deps
     assert "hub-deps" in makefile_target("test").strip().split("\n")[0]
-    assert "--dist loadgroup" in makefile_target("unit-tests")
     assert "-m grader.hub start" in makefile_target("hub")
     assert "/.hub/" in (ROOT / ".gitignore").read_text().split()
     config = (ROOT / "hub" / "jupyterhub_config.py").read_text()
