@@ -40,6 +40,7 @@ from .store import FILENAME, Event
 ROOT = Path(__file__).resolve().parent.parent
 STORE_IN_HOME = Path(".local") / "share" / "autograd-lab" / FILENAME
 TOP = 5   # wrong answers listed per question
+MISSING_SHOWN = 8   # items of a learner's missing list shown on the page (the JSON has all)
 
 
 # --- reading the stores --------------------------------------------------------------------
@@ -347,7 +348,9 @@ def page(rep: dict) -> str:
             out.append(f"<tr data-learner='{e(r['learner'])}'><td>{e(r['learner'])}</td>"
                        f"<td colspan='7' class='muted'>{e(r['problem'])}</td></tr>")
             continue
-        missing = "<br>".join(e(m) for m in r["missing"])
+        shown = r["missing"][:MISSING_SHOWN]
+        more = len(r["missing"]) - len(shown)
+        missing = "<br>".join(e(m) for m in shown) + (f"<br><span class='muted'>and {more} more</span>" if more else "")
         out.append(f"<tr data-learner='{e(r['learner'])}'><td>{e(r['learner'])}</td>"
                    f"<td>{e(r['last_activity'] or 'never')}</td><td>{e(r['idle'])}</td><td>{e(r['last_action'])}</td>"
                    f"<td class='passed'>{e(', '.join(r['passed']) or '–')}</td>"

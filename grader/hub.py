@@ -302,7 +302,7 @@ def _start(args) -> int:
     else:
         print("not root: every server runs as you, with its own HOME under " + str(homes) +
               " (no isolation between users)")
-    print(f"the instructor's view: python -m grader.classview --homes {homes if not root else '/home'} "
+    print(f"the instructor's view: {sys.executable} -m grader.classview --homes {homes if not root else '/home'} "
           f"--users {','.join(names)} --html class.html")
     print("Ctrl-C stops the hub and every user's server" +
           ("; python -m grader.hub remove-users deletes the demo users" if root else ""))

@@ -48,6 +48,7 @@ class DemoPasswords(Authenticator):
 c.JupyterHub.bind_url = f"http://127.0.0.1:{os.environ.get('AGL_HUB_PORT', '8000')}"
 c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{os.environ.get('AGL_HUB_INTERNAL_PORT', '8081')}"
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{os.environ.get('AGL_HUB_PROXY_API_PORT', '8001')}"
+c.Spawner.ip = "127.0.0.1"               # users' servers too (JupyterHub's default, said outright)
 if os.environ.get("AGL_HUB_CHP"):
     c.ConfigurableHTTPProxy.command = [os.environ["AGL_HUB_CHP"]]
 c.ConfigurableHTTPProxy.pid_file = str(STATE / "proxy.pid")

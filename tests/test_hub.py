@@ -294,7 +294,9 @@ def class_run():
         wait_for("servers stopped", lambda: all(
             not api(url, "GET", f"/hub/api/users/{n}", token=tokens[n])[1]["servers"] for n in names), 120)
         the_hub.stop()
-        run["log"] = the_hub.tail(20000)
+        run["log"] = the_hub.tail(10 ** 7)
+        ARTIFACTS.mkdir(exist_ok=True)
+        (ARTIFACTS / "hub.log").write_text(run["log"])
         stores = {n: homes / n / classview.STORE_IN_HOME for n in names}
         run["stores"] = stores
         run["modes"] = {n: {"home": stat.S_IMODE((homes / n).stat().st_mode),
@@ -371,6 +373,12 @@ def check_each_learner_keeps_their_own_record(run):
     assert states[third]["00"].questions["00.warmup-square"].record == "correct on attempt 2"
     assert states[third][q.unit].questions[q.qid].record.endswith("(1 attempt), 1 hint")
     assert not any(e.unit == q.unit for e in own[first][1] + own[second][1])
+
+    # loopback only: the proxy, the hub and every user's server
+    log = run["log"]
+    assert "JupyterHub is now running at http://127.0.0.1:" in log and "Hub API listening on http://127.0.0.1:" in log
+    assert log.count("is running at") >= 3, log[-3000:]
+    assert "http://0.0.0.0" not in log and "http://[::]" not in log
 
     # no user can read another's store or home, even from their own kernel
     assert run["probe"]["store"] == "PermissionError" and run["probe"]["home"] == "PermissionError"
