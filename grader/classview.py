@@ -126,7 +126,9 @@ def find(homes: list[Path], users: list[str] | None = None, stores: dict[str, Pa
                 try:
                     if (home / STORE_IN_HOME).is_file():
                         found[home.name] = home / STORE_IN_HOME
-                except OSError:   # a home we may not enter: not ours to read
+                except PermissionError:   # a home we may not enter: listed, with why (run as root)
+                    found[home.name] = home / STORE_IN_HOME
+                except OSError:
                     continue
     found.update(stores or {})
     return sorted(found.items())
@@ -137,10 +139,12 @@ def collect(homes: list[Path], users: list[str] | None = None, stores: dict[str,
     for name, path in find(homes, users, stores):
         learner = Learner(name, path)
         try:
-            if not path.is_file():
-                learner.problem = "no progress store yet (never ran a graded cell)"
-            else:
+            if path.is_file():
                 learner.events = read_events(path)
+            else:
+                learner.problem = "no progress store yet (never ran a graded cell)"
+        except PermissionError:
+            learner.problem = "store not readable: permission denied (collect the class as root)"
         except (OSError, sqlite3.Error) as exc:
             learner.problem = f"store not readable: {exc}"
         learners.append(learner)

@@ -148,3 +148,16 @@ def test_the_command_prints_and_writes_the_page(a_class, tmp_path, capsys):
     assert "bo" in printed and "missing: 00.warmup-square" in printed
     assert out.read_text().startswith("<!doctype html>")
     assert classview.main(["--homes", str(tmp_path / "nobody")]) == 1
+
+
+def test_a_home_that_cannot_be_entered_is_listed_with_why(a_class, tmp_path, monkeypatch):
+    homes, *_ = a_class
+    real = Path.is_file
+
+    def guarded(self):
+        if "bo" in self.parts:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+    monkeypatch.setattr(Path, "is_file", guarded)
+    problems = {l.name: l.problem for l in classview.collect([homes])}
+    assert problems["ada"] == "" and problems["bo"].startswith("store not readable: permission denied")
