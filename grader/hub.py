@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -98,6 +99,10 @@ def remove_user(name: str) -> None:
         except OSError:
             pass
     subprocess.run(["userdel", "--remove", name], capture_output=True, timeout=60)
+    # what torch leaves in the shared temporary folder under the user's name (its compile cache)
+    leftover = Path(tempfile.gettempdir()) / f"torchinductor_{name}"
+    if leftover.is_dir() and leftover.stat().st_uid == uid:
+        shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _pids_of(uid: int) -> list[int]:
