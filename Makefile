@@ -7,7 +7,7 @@ PORT   ?= 8888
 PYTEST := $(BIN)/python -m pytest
 NBVAL  := --nbval-current-env -n 2 --dist loadscope
 
-.PHONY: install system-deps lab test unit-tests nbval-solutions nbval-notebooks build check clean drift
+.PHONY: install system-deps hub-deps hub lab test unit-tests nbval-solutions nbval-notebooks build check clean drift
 
 # torch's CPU build, as CI gets it (PyPI's default Linux wheel is the multi-GB CUDA build). If that index
 # does not answer within 5 s, pip's own index and settings decide; `make TORCH_INDEX=` skips it.
@@ -58,7 +58,27 @@ lab: install
 		--ServerApp.port_retries=0 --IdentityProvider.token="$$token" \
 		--ServerApp.root_dir="$$dir" "$$dir/00_start_here.ipynb"
 
-test: install system-deps unit-tests nbval-solutions nbval-notebooks
+# JupyterHub's proxy, configurable-http-proxy, comes from npm into .hub/ (ignored by git). Without npm (or
+# without the network) nothing fails: `make hub` and the hub test say what is missing.
+CHP := .hub/node_modules/.bin/configurable-http-proxy
+hub-deps:
+	@if [ -x $(CHP) ] || command -v configurable-http-proxy >/dev/null; then :; \
+	elif command -v npm >/dev/null; then \
+		echo "installing configurable-http-proxy into .hub/ with npm"; \
+		npm install --prefix .hub --no-audit --no-fund --silent --fetch-timeout=20000 --fetch-retries=1 \
+			configurable-http-proxy@5 >/dev/null 2>&1 || echo "npm could not install configurable-http-proxy; the hub test will say so"; \
+	else \
+		echo "npm not found: configurable-http-proxy not installed (make hub and the hub test need it)"; \
+	fi
+
+# A local JupyterHub on 127.0.0.1:$(HUB_PORT) with $(HUB_USERS) demo users (as root: real Unix users,
+# agl-demo-N, each server running as its user); Ctrl-C stops it and every user's server.
+HUB_PORT  ?= 8000
+HUB_USERS ?= 3
+hub: install hub-deps
+	$(BIN)/python -m grader.hub start --users $(HUB_USERS) --port $(HUB_PORT)
+
+test: install system-deps hub-deps unit-tests nbval-solutions nbval-notebooks
 
 unit-tests: install
 	$(PYTEST) tests -n 2
@@ -84,4 +104,4 @@ drift:
 	$(PYTHON) tools/drift.py $(TORCH) --python $(PYTHON) --jobs $(or $(JOBS),1) $(if $(filter 1 yes true,$(LIFT_CAP)),--lift-cap)
 
 clean:
-	rm -rf $(VENV) .venv-torch-* .pytest_cache
+	rm -rf $(VENV) .venv-torch-* .pytest_cache .hub

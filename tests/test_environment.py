@@ -158,3 +158,21 @@ def test_make_lab_opens_the_learners_workspace_after_checking_the_port():
     assert '--ServerApp.root_dir="$$dir"' in lab and '"$$dir/00_start_here.ipynb"' in lab
     assert "$(CURDIR)" not in lab and "notebooks/" not in lab, "the learner never works in notebooks/"
     assert "/lab/tree/00_start_here.ipynb?token=" in lab
+
+
+def test_the_hub_gets_its_proxy_locally_and_binds_loopback_only():
+    """make hub and the hub test: JupyterHub from the test extra, its npm proxy under .hub/ (ignored),
+    and every address on 127.0.0.1."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert any(d.startswith("jupyterhub") for d in project["optional-dependencies"]["test"])
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert "configurable-http-proxy" in env["dependencies"], "conda users get the proxy from conda-forge"
+    deps = makefile_target("hub-deps")
+    assert "npm install --prefix .hub" in deps and "configurable-http-proxy@5" in deps
+    assert "hub-deps" in makefile_target("test").strip().split("\n")[0]
+    assert "-m grader.hub start" in makefile_target("hub")
+    assert "/.hub/" in (ROOT / ".gitignore").read_text().split()
+    config = (ROOT / "hub" / "jupyterhub_config.py").read_text()
+    for setting in ("c.JupyterHub.bind_url", "c.JupyterHub.hub_bind_url", "c.ConfigurableHTTPProxy.api_url"):
+        line = next(l for l in config.splitlines() if l.startswith(setting))
+        assert '"http://127.0.0.1:' in line.replace("f\"", "\""), line

@@ -1,0 +1,163 @@
+"""The instructor's view without a hub: three learners' stores in three homes, read-only."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from grader import classview
+from grader.question import all_questions
+
+
+def _self_test_with_note():
+    """A self-test that declares hints and a literal misconception (as the browser test picks one)."""
+    for q in all_questions():
+        if q.role == "self-test" and len(q.hints) >= 2 and any(not callable(w) for w, _ in q.misconceptions):
+            wrong, note = next((w, n) for w, n in q.misconceptions if not callable(w))
+            return q, wrong, note
+    pytest.fail("no self-test declares hints and a literal misconception")
+
+
+def _as(monkeypatch, homes: Path, name: str) -> Path:
+    where = homes / name / classview.STORE_IN_HOME.parent
+    monkeypatch.setenv("AUTOGRAD_LAB_HOME", str(where))
+    return where / classview.STORE_IN_HOME.name
+
+
+def listing(folder: Path) -> dict:
+    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns, p.stat().st_uid) for p in folder.iterdir()}
+
+
+@pytest.fixture(scope="module")
+def a_class(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield _make_class(tmp_path_factory.mktemp("class") / "homes", monkeypatch)
+
+
+def _make_class(homes: Path, monkeypatch):
+    from grader import check, hint, mark_passed, predict, reveal
+
+    q, wrong, note = _self_test_with_note()
+    # ada: unit 00 as the solution does it
+    _as(monkeypatch, homes, "ada")
+    predict("00.warmup-add", [2.0, 3.0]); reveal("00.warmup-add")
+    predict("00.warmup-flag", False); reveal("00.warmup-flag")
+    check("00.warmup-square", 6.0); mark_passed("00")
+    # bo: the untouched notebook reveals without predicting, and stops there
+    _as(monkeypatch, homes, "bo")
+    reveal("00.warmup-add"); reveal("00.warmup-flag")
+    mark_passed("00")
+    # cy: one wrong prediction, a second attempt, then a hint and a known wrong answer elsewhere
+    _as(monkeypatch, homes, "cy")
+    predict("00.warmup-add", [1.0, 2.0]); reveal("00.warmup-add")
+    predict("00.warmup-flag", False); reveal("00.warmup-flag")
+    check("00.warmup-square", 3.0); check("00.warmup-square", 6.0); mark_passed("00")
+    hint(q.qid); check(q.qid, wrong)
+    monkeypatch.delenv("AUTOGRAD_LAB_HOME")
+    return homes, q, wrong, note
+
+
+def _row(rep, qid):
+    unit = next(u for u in rep["units"] if u["unit"] == qid[:2])
+    return next(r for r in unit["questions"] if r["qid"] == qid)
+
+
+def test_the_report_counts_each_learners_own_record(a_class):
+    homes, q, wrong, note = a_class
+    before = {n: listing(homes / n / classview.STORE_IN_HOME.parent) for n in ("ada", "bo", "cy")}
+    learners = classview.collect([homes])
+    assert [l.name for l in learners] == ["ada", "bo", "cy"] and not any(l.problem for l in learners)
+    rep = classview.report(learners)
+    add = _row(rep, "00.warmup-add")
+    assert (add["predicted_correct"], add["predicted_wrong"], add["revealed_without_prediction"]) == (1, 1, 1)
+    assert add["wrong_answers"] == [{"answer": "[1, 2]", "count": 1, "note": ""}]
+    square = _row(rep, "00.warmup-square")
+    assert (square["passed"], square["passed_first_try"], square["not_answered"]) == (2, 1, 1)
+    assert square["attempts_total"] == 3 and square["mean_attempts_to_pass"] == 1.5
+    assert square["records"] == {"correct": 1, "correct on attempt 2": 1, "not answered": 1}
+    other = _row(rep, q.qid)
+    assert other["failing"] == 1 and other["hints_shown"] == 1 and other["learners_with_hints"] == 1
+    assert [w["count"] for w in other["wrong_answers"]] == [1]
+    assert other["wrong_answers"][0]["note"] == note, "a known misconception is named with its note"
+    unit00 = next(u for u in rep["units"] if u["unit"] == "00")
+    assert (unit00["started"], unit00["passed"]) == (3, 2)
+    where = {r["learner"]: r for r in rep["class"]}
+    assert where["ada"]["passed"] == ["00"] and where["ada"]["unit_in_progress"] == ""
+    assert where["bo"]["unit_in_progress"] == "00" and where["bo"]["missing"] == [
+        "00.warmup-square: not answered yet (self-test)"]
+    assert where["cy"]["unit_in_progress"] == q.unit and where["cy"]["last_action"] == f"{q.qid} check incorrect"
+    # read-only: nothing created, changed or left beside any store
+    after = {n: listing(homes / n / classview.STORE_IN_HOME.parent) for n in ("ada", "bo", "cy")}
+    assert after == before
+
+
+def test_the_page_says_what_it_is_and_carries_the_numbers(a_class, tmp_path):
+    homes, q, _, _ = a_class
+    rep = classview.report(classview.collect([homes]))
+    text = classview.page(rep)
+    assert "This is the learners' own record." in text and "nothing was re-run" in text
+    assert "<script src" not in text and "http" not in text.split("<script type='application/json'")[0], \
+        "the page works offline: no remote resource"
+    assert "data-q='00.warmup-add' data-k='predicted_correct'>1<" in text
+    assert json.loads(text.split("id='report'>")[1].split("</script>")[0].replace("<\\/", "</")) == rep
+
+
+def test_a_store_being_written_is_read_through_its_own_wal_and_gains_no_files(a_class, tmp_path):
+    homes, *_ = a_class
+    path = tmp_path / classview.STORE_IN_HOME.name
+    shutil.copyfile(homes / "ada" / classview.STORE_IN_HOME, path)
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO events (time, unit, qid, action, answer, verdict, torch) "
+                   "VALUES (1, '01', NULL, 'reset', 'null', 'recorded', 'x')")
+    try:
+        names = set(os.listdir(path.parent))
+        assert {path.name + "-wal", path.name + "-shm"} <= names
+        committed = len(classview.read_events(path))
+        assert set(os.listdir(path.parent)) == names
+    finally:
+        writer.execute("COMMIT")
+        writer.close()
+    assert len(classview.read_events(path)) == committed + 1
+    assert set(os.listdir(path.parent)) == {path.name}
+
+
+def test_missing_and_unreadable_stores_are_listed_not_fatal(a_class, tmp_path):
+    homes, *_ = a_class
+    broken = tmp_path / "broken.sqlite3"
+    broken.write_bytes(b"not a database at all, " * 100)
+    learners = classview.collect([homes], stores={"dee": tmp_path / "nothing.sqlite3", "eve": broken})
+    problems = {l.name: l.problem for l in learners}
+    assert problems["dee"].startswith("no progress store yet")
+    assert problems["eve"].startswith("store not readable")
+    rep = classview.report(learners)
+    assert (rep["learners"], rep["readable"]) == (5, 3)
+    assert broken.read_bytes() == b"not a database at all, " * 100
+
+
+def test_the_command_prints_and_writes_the_page(a_class, tmp_path, capsys):
+    homes, *_ = a_class
+    out = tmp_path / "class.html"
+    assert classview.main(["--homes", str(homes), "--html", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "3 of 3 learners' stores read" in printed and "00.warmup-add" in printed
+    assert "bo" in printed and "missing: 00.warmup-square" in printed
+    assert out.read_text().startswith("<!doctype html>")
+    assert classview.main(["--homes", str(tmp_path / "nobody")]) == 1
+
+
+def test_a_home_that_cannot_be_entered_is_listed_with_why(a_class, tmp_path, monkeypatch):
+    homes, *_ = a_class
+    real = Path.is_file
+
+    def guarded(self):
+        if "bo" in self.parts:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+    monkeypatch.setattr(Path, "is_file", guarded)
+    problems = {l.name: l.problem for l in classview.collect([homes])}
+    assert problems["ada"] == "" and problems["bo"].startswith("store not readable: permission denied")
