@@ -288,6 +288,12 @@ def _release(args) -> int:
     return 0
 
 
+def _class(args) -> int:
+    from .classview import main as classview
+
+    return classview(args.rest)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader", description="autograd-lab's grader")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -353,6 +359,11 @@ def main(argv: list[str] | None = None) -> int:
                                                           "into OUT's journal and unchanged are not run again")
     p.add_argument("--report", help="also write the class report (an offline HTML page) to this file")
     p.set_defaults(run=_grade)
+
+    p = sub.add_parser("class", help="the class's progress from every learner's own store (reads only; "
+                                     "python -m grader class --homes /home --html class.html)", add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="the options of python -m grader.classview")
+    p.set_defaults(run=_class)
 
     p = sub.add_parser("release", help="write the student bundle (learner notebooks and the grader; no solutions)")
     p.add_argument("out", help="a new or empty folder")
