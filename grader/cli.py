@@ -288,12 +288,6 @@ def _release(args) -> int:
     return 0
 
 
-def _class(args) -> int:
-    from .classview import main as classview
-
-    return classview(args.rest)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader", description="autograd-lab's grader")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -362,8 +356,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("class", help="the class's progress from every learner's own store (reads only; "
                                      "python -m grader class --homes /home --html class.html)", add_help=False)
-    p.add_argument("rest", nargs=argparse.REMAINDER, help="the options of python -m grader.classview")
-    p.set_defaults(run=_class)
+    p.add_argument("options", nargs="*", help="the options of python -m grader.classview")
 
     p = sub.add_parser("release", help="write the student bundle (learner notebooks and the grader; no solutions)")
     p.add_argument("out", help="a new or empty folder")
@@ -371,6 +364,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--root", default=str(Path(__file__).resolve().parent.parent), help=argparse.SUPPRESS)
     p.set_defaults(run=_release)
 
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["class"]:   # its own options, passed on whole (argparse's REMAINDER drops a leading --opt)
+        from .classview import main as classview
+        return classview(argv[1:])
     args = parser.parse_args(argv)
     try:
         code = args.run(args)
