@@ -26,8 +26,8 @@ GRAD_OPTIONS = ("None", "equal to g", "twice g", "a tensor of zeros")
     "13.func-grad-no-grad", Choice(*GRAD_OPTIONS),
     prompt="w = torch.tensor([1.0, -2.0, 0.5], requires_grad=True); g = torch.func.grad(lambda t: (t ** 3).sum())(w). "
            "What is w.grad afterwards? One of " + ", ".join(repr(o) for o in GRAD_OPTIONS) + ".",
-    explain="torch.func.grad returns the gradient as a value, like torch.autograd.grad: it writes no .grad, "
-            "accumulates nothing and keeps no graph once it returns.",
+    explain="torch.func.grad returns the gradient as a value, like torch.autograd.grad: it writes no .grad and "
+            "accumulates nothing.",
     misconceptions=[("equal to g", "that is what .backward() would leave; torch.func.grad returns the gradient "
                                    "and writes nothing into w.grad")],
 )
