@@ -1,0 +1,123 @@
+"""Unit 13: the facts the notebook states still hold on this torch, the instruments measure what they claim,
+the generated cases cover what they must, and odd answers to the two exercises get one clear line."""
+import pytest
+import torch
+
+from grader import check
+from grader import question as registry
+from grader.questions import unit13_support as support
+from tests.reference import unit13 as ref
+
+
+def truth(qid):
+    return registry.get(qid).run()
+
+
+# --- the facts the notebook states ----------------------------------------------------------------------
+
+def test_the_notebooks_facts():
+    assert truth("13.func-grad-no-grad") == "None"
+    assert truth("13.per-sample-shape") == (5.0, 2.0, 3.0)
+    assert abs(truth("13.dual-tangent") - 6.0) < 1e-5
+    assert truth("13.item-graphs") == 2.0
+    assert truth("13.hook-graphs") == (2.0, 1.0)
+    assert truth("13.compile-version").where == "at backward"
+    assert truth("13.self-accumulate") == (4.0, 12.0)
+    assert abs(truth("13.self-dual") - 6.0) < 1e-5
+    assert truth("13.self-branch-graphs") == 2.0
+
+
+def test_the_partitioner_choices_the_notebook_explains():
+    """torch 2.13's min-cut partitioner: it recomputes sin from the matmul, and keeps exp's own output.
+    A torch release that chooses otherwise fails here and in `grader verify`: rewrite the prose then."""
+    assert truth("13.compile-saves") == (2.0, 1.0)
+    assert truth("13.self-compiled-keeps") == "exp's result"
+    x, w = torch.randn(4, 3), torch.randn(3, 5, requires_grad=True)
+    assert support.kept_by_compile(lambda a, b: (a @ b).sin().cos().sum(), x, w) == ["input", "mm"]
+
+
+def test_graph_breaks_leave_no_warning_on_stderr(capfd):
+    support.graphs_made(lambda x: x.sin() * x.sum().item(), torch.randn(3, requires_grad=True))
+    assert "Graph break" not in capfd.readouterr().err
+
+
+def test_retain_grad_inside_a_compiled_function_runs_eagerly():
+    def f(x):
+        h = x * 2
+        h.retain_grad()
+        return (h * h).sum(), h
+    import torch._dynamo
+    graphs = []
+    torch._dynamo.reset()
+    total, h = torch.compile(f, backend=support.counting_backend(graphs))(torch.ones(3, requires_grad=True))
+    total.backward()
+    torch._dynamo.reset()
+    assert graphs == [] and torch.equal(h.grad, torch.full((3,), 4.0))
+
+
+# --- the instruments ----------------------------------------------------------------------------------
+
+def test_the_bill_of_a_compiled_run_counts_a_transpose_as_its_input():
+    x, w = torch.randn(4, 3), torch.randn(3, 5, requires_grad=True)
+    eager, compiled = support.bill_pair(lambda a, b: (a @ b).sin().cos().sum(), (x, w))
+    assert eager == 48 + 80 + 80 and compiled == 48 + 80
+
+
+def test_the_loop_agrees_with_vmap_grad():
+    case = support.model_cases()[-1]
+    ns = case.fresh()
+    mine = ref.per_sample_grads(ns["model"], ns["x"], ns["y"])
+    loop = support.loop_grads(ns["model"], ns["x"], ns["y"])
+    assert all(torch.allclose(mine[k], loop[k], atol=1e-5) for k in loop)
+
+
+# --- the generated cases ------------------------------------------------------------------------------
+
+def test_model_cases_start_small_are_seeded_and_vary():
+    cases = support.model_cases()
+    assert [c.size for c in cases] == sorted(c.size for c in cases) and len(cases) >= 6
+    assert cases[0].batch >= 2 and cases[0].d_out == 1, "the smallest case must catch a batch gradient copied"
+    assert any(c.d_out > 1 for c in cases) and any(not c.bias for c in cases)
+    a, b = cases[0].fresh(), cases[0].fresh()
+    assert torch.equal(a["x"], b["x"]) and torch.equal(a["model"][0].weight, b["model"][0].weight)
+
+
+def test_chain_cases_include_a_recomputed_chain_and_a_second_matmul():
+    cases = support.chain_cases()
+    assert [c.size for c in cases] == sorted(c.size for c in cases) and len(cases) >= 5
+    assert any("@" in c.steps for c in cases)
+    differ = [c for c in cases if len(set(support.bill_pair(c.fresh()["f"], c.fresh()["args"]))) == 2]
+    assert differ, "no case where compiled keeps less than eager: the exercise would not test compiling"
+
+
+def test_every_case_shows_runnable_code():
+    ns = {"torch": torch, "per_sample_grads": ref.per_sample_grads}
+    exec(support.model_cases()[0].source, ns)
+    ns = {"torch": torch, "kept_bytes": ref.kept_bytes}
+    exec(support.chain_cases()[0].source, ns)
+
+
+def test_other_right_implementations_pass():
+    for qid, fns in ref.ALSO_RIGHT.items():
+        for fn in fns:
+            assert check(qid, fn).passed, fn.__name__
+
+
+# --- odd answers ------------------------------------------------------------------------------------
+
+def test_a_list_instead_of_a_dict_is_told_so():
+    result = check("13.per-sample-grads", lambda model, x, y: [p for p in model.parameters()])
+    assert result.verdict in ("invalid", "incorrect") and "dict" in str(result), str(result)
+
+
+def test_wrong_keys_are_named():
+    result = check("13.per-sample-grads",
+                   lambda model, x, y: {k.upper(): v for k, v in ref.per_sample_grads(model, x, y).items()})
+    assert result.verdict in ("invalid", "incorrect") and "named_parameters" in str(result), str(result)
+
+
+def test_the_learner_skeleton_is_unanswered():
+    def per_sample_grads(model, x, y):
+        raise NotImplementedError()
+    assert check("13.per-sample-grads", per_sample_grads).verdict == "unanswered"
+    assert check("13.eager-vs-compiled", ...).verdict == "unanswered"
