@@ -16,7 +16,7 @@ def test_a_renamed_node_class_still_matches(monkeypatch):
     assert reveal("01.pow-node").passed
     swap_experiment(monkeypatch, "01.closed-book-walk",
                     lambda: ["SumBackward1", "ReluBackward1", "AddBackward0", "MmBackward2",
-                             "torch::autograd::AccumulateGrad", "AccumulateGrad", "AccumulateGrad"])
+                             "AccumulateGrad", "AccumulateGrad", "AccumulateGrad"])
     assert check("01.closed-book-walk", ["SumBackward0", "ReluBackward0", "AddBackward0", "MmBackward0",
                                          "AccumulateGrad", "AccumulateGrad", "AccumulateGrad"]).passed
 
