@@ -191,6 +191,11 @@ def bench_course(quick: bool) -> dict:
         result[f"nbval_{label}_target_s"] = round(budget, 1)
         result[f"nbval_{label}_ok"] = done.returncode == 0 and wall <= budget
         result[f"nbval_{label}_tests_passed"] = done.returncode == 0
+    # unit 13 compiles (torch.compile with aot_eager): its own budget is 3 minutes under nbval on 2 cores
+    compiled = next((u for u in units if u["notebook"].startswith("13_")), None)
+    if compiled:
+        result["unit13_s"], result["unit13_target_s"] = compiled["wall_s"], 180.0
+        result["unit13_ok"] = compiled["wall_s"] <= 180.0
     peaks = [u["peak_rss_mb"] for u in units]
     result["peak_rss_max_mb"] = max(peaks) if peaks else 0
     result["peak_rss_ratio"] = round(max(peaks) / result["torch_only_peak_rss_mb"], 2) if peaks else 0
@@ -298,6 +303,9 @@ def table(r: dict) -> str:
             if f"nbval_{label}_s" in c:
                 lines.append(f"          nbval {label:<6} {c[f'nbval_{label}_s']:.1f} s (target <= "
                              f"{c[f'nbval_{label}_target_s']:.1f} s)  {flag(c[f'nbval_{label}_ok'])}")
+        if "unit13_s" in c:
+            lines.append(f"          unit 13 (torch.compile) {c['unit13_s']:.1f} s in one kernel (target <= "
+                         f"{c['unit13_target_s']:.0f} s)  {flag(c['unit13_ok'])}")
         lines.append(f"memory    torch-only kernel {c['torch_only_peak_rss_mb']:.0f} MB; after a unit up to "
                      f"{c['peak_rss_max_mb']:.0f} MB ({c['peak_rss_ratio']:.2f}x)")
         for u in c["units"]:
