@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import sys
 import signal
 import stat
 import subprocess
@@ -217,6 +218,22 @@ def kill_everything(session: int, token: bytes) -> int:
     return len(found)
 
 
+def code_paths() -> list[Path]:
+    """Folders the contained process must still read when /tmp (and the temp folder) are hidden: this
+    Python, its environment and the course. A checkout or a virtualenv under /tmp (a CI clone) is bound
+    back read-only; elsewhere nothing is needed, as the whole file system is already bound read-only."""
+    import grader
+    wanted = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent,
+              Path(grader.__file__).resolve().parent.parent]
+    wanted += [Path(p) for p in sys.path if p and Path(p).is_dir()]
+    hidden = {Path("/tmp"), Path(tempfile.gettempdir()).resolve()}
+    out: list[Path] = []
+    for path in sorted({p.resolve() for p in wanted}, key=lambda p: len(p.parts)):
+        if any(h == path or h in path.parents for h in hidden) and not any(o in path.parents for o in out):
+            out.append(path)
+    return out
+
+
 def sandboxed(cmd: list[str], workdir: Path, sandbox: bool | None = None) -> list[str]:
     """``cmd`` wrapped in bubblewrap where it works (``sandbox=False``: never), with ``workdir`` its only writable folder."""
     use_bwrap = bwrap_works() if sandbox is None else (sandbox and bwrap_works())
@@ -225,7 +242,8 @@ def sandboxed(cmd: list[str], workdir: Path, sandbox: bool | None = None) -> lis
     binds = ["--bind", str(workdir), str(workdir)]
     base = Path(tempfile.gettempdir()).resolve()
     hide = [] if base == Path("/tmp") else ["--tmpfs", str(base)]   # other learners' folders
-    return [shutil.which("bwrap"), *_bwrap_base(), *hide, *binds, "--chdir", str(workdir),
+    code = [arg for path in code_paths() for arg in ("--ro-bind", str(path), str(path))]
+    return [shutil.which("bwrap"), *_bwrap_base(), *hide, *code, *binds, "--chdir", str(workdir),
             "--setenv", "AGL_SANDBOX", "bwrap", "--", *cmd]
 
 

@@ -308,13 +308,14 @@ def _reap() -> None:
             return
 
 
-def _empty(folder: Path, keep: str = "") -> None:
+def _empty(folder: Path, keep: str | set = "") -> None:
+    keep = {keep} if isinstance(keep, str) else set(keep)
     try:
         names = os.listdir(folder)
     except OSError:
         return
     for name in names:
-        if name == keep:
+        if name in keep:
             continue
         path = folder / name
         try:
@@ -361,7 +362,8 @@ def _clean(folder: Path, keep: str) -> None:
     """Before a job: nothing left of the previous one."""
     _empty(folder, keep)
     if _sandboxed():
-        _empty(Path("/tmp"), keep=_under("/tmp", folder))
+        from .containment import code_paths
+        _empty(Path("/tmp"), keep={_under("/tmp", folder)} | {_under("/tmp", p) for p in code_paths()})
         _empty(Path("/dev/shm"))
     _clear_ipc()
 
