@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,8 @@ def plain(value: Any) -> Any:
         return sorted(plain(v) for v in value)
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)          # 'nan', 'inf', '-inf': JSON has no such numbers
     if isinstance(value, float) and value == int(value) and abs(value) < 2 ** 53:
         return int(value)
     if isinstance(value, float):

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from .. import probes
-from ..kinds import BadAnswer, Choice, Error, Function, Kind, Name, Names, _reject_common, short, type_words
+from ..kinds import BadAnswer, Choice, Error, Function, Kind, Name, Names, Number, _reject_common, short, type_words
 from ..question import exercise, predict_then_run, self_test
 from . import unit12_support as kit
 from .unit12_support import FAULTS, NO_FAULT, VERDICTS
@@ -121,20 +121,36 @@ def cost_band(ratio: float) -> str:
     return COSTS[0] if ratio < 1.5 else COSTS[1] if ratio < 3 else COSTS[2]
 
 
+ADDS = ("the stack of the forward line, kept on each node", "a copy of every saved tensor",
+        "a NaN check of every forward output", "nothing until backward fails")
+
+
 @predict_then_run(
-    "12.anomaly-cost", Choice(*COSTS),
-    prompt="A training step of a small MLP (Linear(8, 16), Tanh, Linear(16, 16), Tanh, Linear(16, 1) on a "
-           "32 x 8 batch: forward, loss, backward) is timed with and without torch.autograd."
-           "set_detect_anomaly(True), best of 3 runs of 10 steps each. How much slower is the anomaly step: "
-           + ", ".join(repr(c) for c in COSTS) + "?",
-    explain="In anomaly mode every op of the forward pass records the Python stack that ran it (so that an "
-            "error can point at it), and every backward node's output is scanned for NaN. For a model of "
-            "small ops that bookkeeping costs far more than the arithmetic.",
-    misconceptions=[("under 1.5x", "anomaly mode captures a Python traceback for every op of the forward pass: "
-                                   "on small ops that dominates the step")],
+    "12.anomaly-cost", Choice(*ADDS),
+    prompt="A small MLP's forward pass (Linear(8, 16), Tanh, Linear(16, 16), Tanh, Linear(16, 1) on a 32 x 8 "
+           "batch; loss = out.pow(2).mean()) runs under torch.autograd.set_detect_anomaly(True). What does "
+           "anomaly mode add during the forward pass, before any backward: " + ", ".join(repr(a) for a in ADDS)
+           + "?",
+    explain="Anomaly mode records, for every node the forward pass makes, the Python stack that made it (in "
+            "node.metadata), so that a failure in backward can name the forward line. Forward values are not "
+            "checked (NaN checks run on backward's outputs) and nothing is copied. Capturing a stack for every "
+            "op is what makes anomaly mode slow on a model of small ops.",
+    misconceptions=[(ADDS[2], "the NaN checks run in backward, on what each node returns; a NaN made in the "
+                              "forward pass goes through silently"),
+                    (ADDS[3], "the stacks are captured while the forward pass runs: that is what lets the error "
+                              "name the forward line later")],
 )
 def anomaly_cost():
-    return cost_band(kit.step_ratio(_small_step()))
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 1))
+    x = torch.randn(32, 8)
+    x[0, 0] = float("nan")                     # a NaN in the forward pass: is it checked there?
+    with torch.autograd.set_detect_anomaly(True):
+        loss = model(x).pow(2).mean()         # no error: forward outputs are not checked
+    ops = [n for n in probes.nodes(loss) if not hasattr(n, "variable")]
+    if ops and all("traceback_" in n.metadata for n in ops):
+        return ADDS[0]
+    return ADDS[3]
 
 
 # --- 2. where a non-finite gradient starts ------------------------------------------------------------
