@@ -35,7 +35,7 @@ from pathlib import Path
 from . import progress
 from .course import UNITS
 from .question import of_unit
-from .store import FILENAME, Event
+from .store import FILENAME, Event, event_of
 
 ROOT = Path(__file__).resolve().parent.parent
 STORE_IN_HOME = Path(".local") / "share" / "autograd-lab" / FILENAME
@@ -75,18 +75,7 @@ def read_events(path: Path) -> list[Event]:
             time.sleep(0.2 * (attempt + 1))
         finally:
             con.close()
-    out = []
-    for r in rows:
-        try:
-            answer = json.loads(r[5]) if r[5] is not None else None
-        except ValueError:
-            answer = r[5]
-        try:
-            detail = json.loads(r[9]) if r[9] else {}
-        except ValueError:
-            detail = {}
-        out.append(Event(r[0], r[1], r[2], r[3], r[4], answer, r[6], r[7], r[8], detail))
-    return out
+    return [event_of(r) for r in rows]
 
 
 @dataclass

@@ -242,18 +242,20 @@ class Store:
             rows = con.execute(sql + (" WHERE unit = ? ORDER BY id" if unit else " ORDER BY id"),
                                (unit,) if unit else ()).fetchall()
             return rows
-        out = []
-        for r in self._run(work):
-            try:
-                answer = json.loads(r[5]) if r[5] is not None else None
-            except ValueError:
-                answer = r[5]
-            try:
-                detail = json.loads(r[9]) if r[9] else {}
-            except ValueError:
-                detail = {}
-            out.append(Event(r[0], r[1], r[2], r[3], r[4], answer, r[6], r[7], r[8], detail))
-        return out
+        return [event_of(r) for r in self._run(work)]
+
+
+def event_of(r: tuple) -> Event:
+    """An event from a row of (id, time, unit, qid, action, answer, verdict, torch, session, detail)."""
+    try:
+        answer = json.loads(r[5]) if r[5] is not None else None
+    except ValueError:
+        answer = r[5]
+    try:
+        detail = json.loads(r[9]) if r[9] else {}
+    except ValueError:
+        detail = {}
+    return Event(r[0], r[1], r[2], r[3], r[4], answer, r[6], r[7], r[8], detail)
 
 
 _STORE: Store | None = None
