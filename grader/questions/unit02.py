@@ -483,20 +483,20 @@ def flat_steps():
 
 
 @predict_then_run(
-    "02.kink-conventions", Number(tol=0),
+    "02.kink-conventions", Number(tol=1e-6),
     prompt="At z = 0.0 (a fresh leaf that requires grad each time): torch.relu(z).backward(), "
-           "z.clamp(min=0).backward(), z.abs().backward(). What is z.grad after each? Answer "
-           "[after relu, after clamp, after abs].",
+           "F.leaky_relu(z, 0.1).backward(), z.abs().backward(). What is z.grad after each? Answer "
+           "[after relu, after leaky_relu, after abs].",
     explain="At a kink the derivative does not exist, and each backward formula picks a value: relu sends 0 at "
-            "0, clamp(min=0) sends 1 (it lets the gradient through where the input equals the bound), abs "
-            "sends sign(0) = 0. relu and clamp(min=0) compute the same numbers and differ only there.",
-    misconceptions=[(lambda truth: [truth[0], truth[0], truth[2]],
-                     "clamp(min=0) computes the same values as relu, but its backward passes the gradient "
-                     "where the input equals the bound; the choice at a kink belongs to each operation.")],
+            "0, leaky_relu sends its negative slope 0.1 (0 is not > 0, so the negative side's slope applies), "
+            "abs sends sign(0) = 0. The choice belongs to each operation's formula.",
+    misconceptions=[(lambda truth: [truth[0], 1.0, truth[2]],
+                     "leaky_relu's backward tests x > 0, and 0 is not: at 0 it sends the negative side's slope, "
+                     "not 1.")],
 )
 def kink_conventions():
     grads = []
-    for op in (torch.relu, lambda t: t.clamp(min=0), torch.abs):
+    for op in (torch.relu, lambda t: torch.nn.functional.leaky_relu(t, 0.1), torch.abs):
         z = torch.tensor(0.0, requires_grad=True)
         op(z).backward()
         grads.append(z.grad.item())

@@ -534,7 +534,7 @@ def self_anomaly_node():
     return kit.anomaly_report(run).node
 
 
-FIXES = ("torch.where(x > 0, x.sqrt(), 0.0)", "torch.where(x > 0, x, 0.0).sqrt()", "x.clamp(min=0).sqrt()",
+FIXES = ("torch.where(x > 0, x.sqrt(), 0.0)", "torch.where(x > 0, x, 0.0).sqrt()", "x.abs().sqrt()",
          "x.relu().sqrt()")
 
 
@@ -552,15 +552,15 @@ def _fix_grad(label):
            "? Answer a set of the expressions.",
     explain="Where the expression's backward divides by sqrt(0), the result is inf, and what happens next "
             "decides. An outer where runs sqrt's backward on NaN and 0 (NaN out); a where or relu before "
-            "sqrt sends inf into a backward that selects zero for masked entries (finite); clamp's backward "
-            "lets the gradient through at the boundary x = 0 itself, so the inf gets through.",
+            "sqrt sends inf into a backward that selects zero for masked entries (finite); abs's backward "
+            "multiplies by sign(x), and at x = 0 that is 0 * inf = NaN.",
     hints=("For each expression, list the backward nodes from y to x and what each computes at x = -1 and "
            "x = 0.",
            "sqrt's backward at 0 gives inf. A where or a relu backward picks 0 for masked entries, whatever "
-           "came in; does clamp(min=0) count x = 0 as masked?"),
-    misconceptions=[(lambda truth: set(truth) | {FIXES[2]}, "clamp(min=0) passes the gradient through at x = 0 "
-                                                            "(the boundary counts as inside), so sqrt's inf "
-                                                            "reaches x.grad")],
+           "came in; abs's backward multiplies by the sign instead."),
+    misconceptions=[(lambda truth: set(truth) | {FIXES[2]}, "abs keeps every value non-negative, but its "
+                                                            "backward multiplies by sign(0) = 0, and 0 times "
+                                                            "sqrt's inf at 0 is NaN")],
 )
 def self_finite_fix():
     return {label for label in FIXES if kit.finite(_fix_grad(label))}
