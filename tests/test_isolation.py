@@ -9,10 +9,15 @@ from grader.question import all_questions
 from tests.reference import REFERENCE
 
 
+_TRUTH = {}
+
+
 def run_one(q):
     if isinstance(q.kind, Function):
         return check(q.qid, REFERENCE[q.qid])
-    truth = q.run()
+    if q.qid not in _TRUTH:     # torch's answer, once per process (the reveal or check runs it again, live)
+        _TRUTH[q.qid] = q.run()
+    truth = _TRUTH[q.qid]
     if q.role == "predict":
         predict(q.qid, q.kind.encode(truth))
         return reveal(q.qid)
