@@ -9,15 +9,10 @@ from grader.question import all_questions
 from tests.reference import REFERENCE
 
 
-_TRUTH = {}
-
-
 def run_one(q):
     if isinstance(q.kind, Function):
         return check(q.qid, REFERENCE[q.qid])
-    if q.qid not in _TRUTH:     # torch's answer, once per process (the reveal or check runs it again, live)
-        _TRUTH[q.qid] = q.run()
-    truth = _TRUTH[q.qid]
+    truth = q.run()
     if q.role == "predict":
         predict(q.qid, q.kind.encode(truth))
         return reveal(q.qid)
