@@ -137,10 +137,19 @@ def load() -> dict[str, Question]:
     """Import every module under grader.questions once; each declares its unit's questions."""
     global _loaded
     if not _loaded:
+        import random
+
+        import torch
         from . import questions
-        for info in sorted(pkgutil.iter_modules(questions.__path__), key=lambda m: m.name):
-            if info.name.startswith("unit"):
-                importlib.import_module(f"{questions.__name__}.{info.name}")
+        # some unit modules build seeded examples when imported: the learner's random streams stay as they were
+        torch_rng, python_rng = torch.get_rng_state(), random.getstate()
+        try:
+            for info in sorted(pkgutil.iter_modules(questions.__path__), key=lambda m: m.name):
+                if info.name.startswith("unit"):
+                    importlib.import_module(f"{questions.__name__}.{info.name}")
+        finally:
+            torch.set_rng_state(torch_rng)
+            random.setstate(python_rng)
         _loaded = True
     return REGISTRY
 

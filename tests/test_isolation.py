@@ -77,3 +77,14 @@ def test_autocast_modes_hooks_switch_and_warn_only_do_not_reach_the_truth():
         assert torch.is_deterministic_algorithms_warn_only_enabled()
     finally:
         torch.use_deterministic_algorithms(False)
+
+
+def test_loading_the_questions_leaves_the_learners_random_streams_alone():
+    import random
+    import subprocess
+    import sys
+    code = ("import random, torch; torch.manual_seed(7); random.seed(7); a, b = torch.get_rng_state(), random.getstate();"
+            "from grader.question import all_questions; all_questions();"
+            "print(torch.equal(a, torch.get_rng_state()) and b == random.getstate())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "True", out.stderr[-2000:]
