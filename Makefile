@@ -76,7 +76,7 @@ hub-deps:
 HUB_PORT  ?= 8000
 HUB_USERS ?= 3
 hub: install hub-deps
-	$(BIN)/python -m grader.hub start --users $(HUB_USERS) --port $(HUB_PORT)
+	$(BIN)/python -m grader.instructor.hub start --users $(HUB_USERS) --port $(HUB_PORT)
 
 test: install system-deps hub-deps unit-tests nbval-solutions nbval-notebooks
 

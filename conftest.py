@@ -65,9 +65,9 @@ class StoreVerdict(pytest.Item):
         self.nbfile, self.solution = nbfile, solution
 
     def runtest(self):
-        from grader import progress
-        from grader.course import unit_id
-        from grader.store import Store, FILENAME
+        from grader.engine import progress
+        from grader.engine.course import unit_id
+        from grader.engine.store import Store, FILENAME
 
         path = Path(str(self.nbfile.fspath))
         uid = unit_id(path.stem)

@@ -72,8 +72,8 @@ def bench_startup(runs: int) -> dict:
 ANSWER_SCRIPT = r"""
 import json, sys, time
 from grader import check, predict, reveal
-from grader.kinds import Function
-from grader.question import all_questions
+from grader.engine.kinds import Function
+from grader.engine.question import all_questions
 sys.path.insert(0, sys.argv[1])
 from tests.reference import REFERENCE
 rows = []

@@ -26,22 +26,27 @@ for _category in (FutureWarning, DeprecationWarning):
     warnings.filterwarnings("ignore", category=_category, module=r"torch(\.|$)")
 del _category
 
-from .learner import check, hint, mark_passed, predict, reset, reveal, status
+from grader import _moved
+from grader.learner.api import check, hint, mark_passed, predict, reset, reveal, status
+
+_moved.install()
+# the widgets plug their inputs, reveal lock and action buttons into the API (ipywidgets loads on first use)
+from grader.learner import widgets as _widgets  # noqa: E402,F401
 
 # The interactive tools load on first use, so `import grader` costs little beyond `import torch`.
 _LAZY = {
-    "draw": "drawing", "stepper": "stepping", "trace_backward": "stepping",
-    "unit_panel": "widgets", "course_map": "widgets",
-    "neuron_lab": "labs", "memory_bill_lab": "labs", "depth_lab": "labs",
+    "draw": "learner.drawing", "stepper": "learner.stepper", "trace_backward": "learner.stepper",
+    "unit_panel": "learner.widgets", "course_map": "learner.widgets",
+    "neuron_lab": "learner.labs", "memory_bill_lab": "learner.labs", "depth_lab": "learner.labs",
 }
 
 __all__ = ["predict", "reveal", "check", "mark_passed", "reset", "hint", "status", *_LAZY]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def __getattr__(name):
     if name not in _LAZY:
         raise AttributeError(f"module 'grader' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     globals()[name] = value
     return value

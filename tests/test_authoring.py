@@ -10,6 +10,7 @@ catches. A code cell that prints ``NAME.listing()`` of a program object the unit
 (``NAME.inline()``), so the program is written once. Every question follows the rule.
 """
 import importlib
+import pkgutil
 import re
 import subprocess
 import sys
@@ -17,8 +18,8 @@ from pathlib import Path
 
 import nbformat
 
-from grader.course import UNITS
-from grader.question import all_questions
+from grader.engine.course import UNITS
+from grader.engine.question import all_questions
 
 ROOT = Path(__file__).resolve().parent.parent
 NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w])")
@@ -31,9 +32,11 @@ def _numbers(text: str) -> set:
 
 
 def _printed_listings(source: str, unit: str) -> str:
-    """The listings a code cell prints from program objects of the unit's question module."""
-    module = importlib.import_module(f"grader.questions.unit{unit}")
-    found = [getattr(module, name, None) for name in LISTING.findall(source)]
+    """The listings a code cell prints from program objects of the unit's package (its questions,
+    cases or support modules)."""
+    package = importlib.import_module(f"grader.units.unit{unit}")
+    modules = [importlib.import_module(f"{package.__name__}.{m.name}") for m in pkgutil.iter_modules(package.__path__)]
+    found = [next((getattr(m, name) for m in modules if hasattr(m, name)), None) for name in LISTING.findall(source)]
     return " ".join(program.listing() for program in found if callable(getattr(program, "listing", None)))
 
 
@@ -77,7 +80,7 @@ def test_verify_ends_with_one_summary_line():
 
 
 def test_the_summary_line_counts_changes():
-    from grader.cli import summary_line
+    from grader.instructor.cli import summary_line
 
     report = {"rows": [1] * 189, "changed": [{"id": "x"}], "added": ["y", "z"], "removed": [], "errors": [],
               "built_with": "2.13.0"}

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from grader import check, mark_passed, predict, reset, reveal
-from grader import question as registry
-from grader.kinds import Choice, Error
-from grader.question import predict_then_run, self_test
+from grader.engine import question as registry
+from grader.engine.kinds import Choice, Error
+from grader.engine.question import predict_then_run, self_test
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -196,8 +196,8 @@ def solved_copy(target: Path) -> None:
 
 
 def unit_state(uid: str):
-    from grader import progress
-    from grader.store import current
+    from grader.engine import progress
+    from grader.engine.store import current
     return progress.unit_state(uid, current().events(uid)), current().events(uid)
 
 
@@ -314,7 +314,7 @@ def _scratch(target: Path, self_test) -> None:
 def test_refusal_buttons_map_links_hints_and_a_reopened_notebook(tmp_path, home):
     from playwright.sync_api import sync_playwright
 
-    from grader.question import all_questions
+    from grader.engine.question import all_questions
 
     with_note = [q for q in all_questions() if q.role == "self-test" and q.hints and
                  any(not callable(w) for w, _ in q.misconceptions)]
@@ -392,7 +392,7 @@ def test_a_feedback_page_opens_offline_with_answers_explanation_and_failing_case
     """The grader's feedback page (``grade --html``), opened from disk with every network request refused."""
     from playwright.sync_api import sync_playwright
 
-    from grader.question import get
+    from grader.engine.question import get
     from tests.test_gradebook import feedback_page
 
     path = feedback_page(tmp_path)

@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.notebooks import BuildError, build, learner_copy, strip_solutions
+from grader.instructor.build import BuildError, build, learner_copy, strip_solutions
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,8 +72,8 @@ def test_check_fails_on_drift_and_build_repairs_it(tmp_path):
 
 
 def test_every_unit_with_questions_has_a_solution_and_a_learner_notebook():
-    from grader.course import UNITS
-    from grader.question import all_questions
+    from grader.engine.course import UNITS
+    from grader.engine.question import all_questions
     units = {q.unit for q in all_questions()}
     for uid in units:
         name = UNITS[uid].notebook
@@ -89,7 +89,7 @@ def test_every_unit_with_questions_has_a_solution_and_a_learner_notebook():
 
 
 def test_stored_outputs_are_normalised_so_a_diff_is_the_change():
-    from grader.notebooks import BuildError, normalise_outputs
+    from grader.instructor.build import BuildError, normalise_outputs
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1); print(2)")])
     cell = nb.cells[0]
     cell.execution_count = 7

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import classview
-from grader.question import all_questions
+from grader.instructor import classview
+from grader.engine.question import all_questions
 
 
 def _self_test_with_note():

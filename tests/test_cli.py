@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from grader import predict, reveal
-from grader.cli import main
+from grader.instructor.cli import main
 
 
 def run(*args, env=None):

@@ -7,7 +7,7 @@ from torch import nn
 
 from grader import draw
 
-from grader import drawing   # the module; grader.draw is the function it exports
+from grader.learner import drawing
 
 
 def mlp():
@@ -151,7 +151,7 @@ def test_a_custom_functions_saves_are_drawn():
 
 
 def test_a_wide_drawing_fits_the_notebook_column():
-    from grader.drawing import MAX_WIDTH_PX, fit_width
+    from grader.learner.drawing import MAX_WIDTH_PX, fit_width
     wide = '<svg width="1200pt" height="300pt" viewBox="0 0 1200 300">'
     fitted = fit_width(wide)
     assert f'width="{MAX_WIDTH_PX}px"' in fitted and 'viewBox="0 0 1200 300"' in fitted

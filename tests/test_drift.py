@@ -1,7 +1,7 @@
 """Version drift: answers that name things torch renames are compared on their stable part only."""
 from grader import check, predict, reveal
-from grader import question as registry
-from grader.kinds import ErrorOutcome
+from grader.engine import question as registry
+from grader.engine.kinds import ErrorOutcome
 
 
 def swap_experiment(monkeypatch, qid, fn):
@@ -34,7 +34,7 @@ def test_a_real_rename_is_still_refused(monkeypatch):
 
 
 def test_error_words_from_the_stable_part_survive_a_new_hint():
-    from grader.kinds import Error
+    from grader.engine.kinds import Error
     kind = Error("at backward", needs_message=True)
     answer = kind.read(("at backward", "has been modified by an inplace operation"))
     old = ErrorOutcome("at backward", "RuntimeError",

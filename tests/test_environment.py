@@ -170,7 +170,7 @@ def test_the_hub_gets_its_proxy_locally_and_binds_loopback_only():
     deps = makefile_target("hub-deps")
     assert "npm install --prefix .hub" in deps and "configurable-http-proxy@5" in deps
     assert "hub-deps" in makefile_target("test").strip().split("\n")[0]
-    assert "-m grader.hub start" in makefile_target("hub")
+    assert "-m grader.instructor.hub start" in makefile_target("hub")
     assert "/.hub/" in (ROOT / ".gitignore").read_text().split()
     config = (ROOT / "hub" / "jupyterhub_config.py").read_text()
     for setting in ("c.JupyterHub.bind_url", "c.JupyterHub.hub_bind_url", "c.ConfigurableHTTPProxy.api_url"):

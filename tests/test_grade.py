@@ -137,7 +137,7 @@ def test_bad_grade_options_are_refused_before_anything_runs(tmp_path):
 
 
 def test_restore_puts_grader_cells_back_and_reports_deleted_ones(tmp_path):
-    from grader.grade import Submission, restore
+    from grader.instructor.grading.pipeline import Submission, restore
     nb = edited(SOLUTION, lambda nb: replace_in(nb, 'mark_passed("00")', 'print("no mark")'))
     nb.cells = [c for c in nb.cells if c.get("id") != "c013"]
     nbformat.write(nb, tmp_path / "00_start_here.ipynb")
@@ -150,8 +150,8 @@ def test_restore_puts_grader_cells_back_and_reports_deleted_ones(tmp_path):
 
 def test_a_store_is_read_as_data(tmp_path):
     import os
-    from grader.grade import read_events
-    from grader.store import Store
+    from grader.instructor.grading.pipeline import read_events
+    from grader.engine.store import Store
     home, scratch = tmp_path / "home", tmp_path / "scratch"
     home.mkdir(), scratch.mkdir()
     Store(home / "progress.sqlite3").append("00", "00.warmup-square", "check", "correct", 6.0)

@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import containment
+from grader.instructor.grading import containment
 
 ROOT = Path(__file__).resolve().parent.parent
 ATTACKS = Path(__file__).parent / "fixtures" / "attacks"

@@ -1,6 +1,6 @@
 """A class on a real JupyterHub: three Unix users, each with their own server, workspace and progress.
 
-The hub is the one `make hub` starts (``grader.hub.Hub``, ``hub/jupyterhub_config.py``): JupyterHub and
+The hub is the one `make hub` starts (``grader.instructor.hub.Hub``, ``hub/jupyterhub_config.py``): JupyterHub and
 configurable-http-proxy on 127.0.0.1, LocalProcessSpawner (each server runs as its own Unix user), and
 throwaway per-user passwords. The test
 
@@ -41,9 +41,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import classview, hub, progress
-from grader.question import all_questions
-from grader.store import Store
+from grader.instructor import classview, hub
+from grader.engine import progress
+from grader.engine.question import all_questions
+from grader.engine.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -181,7 +182,7 @@ def partly_wrong(q, wrong) -> nbformat.NotebookNode:
 
 
 def read_own(path: Path) -> dict[str, progress.UnitState]:
-    """A learner's states, read as the learner's own tools read them (a copy, through grader.store)."""
+    """A learner's states, read as the learner's own tools read them (a copy, through grader.engine.store)."""
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / path.name
         shutil.copyfile(path, copy)

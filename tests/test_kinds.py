@@ -4,8 +4,7 @@ import math
 import pytest
 import torch
 
-from grader.kinds import (NO_ERROR, BadAnswer, Boolean, Choice, Error, ErrorOutcome, Name, Names,
-                          Number, Sequence, Unanswered, node_key, saved_key, stable_part)
+from grader.engine.kinds import NO_ERROR, BadAnswer, Boolean, Choice, Error, ErrorOutcome, Name, Names, Number, Sequence, Unanswered, node_key, saved_key, stable_part
 
 
 @pytest.mark.parametrize("kind", [Boolean(), Number(), Names(), Sequence(), Name(), Choice("a", "b"),
@@ -143,7 +142,7 @@ def test_every_derived_wrong_answer_is_refused(kind, truth):
 
 
 def test_an_answer_is_read_once_from_a_plain_copy():
-    from grader.kinds import MAX_ITEMS, snapshot
+    from grader.engine.kinds import MAX_ITEMS, snapshot
 
     class Liar(list):
         def __len__(self):
@@ -180,7 +179,7 @@ def test_an_answer_is_read_once_from_a_plain_copy():
 
 def test_the_learner_api_reads_the_copy(home):
     from grader import check, predict
-    from grader.kinds import MAX_ITEMS
+    from grader.engine.kinds import MAX_ITEMS
 
     class Liar(list):
         def __len__(self):

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from grader import labs
+from grader.learner import labs
 
 
 def test_neuron_numbers_are_autograd_and_agree_with_the_formula():

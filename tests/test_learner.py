@@ -3,10 +3,10 @@ import pytest
 import torch
 
 from grader import check, hint, mark_passed, predict, reset, reveal, status
-from grader import progress
-from grader.question import of_unit
-from grader.results import GraderCheckFailed
-from grader.store import current
+from grader.engine import progress
+from grader.engine.question import of_unit
+from grader.engine.results import GraderCheckFailed
+from grader.engine.store import current
 
 
 def unit_state(uid):
@@ -62,7 +62,7 @@ def test_a_prediction_after_reset_that_followed_a_reveal_is_never_recorded_as_a_
 
 
 def test_self_test_attempts_and_hints_are_on_the_record_across_resets(monkeypatch):
-    from grader.question import get
+    from grader.engine.question import get
     q = "01.closed-book-walk"
     monkeypatch.setattr(get(q), "hints", ("a nudge", "the mechanism"))
     assert check(q, ["AddBackward0"]).verdict == "incorrect"
@@ -184,7 +184,7 @@ def test_status_course_map_reports_prerequisites():
 
 
 def test_an_internal_failure_is_a_result_not_a_traceback(monkeypatch):
-    from grader import learner
+    from grader.learner import api as learner
 
     def broken_store():
         raise OSError("disk full")
@@ -197,7 +197,7 @@ def test_an_internal_failure_is_a_result_not_a_traceback(monkeypatch):
 
 
 def test_an_interrupt_during_a_check_is_reported(monkeypatch):
-    from grader import learner
+    from grader.learner import api as learner
 
     def interrupted(q, fn):
         raise KeyboardInterrupt()

@@ -16,9 +16,9 @@ import nbformat
 import pytest
 
 import grader
-from grader.course import UNITS
-from grader.kinds import Name, Names, Number
-from grader.question import all_questions, of_unit
+from grader.engine.course import UNITS
+from grader.engine.kinds import Name, Names, Number
+from grader.engine.question import all_questions, of_unit
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = {uid: ROOT / "solutions" / unit.notebook for uid, unit in UNITS.items()}
@@ -191,8 +191,8 @@ def test_every_function_a_message_names_is_imported(uid):
 
 @pytest.mark.parametrize("uid", list(UNITS))
 def test_the_title_cell_agrees_with_the_course(uid):
-    """The stated time, "Comes after" and "Leads to" match grader/course.py."""
-    from grader.course import leads_to
+    """The stated time, "Comes after" and "Leads to" match grader/engine/course.py."""
+    from grader.engine.course import leads_to
     title = _notebook(uid).cells[0].source
     time = re.search(r"Time:\*\*\s*about (\d+) minutes", title)
     assert time and int(time.group(1)) == UNITS[uid].minutes, f"unit {uid}: the time differs from course.py"

@@ -7,8 +7,8 @@ place of an error). Exercises are tried with a known-good implementation and wit
 import pytest
 
 from grader import check, predict, reveal
-from grader.kinds import BadAnswer, Function
-from grader.question import all_questions
+from grader.engine.kinds import BadAnswer, Function
+from grader.engine.question import all_questions
 from tests.reference import BUGGY, REFERENCE
 
 QUESTIONS = [q for q in all_questions() if not isinstance(q.kind, Function)]
@@ -71,7 +71,7 @@ WITH_NOTES = [q for q in all_questions() if q.misconceptions]
 
 @pytest.mark.parametrize("q", SELF_TESTS, ids=lambda q: q.qid)
 def test_self_test_is_not_guessable_by_retrying(q):
-    from grader.kinds import Boolean, Choice, Error
+    from grader.engine.kinds import Boolean, Choice, Error
     assert not isinstance(q.kind, Boolean), f"{q.qid}: a True/False self-test is passed by retrying"
     if isinstance(q.kind, Choice):
         assert len(q.kind.options) >= 4, f"{q.qid}: a choice self-test needs at least four options"

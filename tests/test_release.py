@@ -5,7 +5,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from grader.release import check_bundle
+from grader.instructor.release import check_bundle
 
 ROOT = Path(__file__).resolve().parent.parent
 

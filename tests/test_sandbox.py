@@ -3,12 +3,12 @@ import time
 
 import torch
 
-from grader import sandbox
-from grader.isolation import clean_room, snapshot
+from grader.engine import limits
+from grader.engine.torch_state import clean_room, snapshot
 
 
 def test_value_comes_back():
-    out = sandbox.call(lambda a, b: a + b, 1, 2)
+    out = limits.call(lambda a, b: a + b, 1, 2)
     assert out.ok and out.value == 3
 
 
@@ -17,45 +17,45 @@ def test_endless_loop_is_stopped():
         while True:
             pass
     started = time.monotonic()
-    out = sandbox.call(spin, seconds=0.5)
+    out = limits.call(spin, seconds=0.5)
     assert time.monotonic() - started < 3
     assert "ran for more than 0.5 s" in out.problem
 
 
 def test_sleep_is_stopped():
-    out = sandbox.call(time.sleep, 30, seconds=0.3)
+    out = limits.call(time.sleep, 30, seconds=0.3)
     assert "was stopped" in out.problem
 
 
 def test_exceptions_become_one_line():
     def broken(x):
         return x["missing"]
-    out = sandbox.call(broken, {})
+    out = limits.call(broken, {})
     assert out.problem.startswith("it raised KeyError: 'missing'") and "\n" not in out.problem
 
 
 def test_runaway_recursion():
     def down(n):
         return down(n + 1)
-    assert "recursed without end" in sandbox.call(down, 0).problem
+    assert "recursed without end" in limits.call(down, 0).problem
 
 
 def test_printing_megabytes_is_cut_off():
     def chatty():
         while True:
             print("x" * 10000)
-    out = sandbox.call(chatty, seconds=5)
-    assert "printed more than" in out.problem and len(out.printed) <= sandbox.OUTPUT_KEEP
+    out = limits.call(chatty, seconds=5)
+    assert "printed more than" in out.problem and len(out.printed) <= limits.OUTPUT_KEEP
 
 
 def test_not_implemented_means_not_written():
     def todo():
         raise NotImplementedError()
-    assert sandbox.call(todo).not_written
+    assert limits.call(todo).not_written
 
 
 def test_exit_does_not_end_the_process():
-    out = sandbox.call(exit)
+    out = limits.call(exit)
     assert "SystemExit" in out.problem
 
 
@@ -67,7 +67,7 @@ def test_global_torch_state_is_restored_and_reported():
         torch.set_default_dtype(torch.float64)
         torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t).__enter__()
         return 1
-    out = sandbox.call(meddle)
+    out = limits.call(meddle)
     assert "grad mode was True, is now False" in out.problem
     assert "the default dtype" in out.problem and "saved-tensor hooks" in out.problem
     assert snapshot() == before
@@ -91,7 +91,7 @@ def test_a_swallowed_timeout_fires_again_and_the_learners_timer_survives():
     import signal
     import time
 
-    from grader import sandbox
+    from grader.engine import limits
 
     def stubborn():
         while True:
@@ -101,13 +101,13 @@ def test_a_swallowed_timeout_fires_again_and_the_learners_timer_survives():
             except BaseException:
                 pass
     started = time.monotonic()
-    out = sandbox.call(stubborn, seconds=0.5)
+    out = limits.call(stubborn, seconds=0.5)
     assert "ran for more than" in out.problem and time.monotonic() - started < 20
     fired = []
     old = signal.signal(signal.SIGALRM, lambda *a: fired.append(1))
     try:
         signal.setitimer(signal.ITIMER_REAL, 3.0)
-        assert sandbox.call(lambda: 7, seconds=0.5).value == 7
+        assert limits.call(lambda: 7, seconds=0.5).value == 7
         left = signal.getitimer(signal.ITIMER_REAL)[0]
         assert 0 < left <= 3.0
     finally:

@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.shards import MergeError, read_partials, shard_of
+from grader.instructor.grading.shards import MergeError, read_partials, shard_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = ROOT / "solutions" / "00_start_here.ipynb"

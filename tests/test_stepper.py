@@ -79,7 +79,7 @@ def test_next_and_back_walk_the_steps():
 
 def test_the_widget_buttons():
     pytest.importorskip("ipywidgets")
-    from grader.stepping import Stepper
+    from grader.learner.stepper import Stepper
     w, y = chain()
     s = Stepper(trace_backward(y, names={"w": w}), interactive=True)
     assert s.back_button.disabled and not s.next_button.disabled

@@ -9,11 +9,11 @@ import warnings
 
 import pytest
 
-from grader.store import FILENAME, MIGRATIONS, SCHEMA_VERSION, Store, StoreWarning, current
+from grader.engine.store import FILENAME, MIGRATIONS, SCHEMA_VERSION, Store, StoreWarning, current
 
 WRITER = textwrap.dedent("""
     import sys
-    from grader.store import Store
+    from grader.engine.store import Store
     store = Store(sys.argv[1])
     for i in range(int(sys.argv[3])):
         store.append("01", "01.pow-node", "predict", "recorded", answer=[sys.argv[2], i])
@@ -115,7 +115,7 @@ def test_a_read_only_file_keeps_its_history_in_memory(tmp_path, monkeypatch):
 def test_a_store_from_a_newer_version_is_read_as_it_is_and_never_moved(tmp_path):
     import hashlib
     import warnings
-    from grader.store import SCHEMA_VERSION
+    from grader.engine.store import SCHEMA_VERSION
     path = tmp_path / "progress.sqlite"
     first = Store(path)
     first.append("01", "01.pow-node", "predict", "recorded", "PowBackward0")

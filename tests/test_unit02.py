@@ -7,8 +7,8 @@ leaves with zeros, and outputs that are transposed views.
 import pytest
 import torch
 
-from grader.kinds import BadAnswer, Error, ErrorOutcome, Unanswered
-from grader.questions import unit02
+from grader.engine.kinds import BadAnswer, Error, ErrorOutcome, Unanswered
+from grader.units.unit02 import questions as unit02
 
 
 def test_leaf_grads_reads_tensors_lists_numbers_and_none():

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from grader import check
-from grader.question import get
-from grader.questions import unit03
+from grader.engine.question import get
+from grader.units.unit03 import questions as unit03
 from tests.reference.unit03 import make_watch, three_ways
 
 

@@ -6,9 +6,10 @@ import time
 import pytest
 import torch
 
-from grader import check, traces
-from grader.question import get
-from grader.questions import unit04
+from grader import check
+from grader.probes import traces
+from grader.engine.question import get
+from grader.units.unit04 import questions as unit04
 from tests.reference import unit04 as ref
 
 # --- the tracer -------------------------------------------------------------------------------

@@ -11,8 +11,8 @@ import pytest
 
 
 from grader import probes
-from grader.kinds import Error, ErrorOutcome
-from grader.questions import unit05
+from grader.engine.kinds import Error, ErrorOutcome
+from grader.units.unit05 import questions as unit05
 from tests.reference.unit05 import predict_bill, saved_parameters
 
 
@@ -84,8 +84,9 @@ import inspect
 
 import torch
 
-from grader import draw, isolation
-from grader.question import all_questions
+from grader import draw
+from grader.engine import torch_state
+from grader.engine.question import all_questions
 
 
 def _draw_of(bill, names):
@@ -112,7 +113,7 @@ def test_every_unit05_bill_question_is_a_registered_program():
 
 @pytest.mark.parametrize("qid", sorted(unit05.BILL_PROGRAMS))
 def test_draw_totals_equal_the_bill_the_grader_uses(qid):
-    with isolation.clean_room():
+    with torch_state.clean_room():
         program = unit05.BILL_PROGRAMS[qid]()
         bill = program.bill()
         _agree(bill, [n for n in (program.names, program.inputs) if n is not None])
@@ -131,7 +132,7 @@ def test_draw_totals_equal_the_bill_on_every_generated_model():
 
 
 def test_draw_and_the_bill_agree_on_unit09s_bill_questions():
-    from grader.questions import unit09
+    from grader.units.unit09 import questions as unit09
     billed = {q.qid for q in all_questions() if q.unit in ("09", "10") and _uses_a_bill(q)}
     # 09.self-bill-under-offload asks what bill reports *under another hook pair* (which runs instead of
     # bill's own): a question about hook nesting, not about what backward keeps.

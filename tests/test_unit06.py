@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from grader import check
-from grader.question import get
-from grader.questions import unit06
+from grader.engine.question import get
+from grader.units.unit06 import questions as unit06
 from tests.reference import unit06 as reference
 
 

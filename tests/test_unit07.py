@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from grader import check
-from grader import question as registry
-from grader.questions import unit07
+from grader.engine import question as registry
+from grader.units.unit07 import questions as unit07
 from tests.reference.unit07 import (REFERENCE, Pair, pack_keeps_the_tensor, pack_with_version, predict_inplace,
                                     unpack_checked)
 

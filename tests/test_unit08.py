@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from grader import check, probes
-from grader.questions import unit08
-from grader.questions.unit08 import Recurrence, carried_loop, chunked_grads, the_loop, tbptt_cases
+from grader.units.unit08 import questions as unit08
+from grader.units.unit08.questions import Recurrence, carried_loop, chunked_grads, the_loop, tbptt_cases
 from tests.reference.unit08 import tbptt_grads
 
 

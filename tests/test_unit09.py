@@ -10,9 +10,10 @@ import time
 import pytest
 import torch
 
-from grader import check, isolation
-from grader import question as registry
-from grader.questions import unit09
+from grader import check
+from grader.engine import torch_state
+from grader.engine import question as registry
+from grader.units.unit09 import questions as unit09
 from tests.reference.unit09 import REFERENCE, Pair, pack_half, unpack_half
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -89,7 +90,7 @@ def test_a_pack_that_keeps_its_own_output_is_refused_as_a_leak():
     cyclic = [c for c in unit09.guard_cases() if unit09.guard_truth(c)[0] == unit09.CLEAN
               and any(op in c.source for op in (".tanh()", ".sigmoid()", ".relu()"))]
     assert cyclic
-    with isolation.clean_room():
+    with torch_state.clean_room():
         label, detail = unit09.run_guard(pair, cyclic[0])
         assert label == unit09.LEAKS and "gc.collect()" in detail
         assert unit09.leak_run(cyclic[0], (pack_half, unpack_half)) == 0
@@ -157,7 +158,7 @@ def test_memory_watch_sees_backward_and_the_grads():
 def _programs(count, seed, write=False):
     rng = random.Random(seed)
     out = []
-    with isolation.clean_room():
+    with torch_state.clean_room():
         while len(out) < count:
             program_seed = rng.randrange(10 ** 6)
             setup, forward, kinds = unit09.forward_program(program_seed, ops=1 + program_seed % 8)
@@ -207,7 +208,7 @@ def test_a_coarser_format_is_refused():
 
 def test_the_reference_agrees_with_torch_beyond_the_graded_programs():
     pair = (pack_half, unpack_half)
-    with isolation.clean_room():
+    with torch_state.clean_room():
         for case in _programs(40, seed=2) + _programs(80, seed=3, write=True):
             expected, _ = unit09._plain(case)
             got, detail = unit09.run_guard(pair, case)

@@ -7,10 +7,10 @@ import time
 import pytest
 import torch
 
-from grader import audit, check
-from grader.audit import (CARRIED, DEPTH, DETACHED, FACTS, GRADS, IN_PLACE, KINDS, MOVES, NO_FAULT, NO_GRAD,
-                          NOT_CLEARED, REBOUND, RUNS, STALE, VERDICTS, diagnose, prove, step_through)
-from grader.questions import unit10
+from grader.units.unit10 import capstone
+from grader import check
+from grader.units.unit10.capstone import CARRIED, DEPTH, DETACHED, FACTS, GRADS, IN_PLACE, KINDS, MOVES, NO_FAULT, NO_GRAD, NOT_CLEARED, REBOUND, RUNS, STALE, VERDICTS, diagnose, prove, step_through
+from grader.units.unit10 import questions as unit10
 from tests.reference import unit10 as ref
 
 CASES = unit10._cases()
@@ -75,7 +75,7 @@ def test_cases_cover_every_kind_and_spelling():
     decoys = [c.program.source for c in CASES if c.planted == NO_FAULT]
     assert any(".detach()" in s or "no_grad" in s or "retain_graph" in s for s in decoys)
     assert [c.size for c in CASES] == sorted(c.size for c in CASES), "smallest first"
-    again = audit.cases()
+    again = capstone.cases()
     assert [c.program.source for c in again] == [c.program.source for c in CASES], "seeded"
 
 
@@ -183,7 +183,7 @@ def test_a_diagnosis_may_hand_back_the_event_itself():
 
 def test_the_reference_repair_is_proven_and_the_named_fakes_are_not():
     """The repair exercise left the unit (learner time); its reference still checks what prove measures."""
-    from grader.audit import FACTS, cases, prove
+    from grader.units.unit10.capstone import FACTS, cases, prove
     programs = [c.fresh()["program"] for c in cases()]
     for program in programs:
         assert set(prove(program, ref.repair(program)).facts) == set(FACTS), program

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from grader import check
-from grader import question as registry
-from grader.questions import unit11_support as support
+from grader.engine import question as registry
+from grader.units.unit11 import support
 from tests.reference import unit11 as ref
 
 

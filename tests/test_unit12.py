@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from grader import check
-from grader.questions import unit12, unit12_support as kit
-from grader.questions.unit12_support import FAULTS, FROZEN, LEAK, NO_FAULT, NONFINITE, STALE, VERDICTS
+from grader.units.unit12 import questions as unit12, support as kit
+from grader.units.unit12.support import FAULTS, FROZEN, LEAK, NO_FAULT, NONFINITE, STALE, VERDICTS
 from tests.reference import unit12 as ref
 
 CASES = unit12._cases()

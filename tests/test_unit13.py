@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from grader import check
-from grader import question as registry
-from grader.questions import unit13_support as support
+from grader.engine import question as registry
+from grader.units.unit13 import support
 from tests.reference import unit13 as ref
 
 

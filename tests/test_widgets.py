@@ -8,13 +8,14 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
-from grader import check, mark_passed, predict, reset, reveal, widgets
-from grader import progress
-from grader.kinds import Choice, Error
-from grader.question import Question, get
-from grader.results import Result
-from grader.store import current
-from grader.widgets import PredictionWidget, UnitPanel, CourseMap
+from grader import check, mark_passed, predict, reset, reveal
+from grader.learner import display, widgets
+from grader.engine import progress
+from grader.engine.kinds import Choice, Error
+from grader.engine.question import Question, get
+from grader.engine.results import Result
+from grader.engine.store import current
+from grader.learner.widgets import PredictionWidget, UnitPanel, CourseMap
 
 
 def events(unit):
@@ -99,7 +100,7 @@ def test_sequence_is_built_in_order_by_clicking(monkeypatch, tmp_path):
 
 def _loose(monkeypatch, qid, kind):
     """A question of a kind unit 00 and 01 do not use, registered for this test only."""
-    from grader import question
+    from grader.engine import question
     question.load()
     q = Question(qid, "00", "predict", kind, "a test question", "because", lambda: None)
     monkeypatch.setitem(question.REGISTRY, qid, q)
@@ -180,7 +181,7 @@ def test_strict_mode_never_raises_out_of_a_button(monkeypatch):
 
 
 def test_outside_a_kernel_predict_falls_back_to_text():
-    assert not widgets.widgets_available()
+    assert not display.widgets_available()
     for r in (predict("01.pow-node"), predict("01.pow-node", ...)):
         assert type(r) is Result and r.verdict == "unanswered"
     assert "second argument" in predict("01.pow-node").message
@@ -192,8 +193,8 @@ def test_in_a_kernel_the_placeholder_shows_the_widget_and_the_text(monkeypatch):
     r = predict("01.pow-node", ...)
     assert r.verdict == "unanswered" and "replace ..." in r.message
     bundle = r._repr_mimebundle_()
-    assert widgets.WIDGET_VIEW in bundle and "not answered yet" in bundle["text/plain"]
-    assert bundle[widgets.WIDGET_VIEW]["model_id"] == r.widget.box.model_id
+    assert display.WIDGET_VIEW in bundle and "not answered yet" in bundle["text/plain"]
+    assert bundle[display.WIDGET_VIEW]["model_id"] == r.widget.box.model_id
     bare = predict("01.pow-node")
     assert isinstance(bare, widgets.Asked) and "second argument" in bare.message
     assert events("01") == []
@@ -203,7 +204,7 @@ def test_in_a_kernel_the_placeholder_shows_the_widget_and_the_text(monkeypatch):
 
 
 def test_strict_mode_still_raises_on_the_placeholder(monkeypatch):
-    from grader.results import GraderCheckFailed
+    from grader.engine.results import GraderCheckFailed
     monkeypatch.setattr(widgets, "widgets_available", lambda: True)
     monkeypatch.setenv("AUTOGRAD_LAB_STRICT", "1")
     with pytest.raises(GraderCheckFailed):
@@ -212,7 +213,7 @@ def test_strict_mode_still_raises_on_the_placeholder(monkeypatch):
 
 def test_widgets_can_be_switched_off(monkeypatch):
     monkeypatch.setenv("AUTOGRAD_LAB_WIDGETS", "0")
-    assert not widgets.widgets_available()
+    assert not display.widgets_available()
 
 
 def test_locking_prints_nothing(capsys):
@@ -264,7 +265,7 @@ def test_unit_panel_is_text_outside_a_kernel():
 
 
 def test_course_map_shows_every_unit_state_and_prerequisites():
-    from grader.course import UNITS
+    from grader.engine.course import UNITS
     text = CourseMap().text()
     for uid, unit in UNITS.items():
         assert f"  {uid}  " in text and unit.title in text
@@ -286,10 +287,11 @@ def test_course_map_shows_every_unit_state_and_prerequisites():
 
 def test_without_ipywidgets_everything_is_text(monkeypatch):
     import sys
-    from grader import labs, stepper
+    from grader.learner import labs
+    from grader import stepper
     import torch
     monkeypatch.setitem(sys.modules, "ipywidgets", None)       # import ipywidgets now fails
-    assert not widgets.widgets_available()
+    assert not display.widgets_available()
     assert widgets.ask(get("01.pow-node")) is None
     r = predict("01.pow-node", ...)
     assert type(r) is Result and r.verdict == "unanswered"
@@ -325,7 +327,7 @@ def test_a_refusal_that_names_reset_offers_it_as_a_button(monkeypatch):
     reveal("01.x-is-leaf")
     refusal = predict("01.x-is-leaf", False)
     bundle = refusal._repr_mimebundle_()
-    assert widgets.WIDGET_VIEW in bundle and "reset('01.x-is-leaf')" in bundle["text/plain"]
+    assert display.WIDGET_VIEW in bundle and "reset('01.x-is-leaf')" in bundle["text/plain"]
     box = widgets.action_box(refusal)
     button = box.children[1].children[0]
     assert button.description == "Start 01.x-is-leaf again"

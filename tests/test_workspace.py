@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import workspace as ws
-from grader.cli import main
-from grader.notebooks import build
+from grader.learner import workspace as ws
+from grader.instructor.cli import main
+from grader.instructor.build import build
 
 ROOT = Path(__file__).resolve().parent.parent
 DAY = datetime.date(2031, 5, 4)

@@ -226,8 +226,8 @@ def verify(py: Path, home: Path) -> dict:
 
 FULL = """
 import json, sys
-from grader.manifest import answer_of, load
-from grader.question import get
+from grader.instructor.manifest import answer_of, load
+from grader.engine.question import get
 old = load()["questions"]
 print(json.dumps({qid: {"old": old[qid]["answer"], "new": answer_of(get(qid))[0]} for qid in sys.argv[1:]}))
 """

@@ -3,9 +3,9 @@ import re
 
 import torch
 
-from grader.audit import step_through
+from grader.units.unit10.capstone import step_through
 from grader.probes import nodes
-from grader.traces import first_broken_edge
+from grader.probes.traces import first_broken_edge
 
 # --- 10.diagnose --------------------------------------------------------------------------------
 

@@ -1,0 +1,109 @@
+"""Grade a learner's function on generated cases, smallest first, against torch's live answer.
+
+The verdict names how many cases passed and shows the smallest failing one:
+its code, its graph as torch recorded it, the learner's result and torch's.
+"""
+from __future__ import annotations
+
+import time
+
+from grader.engine import torch_state, limits
+from grader.engine.kinds import BadAnswer, Function, Unanswered, short, snapshot
+from grader.engine.results import Result
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def run_exercise(q, answer) -> Result:
+    kind: Function = q.kind
+    rows = [("exercise", q.prompt)]
+    try:
+        fn = kind.read(answer)
+    except Unanswered:
+        return Result("check", q.qid, "unanswered", "write the function, then pass it here (not its result)", rows=rows)
+    except BadAnswer as exc:
+        return Result("check", q.qid, "invalid", str(exc), rows=rows)
+    try:
+        cases = list(kind.cases())
+    except Exception as exc:
+        return Result("check", q.qid, "error", f"the grader could not generate its cases ({exc}); please report it")
+    started = time.monotonic()
+    passed, failures, checked = 0, [], 0
+    # torch's answer for a case is computed only after the learner's function has returned, and never kept
+    # while it runs: no frame the learner's function can walk up to holds one.
+    for index, case in enumerate(cases):
+        if time.monotonic() - started > kind.budget_s:
+            break
+        with torch_state.clean_room():   # the learner may be inside no_grad or inference_mode
+            ns = case.fresh()
+        outcome = limits.call(kind.call, fn, case, ns, seconds=kind.per_case_s)
+        checked += 1
+        if outcome.not_written:
+            if index == 0:
+                return Result("check", q.qid, "unanswered",
+                              "your function still raises NotImplementedError: replace that line with your code",
+                              rows=rows)
+            failures.append((case, "it raised NotImplementedError", None, outcome))
+            continue
+        if outcome.problem:
+            failures.append((case, outcome.problem, None, outcome))
+            if "ran for more than" in outcome.problem:
+                break   # one endless loop is enough to report; do not spend the whole budget on it
+            continue
+        try:
+            value = kind.returns.read(kind.convert(snapshot(outcome.value), case, ns))
+        except Unanswered:
+            failures.append((case, f"it returned {short(outcome.value)}; did you forget a return statement?",
+                             None, outcome))
+            continue
+        except BadAnswer as exc:
+            failures.append((case, f"it returned {short(outcome.value)}: {exc}", None, outcome))
+            continue
+        except Exception as exc:
+            failures.append((case, f"it returned {short(outcome.value)}, which could not be read "
+                                   f"({type(exc).__name__})", None, outcome))
+            continue
+        try:
+            agrees = kind.returns.agrees(q.run(case), value)
+        except Exception as exc:
+            return Result("check", q.qid, "error",
+                          f"the grader's own experiment failed on {case.label} ({type(exc).__name__}: {exc}); "
+                          "this is not your mistake, please report it")
+        if agrees:
+            passed += 1
+        else:
+            failures.append((case, "", value, outcome))
+    total = len(cases)
+    detail = {"cases": total, "checked": checked, "passed": passed}
+    if not failures and checked == total:
+        rows.append(("result", f"passed all {total} generated cases"))
+        return Result("check", q.qid, "correct", got=fn, rows=rows, explain=q.explain, detail=detail)
+    if not failures:
+        return Result("check", q.qid, "incorrect",
+                      f"only {checked} of {total} cases ran within {kind.budget_s:g} s: make the function faster",
+                      got=fn, rows=rows, detail=detail)
+    case, problem, value, outcome = failures[0]
+    try:
+        truth = q.run(case)
+    except Exception as exc:
+        return Result("check", q.qid, "error",
+                      f"the grader's own experiment failed on {case.label} ({type(exc).__name__}: {exc}); "
+                      "this is not your mistake, please report it")
+    rows.append(("cases passed", f"{passed} of {total}" + ("" if checked == total else f" ({checked} run)")))
+    rows.append(("smallest failing case", case.source))
+    try:
+        with torch_state.clean_room():
+            rows.append((getattr(case, "drawing_label", "its graph"), case.drawing()))
+    except Exception:
+        pass
+    if problem:
+        rows.append(("your function", problem))
+    else:
+        rows.append(("your function returned", kind.returns.show(value)))
+    rows.append(("torch says", kind.returns.show(truth)))
+    if outcome.printed.strip():
+        rows.append(("it printed", outcome.printed.strip()[:300]))
+    note = kind.returns.verdict_note(truth, value) if value is not None else ""
+    return Result("check", q.qid, "incorrect", note, got=fn, rows=rows, detail=detail)

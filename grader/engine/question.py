@@ -1,0 +1,169 @@
+"""Questions are declared once: an id, a kind, a prompt, the mechanism, and the live experiment.
+
+A declaration reads like this::
+
+    @predict_then_run("01.pow-node", Sequence(), prompt="...", explain="...")
+    def pow_node():
+        w = torch.tensor(2.0, requires_grad=True)
+        y = (w * 3) ** 2
+        return node_names(y)
+
+The body is the experiment: torch answers at check time. Roles:
+
+* ``predict_then_run``: predicted in the notebook, then revealed;
+* ``self_test``: answered with ``check`` at the end of a unit;
+* ``exercise``: a learner function, ``check``-ed on generated cases
+  (its experiment takes one case and returns torch's answer for it).
+
+An error question's experiment is a generator: it ``yield``s the name of
+each place before running it, and the place it was in when torch raised is
+the answer (see :func:`run_experiment`).
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence as Seq
+
+from grader.engine import torch_state
+from grader.engine.course import UNITS, unit_id
+from grader.engine.kinds import NO_ERROR, Error, ErrorOutcome, Function, Kind
+
+# Where the units' declarations live: one package per unit, each with a questions module.
+CONTENT_PACKAGE = "grader.units"
+
+ROLES = ("predict", "self-test", "exercise")
+_ID = re.compile(r"^(\d\d)\.[a-z0-9][a-z0-9-]*$")
+
+
+@dataclass
+class Question:
+    qid: str
+    unit: str
+    role: str
+    kind: Kind
+    prompt: str
+    explain: str
+    experiment: Callable
+    order: int = 0
+    hints: tuple[str, ...] = ()                      # from a nudge to the mechanism, shown one at a time
+    misconceptions: tuple[tuple[Any, str], ...] = ()  # (wrong answer, or a function of torch's answer; the note)
+
+    def misconception(self, truth: Any, value: Any) -> str:
+        """The note declared for a wrong answer learners actually give, when ``value`` is one; else ''."""
+        for wrong, note in self.misconceptions:
+            try:
+                answer = wrong(truth) if callable(wrong) else wrong
+                if self.kind.same_answer(self.kind.read(answer), value):
+                    return note
+            except Exception:   # a declared answer that no longer reads is not the learner's problem
+                continue
+        return ""
+
+    def run(self, *case) -> Any:
+        """Run the live experiment in a clean torch state and return torch's answer, normalised."""
+        with torch_state.clean_room():
+            return self.kind.truth(run_experiment(self.experiment, *case)) \
+                if not isinstance(self.kind, Function) else \
+                self.kind.returns.truth(run_experiment(self.experiment, *case))
+
+
+def run_experiment(experiment: Callable, *args) -> Any:
+    if not inspect.isgeneratorfunction(experiment):
+        return experiment(*args)
+    place = NO_ERROR
+    steps = experiment(*args)
+    try:
+        for place in steps:
+            pass
+    except Exception as exc:  # torch raised: that is the observation
+        return ErrorOutcome(where=place, error=type(exc).__name__, message=str(exc))
+    return ErrorOutcome(where=NO_ERROR)
+
+
+REGISTRY: dict[str, Question] = {}
+_loaded = False
+
+
+def _declare(role: str, qid: str, kind: Kind, prompt: str, explain: str,
+             hints: Seq[str] = (), misconceptions: Seq[tuple[Any, str]] = ()):
+    match = _ID.match(qid)
+    if not match:
+        raise ValueError(f"question id {qid!r} must look like '01.short-name'")
+    unit = match.group(1)
+    if unit not in UNITS:
+        raise ValueError(f"question {qid!r} names unit {unit}, which the course does not have")
+    if (role == "exercise") != isinstance(kind, Function):
+        raise ValueError(f"{qid}: exercises, and only exercises, take a Function kind")
+    if not prompt.strip() or not explain.strip():
+        raise ValueError(f"{qid}: a question needs a prompt and an explanation")
+    hints = tuple(" ".join(h.split()) for h in hints)
+    if any(not isinstance(h, str) or not h for h in hints):
+        raise ValueError(f"{qid}: every hint is a non-empty string")
+    misconceptions = tuple(misconceptions)
+    for item in misconceptions:
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str) and item[1].strip()):
+            raise ValueError(f"{qid}: a misconception is a pair (wrong answer or function of torch's answer, note)")
+        if not callable(item[0]) and role != "exercise":
+            kind.read(item[0])   # a literal wrong answer must be readable as this kind (BadAnswer otherwise)
+
+    def register(experiment: Callable) -> Callable:
+        if qid in REGISTRY and REGISTRY[qid].experiment.__module__ != experiment.__module__:
+            raise ValueError(f"question id {qid!r} is declared twice")
+        if isinstance(kind, Error) and not inspect.isgeneratorfunction(experiment):
+            raise ValueError(f"{qid}: an error question's experiment must yield the name of each place")
+        REGISTRY[qid] = Question(qid, unit, role, kind, " ".join(prompt.split()),
+                                 " ".join(explain.split()), experiment, order=len(REGISTRY),
+                                 hints=hints, misconceptions=tuple((m, " ".join(n.split())) for m, n in misconceptions))
+        return experiment
+    return register
+
+
+def predict_then_run(qid: str, kind: Kind, *, prompt: str, explain: str, hints: Seq[str] = (),
+                        misconceptions: Seq[tuple[Any, str]] = ()):
+    return _declare("predict", qid, kind, prompt, explain, hints, misconceptions)
+
+
+def self_test(qid: str, kind: Kind, *, prompt: str, explain: str, hints: Seq[str] = (),
+                 misconceptions: Seq[tuple[Any, str]] = ()):
+    return _declare("self-test", qid, kind, prompt, explain, hints, misconceptions)
+
+
+def exercise(qid: str, kind: Function, *, prompt: str, explain: str, hints: Seq[str] = ()):
+    return _declare("exercise", qid, kind, prompt, explain, hints)
+
+
+def load() -> dict[str, Question]:
+    """Import each unit's declarations (``grader.units.unitNN.questions``) once, in course order.
+
+    The engine finds the content by name, never by a static import: content sits above the engine."""
+    global _loaded
+    if not _loaded:
+        import random
+
+        import torch
+        # some unit modules build seeded examples when imported: the learner's random streams stay as they were
+        torch_rng, python_rng = torch.get_rng_state(), random.getstate()
+        try:
+            for uid in UNITS:
+                importlib.import_module(f"{CONTENT_PACKAGE}.unit{uid}.questions")
+        finally:
+            torch.set_rng_state(torch_rng)
+            random.setstate(python_rng)
+        _loaded = True
+    return REGISTRY
+
+
+def get(qid: str) -> Question | None:
+    return load().get(qid)
+
+
+def of_unit(unit: Any) -> list[Question]:
+    u = unit_id(unit)
+    return sorted((q for q in load().values() if q.unit == u), key=lambda q: q.order)
+
+
+def all_questions() -> list[Question]:
+    return sorted(load().values(), key=lambda q: (q.unit, q.order))

@@ -1,0 +1,433 @@
+"""The instructor's view of a class: every learner's own progress record, collected read-only.
+
+On a hub each learner's progress store lies in their home
+(``~/.local/share/autograd-lab/progress.sqlite3``). This reads every such store, never writes
+to one (each is opened with SQLite's ``mode=ro``, and never in a way that leaves a file beside it),
+never runs a notebook, and reports:
+
+* per unit and question: how many predicted correctly, wrongly, revealed without predicting or predicted
+  after a reveal; the most common wrong answers with their counts (and the question's note when it is a
+  known misconception); hints and attempts;
+* per learner: last activity, the unit in progress, and what it still misses.
+
+This is the learners' own record, derived exactly as their panel and ``python -m grader status`` derive it
+(:mod:`grader.engine.progress`). It is not recomputed: ``python -m grader grade`` re-runs submitted notebooks and
+grades them afresh; this only reads what the learners' kernels wrote.
+
+    python -m grader.instructor.classview --homes /home [--users alice,bob] [--html class.html] [--json]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import functools
+import html
+import json
+import pwd
+import sqlite3
+import sys
+import time
+import urllib.parse
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.engine import progress
+from grader.engine.course import UNITS
+from grader.engine.question import of_unit
+from grader.engine.store import FILENAME, Event, event_of
+
+ROOT = Path(__file__).resolve().parents[2]
+STORE_IN_HOME = Path(".local") / "share" / "autograd-lab" / FILENAME
+TOP = 5   # wrong answers listed per question
+MISSING_SHOWN = 8   # items of a learner's missing list shown on the page (the JSON has all)
+
+
+# --- reading the stores --------------------------------------------------------------------
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection that creates nothing beside the learner's file.
+
+    ``mode=ro`` alone would create the ``-wal`` and ``-shm`` files of a WAL database when they are
+    absent (as they are whenever no kernel is writing) and leave them, owned by whoever reads: run as
+    root, that would stop the learner's own kernel from writing. So: when both exist (a kernel is
+    writing), read through them; otherwise open the file as immutable, which touches nothing.
+    """
+    quoted = urllib.parse.quote(str(path))
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    query = "mode=ro" if wal.exists() and shm.exists() else "mode=ro&immutable=1"
+    return sqlite3.connect(f"file:{quoted}?{query}", uri=True, timeout=5)
+
+
+def read_events(path: Path) -> list[Event]:
+    """Every event in the store at ``path``, read-only; a store caught mid-write is read again."""
+    for attempt in range(4):
+        con = _connect_read_only(path)
+        try:
+            columns = {row[1] for row in con.execute("PRAGMA table_info(events)")}
+            extra = [c if c in columns else f"'' AS {c}" for c in ("session", "detail")]
+            rows = con.execute("SELECT id, time, unit, qid, action, answer, verdict, torch, "
+                               + ", ".join(extra) + " FROM events ORDER BY id").fetchall()
+            break
+        except sqlite3.DatabaseError:
+            if attempt == 3:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+        finally:
+            con.close()
+    return [event_of(r) for r in rows]
+
+
+@dataclass
+class Learner:
+    name: str
+    store: Path
+    events: list = field(default_factory=list)
+    problem: str = ""          # why the store could not be read; '' when it was
+
+    def states(self) -> dict[str, progress.UnitState]:
+        return {u: progress.unit_state(u, self.events) for u in UNITS}
+
+
+def home_of(user: str, homes: list[Path]) -> Path:
+    try:
+        return Path(pwd.getpwnam(user).pw_dir)
+    except KeyError:
+        for base in homes:
+            if (base / user).is_dir():
+                return base / user
+        return (homes[0] if homes else Path("/home")) / user
+
+
+def find(homes: list[Path], users: list[str] | None = None, stores: dict[str, Path] | None = None) -> list[tuple[str, Path]]:
+    """(learner, store path) for the given users, else for every folder in ``homes`` that holds a store."""
+    found: dict[str, Path] = {}
+    if users:
+        for user in users:
+            found[user] = home_of(user, homes) / STORE_IN_HOME
+    else:
+        for base in homes:
+            try:
+                entries = sorted(p for p in Path(base).iterdir() if p.is_dir())
+            except OSError:
+                continue
+            for home in entries:
+                try:
+                    if (home / STORE_IN_HOME).is_file():
+                        found[home.name] = home / STORE_IN_HOME
+                except PermissionError:   # a home we may not enter: listed, with why (run as root)
+                    found[home.name] = home / STORE_IN_HOME
+                except OSError:
+                    continue
+    found.update(stores or {})
+    return sorted(found.items())
+
+
+def collect(homes: list[Path], users: list[str] | None = None, stores: dict[str, Path] | None = None) -> list[Learner]:
+    learners = []
+    for name, path in find(homes, users, stores):
+        learner = Learner(name, path)
+        try:
+            if path.is_file():
+                learner.events = read_events(path)
+            else:
+                learner.problem = "no progress store yet (never ran a graded cell)"
+        except PermissionError:
+            learner.problem = "store not readable: permission denied (collect the class as root)"
+        except (OSError, sqlite3.Error) as exc:
+            learner.problem = f"store not readable: {exc}"
+        learners.append(learner)
+    return learners
+
+
+# --- the report ------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def _truths() -> dict:
+    """Torch's answers as the course recorded them at build time (solutions/manifest.json); nothing is run."""
+    try:
+        return json.loads((ROOT / "solutions" / "manifest.json").read_text())["questions"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def _answer_text(q, answer) -> tuple[str, str]:
+    """(how the answer reads, the question's misconception note for it or '')."""
+    try:
+        value = q.kind.read(answer)
+        text = q.kind.show(value)
+    except Exception:
+        return (json.dumps(answer) if not isinstance(answer, str) else answer)[:120], ""
+    truth = None    # only a misconception declared as a function of torch's answer needs it
+    try:
+        truth = q.kind.read(_truths()[q.qid]["answer"])
+    except Exception:
+        pass
+    try:
+        note = q.misconception(truth, value)
+    except Exception:
+        note = ""
+    return text[:120], note
+
+
+def _question_row(q, learners: list[Learner], states: dict[str, dict[str, progress.UnitState]]) -> dict:
+    row = {"qid": q.qid, "role": q.role, "prompt": q.prompt, "records": Counter()}
+    wrong: Counter = Counter()
+    notes: dict[str, str] = {}
+    hinted = hints = 0
+    if q.role == "predict":
+        counts = dict.fromkeys(("predicted_correct", "predicted_wrong", "revealed_without_prediction",
+                                "predicted_after_reveal", "predicted_not_revealed", "not_attempted"), 0)
+    else:
+        counts = dict.fromkeys(("passed", "passed_first_try", "failing", "not_answered"), 0)
+        attempts_to_pass = []
+    for learner in learners:
+        if learner.problem:
+            continue
+        s = states[learner.name][q.unit].questions[q.qid]
+        row["records"][s.record] += 1
+        hinted += s.hints > 0
+        hints += s.hints
+        if q.role == "predict":
+            if s.revealed and not s.predicted_before_reveal:
+                counts["revealed_without_prediction"] += 1
+            elif s.predicted_after_reveal:
+                counts["predicted_after_reveal"] += 1
+            elif s.revealed:
+                counts["predicted_correct" if s.reveal_verdict == "correct" else "predicted_wrong"] += 1
+            elif s.predicted:
+                counts["predicted_not_revealed"] += 1
+            else:
+                counts["not_attempted"] += 1
+            if s.revealed and s.reveal_verdict == "incorrect" and s.prediction is not None:
+                text, note = _answer_text(q, s.prediction)
+                wrong[text] += 1
+                notes[text] = note
+        else:
+            if s.passed:
+                counts["passed"] += 1
+                counts["passed_first_try"] += s.attempts == 1
+                attempts_to_pass.append(s.attempts)
+            elif s.last_check in ("", "unanswered"):
+                counts["not_answered"] += 1
+            else:
+                counts["failing"] += 1
+            if q.role == "self-test":   # each learner's distinct wrong answers, once each
+                seen = set()
+                for e in learner.events:
+                    if e.qid == q.qid and e.action == "check" and e.verdict == "incorrect":
+                        text, note = _answer_text(q, e.answer)
+                        if text not in seen:
+                            seen.add(text)
+                            wrong[text] += 1
+                            notes[text] = note
+    row.update(counts)
+    if q.role != "predict":
+        row["attempts_total"] = sum(
+            states[l.name][q.unit].questions[q.qid].attempts for l in learners if not l.problem)
+        row["mean_attempts_to_pass"] = round(sum(attempts_to_pass) / len(attempts_to_pass), 2) if attempts_to_pass else None
+    row["learners_with_hints"], row["hints_shown"] = hinted, hints
+    row["wrong_answers"] = [{"answer": a, "count": n, "note": notes.get(a, "")} for a, n in wrong.most_common(TOP)]
+    row["records"] = dict(row["records"].most_common())
+    return row
+
+
+def _when(t: float | None) -> str:
+    return datetime.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M") if t else ""
+
+
+def _learner_row(learner: Learner, unit_states: dict[str, progress.UnitState], now: float) -> dict:
+    row = {"learner": learner.name, "store": str(learner.store), "problem": learner.problem,
+           "events": len(learner.events), "passed": [u for u, s in unit_states.items() if s.passed],
+           "last_activity": None, "idle": "", "last_action": "", "unit_in_progress": "", "done": "", "missing": []}
+    if not learner.events:
+        return row
+    last = learner.events[-1]
+    row["last_activity"] = _when(last.time)
+    minutes = max(0, int((now - last.time) // 60))
+    row["idle"] = f"{minutes // 1440} d" if minutes >= 1440 else f"{minutes // 60} h" if minutes >= 60 else f"{minutes} min"
+    row["last_action"] = " ".join(x for x in (last.qid or last.unit, last.action, last.verdict) if x)
+    latest: dict[str, float] = {}
+    for e in learner.events:
+        latest[e.unit] = e.time
+    open_units = [u for u in sorted(latest, key=latest.get, reverse=True)
+                  if u in unit_states and unit_states[u].started and not unit_states[u].passed]
+    if open_units:
+        u = open_units[0]
+        s = unit_states[u]
+        row["unit_in_progress"] = u
+        row["done"] = f"{s.counts()['done']}/{s.counts()['questions']}"
+        row["missing"] = s.missing()
+    return row
+
+
+def report(learners: list[Learner], now: float | None = None) -> dict:
+    now = time.time() if now is None else now
+    states = {l.name: l.states() for l in learners}
+    readable = [l for l in learners if not l.problem]
+    units = []
+    for uid, unit in UNITS.items():
+        started = sum(states[l.name][uid].started for l in readable)
+        passed = sum(states[l.name][uid].passed for l in readable)
+        entry = {"unit": uid, "title": unit.title, "started": started, "passed": passed, "questions": []}
+        if started:
+            entry["questions"] = [_question_row(q, readable, states) for q in of_unit(uid)]
+        units.append(entry)
+    return {"generated": _when(now), "source": "the learners' own progress stores, read-only; nothing re-run",
+            "learners": len(learners), "readable": len(readable), "units": units,
+            "class": [_learner_row(l, states[l.name], now) for l in learners]}
+
+
+# --- output ---------------------------------------------------------------------------------
+
+def text(rep: dict) -> str:
+    lines = [f"{rep['readable']} of {rep['learners']} learners' stores read (generated {rep['generated']}; "
+             "the learners' own record, nothing re-run)"]
+    for u in rep["units"]:
+        if not u["started"]:
+            continue
+        lines.append(f"\nunit {u['unit']} {u['title']}: {u['started']} started, {u['passed']} passed")
+        for q in u["questions"]:
+            if q["role"] == "predict":
+                figures = (f"predicted correctly {q['predicted_correct']}, wrongly {q['predicted_wrong']}, "
+                           f"revealed without prediction {q['revealed_without_prediction']}, "
+                           f"after reveal {q['predicted_after_reveal']}, not attempted {q['not_attempted']}")
+            else:
+                figures = (f"passed {q['passed']} ({q['passed_first_try']} first try), failing {q['failing']}, "
+                           f"not answered {q['not_answered']}, attempts {q['attempts_total']}")
+            lines.append(f"  {q['qid']:<30} {figures}, hints {q['hints_shown']} ({q['learners_with_hints']} learners)")
+            for w in q["wrong_answers"]:
+                lines.append(f"      wrong: {w['answer']} x{w['count']}" + (f"  ({w['note'][:80]})" if w["note"] else ""))
+    lines.append("\nwho is where:")
+    for r in rep["class"]:
+        if r["problem"]:
+            lines.append(f"  {r['learner']:<16} {r['problem']}")
+            continue
+        where = (f"in {r['unit_in_progress']} ({r['done']} done), missing: " + "; ".join(r["missing"])
+                 if r["unit_in_progress"] else "nothing in progress")
+        lines.append(f"  {r['learner']:<16} last {r['last_activity'] or 'never'} ({r['idle']} ago), "
+                     f"passed {', '.join(r['passed']) or 'none'}; {where}")
+    return "\n".join(lines)
+
+
+STYLE = """body{font-family:system-ui,sans-serif;max-width:75em;margin:2em auto;padding:0 1em;color:#1f2328}
+table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border-bottom:1px solid #d0d7de;padding:3px 8px;
+text-align:left;vertical-align:top}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.note{background:#fff8c5;border:1px solid #d4a72c;padding:.6em 1em;border-radius:6px}
+.wrong{color:#cf222e}.muted{color:#656d76}.prompt{max-width:28em}"""
+
+
+def _cell(qid: str, key: str, value) -> str:
+    shown = "" if value is None else value
+    return f"<td class='n' data-q='{html.escape(qid)}' data-k='{key}'>{html.escape(str(shown))}</td>"
+
+
+def page(rep: dict) -> str:
+    e = html.escape
+    out = ["<!doctype html><html lang='en'><meta charset='utf-8'>",
+           "<title>autograd-lab: the class</title>", f"<style>{STYLE}</style>",
+           "<h1>autograd-lab: the class</h1>",
+           f"<p class='note' id='honesty'><b>This is the learners' own record.</b> It is read from each "
+           f"learner's progress store, as their own notebooks wrote it while they worked; nothing was re-run "
+           f"and nothing was recomputed (unlike <code>python -m grader grade</code>, which runs submitted "
+           f"notebooks again). A learner can edit their own store, so treat it as their account of their work. "
+           f"Generated {e(rep['generated'])} from <span id='readable'>{rep['readable']}</span> of "
+           f"<span id='learners'>{rep['learners']}</span> learners' stores, opened read-only.</p>",
+           "<h2>Who is where</h2>",
+           "<table id='class'><tr><th>learner</th><th>last activity</th><th>idle</th><th>last action</th>"
+           "<th>units passed</th><th>in progress</th><th>done</th><th>still missing</th></tr>"]
+    for r in rep["class"]:
+        if r["problem"]:
+            out.append(f"<tr data-learner='{e(r['learner'])}'><td>{e(r['learner'])}</td>"
+                       f"<td colspan='7' class='muted'>{e(r['problem'])}</td></tr>")
+            continue
+        shown = r["missing"][:MISSING_SHOWN]
+        more = len(r["missing"]) - len(shown)
+        missing = "<br>".join(e(m) for m in shown) + (f"<br><span class='muted'>and {more} more</span>" if more else "")
+        out.append(f"<tr data-learner='{e(r['learner'])}'><td>{e(r['learner'])}</td>"
+                   f"<td>{e(r['last_activity'] or 'never')}</td><td>{e(r['idle'])}</td><td>{e(r['last_action'])}</td>"
+                   f"<td class='passed'>{e(', '.join(r['passed']) or '–')}</td>"
+                   f"<td class='unit'>{e(r['unit_in_progress'] or '–')}</td><td>{e(r['done'])}</td>"
+                   f"<td class='missing'>{missing}</td></tr>")
+    out.append("</table><h2>Per question</h2>")
+    for u in rep["units"]:
+        if not u["started"]:
+            continue
+        out.append(f"<h3 id='unit-{u['unit']}'>Unit {e(u['unit'])}: {e(u['title'])}</h3>"
+                   f"<p>{u['started']} started, {u['passed']} marked passed.</p>")
+        predicts = [q for q in u["questions"] if q["role"] == "predict"]
+        checks = [q for q in u["questions"] if q["role"] != "predict"]
+        if predicts:
+            out.append("<table class='predict'><tr><th>question</th><th>predicted correctly</th>"
+                       "<th>predicted wrongly</th><th>revealed without prediction</th><th>predicted after reveal</th>"
+                       "<th>not revealed yet</th><th>not attempted</th><th>most common wrong predictions</th></tr>")
+            for q in predicts:
+                out.append(f"<tr><td title='{e(q['prompt'])}'>{e(q['qid'])}</td>" + "".join(
+                    _cell(q["qid"], k, q[k]) for k in ("predicted_correct", "predicted_wrong",
+                                                      "revealed_without_prediction", "predicted_after_reveal",
+                                                      "predicted_not_revealed", "not_attempted"))
+                           + f"<td>{_wrongs(q)}</td></tr>")
+            out.append("</table>")
+        if checks:
+            out.append("<table class='check'><tr><th>question</th><th>kind</th><th>passed</th><th>first try</th>"
+                       "<th>failing</th><th>not answered</th><th>attempts</th><th>mean attempts to pass</th>"
+                       "<th>learners with hints</th><th>hints shown</th><th>most common wrong answers</th></tr>")
+            for q in checks:
+                out.append(f"<tr><td title='{e(q['prompt'])}'>{e(q['qid'])}</td><td>{e(q['role'])}</td>" + "".join(
+                    _cell(q["qid"], k, q[k]) for k in ("passed", "passed_first_try", "failing", "not_answered",
+                                                      "attempts_total", "mean_attempts_to_pass",
+                                                      "learners_with_hints", "hints_shown"))
+                           + f"<td>{_wrongs(q)}</td></tr>")
+            out.append("</table>")
+    quiet = [u for u in rep["units"] if not u["started"]]
+    if quiet:
+        out.append("<p class='muted'>Not started by anyone: " +
+                   ", ".join(f"{e(u['unit'])} {e(u['title'])}" for u in quiet) + ".</p>")
+    out.append("<script type='application/json' id='report'>" +
+               json.dumps(rep).replace("</", "<\\/") + "</script></html>")
+    return "\n".join(out)
+
+
+def _wrongs(q: dict) -> str:
+    items = []
+    for w in q["wrong_answers"]:
+        note = f" <span class='muted'>({html.escape(w['note'])})</span>" if w["note"] else ""
+        items.append(f"<span class='wrong' data-q='{html.escape(q['qid'])}' data-count='{w['count']}'>"
+                     f"{html.escape(w['answer'])} ×{w['count']}</span>{note}")
+    return "<br>".join(items)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grader.instructor.classview",
+                                     description="the class's progress, read from every learner's own store")
+    parser.add_argument("--homes", action="append", default=[],
+                        help="a folder of home folders (repeatable; default /home)")
+    parser.add_argument("--users", help="only these users, comma-separated (their homes from the system)")
+    parser.add_argument("--store", action="append", default=[], metavar="NAME=PATH",
+                        help="a learner's store at a path of its own (repeatable)")
+    parser.add_argument("--html", help="also write the page here")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args(argv)
+    homes = [Path(h) for h in args.homes] or ([] if args.store and not args.users else [Path("/home")])
+    stores = {}
+    for item in args.store:
+        name, sep, path = item.partition("=")
+        if not sep:
+            parser.error(f"--store takes NAME=PATH, not {item!r}")
+        stores[name] = Path(path)
+    users = [u for u in (args.users or "").split(",") if u] or None
+    learners = collect(homes, users, stores)
+    if not learners:
+        print(f"no progress stores found under {', '.join(map(str, homes))}", file=sys.stderr)
+        return 1
+    rep = report(learners)
+    if args.html:
+        Path(args.html).write_text(page(rep), encoding="utf-8")
+    print(json.dumps(rep, indent=1) if args.json else text(rep))
+    if args.html:
+        print(f"wrote {args.html}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,384 @@
+"""python -m grader: status, questions, reset, build, verify, grade."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def _status(args) -> int:
+    from grader.engine import progress
+    from grader.engine.course import UNITS
+    from grader.engine.store import current
+
+    states = progress.course_state(current())
+    rows = []
+    for uid, unit in UNITS.items():
+        s = states[uid]
+        rows.append({"unit": uid, "title": unit.title, "status": s.status,
+                     "needs": list(unit.needs), "note": progress.prerequisites_note(uid, states) if not s.passed else "",
+                     **s.counts(), "missing": s.missing() if s.started and not s.passed else []})
+    if args.json:
+        print(json.dumps({"store": str(current().path), "units": rows}, indent=2))
+        return 0
+    print(f"progress: {current().path}")
+    for r in rows:
+        extra = f"  ({r['note']})" if r["note"] else ""
+        done = f"{r['done']}/{r['questions']}" if r["questions"] else "-"
+        print(f"  {r['unit']}  {r['status']:<12} {done:>6}  {r['title']}{extra}")
+    return 0
+
+
+def _known_units(units) -> list[str] | None:
+    """The units asked for, zero-padded; None (after a message) when one is not a unit of the course."""
+    from grader.engine.course import UNITS
+
+    wanted = [u.strip().zfill(2) for u in (units or [])]
+    unknown = [u for u in wanted if u not in UNITS]
+    if unknown:
+        print(f"no such unit: {', '.join(unknown)} (the course has {', '.join(UNITS)})", file=sys.stderr)
+        return None
+    return wanted
+
+
+def _questions(args) -> int:
+    from grader.engine.question import all_questions
+
+    wanted = _known_units([args.unit] if args.unit else [])
+    if wanted is None:
+        return 2
+    qs = [q for q in all_questions() if not wanted or q.unit in wanted]
+    rows = [{"id": q.qid, "unit": q.unit, "role": q.role, "kind": type(q.kind).__name__,
+             "answer": q.kind.describe(), "prompt": q.prompt} for q in qs]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        print(f"{r['id']:<32} {r['role']:<9} {r['kind']:<9} {r['prompt']}")
+    return 0
+
+
+def _reset_target(target: str):
+    """(kind, id, what) for an exact unit id ('07') or question id ('07.exp-add'); ValueError otherwise."""
+    from grader.engine.course import UNITS
+    from grader.engine.question import all_questions
+
+    if target in UNITS:
+        return "unit", target, f"unit {target} ({UNITS[target].title})"
+    qids = {q.qid for q in all_questions()}
+    if target in qids:
+        return "question", target, f"question {target}"
+    unit, dot, rest = target.partition(".")
+    padded = unit.zfill(2) + dot + rest if unit.isdigit() else None
+    hint = f" Did you mean {padded}?" if padded and (padded in UNITS or padded in qids) else ""
+    raise ValueError(f"{target!r} is not a unit id or a question id.{hint} Units are written with two "
+                     f"digits ({', '.join(UNITS)}); question ids look like 07.exp-add "
+                     f"(`python -m grader questions --unit 07` lists them).")
+
+
+def _reset(args) -> int:
+    from grader.learner.api import reset
+
+    try:
+        kind, target, what = _reset_target(args.target)
+    except ValueError as exc:
+        print(f"reset: {exc}", file=sys.stderr)
+        return 2
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print(f"reset: not forgetting {what} without a yes: there is no terminal to ask at. "
+                  f"To forget it, run `python -m grader reset {target} --yes`.", file=sys.stderr)
+            return 2
+        forgets = ("every prediction, reveal, check and pass of this unit" if kind == "unit"
+                   else "its prediction, reveal and checks")
+        try:
+            answer = input(f"Forget your progress on {what}: {forgets}? It starts again from nothing. [y/N] ")
+        except (EOFError, KeyboardInterrupt):
+            answer = ""
+            print()
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing forgotten")
+            return 1
+    result = reset(target)
+    print(result)
+    return 0 if result.verdict == "info" else 2
+
+
+def _workspace(args) -> int:
+    from grader.learner.workspace import WorkspaceError, check_location, default_dir, port_in_use, report, sync
+
+    if args.port is not None:
+        try:
+            taken = port_in_use(args.port)
+        except OSError as exc:
+            print(f"cannot listen on 127.0.0.1:{args.port} ({exc.strerror}); choose another: "
+                  f"make lab PORT=8899", file=sys.stderr)
+            return 3
+        if taken:
+            print(f"port {args.port} is taken: is `make lab` already running? Open the URL it printed, or stop it "
+                  f"(Ctrl-C in its terminal), or use another port: make lab PORT={args.port + 1}", file=sys.stderr)
+            return 3
+    try:
+        where = check_location(Path(args.dir) if args.dir else default_dir())
+        changes = sync(where)
+    except WorkspaceError as exc:
+        print(f"workspace: {exc}", file=sys.stderr)
+        return 2
+    print(report(changes, where), file=sys.stderr if args.print_dir else sys.stdout)
+    if args.print_dir:
+        print(where)
+    return 0
+
+
+def _build(args) -> int:
+    from grader.instructor.build import BuildError, build, execute_solutions
+
+    root = Path(args.root).resolve()
+    try:
+        if args.execute:
+            for name in execute_solutions(root, only=args.unit or None):
+                print(f"executed solutions/{name}")
+        differences = build(root, check=args.check, only=args.unit or None)
+    except BuildError as exc:
+        print(f"build failed: {exc}", file=sys.stderr)
+        return 2
+    if args.check:
+        from grader.instructor.manifest import missing_from_manifest
+        differences += missing_from_manifest(root)
+        for d in differences:
+            print(d)
+        if differences:
+            print("run `python -m grader build` to regenerate notebooks/ from solutions/", file=sys.stderr)
+            return 1
+        print("notebooks/ matches solutions/")
+        return 0
+    for d in differences:
+        print("wrote " + d.split(" ")[0])
+    if not differences:
+        print("notebooks/ already matches solutions/")
+    if args.unit:
+        print("solutions/manifest.json not updated (a partial build); run `python -m grader build` to record it")
+        return 0
+    from grader.instructor.manifest import record
+    print(f"recorded every live answer in {record(root).relative_to(root)}")
+    return 0
+
+
+def _verify(args) -> int:
+    from grader.instructor.manifest import compare
+
+    wanted = _known_units(args.unit)
+    if wanted is None:
+        return 2
+    report = compare(Path(args.root), units=wanted or None)
+    changes = report["changed"] or report["added"] or report["removed"]
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"torch {report['torch']}: {len(report['rows'])} experiments "
+              f"(manifest built with torch {report['built_with'] or 'none: run `python -m grader build`'})")
+        for row in report["rows"]:
+            print(f"  {row['id']:<32} {row['answer'] if row['ok'] else 'ERROR ' + row['error']}")
+        if report["changed"]:
+            print(f"\n{len(report['changed'])} answer(s) changed since the manifest (revisit their prose):")
+            for c in report["changed"]:
+                print(f"  {c['id']}: {c['old']}  ->  {c['new']}")
+        for label in ("added", "removed"):
+            if report[label]:
+                print(f"\n{label} since the manifest: " + ", ".join(report[label]))
+        if report["errors"]:
+            print(f"\n{len(report['errors'])} experiment(s) raised: " + ", ".join(report["errors"]))
+        print(summary_line(report))
+    if report["errors"]:
+        return 1
+    if changes and not args.allow_changes:
+        return 1
+    return 0
+
+
+def summary_line(report: dict) -> str:
+    """verify's last line: '189 answers, none changed since the manifest built with torch 2.13.0'."""
+    n = len(report["rows"])
+    changed = [f"{len(report[k])} {k}" for k in ("changed", "added", "removed") if report[k]]
+    base = (f"since the manifest built with torch {report['built_with']}" if report["built_with"]
+            else "(no manifest: run `python -m grader build`)")
+    errors = f", {len(report['errors'])} raised" if report["errors"] else ""
+    return f"{n} answers, {', '.join(changed) if changed else 'none changed'} {base}{errors}"
+
+
+def _grade(args) -> int:
+    out = Path(args.out)
+    problems = []
+    if out.is_dir() or str(args.out).endswith(("/", "\\")):
+        problems.append(f"--out {args.out} is a folder; give the CSV file to write")
+    elif not out.parent.is_dir():
+        problems.append(f"--out {args.out}: the folder {out.parent} does not exist")
+    for flag in ("jobs", "cell_timeout", "notebook_timeout", "memory_mb"):
+        if getattr(args, flag) <= 0:
+            problems.append(f"--{flag.replace('_', '-')} must be a positive number, not {getattr(args, flag)}")
+    if args.html and Path(args.html).exists() and not Path(args.html).is_dir():
+        problems.append(f"--html {args.html} is a file; give a folder for the feedback pages")
+    for flag in ("wide", "merge_into"):
+        value = getattr(args, flag)
+        if value and (Path(value).is_dir() or not Path(value).parent.is_dir()):
+            problems.append(f"--{flag.replace('_', '-')} {value}: give a CSV file in a folder that exists")
+    from grader.instructor.grading import roster, scores
+
+    weights = ids = times = None
+    try:
+        weights = scores.load(Path(args.weights) if args.weights else None)
+        if args.count_absent:
+            weights.count_absent = True
+        ids = roster.read_roster(Path(args.roster)) if args.roster else None
+        times = roster.read_times(Path(args.times)) if args.times else None
+    except (scores.WeightsError, roster.RosterError) as exc:
+        problems.append(str(exc))
+    report_to = Path(args.report) if args.report else None
+    if report_to and (report_to.is_dir() or not report_to.parent.is_dir()):
+        problems.append(f"--report {args.report}: give an HTML file to write in an existing folder")
+    shard = None
+    merging = args.paths[0] == "merge" and not Path("merge").exists()
+    if args.shard and merging:
+        problems.append("--shard is for grading; `grade merge` joins the partials of every shard")
+    elif args.shard:
+        from grader.instructor.grading.shards import parse_shard
+        try:
+            shard = parse_shard(args.shard)
+        except ValueError as exc:
+            problems.append(str(exc))
+    if merging and len(args.paths) < 2:
+        problems.append("grade merge: give the partial gradebooks (CSV) of every shard")
+    if problems:
+        for p in problems:
+            print(f"grade: {p}", file=sys.stderr)
+        return 2
+    from grader.instructor.grading.pipeline import grade, merge
+
+    if merging:
+        from grader.instructor.grading.shards import MergeError
+        try:
+            rows = merge([Path(p) for p in args.paths[1:]], out, html_dir=Path(args.html) if args.html else None,
+                         report_to=report_to)
+        except MergeError as exc:
+            print(f"grade merge: refused: {exc}", file=sys.stderr)
+            return 2
+        print(f"merged {len(args.paths) - 1} partial gradebooks: {len(rows)} rows -> {out}", file=sys.stderr)
+        return 0
+    rows = grade(args.paths, out, jobs=args.jobs, cell_timeout=args.cell_timeout,
+                 notebook_timeout=args.notebook_timeout, memory_mb=args.memory_mb,
+                 html_dir=Path(args.html) if args.html else None, weights=weights, ids=ids, times=times,
+                 wide=Path(args.wide) if args.wide else None,
+                 merge_into=Path(args.merge_into) if args.merge_into else None,
+                 shard=shard, resume=args.resume, report_to=report_to)
+    return 0 if rows or shard else 2
+
+
+def _release(args) -> int:
+    from grader.instructor.release import ReleaseError, release
+
+    try:
+        written = release(Path(args.out), root=Path(args.root), make_zip=args.zip)
+    except ReleaseError as exc:
+        print(f"release failed: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote the student bundle to {args.out}: " + ", ".join(written[-6:]) +
+          f" and {len(written) - 6} notebooks (no solutions, no tests)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grader", description="autograd-lab's grader")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("status", help="every unit: passed, in progress or not started")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=_status)
+
+    p = sub.add_parser("questions", help="every question with id, unit, kind and prompt")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--unit", help="only this unit, e.g. 01")
+    p.set_defaults(run=_questions)
+
+    p = sub.add_parser("reset", help="forget progress on a unit (01) or one question (01.pow-node); asks first")
+    p.add_argument("target", help="a unit id such as 07, or a question id such as 07.exp-add")
+    p.add_argument("--yes", action="store_true", help="forget without asking (for scripts)")
+    p.set_defaults(run=_reset)
+
+    p = sub.add_parser("workspace", help="create or update your own copies of the notebooks (what `make lab` opens)")
+    p.add_argument("--dir", help="the workspace folder (default: $AUTOGRAD_LAB_WORKSPACE, else my-work/ "
+                                 "in the repository)")
+    p.add_argument("--port", type=int, help="first check that this port on 127.0.0.1 is free (exit 3 if not)")
+    p.add_argument("--print-dir", action="store_true",
+                   help="print only the workspace's path on stdout (the report goes to stderr)")
+    p.set_defaults(run=_workspace)
+
+    p = sub.add_parser("build", help="write notebooks/ from solutions/")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if notebooks/ differs")
+    p.add_argument("--execute", action="store_true",
+                   help="first re-run the solutions in strict mode and store their outputs")
+    p.add_argument("--unit", action="append", help="only these units (repeatable), e.g. --unit 03")
+    p.add_argument("--root", default=str(Path(__file__).resolve().parents[2]), help=argparse.SUPPRESS)
+    p.set_defaults(run=_build)
+
+    p = sub.add_parser("verify", help="run every live experiment; report answers that changed since the manifest")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--allow-changes", action="store_true", help="report changed answers but exit 0")
+    p.add_argument("--unit", action="append", help="only these units (repeatable), e.g. --unit 07")
+    p.add_argument("--root", default=str(Path(__file__).resolve().parents[2]), help=argparse.SUPPRESS)
+    p.set_defaults(run=_verify)
+
+    p = sub.add_parser("grade", help="run learner notebooks headless and write a gradebook")
+    p.add_argument("paths", nargs="+", help="notebooks, or folders of them (one sub-folder per learner); "
+                                            "`grade merge PARTIAL.csv ... --out grades.csv` joins the partial "
+                                            "gradebooks of every shard")
+    p.add_argument("--out", default="grades.csv", help="the CSV gradebook to write (default grades.csv)")
+    p.add_argument("-j", "--jobs", type=int, default=1, help="notebooks graded at once")
+    p.add_argument("--cell-timeout", type=int, default=60, help="seconds a cell may run (default 60)")
+    p.add_argument("--notebook-timeout", type=int, default=600, help="seconds a notebook may run (default 600)")
+    p.add_argument("--memory-mb", type=int, default=3072, help="memory limit per notebook (default 3072)")
+    p.add_argument("--html", help="also write one feedback page per learner into this folder")
+    p.add_argument("--weights", help="a TOML file of points per role or question (see grader/instructor/grading/scores.py)")
+    p.add_argument("--count-absent", action="store_true",
+                   help="count questions an older copy does not have (0 points) instead of leaving them out")
+    p.add_argument("--wide", help="also write one row per learner, every unit as columns, to this CSV")
+    p.add_argument("--roster", help="a CSV mapping learner (folder or file) names to student IDs")
+    p.add_argument("--times", help="a CSV of submission times from the LMS (file, time); default: file times")
+    p.add_argument("--merge-into", help="an existing gradebook CSV: replace the rows of the learners and units "
+                                        "graded now, keep the rest")
+    p.add_argument("--shard", metavar="I/N", help="grade only shard I of N (learners split by a hash of their "
+                                                   "name); writes a partial gradebook for `grade merge`")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted run: notebooks already graded "
+                                                          "into OUT's journal and unchanged are not run again")
+    p.add_argument("--report", help="also write the class report (an offline HTML page) to this file")
+    p.set_defaults(run=_grade)
+
+    p = sub.add_parser("class", help="the class's progress from every learner's own store (reads only; "
+                                     "python -m grader class --homes /home --html class.html)", add_help=False)
+    p.add_argument("options", nargs="*", help="the options of python -m grader.instructor.classview")
+
+    p = sub.add_parser("release", help="write the student bundle (learner notebooks and the grader; no solutions)")
+    p.add_argument("out", help="a new or empty folder")
+    p.add_argument("--zip", action="store_true", help="also pack it as OUT.zip")
+    p.add_argument("--root", default=str(Path(__file__).resolve().parents[2]), help=argparse.SUPPRESS)
+    p.set_defaults(run=_release)
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["class"]:   # its own options, passed on whole (argparse's REMAINDER drops a leading --opt)
+        from grader.instructor.classview import main as classview
+        return classview(argv[1:])
+    args = parser.parse_args(argv)
+    try:
+        code = args.run(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # the reader left (`python -m grader status --json | head`): stop quietly, and keep Python's
+        # own flush at exit from failing on the closed pipe again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,344 @@
+"""The write step of ``grade``: recomputed outcomes become a gradebook an LMS takes and feedback a learner can act on.
+
+* the long CSV (``--out``): one row per learner and unit, every number a number (points, max,
+  percent, done, correct, questions), the student ID from the roster, the submission's time,
+  and one column per question with its honest record;
+* the wide CSV (``--wide``): one row per learner, every unit as columns, and totals; a unit a
+  learner did not hand in counts 0 of its maximum;
+* ``--merge-into``: an existing long gradebook with the rows of the learners (and units) graded now
+  replaced, so one learner can be regraded alone;
+* feedback pages (``--html``): for each question the learner's answer beside torch's, the
+  explanation, and for an exercise the smallest failing case as the notebook shows it; one page per
+  learner, units in order, every verdict coloured, nothing loaded from the network.
+
+A question's record in the gradebook says what the learner did, not what the re-run did: the
+grader runs every cell, so a reveal cell always runs; a prediction left as the placeholder is
+"not answered", and a question the copy never had (an older copy) is "not in this copy".
+"""
+from __future__ import annotations
+
+import csv
+import html
+import re
+from pathlib import Path
+
+from grader.instructor.grading import scores
+from grader.engine.course import UNITS
+from grader.engine.question import of_unit
+
+FIXED = ["learner", "student id", "notebook", "unit", "submitted", "run", "problems", "findings", "marked passed",
+         "points", "max", "percent", "done", "correct", "questions", "not in copy", "hints", "attempts",
+         "isolation", "seconds"]
+TAMPERED = ("worker died", "worker lied")
+NOT_IN_COPY = "not in this copy"
+
+
+def question_verdict(q, flag: str = "", absent: bool = False, unanswered: bool = False) -> str:
+    """The question's honest record, in the words the panel and `status` use; a flag found while
+    recomputing (such as "predicted after reveal") wins. In a graded copy the re-run revealed every
+    question, so a reveal with no prediction before it and the placeholder still in the answer cell
+    is "not answered"."""
+    if absent:
+        return NOT_IN_COPY
+    words = flag or q.record
+    if words == "revealed without prediction" and unanswered:
+        return "not answered"
+    return words
+
+
+def _done(role: str, verdict: str, state) -> bool:
+    if role == "predict":
+        return state.predicted and verdict not in ("not answered", "revealed without prediction")
+    return state.passed
+
+
+def _show(kind, answer) -> str:
+    from grader.engine.kinds import short
+    try:
+        return kind.show(kind.read(answer))
+    except Exception:
+        return short(answer)
+
+
+def _feedback(q, r, verdict: str, earned: float, maximum: float) -> dict:
+    from grader.instructor.grading.verify import truth_of
+
+    item = {"verdict": verdict, "prompt": q.prompt, "explain": q.explain, "role": q.role, "yours": "",
+            "torch": "", "case": "", "points": earned, "max": maximum}
+    try:
+        if q.role == "exercise":
+            v = r.exercises.get(q.qid)
+            if v is not None and v.case >= 0:
+                case = q.kind.cases()[v.case]
+                item["case"] = case.source
+                item["yours"] = q.kind.returns.show(v.got) if v.got is not None else v.note
+                item["torch"] = q.kind.returns.show(truth_of(q, case, key=v.case))
+            elif v is not None:
+                item["yours"] = v.note
+        else:
+            if q.qid in r.answers and r.answers[q.qid] is not None:
+                item["yours"] = _show(q.kind, r.answers[q.qid])
+            item["torch"] = q.kind.show(truth_of(q))
+    except Exception as exc:   # torch's answer could not be shown: say so, the row stands
+        item["torch"] = item["torch"] or f"(not available: {type(exc).__name__})"
+    return item
+
+
+def rows_of(out, weights: scores.Weights | None = None, ids: dict | None = None, times: dict | None = None,
+            feedback: bool = False) -> list[dict]:
+    """One row per unit of one graded submission (``out`` is grade.Outcome)."""
+    from grader.instructor.grading.roster import lookup, submitted
+
+    weights = weights or scores.Weights()
+    copy = getattr(out, "copy", None)
+    absent = set(copy.absent) if copy else set()
+    unanswered = set(copy.unanswered) if copy else set()
+    learner, notebook = out.submission.learner, str(out.submission.path)
+    rows = []
+    for r in out.units:
+        unit = r.unit if r is not None else out.unit
+        trusted = out.status not in TAMPERED
+        student = lookup(ids, learner, notebook) if ids else None
+        row = {"learner": learner, "student id": student or "", "notebook": notebook, "unit": unit,
+               "submitted": submitted(notebook, times), "run": out.status, "problems": "; ".join(out.problems),
+               "findings": "; ".join(out.findings), "marked passed": "no", "points": 0, "max": 0, "percent": 0,
+               "done": 0, "correct": 0, "questions": 0, "not in copy": "", "hints": "", "attempts": "",
+               "isolation": out.isolation, "seconds": scores.number(out.seconds)}
+        if ids is not None and student is None:
+            row["findings"] = "; ".join(p for p in (row["findings"], "not in the roster") if p)
+        if r is None:
+            if unit in UNITS:
+                row["max"] = scores.number(unit_maximum(unit, weights))
+                row["questions"] = len(of_unit(unit))
+            rows.append(row)
+            continue
+        details = {}
+        points = maximum = 0.0
+        done = correct = counted = 0
+        complete = trusted
+        for q in of_unit(unit):
+            st = r.state.questions[q.qid]
+            missing = q.qid in absent
+            verdict = question_verdict(st, r.flags.get(q.qid, ""), missing, q.qid in unanswered)
+            row[q.qid] = verdict
+            w = weights.of(q.qid, q.role)
+            if missing and not weights.count_absent:
+                details[q.qid] = {"verdict": verdict, "prompt": q.prompt, "explain": "", "role": q.role,
+                                  "yours": "", "torch": "", "case": "", "points": 0, "max": 0}
+                continue
+            got = {} if missing else scores.earned(q.role, st, r.flags.get(q.qid, ""), w)
+            q_points, q_max = sum(got.values()), sum(w.values())
+            points, maximum, counted = points + q_points, maximum + q_max, counted + 1
+            is_done = not missing and _done(q.role, verdict, st)
+            done += is_done
+            correct += not missing and scores.correct(q.role, st, r.flags.get(q.qid, ""))
+            complete = complete and is_done
+            if feedback:
+                details[q.qid] = _feedback(q, r, verdict, scores.number(q_points), scores.number(q_max))
+        row.update({"marked passed": "yes" if complete else "no", "points": scores.number(points),
+                    "max": scores.number(maximum), "percent": scores.percent(points, maximum), "done": done,
+                    "correct": correct, "questions": counted, "not in copy": ", ".join(sorted(absent)),
+                    "hints": ", ".join(f"{qid}: {n}" for qid, n in r.hints.items()),
+                    "attempts": ", ".join(f"{qid}: {n}" for qid, n in r.attempts.items())})
+        if absent:
+            row["findings"] = "; ".join(p for p in (row["findings"], "not in this copy (added after it was handed "
+                                                    "out" + (", counted" if weights.count_absent else
+                                                             ", not counted") + "): " + ", ".join(sorted(absent))) if p)
+        if feedback:
+            row["_feedback"] = details
+        rows.append(row)
+    return rows
+
+
+def unit_maximum(unit: str, weights: scores.Weights) -> float:
+    return sum(sum(weights.of(q.qid, q.role).values()) for q in of_unit(unit)) if unit in UNITS else 0.0
+
+
+def _unit_key(unit: str):
+    return (0, int(unit)) if str(unit).isdigit() else (1, str(unit))
+
+
+# --- the long gradebook ---------------------------------------------------------------------
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def merge(old: list[dict], new: list[dict]) -> list[dict]:
+    """The old gradebook with every (learner, unit) graded now replaced (and the learner's unreadable rows)."""
+    fresh = {(r["learner"], r["unit"]) for r in new}
+    learners = {r["learner"] for r in new}
+    kept = [r for r in old if (r.get("learner"), r.get("unit")) not in fresh
+            and not (r.get("learner") in learners and r.get("unit") not in UNITS)]
+    return kept + list(new)
+
+
+def write_csv(rows: list[dict], path: Path) -> None:
+    questions = []
+    for unit in sorted({r["unit"] for r in rows}, key=_unit_key):
+        questions += [q.qid for q in of_unit(unit)] if unit in UNITS else []
+    extra = [k for r in rows for k in r if k not in FIXED and k not in questions and not k.startswith("_")]
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=FIXED + questions + list(dict.fromkeys(extra)), restval="",
+                                extrasaction="ignore")
+        writer.writeheader()
+        for r in sorted(rows, key=lambda r: (r["learner"], _unit_key(r["unit"]), r["notebook"])):
+            writer.writerow(r)
+
+
+# --- the wide gradebook: one row per learner ------------------------------------------------
+
+def _num(x) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def wide_rows(rows: list[dict], weights: scores.Weights | None = None, ids: dict | None = None,
+              units: list[str] | None = None) -> tuple[list[str], list[dict]]:
+    """(columns, rows): each learner once, each unit graded for anyone as columns, and the totals."""
+    weights = weights or scores.Weights()
+    units = units or sorted({r["unit"] for r in rows if r["unit"] in UNITS}, key=_unit_key)
+    columns = ["student id", "learner"]
+    for u in units:
+        columns += [f"{u} points", f"{u} max", f"{u} percent", f"{u} passed", f"{u} submitted"]
+    columns += ["points", "max", "percent", "units passed", "units"]
+    learners = sorted({r["learner"] for r in rows} | set(_roster_only(ids, rows)))
+    out = []
+    for name in learners:
+        mine = [r for r in rows if r["learner"] == name]
+        student = next((r.get("student id") for r in mine if r.get("student id")), "") or \
+            ((ids or {}).get(name, "") if ids else "")
+        row = {"student id": student, "learner": name}
+        total = top = 0.0
+        passed = 0
+        for u in units:
+            graded = [r for r in mine if r["unit"] == u]
+            if graded:
+                best = max(graded, key=lambda r: (_num(r["points"]), r.get("submitted", "")))
+                p, m = _num(best["points"]), _num(best["max"])
+                row.update({f"{u} points": scores.number(p), f"{u} max": scores.number(m),
+                            f"{u} percent": scores.percent(p, m), f"{u} passed": best["marked passed"],
+                            f"{u} submitted": best.get("submitted", "")})
+                passed += best["marked passed"] == "yes"
+            else:
+                p, m = 0.0, unit_maximum(u, weights)
+                row.update({f"{u} points": 0, f"{u} max": scores.number(m), f"{u} percent": 0,
+                            f"{u} passed": "not submitted", f"{u} submitted": ""})
+            total, top = total + p, top + m
+        row.update({"points": scores.number(total), "max": scores.number(top), "percent": scores.percent(total, top),
+                    "units passed": passed, "units": len(units)})
+        out.append(row)
+    return columns, out
+
+
+def _roster_only(ids: dict | None, rows: list[dict]) -> list[str]:
+    """Roster names that match no graded learner (by name or by student id): they handed nothing in."""
+    if not ids:
+        return []
+    seen_ids = {r.get("student id") for r in rows}
+    seen = {r["learner"] for r in rows}
+    names = set()
+    for name, sid in ids.items():
+        if name in seen or sid in seen_ids or name.endswith(".ipynb") or "/" in name:
+            continue
+        names.add(name)
+    return sorted(names)
+
+
+def write_wide(rows: list[dict], path: Path, weights: scores.Weights | None = None, ids: dict | None = None) -> None:
+    columns, table = wide_rows(rows, weights, ids)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=columns, restval="", extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(table)
+
+
+# --- feedback pages -------------------------------------------------------------------------
+
+def verdict_class(verdict: str) -> str:
+    """Every verdict gets a colour: good, partial (participation but wrong), bad, absent."""
+    v = verdict or ""
+    if v == NOT_IN_COPY:
+        return "absent"
+    if v.startswith("correct") or v.startswith("predicted, correct"):
+        return "good"
+    if v.startswith("predicted, incorrect") or v.startswith("predicted, not revealed") or \
+            v.startswith("predicted after reveal"):
+        return "partial"
+    return "bad"
+
+
+STYLE = """body{font-family:system-ui,sans-serif;max-width:64em;margin:2em auto;padding:0 1em;color:#1f2328}
+table{border-collapse:collapse;width:100%;margin:.5em 0 1.5em}td,th{padding:4px 8px;text-align:left;
+vertical-align:top;border-bottom:1px solid #d0d7de}th{background:#f6f8fa}
+.verdict{font-weight:600;border-radius:4px;padding:1px 6px;white-space:nowrap}
+.good{background:#dafbe1;color:#116329}.partial{background:#fff8c5;color:#7d4e00}
+.bad{background:#ffebe9;color:#a40e26}.absent{background:#eaeef2;color:#57606a}
+.explain{color:#57606a;font-size:.95em}pre{background:#f6f8fa;padding:6px;overflow-x:auto;margin:.3em 0}
+code{font-size:.95em}.summary{font-size:1.1em}"""
+
+
+def _esc(x) -> str:
+    return html.escape(str(x))
+
+
+def _page(learner: str, rows: list[dict]) -> str:
+    total = sum(_num(r["points"]) for r in rows)
+    top = sum(_num(r["max"]) for r in rows)
+    parts = [f"<!doctype html><html lang='en'><meta charset='utf-8'><title>autograd-lab: {_esc(learner)}</title>",
+             f"<style>{STYLE}</style>",
+             f"<h1>Feedback for {_esc(learner)}</h1>",
+             f"<p class='summary'>{scores.number(total)} of {scores.number(top)} points "
+             f"({scores.percent(total, top)}%) in {len(rows)} unit(s).</p>"]
+    for r in sorted(rows, key=lambda r: (_unit_key(r["unit"]), r["notebook"])):
+        unit = r["unit"]
+        title = UNITS[unit].title if unit in UNITS else "unknown unit"
+        parts.append(f"<h2 id='unit-{_esc(unit)}'>Unit {_esc(unit)}: {_esc(title)}</h2>")
+        parts.append(f"<p><b>{r['points']} of {r['max']} points ({r['percent']}%)</b>. Marked passed: "
+                     f"<span class='verdict {'good' if r['marked passed'] == 'yes' else 'bad'}'>"
+                     f"{_esc(r['marked passed'])}</span>. Run: {_esc(r['run'])}. Predictions and checks done: "
+                     f"{r['done']} of {r['questions']}, correct: {r['correct']}."
+                     + (f" Handed in: {_esc(r['submitted'])}." if r.get("submitted") else "") + "</p>")
+        notes = [p for p in (r["problems"].split("; ") + r["findings"].split("; ")) if p]
+        if notes:
+            parts.append("<ul class='notes'>" + "".join(f"<li>{_esc(p)}</li>" for p in notes) + "</ul>")
+        details = r.get("_feedback", {})
+        if not details:
+            continue
+        parts.append("<table><tr><th>question</th><th>result</th><th>your answer</th><th>torch's answer</th>"
+                     "<th>points</th></tr>")
+        for qid, d in details.items():
+            parts.append(f"<tr class='question' id='{_esc(qid)}'><td><code>{_esc(qid)}</code></td>"
+                         f"<td><span class='verdict {verdict_class(d['verdict'])}'>{_esc(d['verdict'])}</span></td>"
+                         f"<td class='yours'>{_esc(d['yours'])}</td><td class='torch'>{_esc(d['torch'])}</td>"
+                         f"<td>{d['points']} / {d['max']}</td></tr>")
+            body = [f"<div class='prompt'>{_esc(d['prompt'])}</div>"]
+            if d.get("case"):
+                body.append("<div class='failing'><b>Smallest failing case</b><pre class='case'>"
+                            f"{_esc(d['case'])}</pre>your function returned <code>{_esc(d['yours'])}</code>; "
+                            f"torch says <code>{_esc(d['torch'])}</code></div>")
+            if d.get("explain"):
+                body.append(f"<div class='explain'><b>Why:</b> {_esc(d['explain'])}</div>")
+            parts.append(f"<tr class='detail'><td></td><td colspan='4'>{''.join(body)}</td></tr>")
+        parts.append("</table>")
+    parts.append("</html>")
+    return "\n".join(parts)
+
+
+def write_html(rows: list[dict], folder: Path) -> list[Path]:
+    """One page per learner in ``rows`` (give it the rows graded now: rows read back from a CSV carry no answers)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    fresh = list(rows)
+    for learner in sorted({r["learner"] for r in fresh}):
+        page = folder / f"{file_name(learner)}.html"
+        page.write_text(_page(learner, [r for r in fresh if r["learner"] == learner]), encoding="utf-8")
+        written.append(page)
+    return written
+
+
+def file_name(learner: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", learner).lstrip(".") or "learner"

@@ -1,0 +1,126 @@
+"""Run a learner's exercise functions on the generated cases and send back what they returned, nothing more.
+
+Started by the grader in a contained process (``python -m
+grader.instructor.grading.learner_function``), never in the learner's kernel. The request
+comes on stdin as JSON: for each exercise, its id, the recovered source (the
+definitions and imports of the learner's notebook, never its other
+statements) and the names of the function(s). Each case's result goes back
+through the result pipe as one JSON line ``{"qid", "i", "value"}`` (or
+``"problem"`` / ``"not_written"``). No truth is computed here: torch's answers
+are computed by the grading process, which compares. A function that walks
+up the stack finds cases and the runner, never an answer.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from grader.instructor.grading import containment
+
+REQUEST_CAP = 4 * 2 ** 20
+
+
+def _line(fd, item: dict) -> None:
+    containment.send(fd, (json.dumps(item, default=str) + "\n").encode())
+
+
+def _gone(*args, **kwargs):
+    raise RuntimeError("the grader's experiments are not available here")
+
+
+def _kinds_only(qids: list) -> dict:
+    """Each exercise's kind and cases; then every experiment is taken out of reach of the learner's code."""
+    from grader.engine import question
+
+    registry = question.load()
+    wanted = {qid: registry[qid].kind for qid in qids}
+    for kind in wanted.values():
+        kind.cases()                      # made now, cached in the kind
+    for q in registry.values():
+        module = sys.modules.get(getattr(q.experiment, "__module__", ""), None)
+        for name, value in list(vars(module).items()) if module else []:
+            if value is q.experiment:
+                setattr(module, name, _gone)
+        q.experiment = _gone
+    question.Question.run = _gone
+    question.run_experiment = _gone
+    return wanted
+
+
+def _learner_builtins() -> dict:
+    """Builtins whose import gives the learner's code only the public names of ``grader``, no internals."""
+    import builtins
+    import types
+
+    real = builtins.__import__
+    public = types.ModuleType("grader")
+    for name in ("predict", "reveal", "check", "mark_passed", "reset", "hint", "status", "draw", "stepper",
+                 "trace_backward", "unit_panel", "course_map", "neuron_lab", "memory_bill_lab", "depth_lab"):
+        setattr(public, name, _gone)
+
+    def guarded(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and (name == "grader" or name.startswith("grader.")):
+            if name != "grader":
+                raise ImportError(f"{name} is not available to an exercise function")
+            return public
+        return real(name, globals, locals, fromlist, level)
+    return dict(vars(builtins), __import__=guarded)
+
+
+def main() -> int:
+    fd = containment.result_pipe()
+    request = json.loads(sys.stdin.buffer.read(REQUEST_CAP))
+    from grader.engine import torch_state, limits
+    from grader.engine.kinds import BadAnswer, Unanswered
+
+    kinds = _kinds_only([item["qid"] for item in request.get("exercises", [])])
+    for item in request.get("exercises", []):
+        qid = item["qid"]
+        kind = kinds[qid]
+        cases = kind.cases()
+        ns: dict = {"__name__": "__learner__", "__builtins__": _learner_builtins()}
+        try:
+            exec(compile(item["source"], "<your notebook>", "exec"), ns)
+        except BaseException as exc:  # noqa: BLE001 - the learner's code, whatever it raised
+            _line(fd, {"qid": qid, "i": 0, "problem": f"the notebook's definitions raised {sandbox.describe_exception(exc)}"})
+            continue
+        names = item["names"]
+        fn = ns.get(names[0], ...) if len(names) == 1 else tuple(ns.get(n, ...) for n in names)
+        try:
+            fn = kind.read(fn)
+        except Unanswered:
+            _line(fd, {"qid": qid, "i": 0, "problem": f"{' and '.join(names)} is not defined in the notebook"})
+            continue
+        except BadAnswer as exc:
+            _line(fd, {"qid": qid, "i": 0, "problem": str(exc)})
+            continue
+        started = time.monotonic()
+        for i, case in enumerate(cases):
+            if time.monotonic() - started > kind.budget_s:
+                _line(fd, {"qid": qid, "i": i, "problem": f"only {i} cases ran within {kind.budget_s:g} s"})
+                break
+            with torch_state.clean_room():
+                case_ns = case.fresh()
+            outcome = limits.call(kind.call, fn, case, case_ns, seconds=kind.per_case_s)
+            if outcome.not_written:
+                _line(fd, {"qid": qid, "i": i, "not_written": True})
+                break
+            if outcome.problem:
+                _line(fd, {"qid": qid, "i": i, "problem": outcome.problem})
+                break
+            try:
+                value = kind.returns.encode(kind.returns.read(kind.convert(outcome.value, case, case_ns)))
+                json.dumps(value)
+            except Unanswered:
+                _line(fd, {"qid": qid, "i": i, "problem": "it returned nothing (a missing return?)"})
+                break
+            except (BadAnswer, Exception) as exc:
+                _line(fd, {"qid": qid, "i": i, "problem": f"its result could not be read ({str(exc)[:150]})"})
+                break
+            _line(fd, {"qid": qid, "i": i, "value": value})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

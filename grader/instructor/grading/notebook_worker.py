@@ -1,0 +1,74 @@
+"""The grading worker: runs one restored notebook headless and reports how it went through the result pipe.
+
+Started by :func:`grader.instructor.grading.pipeline.execute` as a script (``python
+grader/instructor/grading/notebook_worker.py NOTEBOOK WORKDIR CELL_TIMEOUT MEMORY_MB``), not as
+part of the ``grader`` package, so it never imports torch: the kernel does.
+Its report says how the run went; verdicts are never its business.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def _containment():
+    spec = importlib.util.spec_from_file_location("agl_containment", Path(__file__).with_name("containment.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module   # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(notebook: str, workdir: str, cell_timeout: int, memory_mb: int) -> None:
+    """Inside the contained process: run the notebook; the report goes through the result pipe."""
+    containment = _containment()
+    fd = containment.result_pipe()
+    if memory_mb and os.name == "posix":
+        import resource   # the kernel this process starts inherits the limit
+        limit = memory_mb * 2 ** 20
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
+
+    report = {"status": "ok", "problems": []}
+    nb = nbformat.read(notebook, as_version=4)
+    report["cells"] = len(nb.cells)
+    client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
+                            interrupt_on_timeout=True, record_timing=False,
+                            resources={"metadata": {"path": workdir}})
+    try:
+        client.execute()
+    except DeadKernelError:
+        report["status"] = "kernel died"
+        report["problems"].append("the kernel died (a crash, os._exit, or memory)")
+    except Exception as exc:
+        report["status"] = "could not run"
+        report["problems"].append(f"{type(exc).__name__}: {str(exc)[:200]}")
+    for index, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if out.get("output_type") == "error":
+                name = out.get("ename", "")
+                if name == "KeyboardInterrupt":
+                    report["problems"].append(f"cell {index + 1} ran past {cell_timeout} s and was stopped")
+                    if report["status"] == "ok":
+                        report["status"] = "timed out"
+                else:
+                    report["problems"].append(f"cell {index + 1} raised {name}: {str(out.get('evalue', ''))[:120]}")
+                    if name == "MemoryError" or "can't allocate memory" in str(out.get("evalue", "")):
+                        report["status"] = "out of memory"
+                    elif report["status"] == "ok":
+                        report["status"] = "cell errors"
+    time.sleep(0.2)   # nbclient has shut the kernel down; anything else still alive was left behind
+    report["leftovers"] = containment.others_alive()
+    containment.send(fd, (json.dumps(report) + "\n").encode())
+
+
+
+if __name__ == "__main__":
+    sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+    run(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))

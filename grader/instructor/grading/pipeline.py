@@ -1,0 +1,597 @@
+"""Grade a class: every verdict recomputed by live torch in a process no submitted code has run in.
+
+The run is a pipeline of five named steps, each a function here that can be
+tested alone:
+
+* ``find``: every notebook under the given paths becomes a submission (an
+  unreadable file or a broken link too: it gets a row);
+* ``restore``: the notebook is read (no links followed, size-capped) and every
+  grader-owned cell (one whose source in ``notebooks/`` has no solution
+  placeholder: imports, predict, reveal, check, mark, experiments) is put back
+  from ``notebooks/`` by cell id; a deleted one is reported;
+* ``execute``: the restored notebook runs headless in a worker and a fresh
+  kernel, contained by :mod:`grader.instructor.grading.containment` (own session, private 0700
+  folder, capped output, result through a pipe, everything it started killed
+  at the end; with bubblewrap also no network, a private /tmp and a read-only
+  file system); the progress store it wrote is then read as plain data;
+* ``recompute``: each learner function is re-run on the generated cases in
+  another contained process (:mod:`grader.instructor.grading.learner_function`), and every
+  answer is compared with torch's live answer computed here
+  (:mod:`grader.instructor.grading.verify`); "marked passed" follows the rule
+  ``mark_passed`` uses, applied to the recomputed verdicts;
+* ``write``: the gradebook (long and wide CSV, merged into an existing one
+  where asked) and feedback pages: :mod:`grader.instructor.grading.gradebook`.
+
+Where learners come from: :func:`grader.instructor.grading.roster.learner_of` (a sub-folder of a
+given folder, else the file name less the course's part: ``frank_01.ipynb``
+-> ``frank``; a file named as the course names it belongs to the folder that
+holds it), the same whatever subset is graded.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import secrets
+import shutil
+import sqlite3
+import stat
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.instructor.grading import containment, gradebook, report, roster, scores, shards, verify as verify_submission, workers
+from grader.instructor.grading.copies import what_the_copy_holds
+from grader.engine.course import UNITS
+from grader.engine.question import of_unit
+from grader.instructor.grading.gradebook import question_verdict, rows_of, write_csv, write_html
+from grader.engine.store import FILENAME, SCHEMA_VERSION, Event
+
+ROOT = Path(__file__).resolve().parents[3]
+NOTEBOOK_CAP = 32 * 2 ** 20        # bytes of a submitted notebook read at most
+STORE_CAP = 64 * 2 ** 20           # bytes of a progress store (and of its WAL) read at most
+EVENTS_CAP = 100_000               # events read at most
+ANSWER_CAP = 100_000               # characters of one recorded answer
+PLACEHOLDERS = ("YOUR ANSWER HERE", "YOUR CODE HERE", "NotImplementedError")
+TAMPERED = ("worker died", "worker lied")
+
+
+@dataclass
+class Submission:
+    learner: str
+    path: Path
+    problem: str = ""          # set by find() for a path that cannot be a notebook (a broken link, say)
+
+
+@dataclass
+class Restored:
+    submission: Submission
+    notebook: dict | None = None                   # the notebook with grader-owned cells put back
+    unit: str = "?"
+    status: str = "ok"
+    problems: list = field(default_factory=list)
+    findings: list = field(default_factory=list)
+    exercises: dict = field(default_factory=dict)  # qid -> {"source", "names"}
+    copy: object = None                            # copies.CopyContents: what the copy holds
+
+
+@dataclass
+class Execution:
+    status: str = "ok"
+    problems: list = field(default_factory=list)
+    findings: list = field(default_factory=list)
+    events: list = field(default_factory=list)
+    isolation: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class Outcome:
+    submission: Submission
+    status: str = "ok"
+    problems: list = field(default_factory=list)
+    findings: list = field(default_factory=list)
+    units: list = field(default_factory=list)        # Recomputed, one per unit
+    isolation: str = ""
+    seconds: float = 0.0
+    unit: str = "?"
+    copy: object = None                              # copies.CopyContents, from restore
+    facts: list = field(default_factory=list)        # for the class report (grader.instructor.grading.report.facts_of), one per unit
+
+
+# --- step 1: find ---------------------------------------------------------------------------
+
+def find(paths: list[str]) -> list[Submission]:
+    subs = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir() and not p.is_symlink():
+            for nb in sorted(p.rglob("*.ipynb")):
+                if ".ipynb_checkpoints" in nb.parts:
+                    continue
+                subs.append(Submission(roster.learner_of(nb, p), nb, _path_problem(nb)))
+        else:
+            subs.append(Submission(roster.learner_of(p, p), p, _path_problem(p)))
+    return subs
+
+
+def _path_problem(path: Path) -> str:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return "missing"
+    if stat.S_ISLNK(info.st_mode):
+        return "a symbolic link (not followed)" if path.exists() else "a broken symbolic link"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a plain file"
+    return ""
+
+
+# --- step 2: restore ------------------------------------------------------------------------
+
+def _source(cell) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else str(src)
+
+
+def _template(unit: str) -> list[dict]:
+    path = ROOT / "notebooks" / UNITS[unit].notebook if unit in UNITS else None
+    if not path or not path.exists():
+        return []
+    return json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+
+
+def grader_owned(cell: dict) -> bool:
+    """A code cell of notebooks/ with no solution placeholder: the grader's, restored before execution."""
+    return cell.get("cell_type") == "code" and not any(p in _source(cell) for p in PLACEHOLDERS)
+
+
+def _unit_of(sub: Submission, cells: list) -> str:
+    prefix = sub.path.name[:2]
+    if prefix in UNITS:
+        return prefix
+    text = "\n".join(_source(c) for c in cells if isinstance(c, dict) and c.get("cell_type") == "code")
+    found = re.findall(r"[\"'](\d\d)\.[a-z0-9-]+[\"']", text)
+    found = [u for u in found if u in UNITS]
+    return max(set(found), key=found.count) if found else "?"
+
+
+def restore(sub: Submission) -> Restored:
+    """Read the submission safely and put every grader-owned cell back from notebooks/ by cell id."""
+    out = Restored(sub)
+    if sub.problem:
+        out.status, out.problems = "unreadable", [f"the notebook is {sub.problem}"]
+        return out
+    try:
+        raw = containment.read_capped(sub.path, NOTEBOOK_CAP)
+    except containment.UnsafeFile as exc:
+        out.status, out.problems = "unreadable", [f"the notebook is {exc}"]
+        return out
+    try:
+        import nbformat
+        nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
+        cells = nb.cells
+        if not isinstance(cells, list):
+            raise ValueError("no cells")
+    except Exception as exc:
+        out.status = "not a notebook"
+        out.problems = [f"could not be read as a notebook: {type(exc).__name__}"]
+        return out
+    out.unit = _unit_of(sub, cells)
+    template = _template(out.unit)
+    out.copy = _what_the_copy_holds(out.unit, template, cells)
+    owned = {c.get("id"): c for c in template if c.get("id") and grader_owned(c)}
+    edited = 0
+    for cell in cells:
+        mine = owned.get(cell.get("id"))
+        if mine is None:
+            continue
+        if cell.get("cell_type") != "code" or _source(cell) != _source(mine):
+            edited += 1
+        cell["cell_type"] = "code"
+        cell["source"] = _source(mine)
+        cell.setdefault("outputs", [])
+        cell.setdefault("execution_count", None)
+        cell.setdefault("metadata", {})
+    if edited:
+        out.findings.append(f"{edited} grader cell(s) had been edited and were restored")
+    if out.copy.missing:
+        out.problems.append(f"{len(out.copy.missing)} of the unit's {out.copy.expected} cells are missing: "
+                            + out.copy.missing_words())
+        out.status = "missing cells"
+    out.notebook = nb
+    out.exercises = _exercise_sources(out.unit, cells)
+    return out
+
+
+def _what_the_copy_holds(unit: str, template: list, cells: list):
+    """Which of the unit's questions and cells this copy holds (an older copy lacks questions added since)."""
+    qs = of_unit(unit) if unit in UNITS else []
+    return what_the_copy_holds([q.qid for q in qs], [q.qid for q in qs if q.role == "predict"], template,
+                               [c for c in cells if isinstance(c, dict)])
+
+
+def _exercise_sources(unit: str, cells: list) -> dict:
+    """For each exercise, its function name(s) (from the grader's check cell) and the notebook's definitions."""
+    from grader.engine.kinds import Function
+
+    exercises = {q.qid: q for q in of_unit(unit) if isinstance(q.kind, Function)} if unit in UNITS else {}
+    found = {}
+    for index, cell in enumerate(cells):
+        if cell.get("cell_type") != "code":
+            continue
+        try:
+            tree = ast.parse(_source(cell))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "check" and len(node.args) == 2):
+                continue
+            first, second = node.args
+            if not (isinstance(first, ast.Constant) and first.value in exercises) or first.value in found:
+                continue
+            items = second.elts if isinstance(second, (ast.Tuple, ast.List)) else [second]
+            if all(isinstance(i, ast.Name) for i in items):
+                found[first.value] = {"names": [i.id for i in items], "source": _definitions(cells[:index])}
+    return found
+
+
+def _definitions(cells: list) -> str:
+    """The imports, function and class definitions and literal constants of these cells, in order."""
+    parts = []
+    for cell in cells:
+        if cell.get("cell_type") != "code":
+            continue
+        try:
+            tree = ast.parse(_source(cell))
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            keep = isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            if isinstance(node, ast.Assign):
+                try:
+                    ast.literal_eval(node.value)
+                    keep = True
+                except ValueError:
+                    keep = False
+            if keep:
+                parts.append(ast.get_source_segment(_source(cell), node) or ast.unparse(node))
+    return "\n\n".join(parts)
+
+
+# --- step 3: execute ------------------------------------------------------------------------
+
+def _contained_env(work: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("AUTOGRAD_LAB_STRICT",) and not k.startswith("AGL_")}
+    env.update(AUTOGRAD_LAB_HOME=str(work / "home"), HOME=str(work / "home"), PYTHONUNBUFFERED="1",
+               JUPYTER_RUNTIME_DIR=str(work / "runtime"), IPYTHONDIR=str(work / "ipython"),
+               MPLCONFIGDIR=str(work / "mpl"), MPLBACKEND="Agg", TMPDIR=str(work / "tmp"))
+    for name in ("home", "runtime", "ipython", "mpl", "tmp"):
+        (work / name).mkdir(exist_ok=True)
+    return env
+
+
+def read_events(home: Path, scratch: Path) -> tuple[list[Event], list[str]]:
+    """The events of a progress store the submission wrote, read as data; (events, findings)."""
+    try:
+        data = containment.read_capped(home / FILENAME, STORE_CAP)
+    except containment.UnsafeFile as exc:
+        return [], [f"store missing or corrupt: the progress store is {exc}"]
+    (scratch / FILENAME).write_bytes(data)
+    try:
+        wal = containment.read_capped(home / (FILENAME + "-wal"), STORE_CAP)
+        (scratch / (FILENAME + "-wal")).write_bytes(wal)
+    except containment.UnsafeFile as exc:
+        if str(exc) != "missing":
+            return [], [f"store missing or corrupt: its write-ahead log is {exc}"]
+    findings = []
+    try:
+        con = sqlite3.connect(scratch / FILENAME)
+        try:
+            version = con.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                findings.append(f"store written by a newer schema ({version}); read as far as it is understood")
+            try:
+                rows = con.execute("SELECT id, time, unit, qid, action, answer, verdict, torch, session FROM events "
+                                   "ORDER BY id LIMIT ?", (EVENTS_CAP + 1,)).fetchall()
+            except sqlite3.OperationalError:
+                rows = [r + ("",) for r in con.execute("SELECT id, time, unit, qid, action, answer, verdict, torch "
+                                                       "FROM events ORDER BY id LIMIT ?", (EVENTS_CAP + 1,))]
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        return [], [f"store missing or corrupt: {str(exc)[:100]}"]
+    if len(rows) > EVENTS_CAP:
+        findings.append(f"more than {EVENTS_CAP:,} events; the rest were not read")
+        rows = rows[:EVENTS_CAP]
+    events = []
+    for r in rows:
+        ident, when, unit, qid, action, answer, verdict, torch_v, session = r
+        if not (isinstance(ident, int) and isinstance(when, (int, float)) and isinstance(unit, str)
+                and (qid is None or isinstance(qid, str)) and isinstance(action, str) and isinstance(verdict, str)):
+            findings.append("store has events that are not well formed; they were skipped")
+            continue
+        value = None
+        if isinstance(answer, str) and len(answer) <= ANSWER_CAP:
+            try:
+                value = json.loads(answer)
+            except (ValueError, RecursionError):
+                value = None
+        events.append(Event(ident, float(when), unit, qid, action, value, verdict, str(torch_v), str(session), {}))
+    return events, list(dict.fromkeys(findings))
+
+
+def execute(restored: Restored, cell_timeout: int = 60, notebook_timeout: int = 600,
+            memory_mb: int = 3072, pool=None) -> Execution:
+    """Run the restored notebook contained; return how it ended and the events its store holds.
+
+    With a :class:`grader.instructor.grading.workers.Pool` the notebook runs in a process forked from a warm parent
+    (torch and the grader already imported); without one, in a fresh worker and kernel."""
+    import nbformat
+
+    out = Execution(isolation=containment.isolation())
+    started = time.monotonic()
+    worker = pool.borrow() if pool is not None else None
+    work = worker.job_folder() if worker else containment.private_folder("agl-grade-")
+    scratch = containment.private_folder("agl-read-")
+    try:
+        env = _contained_env(work)
+        copy = work / "submission.ipynb"
+        nbformat.write(restored.notebook, str(copy))
+        if worker:
+            env[containment.TOKEN_VAR] = secrets.token_hex(16)
+            run = worker.run({"kind": "notebook", "dir": work.name, "env": env, "cell_timeout": cell_timeout,
+                              "memory_mb": memory_mb}, notebook_timeout)
+        else:
+            cmd = [sys.executable, str(ROOT / "grader" / "notebook_worker.py"), str(copy), str(work),
+                   str(cell_timeout), str(memory_mb)]
+            run = containment.run(cmd, work, env, notebook_timeout)
+        if run.timed_out:
+            out.status = "killed"
+            out.problems.append(f"the notebook ran past {notebook_timeout} s in all and was stopped")
+        elif run.returncode != 0:
+            out.status = "worker died"
+            how = f"signal {-run.returncode}" if run.returncode and run.returncode < 0 else f"exit {run.returncode}"
+            out.problems.append(f"the grading worker did not finish ({how}); the run cannot be trusted")
+            tail = run.stderr.decode(errors="replace").strip().splitlines()[-1:]
+            if tail and run.returncode and 0 < run.returncode < 128:
+                out.problems.append(f"the worker failed: {tail[0][:200]}")
+        else:
+            lines = run.result.splitlines()
+            try:
+                if len(lines) != 1 or run.result_overflow:
+                    raise ValueError
+                report = json.loads(lines[0])
+                if not isinstance(report, dict) or report.get("cells") != len(restored.notebook.cells):
+                    raise ValueError
+            except ValueError:
+                out.status = "worker lied"
+                out.problems.append("the worker's report is not the one report it sends; the run cannot be trusted")
+            else:
+                out.status = str(report.get("status", "ok"))[:40]
+                if isinstance(report.get("leftovers"), int) and report["leftovers"] > 0:
+                    out.findings.append(f"{report['leftovers']} process(es) it started outlived the notebook "
+                                        "and were killed")
+                out.problems += [str(p)[:300] for p in report.get("problems", [])][:50]
+        if run.leftovers:
+            out.findings.append(f"{run.leftovers} process(es) it started were still running at the end and were killed")
+        if run.output_bytes > 10 * 2 ** 20:
+            out.findings.append(f"it wrote {run.output_bytes / 2 ** 20:.0f} MB to stdout/stderr (kept 64 KB)")
+        out.events, found = read_events(work / "home", scratch)
+        out.findings += found
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+        if worker:
+            pool.give_back(worker)
+    out.seconds = time.monotonic() - started
+    return out
+
+
+# --- step 4: recompute ----------------------------------------------------------------------
+
+def run_exercises(restored: Restored, timeout: float = 0, pool=None) -> tuple[dict, list[str]]:
+    """Re-run the recovered learner functions in a contained process and judge their results here."""
+    from grader.engine.question import get
+
+    verdicts: dict[str, verify_submission.ExerciseVerdict] = {}
+    if not restored.exercises:
+        return verdicts, []
+    qs = {qid: get(qid) for qid in restored.exercises}
+    request = {"exercises": [{"qid": qid, **item} for qid, item in restored.exercises.items()]}
+    timeout = timeout or 60 + sum(q.kind.budget_s for q in qs.values())
+    worker = pool.borrow() if pool is not None else None
+    work = worker.job_folder() if worker else containment.private_folder("agl-run-")
+    try:
+        env = _contained_env(work)
+        if worker:   # forked from a warm parent: torch imported and the cases made already
+            env[containment.TOKEN_VAR] = secrets.token_hex(16)
+            (work / "request.json").write_text(json.dumps(request), encoding="utf-8")
+            run = worker.run({"kind": "exercises", "dir": work.name, "env": env}, timeout)
+        else:
+            run = containment.run([sys.executable, "-m", "grader.instructor.grading.learner_function"], work, env, timeout,
+                                  stdin=json.dumps(request).encode())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        if worker:
+            pool.give_back(worker)
+    lines, findings = verify_submission.decode_lines(run.result)
+    if run.timed_out:
+        findings.append(f"the exercise runner ran past {timeout:g} s and was stopped")
+    elif run.returncode != 0:
+        findings.append("the exercise runner died before it finished")
+    for qid, q in qs.items():
+        verdicts[qid] = verify_submission.judge_exercise(q, lines.get(qid, []))
+    return verdicts, findings
+
+
+def recompute(restored: Restored, execution: Execution, pool=None) -> Outcome:
+    """Every verdict from recorded data and live torch here; never a verdict the kernel wrote."""
+    out = Outcome(restored.submission, status=restored.status, problems=list(restored.problems),
+                  findings=list(restored.findings), isolation=execution.isolation, seconds=execution.seconds,
+                  copy=restored.copy)
+    if execution.status != "ok" and (out.status == "ok" or execution.status in TAMPERED):
+        out.status = execution.status
+    out.problems += execution.problems
+    out.findings += execution.findings
+    if restored.unit not in UNITS:
+        out.units = []
+        return out
+    exercises, found = run_exercises(restored, pool=pool)
+    out.findings += found
+    out.units = [verify_submission.recompute(restored.unit, execution.events, exercises)]
+    for r in out.units:
+        out.findings += r.findings
+        for qid, v in exercises.items():
+            if v.note and v.verdict != "correct":
+                out.findings.append(f"{qid}: {v.note}")
+    out.findings = list(dict.fromkeys(out.findings))
+    return out
+
+
+def grade_one(sub: Submission, cell_timeout: int = 60, notebook_timeout: int = 600,
+              memory_mb: int = 3072, pool=None) -> Outcome:
+    started = time.monotonic()
+    restored = restore(sub)
+    if restored.notebook is None:
+        out = Outcome(sub, status=restored.status, problems=restored.problems, isolation=containment.isolation())
+        out.units = [None]
+        out.unit = restored.unit
+    else:
+        try:
+            execution = execute(restored, cell_timeout, notebook_timeout, memory_mb, pool)
+        except Exception as exc:   # the grader's own failure: still a row
+            execution = Execution(status="could not run", problems=[f"{type(exc).__name__}: {str(exc)[:200]}"])
+        out = recompute(restored, execution, pool)
+        if not out.units:
+            out.units = [None]
+        out.unit = restored.unit
+        try:
+            out.facts = [report.facts_of(sub.learner, restored.unit, restored.notebook, execution.events)]
+        except Exception as exc:   # the report's facts never cost a learner a row
+            out.facts = [{"learner": sub.learner, "unit": restored.unit, "wrong": {}, "minutes": None,
+                          "problem": f"{type(exc).__name__}: {str(exc)[:100]}"}]
+    out.seconds = time.monotonic() - started
+    return out
+
+
+# --- step 5: write (grader/instructor/grading/gradebook.py) ----------------------------------------------------
+
+def _adopt_orphans() -> None:
+    """Become the subreaper of everything the submissions start, so a detached process cannot slip away."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
+            containment.ADOPTING = True
+        except (OSError, AttributeError):
+            pass
+
+
+def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, notebook_timeout: int = 600,
+          memory_mb: int = 3072, html_dir: Path | None = None, progress_to=sys.stderr,
+          weights: scores.Weights | None = None, ids: dict | None = None, times: dict | None = None,
+          wide: Path | None = None, merge_into: Path | None = None,
+          shard: tuple[int, int] | None = None, resume: bool = False, report_to: Path | None = None) -> list[dict]:
+    """Grade every submission found (or one shard of them), reusing a journal's work with ``resume``.
+
+    Notebooks run in processes forked from ``jobs`` warm parents (:mod:`grader.instructor.grading.workers`); with
+    AGL_GRADE_COLD=1 in the environment, each in a fresh worker and kernel instead (slower; for comparison)."""
+    _adopt_orphans()
+    found = find(paths)
+    subs = [s for s in found if shard is None or shards.shard_of(s.learner, shard[1]) == shard[0]]
+    options = {"cell_timeout": cell_timeout, "notebook_timeout": notebook_timeout, "memory_mb": memory_mb,
+               "shard": list(shard) if shard else None,
+               # rows in the journal carry points and student ids: a change of weights, roster or times redoes them
+               "rows": repr((vars(weights) if weights is not None else None, sorted((ids or {}).items()),
+                             sorted((times or {}).items()), bool(html_dir)))}
+    journal = shards.Journal(out, options, resume)
+    rows: list[dict] = []
+    facts: list[dict] = []
+    started = time.monotonic()
+    todo = []
+    for s in subs:
+        sha = "" if s.problem else shards.file_hash(s.path, NOTEBOOK_CAP)
+        entry = journal.reuse(s.path, sha) if resume else None
+        if entry is not None:
+            rows += entry["rows"]
+            facts += entry.get("facts", [])
+        else:
+            todo.append((s, sha))
+    if progress_to is not None:
+        if shard:
+            print(f"shard {shard[0]}/{shard[1]}: {len(subs)} of {len(found)} notebooks "
+                  f"({len({s.learner for s in subs})} of {len({s.learner for s in found})} learners)", file=progress_to)
+        if resume:
+            print(journal.note or f"resuming: {len(subs) - len(todo)} notebook(s) already graded and unchanged, "
+                                   f"{len(todo)} to grade", file=progress_to)
+    done = 0
+    needs_worker = any(not s.problem for s, _ in todo)
+    warm = None
+    try:
+        if needs_worker and not os.environ.get("AGL_GRADE_COLD"):
+            units = {s.path.name[:2] for s, _ in todo}     # a hint: the exercises whose cases to build first
+            warm = workers.Pool(min(max(1, jobs), len(todo)), workers.base_env(),
+                                units=sorted(units) if units <= set(UNITS) else None)
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = {pool.submit(grade_one, s, cell_timeout, notebook_timeout, memory_mb, warm): (s, sha)
+                       for s, sha in todo}
+            for future in as_completed(futures):
+                sub, sha = futures[future]
+                try:
+                    result = future.result()
+                except Exception as exc:   # a grader bug on one notebook: a row that says so, and the run goes on
+                    result = Outcome(sub, status="grader error",
+                                     problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None])
+                mine = gradebook.rows_of(result, weights, ids, times, feedback=bool(html_dir))
+                rows += mine
+                facts += result.facts
+                journal.add(sub.path, sub.learner, sha, mine, result.facts)
+                done += 1
+                if progress_to is not None:
+                    width = 30
+                    filled = int(width * done / max(1, len(todo)))
+                    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{len(todo)} "
+                          f"{result.submission.learner}: {result.status} ({result.seconds:.1f} s)   ",
+                          end="" if done < len(todo) else "\n", file=progress_to, flush=True)
+    finally:
+        if warm is not None:
+            warm.close()
+        journal.close()
+    gradebook.write_csv(rows, out)
+    if shard:
+        shards.write_sidecar(out, shard, [s.learner for s in found], [s.learner for s in subs], facts)
+    everyone = rows
+    if merge_into:
+        everyone = gradebook.merge(gradebook.read_csv(merge_into) if merge_into.exists() else [], rows)
+        gradebook.write_csv(everyone, merge_into)
+    if wide:
+        gradebook.write_wide(everyone, wide, weights, ids)
+    if html_dir:
+        gradebook.write_html(rows, html_dir)
+    if report_to:
+        report.write_report(rows, facts, report_to)
+    if progress_to is not None:
+        elapsed = time.monotonic() - started
+        print(f"graded {len(todo)} notebooks in {elapsed:.1f} s ({60 * len(todo) / max(elapsed, 1e-9):.1f} per minute) "
+              f"-> {out}" + (f"; report {report_to}" if report_to else ""), file=progress_to)
+    return rows
+
+
+def merge(partials: list[Path], out: Path, html_dir: Path | None = None, report_to: Path | None = None) -> list[dict]:
+    """Join the partial gradebooks of `grade --shard i/n` into one (see :mod:`grader.instructor.grading.shards`)."""
+    rows, facts = shards.read_partials(partials)
+    gradebook.write_csv(rows, out)
+    if html_dir:
+        gradebook.write_html(rows, html_dir)
+    if report_to:
+        report.write_report(rows, facts, report_to)
+    return rows
+
+
+if __name__ == "__main__":
+    print("this module is run by `python -m grader grade`", file=sys.stderr)
+    sys.exit(2)

@@ -1,0 +1,265 @@
+"""The class report a teacher reads: per unit and per question, what the class predicted and got wrong.
+
+``grade ... --report report.html`` (and ``grade merge ... --report``) writes one
+self-contained page: no script, no stylesheet or font from elsewhere, every
+chart an inline SVG drawn by matplotlib with its numbers as text, so it opens
+offline and a test can read the numbers the chart shows.
+
+Its numbers come from the gradebook's rows (how many learners' rows say
+"predicted, correct", "correct", ...: the same words the CSV holds, so the two
+always agree) and from each graded notebook's *facts*: the wrong answers its
+predictions and self-test checks gave (re-read and compared with torch's live
+answer in the grading process), so the page can show the wrong answers the
+class holds most often, with the note the question declares for a known
+misconception. Hints and attempts are the gradebook's. Learner time per unit
+is read from cell timing metadata where the notebook carries it (JupyterLab's
+"Record timing" setting); otherwise the page says it was not recorded.
+"""
+from __future__ import annotations
+
+import html
+import io
+import json
+import statistics
+from collections import Counter, defaultdict
+from datetime import datetime
+from pathlib import Path
+
+from grader.engine.course import UNITS
+from grader.engine.question import of_unit
+
+ANSWER_CHARS = 120
+
+
+# --- facts of one graded notebook ----------------------------------------------------------------
+
+def _canonical(value) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= ANSWER_CHARS else text[:ANSWER_CHARS - 1] + "…"
+
+
+def _wrong(q, answer):
+    """(is it wrong, the misconception note) for a recorded answer, judged against torch's live answer here."""
+    from grader.instructor.grading.verify import truth_of
+
+    try:
+        value = q.kind.read(answer)
+    except Exception:
+        return False, ""
+    truth = truth_of(q)
+    try:
+        if q.kind.agrees(truth, value):
+            return False, ""
+    except Exception:
+        return False, ""
+    return True, q.misconception(truth, value)
+
+
+def learner_minutes(notebook) -> float | None:
+    """Minutes between the first and last cell run, where the notebook records cell timing; else None."""
+    stamps = []
+    for cell in getattr(notebook, "cells", None) or []:
+        timing = (cell.get("metadata") or {}).get("execution") or {}
+        for key in ("iopub.execute_input", "shell.execute_reply"):
+            raw = timing.get(key)
+            if isinstance(raw, str):
+                try:
+                    stamps.append(datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp())
+                except ValueError:
+                    pass
+    if len(stamps) < 2:
+        return None
+    return round((max(stamps) - min(stamps)) / 60, 1)
+
+
+def facts_of(learner: str, unit: str, notebook, events: list) -> dict:
+    """What the report needs of one graded notebook beyond its gradebook row: its wrong answers and its time."""
+    facts = {"learner": learner, "unit": unit, "wrong": {}, "minutes": learner_minutes(notebook)}
+    if unit not in UNITS:
+        return facts
+    questions = {q.qid: q for q in of_unit(unit)}
+    wrong: dict[str, dict[str, str]] = defaultdict(dict)
+    for e in events:
+        q = questions.get(e.qid) if e.unit == unit else None
+        if q is None or e.answer is None:
+            continue
+        if (q.role == "predict" and e.action == "predict" and e.verdict == "recorded") or \
+                (q.role == "self-test" and e.action == "check"):
+            bad, note = _wrong(q, e.answer)
+            if bad:
+                wrong[q.qid].setdefault(_canonical(e.answer), note)
+    facts["wrong"] = {qid: [[a, n] for a, n in answers.items()] for qid, answers in wrong.items()}
+    return facts
+
+
+# --- the page ----------------------------------------------------------------------------------------
+
+def _good(record: str, role: str) -> bool:
+    return record == "predicted, correct" if role == "predict" else record.startswith("correct")
+
+
+def _attempted(record: str) -> bool:
+    return bool(record) and record not in ("not attempted", "not answered")
+
+
+def _numbers(field: str) -> dict[str, int]:
+    out = {}
+    for part in (field or "").split(", "):
+        qid, _, n = part.rpartition(": ")
+        if qid and n.isdigit():
+            out[qid] = int(n)
+    return out
+
+
+def summary(rows: list[dict], facts: list[dict]) -> dict:
+    """Per unit and question, the counts the page shows (and a test compares with the CSV)."""
+    units = {}
+    for unit in sorted({r["unit"] for r in rows if r.get("unit") in UNITS}):
+        mine = [r for r in rows if r["unit"] == unit]
+        unit_facts = [f for f in facts if f.get("unit") == unit]
+        minutes = [f["minutes"] for f in unit_facts if isinstance(f.get("minutes"), (int, float))]
+        questions = []
+        for q in of_unit(unit):
+            records = [r.get(q.qid, "") for r in mine]
+            hints = sum(_numbers(r.get("hints", "")).get(q.qid, 0) for r in mine)
+            tries = [_numbers(r.get("attempts", "")).get(q.qid) for r in mine]
+            tries = [t for t in tries if t]
+            wrong = Counter()
+            notes = {}
+            for f in unit_facts:
+                for answer, note in f.get("wrong", {}).get(q.qid, []):
+                    wrong[answer] += 1
+                    notes.setdefault(answer, note)
+            questions.append({
+                "qid": q.qid, "role": q.role, "prompt": q.prompt,
+                "learners": len(mine), "attempted": sum(_attempted(x) for x in records),
+                "correct": sum(_good(x, q.role) for x in records),
+                "hints": hints, "attempts_mean": round(statistics.mean(tries), 2) if tries else None,
+                "wrong": [{"answer": a, "learners": n, "note": notes[a]} for a, n in wrong.most_common(5)],
+            })
+        units[unit] = {"title": UNITS[unit].title, "notebooks": len(mine),
+                       "learners": len({r["learner"] for r in mine}),
+                       "passed": sum(r.get("marked passed") == "yes" for r in mine),
+                       "learner_minutes_median": round(statistics.median(minutes), 1) if minutes else None,
+                       "timed": len(minutes),
+                       "grading_seconds_median": round(statistics.median(float(r["seconds"]) for r in mine
+                                                                         if r.get("seconds")), 1)
+                       if any(r.get("seconds") for r in mine) else None,
+                       "questions": questions}
+    return units
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]
+    start, end = text.find("<metadata>"), text.find("</metadata>")
+    return text[:start] + text[end + len("</metadata>"):] if 0 <= start < end else text
+
+
+def _unit_chart(unit: str, data: dict) -> str:
+    """Bars: per question, the share of the unit's learners who got it right; each bar labelled k/n."""
+    import matplotlib
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    qs = data["questions"]
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "autograd-lab", "font.size": 9}):
+        fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(qs) + 0.9))
+        names = [q["qid"] for q in qs][::-1]
+        shares = [q["correct"] / q["learners"] if q["learners"] else 0 for q in qs][::-1]
+        colours = ["#1f77b4" if q["role"] == "predict" else "#2ca02c" for q in qs][::-1]
+        ax.barh(names, shares, color=colours)
+        ax.set_xlim(0, 1.18)
+        ax.set_xlabel("share of learners right (blue: predicted before running; green: self-test or exercise)")
+        ax.set_title(f"Unit {unit}: who got each question right")
+        for y, q in enumerate(qs[::-1]):
+            label = ax.text(min(shares[y], 1.0) + 0.01, y, f"{q['correct']}/{q['learners']}", va="center")
+            label.set_gid(f"count-{q['qid']}")
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        svg = _svg(fig)
+        plt.close(fig)
+    return svg
+
+
+def _overview_chart(units: dict) -> str:
+    import matplotlib
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    names = list(units)
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "autograd-lab", "font.size": 9}):
+        fig, ax = plt.subplots(figsize=(7.5, 2.6))
+        passed = [units[u]["passed"] for u in names]
+        total = [units[u]["notebooks"] for u in names]
+        ax.bar(names, total, color="#d0d7de", label="graded")
+        ax.bar(names, passed, color="#1a7f37", label="marked passed")
+        for x, u in enumerate(names):
+            label = ax.text(x, total[x], f"{passed[x]}/{total[x]}", ha="center", va="bottom")
+            label.set_gid(f"passed-{u}")
+        ax.set_xlabel("unit")
+        ax.set_ylabel("notebooks")
+        ax.set_ylim(0, max(total + [1]) * 1.25)
+        ax.legend(frameon=False, loc="upper right")
+        ax.set_title("Notebooks graded and marked passed, per unit")
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        svg = _svg(fig)
+        plt.close(fig)
+    return svg
+
+
+STYLE = """body{font-family:system-ui,sans-serif;max-width:62em;margin:2em auto;color:#1f2328;padding:0 1em}
+table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{padding:3px 8px;text-align:left;vertical-align:top;
+border-bottom:1px solid #d0d7de}th{background:#f6f8fa}.num{text-align:right}.note{color:#57606a;font-size:90%}
+code{background:#f6f8fa;padding:0 3px}figure{margin:1em 0}svg{max-width:100%;height:auto}"""
+
+
+def write_report(rows: list[dict], facts: list[dict], path: Path) -> dict:
+    """Write the class report; returns the summary it shows."""
+    units = summary(rows, facts)
+    learners = len({r["learner"] for r in rows})
+    e = html.escape
+    parts = ["<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+             "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+             "<title>autograd-lab: class report</title>", f"<style>{STYLE}</style></head><body>",
+             "<h1>Class report</h1>",
+             f"<p id='totals' data-learners='{learners}' data-notebooks='{len(rows)}'>{learners} learners, "
+             f"{len(rows)} notebooks graded. Every verdict was recomputed with live torch; "
+             "<em>predicted correctly</em> counts predictions locked in before torch's answer was shown.</p>"]
+    if units:
+        parts.append(f"<figure id='overview'>{_overview_chart(units)}</figure>")
+    for unit, u in units.items():
+        minutes = (f"median {u['learner_minutes_median']} minutes (from {u['timed']} notebook(s) with cell timing)"
+                   if u["learner_minutes_median"] is not None else
+                   "not recorded (turn on JupyterLab's Settings → Notebook → Record timing to see it)")
+        parts.append(f"<section class='unit' id='unit-{e(unit)}' data-unit='{e(unit)}'>")
+        parts.append(f"<h2>Unit {e(unit)}: {e(u['title'])}</h2>")
+        parts.append(f"<p>{u['learners']} learner(s), {u['notebooks']} notebook(s); marked passed: "
+                     f"<b class='passed'>{u['passed']}</b>. Learner time: {minutes}. "
+                     f"Grading took a median {u['grading_seconds_median']} s per notebook.</p>")
+        parts.append(f"<figure class='chart' data-unit='{e(unit)}'>{_unit_chart(unit, u)}</figure>")
+        parts.append("<table><tr><th>question</th><th>kind</th><th class='num'>right</th>"
+                     "<th class='num'>tried</th><th class='num'>hints</th><th class='num'>attempts (mean)</th>"
+                     "<th>most common wrong answers (learners)</th></tr>")
+        for q in u["questions"]:
+            kind = {"predict": "prediction", "self-test": "self-test", "exercise": "exercise"}.get(q["role"], q["role"])
+            wrong = "".join(f"<li><code>{e(w['answer'])}</code> ({w['learners']})"
+                            + (f"<div class='note'>{e(w['note'])}</div>" if w["note"] else "") + "</li>"
+                            for w in q["wrong"])
+            parts.append(f"<tr class='question' data-qid='{e(q['qid'])}' data-correct='{q['correct']}' "
+                         f"data-learners='{q['learners']}'><td title='{e(q['prompt'])}'><code>{e(q['qid'])}</code></td>"
+                         f"<td>{kind}</td><td class='num right'>{q['correct']}/{q['learners']}</td>"
+                         f"<td class='num'>{q['attempted']}</td><td class='num'>{q['hints']}</td>"
+                         f"<td class='num'>{q['attempts_mean'] if q['attempts_mean'] is not None else ''}</td>"
+                         f"<td>{'<ul>' + wrong + '</ul>' if wrong else ''}</td></tr>")
+        parts.append("</table></section>")
+    other = [r for r in rows if r.get("unit") not in UNITS]
+    if other:
+        parts.append(f"<h2>Not graded as a unit</h2><p>{len(other)} notebook(s) could not be matched to a unit or "
+                     "read: " + ", ".join(e(r["learner"]) for r in other[:30]) + ".</p>")
+    parts.append("</body></html>")
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return units

@@ -1,0 +1,611 @@
+"""Warm workers: torch and the grader imported once, every submission run in a fresh process forked from there.
+
+A grading run used to start, for every notebook, a worker, a Jupyter kernel,
+``import torch`` and the grader (3-4 s before the learner's first cell), and
+for every notebook with exercises one more process importing torch and
+generating the exercises' cases (several seconds more). Here a :class:`Pool`
+keeps ``jobs`` long-lived *warm parents*. Each is started once, contained the
+way :mod:`grader.instructor.grading.containment` contains one submission (with bubblewrap: no
+network, its own PID and IPC namespaces, a private ``/tmp``, a read-only file
+system except its own 0700 folder), imports torch, the grader, every
+question and IPython, and generates the exercises' cases. It never runs
+submitted code itself: for each job it forks a child that
+
+* starts a new session, closes every descriptor but its own pipes, takes the
+  job's environment (its own home, a memory limit) and folder;
+* runs the restored notebook's code cells one by one in a fresh IPython shell
+  (the same code a kernel runs; a cell past its time limit is interrupted with
+  KeyboardInterrupt, as nbclient interrupts a kernel), or the exercise runner
+  of :mod:`grader.instructor.grading.learner_function` on a request file.
+
+The warm parent watches the child (its stdout and stderr are counted, never
+kept; its messages are capped), and when it ends, dies or runs out of time,
+kills every process left in its namespace (without bubblewrap: every
+descendant, and every process carrying the job's token), then composes the
+report the cold worker would have sent. Before the next job it empties its
+folder, ``/tmp``, ``/dev/shm`` and the System V IPC objects of its namespace:
+nothing of one submission is there for the next. The warm parent makes itself
+non-dumpable, so a child cannot read or write its memory or descriptors
+through ``/proc`` or ptrace; a child that kills it gets "worker died" (the run
+cannot be trusted), and the pool starts a new one.
+
+Verdicts are never computed here: the child's store is read, and every
+answer recomputed, by the grading process, exactly as for the cold path.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import secrets
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from grader.instructor.grading import containment
+
+MESSAGE_CAP = 8 * 2 ** 20
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 4, 36, 1, 38
+
+
+# --- the grading process's side -------------------------------------------------------------------
+
+class Worker:
+    """One warm parent, started contained, answering one job at a time."""
+
+    def __init__(self, env: dict, units: list | None = None):
+        self.units = sorted(units) if units is not None else None
+        self.folder = containment.private_folder("agl-warm-")
+        self.env = dict(env)
+        self.jobs = 0
+        self.proc = None
+        self.start()
+
+    def start(self) -> None:
+        self.token = secrets.token_hex(16)
+        env = dict(self.env, **{containment.TOKEN_VAR: self.token})
+        for name in ("home", "tmp", "mpl", "ipython"):
+            (self.folder / name).mkdir(exist_ok=True)
+        env.update(HOME=str(self.folder / "home"), TMPDIR=str(self.folder / "tmp"),
+                   MPLCONFIGDIR=str(self.folder / "mpl"), IPYTHONDIR=str(self.folder / "ipython"),
+                   MPLBACKEND="Agg", PYTHONUNBUFFERED="1")
+        self.reply_r, reply_w = os.pipe()
+        env[containment.RESULT_FD_VAR] = str(reply_w)
+        units = ",".join(self.units) if self.units is not None else "all"
+        cmd = containment.sandboxed([sys.executable, "-m", "grader.instructor.grading.workers", str(self.folder), units], self.folder)
+        with containment._LIVE_LOCK:
+            self.proc = subprocess.Popen(cmd, cwd=self.folder, env=env, stdin=subprocess.PIPE,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(reply_w,),
+                                         start_new_session=True)
+            containment._LIVE.add(self.proc.pid)
+        os.close(reply_w)
+        self.stderr = containment._Drain(os.dup(self.proc.stderr.fileno()), 64 * 1024)
+        self.proc.stderr.close()
+        self.stderr.start()
+        self.buffer = b""
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        with containment._LIVE_LOCK:
+            containment._LIVE.discard(self.proc.pid)
+        containment.kill_everything(self.proc.pid, f"{containment.TOKEN_VAR}={self.token}".encode())
+        try:
+            os.close(self.reply_r)
+        except OSError:
+            pass
+        self.proc = None
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def job_folder(self) -> Path:
+        self.jobs += 1
+        path = self.folder / f"job-{self.jobs}"
+        path.mkdir(mode=0o700)
+        return path
+
+    def _reply(self, deadline: float) -> dict | None:
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([self.reply_r], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(self.reply_r, 1 << 16)
+            if not chunk:
+                return {}
+            self.buffer += chunk
+            if len(self.buffer) > 2 * MESSAGE_CAP:
+                return {}
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            return {}
+        return reply if isinstance(reply, dict) else {}
+
+    def run(self, job: dict, timeout: float) -> containment.Finished:
+        """Send one job; a :class:`containment.Finished` as if the job had run in a process of its own."""
+        started = time.monotonic()
+        if self.proc is None or self.proc.poll() is not None:
+            self.stop()
+            self.start()
+        job = dict(job, timeout=timeout)
+        try:
+            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.flush()
+        except (OSError, ValueError):
+            self.stop()
+            return Finished_died(started)
+        reply = self._reply(started + timeout + 60)
+        if not reply:   # the warm parent died (a child killed it) or stopped answering: never trust this one
+            self.stop()
+            return Finished_died(started, timed_out=reply is None)
+        out = containment.Finished(returncode=reply.get("returncode"), timed_out=bool(reply.get("timed_out")),
+                                   result=str(reply.get("result", "")).encode("utf-8", "surrogateescape"),
+                                   result_overflow=bool(reply.get("result_overflow")),
+                                   output_bytes=int(reply.get("output_bytes", 0)),
+                                   leftovers=int(reply.get("leftovers", 0)))
+        out.seconds = time.monotonic() - started
+        return out
+
+
+def Finished_died(started: float, timed_out: bool = False) -> containment.Finished:
+    out = containment.Finished(returncode=-signal.SIGKILL, timed_out=timed_out)
+    out.seconds = time.monotonic() - started
+    return out
+
+
+class Pool:
+    """``size`` warm parents; ``run(job, timeout)`` borrows an idle one."""
+
+    def __init__(self, size: int, env: dict, units: list | None = None):
+        """``units``: the units whose exercise cases the warm parents build first (None: every unit)."""
+        self.idle: queue.Queue = queue.Queue()
+        self.all = []
+        starters = []
+        for _ in range(max(1, size)):
+            t = threading.Thread(target=lambda: self._add(env, units), daemon=True)
+            t.start()
+            starters.append(t)
+        for t in starters:
+            t.join()
+
+    def _add(self, env, units):
+        w = Worker(env, units)
+        self.all.append(w)
+        self.idle.put(w)
+
+    def borrow(self) -> Worker:
+        return self.idle.get()
+
+    def give_back(self, worker: Worker) -> None:
+        self.idle.put(worker)
+
+    def close(self) -> None:
+        for w in self.all:
+            w.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def base_env() -> dict:
+    """The environment a warm parent and its children start from: the grader's, less its own switches."""
+    return {k: v for k, v in os.environ.items() if k != "AUTOGRAD_LAB_STRICT" and not k.startswith("AGL_")}
+
+
+# --- the warm parent (runs contained) ------------------------------------------------------------
+
+def _prctl(option: int, value: int) -> None:
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _warm(units: list | None = None) -> None:
+    """Everything a notebook or an exercise runner would import or build first, done once here."""
+    import sqlite3  # noqa: F401
+
+    import ipywidgets  # noqa: F401
+    import nbformat  # noqa: F401
+    import torch  # noqa: F401
+    from IPython.core.interactiveshell import InteractiveShell  # noqa: F401
+
+    import grader  # noqa: F401
+    from grader.engine import question
+    from grader.instructor.grading import learner_function as run_learner_function
+    from grader.engine.kinds import Function
+    for q in question.load().values():
+        if isinstance(q.kind, Function) and (units is None or q.unit in units):
+            q.kind.cases()            # inputs only, never an answer; a child may see them anyway
+    try:
+        import matplotlib.pyplot  # noqa: F401
+    except ImportError:
+        pass
+
+
+def _sandboxed() -> bool:
+    return os.environ.get("AGL_SANDBOX") == "bwrap"
+
+
+def _others() -> list[int]:
+    """Processes that are not this warm parent: in its namespace, everything else but PID 1; outside, descendants."""
+    me = os.getpid()
+    pids = containment._proc_ids()
+    if _sandboxed():
+        return [p for p in pids if p not in (1, me)]
+    parents = {}
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            if fields[0] not in (b"Z", b"X"):
+                parents[p] = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            pass
+    found, frontier = set(), {me}
+    while frontier:
+        frontier = {p for p, pp in parents.items() if pp in frontier and p not in found and p != me}
+        found |= frontier
+    return sorted(found)
+
+
+def _kill_rest(token: bytes) -> int:
+    killed: set[int] = set()
+    for _ in range(10):
+        pids = set(_others())
+        if not _sandboxed():
+            for p in containment._proc_ids():
+                try:
+                    with open(f"/proc/{p}/environ", "rb") as f:
+                        if token in f.read(1 << 20).split(b"\0"):
+                            pids.add(p)
+                except OSError:
+                    pass
+        pids.discard(os.getpid())
+        if not pids:
+            break
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGKILL)
+                killed.add(p)
+            except OSError:
+                pass
+        _reap()
+        time.sleep(0.02)
+    _reap()
+    return len(killed)
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _empty(folder: Path, keep: str | set = "") -> None:
+    keep = {keep} if isinstance(keep, str) else set(keep)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if name in keep:
+            continue
+        path = folder / name
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink()
+        except OSError:
+            pass
+
+
+def _under(base: str, folder: Path) -> str:
+    """The entry of ``base`` that leads to ``folder`` (its bind mount lives there), or ""."""
+    try:
+        return folder.resolve().relative_to(base).parts[0]
+    except (ValueError, IndexError):
+        return ""
+
+
+def _clear_ipc() -> None:
+    """Remove the System V shared memory, queues and semaphores a child left in this IPC namespace."""
+    if not _sandboxed():
+        return   # outside a namespace these belong to everyone; leave them
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return
+    for table, call in (("shm", libc.shmctl), ("msg", libc.msgctl), ("sem", libc.semctl)):
+        try:
+            with open(f"/proc/sysvipc/{table}") as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                ident = int(line.split()[1])
+                call(ident, 0, 0) if table == "sem" else call(ident, 0, None)   # IPC_RMID
+            except (ValueError, IndexError, OSError):
+                pass
+
+
+def _clean(folder: Path, keep: str) -> None:
+    """Before a job: nothing left of the previous one."""
+    _empty(folder, keep)
+    if _sandboxed():
+        from grader.instructor.grading.containment import code_paths
+        _empty(Path("/tmp"), keep={_under("/tmp", folder)} | {_under("/tmp", p) for p in code_paths()})
+        _empty(Path("/dev/shm"))
+    _clear_ipc()
+
+
+def _child(job: dict, work: Path, fds: dict, cells: list) -> None:
+    """In the forked child: become the job's own process, then run it. Never returns."""
+    code = 0
+    try:
+        os.setsid()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(fds["out"], 1)
+        os.dup2(fds["err"], 2)
+        msg = fds["msg"]
+        keep = sorted({0, 1, 2, msg})
+        for low, high in zip(keep, keep[1:] + [65536]):
+            os.closerange(low + 1, high)
+        os.set_inheritable(msg, False)
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        _prctl(PR_SET_NO_NEW_PRIVS, 1)
+        env = {str(k): str(v) for k, v in job.get("env", {}).items()}
+        os.environ.clear()
+        os.environ.update(env)
+        os.chdir(work)
+        limit = int(job.get("memory_mb", 0)) * 2 ** 20
+        if limit:
+            import resource
+            resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+        sys.stdout = open(1, "w", closefd=False, buffering=1)
+        sys.stderr = open(2, "w", closefd=False, buffering=1)
+        if job["kind"] == "notebook":
+            _run_cells(cells, int(job.get("cell_timeout", 60)), msg)
+        else:
+            os.dup2(os.open(work / "request.json", os.O_RDONLY | os.O_NOFOLLOW), 0)
+            sys.stdin = open(0, "r", closefd=False)
+            os.environ[containment.RESULT_FD_VAR] = str(msg)
+            from grader.instructor.grading import learner_function as run_learner_function
+            code = run_learner_function.main()
+    except BaseException:  # noqa: BLE001 - the child's end, whatever happened
+        code = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+        os._exit(code or 0)
+
+
+def _run_cells(cells: list, cell_timeout: int, msg: int) -> None:
+    """Run each code cell as a kernel would: errors recorded, a cell past its time interrupted, the rest still run."""
+    from traitlets.config import Config
+    from IPython.core.interactiveshell import InteractiveShell
+
+    def send(item):
+        containment.send(msg, (json.dumps(item) + "\n").encode())
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    shell = InteractiveShell.instance(config=config)
+    signal.signal(signal.SIGALRM, interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for index, source in cells:
+        send({"cell": index})
+        error = None
+        try:
+            signal.setitimer(signal.ITIMER_REAL, cell_timeout)
+            result = shell.run_cell(source, store_history=False)
+            error = result.error_before_exec or result.error_in_exec
+        except KeyboardInterrupt as exc:
+            error = exc
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        if error is not None:
+            send({"cell": index, "ename": type(error).__name__, "evalue": str(error)[:200]})
+        if getattr(shell, "exit_now", False):
+            os._exit(0)   # exit() in a cell ends a kernel: the report says so
+    send({"done": True})
+
+
+def _watch(pid: int, fds: dict, timeout: float) -> dict:
+    """Drain the child's pipes (counting output, keeping messages up to a cap) until it ends or time runs out."""
+    deadline = time.monotonic() + timeout
+    open_fds = {fds["out_r"]: "out", fds["err_r"]: "err", fds["msg_r"]: "msg"}
+    output, messages, overflow = 0, bytearray(), False
+    status, timed_out = None, False
+
+    def read(fd):
+        nonlocal output, overflow
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            open_fds.pop(fd, None)
+            os.close(fd)
+            return
+        if open_fds[fd] == "msg":
+            room = MESSAGE_CAP - len(messages)
+            messages.extend(chunk[:max(room, 0)])
+            overflow = overflow or len(chunk) > room
+        else:
+            output += len(chunk)
+
+    while status is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            break
+        ready, _, _ = select.select(list(open_fds), [], [], min(left, 0.2)) if open_fds else ([], [], time.sleep(0.02))
+        for fd in ready:
+            read(fd)
+        done, st = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = st
+    if status is None:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        _, status = os.waitpid(pid, 0)
+    return {"status": status, "timed_out": timed_out, "open": open_fds, "output": output,
+            "messages": messages, "overflow": overflow, "read": read}
+
+
+def _job(job: dict, folder: Path) -> dict:
+    work = folder / str(job["dir"])
+    token = str(job.get("env", {}).get(containment.TOKEN_VAR, "")).encode()
+    cells = []
+    if job["kind"] == "notebook":
+        import nbformat
+        nb = nbformat.reads(containment.read_capped(work / "submission.ipynb", 64 * 2 ** 20).decode("utf-8"),
+                            as_version=4)
+        total = len(nb.cells)
+        for index, cell in enumerate(nb.cells):
+            if cell.get("cell_type") == "code":
+                src = cell.get("source", "")
+                cells.append((index, "".join(src) if isinstance(src, list) else str(src)))
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    msg_r, msg_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _child(job, work, {"out": out_w, "err": err_w, "msg": msg_w}, cells)
+    for fd in (out_w, err_w, msg_w):
+        os.close(fd)
+    w = _watch(pid, {"out_r": out_r, "err_r": err_r, "msg_r": msg_r}, float(job.get("timeout", 600)))
+    leftovers = _kill_rest(b"%s=%s" % (containment.TOKEN_VAR.encode(), token))
+    end = time.monotonic() + 5
+    while w["open"] and time.monotonic() < end:   # everything that held the pipes is dead: read to the end
+        ready, _, _ = select.select(list(w["open"]), [], [], 0.2)
+        for fd in ready:
+            w["read"](fd)
+    for fd in list(w["open"]):
+        os.close(fd)
+    status = w["status"]
+    code = os.waitstatus_to_exitcode(status)
+    reply = {"returncode": 0, "timed_out": w["timed_out"], "output_bytes": w["output"], "leftovers": 0}
+    if job["kind"] == "notebook":
+        if w["timed_out"]:
+            reply["returncode"] = -signal.SIGKILL
+        else:
+            reply["result"] = json.dumps(_report(w["messages"], code, total, int(job.get("cell_timeout", 60)),
+                                                 leftovers)) + "\n"
+        reply["leftovers"] = 0
+    else:
+        reply["returncode"] = code
+        reply["result"] = bytes(w["messages"]).decode("utf-8", "surrogateescape")
+        reply["result_overflow"] = w["overflow"]
+        reply["leftovers"] = leftovers
+    return reply
+
+
+def _report(raw: bytes, code: int, cells: int, cell_timeout: int, leftovers: int) -> dict:
+    """The cold worker's report (see grader/instructor/grading/notebook_worker.py), from what the child said and how it ended."""
+    report = {"status": "ok", "problems": [], "cells": cells, "leftovers": leftovers}
+    done = False
+    for line in bytes(raw).splitlines()[:100_000]:
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(item, dict):
+            continue
+        if item.get("done") is True:
+            done = True
+        name = item.get("ename")
+        if not isinstance(name, str) or not isinstance(item.get("cell"), int):
+            continue
+        evalue = str(item.get("evalue", ""))
+        if name == "KeyboardInterrupt":
+            report["problems"].append(f"cell {item['cell'] + 1} ran past {cell_timeout} s and was stopped")
+            if report["status"] == "ok":
+                report["status"] = "timed out"
+        else:
+            report["problems"].append(f"cell {item['cell'] + 1} raised {name[:60]}: {evalue[:120]}")
+            if name == "MemoryError" or "can't allocate memory" in evalue:
+                report["status"] = "out of memory"
+            elif report["status"] == "ok":
+                report["status"] = "cell errors"
+    if not done:
+        report["status"] = "kernel died"
+        report["problems"].append("the kernel died (a crash, os._exit, or memory)")
+    report["problems"] = report["problems"][:50]
+    return report
+
+
+def serve(folder: Path, units: list | None = None) -> int:
+    """The warm parent's loop: one JSON job per line on stdin, one JSON reply per line on the result pipe."""
+    reply_fd = containment.result_pipe()
+    _prctl(PR_SET_DUMPABLE, 0)
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _warm(units)
+    pending = b""
+    while True:
+        while b"\n" not in pending:
+            chunk = os.read(0, 1 << 16)
+            if not chunk:
+                return 0
+            pending += chunk
+        line, pending = pending.split(b"\n", 1)
+        job = json.loads(line)
+        _clean(folder, str(job["dir"]))
+        try:
+            reply = _job(job, folder)
+        except Exception as exc:  # noqa: BLE001 - the worker's own failure: the job cannot be trusted
+            reply = {"returncode": 70, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        _reap()
+        containment.send(reply_fd, (json.dumps(reply) + "\n").encode())
+
+
+if __name__ == "__main__":
+    wanted = sys.argv[2] if len(sys.argv) > 2 else "all"
+    sys.exit(serve(Path(sys.argv[1]), None if wanted == "all" else [u for u in wanted.split(",") if u]))

@@ -1,0 +1,115 @@
+"""The drift manifest: every question's live answer on the torch the solutions were built with.
+
+``record`` (run by ``python -m grader build``) writes solutions/manifest.json.
+``compare`` runs every experiment on the installed torch and lists the
+questions whose answer changed (old -> new), those that now error, and those
+added or removed since the manifest was written, so an instructor upgrading
+torch knows which prose to revisit.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from grader.engine.kinds import ErrorOutcome, Function
+from grader.engine.question import Question, all_questions
+
+ROOT = Path(__file__).resolve().parents[2]
+NAME = "manifest.json"
+
+
+def plain(value: Any) -> Any:
+    """A JSON form of a live answer that keeps everything torch said (raw names, whole messages)."""
+    if isinstance(value, ErrorOutcome):
+        return {"where": value.where, "error": value.error, "message": value.message}
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if hasattr(value, "detach") and hasattr(value, "tolist"):   # a tensor
+        return plain(value.detach().tolist())
+    if isinstance(value, (set, frozenset)):
+        return sorted(plain(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)          # 'nan', 'inf', '-inf': JSON has no such numbers
+    if isinstance(value, float) and value == int(value) and abs(value) < 2 ** 53:
+        return int(value)
+    if isinstance(value, float):
+        return round(value, 6)
+    return value
+
+
+def answer_of(q: Question) -> tuple[Any, str]:
+    """(the JSON form, a short text) of a question's live answer; exercises are summarised by a digest."""
+    if isinstance(q.kind, Function):
+        answers = [plain(q.run(case)) for case in q.kind.cases()]
+        digest = hashlib.sha256(json.dumps(answers, sort_keys=True).encode()).hexdigest()[:16]
+        return {"cases": len(answers), "digest": digest}, f"{len(answers)} cases, digest {digest}"
+    truth = q.run()
+    return plain(truth), q.kind.show(truth)
+
+
+def record(root: Path = ROOT) -> Path:
+    data = {"torch": torch.__version__, "questions": {}}
+    for q in all_questions():
+        try:
+            answer, text = answer_of(q)
+        except Exception as exc:  # recorded, so that verify reports it as a change once it is fixed
+            answer, text = {"error": f"{type(exc).__name__}: {exc}"}, f"ERROR {type(exc).__name__}"
+        data["questions"][q.qid] = {"answer": answer, "text": text}
+    path = root / "solutions" / NAME
+    path.write_text(json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def load(root: Path = ROOT) -> dict | None:
+    path = root / "solutions" / NAME
+    if not path.exists():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def compare(root: Path = ROOT, units: list[str] | None = None) -> dict:
+    """Live answers against the manifest: {'torch', 'built_with', 'rows', 'changed', 'errors', 'added', 'removed'}.
+
+    ``units`` limits the comparison to those units' questions.
+    """
+    old = load(root) or {"torch": None, "questions": {}}
+    wanted = {u.zfill(2) for u in units} if units else None
+    questions = [q for q in all_questions() if wanted is None or q.unit in wanted]
+    rows, changed, errors, added = [], [], [], []
+    current = {q.qid for q in questions}
+    old_ids = {qid for qid in old["questions"] if wanted is None or qid[:2] in wanted}
+    for q in questions:
+        row = {"id": q.qid, "unit": q.unit, "role": q.role, "ok": True, "answer": "", "error": ""}
+        try:
+            answer, text = answer_of(q)
+            row["answer"] = text
+            before = old["questions"].get(q.qid)
+            if before is None:
+                added.append(q.qid)
+            elif before["answer"] != answer:
+                changed.append({"id": q.qid, "old": before["text"], "new": text})
+        except Exception as exc:
+            row.update(ok=False, error=f"{type(exc).__name__}: {exc}")
+            errors.append(q.qid)
+        rows.append(row)
+    removed = sorted(old_ids - current)
+    return {"torch": torch.__version__, "built_with": old["torch"], "rows": rows, "changed": changed,
+            "errors": errors, "added": added, "removed": removed}
+
+
+def missing_from_manifest(root: Path = ROOT) -> list[str]:
+    """Question ids the manifest does not list, or lists but the course no longer has (for build --check)."""
+    old = load(root)
+    if old is None:
+        return ["solutions/manifest.json is missing"]
+    ids = {q.qid for q in all_questions()}
+    out = [f"manifest lacks {qid}" for qid in sorted(ids - set(old["questions"]))]
+    out += [f"manifest lists {qid}, which no longer exists" for qid in sorted(set(old["questions"]) - ids)]
+    return out

@@ -1,0 +1,91 @@
+"""The student bundle: what learners get, and nothing they should not.
+
+``python -m grader release OUT/`` writes the learner notebooks (generated from solutions/, outputs
+cleared), the grader package, the install files and a short README, and never solutions/, the
+tests (with their reference implementations) or the instructors' tools. ``--zip`` also packs it.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from grader.instructor.build import BEGIN, ROOT, dumps, learner_copy
+
+# What a learner needs to run the notebooks, relative to the repository root.
+FILES = ("pyproject.toml", "environment.yml", "Makefile", "LICENSE", "jupyter/overrides.json")
+FORBIDDEN = ("solutions", "tests", "bench", ".ci", ".github", "docs")
+
+README = """# autograd-lab: your copy of the course
+
+Two commands, on a machine with Python 3.10+ and `make`:
+
+```
+make lab     # installs the course (CPU build of torch, about 1.5 GB) and opens it in JupyterLab
+```
+
+Conda users: `conda env create -f environment.yml`, `conda activate autograd-lab`, then
+`jupyter lab notebooks/00_start_here.ipynb`.
+
+Work through the units in order. In each you predict what torch will do, run it, and see your
+prediction beside torch's live answer; `unit_panel` at the end of a unit marks it passed. Your
+progress is kept in your user data folder (`python -m grader status` shows it).
+
+Hand in the notebooks as your instructor asks (a folder, a zip, the LMS or the hub): the instructor
+re-runs them and recomputes every verdict with live torch.
+"""
+
+
+class ReleaseError(Exception):
+    """The bundle cannot be written; the text says why."""
+
+
+def release(out: Path, root: Path = ROOT, make_zip: bool = False) -> list[str]:
+    """Write the student bundle into ``out`` (which must not exist or be empty). Returns what was written."""
+    import nbformat
+
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ReleaseError(f"{out} exists and is not an empty folder; choose a new one")
+    inside = [root / name for name in ("solutions", "notebooks", "grader")]
+    if out.resolve() == root.resolve() or any(p.resolve() in out.resolve().parents or p.resolve() == out.resolve()
+                                              for p in inside):
+        raise ReleaseError(f"{out} is inside the course's own folders; choose a folder outside them")
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in sorted((root / "solutions").glob("*.ipynb")):
+        nb = learner_copy(nbformat.read(path, as_version=4), path.name)
+        target = out / "notebooks" / path.name
+        target.parent.mkdir(exist_ok=True)
+        target.write_text(dumps(nb), encoding="utf-8")
+        written.append(f"notebooks/{path.name}")
+    shutil.copytree(root / "grader", out / "grader",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
+    written.append("grader/")
+    for name in FILES:
+        if (root / name).exists():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, out / name)
+            written.append(name)
+    (out / "README.md").write_text(README, encoding="utf-8")
+    written.append("README.md")
+    problems = check_bundle(out)
+    if problems:
+        shutil.rmtree(out, ignore_errors=True)
+        raise ReleaseError("the bundle would give away solutions: " + "; ".join(problems))
+    if make_zip:
+        archive = shutil.make_archive(str(out), "zip", root_dir=out.parent, base_dir=out.name)
+        written.append(Path(archive).name)
+    return written
+
+
+BUILDER = Path("grader/instructor/build.py")   # names the markers it strips
+
+
+def check_bundle(out: Path) -> list[str]:
+    """What in a bundle should not be there: solution folders, or a solution region anywhere."""
+    problems = [f"{name}/ is in the bundle" for name in FORBIDDEN if (out / name).exists()]
+    for path in out.rglob("*"):
+        if path.is_file() and path.suffix in (".ipynb", ".py", ".md", ".json"):
+            if BEGIN in path.read_text(encoding="utf-8", errors="replace") and path.relative_to(out) != BUILDER:
+                problems.append(f"{path.relative_to(out)} holds a solution region")
+    return problems

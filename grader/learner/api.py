@@ -1,0 +1,325 @@
+"""The learner's loop: predict -> run -> reveal, check, mark_passed.
+
+Every function returns a :class:`~grader.engine.results.Result` and never lets a
+learner's mistake surface as a traceback from grader code. With
+``AUTOGRAD_LAB_STRICT=1`` (the test suite sets it for solutions), anything
+short of success raises :class:`~grader.engine.results.GraderCheckFailed`, so a
+solution notebook whose own checks fail cannot pass nbval.
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from grader.engine import progress, question as registry
+from grader.engine.course import UNITS, leads_to, unit_id
+from grader.engine.exercises import run_exercise
+from grader.engine.kinds import BadAnswer, Function, Unanswered, short, snapshot
+from grader.engine.results import GraderCheckFailed, Result
+from grader.engine.store import current as store
+
+_ASK = object()
+OK = ("recorded", "correct", "passed", "info")
+
+
+@dataclass
+class FrontEnd:
+    """What a front end plugs in (grader.learner.widgets does, when it is imported): ``ask`` turns an
+    unanswered question into an input the learner can fill in, or returns None where none can show;
+    each of ``revealed`` hears the id of a question whose answer was just revealed."""
+
+    ask: Callable[..., Result | None] | None = None
+    revealed: list[Callable[[str], None]] = field(default_factory=list)
+
+
+FRONT_END = FrontEnd()
+
+
+def strict() -> bool:
+    return os.environ.get("AUTOGRAD_LAB_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _finish(result: Result) -> Result:
+    if strict() and result.verdict not in OK:
+        raise GraderCheckFailed("\n" + str(result))
+    return result
+
+
+def _guarded(action: str):
+    """Whatever goes wrong inside the grader, the learner gets a Result, not a traceback from our code."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            subject = short(args[0]) if args and isinstance(args[0], (str, int)) else action
+            try:
+                return fn(*args, **kwargs)
+            except GraderCheckFailed:
+                raise
+            except KeyboardInterrupt:
+                return _finish(Result(action, subject, "unanswered",
+                                      "stopped before it finished (interrupted); nothing was recorded"))
+            except Exception as exc:  # a grader bug, or the progress file failing under us
+                return _finish(Result(action, subject, "error",
+                                      f"the grader hit an internal error ({type(exc).__name__}: {str(exc)[:200]}); "
+                                      "nothing was recorded. This is not your mistake: please report it."))
+        return inner
+    return wrap
+
+
+def _lookup(qid: Any, action: str):
+    if not isinstance(qid, str):
+        return None, Result(action, short(qid), "invalid",
+                            f"a question id is a string such as '01.pow-node', not {short(qid)}")
+    q = registry.get(qid.strip())
+    if q is None:
+        close = difflib.get_close_matches(qid.strip(), list(registry.load()), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; `python -m grader questions` lists them"
+        return None, Result(action, qid, "invalid", f"there is no question {qid!r}{hint}")
+    return q, None
+
+
+def _state(q) -> progress.QuestionState:
+    return progress.unit_state(q.unit, store().events(q.unit)).questions[q.qid]
+
+
+def _run_truth(q, action):
+    try:
+        return q.run(), None
+    except Exception as exc:  # torch changed, or a grader bug: say so, plainly
+        import torch
+        return None, Result(action, q.qid, "error",
+                            f"its live experiment raised {type(exc).__name__}: {exc} on torch {torch.__version__}. "
+                            "This is not your mistake; please report it to the course maintainers.")
+
+
+@_guarded("predict")
+def predict(qid: Any, answer: Any = _ASK) -> Any:
+    """Lock in a prediction for a predict-then-run question. It may be replaced until the reveal.
+
+    Without an answer, or with the notebook's placeholder ``...``, it shows an input that suits the
+    question (in a Jupyter kernel with ipywidgets) whose "Lock in" button records the same event as
+    ``predict(qid, answer)``; elsewhere it says what to write.
+    """
+    q, bad = _lookup(qid, "predict")
+    if bad:
+        return _finish(bad)
+    if q.role != "predict":
+        return _finish(Result("predict", q.qid, "invalid",
+                              f"{q.qid} is a {q.role} question: answer it with check('{q.qid}', ...)"))
+    state = _state(q)
+    if answer is _ASK:
+        asked = Result("predict", q.qid, "unanswered",
+                       f"give your prediction as the second argument: predict('{q.qid}', answer), "
+                       f"where answer is {q.kind.describe()}", rows=[("question", q.prompt)])
+    elif state.revealed:
+        return _finish(Result("predict", q.qid, "locked",
+                              f"torch's answer to {q.qid} has already been revealed, so a prediction now would not "
+                              f"be a prediction. To start this question again: reset('{q.qid}') (your record will "
+                              "say the new prediction came after the reveal).", actions=[("reset", q.qid)]))
+    else:
+        try:
+            value = q.kind.read(snapshot(answer))
+        except Unanswered:
+            asked = _finish(Result("predict", q.qid, "unanswered",
+                                   f"replace ... with your prediction: {q.kind.describe()}",
+                                   rows=[("question", q.prompt)]))
+        except BadAnswer as exc:
+            return _finish(Result("predict", q.qid, "invalid", str(exc), rows=[("question", q.prompt)]))
+        else:
+            return commit_prediction(q, value, replaced=state.predicted)
+    # the same question as an input with a "Lock in" button, where a front end can draw one
+    shown = FRONT_END.ask(q, state, asked) if FRONT_END.ask is not None else None
+    return shown if shown is not None else _finish(asked)
+
+
+def commit_prediction(q, value, replaced: bool = False) -> Result:
+    """Record a read prediction; shared by predict() and the prediction widget."""
+    store().append(q.unit, q.qid, "predict", "recorded", q.kind.encode(value))
+    note = "replaces your earlier prediction. " if replaced else ""
+    return _finish(Result("predict", q.qid, "recorded",
+                          f"{note}Run the experiment below, then reveal('{q.qid}'). "
+                          "You may change your prediction until the reveal.",
+                          got=value, rows=[("question", q.prompt), ("your prediction", q.kind.show(value))]))
+
+
+@_guarded("reveal")
+def reveal(qid: Any) -> Result:
+    """Run the live experiment and show torch's answer beside the locked-in prediction."""
+    q, bad = _lookup(qid, "reveal")
+    if bad:
+        return _finish(bad)
+    if q.role != "predict":
+        return _finish(Result("reveal", q.qid, "invalid",
+                              f"{q.qid} is a {q.role} question: it is graded with check('{q.qid}', ...), not revealed"))
+    truth, failed = _run_truth(q, "reveal")
+    if failed:
+        return _finish(failed)
+    state = _state(q)
+    rows = [("question", q.prompt), ("torch says", q.kind.show(truth))]
+    if not state.predicted:
+        store().append(q.unit, q.qid, "reveal", "revealed", None)
+        _after_reveal(q.qid)
+        return _finish(Result("reveal", q.qid, "revealed",
+                              "recorded as revealed without a prediction: it counts as attempted, and your "
+                              "record shows that torch's answer came first.",
+                              expected=truth, rows=rows, explain=q.explain))
+    try:
+        value = q.kind.read(state.prediction)
+    except (BadAnswer, Unanswered):  # a prediction stored by an older version, no longer readable
+        value = None
+    ok = value is not None and q.kind.agrees(truth, value)
+    verdict = "correct" if ok else "incorrect"
+    store().append(q.unit, q.qid, "reveal", verdict, state.prediction)
+    _after_reveal(q.qid)
+    label = "you predicted after a reveal" if state.predicted_after_reveal else "you predicted"
+    rows.append((label, q.kind.show(value) if value is not None else short(state.prediction)))
+    note = "" if ok else _wrong_note(q, truth, value)
+    return _finish(Result("reveal", q.qid, verdict, note, expected=truth, got=value, rows=rows, explain=q.explain))
+
+
+def _after_reveal(qid: str) -> None:
+    """Inputs already on screen for this question stop taking a prediction."""
+    for listener in FRONT_END.revealed:
+        listener(qid)
+
+
+def _wrong_note(q, truth, value) -> str:
+    """Why a wrong answer is wrong: the question's own misconception note if it matches, else the kind's."""
+    if value is None:
+        return ""
+    return q.misconception(truth, value) or q.kind.verdict_note(truth, value)
+
+
+@_guarded("check")
+def check(qid: Any, answer: Any = _ASK) -> Result:
+    """Grade a self-test answer or an exercise function against live torch."""
+    q, bad = _lookup(qid, "check")
+    if bad:
+        return _finish(bad)
+    if q.role == "predict":
+        return _finish(Result("check", q.qid, "invalid",
+                              f"{q.qid} is a predict-then-run question: predict('{q.qid}', ...) then reveal('{q.qid}')"))
+    if answer is _ASK or (q.role == "self-test" and answer is Ellipsis):
+        asked = Result("check", q.qid, "unanswered",
+                       f"pass your answer: check('{q.qid}', answer), where answer is {q.kind.describe()}",
+                       rows=[("question", q.prompt)])
+        if q.role == "self-test" and FRONT_END.ask is not None:   # an input with a Check button, where one can show
+            shown = FRONT_END.ask(q, _state(q))
+            if shown is not None:
+                return _finish(shown)
+        return _finish(asked)
+    if isinstance(q.kind, Function):
+        result = run_exercise(q, answer)
+        if result.verdict == "incorrect" and q.hints:
+            result.message = (result.message.rstrip() + f" hint('{q.qid}') gives a hint.").strip()
+            result.actions = [("hint", q.qid)]
+    else:
+        result = _check_value(q, answer)
+    store().append(q.unit, q.qid, "check", result.verdict,
+                   q.kind.encode(result.got) if result.got is not None else None,
+                   detail=result.detail)
+    return _finish(result)
+
+
+def _check_value(q, answer) -> Result:
+    rows = [("question", q.prompt)]
+    try:
+        value = q.kind.read(snapshot(answer))
+    except Unanswered:
+        return Result("check", q.qid, "unanswered", f"replace ... with your answer: {q.kind.describe()}", rows=rows)
+    except BadAnswer as exc:
+        return Result("check", q.qid, "invalid", str(exc), rows=rows)
+    truth, failed = _run_truth(q, "check")
+    if failed:
+        return failed
+    ok = q.kind.agrees(truth, value)
+    rows.append(("your answer", q.kind.show(value)))
+    if ok:
+        rows.insert(1, ("torch says", q.kind.show(truth)))
+        return Result("check", q.qid, "correct", expected=truth, got=value, rows=rows, explain=q.explain)
+    note = _wrong_note(q, truth, value)
+    more = f" hint('{q.qid}') gives a hint." if q.hints else ""
+    return Result("check", q.qid, "incorrect", (note.rstrip(".") + "." if note else "Not torch's answer.") + more,
+                  got=value, rows=rows, actions=[("hint", q.qid)] if q.hints else [])
+
+
+@_guarded("hint")
+def hint(qid: Any) -> Result:
+    """The next of a question's hints, from a nudge to the mechanism; each one shown is recorded."""
+    q, bad = _lookup(qid, "hint")
+    if bad:
+        return _finish(bad)
+    if not q.hints:
+        return Result("hint", q.qid, "info", f"{q.qid} has no hints: it asks for your own prediction.")
+    shown = _state(q).hints
+    n = min(shown + 1, len(q.hints))
+    if shown < len(q.hints):
+        store().append(q.unit, q.qid, "hint", "recorded", n)
+    rows = [(f"hint {i + 1} of {len(q.hints)}", q.hints[i]) for i in range(n)]
+    more = "" if n == len(q.hints) else f" Run hint('{q.qid}') again for the next one."
+    return Result("hint", q.qid, "info", f"hints are recorded in your progress.{more}", rows=rows)
+
+
+@_guarded("mark")
+def mark_passed(unit: Any) -> Result:
+    """Record the unit as passed, or refuse and list exactly what is missing."""
+    try:
+        uid = unit_id(unit)
+    except ValueError as exc:
+        return _finish(Result("mark", short(unit), "invalid", str(exc)))
+    state = progress.unit_state(uid, store().events(uid))
+    missing = state.missing()
+    title = f"unit {uid} ({UNITS[uid].title})"
+    if missing:
+        store().append(uid, None, "mark", "refused", None, detail={"missing": missing})
+        return _finish(Result("mark", uid, "refused",
+                              f"{title} cannot be marked passed yet. Missing:\n" +
+                              "\n".join("  - " + m for m in missing)))
+    store().append(uid, None, "mark", "passed", None)
+    nxt = leads_to(uid)
+    if nxt:
+        then = " Next: " + ", ".join(f"{n} ({UNITS[n].title})" for n in nxt)
+    else:
+        states = progress.course_state(store())
+        left = [u for u in UNITS if not states[u].passed]
+        then = (" Not passed yet: " + ", ".join(left) + ".") if left else " Every unit is passed: the course is complete."
+    return _finish(Result("mark", uid, "passed", f"{title} is recorded as passed.{then}"))
+
+
+@_guarded("reset")
+def reset(target: Any) -> Result:
+    """Forget progress on a unit ('01') or one question ('01.pow-node'); the log keeps the history."""
+    if isinstance(target, str) and "." in target:
+        q, bad = _lookup(target, "reset")
+        if bad:
+            return bad
+        store().append(q.unit, q.qid, "reset", "recorded")
+        return Result("reset", q.qid, "info", f"{q.qid} starts again: predict, then reveal.")
+    try:
+        uid = unit_id(target)
+    except ValueError as exc:
+        return Result("reset", short(target), "invalid", str(exc))
+    store().append(uid, None, "reset", "recorded")
+    return Result("reset", uid, "info", f"unit {uid} starts again from nothing.")
+
+
+@_guarded("status")
+def status() -> Result:
+    """The course map: every unit's state and what it waits for."""
+    states = progress.course_state(store())
+    rows = []
+    for uid, unit in UNITS.items():
+        s = states[uid]
+        c = s.counts()
+        parts = [s.status]
+        if c["questions"]:
+            parts.append(f"{c['done']}/{c['questions']} done")
+        note = progress.prerequisites_note(uid, states)
+        if note and not s.passed:
+            parts.append(note)
+        rows.append((f"{uid} {unit.title}", ", ".join(parts)))
+    done = sum(s.passed for s in states.values())
+    return Result("status", "course map", "info", f"{done} of {len(UNITS)} units passed.", rows=rows)

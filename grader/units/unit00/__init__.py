@@ -1,0 +1,1 @@
+"""Unit 00, Start here: how the course works: its declarations are in ``questions.py``."""

@@ -1,0 +1,841 @@
+"""Unit 02, backward and why gradients add: the seed, the chain rule node by node, shared
+AccumulateGrad nodes, broadcasting, accumulation across calls, zero_grad() and None."""
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+import random
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from grader.engine import torch_state
+from grader import probes
+from grader.units import programs
+from grader.engine.kinds import BadAnswer, Boolean, Choice, Error, Function, Kind, Names, Number, Unanswered, is_placeholder, short, stable_part, type_words
+from grader.engine.question import exercise, predict_then_run, self_test
+
+
+# --- a kind for gradients read off named leaves -----------------------------------------
+
+def _fmt(x: float) -> str:
+    if math.isfinite(x) and x == int(x) and abs(x) < 1e6:
+        return str(int(x))
+    return f"{x:.4g}"
+
+
+class LeafGrads(Kind):
+    """{leaf name: gradient}, each gradient None or numbers, compared leaf by leaf.
+
+    With ``steps`` (their names, in order) each leaf maps to one gradient per step instead.
+    A gradient may be given as a tensor, a number or a (nested) list of numbers; ``None``
+    means "no gradient at all", which is never the same as zeros.
+    """
+
+    label = "gradients by leaf name"
+
+    def __init__(self, steps: tuple[str, ...] = (), tol: float = 1e-4, rel: float = 1e-4):
+        self.steps = tuple(steps)
+        self.tol, self.rel = tol, rel
+
+    def describe(self):
+        if self.steps:
+            return ("a dict {leaf name: [" + ", ".join(self.steps) + "]}, each entry a tensor (a copy "
+                    "taken at that moment) or None")
+        return "a dict {leaf name: gradient}, each gradient a tensor or None"
+
+    # reading ---------------------------------------------------------------------------
+    def _numbers(self, value: Any, where: str) -> tuple[float, ...] | None:
+        if value is None:
+            return None
+        if isinstance(value, torch.Tensor):
+            if value.numel() > 10_000:
+                raise BadAnswer(f"{where} is a tensor of {value.numel():,} elements; that is too many to be it")
+            if value.is_complex():
+                raise BadAnswer(f"{where} is a complex tensor; gradients here are real")
+            return tuple(float(x) for x in value.detach().to("cpu", torch.float64).flatten().tolist())
+        if isinstance(value, bool) or value is Ellipsis:
+            raise BadAnswer(f"{where} is {type_words(value)}; give a tensor, a list of numbers or None")
+        if isinstance(value, numbers.Real):
+            return (float(value),)
+        if isinstance(value, (list, tuple)):
+            flat: list[float] = []
+            stack = [value]
+            while stack:
+                item = stack.pop()
+                if isinstance(item, (list, tuple)):
+                    stack.extend(reversed(item))
+                elif isinstance(item, numbers.Real) and not isinstance(item, bool):
+                    flat.append(float(item))
+                elif isinstance(item, torch.Tensor) and item.numel() == 1:
+                    flat.append(float(item.item()))
+                else:
+                    raise BadAnswer(f"{where} holds {type_words(item)}; a gradient is numbers, a tensor or None")
+                if len(flat) > 10_000:
+                    raise BadAnswer(f"{where} holds too many numbers to be a gradient here")
+            return tuple(flat)
+        raise BadAnswer(f"{where} is {type_words(value)}; give a tensor, a list of numbers or None")
+
+    def read(self, answer):
+        if is_placeholder(answer):
+            raise Unanswered()
+        if not isinstance(answer, Mapping):
+            raise BadAnswer(f"expected {self.describe()}; got {type_words(answer)}")
+        if len(answer) > 100:
+            raise BadAnswer(f"expected one entry per leaf, got {len(answer)} entries; that is too many")
+        out = {}
+        for name, entry in answer.items():
+            if not isinstance(name, str):
+                raise BadAnswer(f"the keys must be leaf names as strings, such as 'a'; got {type_words(name)}")
+            if not self.steps:
+                out[name] = self._numbers(entry, f"the gradient of {name!r}")
+                continue
+            if isinstance(entry, torch.Tensor) or not isinstance(entry, (list, tuple)) or \
+                    len(entry) != len(self.steps):
+                raise BadAnswer(f"{name!r} needs a list of {len(self.steps)} entries ("
+                                + ", ".join(self.steps) + "); got "
+                                + ("None" if entry is None else type_words(entry))
+                                + (f" of {len(entry)}" if isinstance(entry, (list, tuple)) else ""))
+            out[name] = tuple(self._numbers(e, f"{name!r} {step}") for e, step in zip(entry, self.steps))
+        return out
+
+    # comparing --------------------------------------------------------------------------
+    def _same(self, a, b) -> bool:
+        if a is None or b is None:
+            return a is None and b is None
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b):
+            if math.isnan(x) or math.isnan(y):
+                if not (math.isnan(x) and math.isnan(y)):
+                    return False
+            elif math.isinf(x) or math.isinf(y):
+                if x != y:
+                    return False
+            elif abs(x - y) > self.tol + self.rel * abs(x):
+                return False
+        return True
+
+    def _entries(self, value):
+        for name in sorted(value):
+            if self.steps:
+                for step, g in zip(self.steps, value[name]):
+                    yield name, step, g
+            else:
+                yield name, "", value[name]
+
+    def agrees(self, truth, value):
+        if set(truth) != set(value):
+            return False
+        return all(self._same(g, value[name][self.steps.index(step)] if self.steps else value[name])
+                   for name, step, g in self._entries(truth))
+
+    def _one(self, g) -> str:
+        if g is None:
+            return "None"
+        if len(g) > 8:
+            return "[" + ", ".join(_fmt(x) for x in g[:8]) + f", … ({len(g)} numbers)]"
+        return "[" + ", ".join(_fmt(x) for x in g) + "]"
+
+    def verdict_note(self, truth, value):
+        missing, extra = sorted(set(truth) - set(value)), sorted(set(value) - set(truth))
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append("no entry for " + ", ".join(map(repr, missing)))
+            if extra:
+                parts.append("entries for leaves this program does not have: " + ", ".join(map(repr, extra)))
+            return "; ".join(parts) + f" (the leaves are {', '.join(map(repr, sorted(truth)))})"
+        for name, step, g in self._entries(truth):
+            mine = value[name][self.steps.index(step)] if self.steps else value[name]
+            if not self._same(g, mine):
+                where = f"{name!r} {step}".strip()
+                return f"first difference: {where}: torch has {self._one(g)}, you have {self._one(mine)}"
+        return ""
+
+    def show(self, value):
+        if not isinstance(value, Mapping):
+            return short(value)
+        if not self.steps:
+            return "; ".join(f"{name}: {self._one(value[name])}" for name in sorted(value))
+        lines = ["  |  ".join(self.steps)]
+        for name in sorted(value):
+            lines.append(f"{name}: " + "  |  ".join(self._one(g) for g in value[name]))
+        return "\n".join(lines)
+
+    def encode(self, value):
+        if self.steps:
+            return {n: [list(g) if g is not None else None for g in v] for n, v in value.items()}
+        return {n: list(g) if g is not None else None for n, g in value.items()}
+
+    def wrong_answers(self, truth):
+        out = []
+        for name in sorted(truth):
+            bumped = {n: (list(v) if v is not None and not self.steps else v) for n, v in truth.items()}
+            if self.steps:
+                bumped[name] = [None if g is not None else [0.0] for g in truth[name]]
+            else:
+                bumped[name] = None if truth[name] is not None else [0.0]
+            out.append(bumped)
+        return out
+
+
+def _leaf_grads(leaves: Mapping[str, torch.Tensor]) -> dict:
+    """A copy of every named leaf's .grad at this moment (None where it has none)."""
+    return {n: (None if t.grad is None else t.grad.detach().clone()) for n, t in leaves.items()}
+
+
+# --- 1. the chain rule, node by node -------------------------------------------------------
+
+def _chain():
+    w = torch.tensor(2.0, requires_grad=True)
+    x = w * 3
+    y = x ** 2
+    return w, x, y
+
+
+def _record_arrivals(out):
+    """Register a pre-hook on every node under ``out``; returns {node: [gradients it received]}."""
+    received: dict = {}
+    for node in probes.nodes(out):
+        received[node] = []
+        node.register_prehook(lambda grads, node=node: received[node].append(grads[0].detach().clone()))
+    return received
+
+
+@predict_then_run(
+    "02.chain-arrivals", Number(),
+    prompt="y = (w * 3) ** 2 with w = torch.tensor(2.0, requires_grad=True); y.backward(). Backward hands a "
+           "gradient to PowBackward0, then to MulBackward0, then to w's AccumulateGrad. Which number arrives at "
+           "each? Answer [into Pow, into Mul, into AccumulateGrad].",
+    explain="A scalar output starts from the seed dy/dy = 1. The power node multiplies by its local derivative "
+            "2x = 12, the multiplication by its constant 3, giving 36: the chain rule applied one node at a time.",
+)
+def chain_arrivals():
+    w, x, y = _chain()
+    received = _record_arrivals(y)
+    y.backward()
+    return [received[node][0].item() for node in probes.nodes(y)]
+
+
+# --- 2. non-scalar outputs need a seed ----------------------------------------------------------
+
+def _squares():
+    v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    return v, v ** 2
+
+
+@predict_then_run(
+    "02.nonscalar-backward", Error("at the square", "at backward", needs_message=True, terms=("scalar",)),
+    prompt="v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True); z = v ** 2; z.backward(). Where does it "
+           "fail, if anywhere ('at the square', 'at backward' or 'no error'), and why? Answer (place, your "
+           "words for what the message says). The place is graded exactly; your words are graded on the key "
+           "idea, what kind of output backward() can start from on its own, not on torch's exact wording.",
+    explain="backward() with no argument needs a starting gradient; it can make one up (1) only for a single "
+            "number, a scalar. For three outputs it cannot guess how to weigh them, so it refuses.",
+    misconceptions=[("no error", "backward() with no argument seeds the output with 1, and a 1 fits only an "
+                                 "output holding a single number; z holds three.")],
+)
+def nonscalar_backward():
+    v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    yield "at the square"
+    z = v ** 2
+    yield "at backward"
+    z.backward()
+
+
+@predict_then_run(
+    "02.ones-seed", Number(),
+    prompt="v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True); z = v ** 2; "
+           "z.backward(torch.ones_like(z)). What is v.grad? Answer a list of three numbers.",
+    explain="The seed weighs each output's gradient: a seed of ones adds them all up, the same as "
+            "z.sum().backward(). Each z_i depends only on v_i, so v.grad = 2v.",
+)
+def ones_seed():
+    v, z = _squares()
+    z.backward(torch.ones_like(z))
+    return v.grad.tolist()
+
+
+@predict_then_run(
+    "02.one-hot-seed", Number(),
+    prompt="The same z = v ** 2 on a fresh v = [1.0, 2.0, 3.0]; z.backward(torch.tensor([0.0, 1.0, 0.0])). "
+           "What is v.grad?",
+    explain="backward(seed) computes seed · (Jacobian of z): a one-hot seed picks one row, the gradient of "
+            "that one output element z[1] alone.",
+)
+def one_hot_seed():
+    v, z = _squares()
+    z.backward(torch.tensor([0.0, 1.0, 0.0]))
+    return v.grad.tolist()
+
+
+# --- 2b. each node is a vector-Jacobian product; reverse mode counts rows -----------------------
+
+def _three_of_five(x):
+    return torch.stack([x.sum(), (x * x).sum(), x.prod()])
+
+
+@predict_then_run(
+    "02.jacobian-calls", Number(tol=0),
+    prompt="f(x) = torch.stack([x.sum(), (x * x).sum(), x.prod()]) maps x, 5 numbers that require grad, to 3 "
+           "numbers. A hook on f's output counts the backward passes that go through it. How many passes "
+           "does torch.autograd.functional.jacobian(f, x) make to build the 3x5 Jacobian, and how many does "
+           "f(x).sum().backward() make? Answer [for the Jacobian, for the sum].",
+    explain="One backward pass computes one vector-Jacobian product: one row of the Jacobian per one-hot "
+            "seed, so 3 passes for 3 outputs; a scalar output needs a single pass whatever the number of "
+            "inputs. Forward mode gets one column per pass instead: 5 here.",
+    misconceptions=[(lambda truth: [5.0, truth[1]], "one pass per input is forward mode, a column at a time; "
+                                                    "backward gives a row per pass, one per output.")],
+)
+def jacobian_calls():
+    counts = []
+
+    def f(x):
+        y = _three_of_five(x)
+        y.register_hook(lambda g: counts.append(1))
+        return y
+
+    x = torch.arange(1.0, 6.0, requires_grad=True)
+    torch.autograd.functional.jacobian(f, x)
+    for_jacobian = len(counts)
+    counts.clear()
+    f(x).sum().backward()
+    return [for_jacobian, len(counts)]
+
+
+# --- 3. two routes to one leaf ---------------------------------------------------------------
+
+def _two_routes():
+    w = torch.tensor(2.0, requires_grad=True)
+    a = 3 * w
+    b = w ** 2
+    return w, a, b, a + b
+
+
+@predict_then_run(
+    "02.two-routes", Number(),
+    prompt="w = torch.tensor(2.0, requires_grad=True); a = 3 * w; b = w ** 2; loss = a + b; loss.backward(). "
+           "What is w.grad?",
+    explain="w reaches the loss by two routes, and the chain rule adds their contributions: 3 through a, "
+            "2w = 4 through b.",
+)
+def two_routes():
+    w, a, b, loss = _two_routes()
+    loss.backward()
+    return w.grad.item()
+
+
+def _accumulate_nodes(loss):
+    left = loss.grad_fn.next_functions[0][0].next_functions[0][0]
+    right = loss.grad_fn.next_functions[1][0].next_functions[0][0]
+    return left, right
+
+
+@predict_then_run(
+    "02.same-accumulate", Boolean(),
+    prompt="In that graph, left = loss.grad_fn.next_functions[0][0].next_functions[0][0] and right = "
+           "loss.grad_fn.next_functions[1][0].next_functions[0][0]: the node under each branch. "
+           "Is left the very same object as right (left is right)?",
+    explain="A leaf has one AccumulateGrad node, however many operations use it; both branches lead to it.",
+)
+def same_accumulate():
+    w, a, b, loss = _two_routes()
+    left, right = _accumulate_nodes(loss)
+    return left is right
+
+
+@predict_then_run(
+    "02.accumulate-runs", Number(),
+    prompt="During loss.backward() for loss = 3 * w + w ** 2 at w = 2, how many times does w's AccumulateGrad "
+           "node run, and what gradient does it receive? Answer [times it runs, gradient it receives] "
+           "(a pre-hook on the node records each run).",
+    explain="Backward runs a node once, after every gradient headed for it has arrived; arrivals for the same "
+            "input are added first (3 from the multiplication, 4 from the power). The adding is the engine's.",
+)
+def accumulate_runs():
+    w, a, b, loss = _two_routes()
+    left, _ = _accumulate_nodes(loss)
+    runs = []
+    left.register_prehook(lambda grads: runs.append(grads[0].item()))
+    loss.backward()
+    return [len(runs), runs[0] if runs else float("nan")]
+
+
+# --- 4. broadcasting ---------------------------------------------------------------------------
+
+@predict_then_run(
+    "02.broadcast-grad", Number(),
+    prompt="X = torch.arange(12.0).view(4, 3) (no grad); b = torch.ones(3, requires_grad=True); "
+           "loss = (X * b).sum(); loss.backward(). What is b.grad? Answer a list.",
+    explain="X * b records no expand node: MulBackward0's edge leads straight to b's AccumulateGrad. The "
+            "node computes b's gradient in the broadcast shape (4, 3), X itself, and the engine sums it over "
+            "the broadcast rows down to b's shape (3,): the column sums of X.",
+)
+def broadcast_grad():
+    X = torch.arange(12.0).view(4, 3)
+    b = torch.ones(3, requires_grad=True)
+    (X * b).sum().backward()
+    return b.grad.flatten().tolist()
+
+
+# --- 5. accumulation across backward calls ---------------------------------------------------------
+
+def _step(w):
+    (3 * w + w ** 2).backward()
+
+
+@predict_then_run(
+    "02.second-step", Number(),
+    prompt="w = torch.tensor(2.0, requires_grad=True). Twice: build loss = 3 * w + w ** 2 and call "
+           "loss.backward(), with nothing in between. What is w.grad after the second time?",
+    explain="A plain backward() adds into .grad whatever is there. Nothing cleared the first 7, so the second 7 "
+            "was added to it.",
+)
+def second_step():
+    w = torch.tensor(2.0, requires_grad=True)
+    _step(w)
+    _step(w)
+    return w.grad.item()
+
+
+@predict_then_run(
+    "02.snapshot-alias", Number(),
+    prompt="The same two steps, but after the first one g = w.grad is kept (no clone). After the second "
+           "step, what number does g hold?",
+    explain="The second backward added into the existing .grad tensor in place, and g is that tensor, not a "
+            "copy. Keep w.grad.clone() when you want the value at that moment.",
+)
+def snapshot_alias():
+    w = torch.tensor(2.0, requires_grad=True)
+    _step(w)
+    g = w.grad
+    _step(w)
+    return g.item()
+
+
+# --- 6. zero_grad() and None ---------------------------------------------------------------------
+
+@predict_then_run(
+    "02.zero-grad-none", Error("at zero_grad", "at the manual clear", "at the next backward"),
+    prompt="w = torch.tensor(2.0, requires_grad=True); opt = torch.optim.SGD([w], lr=0.1); one step "
+           "(loss = 3 * w + w ** 2; loss.backward(); opt.step()); then opt.zero_grad(); then code written for "
+           "older torch clears again by hand: for p in [w]: p.grad.zero_(); then the next loss.backward(). "
+           "Where does it fail, if anywhere: 'at zero_grad', 'at the manual clear', 'at the next backward' or "
+           "'no error'? You may add words you expect in the message.",
+    explain="Since torch 2.0, zero_grad() sets each .grad to None by default (set_to_none=True); "
+            "None has no zero_() method. zero_grad(set_to_none=False) keeps zero tensors.",
+)
+def zero_grad_none():
+    w = torch.tensor(2.0, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=0.1)
+    _step(w)
+    opt.step()
+    yield "at zero_grad"
+    opt.zero_grad()
+    yield "at the manual clear"
+    for p in [w]:
+        p.grad.zero_()
+    yield "at the next backward"
+    _step(w)
+
+
+def _grad_word(t: torch.Tensor) -> str:
+    return "None" if t.grad is None else _fmt(t.grad.item())
+
+
+_ZERO_CHOICES = ("w None, b 2", "w 0, b 2", "w None, b None", "w 0, b 0", "w 2, b 2")
+
+
+@predict_then_run(
+    "02.zero-not-none", Choice(*_ZERO_CHOICES),
+    prompt="w = torch.tensor(2.0, requires_grad=True); b = torch.tensor(2.0, requires_grad=True); "
+           "x = torch.tensor(0.0); loss = (w * x + b - 1) ** 2; loss.backward(). What are w.grad and b.grad? "
+           "Answer one of " + ", ".join(repr(c) for c in _ZERO_CHOICES) + ".",
+    explain="w is connected to the loss, so backward reached it and stored its gradient, which is 2(wx + b - 1)x "
+            "= 0 because x = 0. A zero is a computed answer; None means no gradient arrived at all.",
+)
+def zero_not_none():
+    w = torch.tensor(2.0, requires_grad=True)
+    b = torch.tensor(2.0, requires_grad=True)
+    x = torch.tensor(0.0)
+    ((w * x + b - 1) ** 2).backward()
+    return f"w {_grad_word(w)}, b {_grad_word(b)}"
+
+
+# --- 7b. zeros and NaNs that arrive quietly ---------------------------------------------------------
+
+@predict_then_run(
+    "02.flat-steps", LeafGrads(),
+    prompt="x = torch.tensor([0.4, 1.6, -2.3], requires_grad=True); loss = (x.round() + x.floor() + "
+           "x.sign()).sum(); loss.backward(). What is x.grad? Answer {'x': a list of three numbers, or None}.",
+    explain="round, floor and sign are recorded (their results are floating point), so backward reaches x; "
+            "their local derivative is zero wherever it exists, so x.grad is zeros. Connected, and nothing "
+            "to learn through them.",
+    misconceptions=[({"x": None}, "None would mean no gradient arrived; round, floor and sign each have a "
+                                  "node, and backward sends zeros through them to x.")],
+)
+def flat_steps():
+    x = torch.tensor([0.4, 1.6, -2.3], requires_grad=True)
+    (x.round() + x.floor() + x.sign()).sum().backward()
+    return _leaf_grads({"x": x})
+
+
+@predict_then_run(
+    "02.kink-conventions", Number(tol=1e-6),
+    prompt="At z = 0.0 (a fresh leaf that requires grad each time): torch.relu(z).backward(), "
+           "F.leaky_relu(z, 0.1).backward(), z.abs().backward(). What is z.grad after each? Answer "
+           "[after relu, after leaky_relu, after abs].",
+    explain="At a kink the derivative does not exist, and each backward formula picks a value: relu sends 0 at "
+            "0, leaky_relu sends its negative slope 0.1 (0 is not > 0, so the negative side's slope applies), "
+            "abs sends sign(0) = 0. The choice belongs to each operation's formula.",
+    misconceptions=[(lambda truth: [truth[0], 1.0, truth[2]],
+                     "leaky_relu's backward tests x > 0, and 0 is not: at 0 it sends the negative side's slope, "
+                     "not 1.")],
+)
+def kink_conventions():
+    grads = []
+    for op in (torch.relu, lambda t: torch.nn.functional.leaky_relu(t, 0.1), torch.abs):
+        z = torch.tensor(0.0, requires_grad=True)
+        op(z).backward()
+        grads.append(z.grad.item())
+    return grads
+
+
+@predict_then_run(
+    "02.where-nan", LeafGrads(),
+    prompt="x = torch.tensor([-1.0, 4.0], requires_grad=True); y = torch.where(x > 0, x.sqrt(), 0.0); "
+           "y.sum().backward(). What is x.grad? Answer {'x': a list of two numbers}, or {'x': None}; write "
+           "float('nan') for NaN (numbers to 4 decimals).",
+    explain="where picks values, but backward runs through both branches: sqrt ran on every element, and its "
+            "local derivative 0.5 / sqrt(x) is NaN at x = -1. where sends that element 0, and 0 * NaN is NaN.",
+    misconceptions=[(lambda truth: {"x": [0.0, truth["x"][1]]}, "where does send the masked element a zero, but that zero "
+                                                    "then meets sqrt's own local derivative at -1, which is "
+                                                    "NaN; 0 * NaN is NaN.")],
+)
+def where_nan():
+    x = torch.tensor([-1.0, 4.0], requires_grad=True)
+    torch.where(x > 0, x.sqrt(), 0.0).sum().backward()
+    return _leaf_grads({"x": x})
+
+
+# --- self-test ---------------------------------------------------------------------------------
+
+@self_test(
+    "02.closed-book-seed", Number(),
+    prompt="v = torch.tensor([2.0, -1.0, 1.0], requires_grad=True); m = v * v.sum(); "
+           "m.backward(torch.tensor([1.0, 0.0, 0.0])). What is v.grad?",
+    explain="The one-hot seed keeps only m[0] = v[0] * (v[0] + v[1] + v[2]). Its gradient is v.sum() + v[0] "
+            "for v[0] (two routes add) and v[0] for the others.",
+    hints=("The seed [1, 0, 0] keeps a single output element. Write that element out in terms of v[0], v[1] "
+           "and v[2].",
+           "m[0] = v[0] * (v[0] + v[1] + v[2]). v[0] reaches it by two routes (the left factor and the sum), "
+           "and the two contributions add; v[1] and v[2] only through the sum."),
+    misconceptions=[(lambda truth: [truth[0] - truth[1], truth[1], truth[2]],
+                     "that counts v[0] once; it reaches m[0] by two routes, the left factor and the sum, and "
+                     "backward adds both."),
+                    (lambda truth: [truth[0], 0.0, 0.0], "v[1] and v[2] reach m[0] through v.sum(), so the "
+                                                         "one-hot seed does not cut them off.")],
+)
+def closed_book_seed():
+    v = torch.tensor([2.0, -1.0, 1.0], requires_grad=True)
+    m = v * v.sum()
+    m.backward(torch.tensor([1.0, 0.0, 0.0]))
+    return v.grad.tolist()
+
+
+@self_test(
+    "02.closed-book-broadcast", Number(),
+    prompt="X = torch.randn(4, 3); b = torch.zeros(1, 3, requires_grad=True); loss = (X + b).mean(); "
+           "loss.backward(). What is b.grad? Answer its three numbers as a flat list (4 decimals).",
+    explain="Each element of b is added to the 4 rows of one column, 4 of the 12 averaged entries: the "
+            "engine sums 4 gradients of 1/12 down to b's shape (1, 3). The sum comes from broadcasting, the "
+            "1/12 from the mean.",
+    hints=("X's values do not matter: the gradient of X + b with respect to b is 1 everywhere. What does the "
+           "mean multiply every entry's gradient by?",
+           "The mean of 12 entries sends 1/12 to each. b has shape (1, 3), so each of its elements was "
+           "broadcast over 4 rows, and the 4 gradients of its column are summed into it."),
+    misconceptions=[(lambda truth: [t / 4 for t in truth], "that is one entry's share, 1/12; b's element is "
+                                                           "broadcast over 4 rows, and their 4 gradients are "
+                                                           "summed into it."),
+                    (lambda truth: [t * 12 for t in truth], "4 per element would be the gradient of the sum; "
+                                                            "the mean divides every entry's gradient by 12.")],
+)
+def closed_book_broadcast():
+    X = torch.randn(4, 3)
+    b = torch.zeros(1, 3, requires_grad=True)
+    (X + b).mean().backward()
+    return b.grad.flatten().tolist()
+
+
+@self_test(
+    "02.closed-book-steps", Number(),
+    prompt="w = torch.tensor(-1.0, requires_grad=True); opt = torch.optim.SGD([w], lr=0.0). For step in 0, 1, 2: "
+           "(w ** 3).backward(), and after step 1 only, opt.zero_grad(). What is w.grad at the end?",
+    explain="Steps 0 and 1 add 3 + 3; zero_grad() then sets .grad to None; step 2 starts again from "
+            "nothing and stores 3.",
+    hints=("What is one backward call's gradient of w ** 3 at w = -1? Then follow .grad through the three steps.",
+           "Each backward adds 3 into .grad. lr=0.0 keeps w at -1. zero_grad() (set_to_none=True by default) "
+           "runs after step 1 only, so only what step 2 adds is left."),
+    misconceptions=[(lambda truth: truth * 3, "that adds all three steps; zero_grad() after step 1 dropped "
+                                              "the first two, so only step 2's gradient is left."),
+                    (lambda truth: truth * 0, "zero_grad() ran before step 2, not after it: step 2's backward "
+                                              "stored a fresh gradient.")],
+)
+def closed_book_steps():
+    w = torch.tensor(-1.0, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=0.0)
+    for step in range(3):
+        (w ** 3).backward()
+        if step == 1:
+            opt.zero_grad()
+    return w.grad.item()
+
+
+@self_test(
+    "02.closed-book-none", Names(pool=("a", "b", "c", "d")),
+    prompt="a = torch.tensor(1.0, requires_grad=True); b = torch.tensor(-1.0, requires_grad=True); "
+           "c = torch.tensor(1.0, requires_grad=True); d = torch.tensor(1.0); loss = a * 0 + b.relu() + d; "
+           "loss.backward(). Which of a, b, c, d have a .grad that is None? Answer a set of names.",
+    explain="a and b are connected: their gradients were computed and are zero (times 0, and relu's slope "
+            "below zero). c was never used, so nothing reached it; d does not require grad.",
+    hints=("None means no gradient arrived at all; zero means one arrived and was zero. Which leaves did "
+           "backward reach?",
+           "a * 0 and b.relu() are recorded operations with edges to a and b, so both receive a gradient (here "
+           "zero). c appears nowhere in loss; d was created without requires_grad."),
+    misconceptions=[({"a", "b", "c", "d"}, "a and b were reached: their gradients are zeros, which is not "
+                                           "None."),
+                    ({"c"}, "d does not require grad, so backward never stores a gradient in it: its .grad "
+                            "stays None.")],
+)
+def closed_book_none():
+    a = torch.tensor(1.0, requires_grad=True)
+    b = torch.tensor(-1.0, requires_grad=True)
+    c = torch.tensor(1.0, requires_grad=True)
+    d = torch.tensor(1.0)
+    (a * 0 + b.relu() + d).backward()
+    return {n for n, t in {"a": a, "b": b, "c": c, "d": d}.items() if t.grad is None}
+
+
+# --- exercise 1: every leaf's .grad after one step, two steps, and zero_grad() ----------------------------
+
+TIMELINE_STEPS = ("after one backward", "after two", "after zero_grad()")
+
+
+class TimelineCase:
+    """A generated program split into its leaves and a forward() that re-runs the rest on them."""
+
+    output = "out"
+
+    def __init__(self, program: programs.Program):
+        self.program = program
+        self.leaf_names = list(program.leaves)
+        count = len(self.leaf_names)
+        self._leaf_code = compile("\n".join(program.lines[:count]), f"<program #{program.seed}: leaves>", "exec")
+        self._body_code = compile("\n".join(program.lines[count:]), f"<program #{program.seed}>", "exec")
+
+    @property
+    def size(self) -> int:
+        return self.program.size
+
+    @property
+    def label(self) -> str:
+        return self.program.label
+
+    @property
+    def source(self) -> str:
+        count = len(self.leaf_names)
+        lines = self.program.lines
+        return "\n".join(lines[:count] + ["# forward() runs these lines on those leaves and returns out:"]
+                         + lines[count:])
+
+    def fresh(self) -> dict[str, Any]:
+        ns: dict[str, Any] = {"torch": torch}
+        with torch_state.clean_room():
+            exec(self._leaf_code, ns)
+        leaves = {n: ns[n] for n in self.leaf_names}
+        body = self._body_code
+
+        def forward():
+            run = {"torch": torch, **leaves}
+            exec(body, run)
+            return run["out"]
+
+        return {**leaves, "leaves": leaves, "forward": forward}
+
+    def drawing(self, ns: dict[str, Any] | None = None) -> str:
+        ns = self.fresh()
+        with torch_state.clean_room():
+            out = ns["forward"]()
+        return probes.text_tree(out, names=ns["leaves"])
+
+    def __repr__(self):
+        return f"<{self.label}>"
+
+
+@functools.lru_cache(maxsize=1)
+def _timeline_cases() -> tuple:
+    found = programs.programs(30, seed=202, max_ops=7, cuts=("detach", "no_grad", "item"), need_backward=True)
+    return tuple(TimelineCase(p) for p in found)
+
+
+def _call_timeline(fn, case, ns):
+    return fn(dict(ns["leaves"]), ns["forward"])
+
+
+@exercise(
+    "02.grad-timeline",
+    Function(returns=LeafGrads(steps=TIMELINE_STEPS), cases=_timeline_cases, call=_call_timeline),
+    prompt="Write grad_timeline(leaves, forward): leaves is {name: leaf tensor}; forward() runs the program "
+           "once more on those leaves and returns its scalar output. Do a training-style step (forward, then "
+           "backward) twice, then an optimizer's zero_grad(). Return {name: [.grad after the first step, after "
+           "the second, after zero_grad()]} for every leaf, each entry a copy of the tensor or None.",
+    explain="Each backward adds into .grad in place, so only a clone keeps a moment's value; two steps give "
+            "twice one step; an optimizer's zero_grad() leaves None. A leaf that needs no gradient, or that "
+            "backward never reaches, stays None throughout; a reached leaf can hold zeros.",
+    hints=("Call forward() for each step, backward on what it returns, and take your snapshot right after "
+           "each backward. What happens to a snapshot that is w.grad itself when the next backward runs?",
+           "Store t.grad.clone() (or None where t.grad is None): without the clone, the first entry is the "
+           "same tensor the second backward adds into. For the third entry, make any optimizer over the "
+           "leaves' values and call its zero_grad()."),
+)
+def grad_timeline(case):
+    ns = case.fresh()
+    leaves, forward = ns["leaves"], ns["forward"]
+    moments = []
+    for _ in range(2):
+        forward().backward()
+        moments.append(_leaf_grads(leaves))
+    torch.optim.SGD(list(leaves.values()), lr=0.1).zero_grad()
+    moments.append(_leaf_grads(leaves))
+    return {n: [m[n] for m in moments] for n in leaves}
+
+
+# --- exercise 2: the seed that isolates one output element -----------------------------------------------
+
+def _values(rng: random.Random, shape: tuple) -> str:
+    if not shape:
+        return f"{rng.choice([-1, 1]) * rng.randint(1, 20) / 10:.1f}"
+    return "[" + ", ".join(_values(rng, shape[1:]) for _ in range(shape[0])) + "]"
+
+
+# (template, shape of a, shape of b, shape of out); {p}, {q} are sizes
+_SEED_TEMPLATES = [
+    ("out = a * b.sum()", "({n},)", "({m},)", "({n},)"),
+    ("out = a.cumsum(0) * b", "({n},)", "({n},)", "({n},)"),
+    ("out = a[:, None] * b.exp()", "({n},)", "({m},)", "({n}, {m})"),
+    ("out = (a @ b).sin()", "({n}, {m})", "({m}, {n})", "({n}, {n})"),
+    ("out = (a * b).t()", "({n}, {m})", "({m},)", "({m}, {n})"),
+    ("out = a.view({n}, {m}) ** 2 + b", "({k},)", "({m},)", "({n}, {m})"),
+    ("out = (a.flip(0) * b).transpose(0, 1)", "({n}, {m})", "({n}, 1)", "({m}, {n})"),
+    ("out = a.view(2, {n}, {m}) * b", "({j},)", "({m},)", "(2, {n}, {m})"),
+    ("out = (a @ b).t() * a.sum()", "({n}, {m})", "({m}, {p})", "({p}, {n})"),
+]
+
+
+class SeedCase:
+    """One non-scalar output ``out`` built from leaves a and b, and the index of the element to isolate."""
+
+    output = "out"
+
+    def __init__(self, seed: int, template: int):
+        rng = random.Random(seed)
+        n, m, p = rng.choice([2, 3]), rng.choice([2, 3]), rng.choice([2, 3])
+        if template in (4, 6) and n == m:
+            m = 5 - n          # non-square, so row-major and column-major orders differ
+        if template == 8 and n == p:
+            p = 5 - n
+        sizes = {"n": n, "m": m, "p": p, "k": n * m, "j": 2 * n * m}
+        text, a_shape, b_shape, out_shape = (part.format(**sizes) for part in _SEED_TEMPLATES[template])
+        self.seed, self.template = seed, template
+        self.shape = eval(out_shape)
+        numel = math.prod(self.shape)
+        self.index = rng.randrange(numel)
+        a_shape, b_shape = eval(a_shape), eval(b_shape)
+        self.lines = [f"a = torch.tensor({_values(rng, a_shape)}, requires_grad=True)",
+                      f"b = torch.tensor({_values(rng, b_shape)}, requires_grad=True)",
+                      text]
+        self._code = compile("\n".join(self.lines), f"<seed case #{seed}>", "exec")
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def label(self) -> str:
+        return f"case #{self.seed}: out of shape {self.shape}, index {self.index}"
+
+    @property
+    def element(self) -> str:
+        at, rest = [], self.index
+        for dim in reversed(self.shape):
+            at.append(rest % dim)
+            rest //= dim
+        return "out[" + ", ".join(str(i) for i in reversed(at)) + "]"
+
+    @property
+    def source(self) -> str:
+        return "\n".join(self.lines + [f"# isolating_seed(out, {self.index}): out has shape {self.shape}; "
+                                       f"out.flatten()[{self.index}] is {self.element}"])
+
+    def fresh(self) -> dict[str, Any]:
+        ns: dict[str, Any] = {"torch": torch}
+        with torch_state.clean_room():
+            exec(self._code, ns)
+        ns.pop("__builtins__", None)
+        return ns
+
+    def drawing(self, ns: dict[str, Any] | None = None) -> str:
+        ns = ns if ns is not None else self.fresh()
+        return probes.text_tree(ns["out"], names={"a": ns["a"], "b": ns["b"]})
+
+    def __repr__(self):
+        return f"<{self.label}>"
+
+
+@functools.lru_cache(maxsize=1)
+def _seed_cases() -> tuple:
+    cases = [SeedCase(2000 + 17 * i + t, t) for t in range(len(_SEED_TEMPLATES)) for i in range(3)]
+    return tuple(sorted(cases, key=lambda c: (c.size, len(c.shape), c.seed)))
+
+
+def _call_seed(fn, case, ns):
+    return fn(ns["out"], case.index)
+
+
+def _seed_result(raw, case, ns):
+    """Run out.backward(raw) on a fresh build of the case and read the leaves' gradients."""
+    if not isinstance(raw, torch.Tensor):
+        raise BadAnswer(f"a seed is a tensor shaped like out {case.shape}; the function returned "
+                        f"{type_words(raw)}")
+    fresh = case.fresh()
+    with torch_state.clean_room():
+        try:
+            fresh["out"].backward(raw.detach())
+        except Exception as exc:
+            raise BadAnswer(f"out.backward(seed) raised {type(exc).__name__}: {stable_part(str(exc))} "
+                            f"(your seed has shape {tuple(raw.shape)}, out has shape {case.shape})") from None
+    return _leaf_grads({"a": fresh["a"], "b": fresh["b"]})
+
+
+@exercise(
+    "02.isolating-seed",
+    Function(returns=LeafGrads(), cases=_seed_cases, call=_call_seed, convert=_seed_result),
+    prompt="Write isolating_seed(out, index): the seed tensor s for which out.backward(s) leaves in every leaf "
+           "exactly the gradient of the single element out.flatten()[index]. It is checked on generated "
+           "outputs of several shapes, some of them transposed views.",
+    explain="backward(s) computes s · J, so s must be 1 at the chosen element and 0 elsewhere, shaped like out. "
+            "flatten() numbers the elements row by row (the last index fastest); writing the 1 through a "
+            "view of a fresh zeros tensor puts it in that place.",
+    hints=("backward(s) weighs each output element's gradient by s at the same place and adds them up. "
+           "Which weights keep one element alone?",
+           "Make torch.zeros(out.shape) (a fresh, contiguous tensor) and put a 1 at flat position index "
+           "through .view(-1). Writing through out's own layout, or through flatten() of a non-contiguous "
+           "tensor, can put the 1 somewhere else or nowhere."),
+)
+def isolating_seed(case):
+    ns = case.fresh()
+    ns["out"].flatten()[case.index].backward()
+    return _leaf_grads({"a": ns["a"], "b": ns["b"]})

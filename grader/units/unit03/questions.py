@@ -1,0 +1,923 @@
+"""Unit 03, observing gradients: retain_grad, tensor and node hooks, torch.autograd.grad.
+
+Two exercises need their own cases and kinds, written here:
+
+* ``03.nonfinite-watch``: the learner's ``make_watch()`` returns ``(hook, report)``.
+  The grader runs a small seeded training loop, registers ``hook`` on an
+  intermediate every step, plants NaN or inf targets at random steps (sometimes
+  none, sometimes large but finite decoys), and checks that the hook stayed
+  silent before the first fault, raised nothing, left every gradient as it was,
+  and that ``report()`` names the first bad step (``None`` when none was).
+* ``03.three-ways``: the learner reads the gradient at an intermediate of a
+  generated program by a hook, by ``retain_grad`` and by ``torch.autograd.grad``,
+  and says which ``.grad`` fields each way left set.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import random
+import sys
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import torch
+
+from grader import probes
+from grader.units import programs
+from grader.engine.kinds import BadAnswer, Boolean, Choice, Error, Function, Kind, Names, Number, Sequence, Unanswered, is_placeholder, short, type_words
+from grader.engine.question import exercise, predict_then_run, self_test
+from grader.engine.limits import CappedWriter, describe_exception
+
+
+def _chain(start=2.0):
+    """The running example: w (a leaf, 2 unless told), x = 3w, y = x ** 2."""
+    w = torch.tensor(start, requires_grad=True)
+    x = w * 3
+    y = x ** 2
+    return w, x, y
+
+
+def _read_grad(t):
+    """t.grad, without the warning a non-leaf gives."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return t.grad
+
+
+# --- 1. computed, then dropped ----------------------------------------------------------
+
+READ_OUTCOMES = ("None, silently", "None, with a warning", "a tensor", "an error")
+
+
+@predict_then_run(
+    "03.read-x-grad", Choice(*READ_OUTCOMES),
+    prompt="w = torch.tensor(2.0, requires_grad=True); x = w * 3; y = x ** 2; y.backward(). Then you "
+           "read x.grad. What do you get: 'None, silently', 'None, with a warning', 'a tensor' or "
+           "'an error'?",
+    explain="x is not a leaf, so backward computed dy/dx, passed it on to the multiplication and kept "
+            "nothing. Reading the empty field is allowed, but torch warns, because it is almost always "
+            "a mistake.",
+)
+def read_x_grad():
+    w, x, y = _chain()
+    y.backward()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = x.grad
+        except Exception:
+            return "an error"
+    if value is not None:
+        return "a tensor"
+    return "None, with a warning" if any(issubclass(c.category, UserWarning) for c in caught) \
+        else "None, silently"
+
+
+@predict_then_run(
+    "03.retain-grad", Number(),
+    prompt="The same chain, but x.retain_grad() is called before y = x ** 2 and y.backward(). What are "
+           "x.grad and w.grad? Answer [x.grad, w.grad].",
+    explain="retain_grad() asks backward to keep the gradient that passes through x: dy/dx = 2x = 12. "
+            "It changes nothing that is computed, so w.grad is still 12 * 3 = 36.",
+)
+def retain_grad():
+    w = torch.tensor(2.0, requires_grad=True)
+    x = w * 3
+    x.retain_grad()
+    y = x ** 2
+    y.backward()
+    return [x.grad.item(), w.grad.item()]
+
+
+# --- 2. tensor hooks ---------------------------------------------------------------------
+
+@predict_then_run(
+    "03.hook-sees", Number(),
+    prompt="The chain again, started at w = 1 and without retain_grad: w = torch.tensor(1.0, requires_grad=True); "
+           "x = w * 3; seen = []; x.register_hook(lambda g: seen.append(g.item())); y = x ** 2; y.backward(). "
+           "What number is in seen?",
+    explain="A tensor hook is called with the gradient with respect to that tensor as it passes, "
+            "before it is sent on: the same dy/dx that retain_grad would have kept.",
+)
+def hook_sees():
+    w, x, y = _chain(1.0)
+    seen = []
+    x.register_hook(lambda g: seen.append(g.item()))
+    y.backward()
+    return seen[0] if len(seen) == 1 else seen
+
+
+@predict_then_run(
+    "03.hook-returns", Number(),
+    prompt="The chain started at w = 3 (x = w * 3, y = x ** 2), with a hook written to 'see whether the gradient "
+           "goes past 5': x.register_hook(lambda g: g.clamp(max=5)). After y.backward(), what is w.grad?",
+    explain="A hook that returns a tensor replaces the gradient with it: the 18 arriving at x became 5, "
+            "and the multiplication sent 5 * 3 on to w. A hook that only looks must return None.",
+    misconceptions=[(lambda truth: _unhooked_grad(3.0),
+                     "that is w.grad without the hook. The hook returned g.clamp(max=5), and a tensor returned by "
+                     "a hook replaces the gradient for everything further down.")],
+)
+def hook_returns():
+    w, x, y = _chain(3.0)
+    x.register_hook(lambda g: g.clamp(max=5))
+    y.backward()
+    return w.grad.item()
+
+
+def _unhooked_grad(start):
+    w, x, y = _chain(start)
+    y.backward()
+    return w.grad.item()
+
+
+# --- 3. torch.autograd.grad --------------------------------------------------------------
+
+@predict_then_run(
+    "03.autograd-grad", Number(),
+    prompt="The chain started at w = -1 (w = torch.tensor(-1.0, requires_grad=True); x = w * 3; y = x ** 2), "
+           "no hooks, no retain_grad: dx, dw = torch.autograd.grad(y, [x, w]). What are dx and dw? "
+           "Answer [dx, dw].",
+    explain="autograd.grad runs the same backward pass as y.backward() and hands back the gradients with "
+            "respect to the inputs you name: 2x = -6 at x, 3 * (-6) = -18 at w.",
+)
+def autograd_grad():
+    w, x, y = _chain(-1.0)
+    dx, dw = torch.autograd.grad(y, [x, w])
+    return [dx.item(), dw.item()]
+
+
+@predict_then_run(
+    "03.autograd-grad-stores", Names(pool=("w", "x", "y")),
+    prompt="After dx, dw = torch.autograd.grad(y, [x, w]) on that chain (w = -1), which of w, x, y have a "
+           ".grad that is not None? Answer a set of names (set() for none).",
+    explain="autograd.grad returns gradients instead of storing them: no AccumulateGrad node writes into "
+            "w.grad, so an experiment made with it leaves the training state as it found it.",
+)
+def autograd_grad_stores():
+    w, x, y = _chain(-1.0)
+    torch.autograd.grad(y, [x, w])
+    return {name for name, t in {"w": w, "x": x, "y": y}.items() if _read_grad(t) is not None}
+
+
+@predict_then_run(
+    "03.retained-under-grad", Boolean(),
+    prompt="The same chain, but x.retain_grad() was called before y = x ** 2. Then torch.autograd.grad(y, w) "
+           "(only w is asked for). Is x.grad None afterwards?",
+    explain="retain_grad() is a standing order on x, not an option of backward(): it stores whatever "
+            "gradient passes through x in any backward pass, torch.autograd.grad's included. Only "
+            "leaves are protected by autograd.grad.",
+)
+def retained_under_grad():
+    w = torch.tensor(2.0, requires_grad=True)
+    x = w * 3
+    x.retain_grad()
+    y = x ** 2
+    torch.autograd.grad(y, w)
+    return x.grad is None
+
+
+# --- 4. node hooks: the order backward runs --------------------------------------------------
+
+def _two_leaves():
+    w1 = torch.tensor(2.0, requires_grad=True)
+    w2 = torch.tensor(3.0, requires_grad=True)
+    return w1, w2, (w1.exp() * w2).sin()
+
+
+def backward_order(y, leaves=None):
+    """The nodes in the order backward runs them, seen by a pre-hook on every node: a class name, or for an
+    AccumulateGrad node the name of its leaf (from ``leaves``, a dict name -> tensor)."""
+    by_id = {id(t): n for n, t in (leaves or {}).items()}
+    ran = []
+    for node in probes.nodes(y):
+        label = by_id.get(id(getattr(node, "variable", None)), probes.node_name(node))
+        node.register_prehook(lambda grad_outputs, label=label: ran.append(label))
+    y.backward()
+    return ran
+
+
+@predict_then_run(
+    "03.node-order", Sequence(),
+    prompt="w1 = torch.tensor(2.0, requires_grad=True); w2 = torch.tensor(3.0, requires_grad=True); "
+           "y = (w1.exp() * w2).sin(). A pre-hook on every node of y's graph logs, when backward runs the node, "
+           "its class name, or for an AccumulateGrad node the name of its leaf ('w1' or 'w2'). In what order "
+           "are they logged?",
+    explain="A node runs once every gradient meant for it has arrived, and the engine then takes the ready "
+            "node with the highest sequence number. AccumulateGrad's is the largest there is, so a leaf's "
+            "gradient is stored as soon as it is complete: w2's right after the multiplication, before the "
+            "exp node runs.",
+    misconceptions=[(lambda truth: [n for n in truth if n not in ("w1", "w2")] + [n for n in truth if n in ("w1", "w2")],
+                     "AccumulateGrad does not wait for the rest of the graph: it has the highest priority in the "
+                     "engine and runs as soon as its leaf's gradient is complete.")],
+)
+def node_order():
+    w1, w2, y = _two_leaves()
+    return backward_order(y, {"w1": w1, "w2": w2})
+
+
+# --- 4b. hooks practitioners use: after accumulation, and on modules ------------------------------
+
+@predict_then_run(
+    "03.post-accumulate", Number(),
+    prompt="w = torch.tensor(1.0, requires_grad=True); seen = []; w.register_hook(lambda g: seen.append(g.item())); "
+           "w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.item())); then (w * 5).backward() "
+           "twice (two fresh graphs). What is seen? Answer the list of four numbers.",
+    explain="The tensor hook runs on the gradient arriving from this pass, before AccumulateGrad adds it; the "
+            "post-accumulate hook runs after, is handed the tensor itself, and reads the running total in "
+            ".grad: 5, then 5, then 5, then 10.",
+    misconceptions=[(lambda truth: [truth[0]] * 4,
+                     "the post-accumulate hook reads p.grad after this pass was added to it: the running total, "
+                     "which is 10 after the second pass.")],
+)
+def post_accumulate():
+    w = torch.tensor(1.0, requires_grad=True)
+    seen = []
+    w.register_hook(lambda g: seen.append(g.item()))
+    w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.item()))
+    for _ in range(2):
+        (w * 5).backward()
+    return seen
+
+
+MODULE_SEES = ("the gradients of weight and bias", "the gradient with respect to x", "None",
+               "the gradient with respect to the output")
+
+
+@predict_then_run(
+    "03.module-hook-sees", Choice(*MODULE_SEES),
+    prompt="lin = torch.nn.Linear(3, 1); x = torch.randn(4, 3) (x does not require grad); "
+           "lin.register_full_backward_hook(hook), where hook(module, grad_input, grad_output) records "
+           "grad_input[0]; lin(x).sum().backward(). What is grad_input[0]: " +
+           ", ".join(repr(c) for c in MODULE_SEES) + "?",
+    explain="A module's full backward hook sees gradients with respect to the module's inputs (the tensors "
+            "passed to forward) and outputs, never its parameters. x does not require grad, so there is no "
+            "gradient for it: grad_input is (None,). The weights' gradients are read on the parameters.",
+    misconceptions=[("the gradients of weight and bias",
+                     "grad_input means the gradients with respect to the arguments of forward (here x), not the "
+                     "module's parameters; read those with a hook on each parameter.")],
+)
+def module_hook_sees():
+    lin = torch.nn.Linear(3, 1)
+    x = torch.randn(4, 3)
+    seen = []
+    lin.register_full_backward_hook(lambda module, grad_input, grad_output: seen.append(grad_input[0]))
+    lin(x).sum().backward()
+    g = seen[0]
+    if g is None:
+        return "None"
+    if tuple(g.shape) == tuple(x.shape):
+        return "the gradient with respect to x"
+    if tuple(g.shape) == (4, 1):
+        return "the gradient with respect to the output"
+    return "the gradients of weight and bias"
+
+
+# --- 5. the parameter that is not a leaf ---------------------------------------------------
+
+def _scaled():
+    """The slip: requires_grad=True on the created tensor, then one more operation."""
+    scale = torch.tensor([1.0, 2.0], requires_grad=True) * 2
+    return scale, (scale ** 2).sum()
+
+
+@predict_then_run(
+    "03.hook-through-non-leaf", Number(),
+    prompt="scale = torch.tensor([1.0, 2.0], requires_grad=True) * 2; loss = (scale ** 2).sum(). A hook on "
+           "scale records the gradient it sees during loss.backward(). What does it see?",
+    explain="scale.grad stays None, yet a gradient did flow through scale: d(sum of squares)/d(scale) = "
+            "2 * scale = [4, 8]. Nothing was missing except a place to store it.",
+)
+def hook_through_non_leaf():
+    scale, loss = _scaled()
+    seen = []
+    scale.register_hook(lambda g: seen.extend(g.tolist()))
+    loss.backward()
+    return seen
+
+
+@predict_then_run(
+    "03.hidden-leaf-grad", Number(),
+    prompt="Same program. leaf = scale.grad_fn.next_functions[0][0].variable is the tensor that was made "
+           "with requires_grad=True. After loss.backward(), what is leaf.grad?",
+    explain="The gradient went on through the multiplication by 2 into the real leaf: 2 * [4, 8]. It was "
+            "stored, on a tensor your code has no name for.",
+)
+def hidden_leaf_grad():
+    scale, loss = _scaled()
+    loss.backward()
+    leaf = scale.grad_fn.next_functions[0][0].variable
+    return leaf.grad.tolist()
+
+
+@predict_then_run(
+    "03.optimizer-non-leaf", Error("building the optimizer", "at backward", "at step"),
+    prompt="Same scale. opt = torch.optim.SGD([scale], lr=0.1); (scale ** 2).sum().backward(); opt.step(). "
+           "Where does it fail: 'building the optimizer', 'at backward', 'at step', or 'no error'?",
+    explain="An optimizer updates tensors in place between steps, which only makes sense for leaves; "
+            "torch refuses a non-leaf when the optimizer is built, before any gradient is computed.",
+)
+def optimizer_non_leaf():
+    scale = torch.tensor([1.0, 2.0], requires_grad=True) * 2
+    yield "building the optimizer"
+    opt = torch.optim.SGD([scale], lr=0.1)
+    yield "at backward"
+    (scale ** 2).sum().backward()
+    yield "at step"
+    opt.step()
+
+
+# --- self-test -----------------------------------------------------------------------------
+
+WAYS = ("hook", "retain_grad", "autograd.grad")
+
+
+@self_test(
+    "03.which-untouched", Names(pool=("u", "v", "m", "out")),
+    prompt="u = torch.tensor(1.0, requires_grad=True); v = torch.tensor(2.0, requires_grad=True); m = u * v; "
+           "m.retain_grad(); out = m.exp() + v; v.register_hook(lambda g: g * 0); "
+           "(gu,) = torch.autograd.grad(out, u). Which of u, v, m, out have a .grad that is not None afterwards? "
+           "Answer a set of names (set() for none).",
+    explain="autograd.grad writes no leaf's .grad, so u and v stay None whatever the hook does (and v's hook "
+            "never even runs: v's gradient was not asked for). retain_grad() on m is a standing order, obeyed "
+            "by every backward pass, autograd.grad's included.",
+    hints=("Take the three instructions one at a time: which of them can write a .grad field at all?",
+           "torch.autograd.grad returns gradients instead of storing them in leaves; retain_grad() belongs to "
+           "the tensor and is obeyed by whichever backward pass goes through it."),
+    misconceptions=[(set(), "retain_grad() is attached to m, not to backward(): the pass that autograd.grad runs "
+                            "goes through m and stores its gradient there."),
+                    (lambda truth: set(truth) | {"u"}, "autograd.grad hands u's gradient back to you (gu) and "
+                                                        "leaves u.grad alone.")],
+)
+def which_untouched():
+    u = torch.tensor(1.0, requires_grad=True)
+    v = torch.tensor(2.0, requires_grad=True)
+    m = u * v
+    m.retain_grad()
+    out = m.exp() + v
+    v.register_hook(lambda g: g * 0)
+    torch.autograd.grad(out, u)
+    return {n for n, t in {"u": u, "v": v, "m": m, "out": out}.items() if _read_grad(t) is not None}
+
+
+@self_test(
+    "03.hook-on-shared", Number(),
+    prompt="a = torch.tensor(0.5, requires_grad=True); h = a * 4; calls = []; "
+           "h.register_hook(lambda g: calls.append(g.item())); out = h ** 2 + 5 * h; out.backward(). How many "
+           "times is the hook called, and with what value? Answer [calls, value].",
+    explain="h is used twice, but its two contributions are added before its node runs, and the hook "
+            "sees that sum once: 2h + 5 = 9.",
+    hints=("How many gradients does h receive, and does backward deliver them to h separately or together?",
+           "A tensor hook runs when the gradient with respect to that tensor is complete: the sum of what every "
+           "use of h sent back. d/dh of h ** 2 + 5 * h at h = 2."),
+    misconceptions=[(lambda truth: [2, *truth[1:]], "backward adds the contributions of both uses before h's "
+                                                     "hook runs; the hook sees the total once.")],
+)
+def hook_on_shared():
+    a = torch.tensor(0.5, requires_grad=True)
+    h = a * 4
+    calls = []
+    h.register_hook(lambda g: calls.append(g.item()))
+    (h ** 2 + 5 * h).backward()
+    return [len(calls), *calls[:1]]
+
+
+@self_test(
+    "03.leaf-hook-second", Number(),
+    prompt="p = torch.tensor(1.5, requires_grad=True); got = []; p.register_hook(lambda g: got.append(g.item())); "
+           "z = (p * 2) ** 2; z.backward(retain_graph=True); z.backward(). What did the hook receive the second "
+           "time, and what is p.grad now? Answer [second value, p.grad].",
+    explain="A hook on a leaf sees the gradient arriving from this pass, before AccumulateGrad adds it to "
+            "p.grad; the field holds the running total of both passes.",
+    hints=("Does a tensor hook on a leaf run before or after the gradient is added into p.grad?",
+           "The hook sees what this pass brings (dz/dp = 8p); AccumulateGrad then adds it to whatever .grad "
+           "already holds."),
+    misconceptions=[(lambda truth: [truth[1], truth[1]], "the hook sees the gradient arriving from this pass, "
+                                                         "before it is added to p.grad, not the running total.")],
+)
+def leaf_hook_second():
+    p = torch.tensor(1.5, requires_grad=True)
+    got = []
+    p.register_hook(lambda g: got.append(g.item()))
+    z = (p * 2) ** 2
+    z.backward(retain_graph=True)
+    z.backward()
+    return [got[-1], p.grad.item()]
+
+
+@self_test(
+    "03.retain-accumulates", Number(),
+    prompt="q = torch.tensor(-0.5, requires_grad=True); h = q * 4; h.retain_grad(); out = h ** 2; "
+           "out.backward(retain_graph=True); out.backward(). What is h.grad?",
+    explain="A retained gradient behaves like a leaf's: each backward pass adds to it (2h = -4 each time), "
+            "so it needs zeroing just the same.",
+    hints=("Two backward passes go through h. Does the second replace h.grad or add to it?",
+           "retain_grad() makes h's gradient behave like a leaf's .grad: each pass adds d out / dh = 2h to it."),
+    misconceptions=[(lambda truth: truth / 2, "that is one pass's gradient. A retained gradient accumulates "
+                                              "across passes like a leaf's .grad.")],
+)
+def retain_accumulates():
+    q = torch.tensor(-0.5, requires_grad=True)
+    h = q * 4
+    h.retain_grad()
+    out = h ** 2
+    out.backward(retain_graph=True)
+    out.backward()
+    return h.grad.item()
+
+
+# --- exercise A: the three ways on generated programs ---------------------------------------
+
+@dataclass
+class ProgramWithIntermediate:
+    """A generated program, one of whose intermediates is the tensor to observe."""
+
+    program: programs.Program
+    target: str                 # the intermediate's name in the program
+    output: str = "out"
+
+    @property
+    def size(self) -> int:
+        return self.program.size
+
+    @property
+    def label(self) -> str:
+        return f"{self.program.label}, observing {self.target}"
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.program.leaves) + [self.target]
+
+    @property
+    def source(self) -> str:
+        lines = []
+        for line in self.program.lines:
+            if line.startswith(f"{self.target} = "):
+                line += "        # <- t, the intermediate to observe"
+            lines.append(line)
+        return "\n".join(lines)
+
+    def fresh(self) -> dict[str, Any]:
+        return self.program.fresh()
+
+    def build(self):
+        ns = self.fresh()
+        return ns[self.output], ns[self.target], {n: ns[n] for n in self.names}
+
+    def drawing(self, ns=None) -> str:
+        return self.program.drawing(ns)
+
+
+def _three_ways_cases():
+    found = []
+    for prog in programs.programs(60, seed=303, max_ops=7, need_backward=True):
+        ns = prog.fresh()
+        on_path = set(probes.nodes(ns[prog.output]))
+        candidates = [name for name in ns
+                      if name.startswith("t") and name[1:].isdigit()
+                      and isinstance(ns[name], torch.Tensor) and ns[name].grad_fn in on_path]
+        if not candidates:
+            continue
+        rng = random.Random(prog.seed)
+        found.append(ProgramWithIntermediate(prog, rng.choice(candidates)))
+    found.sort(key=lambda c: (c.size, c.program.seed))
+    return found[:30]
+
+
+def _stored(named):
+    return {name for name, t in named.items() if _read_grad(t) is not None}
+
+
+class _Way(NamedTuple):
+    way: str
+    grad: tuple
+    stored: frozenset
+
+
+class ThreeWays(Kind):
+    """A dict {'hook': (gradient, names), 'retain_grad': (...), 'autograd.grad': (...)}."""
+
+    label = "the gradient at t three ways, each with the names whose .grad is set"
+
+    def __init__(self, tol: float = 1e-5):
+        self.tol = tol
+
+    def describe(self):
+        return ("a dict {'hook': (gradient, names), 'retain_grad': (gradient, names), "
+                "'autograd.grad': (gradient, names)}, names being a set")
+
+    def _gradient(self, way, g):
+        if g is None:
+            raise BadAnswer(f"the gradient read by {way!r} is None: that way did not catch the gradient at t")
+        if isinstance(g, torch.Tensor):
+            g = g.detach().reshape(-1).tolist()
+        elif isinstance(g, numbers.Real) and not isinstance(g, bool):
+            g = [g]
+        if not isinstance(g, (list, tuple)) or not g or \
+                not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in g):
+            raise BadAnswer(f"the gradient read by {way!r} should be a tensor, got {type_words(g)}")
+        return tuple(float(v) for v in g)
+
+    def _names(self, way, names):
+        if isinstance(names, str) or not isinstance(names, (set, frozenset, list, tuple)):
+            raise BadAnswer(f"the names for {way!r} should be a set of names such as {{'a', 't1'}}, "
+                            f"got {type_words(names)}")
+        if not all(isinstance(n, str) for n in names):
+            raise BadAnswer(f"the names for {way!r} should be strings, as in the dict build() returns")
+        return frozenset(names)
+
+    def read(self, answer):
+        if is_placeholder(answer):
+            raise Unanswered()
+        if not isinstance(answer, dict):
+            raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
+        missing = [w for w in WAYS if w not in answer]
+        if missing:
+            raise BadAnswer(f"the dict has no entry for {', '.join(map(repr, missing))}; its keys must be "
+                            f"{', '.join(map(repr, WAYS))}")
+        out = []
+        for way in WAYS:
+            pair = answer[way]
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise BadAnswer(f"the entry for {way!r} should be a pair (gradient, names), "
+                                f"got {type_words(pair)}")
+            out.append(_Way(way, self._gradient(way, pair[0]), self._names(way, pair[1])))
+        return tuple(out)     # in WAYS order; a tuple, so that the manifest can store it
+
+    def _close(self, a, b):
+        return len(a) == len(b) and all(
+            (math.isnan(x) and math.isnan(y)) or abs(x - y) <= self.tol * (1 + abs(x)) for x, y in zip(a, b))
+
+    def agrees(self, truth, value):
+        return all(self._close(t.grad, v.grad) and t.stored == v.stored for t, v in zip(truth, value))
+
+    def verdict_note(self, truth, value):
+        for t, v in zip(truth, value):
+            if not self._close(t.grad, v.grad):
+                return f"the gradient read by {t.way!r} is not the gradient at t"
+            if t.stored != v.stored:
+                return f"after {t.way!r}, the .grad fields that are set are not the ones you named"
+        return ""
+
+    def show(self, value):
+        def grad(g):
+            return "[" + ", ".join(f"{v:.4f}" for v in g) + "]"
+
+        def names(s):
+            return "{" + ", ".join(sorted(s)) + "}" if s else "nothing"
+        return "\n".join(f"{v.way + ':':<15} {grad(v.grad)}, .grad set on {names(v.stored)}" for v in value)
+
+    def encode(self, value):
+        return {v.way: [list(v.grad), sorted(v.stored)] for v in value}
+
+
+@exercise(
+    "03.three-ways",
+    Function(returns=ThreeWays(), cases=_three_ways_cases, call=lambda fn, case, ns: fn(case.build)),
+    prompt="Write three_ways(build): build() returns a fresh (out, t, named) each call, t an intermediate "
+           "and named a dict of the leaves and t by name. Read d out / d t three ways, each on its own "
+           "build: a hook on t and out.backward(); t.retain_grad() and out.backward(); "
+           "torch.autograd.grad(out, t). Return {'hook': (g, names), 'retain_grad': (g, names), "
+           "'autograd.grad': (g, names)}, names being the names in `named` whose .grad is not None after "
+           "that way. Checked on generated programs.",
+    explain="All three read the same gradient; they differ in what they leave behind. A hook stores "
+            "nothing, but the backward() that fires it fills the leaves' .grad; retain_grad adds t's own; "
+            "autograd.grad writes no .grad at all.",
+    hints=("Call build() three times, once per way: each way must start from a graph nothing has touched.",
+           "A hook must keep g somewhere you can read after backward (a list); t.retain_grad() must come before "
+           "out.backward(); torch.autograd.grad(out, t) returns a tuple.",
+           "names: the keys of `named` whose tensor's .grad is not None afterwards. Which leaves does "
+           "out.backward() write? (every leaf that requires grad and is reached)"),
+)
+def three_ways(case):
+    out_ = {}
+    for way in WAYS:
+        out, t, named = case.build()
+        if way == "hook":
+            seen = []
+            t.register_hook(lambda g: seen.append(g.detach().clone()))
+            out.backward()
+            g = seen[0]
+        elif way == "retain_grad":
+            t.retain_grad()
+            out.backward()
+            g = t.grad
+        else:
+            (g,) = torch.autograd.grad(out, t)
+        out_[way] = (g, _stored(named))
+    return out_
+
+
+# --- exercise B: a watch for non-finite gradients -------------------------------------------
+
+LR = 0.1
+FAULTS = (float("nan"), float("inf"), float("-inf"))
+DECOYS = (1e12, -1e12)
+
+
+@dataclass
+class LoopCase:
+    """A seeded training loop with faults planted in the targets of some steps."""
+
+    seed: int
+    steps: int
+    batch: int
+    width: int
+    faults: dict = field(default_factory=dict)   # step -> (row, value): nan, inf or -inf
+    decoys: dict = field(default_factory=dict)   # step -> (row, value): large but finite
+    output: str = "loop"
+
+    @property
+    def size(self) -> int:
+        return self.steps
+
+    @property
+    def label(self) -> str:
+        planted = (f"targets planted at steps {', '.join(map(str, sorted(self.faults)))}"
+                   if self.faults else "no fault planted")
+        return f"loop #{self.seed} ({self.steps} steps, {planted})"
+
+    @staticmethod
+    def _word(value):
+        return "nan" if math.isnan(value) else "inf" if value == math.inf else "-inf" if value == -math.inf \
+            else f"{value:g}"
+
+    @property
+    def source(self) -> str:
+        plants = [f"target[{row}] = {self._word(v)} at step {s}" for s, (row, v) in sorted(self.faults.items())]
+        plants += [f"target[{row}] = {self._word(v)} at step {s} (large, but finite)"
+                   for s, (row, v) in sorted(self.decoys.items())]
+        lines = [
+            "hook, report = make_watch()",
+            f"w = torch.randn({self.width}, requires_grad=True)      # seeded: loop #{self.seed}",
+            f"for step in range({self.steps}):",
+            f"    x, target = batch(step)               # {self.batch} x {self.width} and {self.batch}, seeded",
+        ]
+        lines += [f"    #   {p}" for p in plants] or ["    #   every target finite"]
+        lines += [
+            "    h = x * w",
+            "    h.register_hook(hook)",
+            "    loss = ((h.sum(1) - target) ** 2).mean()",
+            "    loss.backward()",
+            "    with torch.no_grad():",
+            "        if w.grad.isfinite().all():       # a bad step is skipped",
+            f"            w -= {LR} * w.grad.clamp(-1, 1)",
+            "    w.grad = None",
+            "report()",
+        ]
+        return "\n".join(lines)
+
+    def fresh(self) -> dict[str, Any]:
+        gen = torch.Generator().manual_seed(self.seed)
+        w0 = torch.randn(self.width, generator=gen)
+        xs = [torch.randn(self.batch, self.width, generator=gen) for _ in range(self.steps)]
+        targets = [torch.randn(self.batch, generator=gen) for _ in range(self.steps)]
+        for plan in (self.faults, self.decoys):
+            for step, (row, value) in plan.items():
+                targets[step][row] = value
+        return {"w0": w0, "xs": xs, "targets": targets}
+
+    def drawing(self, ns=None) -> str:
+        cells = []
+        for step in range(self.steps):
+            if step in self.faults:
+                cells.append(self._word(self.faults[step][1]))
+            elif step in self.decoys:
+                cells.append("big")
+            else:
+                cells.append("ok")
+        width = max(4, *(len(c) + 1 for c in cells))
+        return ("step:   " + "".join(f"{s:<{width}}" for s in range(self.steps))).rstrip() + "\n" + \
+            ("target: " + "".join(f"{c:<{width}}" for c in cells)).rstrip()
+
+    def __repr__(self):
+        return f"<{self.label}>"
+
+
+def _loop_cases():
+    rng = random.Random(3031)
+    cases = []
+    plans = ("none", "nan", "inf", "mixed", "inf-only", "late")
+    for i in range(24):
+        steps = 3 + i + rng.randint(0, 2)
+        plan = plans[i % len(plans)]
+        how_many = {"none": 0, "nan": 1, "inf": 1, "mixed": 2, "inf-only": 3, "late": 1}[plan]
+        pool = list(range(1 if plan != "late" else steps // 2, steps))
+        fault_steps = sorted(rng.sample(pool, min(how_many, len(pool))))
+        if plan == "nan" and i >= 12:
+            fault_steps = [0]     # a fault at the very first step
+        batch, width = rng.randint(3, 6), rng.randint(2, 4)
+        faults = {}
+        for j, step in enumerate(fault_steps):
+            if plan == "nan":
+                value = FAULTS[0]
+            elif plan in ("inf", "inf-only"):
+                value = FAULTS[1 + rng.randrange(2)]
+            elif plan == "mixed":
+                value = FAULTS[1 + rng.randrange(2)] if j == 0 else FAULTS[0]
+            else:
+                value = rng.choice(FAULTS)
+            faults[step] = (rng.randrange(batch), value)
+        decoys = {}
+        if plan in ("none", "late", "inf") or rng.random() < 0.3:
+            free = [s for s in range(steps) if s not in faults]
+            for step in rng.sample(free, min(len(free), 1 + rng.randrange(2))):
+                decoys[step] = (rng.randrange(batch), rng.choice(DECOYS))
+        cases.append(LoopCase(seed=3031 + i, steps=steps, batch=batch, width=width, faults=faults,
+                              decoys=decoys))
+    cases.sort(key=lambda c: (c.steps, c.seed))
+    return cases
+
+
+def _train(ns, hook=None, at_step=None):
+    """Run the loop; returns (w.grad after each step, whether h's gradient was finite at each step)."""
+    with torch.enable_grad():    # whatever make_watch() did to grad mode; the sandbox reports that
+        return _steps(ns, hook, at_step)
+
+
+def _steps(ns, hook, at_step):
+    w = ns["w0"].clone().requires_grad_()
+    grads, finite = [], []
+    for step, (x, target) in enumerate(zip(ns["xs"], ns["targets"])):
+        if at_step is not None:
+            at_step(step)
+        h = x * w
+        h.register_hook(lambda g: finite.append(bool(torch.isfinite(g).all())))
+        if hook is not None:
+            h.register_hook(hook)
+        loss = ((h.sum(1) - target) ** 2).mean()
+        loss.backward()
+        grads.append(w.grad.detach().clone())
+        with torch.no_grad():
+            if torch.isfinite(w.grad).all():
+                w -= LR * w.grad.clamp(-1, 1)
+        w.grad = None
+    return grads, finite
+
+
+def _same(a, b):
+    return a.shape == b.shape and bool(((a == b) | (a.isnan() & b.isnan())).all())
+
+
+class Watched(NamedTuple):
+    """What a watch did on one loop: the step its report named, and what it should not have done."""
+
+    reported: Any
+    problems: tuple = ()
+    bad: tuple = ()         # in torch's answer: every step whose gradient was non-finite
+
+    def __repr__(self):
+        return f"a watch whose report() gave {short(self.reported, 60)}"
+
+
+class _StepWriter(CappedWriter):
+    """Stands in for stdout and stderr during the loop, noting at which step anything was printed."""
+
+    def __init__(self):
+        super().__init__()
+        self.step, self.steps = None, []
+
+    def at(self, step):
+        self.step = step
+
+    def write(self, text):
+        text = str(text)
+        if self.step is not None and text.strip():
+            self.steps.append(self.step)
+        return super().write(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+
+def _run_watch(fn, case, ns):
+    made = fn()
+    if not (isinstance(made, (tuple, list)) and len(made) == 2 and all(callable(m) for m in made)):
+        return Watched(None, (f"make_watch() returned {short(made)}; it must return a pair "
+                              "(hook, report) of functions",))
+    hook, report = made
+    clean, finite = _train(case.fresh())
+    first_bad = next((step for step, ok in enumerate(finite) if not ok), None)
+    writer, problems, watched = _StepWriter(), [], None
+    saved = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = writer
+    try:
+        try:
+            watched, _ = _train(ns, hook, at_step=writer.at)
+        except Exception as exc:
+            problems.append(f"the hook raised {describe_exception(exc)} at step {writer.step}; a watch "
+                            "reports and lets training go on")
+        writer.at(None)
+        try:
+            reported = report()
+        except Exception as exc:
+            reported = None
+            problems.append(f"report() raised {describe_exception(exc)}")
+    finally:
+        sys.stdout, sys.stderr = saved
+    if writer.kept:
+        saved[0].write("".join(writer.kept))
+    early = [s for s in writer.steps if first_bad is None or s < first_bad]
+    if early:
+        when = "while every gradient was finite" if first_bad is None else \
+            f"before the first non-finite gradient (step {first_bad})"
+        problems.insert(0, f"it printed at step {early[0]}, {when}: a watch stays silent until then")
+    if watched is not None:
+        changed = next((s for s, (a, b) in enumerate(zip(clean, watched)) if not _same(a, b)), None)
+        if changed is not None:
+            problems.insert(0, f"the gradient reaching w differs from an unwatched run at step {changed}: "
+                               "a hook that returns a tensor replaces the gradient (so does an in-place "
+                               "edit of g); a watch returns None")
+    return Watched(reported, tuple(problems))
+
+
+class StepReport(Kind):
+    """The step a watch reported (an int, or None for 'never'), and whether it kept quiet and hands off."""
+
+    label = "the first step with a non-finite gradient, or None"
+
+    def describe(self):
+        return "report() returning the first step (an int, counting from 0) or None"
+
+    def read(self, answer):
+        if not isinstance(answer, Watched):
+            raise BadAnswer("expected the outcome of a watched loop")
+        reported, problems, bad = answer
+        if reported is None:
+            return Watched(None, tuple(problems), tuple(bad))
+        if isinstance(reported, bool) or not isinstance(reported, numbers.Integral):
+            if isinstance(reported, torch.Tensor):
+                why = "report() returned a tensor; return a plain int (use .item()) or None"
+            else:
+                why = f"report() returned {type_words(reported)}; return a step number (an int) or None"
+            if problems:
+                return Watched(f"<{short(reported, 40)}>", tuple(problems), tuple(bad))
+            raise BadAnswer(why)
+        return Watched(int(reported), tuple(problems), tuple(bad))
+
+    def truth(self, value):
+        return self.read(value)
+
+    def agrees(self, truth, value):
+        return not value.problems and value.reported == truth.reported
+
+    def verdict_note(self, truth, value):
+        if value.problems:
+            return "; ".join(value.problems)
+        if truth.reported is None:
+            return "no gradient in this loop was non-finite: report() should give None"
+        if value.reported is None:
+            return "report() gave None, but a gradient was non-finite"
+        if value.reported in truth.bad and value.reported != truth.reported:
+            return f"step {value.reported} was non-finite too, but not first: keep the first bad step"
+        if isinstance(value.reported, int) and value.reported == truth.reported + 1:
+            return "off by one: the first backward pass is step 0"
+        return ""
+
+    def show(self, value):
+        step = "None (no non-finite gradient)" if value.reported is None else f"step {value.reported}"
+        if len(value.bad) > 1:
+            step += f" (non-finite at steps {', '.join(map(str, value.bad))})"
+        if value.problems:
+            return "; ".join(value.problems) + f" (report() gave {step})"
+        return step
+
+    def encode(self, value):
+        return {"reported": value.reported, "problems": list(value.problems), "bad": list(value.bad)}
+
+
+@exercise(
+    "03.nonfinite-watch",
+    Function(returns=StepReport(), cases=_loop_cases, call=lambda fn, case, ns: _run_watch(fn, case, ns),
+             per_case_s=3.0),
+    prompt="Write make_watch(): it returns (hook, report). hook is registered on an intermediate once per "
+           "training step; it must print nothing, raise nothing and return None (leave the gradient as it "
+           "is) until it sees a gradient with a NaN or an infinity, and remember the step (the first call "
+           "is step 0). report() returns the first such step, or None if there was none. Checked on "
+           "generated loops with faults planted at random steps.",
+    explain="A hook runs on every backward pass, so it can test a condition cheaply and stay silent "
+            "otherwise; torch.isfinite catches NaN and both infinities at once. Returning None is what "
+            "keeps a watch from becoming an edit.",
+    hints=("The hook needs memory that outlives each call: a step counter and the first bad step, kept in a "
+           "closure (a dict or nonlocal variables) that report() reads too.",
+           "torch.isnan misses infinities; torch.isfinite(g).all() is False for NaN, inf and -inf alike. Count "
+           "every call, good or bad, and record only the first bad one.",
+           "Return nothing from the hook and never write into g: a returned tensor, or g.zero_(), changes the "
+           "gradient that reaches w."),
+)
+def nonfinite_watch(case):
+    ns = case.fresh()
+    bad, calls = [], 0
+
+    def watch(g):
+        nonlocal calls
+        if not bool(torch.isfinite(g).all()):
+            bad.append(calls)
+        calls += 1
+
+    _train(ns, watch)
+    return Watched(bad[0] if bad else None, (), tuple(bad))

@@ -1,0 +1,724 @@
+"""Unit 05, saved tensors and what they cost: what each node keeps, storage versus identity, the memory bill.
+
+"What backward keeps" has one definition here, the one :func:`grader.probes.bill` counts and
+:func:`grader.draw` totals: every saved tensor that reaches a saved-tensor pack hook, each storage once at
+its whole size. Python numbers wrapped as 0-dim tensors (the ``2`` of ``h * 2``) are kept by their node
+but never reach a pack hook, so they are not in the bill; the notebook shows this in a cell, and
+``tests/test_unit05.py`` checks that ``draw`` and the bill agree on every program in :data:`BILL_PROGRAMS`.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from grader.engine import torch_state
+from grader import probes
+from grader.engine.kinds import Choice, Error, Function, Names, Number, saved_key
+from grader.engine.question import exercise, predict_then_run, self_test
+
+
+def _tensor_saves(fn) -> set[str]:
+    """The _saved_* attributes of one node that hold a tensor (not None, not a number)."""
+    return {a for a, v in probes.saved_attributes(fn).items() if isinstance(v, torch.Tensor)}
+
+
+def _storage(t: torch.Tensor) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+def _lower(name: str) -> str:
+    return name.strip().lower()
+
+
+# --- the programs whose bill a question asks for --------------------------------------------------
+
+@dataclass
+class BillProgram:
+    """A forward pass to bill, with the names that label its storages."""
+
+    forward: Callable[[], Any]
+    names: Any = None
+    inputs: dict | None = None
+
+    def bill(self) -> probes.Bill:
+        return probes.bill(self.forward, names=self.names, inputs=self.inputs)
+
+
+BILL_PROGRAMS: dict[str, Callable[[], BillProgram]] = {}
+
+
+def bill_program(qid: str):
+    """Register the program a bill question measures, so that tests can draw the very same program."""
+    def register(build):
+        BILL_PROGRAMS[qid] = build
+        return build
+    return register
+
+
+def _wrapped_bytes(number) -> int:
+    """Bytes of the 0-dim tensor torch wraps ``number`` in when it multiplies a tensor that requires grad."""
+    return (torch.ones(1, requires_grad=True) * number).grad_fn._saved_other.untyped_storage().nbytes()
+
+
+# --- 1. ask the node ------------------------------------------------------------------
+
+@predict_then_run(
+    "05.sin-saves", Names(key=saved_key, pool=("_saved_result", "_saved_other")),
+    prompt="x = torch.ones(3, requires_grad=True); y = x.sin(). Which tensor-valued _saved_ attributes does "
+           "y.grad_fn have? Answer a set of names.",
+    explain="The derivative of sin is cos of the input, so the node keeps its input; the output is no use "
+            "to its rule.",
+    misconceptions=[({"_saved_result"}, "sin's slope at a point is cos of that point: the rule reads the input. "
+                                        "Knowing sin(x) alone does not tell you cos(x)'s sign.")],
+)
+def sin_saves():
+    x = torch.ones(3, requires_grad=True)
+    return _tensor_saves(x.sin().grad_fn)
+
+
+_OPS = {
+    "sin": lambda x: x.sin(),
+    "exp": lambda x: x.exp(),
+    "relu": lambda x: x.relu(),
+    "mul": lambda x: x * x.detach().clone().requires_grad_(),
+}
+
+
+@predict_then_run(
+    "05.keeps-result", Names(key=_lower, pool=tuple(_OPS)),
+    prompt="For x = torch.ones(3, requires_grad=True), consider x.sin(), x.exp(), x.relu() and x * w (w another "
+           "tensor requiring grad). Which of the operations sin, exp, relu, mul keep their own output "
+           "(a _saved_result) rather than their inputs? Answer a set such as {'sin'}.",
+    explain="exp's derivative is its own output, and relu's gradient only needs to know where the output "
+            "was positive, so both keep the result. sin needs its input; mul needs each operand for the other.",
+)
+def keeps_result():
+    x = torch.ones(3, requires_grad=True)
+    return {op for op, make in _OPS.items() if "_saved_result" in _tensor_saves(make(x).grad_fn)}
+
+
+# --- 2. identity or storage --------------------------------------------------------------
+
+_SAME, _SHARED, _COPY = "the same object", "another object over the same storage", "a copy in new storage"
+
+
+@predict_then_run(
+    "05.exp-saved-result", Choice(_SAME, _SHARED, _COPY),
+    prompt="x = torch.ones(3, requires_grad=True); y = x.exp(); s = y.grad_fn._saved_result. What is s, "
+           f"compared with y? Answer one of {_SAME!r}, {_SHARED!r}, {_COPY!r}.",
+    explain="A node may not hold a strong reference to its own output (that would be a reference cycle), "
+            "so reading the saved output rebuilds a new tensor object over the same memory. Identity says "
+            "nothing; compare storages.",
+    misconceptions=[(_SAME, "y points to its node through y.grad_fn; a node holding y itself would close a "
+                            "reference cycle, so it keeps y's data and builds a new tensor object when asked.")],
+)
+def exp_saved_result():
+    x = torch.ones(3, requires_grad=True)
+    y = x.exp()
+    s = y.grad_fn._saved_result
+    if s is y:
+        return _SAME
+    return _SHARED if _storage(s) == _storage(y) else _COPY
+
+
+@bill_program("05.view-bill")
+def _view_program() -> BillProgram:
+    h = torch.randn(1000, requires_grad=True) * 2
+    return BillProgram(lambda: h[:10].sin())
+
+
+def _view_shape_bytes() -> int:
+    h = torch.randn(1000, requires_grad=True) * 2
+    return h[:10].numel() * h.element_size()
+
+
+@predict_then_run(
+    "05.view-bill", Number(tol=0),
+    prompt="h = torch.randn(1000, requires_grad=True) * 2 is an activation of 1000 float32 values. "
+           "out = h[:10].sin(). How many bytes does out's graph keep for backward, counted as the bill "
+           "counts (what reaches a pack hook, each storage once at its full size)?",
+    explain="sin saves its input, and its input is a view of h: a saved view keeps its whole base "
+            "allocation alive, 4 bytes times 1000, not the 40 bytes its shape suggests.",
+    misconceptions=[
+        (lambda truth: _view_shape_bytes(),
+         "That is the slice's shape times 4 bytes. A view has no memory of its own: saving it keeps the "
+         "whole storage of h alive."),
+    ],
+)
+def view_bill():
+    return _view_program().bill().total
+
+
+# --- 3. the memory bill of a small network -------------------------------------------------
+
+@predict_then_run(
+    "05.mul-constant-saves", Names(key=saved_key, pool=("_saved_self", "_saved_result")),
+    prompt="x = torch.randn(3, requires_grad=True); c = torch.randn(3) (no grad). m = x * c. Which "
+           "_saved_ attributes of m.grad_fn hold a tensor (not None)?",
+    explain="The gradient for x is grad * c, so c is kept. The gradient for c would need x, but c asks for "
+            "none, so x is not saved: the multiplication keeps only what the gradients actually owed will read "
+            "(not every node is this careful; the notebook shows two that are not).",
+    misconceptions=[({"_saved_self", "_saved_other"}, "A product keeps both operands only when both need a "
+                     "gradient. c needs none, so nobody will ever ask for grad * x, and x is not kept.")],
+)
+def mul_constant_saves():
+    x = torch.randn(3, requires_grad=True)
+    c = torch.randn(3)
+    return _tensor_saves((x * c).grad_fn)
+
+
+def syllabus_mlp():
+    """The seed-0 MLP of the syllabus and its 256x512 input (which does not require grad)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 1))
+    return model, torch.randn(256, 512)
+
+
+def _mlp_program(model, x) -> BillProgram:
+    return BillProgram(lambda: model(x).sum(), names=model, inputs={"input": x})
+
+
+def _mlp_bill(model, x):
+    return _mlp_program(model, x).bill()
+
+
+@bill_program("05.mlp-bill")
+@bill_program("05.mlp-saved-params")
+def _plain_mlp_program() -> BillProgram:
+    return _mlp_program(*syllabus_mlp())
+
+
+@bill_program("05.input-grad-bill")
+def _input_grad_program() -> BillProgram:
+    model, x = syllabus_mlp()
+    x.requires_grad_()
+    return _mlp_program(model, x)
+
+
+@bill_program("05.frozen-bill")
+def _frozen_first_program() -> BillProgram:
+    model, x = syllabus_mlp()
+    model[0].requires_grad_(False)
+    return _mlp_program(model, x)
+
+
+def _param_bytes(name: str) -> int:
+    model, _ = syllabus_mlp()
+    return model.get_parameter(name).untyped_storage().nbytes()
+
+
+def _input_bytes() -> int:
+    _, x = syllabus_mlp()
+    return x.untyped_storage().nbytes()
+
+
+def _plain_bill() -> probes.Bill:
+    return _plain_mlp_program().bill()
+
+
+_MLP = ("torch.manual_seed(0); model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512), "
+        "nn.ReLU(), nn.Linear(512, 1)); x = torch.randn(256, 512); loss = model(x).sum()")
+_PARAMS = ("0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias")
+
+
+@predict_then_run(
+    "05.mlp-saved-params", Names(pool=_PARAMS),
+    prompt=f"{_MLP}. Which of the model's parameters does the forward pass save for backward? Answer a "
+           "set of names such as {'0.weight'}.",
+    explain="Each Linear keeps its weight only if its input needs a gradient. The raw input does not, "
+            "so 0.weight is not kept; the ReLU outputs do, so 2.weight and 4.weight are. Biases never are.",
+    misconceptions=[
+        ({"0.weight", "2.weight", "4.weight"}, "A Linear keeps its weight for one purpose: the gradient of its "
+         "input. Layer 0's input x does not require grad, so 0.weight is never needed."),
+    ],
+)
+def mlp_saved_params():
+    return _plain_bill().names() & set(_PARAMS)
+
+
+@predict_then_run(
+    "05.mlp-bill", Number(tol=0),
+    prompt=f"The same: {_MLP}. How many distinct storages does autograd keep, and how many bytes do they "
+           "take together? Answer [storages, bytes].",
+    explain="The input (kept by layer 0 for its weight's gradient), both ReLU outputs (each kept by its "
+            "ReLU and by the next Linear: one storage, two saves), 2.weight and 4.weight.",
+    misconceptions=[
+        (lambda truth: [sum(e.saves for e in _plain_bill().entries),
+                        sum(e.bytes * e.saves for e in _plain_bill().entries)],
+         "You counted saves, not storages. Each ReLU output is saved twice (by its ReLU and by the next "
+         "Linear) but it is one block of memory, counted once."),
+    ],
+)
+def mlp_bill():
+    bill = _plain_bill()
+    return [bill.count, bill.total]
+
+
+@predict_then_run(
+    "05.input-grad-bill", Number(tol=0),
+    prompt="The same MLP, but the input is made with x = torch.randn(256, 512).requires_grad_(). How many "
+           "bytes are saved now?",
+    explain="The first layer now owes a gradient to its input, which needs its weight: 0.weight joins the "
+            "bill. The input was already kept (for 0.weight's gradient), so it adds nothing new.",
+    misconceptions=[
+        (lambda truth: truth - _param_bytes("0.weight"),
+         "That is the bill as before. Layer 0 now owes a gradient to x, and that gradient is grad @ W: "
+         "0.weight must be kept."),
+    ],
+)
+def input_grad_bill():
+    return _input_grad_program().bill().total
+
+
+@predict_then_run(
+    "05.frozen-bill", Number(tol=0),
+    prompt="The same MLP with the plain input again (no grad), but the first layer frozen: "
+           "model[0].requires_grad_(False). How many bytes are saved now?",
+    explain="Nothing before layer 2 needs a gradient, so layer 0 keeps nothing, its ReLU records nothing, "
+            "and layer 2 needs its input but not its weight: the input and 2.weight leave the bill at once.",
+    misconceptions=[
+        (lambda truth: truth + _param_bytes("2.weight"),
+         "2.weight leaves too: layer 2 keeps its weight only for its input's gradient, and with layer 0 "
+         "frozen nothing before layer 2 needs one."),
+    ],
+)
+def frozen_bill():
+    return _frozen_first_program().bill().total
+
+
+# --- 4. a write after the forward pass: what the node saved decides ---------------------------
+
+@predict_then_run(
+    "05.sigmoid-write", Error("at the write", "at backward"),
+    prompt="a = torch.tensor([1., 2., 3.], requires_grad=True); b = a.sigmoid(); then b[1] = 2 (the write); "
+           "then b.sum().backward(). Where, if anywhere, does it fail? 'at the write', 'at backward' or "
+           "'no error'.",
+    explain="The sigmoid node saved its output b. The write changed b after it was saved, so the node "
+            "refuses to use it when backward reaches it.",
+)
+def sigmoid_write():
+    a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = a.sigmoid()
+    yield "at the write"
+    b[1] = 2
+    yield "at backward"
+    b.sum().backward()
+
+
+@predict_then_run(
+    "05.handmade-write", Error("at the write", "at backward"),
+    prompt="The same values, with the sigmoid written by hand: b = 1 / ((-a).exp() + 1); b[1] = 2; "
+           "b.sum().backward(). Where, if anywhere, does it fail?",
+    explain="1 / t runs as a reciprocal followed by a multiplication by 1. The last node, the "
+            "multiplication, saved no tensor of b's storage; the reciprocal saved its own output, which "
+            "is another storage. The write touches nothing any node kept.",
+)
+def handmade_write():
+    a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = 1 / ((-a).exp() + 1)
+    yield "at the write"
+    b[1] = 2
+    yield "at backward"
+    b.sum().backward()
+
+
+# --- 5. a memory budget ------------------------------------------------------------------------
+
+def _state_bytes(optimizer) -> int:
+    return sum(v.untyped_storage().nbytes() for state in optimizer.state.values()
+               for v in state.values() if isinstance(v, torch.Tensor))
+
+
+@predict_then_run(
+    "05.adam-state-ratio", Number(tol=0.005),
+    prompt=f"{_MLP}; opt = torch.optim.Adam(model.parameters()); loss.backward(); opt.step(). Divide the "
+           "bytes of every tensor in opt.state by the bytes of the parameters. What is the ratio (2 decimals)?",
+    explain="Adam keeps two running averages shaped like each parameter (exp_avg and exp_avg_sq), plus a "
+            "one-number step count per parameter: just over twice the parameters.",
+    misconceptions=[(lambda truth: round(truth) - 1, "Adam keeps two tensors shaped like each parameter, not "
+                     "one: the running mean of the gradient and the running mean of its square.")],
+)
+def adam_state_ratio():
+    model, x = syllabus_mlp()
+    opt = torch.optim.Adam(model.parameters())
+    model(x).sum().backward()
+    opt.step()
+    params = sum(p.untyped_storage().nbytes() for p in model.parameters())
+    return _state_bytes(opt) / params
+
+
+# --- self-test: programs the notebook never runs ---------------------------------------------------
+
+def _view_tanh() -> tuple:
+    act = torch.randn(256, 512, requires_grad=True) * 2
+    return act, BillProgram(lambda: act[:, :8].tanh())
+
+
+@bill_program("05.closed-book-view-tanh")
+def _view_tanh_program() -> BillProgram:
+    return _view_tanh()[1]
+
+
+@self_test(
+    "05.closed-book-view-tanh", Number(tol=0),
+    prompt="h = torch.randn(256, 512, requires_grad=True) * 2 (an activation, float32). out = h[:, :8].tanh(). "
+           "How many bytes does out's graph keep for backward, counted as the bill counts (what reaches a pack "
+           "hook, each storage once at its full size)?",
+    explain="tanh keeps its output, a fresh 256x8 tensor; the view of h is not saved, so h's big storage "
+            "is not held. Whether a view pins its base depends on whether a node saves the view.",
+    hints=("Which does tanh keep, its input or its output? Its slope is 1 - tanh(x)^2.",
+           "tanh's output is a new tensor of its own, 256 x 8 float32 values; the view h[:, :8] is not kept by "
+           "anyone, so h's storage is not on the bill.",
+           "The multiplication by 2 keeps the 2 as a wrapped number: kept, but outside the bill."),
+    misconceptions=[
+        (lambda truth: _view_tanh()[0].untyped_storage().nbytes(),
+         "That is all of h. It would be kept if a node saved the view h[:, :8], but tanh keeps its output, "
+         "not its input."),
+        (lambda truth: truth + _view_tanh()[0].untyped_storage().nbytes(),
+         "tanh's output is all it keeps; the view of h is read once and dropped, so h's storage is not held "
+         "for backward."),
+        (lambda truth: truth + _wrapped_bytes(2),
+         "You added the 2 of '* 2' (an 8-byte int64). It is kept, but as a wrapped Python number it never "
+         "reaches a pack hook, so the bill leaves it out."),
+    ],
+)
+def closed_book_view_tanh():
+    return _view_tanh_program().bill().total
+
+
+_RELU_SIN = (
+    "r is y itself; s is y itself",
+    "r is y itself; s is another object over y's storage",
+    "r is another object over y's storage; s is y itself",
+    "both are other objects over y's storage",
+    "at least one of them is a copy in new storage",
+)
+
+
+@self_test(
+    "05.closed-book-relu-sin-identity", Choice(*_RELU_SIN),
+    prompt="v = torch.randn(5, requires_grad=True); y = v.relu(); z = y.sin(); r = y.grad_fn._saved_result; "
+           "s = z.grad_fn._saved_self. y is saved twice: by the ReLU that made it and by the sin that reads it. "
+           "Compared with y, what are r and s? Answer one of: " + "; ".join(repr(o) for o in _RELU_SIN) + ".",
+    explain="To the ReLU, y is its own output: holding y would close a reference cycle (y.grad_fn is that "
+            "node), so it keeps the data and rebuilds a tensor object when asked. To the sine, y is an "
+            "input, which it may hold as it is. Both share y's storage.",
+    hints=("Ask, for each node, whether y is that node's output or its input.",
+           "y.grad_fn is the ReLU node. What would happen if that node also held a strong reference to y?",
+           "A node rebuilds only its own saved output; a saved input comes back as the very object."),
+    misconceptions=[
+        (_RELU_SIN[1], "It is the other way round: a node may not hold its own output (y -> its node -> y "
+                       "would be a cycle), but it may hold its inputs."),
+        (_RELU_SIN[4], "Saving never copies; both nodes keep y's memory, which is why an in-place write to y "
+                       "would spoil both."),
+    ],
+)
+def closed_book_relu_sin_identity():
+    v = torch.randn(5, requires_grad=True)
+    y = v.relu()
+    z = y.sin()
+    r, s = y.grad_fn._saved_result, z.grad_fn._saved_self
+    if _storage(r) != _storage(y) or _storage(s) != _storage(y):
+        return _RELU_SIN[4]
+    return {(True, True): _RELU_SIN[0], (True, False): _RELU_SIN[1],
+            (False, True): _RELU_SIN[2], (False, False): _RELU_SIN[3]}[(r is y, s is y)]
+
+
+@self_test(
+    "05.closed-book-mul-exp-storages", Names(pool=("a", "b", "m", "p")),
+    prompt="a = torch.randn(4, requires_grad=True); b = torch.randn(4) (no grad); m = a * b; p = m.exp(). "
+           "Whose storages do the tensors kept anywhere in p's graph share: which of a, b, m, p? Answer a set "
+           "of names.",
+    explain="The product owes a gradient to a only, and that gradient is grad * b: it keeps b, not a. exp's "
+            "slope is its own output, so it keeps p. m is kept by nobody.",
+    hints=("Take the two nodes one at a time: MulBackward0 and ExpBackward0.",
+           "A product keeps the operand that the other operand's gradient needs, and only for operands that "
+           "require grad.",
+           "exp's slope at a point is exp of that point, which it has already computed."),
+    misconceptions=[
+        ({"a", "b", "p"}, "The product keeps a only if someone needs b's gradient (grad * a). b does not "
+                          "require grad, so a is not kept."),
+        ({"b", "m"}, "exp keeps its output p, not its input m: exp's slope is exp itself."),
+    ],
+)
+def closed_book_mul_exp_storages():
+    a = torch.randn(4, requires_grad=True)
+    b = torch.randn(4)
+    m = a * b
+    p = m.exp()
+    kept = [e.storage for e in probes.saved_tensors(p) if e.state == "ok" and not e.wrapped]
+    return {name for name, t in {"a": a, "b": b, "m": m, "p": p}.items() if _storage(t) in kept}
+
+
+@bill_program("05.closed-book-middle-frozen")
+def _middle_frozen_program() -> BillProgram:
+    net, batch = syllabus_mlp()
+    net[2].requires_grad_(False)
+    return _mlp_program(net, batch)
+
+
+@self_test(
+    "05.closed-book-middle-frozen", Number(tol=0),
+    prompt="The seed-0 MLP of the bill questions (Linear(512, 512), ReLU, Linear(512, 512), ReLU, "
+           "Linear(512, 1)) on its 256x512 input that does not require grad, with the middle layer frozen: "
+           "model[2].requires_grad_(False). How many bytes does model(x).sum() save?",
+    explain="Layer 0 still trains, so everything after it carries a gradient: the frozen layer 2 must "
+            "keep its weight to pass the gradient back, and its ReLU neighbours keep their outputs. "
+            "Freezing a layer whose input needs a gradient saves nothing.",
+    hints=("Walk the layers with one flag: does the tensor entering this layer need a gradient?",
+           "Layer 0 trains, so from its output on every tensor needs a gradient, frozen layers or not.",
+           "A frozen layer whose input needs a gradient still has to send grad @ W back: it keeps its weight."),
+    misconceptions=[
+        (lambda truth: truth - _param_bytes("2.weight"),
+         "Freezing layer 2 stops its weight from training, not from being saved: the gradient still has to "
+         "pass through layer 2 to reach layer 0, and that takes 2.weight."),
+        (lambda truth: truth - _param_bytes("2.weight") - _input_bytes(),
+         "Layer 2's input is a ReLU output, kept anyway by that ReLU; and 2.weight is still needed to pass "
+         "the gradient back to layer 0."),
+    ],
+)
+def closed_book_middle_frozen():
+    return _middle_frozen_program().bill().total
+
+
+@bill_program("05.closed-book-kept-outputs")
+def _kept_outputs_program() -> BillProgram:
+    net, batch = syllabus_mlp()
+    return BillProgram(lambda: [net(batch) for _ in range(3)], names=net, inputs={"input": batch})
+
+
+@self_test(
+    "05.closed-book-kept-outputs", Number(tol=0),
+    prompt="The same seed-0 MLP and plain input, all layers training. outputs = [model(x) for _ in range(3)] "
+           "keeps three forward outputs (say, for logging) and never calls backward. Together, how many "
+           "distinct storages and bytes do their graphs keep alive? Answer [storages, bytes].",
+    explain="Each pass makes two new ReLU outputs, but the input, 2.weight and 4.weight are the same "
+            "storages every time: 3 shared + 3 x 2 new storages.",
+    hints=("Which storages are new in each pass, and which are the same tensors every time?",
+           "x and the weights are one storage each, however many graphs keep them. Each pass makes its own "
+           "ReLU outputs.",
+           "One pass keeps the input, two ReLU outputs, 2.weight and 4.weight."),
+    misconceptions=[
+        (lambda truth: [3 * _plain_bill().count, 3 * _plain_bill().total],
+         "The three graphs share x, 2.weight and 4.weight: one storage each, counted once. Only the ReLU "
+         "outputs are new in every pass."),
+        (lambda truth: [_plain_bill().count, _plain_bill().total],
+         "Each output keeps its own graph alive, with its own two ReLU outputs: three graphs, not one."),
+    ],
+)
+def closed_book_kept_outputs():
+    bill = _kept_outputs_program().bill()
+    return [bill.count, bill.total]
+
+
+_WRITES = ("b", "c", "d", "e")
+
+
+def _write_then_backward(name: str) -> bool:
+    """Does backward fail after name.add_(1) in the closed-book write program?"""
+    a = torch.tensor([0.25, 0.75, 1.25], requires_grad=True)
+    b = a * 3
+    c = b.relu()
+    d = b.sin()
+    e = c.exp()
+    loss = (d + e).sum()
+    {"b": b, "c": c, "d": d, "e": e}[name].add_(1)
+    try:
+        loss.backward()
+    except RuntimeError as exc:
+        if "modified by an inplace operation" in str(exc):
+            return True
+        raise
+    return False
+
+
+@self_test(
+    "05.closed-book-which-writes", Names(pool=_WRITES),
+    prompt="a = torch.tensor([0.25, 0.75, 1.25], requires_grad=True); b = a * 3; c = b.relu(); d = b.sin(); "
+           "e = c.exp(); loss = (d + e).sum(). Before loss.backward(), one in-place write t.add_(1) is made to one "
+           "of b, c, d, e (a fresh program each time). For which of them does backward then fail? Answer a set "
+           "of names.",
+    explain="A write spoils backward only if some node saved that storage. sin keeps its input b; relu keeps "
+            "its output c; exp keeps its output e. d is kept by nobody (sin kept b, the addition keeps "
+            "nothing), and the multiplication kept only the 3.",
+    hints=("List what each node keeps: MulBackward0, ReluBackward0, SinBackward0, ExpBackward0, AddBackward0.",
+           "For each node ask: does its local rule read its input, its output, or neither?",
+           "A write is harmless to backward when no node saved the storage written."),
+    misconceptions=[
+        ({"b", "c", "d", "e"}, "d is written safely: sin kept its input b, not its output d, and the addition "
+                               "keeps nothing."),
+        ({"c", "e"}, "b is kept too: sin's slope is cos(b), so the sine node keeps its input b."),
+    ],
+)
+def closed_book_which_writes():
+    return {name for name in _WRITES if _write_then_backward(name)}
+
+
+# --- exercises: predict the bill of a generated model ------------------------------------------
+
+@dataclass(frozen=True)
+class Layer:
+    """One nn.Linear of a generated model. Its parameters are f'{index}.weight' and f'{index}.bias'."""
+
+    index: int          # its position in the nn.Sequential (0, 2, 4, ...: a ReLU sits between two Linears)
+    in_features: int
+    out_features: int
+    frozen: bool        # model[index].requires_grad_(False) was called
+
+
+@dataclass(frozen=True)
+class MLPSpec:
+    """A model described without building it: Linear layers with a ReLU between each pair, none after the
+    last; an input of shape (batch, layers[0].in_features); the loss is model(x).sum()."""
+
+    layers: tuple
+    batch: int
+    input_requires_grad: bool
+    dtype: Any = torch.float32
+
+    @classmethod
+    def from_widths(cls, widths, batch, frozen=(), input_requires_grad=False, dtype=torch.float32):
+        """widths [d0, d1, ..., dL] give L layers; frozen lists module indices such as (0, 4)."""
+        layers = tuple(Layer(2 * k, widths[k], widths[k + 1], 2 * k in set(frozen)) for k in range(len(widths) - 1))
+        return cls(layers, batch, input_requires_grad, dtype)
+
+    def source(self) -> str:
+        dt = "" if self.dtype == torch.float32 else f", dtype={self.dtype}"
+        parts = []
+        for i, layer in enumerate(self.layers):
+            parts.append(f"nn.Linear({layer.in_features}, {layer.out_features}{dt})")
+            if i < len(self.layers) - 1:
+                parts.append("nn.ReLU()")
+        lines = ["model = nn.Sequential(" + ", ".join(parts) + ")"]
+        lines += [f"model[{layer.index}].requires_grad_(False)" for layer in self.layers if layer.frozen]
+        grad = ", requires_grad=True" if self.input_requires_grad else ""
+        lines.append(f"x = torch.randn({self.batch}, {self.layers[0].in_features}{dt}{grad})")
+        lines.append("loss = model(x).sum()")
+        return "\n".join(lines)
+
+
+@dataclass
+class ModelCase:
+    """One generated case: the spec the learner sees, and the real model the grader measures."""
+
+    seed: int
+    spec: MLPSpec
+    output: str = "loss"
+    features: set = field(default_factory=set)
+
+    @property
+    def size(self) -> int:
+        return len(self.spec.layers)
+
+    @property
+    def source(self) -> str:
+        return self.spec.source()
+
+    @property
+    def label(self) -> str:
+        n = len(self.spec.layers)
+        return f"model #{self.seed} ({n} layer{'s' if n > 1 else ''})"
+
+    def fresh(self) -> dict:
+        ns: dict = {"torch": torch, "nn": nn}
+        with torch_state.clean_room(seed=self.seed):
+            exec(compile(self.source, f"<generated model #{self.seed}>", "exec"), ns)
+        ns.pop("__builtins__", None)
+        ns["spec"] = self.spec
+        return ns
+
+    def bill(self, ns: dict | None = None) -> probes.Bill:
+        ns = ns if ns is not None else self.fresh()
+        model, x = ns["model"], ns["x"]
+        with torch_state.clean_room(seed=self.seed):
+            return probes.bill(lambda: model(x).sum(), names=model, inputs={"input": x})
+
+    def drawing(self, ns: dict | None = None) -> str:
+        ns = ns if ns is not None else self.fresh()
+        tree = probes.text_tree(ns["loss"], names=[ns["model"], {"input": ns["x"]}], saved=True)
+        return tree + "\n\nwhat autograd kept, storage by storage:\n" + self.bill(ns).table()
+
+    def __repr__(self):
+        return f"<{self.label}>"
+
+
+def _spec(rng: random.Random) -> MLPSpec:
+    depth = rng.choice([1, 2, 2, 3, 3, 4])
+    widths = [rng.choice([1, 2, 3, 4, 5, 6, 8, 12, 16]) for _ in range(depth + 1)]
+    frozen = [2 * k for k in range(depth) if rng.random() < 0.35]
+    dtype = torch.float64 if rng.random() < 0.25 else torch.float32
+    input_requires_grad = rng.random() < 0.4
+    if len(frozen) == depth and not input_requires_grad and rng.random() < 0.7:
+        frozen.pop()    # keep models where nothing needs a gradient (and nothing is saved) rare
+    return MLPSpec.from_widths(widths, batch=rng.choice([1, 2, 3, 4, 8]), frozen=frozen,
+                               input_requires_grad=input_requires_grad, dtype=dtype)
+
+
+def model_cases(count: int = 40, seed: int = 505) -> list[ModelCase]:
+    """``count`` distinct generated models, smallest first (fewest layers, then fewest values)."""
+    rng = random.Random(seed)
+    found, seen = [], set()
+    tries = 0
+    while len(found) < count and tries < count * 50:
+        tries += 1
+        spec = _spec(rng)
+        if spec in seen:
+            continue
+        seen.add(spec)
+        found.append(ModelCase(seed=seed * 1000 + tries, spec=spec))
+
+    def weight(case):
+        s = case.spec
+        return (len(s.layers), sum(l.in_features * l.out_features for l in s.layers) + s.batch, case.seed)
+    found.sort(key=weight)
+    return found
+
+
+def _call_with_spec(fn, case, ns):
+    return fn(ns["spec"])
+
+
+@exercise(
+    "05.predict-bill",
+    Function(returns=Number(tol=0), cases=model_cases, call=_call_with_spec),
+    prompt="Write predict_bill(spec): for the model the spec describes (spec.layers, spec.batch, "
+           "spec.input_requires_grad, spec.dtype), return (storages, bytes): how many distinct storages "
+           "model(x).sum() keeps for backward and their total size. Work it out from the spec by "
+           "reasoning; do not build the model and measure it. It is checked on 40 generated models.",
+    hints=("Walk the layers carrying one flag: does the tensor entering this layer need a gradient? It starts "
+           "as spec.input_requires_grad and turns true after the first layer that trains.",
+           "A Linear keeps its input when its weight trains, and its weight when its input needs a gradient; "
+           "a ReLU is recorded (and keeps its output) only when its input needs a gradient.",
+           "The ReLU output and the next Linear's input are one storage: count it once, whoever saves it. "
+           "Bytes per element are spec.dtype.itemsize."),
+    explain="Walk the layers carrying one flag, 'does the tensor entering this layer need a gradient'. A "
+            "Linear keeps its input when its weight trains, and its weight when its input needs a gradient; "
+            "a ReLU keeps its output when it was recorded at all. An activation saved by a ReLU and by the "
+            "next Linear is one storage.",
+)
+def predict_bill(case):
+    bill = case.bill()
+    return [bill.count, bill.total]
+
+
+@exercise(
+    "05.saved-parameters",
+    Function(returns=Names(), cases=model_cases, call=_call_with_spec),
+    prompt="Write saved_parameters(spec): the set of parameter names (such as '2.weight') whose storage "
+           "model(x).sum() keeps for backward, for the model the spec describes. Reason from the spec; do "
+           "not build the model. It is checked on 40 generated models.",
+    hints=("A weight is kept for one purpose only. Which gradient needs W?",
+           "The gradient of a Linear's input is grad @ W. It is needed when the tensor entering the layer needs "
+           "a gradient, whether the layer itself is frozen or not.",
+           "A bias's gradient is a sum of the incoming gradient: no bias is ever kept."),
+    explain="A weight is saved exactly when the tensor entering its layer needs a gradient, whether the "
+            "layer itself is frozen or not; a bias never is.",
+)
+def saved_parameters(case):
+    ns = case.fresh()
+    params = {n for n, _ in ns["model"].named_parameters()}
+    return case.bill(ns).names() & params

@@ -1,0 +1,1 @@
+"""Unit 07, Version counters and in-place writes: its declarations are in ``questions.py``."""

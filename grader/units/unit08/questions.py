@@ -1,0 +1,638 @@
+"""Unit 08, carried state and truncated BPTT: what a loop that carries its state records, keeps and computes.
+
+The unit's loop is ``hidden = hidden * w + 0.1``, ``loss = hidden ** 2``, one backward per step,
+with ``w = 0.9`` and ``hidden`` starting at 1.0. Every figure (depths, gradients, bytes, node runs)
+is measured here at check time; none is typed in.
+
+The exercise hands the learner a :class:`Recurrence` (parameters, a first state, inputs, a step and a
+per-step loss) and a chunk length ``k``; torch's answer is computed by :func:`chunked_grads`, a route
+independent of the learner's loop (``autograd.grad`` of each chunk's summed losses, the state entering
+the chunk held constant).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import torch
+
+from grader.engine import torch_state
+from grader import probes
+from grader.engine.kinds import BadAnswer, Boolean, Choice, Error, Function, Number, short, type_words
+from grader.engine.question import exercise, predict_then_run, self_test
+
+
+STEPS = 5
+PLACES = tuple(f"at step {n}'s backward" for n in range(1, STEPS + 1))
+LOOP = ("w = torch.tensor(0.9, requires_grad=True), hidden = torch.tensor(1.0), and each step "
+        "hidden = hidden * w + 0.1; loss = hidden ** 2")
+RETAINED = LOOP + "; loss.backward(retain_graph=True), nothing detached"
+DETACHED = LOOP + "; loss.backward(); hidden = hidden.detach()"
+
+
+def kept_bytes(t: torch.Tensor) -> int:
+    """Bytes of the distinct storages that the graph under ``t`` still keeps for backward."""
+    storages = {s.storage: s.bytes for s in probes.saved_tensors(t) if s.state == "ok"}
+    return sum(storages.values())
+
+
+def carried_loop(steps: int = STEPS, *, w: float = 0.9, retain: bool = False, detach: bool = False,
+                 width: int | None = None, each: Callable | None = None) -> torch.Tensor:
+    """Run the unit's loop; ``each(step, loss)`` sees every step's loss before its backward. Returns w."""
+    w = torch.tensor(w, requires_grad=True)
+    hidden = torch.tensor(1.0) if width is None else torch.ones(width)
+    for step in range(1, steps + 1):
+        hidden = hidden * w + 0.1
+        loss = hidden ** 2 if width is None else (hidden ** 2).sum()
+        if each is not None:
+            each(step, loss)
+        loss.backward(retain_graph=retain)
+        if detach:
+            hidden = hidden.detach()
+    return w
+
+
+# --- the error, and the retain_graph "fix" ------------------------------------------------
+
+@predict_then_run(
+    "08.second-backward", Error(*PLACES, terms=(("second time", "twice", "freed"),)),
+    prompt="w = torch.tensor(0.9, requires_grad=True); hidden = torch.tensor(1.0). Five times: "
+           "hidden = hidden * w + 0.1; loss = hidden ** 2; loss.backward(). Nothing is detached and "
+           "retain_graph is not passed. Where does it fail, if anywhere? Answer a place, or "
+           "(place, your words for what the message says). The place is graded exactly; your words "
+           "only on the message's key idea.",
+    explain="Step 2's hidden was computed from step 1's, so step 2's graph runs back through step 1's "
+            "nodes, whose saved values step 1's backward already freed.",
+    misconceptions=[("no error", "Each step builds a new loss, but not a new history: step 2's hidden was "
+                     "computed from step 1's, so its graph contains step 1's nodes.")],
+)
+def second_backward():
+    w = torch.tensor(0.9, requires_grad=True)
+    hidden = torch.tensor(1.0)
+    for place in PLACES:
+        hidden = hidden * w + 0.1
+        loss = hidden ** 2
+        yield place
+        loss.backward()
+
+
+@predict_then_run(
+    "08.retain-depths", Number(tol=0),
+    prompt=RETAINED + ". probes.depth(loss) counts the nodes on the longest path from loss.grad_fn down "
+           "to a leaf's AccumulateGrad. What is it at steps 1 to 5? Answer a list of five numbers.",
+    explain="Nothing cuts hidden, so each step's loss sits on top of every earlier step: a power node, "
+            "then one add and one multiply per step, then w's AccumulateGrad. Two nodes more per step.",
+    misconceptions=[(lambda truth: [truth[0]] * len(truth), "That is a graph that starts afresh each step. "
+                     "Nothing detaches hidden here, so every step's graph contains all the earlier ones.")],
+)
+def retain_depths():
+    depths = []
+    carried_loop(retain=True, each=lambda step, loss: depths.append(probes.depth(loss)))
+    return depths
+
+
+RETAIN_GRAD = ("exactly 5 times step 1's w.grad", "more than 5 times step 1's w.grad",
+               "less than 5 times step 1's w.grad", "it raises at step 2")
+
+
+@predict_then_run(
+    "08.retain-grad", Choice(*RETAIN_GRAD),
+    prompt=RETAINED + ". After step 1's backward, w.grad is 2.0 (section 1 printed it). After five steps, "
+           "how does w.grad compare with 5 times that? One of " + ", ".join(repr(c) for c in RETAIN_GRAD) + ".",
+    explain="Each backward differentiates that step's loss through the whole history back to step 1, and "
+            "every earlier step adds one more route from w to the loss, so later steps contribute more than "
+            "step 1 did; the five results add up in w.grad.",
+    misconceptions=[(RETAIN_GRAD[0], "That would be true if every step's loss saw only its own step. With "
+                     "the history connected, step n's loss reaches w through n multiplications.")],
+)
+def retain_grad():
+    first = carried_loop(1, retain=True).grad.item()
+    total = carried_loop(retain=True).grad.item()
+    if abs(total - 5 * first) < 1e-4:
+        return RETAIN_GRAD[0]
+    return RETAIN_GRAD[1] if total > 5 * first else RETAIN_GRAD[2]
+
+
+def retained_grad_value() -> float:
+    """w.grad after the five retained steps (the notebook's figure)."""
+    return carried_loop(retain=True).grad.item()
+
+
+SUM_OF_LOSSES = ("the same as the retained loop's w.grad", "larger than the retained loop's w.grad",
+                 "smaller than the retained loop's w.grad", "it raises at total.backward()")
+
+
+@predict_then_run(
+    "08.sum-of-losses", Choice(*SUM_OF_LOSSES),
+    prompt="w = torch.tensor(0.9, requires_grad=True), hidden = torch.tensor(1.0), total = 0; five steps of "
+           "hidden = hidden * w + 0.1; total = total + hidden ** 2, with no backward inside; then "
+           "total.backward() once. How does w.grad compare with the retained loop's (one "
+           "backward(retain_graph=True) per step)? One of " + ", ".join(repr(c) for c in SUM_OF_LOSSES) + ".",
+    explain="Gradients are linear: differentiating each loss through its full history and adding is "
+            "the gradient of the sum of the losses. One backward over one graph gives the same number.",
+    misconceptions=[(SUM_OF_LOSSES[2], "One backward over the summed losses still follows every loss "
+                     "through its full history; nothing here is detached.")],
+)
+def sum_of_losses():
+    w = torch.tensor(0.9, requires_grad=True)
+    hidden, total = torch.tensor(1.0), 0
+    for _ in range(STEPS):
+        hidden = hidden * w + 0.1
+        total = total + hidden ** 2
+    total.backward()
+    once, retained = w.grad.item(), carried_loop(retain=True).grad.item()
+    if abs(once - retained) < 1e-4:
+        return SUM_OF_LOSSES[0]
+    return SUM_OF_LOSSES[1] if once > retained else SUM_OF_LOSSES[2]
+
+
+def _mul_runs(steps: int, retain: bool, detach: bool) -> int:
+    runs = [0]
+
+    def count(grad_outputs):
+        runs[0] += 1
+
+    w = torch.tensor(0.9, requires_grad=True)
+    hidden = torch.tensor(1.0)
+    for _ in range(steps):
+        product = hidden * w
+        product.grad_fn.register_prehook(count)
+        hidden = product + 0.1
+        (hidden ** 2).backward(retain_graph=retain)
+        if detach:
+            hidden = hidden.detach()
+    return runs[0]
+
+
+@predict_then_run(
+    "08.retain-mul-runs", Number(tol=0),
+    prompt=RETAINED + ", for five steps. A prehook on each step's multiplication node counts its runs. "
+           "Over the five backward calls together, how many times does a MulBackward0 node run?",
+    explain="Step n's backward walks back through all n multiplications made so far: 1 + 2 + 3 + 4 + 5. "
+            "The work per step grows with the step, so the whole sequence costs the square of its length.",
+    misconceptions=[(lambda truth: STEPS, "One run per backward is the detached loop. Here step n's backward "
+                     "walks back through every multiplication made so far, not just the newest.")],
+)
+def retain_mul_runs():
+    return _mul_runs(STEPS, retain=True, detach=False)
+
+
+def depth_200():
+    """depth(loss) at step 200 of the retained loop (the notebook's cell shows it)."""
+    found = []
+    carried_loop(200, retain=True, each=lambda step, loss: found.append(probes.depth(loss)) if step == 200 else None)
+    return found[0]
+
+
+@predict_then_run(
+    "08.bytes-per-step", Number(tol=0),
+    prompt="w = torch.tensor(0.9, requires_grad=True), hidden = torch.ones(256), and each step "
+           "hidden = hidden * w + 0.1; loss = (hidden ** 2).sum(); loss.backward(retain_graph=True), nothing "
+           "detached. Count the bytes of the tensors the graph under each step's loss "
+           "keeps for backward, each storage once. How many bytes more at step 11 than at step 10?",
+    explain="Each new step's multiplication saves the 256 float32 values of the state it received "
+            "(1,024 bytes); w is one storage, already counted, and the addition saves nothing. The bill "
+            "grows by one state per step, for as long as the loop runs.",
+    misconceptions=[(lambda truth: 2 * truth, "Twice too much: the addition saves nothing, and w is one "
+                     "storage that the graph already counted.")],
+)
+def bytes_per_step():
+    found = {}
+    carried_loop(11, retain=True, width=256,
+                 each=lambda step, loss: found.__setitem__(step, kept_bytes(loss)) if step >= 10 else None)
+    return found[11] - found[10]
+
+
+@predict_then_run(
+    "08.retain-then-step", Error(*PLACES, terms=(("inplace", "in-place", "in place"),)),
+    prompt="w = torch.tensor(0.9, requires_grad=True), opt = torch.optim.SGD([w], lr=0.01), "
+           "hidden = torch.tensor(1.0); each step: hidden = hidden * w + 0.1; loss = hidden ** 2; "
+           "opt.zero_grad(); loss.backward(retain_graph=True); opt.step(). Where does it fail, if anywhere? "
+           "Answer a place, or (place, your words for what the message says): the place is graded exactly, "
+           "the words on the message's key idea.",
+    explain="opt.step() writes w in place, bumping its version. Step 2's multiplication saved w (its other "
+            "operand, hidden, required grad); step 3's backward runs back into that node and finds w "
+            "changed. Step 1's multiplication never saved w, since its hidden did not require grad, so "
+            "step 2's backward still ran.",
+    misconceptions=[("at step 2's backward", "Step 2's backward walks into step 1's multiplication, and that "
+                     "one never saved w: its other operand, the first hidden, did not require grad. The first "
+                     "node that saved w is step 2's own, and only step 3's backward reaches it after a write.")],
+)
+def retain_then_step():
+    w = torch.tensor(0.9, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=0.01)
+    hidden = torch.tensor(1.0)
+    for place in PLACES:
+        hidden = hidden * w + 0.1
+        loss = hidden ** 2
+        opt.zero_grad()
+        yield place
+        loss.backward(retain_graph=True)
+        opt.step()
+
+
+# --- the way out: detach ----------------------------------------------------------------------------
+
+@predict_then_run(
+    "08.detach-grad", Number(),
+    prompt=DETACHED + " at the end of every step. What is w.grad after five steps? (4 decimals)",
+    explain="Each loss is differentiated through its own step only: the earlier steps' dependence on w "
+            "was cut, so the five (smaller) contributions add to a different number.",
+    misconceptions=[(lambda truth: retained_grad_value(), "That is the retained loop's figure. The detach "
+                     "cuts each step's graph at the state it received, so no loss reaches the earlier steps.")],
+)
+def detach_grad():
+    return carried_loop(detach=True).grad.item()
+
+
+# --- k-step truncation ---------------------------------------------------------------------------------
+
+class Recurrence:
+    """A recurrent computation: ``params`` (name -> leaf), a first state ``h0``, one input per step,
+    ``step(h, x)`` giving the next state and ``loss(h, t)`` the loss of the state made at step t (from 0)."""
+
+    def __init__(self, params: Mapping[str, torch.Tensor], h0: torch.Tensor, inputs, step: Callable,
+                 loss: Callable):
+        self.params = dict(params)
+        self.h0 = h0
+        self.inputs = list(inputs)
+        self.step = step
+        self.loss = loss
+
+    def __len__(self):
+        return len(self.inputs)
+
+    def __repr__(self):
+        shapes = ", ".join(f"{n} {tuple(p.shape)}" for n, p in self.params.items())
+        return f"Recurrence({len(self.inputs)} steps, params: {shapes}, h0 {tuple(self.h0.shape)})"
+
+
+def chunks(steps: int, k: int) -> list[range]:
+    """The step indices (from 0) of each chunk: k at a time, the last one shorter if k does not divide."""
+    return [range(start, min(start + k, steps)) for start in range(0, steps, k)]
+
+
+def chunked_grads(seq: Recurrence, k: int) -> list[torch.Tensor]:
+    """k-step truncated BPTT by chunks: the gradient of each chunk's summed losses, the state entering
+    the chunk held constant, added over the chunks. One tensor per parameter, in ``seq.params`` order."""
+    params = list(seq.params.values())
+    totals = [torch.zeros_like(p) for p in params]
+    state = seq.h0
+    for chunk in chunks(len(seq.inputs), k):
+        state = state.detach()
+        losses = []
+        for t in chunk:
+            state = seq.step(state, seq.inputs[t])
+            losses.append(seq.loss(state, t))
+        grads = torch.autograd.grad(torch.stack(losses).sum(), params, allow_unused=True)
+        totals = [total if g is None else total + g for total, g in zip(totals, grads)]
+    return totals
+
+
+def the_loop(w: float = 0.9, steps: int = STEPS) -> Recurrence:
+    """The unit's loop as a Recurrence: hidden = hidden * w + 0.1, loss = hidden ** 2."""
+    wt = torch.tensor(w, requires_grad=True)
+    return Recurrence({"w": wt}, torch.tensor(1.0), [torch.tensor(0.1) for _ in range(steps)],
+                      step=lambda h, x: h * wt + x, loss=lambda h, t: h ** 2)
+
+
+def _w(seq_k) -> float:
+    return chunked_grads(*seq_k)[0].item()
+
+
+BETWEEN = ("below the k=1 value", "between the k=1 and k=5 values", "above the k=5 value",
+           "equal to one of them")
+
+
+@predict_then_run(
+    "08.k2-between", Choice(*BETWEEN),
+    prompt=LOOP + ", five steps, truncated in chunks of k = 2: run steps 1-2, backward the sum of their two "
+           "losses, detach hidden; steps 3-4 likewise; then step 5 alone. Compare its w.grad with k = 1 "
+           "(detach every step) and k = 5 (one chunk, the full history). Where does it fall?",
+    explain="Truncation drops the terms that reach back across a chunk boundary. Here every such term is "
+            "positive (w, hidden and the losses are all positive), so keeping some of them lands strictly "
+            "between keeping none (k = 1) and keeping all (k = 5).",
+    misconceptions=[(BETWEEN[3], "k = 2 keeps the routes that stay inside a chunk (step 2's loss back to "
+                     "step 1, step 4's back to step 3) and drops the rest: some of the history, not none or all.")],
+)
+def k2_between():
+    one, two, full = (_w((the_loop(), k)) for k in (1, 2, STEPS))
+    if min(abs(two - one), abs(two - full)) < 1e-4:
+        return BETWEEN[3]
+    if two < one:
+        return BETWEEN[0]
+    return BETWEEN[1] if two < full else BETWEEN[2]
+
+
+# --- the exercise's cases ---------------------------------------------------------------------------
+
+@dataclass
+class TBPTTCase:
+    """One seeded sequence and a chunk length k; ``fresh()`` builds it anew (fresh leaves, no .grad)."""
+
+    seed: int
+    lines: list[str]
+    steps: int
+    width: int
+    k: int
+    names: list[str]
+    shapes: list[tuple]
+    output: str = "seq"
+    note: str = ""
+    features: set = field(default_factory=set)
+
+    @property
+    def size(self) -> int:
+        return self.steps * self.width
+
+    @property
+    def label(self) -> str:
+        steps = f"{self.steps} step" + ("s" if self.steps > 1 else "")
+        return f"case #{self.seed} ({steps}, state of {self.width}, k = {self.k})"
+
+    @property
+    def source(self) -> str:
+        head = [f"# {self.note}"] if self.note else []
+        return "\n".join(head + self.lines)
+
+    def fresh(self) -> dict[str, Any]:
+        ns: dict[str, Any] = {"torch": torch, "Recurrence": Recurrence}
+        with torch_state.clean_room():
+            exec(compile("\n".join(self.lines), f"<tbptt case #{self.seed}>", "exec"), ns)
+        ns.pop("__builtins__", None)
+        return ns
+
+    def answer(self, k: int | None = None) -> list[float]:
+        ns = self.fresh()
+        with torch_state.clean_room():
+            grads = chunked_grads(ns["seq"], self.k if k is None else k)
+        return [x for g in grads for x in g.reshape(-1).tolist()]
+
+    def drawing(self, ns=None) -> str:
+        parts = chunks(self.steps, self.k)
+        spans = " | ".join(f"{c.start + 1}-{c.stop}" if len(c) > 1 else f"{c.start + 1}" for c in parts)
+        cuts = [str(c.start + 1) for c in parts[1:]]
+        lines = [f"{self.steps} step{'s' if self.steps > 1 else ''}, k = {self.k}: chunks of steps " + spans +
+                 (f"; the state enters step{'s' if len(cuts) > 1 else ''} {', '.join(cuts)} detached"
+                  if cuts else "; one chunk, nothing detached"),
+                 f"gradients in the order {', '.join(self.names)}, flattened",
+                 "torch's answer on this sequence for the two extremes:"]
+        number = Number()
+        for k, words in ((1, "detach every step"), (self.steps, "full history")):
+            lines.append(f"  k = {k} ({words}): {number.show(tuple(self.answer(k)))}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"<{self.label}>"
+
+
+def _values(rng: random.Random, n: int, low: float = -1.5, high: float = 1.5) -> str:
+    return "[" + ", ".join(f"{rng.uniform(low, high):.1f}" for _ in range(n)) + "]"
+
+
+def _tensor(rng: random.Random, width: int, grad: bool = False, low: float = -1.5, high: float = 1.5) -> str:
+    text = f"{rng.uniform(low, high):.1f}" if width == 1 else _values(rng, width, low, high)
+    return f"torch.tensor({text}" + (", requires_grad=True)" if grad else ")")
+
+
+def _the_loop_case(k: int) -> TBPTTCase:
+    lines = [
+        "w = torch.tensor(0.9, requires_grad=True)",
+        "seq = Recurrence(params={'w': w}, h0=torch.tensor(1.0),",
+        "                 inputs=[torch.tensor(0.1) for _ in range(5)],",
+        "                 step=lambda h, x: h * w + x,",
+        "                 loss=lambda h, t: h ** 2)",
+        f"k = {k}",
+    ]
+    return TBPTTCase(seed=0, lines=lines, steps=5, width=1, k=k, names=["w"], shapes=[()],
+                     note="the unit's loop", features={"the loop"})
+
+
+def generate_case(seed: int) -> TBPTTCase:
+    rng = random.Random(seed)
+    steps = rng.randint(1, 8)
+    width = rng.choice([1, 1, 2, 3])
+    k = rng.choice(sorted({1, steps, rng.randint(1, steps), rng.randint(1, steps)}))
+    style = "linear" if width == 1 and rng.random() < 0.4 else "tanh"
+    lines = []
+    if style == "linear":
+        lines.append(f"w = {_tensor(rng, 1, True, 0.5, 1.3)}")
+        lines.append(f"xs = [{', '.join(_tensor(rng, 1) for _ in range(steps))}]")
+        params, names, shapes = "{'w': w}", ["w"], [()]
+        step, loss = "h * w + x", "h ** 2"
+        h0 = _tensor(rng, 1, False, 0.5, 1.5)
+    elif width == 1:
+        lines.append(f"w = {_tensor(rng, 1, True)}")
+        lines.append(f"b = {_tensor(rng, 1, True, -0.5, 0.5)}")
+        lines.append(f"xs = [{', '.join(_tensor(rng, 1) for _ in range(steps))}]")
+        lines.append(f"ys = [{', '.join(_tensor(rng, 1, False, -0.9, 0.9) for _ in range(steps))}]")
+        params, names, shapes = "{'w': w, 'b': b}", ["w", "b"], [(), ()]
+        step, loss = "torch.tanh(w * h + x + b)", "(h - ys[t]) ** 2"
+        h0 = _tensor(rng, 1)
+    else:
+        rows = ", ".join(_values(rng, width) for _ in range(width))
+        lines.append(f"W = torch.tensor([{rows}], requires_grad=True)")
+        lines.append(f"b = {_tensor(rng, width, True, -0.5, 0.5)}")
+        lines.append(f"xs = [{', '.join(_tensor(rng, width) for _ in range(steps))}]")
+        lines.append(f"ys = [{', '.join(_tensor(rng, width, False, -0.9, 0.9) for _ in range(steps))}]")
+        params, names, shapes = "{'W': W, 'b': b}", ["W", "b"], [(width, width), (width,)]
+        step, loss = "torch.tanh(h @ W + x + b)", "((h - ys[t]) ** 2).sum()"
+        h0 = _tensor(rng, width)
+    lines += [
+        f"seq = Recurrence(params={params}, h0={h0}, inputs=xs,",
+        f"                 step=lambda h, x: {step},",
+        f"                 loss=lambda h, t: {loss})",
+        f"k = {k}",
+    ]
+    return TBPTTCase(seed=seed, lines=lines, steps=steps, width=width, k=k, names=names, shapes=shapes,
+                     features={style})
+
+
+def tbptt_cases(count: int = 30, seed: int = 808) -> list[TBPTTCase]:
+    """The unit's loop with k = 1, 2 and 5, then ``count`` generated sequences; smallest first."""
+    found = [_the_loop_case(k) for k in (1, STEPS, 2)]
+    seen = set()
+    i = 0
+    while len(found) < count + 3 and i < count * 20:
+        case = generate_case(seed * 1000 + i)
+        i += 1
+        if case.source in seen:
+            continue
+        seen.add(case.source)
+        found.append(case)
+    found.sort(key=lambda c: (c.size, c.steps, c.seed != 0, c.seed, c.k))
+    return found
+
+
+def _call(fn, case, ns):
+    return fn(ns["seq"], ns["k"])
+
+
+def _flatten(raw, case: TBPTTCase, ns) -> list[float]:
+    """The learner's gradients (a dict by name, a list in params order, or one tensor) as one flat list."""
+    names = case.names
+    wanted = f"a dict {{name: gradient}} with one entry per parameter ({', '.join(names)})"
+    if isinstance(raw, Mapping):
+        missing = [n for n in names if n not in raw]
+        if missing:
+            raise BadAnswer(f"expected {wanted}; it has no entry for {', '.join(map(repr, missing))}")
+        values = [raw[n] for n in names]
+    elif isinstance(raw, (list, tuple)):
+        if len(raw) != len(names):
+            raise BadAnswer(f"expected {wanted}, or a list of {len(names)} gradients in that order; "
+                            f"got a list of {len(raw)}")
+        values = list(raw)
+    elif isinstance(raw, torch.Tensor) and len(names) == 1:
+        values = [raw]
+    else:
+        raise BadAnswer(f"expected {wanted}, got {type_words(raw)}")
+    out: list[float] = []
+    params = getattr(ns.get("seq"), "params", None)
+    params = params if isinstance(params, Mapping) else {}
+    for name, shape, value in zip(names, case.shapes, values):
+        if value is not None and value is params.get(name):
+            raise BadAnswer(f"that is the parameter {name} itself; return its gradient, {name}.grad")
+        if value is None:
+            raise BadAnswer(f"the gradient for {name} is None: no backward reached it")
+        if not isinstance(value, torch.Tensor):
+            if isinstance(value, bool) or not isinstance(value, (int, float, list, tuple)):
+                raise BadAnswer(f"the gradient for {name} should be a tensor, got {type_words(value)}")
+            try:
+                value = torch.as_tensor(value, dtype=torch.float32)
+            except Exception:
+                raise BadAnswer(f"the gradient for {name}, {short(value)}, cannot be read as numbers") from None
+        if tuple(value.shape) != tuple(shape):
+            raise BadAnswer(f"the gradient for {name} has shape {tuple(value.shape)}; {name} has shape "
+                            f"{tuple(shape)}")
+        out.extend(float(x) for x in value.detach().reshape(-1).tolist())
+    return out
+
+
+@exercise(
+    "08.tbptt",
+    Function(returns=Number(tol=1e-4, rel=1e-4), cases=tbptt_cases, call=_call, convert=_flatten),
+    prompt="Write tbptt_grads(seq, k): run the sequence from seq.h0 (state = seq.step(state, "
+           "seq.inputs[t]), loss seq.loss(state, t)), backpropagating every k steps the losses of those k "
+           "steps, with the carried state detached at each chunk boundary (a shorter last chunk when k does "
+           "not divide the length). Return the accumulated gradients: {name: p.grad} for seq.params.",
+    explain="k-step truncation is a choice of what each gradient may see: k = 1 differentiates each loss "
+            "through its own step, k = the sequence length through the whole history, and the memory the "
+            "graph holds is bounded by k steps instead of the whole sequence.",
+    hints=("Keep a running sum of the losses of the current chunk, and count steps: something happens "
+           "after every k-th step, and once more after the last step.",
+           "At a chunk's end, call backward() on the chunk's summed losses, start a new sum, and replace the "
+           "state by state.detach(), so the next chunk starts from a constant. Never detach inside a chunk.",
+           "Compare with the failing case's two extremes: matching k = 1 means you detach too often (every "
+           "step); matching the full history means the detach never takes effect, or the last, shorter "
+           "chunk never reached backward."),
+)
+def tbptt(case):
+    ns = case.fresh()
+    return [x for g in chunked_grads(ns["seq"], ns["k"]) for x in g.reshape(-1).tolist()]
+
+
+# --- self-test --------------------------------------------------------------------------------------
+
+WHICH_K = ("k=1", "k=2", "k=3", "k=6")
+
+
+@self_test(
+    "08.which-k", Choice(*WHICH_K),
+    prompt="A loop carries hidden across 6 steps (w = 0.7, hidden from 1.0, hidden = hidden * w + 0.1, "
+           "loss = hidden ** 2), never detaches, and calls loss.backward(retain_graph=True) every step. "
+           "Its w.grad equals the k-step truncation with which k?",
+    explain="Never detaching lets every loss see the whole history, and the per-step gradients add to "
+            "the gradient of the summed losses: the one-chunk case, k = the sequence length.",
+    hints=("Ask, for each loss, how far back its backward can reach when nothing is ever detached.",
+           "Gradients are linear: a backward per step through the full history adds up to one backward of "
+           "the summed losses through the full history. Which k makes one chunk of the whole sequence?"),
+    misconceptions=[("k=1", "k = 1 detaches every step, so each loss sees only its own step; this loop "
+                     "never detaches.")],
+)
+def which_k():
+    retained = carried_loop(6, w=0.7, retain=True).grad.item()
+    for label in WHICH_K:
+        k = int(label.split("=")[1])
+        if abs(_w((the_loop(0.7, 6), k)) - retained) < 1e-4:
+            return label
+    return "none"
+
+
+@self_test(
+    "08.chunk-depth", Number(tol=0),
+    prompt=LOOP + ", for 7 steps in chunks of k = 3: backward the chunk's summed losses "
+           "after steps 3 and 6 and at the end, and detach hidden after each backward. What is "
+           "probes.depth(loss) for step 6's own loss, loss = hidden ** 2, before the backward?",
+    explain="Step 6 is the third step of the chunk that starts at step 4, whose state entered detached: "
+            "three add-multiply pairs, the power node and w's AccumulateGrad.",
+    hints=("Find the chunk that step 6 belongs to, and where the state entering it was detached.",
+           "Within a chunk, a loss's graph holds one add and one multiply for each step of the chunk so far, "
+           "plus the power node and w's AccumulateGrad."),
+    misconceptions=[(lambda truth: 2 * 6 + 2, "That is the depth with nothing detached: the detach after "
+                     "step 3 cut everything before step 4.")],
+)
+def chunk_depth():
+    w = torch.tensor(0.9, requires_grad=True)
+    hidden, pending, found = torch.tensor(1.0), 0, {}
+    for step in range(1, 8):
+        hidden = hidden * w + 0.1
+        loss = hidden ** 2
+        found[step] = probes.depth(loss)
+        pending = pending + loss
+        if step % 3 == 0 or step == 7:
+            pending.backward()
+            pending, hidden = 0, hidden.detach()
+    return found[6]
+
+
+RETAIN_K1 = ("unchanged", "it becomes the full-history value", "it lands between the two",
+             "it raises at step 2's backward")
+
+
+@self_test(
+    "08.retain-k1", Choice(*RETAIN_K1),
+    prompt=DETACHED + " at the end of every step (k = 1), five steps. Add retain_graph=True to that backward. "
+           "What happens to w.grad after five steps? One of " + ", ".join(repr(c) for c in RETAIN_K1) + ".",
+    explain="retain_graph only decides whether the saved values survive a backward; which history each "
+            "loss can reach is decided by detach. The cut graphs are never walked again, so nothing changes.",
+    hints=("Which line decides how far back each loss's backward can reach: the detach, or the flag?",
+           "retain_graph=True keeps saved values alive after a backward. Does any later backward in this "
+           "loop walk an earlier step's graph?"),
+    misconceptions=[(RETAIN_K1[1], "The flag keeps saved values; it does not reconnect anything. The detach "
+                     "still cuts every step's graph at the state it received.")],
+)
+def retain_k1():
+    plain = carried_loop(detach=True).grad.item()
+    kept = carried_loop(detach=True, retain=True).grad.item()
+    full = carried_loop(retain=True).grad.item()
+    if abs(plain - kept) < 1e-6:
+        return RETAIN_K1[0]
+    if abs(kept - full) < 1e-4:
+        return RETAIN_K1[1]
+    return RETAIN_K1[2]
+
+
+@self_test(
+    "08.detach-early", Error(*PLACES),
+    prompt="A smoother carries c across five steps, with a = torch.tensor(0.5, requires_grad=True) and "
+           "c = torch.tensor(2.0). Each step: c = (c * a).tanh(); c = c.detach(); err = (c - 1) ** 2; "
+           "err.backward(). Where does it fail, if anywhere? (The place is graded.)",
+    explain="The detach comes before err uses c, so err is computed from a tensor with no history at all: "
+            "there is no path from the very first err to a.",
+    hints=("Draw the graph of step 1's err: what is c, right before err = (c - 1) ** 2 runs?",
+           "detach() returns a tensor with no grad_fn that does not require grad. A loss computed only from "
+           "it has nothing for backward to walk, at any step."),
+    misconceptions=[("no error", "The detach is taken before err uses c, so err has no history at all; "
+                     "backward has no path to a."),
+                    ("at step 2's backward", "Step 1's err is already computed from the detached copy.")],
+)
+def detach_early():
+    a = torch.tensor(0.5, requires_grad=True)
+    c = torch.tensor(2.0)
+    for place in PLACES:
+        c = (c * a).tanh()
+        c = c.detach()
+        err = (c - 1) ** 2
+        yield place
+        err.backward()

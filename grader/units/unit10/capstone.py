@@ -1,0 +1,944 @@
+"""The capstone's audit kit: training programs nobody in the room wrote, a way to walk them, and proofs.
+
+A :class:`Program` is the source of a small training script: data, two or three parameters, an
+optimizer named ``opt``, and one top-level ``for step in range(N):`` loop whose body computes ``loss``,
+calls ``loss.backward()`` and ``opt.step()``. :func:`generate` writes such programs from a seed, each
+with at most one planted fault (:data:`KINDS`); which one, and where, stays with the case object and
+never reaches the :class:`Program` a learner is given.
+
+The tools read torch's record, never the generator's label:
+
+* :func:`step_through` runs a program one statement at a time, the loop unrolled, and keeps an
+  :class:`Event` per statement run: its line in :meth:`Program.listing`, the step, the value it bound
+  with the three flags of unit 01 as they were then, the parameters' ``.grad`` right after it, and the
+  saved tensors that had gone stale by then (unit 07). A :class:`Run` hands out each step's loss, a
+  :class:`~grader.probes.traces.Trace` of the program up to a step (for ``first_broken_edge``, unit 04), and
+  a table of it all.
+* :func:`diagnose` is the grader's audit: the checklist of the capstone asked in order (rebound
+  parameter, reachability, stale saves, graphs carried across steps, gradients left in ``.grad``).
+* :func:`prove` runs a (repaired) source whole and measures the quantities a repair must restore:
+  it runs, every parameter moves, the loss's depth is the same at every step, and every step's
+  gradients equal an independent reference (:meth:`Program.reference`, computed with
+  ``torch.autograd.grad`` from the program's specification, not from its text).
+"""
+from __future__ import annotations
+
+import ast
+import math
+import random
+import traceback
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+import torch.optim.optimizer as _optimizer
+
+from grader.engine import torch_state
+from grader import probes
+from grader.probes import traces
+from grader.engine.kinds import stable_part
+
+# --- the fault kinds ---------------------------------------------------------------------------
+
+DETACHED = "detached stage"
+NO_GRAD = "no_grad encoder"
+STALE = "stale graph"
+IN_PLACE = "in-place on a saved tensor"
+CARRIED = "carried state leak"
+REBOUND = "rebound parameter"
+NOT_CLEARED = "gradients never cleared"
+NO_FAULT = "no fault"
+KINDS = (DETACHED, NO_GRAD, STALE, IN_PLACE, CARRIED, REBOUND, NOT_CLEARED)
+VERDICTS = KINDS + (NO_FAULT,)
+
+# --- the quantities a repair restores ----------------------------------------------------------
+
+RUNS = "runs without an error"
+MOVES = "every parameter moves"
+DEPTH = "depth is the same at every step"
+GRADS = "every step's gradients equal the reference"
+FACTS = (RUNS, MOVES, DEPTH, GRADS)
+TOLERANCE = (1e-5, 1e-4)      # absolute, relative: how close a gradient must be to the reference
+
+
+# =================================================================================================
+# Programs
+# =================================================================================================
+
+@dataclass(frozen=True)
+class Program:
+    """A training script as text. ``params`` names its parameters in the order the optimizer holds them."""
+
+    source: str
+    params: tuple = ()
+    steps: int = 0
+    title: str = "program"
+    _spec: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def lines(self) -> list[str]:
+        """The source's lines; line n of :meth:`listing` is ``lines[n - 1]``."""
+        return self.source.split("\n")
+
+    def listing(self) -> str:
+        """The source with line numbers, as audits refer to it."""
+        width = len(str(len(self.lines)))
+        return "\n".join(f"{n:>{width}}  {text}" for n, text in enumerate(self.lines, start=1))
+
+    def inline(self) -> str:
+        """The numbered source on one line, for a question's prompt."""
+        return " | ".join(f"{n}: {text.strip()}" for n, text in enumerate(self.lines, start=1))
+
+    def run(self) -> dict:
+        """Run the whole program as written (it may raise) and return its names."""
+        ns: dict[str, Any] = {"torch": torch}
+        with torch_state.clean_room():
+            exec(compile(self.source, f"<{self.title}>", "exec"), ns)
+        ns.pop("__builtins__", None)
+        return ns
+
+    def reference(self) -> list[dict[str, torch.Tensor]]:
+        """The gradient of each step's loss for every parameter, from the specification the program was
+        written from: the intended computation, differentiated with ``torch.autograd.grad`` and updated
+        by plain SGD, the carried state (if any) entering each step as a constant."""
+        if self._spec is None:
+            raise ValueError("this program was not generated from a specification; it has no reference")
+        with torch_state.clean_room():
+            return reference_grads(self._spec)
+
+    def with_source(self, source: str, title: str | None = None) -> "Program":
+        """The same program (parameters, steps, reference) with another text, e.g. a repair."""
+        return replace(self, source=source, title=title or self.title)
+
+    def __repr__(self):
+        return f"<{self.title}: {len(self.lines)} lines, {self.steps} steps, parameters {', '.join(self.params)}>"
+
+
+# =================================================================================================
+# Walking a program statement by statement
+# =================================================================================================
+
+@dataclass(repr=False, eq=False)
+class Event(traces.Step):
+    """One statement as it ran. ``number`` is its first line in the listing, ``line`` its text.
+
+    ``step`` is 0 before the loop and 1, 2, ... inside it. ``grads`` holds each parameter's ``.grad``
+    right after the statement (a copy, or None); ``stale`` the saved tensors, in every graph a name
+    held at that moment, whose version had moved since they were saved. ``error`` is set on the
+    statement that raised (the run stops there).
+    """
+
+    last: int = 0
+    step: int = 0
+    names: tuple = ()
+    grads: dict = field(default_factory=dict)
+    stale: tuple = ()
+    error: BaseException | None = None
+
+    __eq__ = object.__eq__          # events are compared by identity, never by their tensors
+    __hash__ = object.__hash__
+
+    @property
+    def backward(self) -> bool:
+        """Does this statement call ``.backward(...)``?"""
+        return ".backward(" in self.line
+
+    def __repr__(self):
+        where = "before the loop" if self.step == 0 else f"step {self.step}"
+        shown = self.line if "\n" not in self.line else self.line.split("\n")[0] + " …"
+        return f"Event(line {self.number}, {where}, {shown!r})"
+
+
+class Run:
+    """What :func:`step_through` saw: every statement run, in order, and the names at the end."""
+
+    def __init__(self, program: Program, events: list[Event], names: dict, after: dict[int, dict]):
+        self.program = program
+        self.events = events
+        self.names = names
+        self._after = after          # step -> a shallow copy of the names when that step ended
+
+    @property
+    def error(self) -> Event | None:
+        """The statement that raised, or None."""
+        return self.events[-1] if self.events and self.events[-1].error is not None else None
+
+    @property
+    def optimizer(self):
+        for value in self.names.values():
+            if isinstance(value, torch.optim.Optimizer):
+                return value
+        return None
+
+    def held(self) -> list[torch.Tensor]:
+        """The tensors the optimizer updates, in its order."""
+        opt = self.optimizer
+        return [] if opt is None else [p for group in opt.param_groups for p in group["params"]]
+
+    def step(self, n: int) -> list[Event]:
+        """The statements run at step ``n`` (0: before the loop)."""
+        return [e for e in self.events if e.step == n]
+
+    def loss(self, n: int):
+        """The tensor ``loss`` held when step ``n`` computed it (None if it did not)."""
+        found = None
+        for e in self.step(n):
+            if "loss" in e.names and e.error is None:
+                found = e.tensor
+        return found
+
+    def backward_event(self, n: int) -> Event | None:
+        return next((e for e in self.step(n) if e.backward), None)
+
+    def before(self, event: Event) -> Event | None:
+        """The statement run just before ``event``."""
+        i = self.events.index(event)
+        return self.events[i - 1] if i else None
+
+    def bound_before(self, event: Event, name: str) -> Event | None:
+        """The latest statement before ``event`` that bound ``name`` (in any step)."""
+        i = self.events.index(event)
+        return next((e for e in reversed(self.events[:i]) if name in e.names), None)
+
+    def trace(self, n: int) -> traces.Trace:
+        """The statements up to the end of step ``n`` as a trace, so unit 04's tools work on it:
+        ``traces.first_broken_edge(run.trace(1), "w_enc")``; a step's ``number`` is its line."""
+        steps = [e for e in self.events if e.step <= n and e.error is None]
+        return traces.Trace(steps=steps, names=dict(self._after.get(n, self.names)), source=self.program.source)
+
+    def depths(self) -> list[int]:
+        """probes.depth of each step's loss, for the steps that computed one."""
+        out = []
+        for n in range(1, self.events[-1].step + 1 if self.events else 1):
+            loss = self.loss(n)
+            if isinstance(loss, torch.Tensor):
+                out.append(probes.depth(loss))
+        return out
+
+    def table(self, step: int | None = None) -> str:
+        """One row per statement run: line, step, the flags of the value it bound, stale saves so far."""
+        rows = [f"{'line':>4}  {'step':>4}  {'statement':<38}  {'requires_grad':<13}  {'is_leaf':<7}  "
+                f"{'grad_fn':<18}  stale"]
+        for e in self.events:
+            if step is not None and e.step not in (step,):
+                continue
+            text = traces._one_line(e.line)
+            text = text if len(text) <= 38 else text[:37] + "…"
+            if e.error is not None:
+                rows.append(f"{e.number:>4}  {e.step:>4}  {text:<38}  raised {type(e.error).__name__}: "
+                            f"{stable_part(e.error)}")
+                continue
+            if isinstance(e.tensor, torch.Tensor) and e.name is not None:
+                flags = f"{e.requires_grad!s:<13}  {e.is_leaf!s:<7}  {e.grad_fn:<18}"
+            else:
+                flags = f"{'':<13}  {'':<7}  {'':<18}"
+            rows.append(f"{e.number:>4}  {e.step:>4}  {text:<38}  {flags}  {len(e.stale) or ''}".rstrip())
+        return "\n".join(rows)
+
+    def __repr__(self):
+        last = self.events[-1].step if self.events else 0
+        ended = f"raised at line {self.error.number}" if self.error else "ran"
+        return f"<Run of {self.program.title}: {len(self.events)} statements, {ended}, up to step {last}>"
+
+
+def _stale_saves(values) -> tuple:
+    """The stale saved tensors in the graphs under ``values`` (each node once)."""
+    roots = [v.grad_fn for v in values if isinstance(v, torch.Tensor) and v.grad_fn is not None]
+    seen, found = set(), []
+    for root in roots:
+        for fn in probes.nodes(root):
+            if fn in seen:
+                continue
+            seen.add(fn)
+            for attr in dir(fn):
+                if not attr.startswith("_saved_"):
+                    continue
+                try:
+                    getattr(fn, attr)
+                except RuntimeError as exc:
+                    text = str(exc)
+                    if "freed" in text or "second time" in text:
+                        continue
+                    entry = probes.SavedTensor(node=probes.node_name(fn), attribute=attr, state="stale")
+                    versions = probes._VERSIONS.search(text)
+                    if versions:
+                        entry.version_now, entry.version_saved = int(versions.group(1)), int(versions.group(2))
+                    found.append(entry)
+    return tuple(found)
+
+
+def _statement_text(source: str, stmt: ast.stmt) -> str:
+    text = ast.get_source_segment(source, stmt) or ""
+    lines = text.split("\n")
+    pad = stmt.col_offset
+    return "\n".join([lines[0]] + [l[pad:] if l[:pad].strip() == "" else l for l in lines[1:]])
+
+
+def _loop(tree: ast.Module) -> ast.For:
+    loops = [s for s in tree.body if isinstance(s, ast.For)]
+    if len(loops) != 1 or not isinstance(loops[0].target, ast.Name):
+        raise ValueError("an audited program has exactly one top-level loop, `for step in range(N):`")
+    return loops[0]
+
+
+def step_through(program: Program | str, steps: int | None = None) -> Run:
+    """Run ``program`` one statement at a time (the loop's body statement by statement, for ``steps``
+    iterations or all of them) and keep an :class:`Event` for each. Stops at the first statement that
+    raises; that event carries the exception. Runs in torch's default state."""
+    if isinstance(program, str):
+        program = Program(program, title="your program")
+    source = program.source
+    tree = ast.parse(source)
+    loop = _loop(tree)
+    ns: dict[str, Any] = {"torch": torch}
+    events: list[Event] = []
+    after: dict[int, dict] = {}
+    filename = f"<{program.title}>"
+
+    def grads_now() -> dict:
+        out = {}
+        for name in program.params:
+            t = ns.get(name)
+            if isinstance(t, torch.Tensor):
+                out[name] = None if t.grad is None else t.grad.detach().clone()
+        return out
+
+    def one(stmt: ast.stmt, step: int) -> bool:
+        read_first = [n for n in traces._read(stmt) if n in ns and not isinstance(ns[n], type(torch))]
+        code = compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec")
+        event = Event(number=stmt.lineno, line=_statement_text(source, stmt), name=None, tensor=None,
+                      inputs=tuple(read_first), last=stmt.end_lineno or stmt.lineno, step=step)
+        try:
+            exec(code, ns)
+        except Exception as exc:          # torch raised: that is the observation
+            event.error = exc
+            events.append(event)
+            return False
+        event.names = tuple(traces._assigned(stmt))
+        event.name = event.names[-1] if event.names else None
+        event.tensor = ns.get(event.name) if event.name else None
+        if isinstance(event.tensor, torch.Tensor):
+            event.requires_grad, event.is_leaf = event.tensor.requires_grad, event.tensor.is_leaf
+            event.grad_fn = probes.node_name(event.tensor.grad_fn)
+        event.grads = grads_now()
+        event.stale = _stale_saves(ns.values())
+        events.append(event)
+        return True
+
+    with torch_state.clean_room():
+        ok = True
+        for stmt in tree.body:
+            if stmt is not loop:
+                ok = one(stmt, 0)
+                if not ok:
+                    break
+                continue
+            after[0] = dict(ns)
+            iterable = eval(compile(ast.Expression(loop.iter), filename, "eval"), ns)
+            for index, value in enumerate(iterable, start=1):
+                if steps is not None and index > steps:
+                    break
+                ns[loop.target.id] = value
+                for body in loop.body:
+                    ok = one(body, index)
+                    if not ok:
+                        break
+                after[index] = dict(ns)
+                if not ok:
+                    break
+            if not ok:
+                break
+    ns.pop("__builtins__", None)
+    return Run(program, events, ns, after)
+
+
+# =================================================================================================
+# The grader's audit
+# =================================================================================================
+
+@dataclass
+class Finding:
+    """A diagnosis: the fault kind, the statement it sits in (None for no fault), and the evidence."""
+
+    kind: str
+    event: Event | None = None
+    evidence: str = ""
+
+    @property
+    def line(self) -> int | None:
+        return None if self.event is None else self.event.number
+
+    @property
+    def last(self) -> int | None:
+        return None if self.event is None else self.event.last
+
+    def __repr__(self):
+        where = "" if self.event is None else f" at line {self.line}"
+        return f"<{self.kind}{where}: {self.evidence}>"
+
+
+def _nonzero(grad) -> bool:
+    return isinstance(grad, torch.Tensor) and bool(grad.detach().abs().sum() > 0)
+
+
+def diagnose(program: Program | Run) -> Finding:
+    """The capstone's checklist, asked in order, on two steps of the program. Every answer is read from
+    torch's record (identity, reachability, saved-tensor versions, shared nodes, ``.grad``)."""
+    run = program if isinstance(program, Run) else step_through(program, steps=2)
+    params = run.program.params
+    loss1 = run.loss(1)
+    if not isinstance(loss1, torch.Tensor):
+        where = f" (line {run.error.number} raised first)" if run.error else ""
+        raise ValueError(f"the program computed no loss at step 1{where}")
+    held = run.held()
+    upto = run.step(0) + run.step(1)
+    loss_at = max(i for i, e in enumerate(upto) if "loss" in e.names)
+
+    # 1. the tensor each name held when step 1's loss was computed: is it the one the optimizer updates?
+    for name in params:
+        binding = next((e for e in reversed(upto[:loss_at + 1]) if name in e.names), None)
+        if binding is not None and not any(binding.tensor is p for p in held):
+            return Finding(REBOUND, binding, f"{name} as the loss used it is not a tensor the optimizer holds")
+
+    # 2. does step 1's loss reach every parameter? if not, the first broken edge and what cut it
+    tr = run.trace(1)
+    for name in params:
+        edge = traces.first_broken_edge(tr, name)
+        if edge is not None:
+            kind = traces.cut_kind(edge.line)
+            if kind == traces.DETACHED:
+                return Finding(DETACHED, edge, f"step 1's loss does not reach {name}; its path stops at a detach")
+            if kind == traces.NO_GRAD:
+                return Finding(NO_GRAD, edge, f"step 1's loss does not reach {name}; its path stops in no_grad")
+            raise ValueError(f"{name}'s path stops at line {edge.number}, by no cut this audit knows")
+
+    # 3. saved tensors made stale before step 1's backward
+    for e in run.step(1):
+        if e.backward or e.error is not None:
+            break
+        if e.stale:
+            return Finding(IN_PLACE, e, f"after this statement {e.stale[0].node} holds a stale saved tensor")
+
+    # 4. does step 2's loss reach a graph made before the loop, or in step 1?
+    for reader, name, b in crossings(run, 2)[:1]:
+        when = "before the loop" if b.step == 0 else f"at step {b.step}"
+        return Finding(STALE if b.step == 0 else CARRIED, b,
+                       f"step 2 reads {name} as bound {when}, and its loss reaches that graph")
+
+    # 5. is .grad clear when step 2's backward adds into it?
+    bw = run.backward_event(2)
+    if bw is not None:
+        prior = run.before(bw)
+        left = [n for n, g in prior.grads.items() if _nonzero(g)]
+        if left:
+            return Finding(NOT_CLEARED, bw, f"{', '.join(left)}.grad still held step 1's gradient")
+    return Finding(NO_FAULT, None, "every check came back clean")
+
+
+def crossings(run: Run, n: int = 2) -> list[tuple[Event, str, Event]]:
+    """Where step ``n`` reads, with its graph, a value bound before it: (the statement of step ``n`` that
+    reads it, the name, the statement that bound it, before the loop or in an earlier step), for every
+    such value whose graph step ``n``'s loss reaches. In program order, up to the loss."""
+    loss = run.loss(n)
+    if not isinstance(loss, torch.Tensor):
+        return []
+    reached = set(probes.nodes(loss))
+    found = []
+    for e in run.step(n):
+        for name in e.inputs:
+            b = run.bound_before(e, name)
+            if (b is not None and b.step < n and isinstance(b.tensor, torch.Tensor)
+                    and b.tensor.grad_fn is not None and b.tensor.grad_fn in reached):
+                found.append((e, name, b))
+        if "loss" in e.names:
+            break
+    return found
+
+
+def backward_places(program: Program):
+    """Run ``program`` whole, yielding "at step n's backward" before each statement that calls backward:
+    the experiment of an error question (the place torch raised in is the answer)."""
+    tree = ast.parse(program.source)
+    loop = _loop(tree)
+    ns: dict[str, Any] = {"torch": torch}
+    filename = f"<{program.title}>"
+    for stmt in tree.body:
+        if stmt is not loop:
+            exec(compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec"), ns)
+            continue
+        for index, value in enumerate(eval(compile(ast.Expression(loop.iter), filename, "eval"), ns), start=1):
+            ns[loop.target.id] = value
+            for body in loop.body:
+                if ".backward(" in _statement_text(program.source, body):
+                    yield f"at step {index}'s backward"
+                exec(compile(ast.Module(body=[body], type_ignores=[]), filename, "exec"), ns)
+
+
+def checklist(run: Run) -> str:
+    """The audit's readings, one line per item, as text (shown beside a failing case)."""
+    lines = []
+    params = run.program.params
+    if run.error is not None:
+        e = run.error
+        where = "before the loop" if e.step == 0 else f"at step {e.step}"
+        lines.append(f"raised: line {e.number} {where}, {type(e.error).__name__}: {stable_part(e.error)}")
+    loss1 = run.loss(1)
+    if isinstance(loss1, torch.Tensor):
+        held = run.held()
+        tr = run.trace(1)
+        used = {}
+        for name in params:
+            binding = next((s for s in reversed(tr.steps) if name in getattr(s, "names", ())), None)
+            used[name] = binding
+        rebound = [n for n, b in used.items() if b is not None and not any(b.tensor is p for p in held)]
+        lines.append("step 1's parameters are the optimizer's: " +
+                     ("yes" if not rebound else "no, not " + ", ".join(rebound)))
+        reached = [n for n in params if used.get(n) is not None and traces.reaches(loss1, used[n].tensor)]
+        lines.append("step 1's loss reaches: " + (", ".join(reached) or "none") +
+                     ("" if len(reached) == len(params) else
+                      "; not " + ", ".join(n for n in params if n not in reached)))
+        stale = next((e for e in run.step(1) if e.stale and not e.backward), None)
+        bw1 = run.backward_event(1)
+        if stale is not None and (bw1 is None or run.events.index(stale) < run.events.index(bw1)):
+            lines.append(f"stale saved tensors before step 1's backward: from line {stale.number} on")
+        else:
+            lines.append("stale saved tensors before step 1's backward: none")
+    depths = run.depths()
+    if depths:
+        lines.append("depth of each step's loss: " + ", ".join(map(str, depths)))
+    if isinstance(run.loss(2), torch.Tensor):
+        found = crossings(run, 2)
+        lines.append("step 2's loss reaches an earlier graph: " + (
+            "no" if not found else "; ".join(
+                f"{name} as bound at line {b.number} " + ("before the loop" if b.step == 0 else f"at step {b.step}")
+                for _, name, b in found)))
+    bw = run.backward_event(2)
+    if bw is not None:
+        grads = run.before(bw).grads
+        lines.append(".grad just before step 2's backward: " +
+                     ", ".join(f"{n} {'None' if g is None else ('zero' if not _nonzero(g) else 'nonzero')}"
+                               for n, g in grads.items()))
+    return "\n".join(lines)
+
+
+# =================================================================================================
+# Proving a repair by the quantities it restores
+# =================================================================================================
+
+@dataclass
+class Proof:
+    """What :func:`prove` measured on one run of a source."""
+
+    facts: frozenset
+    error: str = ""
+    depths: list = field(default_factory=list)
+    matches: list = field(default_factory=list)      # per opt.step: do the gradients equal the reference?
+    moved: dict = field(default_factory=dict)
+    losses: list = field(default_factory=list)
+    steps: int = 0                                   # opt.step() calls seen
+    expected_steps: int = 0
+
+    def details(self) -> list[str]:
+        out = []
+        if self.error:
+            out.append(f"raised {self.error}")
+        out.append(f"opt.step() ran {self.steps} of {self.expected_steps} times")
+        if self.depths:
+            out.append("depths " + ", ".join(map(str, self.depths)))
+        if self.moved:
+            out.append("moved: " + ", ".join(f"{n} {'yes' if m else 'no'}" for n, m in self.moved.items()))
+        if self.matches:
+            out.append("gradients equal the reference at step(s): " +
+                       (", ".join(str(i + 1) for i, ok in enumerate(self.matches) if ok) or "none"))
+        return out
+
+    def __repr__(self):
+        rows = [("✓ " if f in self.facts else "✗ ") + f for f in FACTS]
+        rows += ["  " + d for d in self.details()]
+        if len(self.losses) > 1:
+            rows.append(f"  loss {self.losses[0]:.4f} at step 1, {self.losses[-1]:.4f} at step {len(self.losses)}")
+        elif self.losses:
+            rows.append(f"  loss {self.losses[0]:.4f} at step 1")
+        return "\n".join(rows)
+
+
+def _close(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if tuple(a.shape) != tuple(b.shape):
+        return False
+    return bool(torch.allclose(a.double(), b.double(), atol=TOLERANCE[0], rtol=TOLERANCE[1]))
+
+
+def _error_line(exc: BaseException, filename: str) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    where = f" at line {frames[-1].lineno}" if frames else ""
+    return f"{type(exc).__name__}{where}: {stable_part(exc)}"
+
+
+def prove(program: Program, source: str | None = None) -> Proof:
+    """Run ``source`` (by default the program's own) whole and measure the four quantities, comparing each
+    ``opt.step()``'s gradients with :meth:`Program.reference`. Never raises for a program that raises."""
+    source = program.source if source is None else source
+    names = program.params
+    reference = program.reference()
+    ns: dict[str, Any] = {"torch": torch}
+    start: dict[str, torch.Tensor] = {}
+    seen: list[tuple] = []           # (grads, depth, loss) at each opt.step(), before it updates
+    filename = "<repaired program>"
+
+    def before_step(optimizer, args, kwargs):
+        current = {n: ns.get(n) for n in names}
+        if not seen:
+            start.update({n: t.detach().clone() for n, t in current.items() if isinstance(t, torch.Tensor)})
+        grads = {n: (t.grad.detach().clone() if isinstance(t, torch.Tensor) and t.grad is not None else None)
+                 for n, t in current.items()}
+        loss = ns.get("loss")
+        is_tensor = isinstance(loss, torch.Tensor)
+        seen.append((grads, probes.depth(loss) if is_tensor else 0,
+                     float(loss.detach().sum()) if is_tensor else math.nan))
+
+    error = ""
+    handle = _optimizer.register_optimizer_step_pre_hook(before_step)
+    try:
+        with torch_state.clean_room():
+            exec(compile(source, filename, "exec"), ns)
+    except Exception as exc:
+        error = _error_line(exc, filename)
+    finally:
+        handle.remove()
+    moved = {}
+    for n in names:
+        now = ns.get(n)
+        moved[n] = (n in start and isinstance(now, torch.Tensor) and now.shape == start[n].shape and
+                    bool((now.detach() - start[n]).abs().max() > 1e-7))
+    matches = [all(_close(grads.get(n), ref.get(n)) for n in names) for (grads, _, _), ref in zip(seen, reference)]
+    depths = [d for _, d, _ in seen]
+    facts = set()
+    if not error:
+        facts.add(RUNS)
+    if seen and all(moved.values()):
+        facts.add(MOVES)
+    if seen and all(d == depths[0] for d in depths) and depths[0] > 0:
+        facts.add(DEPTH)
+    if len(seen) == len(reference) and all(matches):
+        facts.add(GRADS)
+    return Proof(frozenset(facts), error, depths, matches, moved, [l for _, _, l in seen], len(seen),
+                 len(reference))
+
+
+# =================================================================================================
+# Generating programs
+# =================================================================================================
+
+@dataclass(frozen=True)
+class Spec:
+    """The intended computation a program is written from (never handed to a learner as such)."""
+
+    template: str                      # "batch": one fixed batch; "sequence": one input per step, a carried state
+    x: tuple
+    y: tuple
+    w_enc: tuple
+    w_head: tuple
+    steps: int
+    lr: float
+    act: str = "tanh"
+    bias: float | None = None
+    decay: float = 0.5
+    names: tuple = ("w_enc", "w_head", "b_head")
+    hname: str = "h"
+    sname: str = "state"
+    log: bool = False                  # decoy: a detached copy of the features kept in a list
+    metric: bool = False               # decoy: a metric computed under no_grad after the loss
+    shift: bool = False                # decoy: a harmless in-place shift of the pre-activation
+    retain: bool = False               # decoy (sequence): retain_graph=True, the state still detached
+    zero_first: bool = False           # opt.zero_grad() opens the step instead of preceding backward
+    post: tuple | None = None          # ("add" | "mul" | "clamp", c): a transform of the features
+    clamp_state: bool = False          # sequence: the state is clamped to [-1, 1] after the prediction
+
+    @property
+    def params(self) -> tuple:
+        enc, head, bias = self.names
+        return (enc, head) + ((bias,) if self.bias is not None else ())
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One planted fault and its spelling."""
+
+    kind: str
+    form: str = ""            # detach: "call" | "copy" | "line"; in-place: "features" | "state"; rebind: how
+    target: str = ""          # the parameter a rebinding hits
+    retain: bool = False      # stale graph / carried state: the author silenced the error with retain_graph
+    op: str = ""              # in-place on the features: "+=" | "method"
+
+
+def _num(v: float) -> str:
+    return f"{v:.1f}" if abs(v * 10 - round(v * 10)) < 1e-9 else f"{v:g}"
+
+
+def _vec(values) -> str:
+    return "[" + ", ".join(_num(v) for v in values) + "]"
+
+
+def _mat(rows) -> str:
+    return "[" + ", ".join(_vec(r) for r in rows) + "]"
+
+
+_INPLACE = {("add", "+="): "{h} += {c}", ("add", "method"): "{h}.add_({c})",
+            ("mul", "+="): "{h} *= {c}", ("mul", "method"): "{h}.mul_({c})",
+            ("clamp", "+="): "{h}.clamp_(max={c})", ("clamp", "method"): "{h}.clamp_(max={c})"}
+_OUTOFPLACE = {"add": "{h} = {h} + {c}", "mul": "{h} = {h} * {c}", "clamp": "{h} = {h}.clamp(max={c})"}
+_REBINDS = {
+    "copy": "{p} = {p}.detach().clone().requires_grad_()",
+    "parameter": "{p} = torch.nn.Parameter({p}.detach().clone())",
+    "tolist": "{p} = torch.tensor({p}.tolist(), requires_grad=True)",
+    "in loop": "{p} = {p}.detach().requires_grad_()",
+}
+
+
+def render(spec: Spec, fault: Fault | None = None, title: str = "program") -> Program:
+    """Write the program for ``spec``, with ``fault`` planted (or none)."""
+    kind = fault.kind if fault else NO_FAULT
+    enc, head, bias = spec.names
+    h, st = spec.hname, spec.sname
+    seq = spec.template == "sequence"
+    k = len(spec.w_head)
+    lines: list[str] = []
+    if seq:
+        lines += [f"xs = torch.tensor({_mat(spec.x)})", f"ys = torch.tensor({_vec(spec.y)})"]
+    else:
+        lines += [f"x = torch.tensor({_mat(spec.x)})", f"y = torch.tensor({_vec(spec.y)})"]
+    lines.append(f"{enc} = torch.tensor({_mat(spec.w_enc)}, requires_grad=True)")
+    lines.append(f"{head} = torch.tensor({_vec(spec.w_head)}, requires_grad=True)")
+    if spec.bias is not None:
+        lines.append(f"{bias} = torch.tensor({_num(spec.bias)}, requires_grad=True)")
+    lines.append(f"opt = torch.optim.SGD([{', '.join(spec.params)}], lr={_num(spec.lr)})")
+    if seq:
+        lines.append(f"{st} = torch.zeros({k})")
+    copy_detach = kind == DETACHED and fault.form == "copy"
+    if spec.log or copy_detach:
+        lines.append("log = []")
+    inp = "xs[step]" if seq else "x"
+    encoder = f"torch.{spec.act}({inp} @ {enc})"
+    if kind == STALE:
+        lines.append(f"{h}s = torch.{spec.act}(xs @ {enc})" if seq else f"{h} = {encoder}")
+    if kind == REBOUND and fault.form != "in loop":
+        lines.append(_REBINDS[fault.form].format(p=fault.target))
+    lines.append(f"for step in range({spec.steps}):")
+
+    body: list[str] = []
+    if spec.zero_first and kind != NOT_CLEARED:
+        body.append("opt.zero_grad()")
+    if kind == REBOUND and fault.form == "in loop":
+        body.append(_REBINDS["in loop"].format(p=fault.target))
+    if kind == STALE:
+        if seq:
+            body.append(f"{h} = {h}s[step]")
+    elif kind == NO_GRAD:
+        body.append(f"with torch.no_grad():\n    {h} = {encoder}")
+    elif spec.shift:
+        body += [f"z = {inp} @ {enc}", "z += 0.1", f"{h} = torch.{spec.act}(z)"]
+    else:
+        body.append(f"{h} = {encoder}" + (".detach()" if kind == DETACHED and fault.form == "call" else ""))
+    if kind == DETACHED and fault.form == "line":
+        body.append(f"{h} = {h}.detach()")
+    if spec.post is not None:
+        op, c = spec.post
+        if kind == IN_PLACE and fault.form == "features":
+            body.append(_INPLACE[(op, fault.op)].format(h=h, c=_num(c)))
+        else:
+            body.append(_OUTOFPLACE[op].format(h=h, c=_num(c)))
+    feed = h
+    if copy_detach:
+        body += [f"kept = {h}.detach()", "log.append(kept)"]
+        feed = "kept"
+    elif spec.log:
+        body.append(f"log.append({h}.detach())")
+    if seq:
+        body.append(f"{st} = {_num(spec.decay)} * {st} + {feed}")
+        feed = st
+    body.append(f"pred = {feed} @ {head}" + (f" + {bias}" if spec.bias is not None else ""))
+    if spec.clamp_state:
+        body.append(f"{st}.clamp_(-1.0, 1.0)" if kind == IN_PLACE and fault.form == "state"
+                    else f"{st} = {st}.clamp(-1.0, 1.0)")
+    target = "ys[step]" if seq else "y"
+    body.append("loss = (pred - ys[step]) ** 2" if seq else "loss = ((pred - y) ** 2).mean()")
+    if spec.metric:
+        body.append(f"with torch.no_grad():\n    err = (pred - {target}).abs().max()")
+    if not spec.zero_first and kind != NOT_CLEARED:
+        body.append("opt.zero_grad()")
+    retain = spec.retain or (kind in (STALE, CARRIED) and fault.retain)
+    body.append("loss.backward(retain_graph=True)" if retain else "loss.backward()")
+    body.append("opt.step()")
+    if seq and kind != CARRIED:
+        body.append(f"{st} = {st}.detach()")
+    for statement in body:
+        lines += ["    " + part for part in statement.split("\n")]
+    return Program("\n".join(lines), spec.params, spec.steps, title, spec)
+
+
+_ACT = {"tanh": torch.tanh, "sigmoid": torch.sigmoid}
+
+
+def reference_grads(spec: Spec) -> list[dict[str, torch.Tensor]]:
+    """Each step's gradients for the intended computation, by torch.autograd.grad, with plain SGD between
+    steps and the carried state entering each step as a constant. Independent of any program text."""
+    params = {n: torch.tensor(v, requires_grad=True)
+              for n, v in zip(spec.params, (spec.w_enc, spec.w_head, spec.bias))}
+    enc, head, bias = spec.names
+    x, y = torch.tensor(spec.x), torch.tensor(spec.y)
+    state = torch.zeros(len(spec.w_head))
+    out = []
+    for t in range(spec.steps):
+        inp = x[t] if spec.template == "sequence" else x
+        z = inp @ params[enc]
+        if spec.shift:
+            z = z + 0.1
+        h = _ACT[spec.act](z)
+        if spec.post is not None:
+            op, c = spec.post
+            h = h + c if op == "add" else h * c if op == "mul" else h.clamp(max=c)
+        feed = h
+        if spec.template == "sequence":
+            state = spec.decay * state + h
+            feed = state
+        pred = feed @ params[head]
+        if spec.bias is not None:
+            pred = pred + params[bias]
+        if spec.clamp_state:
+            state = state.clamp(-1.0, 1.0)
+        loss = (pred - y[t]) ** 2 if spec.template == "sequence" else ((pred - y) ** 2).mean()
+        grads = torch.autograd.grad(loss, list(params.values()))
+        out.append({n: g.detach() for n, g in zip(params, grads)})
+        params = {n: (p.detach() - spec.lr * g).requires_grad_() for (n, p), g in zip(params.items(), grads)}
+        state = state.detach()
+    return out
+
+
+_NAMES = (("w_enc", "w_head", "b_head"), ("W1", "W2", "b2"), ("enc", "head", "bias"))
+
+
+def _values(rng: random.Random, n: int, low: float = -1.2, high: float = 1.2) -> tuple:
+    out = []
+    for _ in range(n):
+        v = 0.0
+        while abs(v) < 0.1:
+            v = round(rng.uniform(low, high), 1)
+        out.append(v)
+    return tuple(out)
+
+
+def random_spec(rng: random.Random, kind: str) -> Spec:
+    """A spec whose decoys and options suit a planted ``kind`` (NO_FAULT for a clean decoy program)."""
+    template = rng.choice(["batch", "sequence"])
+    if kind == CARRIED:
+        template = "sequence"
+    d, k = rng.choice([2, 3]), 2
+    steps = rng.choice([3, 4])
+    rows = steps if template == "sequence" else rng.choice([2, 3])
+    x = tuple(_values(rng, d) for _ in range(rows))
+    y = _values(rng, rows, -0.9, 0.9)
+    names = rng.choice(_NAMES)
+    post = None
+    if kind == IN_PLACE or rng.random() < 0.25:
+        op = rng.choice(["add", "mul", "clamp"])
+        post = (op, {"add": rng.choice([0.1, 0.2]), "mul": rng.choice([0.5, 2.0]), "clamp": 0.5}[op])
+    return Spec(
+        template=template, x=x, y=y,
+        w_enc=tuple(_values(rng, k) for _ in range(d)), w_head=_values(rng, k),
+        steps=steps, lr=rng.choice([0.1, 0.2, 0.3]), act=rng.choice(["tanh", "tanh", "sigmoid"]),
+        bias=round(rng.uniform(-0.5, 0.5), 1) if rng.random() < 0.3 else None,
+        decay=rng.choice([0.5, 0.8]), names=names,
+        hname=rng.choice(["h", "feats"]), sname=rng.choice(["state", "memory"]),
+        log=rng.random() < 0.4, metric=rng.random() < 0.25,
+        shift=kind != STALE and rng.random() < 0.25,
+        retain=template == "sequence" and kind not in (STALE, CARRIED) and rng.random() < 0.3,
+        zero_first=rng.random() < 0.3, post=post,
+        clamp_state=template == "sequence" and rng.random() < 0.3,
+    )
+
+
+def random_fault(rng: random.Random, kind: str, spec: Spec) -> tuple[Spec, Fault | None]:
+    if kind == NO_FAULT:
+        return spec, None
+    if kind == DETACHED:
+        return spec, Fault(kind, form=rng.choice(["call", "copy", "line"]))
+    if kind in (STALE, CARRIED):
+        return spec, Fault(kind, retain=rng.random() < 0.5)
+    if kind == IN_PLACE:
+        if spec.template == "sequence" and rng.random() < 0.4:
+            return replace(spec, clamp_state=True), Fault(kind, form="state")
+        return spec, Fault(kind, form="features", op=rng.choice(["+=", "method"]))
+    if kind == REBOUND:
+        return spec, Fault(kind, form=rng.choice(sorted(_REBINDS)), target=rng.choice(spec.params))
+    return spec, Fault(kind)
+
+
+@dataclass
+class AuditCase:
+    """One generated program. The planted fault is kept here (for tests) and never put in the Program."""
+
+    seed: int
+    program: Program
+    clean: Program = field(repr=False)
+    fault: Fault | None = field(repr=False, default=None)
+    output: str = "program"
+
+    @property
+    def planted(self) -> str:
+        return self.fault.kind if self.fault else NO_FAULT
+
+    @property
+    def size(self) -> int:
+        return len(self.program.lines)
+
+    @property
+    def label(self) -> str:
+        return f"program #{self.seed} ({self.size} lines, {self.program.steps} steps)"
+
+    @property
+    def source(self) -> str:
+        return self.program.listing()
+
+    def fresh(self) -> dict[str, Any]:
+        return {"program": self.program}
+
+    def drawing(self, ns=None) -> str:
+        try:
+            return "the audit's readings (two steps):\n" + checklist(step_through(self.program, steps=2))
+        except Exception as exc:      # a drawing must never stop a verdict
+            return f"(the readings could not be taken: {type(exc).__name__})"
+
+    def __repr__(self):
+        return f"<{self.label}>"
+
+
+def generate(seed: int, kind: str) -> AuditCase:
+    rng = random.Random(seed)
+    spec = random_spec(rng, kind)
+    spec, fault = random_fault(rng, kind, spec)
+    title = f"program #{seed}"
+    return AuditCase(seed, render(spec, fault, title), render(spec, None, title + ", as intended"), fault)
+
+
+def cases(per_kind: int = 4, decoys: int = 5, seed: int = 1010) -> list[AuditCase]:
+    """``per_kind`` programs for each fault kind and ``decoys`` without a fault, smallest first. A program
+    is kept only if its intended version trains (every quantity holds against the reference) and its
+    planted fault shows in at least one of those quantities."""
+    wanted = [k for k in KINDS for _ in range(per_kind)] + [NO_FAULT] * decoys
+    found, sources = [], set()
+    attempt = 0
+    for i, kind in enumerate(wanted):
+        while True:
+            attempt += 1
+            case = generate(seed * 1000 + attempt, kind)
+            if case.program.source in sources:
+                continue
+            clean = prove(case.clean).facts
+            faulty = prove(case.program).facts
+            if clean == frozenset(FACTS) and (kind == NO_FAULT) == (faulty == frozenset(FACTS)):
+                break
+        sources.add(case.program.source)
+        found.append(case)
+    return sorted(found, key=lambda c: (c.size, c.seed))

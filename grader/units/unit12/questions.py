@@ -1,0 +1,644 @@
+"""Unit 12, finding the fault: anomaly mode, hunting non-finite gradients, memory that grows, and a
+checklist for a loop you did not write.
+
+Tools and the exercise's generated setups live in :mod:`grader.units.unit12.support`. Every answer is
+read from torch at check time: what anomaly mode raised and named, which gradients are NaN, which module
+hooks saw a non-finite gradient, what the objects a loop keeps hold, what the collector's observer found,
+which parameters the optimizer holds and which a loss reaches.
+"""
+from __future__ import annotations
+
+import gc
+import numbers
+import weakref
+from collections import OrderedDict
+
+import torch
+from torch import nn
+
+from grader import probes
+from grader.engine.kinds import BadAnswer, Choice, Error, Function, Kind, Name, Names, Number, _reject_common, short, type_words
+from grader.engine.question import exercise, predict_then_run, self_test
+from grader.units.unit12 import support as kit
+from grader.units.unit12.support import FAULTS, NO_FAULT, VERDICTS
+
+# --- 1. anomaly mode --------------------------------------------------------------------------------
+
+GRAD_STATES = ("every entry finite", "NaN in x.grad, no error", "backward raises")
+PROGRAM = ("x = torch.tensor([4.0, -1.0, 9.0], requires_grad=True); mask = torch.tensor([1.0, 0.0, 1.0]); "
+           "y = x.sqrt(); loss = (y * mask).sum(); loss.backward()")
+
+
+def masked_root():
+    x = torch.tensor([4.0, -1.0, 9.0], requires_grad=True)
+    mask = torch.tensor([1.0, 0.0, 1.0])
+    y = x.sqrt()
+    loss = (y * mask).sum()
+    return x, loss
+
+
+def _grad_state(anomaly: bool, check_nan: bool = True) -> str:
+    holder = {}
+
+    def run():
+        x, loss = masked_root()
+        holder["x"] = x
+        loss.backward()
+    report = kit.anomaly_report(run, check_nan=check_nan, anomaly=anomaly)
+    if report.raised:
+        return "backward raises"
+    return "every entry finite" if kit.finite(holder["x"].grad) else "NaN in x.grad, no error"
+
+
+@predict_then_run(
+    "12.plain-nan", Choice(*GRAD_STATES),
+    prompt=PROGRAM + ". Without anomaly mode, what happens: " + ", ".join(repr(s) for s in GRAD_STATES) + "?",
+    explain="The mask stops nothing: sqrt's backward divides the incoming gradient by 2*sqrt(x), and at "
+            "x = -1 that is 0 / NaN, which is NaN. Plain autograd never checks a value, so the NaN lands in "
+            "x.grad silently.",
+    misconceptions=[("every entry finite", "multiplying by 0 does not cancel a NaN: sqrt's backward computes "
+                                           "0 / (2 * sqrt(-1)), and sqrt(-1) is NaN")],
+)
+def plain_nan():
+    return _grad_state(anomaly=False)
+
+
+ANOMALY_PLACES = ("at y = x.sqrt()", "at loss.backward()")
+
+
+@predict_then_run(
+    "12.anomaly-place", Error(*ANOMALY_PLACES),
+    prompt="The same program inside `with torch.autograd.detect_anomaly():`. Does it raise, and where: "
+           "'no error', 'at y = x.sqrt()' or 'at loss.backward()'?",
+    explain="Anomaly mode checks what each backward node returns and raises at the first NaN. It does not "
+            "check forward results: sqrt(-1) = NaN in the forward pass goes through without a word.",
+    misconceptions=[("at y = x.sqrt()", "anomaly mode checks the outputs of backward nodes, not forward "
+                                        "results; the NaN from sqrt(-1) passes the forward silently")],
+)
+def anomaly_place():
+    with torch.autograd.detect_anomaly():
+        yield "at y = x.sqrt()"
+        x, loss = masked_root()
+        yield "at loss.backward()"
+        loss.backward()
+
+
+def _report(check_nan=True):
+    def run():
+        masked_root()[1].backward()
+    return kit.anomaly_report(run, check_nan=check_nan)
+
+
+@predict_then_run(
+    "12.anomaly-node", Name(),
+    prompt="Under detect_anomaly, the same program raises in backward. Anomaly mode names the node whose "
+           "backward returned the NaN, as 'Error detected in <node>'. Which node is it? Answer its class name.",
+    explain="Backward runs from the loss: SumBackward0 passes ones, MulBackward0 passes ones * mask = "
+            "[1, 0, 1] (finite) to y, and sqrt's backward turns the 0 at x = -1 into 0 / NaN. The first node "
+            "whose output holds a NaN is the one named, with the forward line that created it.",
+    misconceptions=[("MulBackward0", "the product's backward returns mask * 1 = [1, 0, 1] for y: finite. "
+                                     "The NaN first appears one node later")],
+)
+def anomaly_node():
+    return _report().node
+
+
+COSTS = ("under 1.5x", "1.5x to 3x", "3x or more")
+
+
+def _small_step():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 1))
+    x = torch.randn(32, 8)
+
+    def step():
+        model.zero_grad()
+        model(x).pow(2).mean().backward()
+    return step
+
+
+def cost_band(ratio: float) -> str:
+    return COSTS[0] if ratio < 1.5 else COSTS[1] if ratio < 3 else COSTS[2]
+
+
+ADDS = ("the stack of the forward line, kept on each node", "a copy of every saved tensor",
+        "a NaN check of every forward output", "nothing until backward fails")
+
+
+@predict_then_run(
+    "12.anomaly-cost", Choice(*ADDS),
+    prompt="A small MLP's forward pass (Linear(8, 16), Tanh, Linear(16, 16), Tanh, Linear(16, 1) on a 32 x 8 "
+           "batch; loss = out.pow(2).mean()) runs under torch.autograd.set_detect_anomaly(True). What does "
+           "anomaly mode add during the forward pass, before any backward: " + ", ".join(repr(a) for a in ADDS)
+           + "?",
+    explain="Anomaly mode records, for every node the forward pass makes, the Python stack that made it (in "
+            "node.metadata), so that a failure in backward can name the forward line. Forward values are not "
+            "checked (NaN checks run on backward's outputs) and nothing is copied. Capturing a stack for every "
+            "op is what makes anomaly mode slow on a model of small ops.",
+    misconceptions=[(ADDS[2], "the NaN checks run in backward, on what each node returns; a NaN made in the "
+                              "forward pass goes through silently"),
+                    (ADDS[3], "the stacks are captured while the forward pass runs: that is what lets the error "
+                              "name the forward line later")],
+)
+def anomaly_cost():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 1))
+    x = torch.randn(32, 8)
+    x[0, 0] = float("nan")                     # a NaN in the forward pass: is it checked there?
+    with torch.autograd.set_detect_anomaly(True):
+        loss = model(x).pow(2).mean()         # no error: forward outputs are not checked
+    ops = [n for n in probes.nodes(loss) if not hasattr(n, "variable")]
+    if ops and all("traceback_" in n.metadata for n in ops):
+        return ADDS[0]
+    return ADDS[3]
+
+
+# --- 2. where a non-finite gradient starts ------------------------------------------------------------
+
+WHERE_ENTRIES = ("x[0]", "x[1]", "x[2]")
+
+
+def where_trap(fixed: bool = False):
+    x = torch.tensor([-4.0, 0.0, 4.0], requires_grad=True)
+    if fixed:
+        safe = torch.where(x > 0, x, 1.0)
+        y = torch.where(x > 0, safe.sqrt(), 0.0)
+    else:
+        y = torch.where(x > 0, x.sqrt(), 0.0)
+    y.sum().backward()
+    return x
+
+
+@predict_then_run(
+    "12.where-nan", Names(pool=WHERE_ENTRIES),
+    prompt="x = torch.tensor([-4.0, 0.0, 4.0], requires_grad=True); y = torch.where(x > 0, x.sqrt(), 0.0); "
+           "y.sum().backward(). Which entries of x.grad are NaN? Answer a set of 'x[0]', 'x[1]', 'x[2]' "
+           "(an empty set if none).",
+    explain="torch.where sends a zero gradient to the branch it did not pick, but sqrt's backward still runs "
+            "on every entry: 0 / (2 * sqrt(-4)) is 0 / NaN, and at x = 0 it is 0 / 0. Both are NaN. The branch "
+            "not taken must be given an input on which its backward is finite.",
+    misconceptions=[({"x[0]"}, "x = 0 is not picked either (0 > 0 is False), and sqrt's backward there is "
+                               "0 / (2 * sqrt(0)) = 0 / 0, also NaN"),
+                    (set(), "where does send zero to the branch not taken, but sqrt's backward divides that "
+                            "zero by 2 * sqrt(x), which is NaN or 0 at the masked entries")],
+)
+def where_nan():
+    x = where_trap()
+    return {name for name, v in zip(WHERE_ENTRIES, x.grad.tolist()) if v != v}
+
+
+HOOK_MODULES = ("enc", "act", "gate", "head")
+
+
+class _RootWhere(nn.Module):
+    def forward(self, h):
+        return torch.where(h > 0, h.sqrt(), 0.0)
+
+
+def hook_model():
+    torch.manual_seed(3)
+    model = nn.Sequential(OrderedDict([("enc", nn.Linear(3, 4)), ("act", nn.Tanh()), ("gate", _RootWhere()),
+                                       ("head", nn.Linear(4, 1))]))
+    return model, torch.randn(6, 3)
+
+
+@predict_then_run(
+    "12.hook-nonfinite", Names(pool=HOOK_MODULES),
+    prompt="model = nn.Sequential(OrderedDict(enc=nn.Linear(3, 4), act=nn.Tanh(), gate=<a module returning "
+           "torch.where(h > 0, h.sqrt(), 0.0)>, head=nn.Linear(4, 1))), a 6 x 3 input x (not requiring grad) "
+           "with negative values after tanh. register_full_backward_hook(hook) on each of the four modules; "
+           "model(x).sum().backward(). Which modules' hooks see a non-finite gradient in grad_input (the "
+           "gradient the module sends back to its input)? Answer a set of module names.",
+    explain="Hooks fire from the loss backwards: head sends back a finite gradient; gate's backward makes "
+            "the NaN, so it goes out of gate and into tanh, which passes it on. enc's input is the data, "
+            "which needs no gradient: its grad_input is (None,). The NaN still lands in enc.weight.grad, "
+            "which a module hook does not show.",
+    misconceptions=[(set(HOOK_MODULES[:3]), "enc's input x does not require grad, so enc's grad_input is "
+                                            "(None,); the NaN reaches enc.weight.grad instead"),
+                    ({"gate"}, "tanh's backward multiplies the NaN by 1 - tanh^2: NaN goes out of act too")],
+)
+def hook_nonfinite():
+    model, x = hook_model()
+    with kit.BackwardWatch(model) as watch:
+        model(x).sum().backward()
+    return {e.module for e in watch.events if e.module and not e.grad_input_finite}
+
+
+# --- 3. memory that grows -----------------------------------------------------------------------------
+
+LOOPS = ("list of val losses", "running total", "list of floats")
+
+
+def leak_model():
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    data = [(torch.randn(32, 16), torch.randn(32), torch.randn(32, 16)) for _ in range(4)]
+    return model, opt, data
+
+
+def leak_loop(kind: str, steps: int = 4, bill=None):
+    """Train ``steps`` steps; each also computes a validation loss on ``xv`` and keeps it as ``kind``
+    says. Returns what the loop keeps after each step."""
+    model, opt, data = leak_model()
+    kept = [] if kind != "running total" else None
+    after = []
+    ctx = kit.ModuleBill(model) if bill is None else bill(model)
+    with ctx:
+        for x, y, xv in data[:steps]:
+            loss = ((model(x).squeeze(-1) - y) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            val = model(xv).pow(2).mean()          # no torch.no_grad() around it
+            if kind == "list of val losses":
+                kept.append(val)
+            elif kind == "running total":
+                kept = val if kept is None else kept + val
+            else:
+                kept.append(val.item())
+            after.append((kit.held_bytes(kept), probes.depth(kept) if isinstance(kept, torch.Tensor) else
+                          max((probes.depth(v) for v in kept if isinstance(v, torch.Tensor)), default=0)))
+    return after, kept, ctx, model
+
+
+LOOP_CODE = ("model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 1)); each of 4 steps trains on "
+             "a batch (loss.backward(); opt.step()) and then computes val = model(xv).pow(2).mean() on a "
+             "32 x 16 validation batch, with grad mode on. Three loops keep val differently: 'list of val "
+             "losses': vals.append(val); 'running total': total = val at step 1, then total = total + val; "
+             "'list of floats': vals.append(val.item()).")
+
+
+@predict_then_run(
+    "12.leak-held", Names(pool=LOOPS),
+    prompt=LOOP_CODE + " In which loops do the bytes that the kept objects' graphs hold for backward "
+           "(saved tensors not yet freed) grow from step 1 to step 4? Answer a set of the labels.",
+    explain="Nobody calls backward on val, so its graph keeps everything its forward saved (the input, the "
+            "hidden activations, a weight). Keeping the tensor, in a list or in a sum, keeps one such graph "
+            "per step. .item() keeps a Python float and lets the graph go.",
+    misconceptions=[({"list of val losses"}, "the sum total + val has a graph that reaches every earlier val: "
+                                             "it keeps all their graphs too")],
+)
+def leak_held():
+    out = set()
+    for kind in LOOPS:
+        after, *_ = leak_loop(kind)
+        if after[-1][0] > after[0][0]:
+            out.add(kind)
+    return out
+
+
+@predict_then_run(
+    "12.leak-depth", Names(pool=LOOPS),
+    prompt=LOOP_CODE + " In which loops does the depth (probes.depth, the longest path to a leaf) of the "
+           "deepest graph kept grow from step 1 to step 4? Answer a set of the labels.",
+    explain="A list keeps graphs side by side: each val is one forward pass deep. The running total chains "
+            "them: every step puts one more addition on top of all earlier ones, so its depth grows with "
+            "the step count, like unit 08's carried state.",
+    misconceptions=[(set(LOOPS[:2]), "a list holds many graphs side by side; each of them is one step deep")],
+)
+def leak_depth():
+    out = set()
+    for kind in LOOPS:
+        after, *_ = leak_loop(kind)
+        if after[-1][1] > after[0][1]:
+            out.add(kind)
+    return out
+
+
+CYCLES = ("dict that holds itself", "backward(create_graph=True)")
+
+
+def make_cycle(kind: str):
+    """Build a reference cycle that holds a 1000-float tensor, drop every name, return a weak reference."""
+    if kind == CYCLES[0]:
+        state = {"acts": torch.randn(1000)}
+        state["self"] = state
+        return weakref.ref(state["acts"])
+    w = torch.randn(1000, requires_grad=True)
+    (w.sin() ** 2).sum().backward(create_graph=True)
+    return weakref.ref(w)
+
+
+def _free(ref):
+    t = ref()
+    if t is not None:
+        t.grad = None
+
+
+@predict_then_run(
+    "12.cycle-seen", Names(pool=CYCLES),
+    prompt="torch.utils.viz._cycles.observe_garbage(observer) makes Python's collector hand every object it "
+           "finds in an unreachable reference cycle to observer before freeing it. Two cycles, each holding a "
+           "1000-float tensor, with every name dropped: 'dict that holds itself': state = {'acts': "
+           "torch.randn(1000)}; state['self'] = state; 'backward(create_graph=True)': w = torch.randn(1000, "
+           "requires_grad=True); (w.sin() ** 2).sum().backward(create_graph=True) (unit 06). Then gc.collect(). "
+           "For which cycles does the observer receive the tensor? Answer a set of the labels.",
+    explain="The collector walks Python objects only. The dict's cycle is made of Python references, so the "
+            "collector finds it, shows it to the observer and frees the tensor. The create_graph cycle (w -> "
+            "w.grad -> its graph -> AccumulateGrad -> w) is made of C++ references inside torch: no collector "
+            "visits it, so no observer built on the collector can report it.",
+    misconceptions=[(set(CYCLES), "the create_graph cycle runs through C++ references inside torch, which "
+                                  "Python's collector never visits")],
+)
+def cycle_seen():
+    out = set()
+    for kind in CYCLES:
+        found, alive = kit.gc_tensor_cycles(lambda kind=kind: make_cycle(kind))
+        if (1000,) in found:
+            out.add(kind)
+    gc.collect()
+    return out
+
+
+# --- 4. a checklist for a loop you did not write --------------------------------------------------------
+
+def _their_names():
+    model, _, _ = kit.their_setup()
+    return tuple(n for n, _ in model.named_parameters())
+
+
+THEIR_PARAMS = _their_names()
+
+
+@predict_then_run(
+    "12.not-in-optimizer", Names(pool=THEIR_PARAMS),
+    prompt="their_setup() (its source is printed in the notebook) builds model = Regressor(), then opt = "
+           "torch.optim.SGD(model.parameters(), lr=0.05), then model.head = nn.Linear(6, 1). Which of the "
+           "model's parameters (model.named_parameters()) are not among the tensors in opt.param_groups? "
+           "Answer a set of names.",
+    explain="model.parameters() was read when the optimizer was made: it holds the tensors of that moment. "
+            "Assigning a new Linear to model.head puts new tensors in the model that the optimizer has never "
+            "seen; they get gradients and never move.",
+    misconceptions=[(set(), "the optimizer keeps the tensors it was given, not a view of the model: a module "
+                            "assigned later brings tensors it has never seen")],
+)
+def not_in_optimizer():
+    model, opt, _ = kit.their_setup()
+    held = {id(p) for group in opt.param_groups for p in group["params"]}
+    return {n for n, p in model.named_parameters() if id(p) not in held}
+
+
+@predict_then_run(
+    "12.unused-params", Names(pool=THEIR_PARAMS),
+    prompt="With their_setup()'s model and first batch (x, y), loss = ((model(x) - y) ** 2).mean(); grads = "
+           "torch.autograd.grad(loss, list(model.parameters()), allow_unused=True). For which parameters is the "
+           "gradient None? Answer a set of names.",
+    explain="Encoder multiplies by sigmoid(gate(x)).detach(): the detach cuts the only path from the loss to "
+            "gate's weight and bias, so autograd.grad reports them unused (None). Without allow_unused it "
+            "would raise instead.",
+    misconceptions=[({"head.weight", "head.bias"}, "the new head is on the loss's path: it gets a gradient, "
+                                                   "whatever the optimizer holds")],
+)
+def unused_params():
+    model, _, batches = kit.their_setup()
+    x, y = batches[0]
+    loss = ((model(x) - y) ** 2).mean()
+    names = [n for n, _ in model.named_parameters()]
+    grads = torch.autograd.grad(loss, list(model.parameters()), allow_unused=True)
+    return {n for n, g in zip(names, grads) if g is None}
+
+
+# --- the exercise -----------------------------------------------------------------------------------
+
+class Diagnosis(Kind):
+    """A fault and the module it sits in, or 'no fault'. Any module the grader's record points at is accepted."""
+
+    label = "a fault and a module name"
+
+    def describe(self):
+        return "a pair (fault, module name), the fault one of " + ", ".join(repr(k) for k in FAULTS) + \
+            "; or 'no fault'"
+
+    def _kind(self, text):
+        if not isinstance(text, str):
+            raise BadAnswer(f"the fault must be a string, one of {', '.join(map(repr, VERDICTS))}; "
+                            f"got {type_words(text)}")
+        for k in VERDICTS:
+            if text.strip().lower() == k:
+                return k
+        raise BadAnswer(f"{short(text)} is not a fault here; use one of {', '.join(map(repr, VERDICTS))}")
+
+    def read(self, answer):
+        if isinstance(answer, kit.Finding):
+            return (answer.kind, None if answer.kind == NO_FAULT else sorted(answer.where)[0])
+        _reject_common(answer, self.describe())
+        if isinstance(answer, str):
+            kind = self._kind(answer)
+            if kind != NO_FAULT:
+                raise BadAnswer(f"also give the module: ({kind!r}, module name as in model.named_modules())")
+            return (NO_FAULT, None)
+        if isinstance(answer, (tuple, list)) and len(answer) == 2:
+            kind = self._kind(answer[0])
+            if kind == NO_FAULT:
+                if answer[1] not in (None, ""):
+                    raise BadAnswer("'no fault' has no module; answer just 'no fault'")
+                return (NO_FAULT, None)
+            where = answer[1]
+            if isinstance(where, nn.Module):
+                raise BadAnswer("give the module's name (from model.named_modules()), not the module itself")
+            if not isinstance(where, str):
+                raise BadAnswer(f"the module must be its name, a string; got {type_words(where)}")
+            return (kind, where.strip())
+        raise BadAnswer(f"expected {self.describe()}; got {type_words(answer)}")
+
+    def truth(self, value):
+        if isinstance(value, kit.Finding):
+            return (value.kind, frozenset(value.where))
+        raise ValueError(f"a diagnosis experiment returns a Finding, got {value!r}")
+
+    def agrees(self, truth, value):
+        if truth[0] != value[0]:
+            return False
+        return truth[0] == NO_FAULT or value[1] in truth[1]
+
+    def show(self, value):
+        if value[0] == NO_FAULT:
+            return NO_FAULT
+        where = value[1]
+        if isinstance(where, frozenset):
+            return f"{value[0]}, in {' or '.join(repr(w) for w in sorted(where))}"
+        return f"{value[0]}, in {where!r}"
+
+    def encode(self, value):
+        if value[0] == NO_FAULT:
+            return NO_FAULT
+        where = value[1]
+        return [value[0], sorted(where)[0] if isinstance(where, frozenset) else where]
+
+    def verdict_note(self, truth, value):
+        if truth[0] == value[0] != NO_FAULT:
+            return "the fault is right; the module is not one torch's record points at"
+        return ""
+
+    def wrong_answers(self, truth):
+        some = sorted(truth[1])[0] if truth[1] else "enc"
+        out = [(k, some) for k in FAULTS if k != truth[0]]
+        if truth[0] != NO_FAULT:
+            out += [NO_FAULT, (truth[0], "not a module")]
+        return out
+
+
+def _cases():
+    return kit.cases()
+
+
+@exercise(
+    "12.diagnose",
+    Function(returns=Diagnosis(), cases=_cases,
+             call=lambda fn, case, ns: fn(ns["model"], ns["loss_fn"], ns["batches"]), per_case_s=3.0),
+    prompt="Write diagnose(model, loss_fn, batches): train the model with torch.optim.SGD(model.parameters(), "
+           "lr=0.1) for one step per batch (loss = loss_fn(model(x), y)) and return the first fault found, as "
+           "(fault, module name): " + ", ".join(repr(k) for k in FAULTS) + "; or 'no fault'. The module is "
+           "where the evidence points: for a non-finite gradient the module whose backward first made one; for "
+           "a frozen parameter a module owning a parameter that step 1's backward leaves without .grad; for a "
+           "stale graph or growing memory the module whose attribute keeps a graph from step to step. Restore "
+           "any global state you change.",
+    explain="Each fault leaves its own evidence in torch's record: a backward that raises because it walks a "
+            "graph an earlier step freed; a module whose full backward hook sees a finite gradient come in "
+            "and a non-finite one go out; a parameter whose .grad is still None after backward; a module "
+            "attribute that still holds a tensor with a grad_fn after the steps. Asked in that order, step by "
+            "step, they name the fault and its module.",
+    hints=("Run the steps yourself, and after each backward ask: did it raise? is any gradient non-finite? is "
+           "any .grad still None? After the last step: does any module keep a tensor with a grad_fn?",
+           "For the non-finite origin, register_full_backward_hook on every module (model.named_modules()); hooks "
+           "fire from the loss backwards, so the first hook whose grad_output is finite and grad_input is not "
+           "names the module. For the graph kept, look in vars(module) for tensors (or lists of them) with a "
+           "grad_fn; remove your hooks when you are done.",
+           "A stale graph raises at step 2's backward ('backward through the graph a second time'); growing memory "
+           "never raises: the graph is kept but never walked again."),
+)
+def diagnose_ex(case):
+    return kit.diagnose(**case.fresh())
+
+
+# --- self-test ----------------------------------------------------------------------------------------
+
+@self_test(
+    "12.self-anomaly-node", Name(),
+    prompt="x = torch.tensor([0.0, 3.0], requires_grad=True); inside torch.autograd.detect_anomaly(): y = "
+           "(x ** 2).sqrt(); y.sum().backward(). It raises. Which node does anomaly mode name ('Error detected in "
+           "<node>')? Answer its class name.",
+    explain="At x = 0 sqrt's backward computes 1 / (2 * sqrt(0)) = inf: not NaN, and anomaly mode checks for "
+            "NaN only. The power's backward then multiplies inf by 2 * x = 0, and inf * 0 is the first NaN.",
+    hints=("Walk backward from y node by node and compute what each returns at x = 0.",
+           "Anomaly mode raises on NaN, not on inf. What does sqrt's backward give at 0, and what does the next "
+           "node do with it?"),
+    misconceptions=[("SqrtBackward0", "sqrt's backward returns inf at 0 (1 / 0), not NaN; anomaly mode only "
+                                      "checks for NaN. The NaN appears in the next node: inf * 0")],
+)
+def self_anomaly_node():
+    def run():
+        x = torch.tensor([0.0, 3.0], requires_grad=True)
+        (x ** 2).sqrt().sum().backward()
+    return kit.anomaly_report(run).node
+
+
+FIXES = ("torch.where(x > 0, x.sqrt(), 0.0)", "torch.where(x > 0, x, 0.0).sqrt()", "x.abs().sqrt()",
+         "x.relu().sqrt()")
+
+
+def _fix_grad(label):
+    x = torch.tensor([-1.0, 0.0, 2.0], requires_grad=True)
+    y = eval(label, {"torch": torch, "x": x})
+    y.sum().backward()
+    return x.grad
+
+
+@self_test(
+    "12.self-finite-fix", Names(pool=FIXES),
+    prompt="x = torch.tensor([-1.0, 0.0, 2.0], requires_grad=True); y = <expression>; y.sum().backward(). For "
+           "which of these expressions is every entry of x.grad finite: " + "; ".join(repr(f) for f in FIXES) +
+           "? Answer a set of the expressions.",
+    explain="Where the expression's backward divides by sqrt(0), the result is inf, and what happens next "
+            "decides. An outer where runs sqrt's backward on NaN and 0 (NaN out); a where or relu before "
+            "sqrt sends inf into a backward that selects zero for masked entries (finite); abs's backward "
+            "multiplies by sign(x), and at x = 0 that is 0 * inf = NaN.",
+    hints=("For each expression, list the backward nodes from y to x and what each computes at x = -1 and "
+           "x = 0.",
+           "sqrt's backward at 0 gives inf. A where or a relu backward picks 0 for masked entries, whatever "
+           "came in; abs's backward multiplies by the sign instead."),
+    misconceptions=[(lambda truth: set(truth) | {FIXES[2]}, "abs keeps every value non-negative, but its "
+                                                            "backward multiplies by sign(0) = 0, and 0 times "
+                                                            "sqrt's inf at 0 is NaN")],
+)
+def self_finite_fix():
+    return {label for label in FIXES if kit.finite(_fix_grad(label))}
+
+
+GROWTH = ("nothing grows", "only held bytes grow", "only depth grows", "both grow", "backward raises at step 2")
+
+
+def _ema_loop(steps=4):
+    torch.manual_seed(7)
+    net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    ema = torch.tensor(0.0)
+    seen = []
+    for _ in range(steps):
+        x, y = torch.randn(10, 3), torch.randn(10, 1)
+        loss = ((net(x) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        ema = 0.9 * ema + 0.1 * loss
+        seen.append((kit.held_bytes(ema), probes.depth(ema)))
+    return seen
+
+
+@self_test(
+    "12.self-ema", Choice(*GROWTH),
+    prompt="net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1)); ema = torch.tensor(0.0); each "
+           "of 4 steps: loss = ((net(x) - y) ** 2).mean(); opt.zero_grad(); loss.backward(); opt.step(); "
+           "ema = 0.9 * ema + 0.1 * loss. From step 1 to step 4, what happens to ema's graph: the bytes it "
+           "holds for backward (saved tensors not yet freed) and its depth? One of " +
+           ", ".join(repr(g) for g in GROWTH) + ".",
+    explain="ema chains every step's loss, so its depth grows by the two nodes of the update each step. But "
+            "each loss.backward() already freed what the loss's graph saved, and multiplying by a Python "
+            "number saves nothing that a pack hook sees: the chain keeps nodes, not activations.",
+    hints=("Is ema's graph ever walked by backward? Which graphs does it reach, and were they walked?",
+           "backward frees the saved tensors of the nodes it runs; the nodes themselves stay while something "
+           "reaches them. What does 0.9 * ema + 0.1 * loss save?"),
+    misconceptions=[("both grow", "each loss.backward() freed the activations of its graph before ema reached "
+                                  "it; the chain keeps nodes, and the scalar multiplications save nothing a "
+                                  "pack hook sees")],
+)
+def self_ema():
+    seen = _ema_loop()
+    held = seen[-1][0] > seen[0][0]
+    deep = seen[-1][1] > seen[0][1]
+    return {(False, False): GROWTH[0], (True, False): GROWTH[1], (False, True): GROWTH[2],
+            (True, True): GROWTH[3]}[(held, deep)]
+
+
+ORIGINS = ("n", "r", "h", "none of them")
+
+
+@self_test(
+    "12.self-first-hook", Choice(*ORIGINS),
+    prompt="x = torch.tensor([[1.0, 2.0], [-1.0, -3.0]]); w1 = torch.tensor([[1.0, 0.5], [0.5, 1.0]], "
+           "requires_grad=True); w2 = torch.tensor([[1.0], [-1.0]], requires_grad=True); h = x @ w1; r = h.relu(); "
+           "n = r / r.norm(dim=1, keepdim=True); out = n @ w2. A hook (tensor.register_hook) on each of h, r and "
+           "n records whether the gradient it sees is finite; out.sum().backward(). Which is the first hook, in "
+           "the order they fire, to see a non-finite gradient: " + ", ".join(repr(o) for o in ORIGINS) + "?",
+    explain="The second row of h is negative, so r's second row is all zeros and its norm is 0. n's gradient "
+            "comes from the product with w2: finite. The division's backward divides by that zero norm: r's "
+            "gradient is non-finite. relu's backward then picks 0 where h was negative, so h's gradient, and "
+            "w1.grad, are finite again: a NaN can start and vanish inside one backward.",
+    hints=("Compute r for the second row first. What is its norm?",
+           "Hooks fire from out back to h. The division's backward divides by the norm; relu's backward keeps "
+           "the gradient only where h > 0."),
+    misconceptions=[("h", "relu's backward selects 0 where h was negative, which replaces the NaN: h's gradient "
+                          "is finite"),
+                    ("none of them", "the division's backward divides by r's zero norm for the second row")],
+)
+def self_first_hook():
+    x = torch.tensor([[1.0, 2.0], [-1.0, -3.0]])
+    w1 = torch.tensor([[1.0, 0.5], [0.5, 1.0]], requires_grad=True)
+    w2 = torch.tensor([[1.0], [-1.0]], requires_grad=True)
+    watch = kit.GradWatch()
+    h = watch.watch("h", x @ w1)
+    r = watch.watch("r", h.relu())
+    n = watch.watch("n", r / r.norm(dim=1, keepdim=True))
+    (n @ w2).sum().backward()
+    return watch.first_nonfinite() or "none of them"

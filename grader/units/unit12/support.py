@@ -1,0 +1,867 @@
+"""Unit 12's tools and generated training setups: finding the fault with torch's own instruments.
+
+Tools a learner uses in the notebook (each a thin layer over a torch API, so the learner sees which):
+
+* :func:`anomaly_report`: run a function under ``torch.autograd.detect_anomaly`` and return what anomaly
+  mode said (the error, the node it named, the forward line it pointed at), with no file paths;
+* :func:`step_ratio`: how much slower a step runs with anomaly mode on (measured, never stored);
+* :class:`BackwardWatch`: ``register_full_backward_hook`` on every module, in firing order, with
+  whether each module's incoming and outgoing gradients were finite; :meth:`BackwardWatch.origin`
+  names the first module whose backward turned finite gradients into non-finite ones;
+* :func:`held_bytes`, :func:`graphs_held`: what the objects a loop keeps hold for backward;
+* :class:`ModuleBill`: the saved-tensor bill per module (``saved_tensors_hooks`` plus module hooks);
+* :func:`quiet_profile`: ``torch.profiler.profile(activities=[CPU], profile_memory=True)`` with the
+  profiler's native start/stop log line kept out of the notebook;
+* :func:`gc_tensor_cycles`: ``torch.utils.viz._cycles.observe_garbage``, reporting the tensors found
+  in reference cycles that Python's collector freed.
+
+The exercise's cases (:func:`cases`) are small models with one planted fault among four kinds, or none;
+the planted label stays on the case object and never reaches what the learner's function is given.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import inspect
+import math
+import os
+import random
+import re
+import sys
+import time
+import warnings
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from grader.engine import torch_state
+from grader import probes
+
+# =================================================================================================
+# Anomaly mode
+# =================================================================================================
+
+
+@dataclass
+class AnomalyReport:
+    raised: str = ""          # the error's first line, or '' when nothing raised
+    node: str = ""            # the node anomaly mode named ("Error detected in X")
+    forward_line: str = ""    # the last source line of the forward traceback it printed
+    warned: tuple = ()        # the first sentence of every warning it gave
+
+    def __str__(self):
+        rows = [f"raised:       {self.raised or 'nothing'}"]
+        if self.node:
+            rows.append(f"named node:   {self.node}")
+            rows.append(f"forward line: {self.forward_line or '(not shown)'}")
+        return "\n".join(rows)
+
+
+_DETECTED = re.compile(r"Error detected in (\w+)\.")
+
+
+def anomaly_report(fn: Callable[[], Any], check_nan: bool = True, anomaly: bool = True) -> AnomalyReport:
+    """Run ``fn()`` under ``torch.autograd.detect_anomaly(check_nan=...)`` (or without anomaly mode when
+    ``anomaly`` is False) and report what happened, without file paths or line numbers."""
+    out = AnomalyReport()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        context = torch.autograd.detect_anomaly(check_nan=check_nan) if anomaly else contextlib.nullcontext()
+        try:
+            with context:
+                fn()
+        except RuntimeError as exc:
+            out.raised = str(exc).strip().split("\n")[0]
+    out.warned = tuple(str(w.message).split(". ")[0] for w in caught)
+    for w in caught:
+        text = str(w.message)
+        found = _DETECTED.search(text)
+        if found:
+            out.node = found.group(1)
+            code = [line.strip() for line in text.split("\n")
+                    if line.startswith("    ") and not line.strip().startswith("File ")]
+            out.forward_line = code[-1] if code else ""
+    return out
+
+
+def step_ratio(step: Callable[[], Any], repeats: int = 3, number: int = 10) -> float:
+    """Best time of ``number`` calls of ``step`` with anomaly mode on, over the best time without it."""
+    def best(anomaly):
+        times = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            with torch.autograd.set_detect_anomaly(anomaly):
+                for _ in range(number):
+                    step()
+            times.append(time.perf_counter() - started)
+        return min(times)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        step()                                  # warm up
+        plain = best(False)
+        slow = best(True)
+    return slow / plain
+
+
+# =================================================================================================
+# Where a non-finite gradient starts
+# =================================================================================================
+
+def finite(t) -> bool:
+    """True for None (no gradient is not a bad gradient) and for a tensor with only finite entries."""
+    return t is None or bool(torch.isfinite(t).all())
+
+
+@dataclass
+class HookEvent:
+    module: str
+    grad_output_finite: bool
+    grad_input_finite: bool
+
+    def __repr__(self):
+        ok = lambda b: "finite" if b else "NON-FINITE"
+        return f"{self.module or '(the whole model)'}: gradient in {ok(self.grad_output_finite)}, " \
+               f"out {ok(self.grad_input_finite)}"
+
+
+class BackwardWatch:
+    """``register_full_backward_hook`` on every module of ``model``; ``events`` in the order they fired.
+
+    Backward visits modules from the loss back to the input, so the first module whose hook sees a
+    finite gradient coming in (``grad_output``) and a non-finite one going out (``grad_input``) is where
+    the non-finite gradient started. Use as a context manager; the hooks are removed on exit.
+    """
+
+    def __init__(self, model: nn.Module):
+        self.model = model
+        self.events: list[HookEvent] = []
+        self._handles = []
+
+    def __enter__(self):
+        for name, module in self.model.named_modules():
+            self._handles.append(module.register_full_backward_hook(self._hook(name)))
+        # torch warns that a hook on a module whose inputs need no gradient fires on its outputs' gradient
+        # (grad_input is then all None): expected here, and its file path would vary from run to run
+        self._warnings = warnings.catch_warnings()
+        self._warnings.__enter__()
+        warnings.filterwarnings("ignore", message="Full backward hook is firing")
+        return self
+
+    def __exit__(self, *exc):
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+        self._warnings.__exit__(*exc)
+        return False
+
+    def _hook(self, name):
+        def hook(module, grad_input, grad_output):
+            self.events.append(HookEvent(name, all(finite(g) for g in grad_output),
+                                         all(finite(g) for g in grad_input)))
+        return hook
+
+    def origin(self) -> str | None:
+        for e in self.events:
+            if e.grad_output_finite and not e.grad_input_finite:
+                return e.module
+        return None
+
+    def clear(self):
+        self.events.clear()
+
+
+class GradWatch:
+    """``tensor.register_hook`` on named intermediates: each gradient as it passes, finite or not."""
+
+    def __init__(self):
+        self.seen: list[tuple[str, bool]] = []
+
+    def watch(self, name: str, t: torch.Tensor) -> torch.Tensor:
+        t.register_hook(lambda g: self.seen.append((name, finite(g))))
+        return t
+
+    def first_nonfinite(self) -> str | None:
+        return next((n for n, ok in self.seen if not ok), None)
+
+
+# =================================================================================================
+# Memory that grows
+# =================================================================================================
+
+def _tensors_in(obj, seen=None) -> list[torch.Tensor]:
+    """Tensors held by ``obj``: itself, or inside lists, tuples, dicts, or a module's plain attributes."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return []
+    seen.add(id(obj))
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    out = []
+    if isinstance(obj, (list, tuple, set)):
+        for item in obj:
+            out += _tensors_in(item, seen)
+    elif isinstance(obj, dict):
+        for item in obj.values():
+            out += _tensors_in(item, seen)
+    elif isinstance(obj, nn.Module):
+        for module in obj.modules():
+            for key, value in vars(module).items():
+                if not key.startswith("_"):
+                    out += _tensors_in(value, seen)
+    return out
+
+
+def held_bytes(*objs) -> int:
+    """Bytes of the distinct storages that the graphs under the tensors in ``objs`` keep for backward
+    (saved tensors not yet freed; unit 05's bill, read from the graph instead of the forward pass)."""
+    storages = {}
+    for t in (t for obj in objs for t in _tensors_in(obj)):
+        if t.grad_fn is None:
+            continue
+        for s in probes.saved_tensors(t):
+            if s.state == "ok" and not s.wrapped:
+                storages[s.storage] = s.bytes
+    return sum(storages.values())
+
+
+def graphs_held(obj) -> list[str]:
+    """Names of the plain attributes of ``obj``'s modules (``name.attr``) that hold a tensor with a graph,
+    directly or in a list, tuple or dict: a graph that outlives the step that made it."""
+    out = []
+    modules = obj.named_modules() if isinstance(obj, nn.Module) else [("", obj)]
+    for name, module in modules:
+        for key, value in vars(module).items():
+            if key.startswith("_"):
+                continue
+            if any(t.grad_fn is not None for t in _tensors_in(value)):
+                out.append(f"{name}.{key}" if name else key)
+    return out
+
+
+class ModuleBill:
+    """The saved-tensor bill per module: every save made while a module's forward runs is charged to
+    the innermost module running, by distinct storage, to the first module that saved it. Use as a context manager around forward passes;
+    ``bytes`` maps module name to bytes saved, ``owner(storage)`` the module that saved a storage last."""
+
+    def __init__(self, model: nn.Module):
+        self.model = model
+        self.bytes: dict[str, int] = {}
+        self._owner: dict[int, tuple] = {}     # storage address -> (module that saved it first, bytes, tensor)
+        self._stack: list[str] = []
+        self._stack_ctx = contextlib.ExitStack()
+
+    def __enter__(self):
+        for name, module in self.model.named_modules():
+            if not name:
+                continue
+            self._stack_ctx.callback(module.register_forward_pre_hook(
+                lambda m, args, name=name: self._stack.append(name)).remove)
+            self._stack_ctx.callback(module.register_forward_hook(
+                lambda m, args, out: self._stack.pop() and None).remove)
+        self._stack_ctx.enter_context(torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t))
+        return self
+
+    def __exit__(self, *exc):
+        self._stack_ctx.close()
+        return False
+
+    def _pack(self, t):
+        storage = t.untyped_storage()
+        key = storage.data_ptr()
+        before = self._owner.get(key)
+        if before is None or before[2]() is None:       # a storage not seen yet (or its address reused)
+            who = self._stack[-1] if self._stack else "(outside any module)"
+            self._owner[key] = (who, storage.nbytes(), weakref.ref(t))
+            self.bytes[who] = self.bytes.get(who, 0) + storage.nbytes()
+        return t
+
+    def held(self, *objs) -> dict[str, int]:
+        """Bytes the graphs under ``objs`` still keep, per module that saved them."""
+        out: dict[str, int] = {}
+        storages = {}
+        for t in (t for obj in objs for t in _tensors_in(obj)):
+            if t.grad_fn is None:
+                continue
+            for s in probes.saved_tensors(t):
+                if s.state == "ok" and not s.wrapped:
+                    storages[s.storage] = s.bytes
+        for key, nbytes in storages.items():
+            who = self._owner.get(key, ("(not seen)",))[0]
+            out[who] = out.get(who, 0) + nbytes
+        return dict(sorted(out.items()))
+
+
+@contextlib.contextmanager
+def _quiet_fds():
+    """Send the process's own stdout and stderr (file descriptors 1 and 2) to /dev/null for a block:
+    the profiler's C++ side writes a timestamped line there that would otherwise reach the notebook."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    saved = [os.dup(1), os.dup(2)]
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved + [null]:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def quiet_profile():
+    """``torch.profiler.profile(activities=[ProfilerActivity.CPU], profile_memory=True)`` with the
+    profiler's native log lines (written straight to file descriptors 1 and 2, with timestamps) kept out
+    of the notebook for the whole window. Yields the profiler. Python's own print still shows in a notebook."""
+    from torch.profiler import ProfilerActivity, profile
+    with _quiet_fds(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        yield prof
+
+
+def net_allocated(prof) -> int:
+    """Bytes allocated and not freed inside the profiled window, summed over every operator's
+    self CPU memory (allocations count positive, frees negative)."""
+    return sum(e.self_cpu_memory_usage for e in prof.key_averages())
+
+
+def gc_tensor_cycles(make: Callable[[], Any]) -> tuple[list[tuple], bool]:
+    """Call ``make()`` (it builds objects and drops them), then run the collector with
+    ``torch.utils.viz._cycles.observe_garbage`` watching. Returns the shapes of the tensors the
+    collector found in reference cycles, and whether the object ``make`` returned a weak
+    reference to is still alive afterwards. A tensor still alive has its ``.grad`` set to None, which
+    breaks a create_graph cycle, so the call leaks nothing."""
+    from torch.utils.viz._cycles import observe_garbage
+    gc.collect()
+    found: list[tuple] = []
+
+    def observer(garbage):
+        found.extend(tuple(o.shape) for o in garbage if isinstance(o, torch.Tensor))
+    ref = make()
+    remove = observe_garbage(observer)
+    try:
+        gc.collect()
+    finally:
+        remove()
+    gc.collect()
+    alive = ref() is not None
+    if alive:
+        ref().grad = None
+        gc.collect()
+    return found, alive
+
+
+# =================================================================================================
+# A loop someone else wrote (the checklist's subject; no course helper wraps it)
+# =================================================================================================
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 6)
+        self.gate = nn.Linear(4, 6)
+
+    def forward(self, x):
+        return torch.tanh(self.proj(x)) * torch.sigmoid(self.gate(x)).detach()
+
+
+class Regressor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = Encoder()
+        self.head = nn.Linear(6, 1)
+        self.history = []
+
+    def forward(self, x):
+        h = self.encoder(x)
+        self.history.append(h.mean())
+        return self.head(h).squeeze(-1)
+
+
+def their_setup(seed: int = 12):
+    """The model, optimizer and data of the checklist section, as their author wrote them."""
+    torch.manual_seed(seed)
+    model = Regressor()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    model.head = nn.Linear(6, 1)           # "a fresh head for the new task", after the optimizer was made
+    batches = [(torch.randn(8, 4), torch.randn(8)) for _ in range(4)]
+    return model, opt, batches
+
+
+def their_step(model, opt, x, y):
+    """Their training step."""
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss
+
+
+# =================================================================================================
+# The exercise's generated training setups
+# =================================================================================================
+
+NONFINITE = "non-finite gradient"
+LEAK = "growing memory"
+FROZEN = "frozen parameter"
+STALE = "stale graph"
+NO_FAULT = "no fault"
+FAULTS = (NONFINITE, LEAK, FROZEN, STALE)
+VERDICTS = FAULTS + (NO_FAULT,)
+STEPS = 3
+
+
+class RootGate(nn.Module):
+    """sqrt where positive, 0 elsewhere."""
+
+    def forward(self, x):
+        return torch.where(x > 0, x.sqrt(), 0.0)
+
+
+class LogGate(nn.Module):
+    """log where positive, 0 elsewhere."""
+
+    def forward(self, x):
+        return torch.where(x > 0, (x + 1).log() + x.log() * 0.1, 0.0)
+
+
+class InvGate(nn.Module):
+    """1/x where nonzero, 0 elsewhere."""
+
+    def forward(self, x):
+        return torch.where(x != 0, 1 / (1 + x.abs()) + 0.1 / x, 0.0)
+
+
+class SafeRoot(nn.Module):
+    """sqrt where positive, 0 elsewhere; the input masked first."""
+
+    def forward(self, x):
+        safe = torch.where(x > 0, x, 1.0)
+        return torch.where(x > 0, safe.sqrt(), 0.0)
+
+
+class Smoother(nn.Module):
+    """Subtracts a running mean of its inputs."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.avg = torch.zeros(width)
+
+    def forward(self, x):
+        self.avg = 0.9 * self.avg + 0.1 * x.mean(0)
+        return x - self.avg
+
+
+class DetachedSmoother(nn.Module):
+    """Subtracts a running mean of its inputs."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.avg = torch.zeros(width)
+
+    def forward(self, x):
+        self.avg = (0.9 * self.avg + 0.1 * x.mean(0)).detach()
+        return x - self.avg
+
+
+class Recorder(nn.Module):
+    """Keeps what passed through, for a plot later."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def forward(self, x):
+        self.seen.append(x)
+        return x
+
+
+class Tally(nn.Module):
+    """Keeps a running total of how active its input was, for a log."""
+
+    def __init__(self):
+        super().__init__()
+        self.total = 0.0
+
+    def forward(self, x):
+        self.total = self.total + x.abs().mean()
+        return x
+
+
+class ItemTally(nn.Module):
+    """Keeps a running total of how active its input was, for a log."""
+
+    def __init__(self):
+        super().__init__()
+        self.total = 0.0
+
+    def forward(self, x):
+        self.total = self.total + x.abs().mean().item()
+        return x
+
+
+class CopyRecorder(nn.Module):
+    """Keeps what passed through, for a plot later."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def forward(self, x):
+        self.seen.append(x.detach())
+        return x
+
+
+class Probe(nn.Module):
+    """A side branch whose output is returned as is."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.lin(x).detach()
+
+
+class StopInput(nn.Module):
+    """A linear layer that does not send gradients back to its input."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.lin(x.detach())
+
+
+class NoGradMix(nn.Module):
+    """Mixes in a linear map of its input, computed without recording."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+
+    def forward(self, x):
+        with torch.no_grad():
+            mixed = self.lin(x)
+        return x + mixed
+
+
+class LoggedMix(nn.Module):
+    """Mixes in a linear map of its input, and keeps its norm for a log."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+        self.norms = []
+
+    def forward(self, x):
+        out = x + self.lin(x)
+        with torch.no_grad():
+            self.norms.append(out.norm())
+        return out
+
+
+class CachedShift(nn.Module):
+    """Adds a learned shift, computed from a fixed seed vector the first time."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+        self.register_buffer("seed_vec", torch.linspace(-1, 1, width))
+        self.shift = None
+
+    def forward(self, x):
+        if self.shift is None:
+            self.shift = torch.tanh(self.lin(self.seed_vec))
+        return x + self.shift
+
+
+class FreshShift(nn.Module):
+    """Adds a learned shift, computed from a fixed seed vector."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+        self.register_buffer("seed_vec", torch.linspace(-1, 1, width))
+
+    def forward(self, x):
+        shift = torch.tanh(self.lin(self.seed_vec))
+        return x + shift
+
+
+class CachedScale(nn.Module):
+    """Scales by a learned factor, squashed once and reused."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.raw = nn.Parameter(torch.linspace(0.5, 1.5, width))
+        self.scale = None
+
+    def forward(self, x):
+        if self.scale is None:
+            self.scale = torch.sigmoid(self.raw) * 2
+        return x * self.scale
+
+
+# kind -> (class, takes a width, where it may sit: "act" after an activation, "lin" right after a Linear)
+PLANTS = {
+    NONFINITE: [(RootGate, False, "lin"), (LogGate, False, "relu"), (InvGate, False, "relu")],
+    LEAK: [(Recorder, False, "any"), (Tally, False, "any")],
+    FROZEN: [(Probe, True, "any"), (StopInput, True, "any"), (NoGradMix, True, "any")],
+    STALE: [(CachedShift, True, "any"), (CachedScale, True, "any"), (Smoother, True, "any")],
+    NO_FAULT: [(SafeRoot, False, "lin"), (DetachedSmoother, True, "any"), (CopyRecorder, False, "any"),
+               (LoggedMix, True, "any"), (FreshShift, True, "any"), (ItemTally, False, "any")],
+}
+SPECIAL_NAMES = ("mid", "block", "extra", "layer")
+
+
+def mse(out, y):
+    return ((out - y) ** 2).mean()
+
+
+def mae(out, y):
+    return (out - y).abs().mean()
+
+
+class Model(nn.Sequential):
+    """nn.Sequential with named children, flattening the last output to one number per row."""
+
+    def forward(self, x):
+        return super().forward(x).squeeze(-1)
+
+
+@dataclass
+class SetupCase:
+    """One generated training setup. ``planted`` and ``where`` stay here, never in what fresh() returns."""
+
+    seed: int
+    planted: str
+    cls: type
+    width: int
+    inputs: int
+    act: str
+    after: str              # "lin" (right after the first Linear) or "act" (after the activation)
+    special: str
+    loss_name: str
+    rows: int
+    output: str = "model"
+
+    @property
+    def size(self) -> int:
+        return len(self.layer_code())
+
+    @property
+    def label(self) -> str:
+        return f"setup #{self.seed} ({self.cls.__name__} as {self.special!r})"
+
+    def layer_code(self) -> list[str]:
+        w = self.width
+        arg = str(w) if self.cls in _TAKES_WIDTH else ""
+        act = f"nn.{'ReLU' if self.act == 'relu' else 'Tanh'}()"
+        layers = [("enc", f"nn.Linear({self.inputs}, {w})")]
+        special = (self.special, f"{self.cls.__name__}({arg})")
+        if self.after == "lin":
+            layers += [special, ("act", act)]
+        else:
+            layers += [("act", act), special]
+        layers.append(("head", f"nn.Linear({w}, 1)"))
+        return layers
+
+    @property
+    def source(self) -> str:
+        lines = [inspect.getsource(self.cls).rstrip(), "",
+                 f"torch.manual_seed({self.seed})",
+                 "model = Model(OrderedDict(["]
+        lines += [f"    ({name!r}, {code})," for name, code in self.layer_code()]
+        lines += ["]))", f"loss_fn = {self.loss_name}",
+                  f"batches = [(torch.randn({self.rows}, {self.inputs}), torch.randn({self.rows})) "
+                  f"for _ in range({STEPS})]",
+                  f"diagnose(model, loss_fn, batches)"]
+        return "\n".join(lines)
+
+    def fresh(self) -> dict:
+        torch.manual_seed(self.seed)
+        ns = {"nn": nn, "torch": torch, "OrderedDict": OrderedDict, "Model": Model, self.cls.__name__: self.cls}
+        layers = OrderedDict((name, eval(code, ns)) for name, code in self.layer_code())
+        model = Model(layers)
+        batches = [(torch.randn(self.rows, self.inputs), torch.randn(self.rows)) for _ in range(STEPS)]
+        return {"model": model, "loss_fn": {"mse": mse, "mae": mae}[self.loss_name], "batches": batches}
+
+    def drawing(self, ns=None) -> str:
+        try:
+            with torch_state.clean_room():
+                return readings(**self.fresh())
+        except Exception as exc:          # a drawing never stops a verdict
+            return f"(the readings could not be taken: {type(exc).__name__})"
+
+    drawing_label = "the checklist's readings"
+
+    def __repr__(self):
+        return f"<{self.label}>"
+
+
+_TAKES_WIDTH = {Smoother, DetachedSmoother, Probe, StopInput, NoGradMix, LoggedMix, CachedShift, FreshShift,
+                CachedScale}
+
+
+# --- the grader's diagnosis --------------------------------------------------------------------
+
+@dataclass
+class Finding:
+    kind: str
+    where: frozenset = frozenset()     # module names, any of which is accepted
+    evidence: str = ""
+
+    def __repr__(self):
+        at = f" at {', '.join(sorted(self.where))}" if self.where else ""
+        return f"<{self.kind}{at}: {self.evidence}>"
+
+
+def _owner(model: nn.Module, pname: str) -> str:
+    return pname.rsplit(".", 1)[0] if "." in pname else ""
+
+
+def _graph_holders(model: nn.Module) -> frozenset:
+    return frozenset(h.rsplit(".", 1)[0] for h in graphs_held(model))
+
+
+def _cuts(model: nn.Module, loss_fn, x, y) -> set[str]:
+    """Modules (and the modules around them) where the path stops: the input required grad, yet the output
+    does not, or backward sends the input no gradient. Runs one more forward and backward."""
+    entered, found, handles = {}, set(), []
+    for name, module in model.named_modules():
+        if not name:
+            continue
+
+        def forward_hook(m, args, out, name=name):
+            entered[name] = any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+            if entered[name] and isinstance(out, torch.Tensor) and not out.requires_grad:
+                found.add(name)
+
+        def backward_hook(m, grad_input, grad_output, name=name):
+            if entered.get(name) and all(g is None for g in grad_input):
+                found.add(name)
+        handles.append(module.register_forward_hook(forward_hook))
+        handles.append(module.register_full_backward_hook(backward_hook))
+    try:
+        loss = loss_fn(model(x), y)
+        if loss.requires_grad:
+            loss.backward()
+    finally:
+        for h in handles:
+            h.remove()
+    return found | {n.rsplit(".", 1)[0] for n in found if "." in n}
+
+
+def diagnose(model: nn.Module, loss_fn, batches) -> Finding:
+    """The checklist, run step by step on a fresh SGD over the model's parameters: a backward that
+    raises, the first module whose backward made a gradient non-finite, a parameter step 1's backward
+    does not reach, a graph a module keeps from step to step."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    names = dict(model.named_parameters())
+    depths = []
+    for step, (x, y) in enumerate(batches, start=1):
+        opt.zero_grad()
+        with BackwardWatch(model) as watch:
+            loss = loss_fn(model(x), y)
+            depths.append(probes.depth(loss))
+            try:
+                loss.backward()
+            except RuntimeError as exc:
+                return Finding(STALE, _graph_holders(model), f"step {step}'s backward raised: {exc}".split("\n")[0])
+        origin = watch.origin()
+        bad = [n for n, p in names.items() if not finite(p.grad)]
+        if origin is not None or bad:
+            where = {origin} if origin is not None else {_owner(model, n) for n in bad}
+            return Finding(NONFINITE, frozenset(where), "a module's backward returned a non-finite gradient")
+        if step == 1:
+            frozen = [n for n, p in names.items() if p.grad is None]
+            if frozen:
+                where = {_owner(model, n) for n in frozen} | _cuts(model, loss_fn, x, y)
+                return Finding(FROZEN, frozenset(where), f"no gradient reached {', '.join(frozen)}")
+        opt.step()
+    holders = _graph_holders(model)
+    if holders:
+        return Finding(LEAK, holders, f"depth per step {depths}; graphs kept by {', '.join(sorted(holders))}")
+    return Finding(NO_FAULT, frozenset(), f"every check came back clean; depth per step {depths}")
+
+
+def readings(model: nn.Module, loss_fn, batches) -> str:
+    """What the checklist reads on each step, as text (shown beside a failing case)."""
+    rows = []
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    names = dict(model.named_parameters())
+    for step, (x, y) in enumerate(batches, start=1):
+        opt.zero_grad()
+        with BackwardWatch(model) as watch:
+            loss = loss_fn(model(x), y)
+            row = f"step {step}: loss depth {probes.depth(loss)}"
+            try:
+                loss.backward()
+            except RuntimeError as exc:
+                rows.append(row + f"; backward raised: {str(exc).split('.')[0]}")
+                break
+        origin = watch.origin()
+        row += f"; first non-finite gradient made by: {origin if origin is not None else 'none'}"
+        row += f"; no .grad after backward: {', '.join(n for n, p in names.items() if p.grad is None) or 'none'}"
+        opt.step()
+        row += f"; module attributes holding a graph: {', '.join(graphs_held(model)) or 'none'}"
+        rows.append(row)
+    return "\n".join(rows)
+
+
+# --- generation ---------------------------------------------------------------------------------
+
+def generate(seed: int, kind: str, cls: type | None = None, variant: int | None = None) -> SetupCase:
+    rng = random.Random(seed)
+    options = [p for p in PLANTS[kind] if cls is None or p[0] is cls]
+    cls, _, place = rng.choice(options)
+    act = rng.choice(["relu", "tanh"])
+    if place == "relu":
+        act, after = "relu", "act"
+    elif place == "lin":
+        after = "lin" if (rng.random() < 0.5 if variant is None else variant % 2 == 0) else "act"
+        if after == "act":
+            act = "tanh"
+    else:
+        after = rng.choice(["lin", "act"])
+    return SetupCase(seed=seed, planted=kind, cls=cls, width=rng.choice([3, 4, 5]), inputs=rng.choice([2, 3]),
+                     act=act, after=after, special=rng.choice(SPECIAL_NAMES), loss_name=rng.choice(["mse", "mae"]),
+                     rows=rng.choice([4, 6]))
+
+
+def _shows(case: SetupCase) -> bool:
+    """The planted fault really shows (and a decoy really trains): checked by the grader's own diagnosis."""
+    with torch_state.clean_room():
+        found = diagnose(**case.fresh())
+    if found.kind != case.planted:
+        return False
+    if case.planted == FROZEN:
+        return bool(found.where)
+    return case.planted == NO_FAULT or case.special in found.where
+
+
+def cases(per_kind: int = 4, decoys: int = 6, seed: int = 1212) -> list[SetupCase]:
+    """``per_kind`` setups for each fault and ``decoys`` healthy ones (the module classes of each kind in
+    turn), smallest first; a setup is kept only if its fault shows in torch's record."""
+    out, seen = [], set()
+    attempt = 0
+    for kind in VERDICTS:
+        classes = [c for c, _, _ in PLANTS[kind]]
+        for i in range(per_kind if kind != NO_FAULT else decoys):
+            while True:
+                attempt += 1
+                case = generate(seed * 1000 + attempt, kind, classes[i % len(classes)], i // len(classes))
+                key = (case.cls, case.width, case.inputs, case.act, case.after)
+                if key not in seen and _shows(case):
+                    break
+            seen.add(key)
+            out.append(case)
+    return sorted(out, key=lambda c: (c.width, c.inputs, c.seed))
