@@ -67,7 +67,7 @@ class StoreVerdict(pytest.Item):
     def runtest(self):
         from grader.engine import progress
         from grader.engine.course import unit_id
-        from grader.engine.store import Store, FILENAME
+        from grader.engine.store import FILENAME, Store
 
         path = Path(str(self.nbfile.fspath))
         uid = unit_id(path.stem)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.instructor import classview
 from grader.engine.question import all_questions
+from grader.instructor import classview
 
 
 def _self_test_with_note():

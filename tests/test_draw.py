@@ -6,7 +6,6 @@ import torch
 from torch import nn
 
 from grader import draw
-
 from grader.learner import drawing
 
 
@@ -160,6 +159,7 @@ def test_a_wide_drawing_fits_the_notebook_column():
 
 def test_a_drawing_without_saved_tensors_claims_no_bill():
     import torch
+
     from grader import draw
     w = torch.tensor(2.0, requires_grad=True)
     text = draw((w * w).sin(), saved=False).text()

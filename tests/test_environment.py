@@ -7,9 +7,9 @@ import subprocess
 import sys
 import threading
 import time
-import tomllib
 from pathlib import Path
 
+import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -150,8 +150,9 @@ def test_restore_puts_grader_cells_back_and_reports_deleted_ones(tmp_path):
 
 def test_a_store_is_read_as_data(tmp_path):
     import os
-    from grader.instructor.grading.pipeline import read_events
+
     from grader.engine.store import Store
+    from grader.instructor.grading.pipeline import read_events
     home, scratch = tmp_path / "home", tmp_path / "scratch"
     home.mkdir(), scratch.mkdir()
     Store(home / "progress.sqlite3").append("00", "00.warmup-square", "check", "correct", 6.0)

@@ -12,10 +12,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.instructor.grading import gradebook, roster, scores, verify as vs
-from grader.instructor.grading.pipeline import Outcome, Submission, _template, _what_the_copy_holds
 from grader.engine.question import get
 from grader.engine.store import Event
+from grader.instructor.grading import gradebook, roster, scores
+from grader.instructor.grading import verify as vs
+from grader.instructor.grading.pipeline import Outcome, Submission, _template, _what_the_copy_holds
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLVED_00 = ROOT / "solutions" / "00_start_here.ipynb"

@@ -41,10 +41,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.instructor import classview, hub
 from grader.engine import progress
 from grader.engine.question import all_questions
 from grader.engine.store import Store
+from grader.instructor import classview, hub
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"

@@ -3,9 +3,9 @@ import pytest
 import torch
 
 from grader import check, predict, reveal
-from grader.engine.torch_state import snapshot
 from grader.engine.kinds import Function
 from grader.engine.question import all_questions
+from grader.engine.torch_state import snapshot
 from tests.reference import REFERENCE
 
 
@@ -54,6 +54,7 @@ def test_learner_state_survives_every_question(mode):
 
 def test_autocast_modes_hooks_switch_and_warn_only_do_not_reach_the_truth():
     from torch.overrides import TorchFunctionMode
+
     from grader.engine.question import get
 
     class FortyTwo(TorchFunctionMode):
@@ -80,7 +81,6 @@ def test_autocast_modes_hooks_switch_and_warn_only_do_not_reach_the_truth():
 
 
 def test_loading_the_questions_leaves_the_learners_random_streams_alone():
-    import random
     import subprocess
     import sys
     code = ("import random, torch; torch.manual_seed(7); random.seed(7); a, b = torch.get_rng_state(), random.getstate();"

@@ -4,7 +4,22 @@ import math
 import pytest
 import torch
 
-from grader.engine.kinds import NO_ERROR, BadAnswer, Boolean, Choice, Error, ErrorOutcome, Name, Names, Number, Sequence, Unanswered, node_key, saved_key, stable_part
+from grader.engine.kinds import (
+    NO_ERROR,
+    BadAnswer,
+    Boolean,
+    Choice,
+    Error,
+    ErrorOutcome,
+    Name,
+    Names,
+    Number,
+    Sequence,
+    Unanswered,
+    node_key,
+    saved_key,
+    stable_part,
+)
 
 
 @pytest.mark.parametrize("kind", [Boolean(), Number(), Names(), Sequence(), Name(), Choice("a", "b"),

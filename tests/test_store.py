@@ -115,6 +115,7 @@ def test_a_read_only_file_keeps_its_history_in_memory(tmp_path, monkeypatch):
 def test_a_store_from_a_newer_version_is_read_as_it_is_and_never_moved(tmp_path):
     import hashlib
     import warnings
+
     from grader.engine.store import SCHEMA_VERSION
     path = tmp_path / "progress.sqlite"
     first = Store(path)

@@ -5,8 +5,8 @@ import re
 import nbformat
 import pytest
 
-from grader.engine.question import of_unit
 from grader.engine.kinds import Name
+from grader.engine.question import of_unit
 
 NOTEBOOKS = {"00": "solutions/00_start_here.ipynb",
              "01": "solutions/01_what_the_forward_pass_records.ipynb",

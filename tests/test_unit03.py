@@ -10,7 +10,6 @@ from grader.engine.question import get
 from grader.units.unit03 import questions as unit03
 from tests.reference.unit03 import make_watch, three_ways
 
-
 # --- the watch exercise's loops ---------------------------------------------------------------
 
 LOOPS = unit03._loop_cases()

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from grader import check
-from grader.probes import traces
 from grader.engine.question import get
+from grader.probes import traces
 from grader.units.unit04 import questions as unit04
 from tests.reference import unit04 as ref
 

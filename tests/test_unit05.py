@@ -8,8 +8,6 @@ import random
 
 import pytest
 
-
-
 from grader import probes
 from grader.engine.kinds import Error, ErrorOutcome
 from grader.units.unit05 import questions as unit05

@@ -8,8 +8,14 @@ import torch
 from grader import check
 from grader.engine import question as registry
 from grader.units.unit07 import questions as unit07
-from tests.reference.unit07 import (REFERENCE, Pair, pack_keeps_the_tensor, pack_with_version, predict_inplace,
-                                    unpack_checked)
+from tests.reference.unit07 import (
+    REFERENCE,
+    Pair,
+    pack_keeps_the_tensor,
+    pack_with_version,
+    predict_inplace,
+    unpack_checked,
+)
 
 
 def truth(qid):

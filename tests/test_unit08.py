@@ -7,7 +7,7 @@ import torch
 
 from grader import check, probes
 from grader.units.unit08 import questions as unit08
-from grader.units.unit08.questions import Recurrence, carried_loop, chunked_grads, the_loop, tbptt_cases
+from grader.units.unit08.questions import Recurrence, carried_loop, chunked_grads, tbptt_cases, the_loop
 from tests.reference.unit08 import tbptt_grads
 
 

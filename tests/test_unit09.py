@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from grader import check
-from grader.engine import torch_state
 from grader.engine import question as registry
+from grader.engine import torch_state
 from grader.units.unit09 import questions as unit09
 from tests.reference.unit09 import REFERENCE, Pair, pack_half, unpack_half
 
@@ -99,6 +99,7 @@ def test_a_pack_that_keeps_its_own_output_is_refused_as_a_leak():
 def test_checkpoint_caveats_hold_on_this_torch():
     assert truth("09.checkpoint-bn") == (1, 2)
     import warnings
+
     from torch.utils.checkpoint import checkpoint
     model, x = unit09.block_chain(batch=8)
     with warnings.catch_warnings(record=True) as caught:

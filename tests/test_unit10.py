@@ -7,10 +7,29 @@ import time
 import pytest
 import torch
 
-from grader.units.unit10 import capstone
 from grader import check
-from grader.units.unit10.capstone import CARRIED, DEPTH, DETACHED, FACTS, GRADS, IN_PLACE, KINDS, MOVES, NO_FAULT, NO_GRAD, NOT_CLEARED, REBOUND, RUNS, STALE, VERDICTS, diagnose, prove, step_through
+from grader.units.unit10 import capstone
 from grader.units.unit10 import questions as unit10
+from grader.units.unit10.capstone import (
+    CARRIED,
+    DEPTH,
+    DETACHED,
+    FACTS,
+    GRADS,
+    IN_PLACE,
+    KINDS,
+    MOVES,
+    NO_FAULT,
+    NO_GRAD,
+    NOT_CLEARED,
+    REBOUND,
+    RUNS,
+    STALE,
+    VERDICTS,
+    diagnose,
+    prove,
+    step_through,
+)
 from tests.reference import unit10 as ref
 
 CASES = unit10._cases()

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from grader import check
-from grader.units.unit12 import questions as unit12, support as kit
-from grader.units.unit12.support import FAULTS, FROZEN, LEAK, NO_FAULT, NONFINITE, STALE, VERDICTS
+from grader.units.unit12 import questions as unit12
+from grader.units.unit12 import support as kit
+from grader.units.unit12.support import FROZEN, LEAK, NONFINITE, STALE, VERDICTS
 from tests.reference import unit12 as ref
 
 CASES = unit12._cases()

@@ -1,6 +1,5 @@
 """Unit 13: the facts the notebook states still hold on this torch, the instruments measure what they claim,
 the generated cases cover what they must, and odd answers to the two exercises get one clear line."""
-import pytest
 import torch
 
 from grader import check

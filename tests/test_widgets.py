@@ -9,13 +9,13 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 from grader import check, mark_passed, predict, reset, reveal
-from grader.learner import display, widgets
 from grader.engine import progress
 from grader.engine.kinds import Choice, Error
 from grader.engine.question import Question, get
 from grader.engine.results import Result
 from grader.engine.store import current
-from grader.learner.widgets import PredictionWidget, UnitPanel, CourseMap
+from grader.learner import display, widgets
+from grader.learner.widgets import CourseMap, PredictionWidget, UnitPanel
 
 
 def events(unit):
@@ -287,9 +287,11 @@ def test_course_map_shows_every_unit_state_and_prerequisites():
 
 def test_without_ipywidgets_everything_is_text(monkeypatch):
     import sys
-    from grader.learner import labs
-    from grader import stepper
+
     import torch
+
+    from grader import stepper
+    from grader.learner import labs
     monkeypatch.setitem(sys.modules, "ipywidgets", None)       # import ipywidgets now fails
     assert not display.widgets_available()
     assert widgets.ask(get("01.pow-node")) is None

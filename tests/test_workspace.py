@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.learner import workspace as ws
-from grader.instructor.cli import main
 from grader.instructor.build import build
+from grader.instructor.cli import main
+from grader.learner import workspace as ws
 
 ROOT = Path(__file__).resolve().parent.parent
 DAY = datetime.date(2031, 5, 4)

@@ -326,7 +326,7 @@ def report(version: str, facts: dict, ver: dict, nb: dict, command: str, total_s
         verdict = f"the course holds on torch {version}"
     out += ["| check | result |", "|---|---|",
             f"| live answers: `python -m grader verify` ({ver['seconds']:.0f} s) | {answers} |",
-            f"| strict nbval over `solutions/`" + (f" ({nb['seconds'] / 60:.1f} min)" if nb["seconds"] else "")
+            "| strict nbval over `solutions/`" + (f" ({nb['seconds'] / 60:.1f} min)" if nb["seconds"] else "")
             + f" | {cells} |",
             f"| verdict | {verdict} |",
             ""]

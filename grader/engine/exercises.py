@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from grader.engine import torch_state, limits
+from grader.engine import limits, torch_state
 from grader.engine.kinds import BadAnswer, Function, Unanswered, short, snapshot
 from grader.engine.results import Result
 
@@ -95,7 +95,7 @@ def run_exercise(q, answer) -> Result:
     rows.append(("smallest failing case", case.source))
     try:
         with torch_state.clean_room():
-            rows.append((getattr(case, "drawing_label", "its graph"), case.drawing()))
+            rows.append((case.drawing_label or "its graph", case.drawing()))
     except Exception:
         pass
     if problem:

@@ -18,7 +18,9 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from typing import Any, Callable, Iterable, NamedTuple, Sequence as Seq
+from collections.abc import Callable, Iterable
+from collections.abc import Sequence as Seq
+from typing import Any, NamedTuple
 
 
 class Unanswered(Exception):
@@ -675,8 +677,8 @@ class Error(Kind):
 class Function(Kind):
     """A learner-written function, run on generated cases; ``returns`` reads each result.
 
-    ``cases()`` gives the cases, smallest first (each has ``fresh()``,
-    ``source``, ``label``, ``drawing()``); ``call(fn, case, ns)`` calls the
+    ``cases()`` gives the cases, smallest first, each a :class:`grader.engine.cases.Case`;
+    ``call(fn, case, ns)`` calls the
     learner's function on a fresh build ``ns`` of the case (by default on
     ``ns[case.output]``); ``convert(raw, case, ns)`` turns what it returned
     into an answer ``returns`` can read (tensors into names, say).

@@ -24,8 +24,10 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+from collections.abc import Callable
+from collections.abc import Sequence as Seq
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence as Seq
+from typing import Any
 
 from grader.engine import torch_state
 from grader.engine.course import UNITS, unit_id

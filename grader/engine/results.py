@@ -7,8 +7,9 @@ can compare stored outputs.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 MARKS = {
     "correct": "✓",

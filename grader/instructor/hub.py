@@ -211,7 +211,7 @@ class Hub:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 150) -> "Hub":
+    def start(self, timeout: float = 150) -> Hub:
         passwords = self.state / "passwords.json"
         passwords.write_text(json.dumps(self.users))
         passwords.chmod(0o600)

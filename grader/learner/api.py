@@ -11,10 +11,12 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from grader.engine import progress, question as registry
+from grader.engine import progress
+from grader.engine import question as registry
 from grader.engine.course import UNITS, leads_to, unit_id
 from grader.engine.exercises import run_exercise
 from grader.engine.kinds import BadAnswer, Function, Unanswered, short, snapshot

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 _OFF = ("0", "false", "no", "off")

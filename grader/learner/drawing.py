@@ -23,8 +23,9 @@ text/plain is an indented tree that is deterministic, so nbval can compare it
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 

@@ -18,20 +18,21 @@ from __future__ import annotations
 
 import ast
 import html
-import os
 import re
+from collections.abc import Callable
 from dataclasses import fields
-from typing import Any, Callable
+from typing import Any
 
 from grader.engine import results
 from grader.engine.results import Result
 from grader.learner import api
 from grader.learner.display import Shown, css_name, view_of, widgets_available
 
+
 class Asked(Result):
     """A ``Result`` (verdict 'unanswered') that also carries the prediction widget to display."""
 
-    def __init__(self, result: Result, widget: "PredictionWidget"):
+    def __init__(self, result: Result, widget: PredictionWidget):
         super().__init__(**{f.name: getattr(result, f.name) for f in fields(Result)})
         self.widget = widget
 
@@ -116,6 +117,7 @@ def saved_vocabulary() -> list[str]:
     """Names of the tensor-valued ``_saved_*`` attributes common nodes have, asked of torch."""
     if "saved" not in _VOCABULARY:
         import torch
+
         from grader.probes import saved_attributes
         found = set()
         try:
@@ -252,6 +254,7 @@ def _names_input(kind) -> Input:
 
 def _sequence_input(kind) -> Input:
     import ipywidgets as W
+
     from grader.engine.kinds import node_key
     offered = offered_names(kind)
     if kind.key is node_key:
@@ -367,6 +370,7 @@ class PredictionWidget:
 
     def __init__(self, q, state=None, mode: str = "predict"):
         import weakref
+
         import ipywidgets as W
         self.q = q
         self.mode = mode

@@ -23,11 +23,11 @@ cannot be told from ``torch.tensor(True)``, so ``draw`` counts its one byte.)
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import torch
-
 
 # --- graph shape ----------------------------------------------------------------
 

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import torch
 
-from grader.engine import torch_state
 from grader import probes
+from grader.engine import torch_state
 
 # --- the trace ------------------------------------------------------------------------------
 

@@ -13,13 +13,14 @@ failure found is the smallest one and can be shown as code and as a graph.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 
-from grader.engine import torch_state
 from grader import probes
+from grader.engine import torch_state
 
 # name -> (template, weight). {x} and {y} are operands; {n} the vector length.
 BINARY = {"add": ("{x} + {y}", 3), "mul": ("{x} * {y}", 3), "sub": ("{x} - {y}", 1)}

@@ -1,7 +1,6 @@
 """Unit 02's exercises: known-good implementations, written the way a learner would, and plausible bugs."""
 import torch
 
-
 # --- 02.grad-timeline ---------------------------------------------------------------------
 
 def grad_timeline(leaves, forward):

@@ -1,7 +1,6 @@
 """Unit 03's exercises: known-good implementations, written as a learner would, and plausible bugs."""
 import torch
 
-
 # --- 03.nonfinite-watch --------------------------------------------------------------------
 
 def make_watch():

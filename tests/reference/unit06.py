@@ -1,7 +1,6 @@
 """Unit 06's exercises: known-good implementations, written as a learner would, and plausible bugs."""
 import torch
 
-
 # --- 06.two-losses ----------------------------------------------------------------------------
 
 def two_gradients(forward, w, way):

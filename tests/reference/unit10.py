@@ -3,9 +3,9 @@ import re
 
 import torch
 
-from grader.units.unit10.capstone import step_through
 from grader.probes import nodes
 from grader.probes.traces import first_broken_edge
+from grader.units.unit10.capstone import step_through
 
 # --- 10.diagnose --------------------------------------------------------------------------------
 

@@ -4,7 +4,6 @@ import torch
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable
 
-
 # --- 11.stable-softplus ------------------------------------------------------------------------------
 
 class StableSoftplus(Function):

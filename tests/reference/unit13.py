@@ -5,7 +5,6 @@ from torch.func import functional_call, grad, vmap
 
 from grader import probes
 
-
 # --- 13.per-sample-grads ---------------------------------------------------------------------------------
 
 def per_sample_grads(model, x, y):

@@ -19,10 +19,10 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import sys
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time

@@ -22,9 +22,9 @@ import html
 import re
 from pathlib import Path
 
-from grader.instructor.grading import scores
 from grader.engine.course import UNITS
 from grader.engine.question import of_unit
+from grader.instructor.grading import scores
 
 FIXED = ["learner", "student id", "notebook", "unit", "submitted", "run", "problems", "findings", "marked passed",
          "points", "max", "percent", "done", "correct", "questions", "not in copy", "hints", "attempts",

@@ -71,7 +71,7 @@ def _learner_builtins() -> dict:
 def main() -> int:
     fd = containment.result_pipe()
     request = json.loads(sys.stdin.buffer.read(REQUEST_CAP))
-    from grader.engine import torch_state, limits
+    from grader.engine import limits, torch_state
     from grader.engine.kinds import BadAnswer, Unanswered
 
     kinds = _kinds_only([item["qid"] for item in request.get("exercises", [])])
@@ -83,7 +83,7 @@ def main() -> int:
         try:
             exec(compile(item["source"], "<your notebook>", "exec"), ns)
         except BaseException as exc:  # noqa: BLE001 - the learner's code, whatever it raised
-            _line(fd, {"qid": qid, "i": 0, "problem": f"the notebook's definitions raised {sandbox.describe_exception(exc)}"})
+            _line(fd, {"qid": qid, "i": 0, "problem": f"the notebook's definitions raised {limits.describe_exception(exc)}"})
             continue
         names = item["names"]
         fn = ns.get(names[0], ...) if len(names) == 1 else tuple(ns.get(n, ...) for n in names)

@@ -28,7 +28,7 @@ def run(notebook: str, workdir: str, cell_timeout: int, memory_mb: int) -> None:
     containment = _containment()
     fd = containment.result_pipe()
     if memory_mb and os.name == "posix":
-        import resource   # the kernel this process starts inherits the limit
+        import resource  # the kernel this process starts inherits the limit
         limit = memory_mb * 2 ** 20
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     import nbformat

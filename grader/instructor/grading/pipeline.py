@@ -43,12 +43,12 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.instructor.grading import containment, gradebook, report, roster, scores, shards, verify as verify_submission, workers
-from grader.instructor.grading.copies import what_the_copy_holds
 from grader.engine.course import UNITS
 from grader.engine.question import of_unit
-from grader.instructor.grading.gradebook import question_verdict, rows_of, write_csv, write_html
 from grader.engine.store import FILENAME, SCHEMA_VERSION, Event
+from grader.instructor.grading import containment, gradebook, report, roster, scores, shards, workers
+from grader.instructor.grading import verify as verify_submission
+from grader.instructor.grading.copies import what_the_copy_holds
 
 ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOK_CAP = 32 * 2 ** 20        # bytes of a submitted notebook read at most

@@ -235,7 +235,6 @@ def _warm(units: list | None = None) -> None:
 
     import grader  # noqa: F401
     from grader.engine import question
-    from grader.instructor.grading import learner_function as run_learner_function
     from grader.engine.kinds import Function
     for q in question.load().values():
         if isinstance(q.kind, Function) and (units is None or q.unit in units):
@@ -399,7 +398,7 @@ def _child(job: dict, work: Path, fds: dict, cells: list) -> None:
             _run_cells(cells, int(job.get("cell_timeout", 60)), msg)
         else:
             os.dup2(os.open(work / "request.json", os.O_RDONLY | os.O_NOFOLLOW), 0)
-            sys.stdin = open(0, "r", closefd=False)
+            sys.stdin = open(0, closefd=False)
             os.environ[containment.RESULT_FD_VAR] = str(msg)
             from grader.instructor.grading import learner_function as run_learner_function
             code = run_learner_function.main()
@@ -416,8 +415,8 @@ def _child(job: dict, work: Path, fds: dict, cells: list) -> None:
 
 def _run_cells(cells: list, cell_timeout: int, msg: int) -> None:
     """Run each code cell as a kernel would: errors recorded, a cell past its time interrupted, the rest still run."""
-    from traitlets.config import Config
     from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
 
     def send(item):
         containment.send(msg, (json.dumps(item) + "\n").encode())

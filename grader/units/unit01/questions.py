@@ -2,9 +2,9 @@
 import torch
 
 from grader import probes
-from grader.units import programs
 from grader.engine.kinds import Boolean, Function, Name, Names, Number, Sequence, saved_key
 from grader.engine.question import exercise, predict_then_run, self_test
+from grader.units import programs
 
 
 def _chain():

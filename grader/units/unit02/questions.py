@@ -11,12 +11,25 @@ from typing import Any
 
 import torch
 
-from grader.engine import torch_state
 from grader import probes
-from grader.units import programs
-from grader.engine.kinds import BadAnswer, Boolean, Choice, Error, Function, Kind, Names, Number, Unanswered, is_placeholder, short, stable_part, type_words
+from grader.engine import torch_state
+from grader.engine.kinds import (
+    BadAnswer,
+    Boolean,
+    Choice,
+    Error,
+    Function,
+    Kind,
+    Names,
+    Number,
+    Unanswered,
+    is_placeholder,
+    short,
+    stable_part,
+    type_words,
+)
 from grader.engine.question import exercise, predict_then_run, self_test
-
+from grader.units import programs
 
 # --- a kind for gradients read off named leaves -----------------------------------------
 

@@ -25,10 +25,24 @@ from typing import Any, NamedTuple
 import torch
 
 from grader import probes
-from grader.units import programs
-from grader.engine.kinds import BadAnswer, Boolean, Choice, Error, Function, Kind, Names, Number, Sequence, Unanswered, is_placeholder, short, type_words
-from grader.engine.question import exercise, predict_then_run, self_test
+from grader.engine.kinds import (
+    BadAnswer,
+    Boolean,
+    Choice,
+    Error,
+    Function,
+    Kind,
+    Names,
+    Number,
+    Sequence,
+    Unanswered,
+    is_placeholder,
+    short,
+    type_words,
+)
 from grader.engine.limits import CappedWriter, describe_exception
+from grader.engine.question import exercise, predict_then_run, self_test
+from grader.units import programs
 
 
 def _chain(start=2.0):

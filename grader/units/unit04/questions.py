@@ -5,15 +5,14 @@ from __future__ import annotations
 import functools
 import random
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
 from grader import probes
-from grader.units import programs
-from grader.probes import traces
 from grader.engine.kinds import BadAnswer, Choice, Error, Function, Name, Names, Number, Sequence, short, type_words
 from grader.engine.question import exercise, predict_then_run, self_test
+from grader.probes import traces
+from grader.units import programs
 
 # --- 1. a loss that never entered -------------------------------------------------------------
 
@@ -578,7 +577,7 @@ def closed_book_modes():
 ALL_CUTS = ("detach", "tolist", "rebuilt", "item", "no_grad", "inference")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _leaf_case_list():
     with_graph = programs.programs(30, seed=404, max_ops=8, cuts=ALL_CUTS, need_graph=True)
     without = programs.programs(6, seed=405, max_ops=5, cuts=ALL_CUTS)
@@ -685,7 +684,7 @@ def _cut_label(line: str) -> str:
     return "other"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _edge_case_list():
     """Generated programs with a parameter whose value reaches the loss: some intact, most cut, by every cut."""
     quota = {"detach": 5, "no_grad": 5, "inference": 4, "item": 4, "tolist": 4, "rebuilt": 4, "intact": 14}
@@ -896,7 +895,7 @@ def why_case(seed: int, cause: str) -> WhyCase:
     return WhyCase(seed, lines, name, cause)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _why_case_list():
     cases = []
     for i, cause in enumerate(traces.CAUSES * 4):

@@ -9,14 +9,15 @@ but never reach a pack hook, so they are not in the bill; the notebook shows thi
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import nn
 
-from grader.engine import torch_state
 from grader import probes
+from grader.engine import torch_state
 from grader.engine.kinds import Choice, Error, Function, Names, Number, saved_key
 from grader.engine.question import exercise, predict_then_run, self_test
 

@@ -16,18 +16,28 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-
-import grader
 from torch import nn
 
-from grader.engine import torch_state
+import grader
 from grader import probes
-from grader.engine.kinds import BadAnswer, Boolean, Choice, Error, Function, Kind, Names, Number, Sequence, short, stable_part
+from grader.engine import torch_state
+from grader.engine.kinds import (
+    BadAnswer,
+    Boolean,
+    Choice,
+    Error,
+    Function,
+    Kind,
+    Names,
+    Number,
+    Sequence,
+    short,
+    stable_part,
+)
 
 INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
 SECOND_PASS_TERMS = (("second time", "twice", "again", "freed", "already"),)
 from grader.engine.question import exercise, predict_then_run, self_test
-
 
 SAVED_STATES = ("ok", "freed", "stale", "mixed", "nothing saved")
 
@@ -621,7 +631,7 @@ class TwoLossCase:
 
     output = "forward"
 
-    def fresh(self, counter: "_Counter | None" = None) -> dict[str, Any]:
+    def fresh(self, counter: _Counter | None = None) -> dict[str, Any]:
         ns: dict[str, Any] = {"torch": torch, "_shared": counter.saw if counter else (lambda h: None)}
         exec(compile("\n".join(self._lines(probe=True)), f"<two-loss case #{self.seed}>", "exec"), ns)
         ns.pop("__builtins__", None)

@@ -12,11 +12,24 @@ from typing import Any
 import torch
 from torch import nn
 
-from grader.engine import torch_state
 from grader import probes
-from grader.engine.kinds import BadAnswer, Choice, Error, Function, FunctionPair, Kind, Name, Names, Number, _reject_common, node_key, short, type_words
+from grader.engine import torch_state
+from grader.engine.kinds import (
+    BadAnswer,
+    Choice,
+    Error,
+    Function,
+    FunctionPair,
+    Kind,
+    Name,
+    Names,
+    Number,
+    _reject_common,
+    node_key,
+    short,
+    type_words,
+)
 from grader.engine.question import exercise, predict_then_run, self_test
-
 
 INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
 
@@ -847,7 +860,7 @@ _QUOTA = {"view of a leaf": 4, "offset alias": 4, "saved off the path": 4,
           "at the write": 6, "at backward": 10, "no error": 8}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _write_cases(seed: int = 7) -> tuple[WriteCase, ...]:
     """Cases filling _QUOTA, one per generated program, each filed under the rarest kind it shows."""
     rng = random.Random(seed)
@@ -1055,7 +1068,7 @@ def _call_guard(pair, case: GuardCase, ns: dict[str, Any]) -> str:
     return "no error"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def guard_outcome_cached(case: GuardCase) -> str:
     with torch_state.clean_room():
         return guard_outcome(case)
@@ -1075,7 +1088,7 @@ def _saved_at_nonzero_version(case: GuardCase) -> bool:
         return any(s.version_saved for s in probes.saved_tensors(ns["out"]))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _guard_cases(count: int = 24, seed: int = 77) -> tuple[GuardCase, ...]:
     rng = random.Random(seed)
     found: list[GuardCase] = list(_HANDMADE_GUARD)

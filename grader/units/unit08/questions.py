@@ -12,16 +12,16 @@ the chunk held constant).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import torch
 
-from grader.engine import torch_state
 from grader import probes
-from grader.engine.kinds import BadAnswer, Boolean, Choice, Error, Function, Number, short, type_words
+from grader.engine import torch_state
+from grader.engine.kinds import BadAnswer, Choice, Error, Function, Number, short, type_words
 from grader.engine.question import exercise, predict_then_run, self_test
-
 
 STEPS = 5
 PLACES = tuple(f"at step {n}'s backward" for n in range(1, STEPS + 1))

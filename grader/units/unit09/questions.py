@@ -25,12 +25,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.checkpoint import checkpoint
 
-from grader.engine import torch_state
 from grader import probes
+from grader.engine import torch_state
 from grader.engine.kinds import BadAnswer, Choice, Error, FunctionPair, Kind, Names, Number, short
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.unit05.questions import syllabus_mlp
-
 
 # =====================================================================================================
 # Instruments and models
@@ -892,7 +891,7 @@ def _float16_unpack(packed):
     return kept if dtype is None else kept.to(dtype)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def float16_grads(case: GuardCase) -> dict[str, torch.Tensor]:
     """The gradients when every saved floating tensor goes through float16 (the grader's own pair)."""
     with torch_state.clean_room():
@@ -979,13 +978,13 @@ def run_guard(pair, case: GuardCase) -> tuple[str, str]:
     return CLEAN, ""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def guard_truth(case: GuardCase):
     with torch_state.clean_room():
         return _plain(case)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def plain_held(case: GuardCase) -> tuple[int, int]:
     with torch_state.clean_room():
         return memory_run(case)
@@ -1101,7 +1100,7 @@ CHOSEN = (
 )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def guard_cases() -> tuple[GuardCase, ...]:
     """The exercise's programs, rebuilt from CHOSEN and run through torch again, smallest first."""
     found = []

@@ -33,10 +33,10 @@ from typing import Any
 import torch
 import torch.optim.optimizer as _optimizer
 
-from grader.engine import torch_state
 from grader import probes
-from grader.probes import traces
+from grader.engine import torch_state
 from grader.engine.kinds import stable_part
+from grader.probes import traces
 
 # --- the fault kinds ---------------------------------------------------------------------------
 
@@ -106,7 +106,7 @@ class Program:
         with torch_state.clean_room():
             return reference_grads(self._spec)
 
-    def with_source(self, source: str, title: str | None = None) -> "Program":
+    def with_source(self, source: str, title: str | None = None) -> Program:
         """The same program (parameters, steps, reference) with another text, e.g. a repair."""
         return replace(self, source=source, title=title or self.title)
 

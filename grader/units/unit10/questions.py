@@ -11,15 +11,39 @@ from __future__ import annotations
 
 import functools
 import numbers
-
-import torch
 from typing import Any
 
-from grader.units.unit10 import capstone
-from grader.probes import traces
-from grader.units.unit10.capstone import CARRIED, DETACHED, FACTS, IN_PLACE, NO_FAULT, NOT_CLEARED, REBOUND, STALE, VERDICTS, Fault, Spec, render
-from grader.engine.kinds import BadAnswer, Choice, Error, Function, Kind, Names, Number, _reject_common, short, type_words
+import torch
+
+from grader.engine.kinds import (
+    BadAnswer,
+    Choice,
+    Error,
+    Function,
+    Kind,
+    Names,
+    Number,
+    _reject_common,
+    short,
+    type_words,
+)
 from grader.engine.question import exercise, predict_then_run, self_test
+from grader.probes import traces
+from grader.units.unit10 import capstone
+from grader.units.unit10.capstone import (
+    CARRIED,
+    DETACHED,
+    FACTS,
+    IN_PLACE,
+    NO_FAULT,
+    NOT_CLEARED,
+    REBOUND,
+    STALE,
+    VERDICTS,
+    Fault,
+    Spec,
+    render,
+)
 
 # --- the worked example: a script that runs, trains, and carries its history -------------------------
 
@@ -402,7 +426,7 @@ class Diagnosis(Kind):
         return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _case_list() -> tuple:
     return tuple(capstone.cases())
 

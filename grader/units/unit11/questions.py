@@ -17,7 +17,17 @@ from torch.autograd.gradcheck import GradcheckError
 
 from grader.engine.kinds import Boolean, Choice, Error, Number
 from grader.engine.question import exercise, predict_then_run, self_test
-from grader.units.unit11.support import CubeOnce, CubeSaved, CubeStashed, SigmoidInPlaceFn, SplitPair, describe_received, exercise_kind, live_apply, report
+from grader.units.unit11.support import (
+    CubeOnce,
+    CubeSaved,
+    CubeStashed,
+    SigmoidInPlaceFn,
+    SplitPair,
+    describe_received,
+    exercise_kind,
+    live_apply,
+    report,
+)
 
 INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
 

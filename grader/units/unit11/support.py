@@ -12,8 +12,9 @@ from __future__ import annotations
 import functools
 import random
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -23,7 +24,6 @@ from torch.autograd.function import once_differentiable
 from grader.engine import torch_state
 from grader.engine.kinds import BadAnswer, Function, Kind, Unanswered, is_placeholder, short, type_words
 from grader.engine.limits import describe_exception
-
 
 # =====================================================================================================
 # Functions the experiments use (the notebook writes its own; these are for the live answers)
@@ -199,7 +199,7 @@ _HANDMADE = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def op_cases(op: str, count: int = 10, seed: int = 11) -> tuple[OpCase, ...]:
     rng = random.Random(seed * 100 + OPS.index(op))
     found = [OpCase(op, i + 1, v, g) for i, (v, g) in enumerate(_HANDMADE[op])]

@@ -9,7 +9,6 @@ which parameters the optimizer holds and which a loss reaches.
 from __future__ import annotations
 
 import gc
-import numbers
 import weakref
 from collections import OrderedDict
 
@@ -17,7 +16,18 @@ import torch
 from torch import nn
 
 from grader import probes
-from grader.engine.kinds import BadAnswer, Choice, Error, Function, Kind, Name, Names, Number, _reject_common, short, type_words
+from grader.engine.kinds import (
+    BadAnswer,
+    Choice,
+    Error,
+    Function,
+    Kind,
+    Name,
+    Names,
+    _reject_common,
+    short,
+    type_words,
+)
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.unit12 import support as kit
 from grader.units.unit12.support import FAULTS, NO_FAULT, VERDICTS

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import inspect
-import math
 import os
 import random
 import re
@@ -32,14 +31,15 @@ import time
 import warnings
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
 
-from grader.engine import torch_state
 from grader import probes
+from grader.engine import torch_state
 
 # =================================================================================================
 # Anomaly mode
@@ -683,7 +683,7 @@ class SetupCase:
         lines += ["]))", f"loss_fn = {self.loss_name}",
                   f"batches = [(torch.randn({self.rows}, {self.inputs}), torch.randn({self.rows})) "
                   f"for _ in range({STEPS})]",
-                  f"diagnose(model, loss_fn, batches)"]
+                  "diagnose(model, loss_fn, batches)"]
         return "\n".join(lines)
 
     def fresh(self) -> dict:

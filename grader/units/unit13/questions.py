@@ -11,7 +11,18 @@ import torch.autograd.forward_ad as fwAD
 from grader import probes
 from grader.engine.kinds import Choice, Error, Function, Number
 from grader.engine.question import exercise, predict_then_run, self_test
-from grader.units.unit13.support import call_kept_bytes, call_per_sample, chain_cases, bill_pair, flatten_grads, graphs_made, kept_by_compile, loop_grads, model_cases, quiet_dynamo
+from grader.units.unit13.support import (
+    bill_pair,
+    call_kept_bytes,
+    call_per_sample,
+    chain_cases,
+    flatten_grads,
+    graphs_made,
+    kept_by_compile,
+    loop_grads,
+    model_cases,
+    quiet_dynamo,
+)
 
 INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
 
@@ -153,6 +164,7 @@ def item_graphs():
 )
 def hook_graphs():
     import torch._dynamo
+
     from grader.units.unit13.support import counting_backend
     seen, graphs = [], []
 

@@ -18,7 +18,6 @@ import torch
 from grader import probes
 from grader.engine.kinds import BadAnswer
 
-
 # =====================================================================================================
 # Compiling quietly and counting
 # =====================================================================================================
