@@ -7,7 +7,7 @@ PORT   ?= 8888
 PYTEST := $(BIN)/python -m pytest
 NBVAL  := --nbval-current-env -n 2 --dist loadscope
 
-.PHONY: install system-deps hub-deps hub lab test unit-tests nbval-solutions nbval-notebooks build check clean drift
+.PHONY: install system-deps hub-deps hub lab test lint unit-tests nbval-solutions nbval-notebooks build check clean drift
 
 # torch's CPU build, as CI gets it (PyPI's default Linux wheel is the multi-GB CUDA build). If that index
 # does not answer within 5 s, pip's own index and settings decide; `make TORCH_INDEX=` skips it.
@@ -78,7 +78,15 @@ HUB_USERS ?= 3
 hub: install hub-deps
 	$(BIN)/python -m grader.instructor.hub start --users $(HUB_USERS) --port $(HUB_PORT)
 
-test: install system-deps hub-deps unit-tests nbval-solutions nbval-notebooks
+test: install system-deps hub-deps lint unit-tests nbval-solutions nbval-notebooks
+
+# The code's own checks (configured in pyproject.toml): ruff's lint and format, mypy on the engine
+# and the probes, and the import layers (instructor > learner > units > probes > engine).
+lint: install
+	$(BIN)/ruff check --quiet .
+	$(BIN)/ruff format --check --quiet .
+	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 unit-tests: install
 	$(PYTEST) tests -n 2

@@ -26,8 +26,9 @@ for _category in (FutureWarning, DeprecationWarning):
     warnings.filterwarnings("ignore", category=_category, module=r"torch(\.|$)")
 del _category
 
-from grader import _moved
-from grader.learner.api import check, hint, mark_passed, predict, reset, reveal, status
+# imported after the filters above, so that torch's import is already quiet
+from grader import _moved  # noqa: E402
+from grader.learner.api import check, hint, mark_passed, predict, reset, reveal, status  # noqa: E402
 
 _moved.install()
 # the widgets plug their inputs, reveal lock and action buttons into the API (ipywidgets loads on first use)

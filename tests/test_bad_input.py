@@ -76,7 +76,7 @@ def returns_number(t):
 
 
 def returns_none(t):
-    names = [type(t.grad_fn).__name__]
+    [type(t.grad_fn).__name__]   # builds the answer, then forgets to return it
 
 
 def returns_generator(t):

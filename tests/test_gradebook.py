@@ -16,7 +16,7 @@ from grader.engine.question import get
 from grader.engine.store import Event
 from grader.instructor.grading import gradebook, roster, scores
 from grader.instructor.grading import verify as vs
-from grader.instructor.grading.pipeline import Outcome, Submission, _template, _what_the_copy_holds
+from grader.instructor.grading.pipeline import GradedSubmission, Submission, _template, _what_the_copy_holds
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLVED_00 = ROOT / "solutions" / "00_start_here.ipynb"
@@ -222,7 +222,7 @@ def feedback_page(folder: Path) -> Path:
               Event(2, 2.0, "01", "01.pow-node", "reveal", None, "incorrect", "", "s", {}),
               Event(3, 3.0, "01", q.qid, "check", None, "incorrect", "", "s", {})]
     recomputed = vs.recompute("01", events, exercises)
-    out = Outcome(Submission("frank", folder / "frank_01.ipynb"), units=[recomputed], isolation="none", unit="01")
+    out = GradedSubmission(Submission("frank", folder / "frank_01.ipynb"), units=[recomputed], isolation="none", unit="01")
     rows = gradebook.rows_of(out, feedback=True)
     return gradebook.write_html(rows, folder / "feedback")[0]
 

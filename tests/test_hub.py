@@ -359,7 +359,7 @@ def test_a_class_on_jupyterhub():
 
 
 def check_each_learner_keeps_their_own_record(run):
-    names, homes = run["names"], run["homes"]
+    names = run["names"]
     first, second, third = names
     assert run["wrong password"] == 403, "one user's password must not log in as another"
     for name in names:   # each workspace was made on first start, from the course's notebooks
@@ -436,7 +436,7 @@ def check_the_class_page_in_chromium(run):
     from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, _requirements
 
     if _requirements():
-        warnings.warn(pytest.PytestWarning(f"the class page was not opened in a browser: {_requirements()}"))
+        warnings.warn(pytest.PytestWarning(f"the class page was not opened in a browser: {_requirements()}"), stacklevel=1)
         return
     from playwright.sync_api import sync_playwright
 

@@ -20,7 +20,7 @@ def test_release_writes_a_bundle_without_solutions(tmp_path):
     for name in ("solutions", "tests", "bench", ".ci"):
         assert not (out / name).exists()
     assert check_bundle(out) == []
-    assert (out / "grader" / "learner.py").exists() and (out / "pyproject.toml").exists()
+    assert (out / "grader" / "learner" / "api.py").exists() and (out / "pyproject.toml").exists()
     assert "make lab" in (out / "README.md").read_text()
     with zipfile.ZipFile(tmp_path / "bundle.zip") as z:
         names = z.namelist()

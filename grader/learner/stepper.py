@@ -2,7 +2,7 @@
 
 :func:`trace_backward` runs ``backward()`` once with a hook on every node of the
 graph (``register_prehook`` sees the gradient that arrives, ``register_hook``
-what the node passes on down each edge) and returns the :class:`Trace`, in the
+what the node passes on down each edge) and returns the :class:`BackwardRun`, in the
 order autograd ran the nodes. It is a real backward: leaves' ``.grad`` fill as
 usual, and the graph is freed unless ``retain_graph=True``. If backward raises
 (an in-place write, a second backward), the trace keeps the steps that ran and
@@ -47,9 +47,9 @@ def show_grad(g: Any) -> str:
 
 
 @dataclass
-class Step:
+class NodeVisit:
     number: int                 # 1, 2, ... in the order backward ran the nodes
-    index: int                  # the node's position in the graph walk (see Trace.labels)
+    index: int                  # the node's position in the graph walk (see BackwardRun.labels)
     node: str                   # class name
     label: str                  # class name; AccumulateGrad with its leaf's name
     arrived: tuple = ()         # what arrived, one gradient per output of the node
@@ -76,7 +76,7 @@ class Step:
 
 
 @dataclass
-class Trace:
+class BackwardRun:
     """A recorded backward pass: the steps in the order they ran, and the error if one stopped it."""
 
     steps: list
@@ -189,7 +189,7 @@ def _copy(g):
 
 
 def trace_backward(outputs: Any, gradient: Any = None, names: Any = None,
-                   retain_graph: bool = False) -> Trace:
+                   retain_graph: bool = False) -> BackwardRun:
     """Run backward from ``outputs`` (with ``gradient`` as the seed) and record every node it runs.
 
     ``names`` (a dict of tensors, a module, or a list of them) names leaves and outputs.
@@ -217,13 +217,13 @@ def trace_backward(outputs: Any, gradient: Any = None, names: Any = None,
         name = labels_of.get(id(root)) or ("output" if len(roots) == 1 else f"output {i}")
         root_rows.append((f"{name} {tuple(root.shape)}", index_of.get(root.grad_fn)))
 
-    steps: list[Step] = []
+    steps: list[NodeVisit] = []
     current: dict = {}
     handles = []
 
     def pre(fn):
         def hook(grad_outputs):
-            step = Step(len(steps) + 1, index_of[fn], probes.node_name(fn), labels[index_of[fn]],
+            step = NodeVisit(len(steps) + 1, index_of[fn], probes.node_name(fn), labels[index_of[fn]],
                         tuple(_copy(g) for g in grad_outputs))
             steps.append(step)
             current[fn] = step
@@ -255,13 +255,13 @@ def trace_backward(outputs: Any, gradient: Any = None, names: Any = None,
     finally:
         for h in handles:
             h.remove()
-    return Trace(steps, labels, edges, root_rows, error)
+    return BackwardRun(steps, labels, edges, root_rows, error)
 
 
 class Stepper:
     """A recorded backward pass, shown one step at a time with Next / Back buttons."""
 
-    def __init__(self, trace: Trace, interactive: bool | None = None):
+    def __init__(self, trace: BackwardRun, interactive: bool | None = None):
         self.trace = trace
         self.position = 1 if trace.steps else 0
         self.widget = None
@@ -269,20 +269,20 @@ class Stepper:
         if interactive if interactive is not None else widgets_available():
             self._build()
 
-    def next(self) -> Step | None:
+    def next(self) -> NodeVisit | None:
         if self.position < len(self.trace):
             self.position += 1
             self._update()
         return self.step
 
-    def back(self) -> Step | None:
+    def back(self) -> NodeVisit | None:
         if self.position > 1:
             self.position -= 1
             self._update()
         return self.step
 
     @property
-    def step(self) -> Step | None:
+    def step(self) -> NodeVisit | None:
         return self.trace.steps[self.position - 1] if self.position else None
 
     def svg(self, position: int) -> str | None:

@@ -86,7 +86,7 @@ def _feedback(q, r, verdict: str, earned: float, maximum: float) -> dict:
 
 def rows_of(out, weights: scores.Weights | None = None, ids: dict | None = None, times: dict | None = None,
             feedback: bool = False) -> list[dict]:
-    """One row per unit of one graded submission (``out`` is grade.Outcome)."""
+    """One row per unit of one graded submission (``out`` is a pipeline.GradedSubmission)."""
     from grader.instructor.grading.roster import lookup, submitted
 
     weights = weights or scores.Weights()

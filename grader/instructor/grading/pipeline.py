@@ -89,7 +89,7 @@ class Execution:
 
 
 @dataclass
-class Outcome:
+class GradedSubmission:
     submission: Submission
     status: str = "ok"
     problems: list = field(default_factory=list)
@@ -428,9 +428,9 @@ def run_exercises(restored: Restored, timeout: float = 0, pool=None) -> tuple[di
     return verdicts, findings
 
 
-def recompute(restored: Restored, execution: Execution, pool=None) -> Outcome:
+def recompute(restored: Restored, execution: Execution, pool=None) -> GradedSubmission:
     """Every verdict from recorded data and live torch here; never a verdict the kernel wrote."""
-    out = Outcome(restored.submission, status=restored.status, problems=list(restored.problems),
+    out = GradedSubmission(restored.submission, status=restored.status, problems=list(restored.problems),
                   findings=list(restored.findings), isolation=execution.isolation, seconds=execution.seconds,
                   copy=restored.copy)
     if execution.status != "ok" and (out.status == "ok" or execution.status in TAMPERED):
@@ -453,11 +453,11 @@ def recompute(restored: Restored, execution: Execution, pool=None) -> Outcome:
 
 
 def grade_one(sub: Submission, cell_timeout: int = 60, notebook_timeout: int = 600,
-              memory_mb: int = 3072, pool=None) -> Outcome:
+              memory_mb: int = 3072, pool=None) -> GradedSubmission:
     started = time.monotonic()
     restored = restore(sub)
     if restored.notebook is None:
-        out = Outcome(sub, status=restored.status, problems=restored.problems, isolation=containment.isolation())
+        out = GradedSubmission(sub, status=restored.status, problems=restored.problems, isolation=containment.isolation())
         out.units = [None]
         out.unit = restored.unit
     else:
@@ -544,7 +544,7 @@ def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, no
                 try:
                     result = future.result()
                 except Exception as exc:   # a grader bug on one notebook: a row that says so, and the run goes on
-                    result = Outcome(sub, status="grader error",
+                    result = GradedSubmission(sub, status="grader error",
                                      problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None])
                 mine = gradebook.rows_of(result, weights, ids, times, feedback=bool(html_dir))
                 rows += mine

@@ -234,7 +234,7 @@ def decode_lines(raw: bytes, limit: int = 100_000) -> tuple[dict, list[str]]:
     """The exercise runner's report: one JSON object per line; anything else is a finding."""
     out: dict[str, list] = {}
     problems = []
-    for n, line in enumerate(raw.splitlines()[:limit]):
+    for line in raw.splitlines()[:limit]:
         try:
             item = json.loads(line)
         except ValueError:
