@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Sequence as Seq
 from typing import Any, NamedTuple
 
@@ -122,8 +122,9 @@ def snapshot(value: Any, _depth: int = 0) -> Any:
         return int.__int__(value)
     if isinstance(value, float):
         return float.__float__(value)
-    for base, iterate in ((list, list.__iter__), (tuple, tuple.__iter__), (set, set.__iter__),
-                          (frozenset, frozenset.__iter__)):
+    containers: tuple[tuple[type, Callable[[Any], Iterator[Any]]], ...] = (
+        (list, list.__iter__), (tuple, tuple.__iter__), (set, set.__iter__), (frozenset, frozenset.__iter__))
+    for base, iterate in containers:
         if isinstance(value, base):
             items = []
             for item in iterate(value):
@@ -283,7 +284,7 @@ class Number(Kind):
         self.tol, self.rel = float(tol), float(rel)
 
     @property
-    def label(self):
+    def label(self) -> str:  # type: ignore[override]  # read, never written: its words depend on the tolerance
         return "a number" if not self.tol else f"a number (to within {self.tol:g})"
 
     def describe(self):
@@ -356,7 +357,7 @@ class Number(Kind):
             return [finite if isinstance(truth, tuple) else finite[0], [1.0] * len(values)]
         step = 10 * (self.tol + self.rel * (abs(truth[0]) if isinstance(truth, tuple) else abs(truth))) + 1
         if isinstance(truth, tuple):
-            out = []
+            out: list[Any] = []
             for i in range(len(truth)):
                 bumped = list(truth)
                 bumped[i] += step
@@ -665,7 +666,7 @@ class Error(Kind):
         return where if words is None else [where, words]
 
     def wrong_answers(self, truth):
-        out = [p for p in self.places if p != truth.where]
+        out: list[Any] = [p for p in self.places if p != truth.where]
         if self.needs_message:
             out = [(p, "words from no message") for p in out if p != NO_ERROR] + \
                   ([NO_ERROR] if truth.where != NO_ERROR else [])
@@ -690,7 +691,7 @@ class Function(Kind):
                  convert: Callable | None = None, per_case_s: float = 2.0, budget_s: float = 30.0):
         self.returns = returns
         self._make_cases = cases
-        self._cases = None
+        self._cases: list | None = None
         self.call = call or (lambda fn, case, ns: fn(ns[case.output]))
         self.convert = convert or (lambda raw, case, ns: raw)
         self.per_case_s = per_case_s

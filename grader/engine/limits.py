@@ -20,6 +20,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 from grader.engine import torch_state
@@ -152,7 +153,7 @@ class _Timer:
             signal.setitimer(signal.ITIMER_REAL, 0)
             if self.expired:
                 sys.settrace(None)
-                f = sys._getframe(1)
+                f: FrameType | None = sys._getframe(1)
                 while f is not None:
                     f.f_trace = None
                     f = f.f_back

@@ -122,6 +122,8 @@ def unit_state(unit: str, events: list[Event]) -> UnitState:
             if e.verdict == "passed":
                 state.passed = state.started = True
             continue
+        if e.qid is None:   # a unit-wide event other than reset and mark: no question to update
+            continue
         q = state.questions.get(e.qid)
         if q is None:
             continue

@@ -151,22 +151,24 @@ class Store:
         self._warn(f"autograd-lab: the progress file {self.path} could not be read ({reason}); "
                    f"it was moved to {backup} and a fresh one started")
 
-    def _use_memory(self, reason: str, newer: bool = False):
-        self._memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    def _use_memory(self, reason: str, newer: bool = False) -> sqlite3.Connection:
+        """Keep progress in memory from now on; returns that in-memory connection."""
+        memory = self._memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         try:  # start from what the file already holds, if it can be read at all
             if self.path.exists():
                 source = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
-                source.backup(self._memory)
+                source.backup(memory)
                 source.close()
         except sqlite3.Error:
             pass
         if newer:   # read it as it is; never migrate, move or write a file a newer version wrote
             self._warn(f"autograd-lab: the progress file {self.path} was {reason}; it is read as it is and "
                        "left untouched: new progress is kept in memory for this session only. Update the course.")
-            return
-        self._migrate(self._memory)
+            return memory
+        self._migrate(memory)
         self._warn(f"autograd-lab: cannot keep progress in {self.path.parent} ({reason}); "
                    "progress is kept in memory for this session only and is lost when the kernel stops")
+        return memory
 
     def _connection(self) -> sqlite3.Connection:
         if self._memory is not None:
@@ -175,8 +177,7 @@ class Store:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             con = self._connect_file()
         except (OSError, sqlite3.OperationalError) as exc:
-            self._use_memory(str(exc))
-            return self._memory
+            return self._use_memory(str(exc))
         if self._ready:
             return con
         try:
@@ -185,13 +186,11 @@ class Store:
             con.close()
             text = str(exc)
             if "readonly" in text or "unable to open" in text or "read-only" in text or "disk I/O" in text:
-                self._use_memory(text)
-                return self._memory
+                return self._use_memory(text)
             raise
         except NewerSchema as exc:
             con.close()
-            self._use_memory(str(exc), newer=True)
-            return self._memory
+            return self._use_memory(str(exc), newer=True)
         except sqlite3.DatabaseError as exc:
             con.close()
             self._move_aside(str(exc))

@@ -147,7 +147,8 @@ def _no_modes():
 @contextlib.contextmanager
 def _hooks_enabled():
     """Saved-tensor hooks switched back on if the learner disabled them; their switch put back afterwards."""
-    if _hooks._saved_tensors_hooks_is_enabled():
+    # there at run time, but missing from torch's stub torch/_C/_autograd.pyi (torch 2.13)
+    if _hooks._saved_tensors_hooks_is_enabled():  # type: ignore[attr-defined]
         yield
         return
     message = _hooks._saved_tensors_hooks_get_disabled_error_message()
