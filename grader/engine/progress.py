@@ -102,10 +102,10 @@ def unit_state(unit: str, events: list[Event]) -> UnitState:
     hints: dict[str, int] = {}
     attempts: dict[str, int] = {}
 
-    def blank(q):
+    def blank(q: registry.Question | QuestionState) -> QuestionState:
         return QuestionState(q.qid, q.role, hints=hints.get(q.qid, 0), attempts=attempts.get(q.qid, 0))
 
-    def fresh():
+    def fresh() -> None:
         state.questions = {q.qid: blank(q) for q in registry.of_unit(unit)}
     fresh()
     for e in events:

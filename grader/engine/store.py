@@ -20,9 +20,10 @@ import threading
 import time
 import uuid
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 FILENAME = "progress.sqlite3"
 
@@ -44,6 +45,7 @@ MIGRATIONS = [
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 SESSION = uuid.uuid4().hex[:12]
+_T = TypeVar("_T")
 
 
 class StoreWarning(UserWarning):
@@ -98,7 +100,7 @@ class Store:
         self.notes: list[str] = []
 
     # -- opening ----------------------------------------------------------------
-    def _warn(self, text: str):
+    def _warn(self, text: str) -> None:
         self.notes.append(text)
         warnings.warn(text, StoreWarning, stacklevel=4)
 
@@ -107,7 +109,7 @@ class Store:
         con.execute("PRAGMA busy_timeout = 30000")
         return con
 
-    def _prepare(self, con: sqlite3.Connection):
+    def _prepare(self, con: sqlite3.Connection) -> None:
         version = con.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:   # before anything could write to it
             raise NewerSchema(f"written by a newer autograd-lab (schema {version}, this one knows {SCHEMA_VERSION})")
@@ -117,7 +119,7 @@ class Store:
             raise sqlite3.DatabaseError("quick_check failed")
         self._migrate(con)
 
-    def _migrate(self, con: sqlite3.Connection):
+    def _migrate(self, con: sqlite3.Connection) -> None:
         version = con.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise NewerSchema(f"written by a newer autograd-lab (schema {version}, this one knows {SCHEMA_VERSION})")
@@ -136,7 +138,7 @@ class Store:
             con.execute("ROLLBACK")
             raise
 
-    def _move_aside(self, reason: str):
+    def _move_aside(self, reason: str) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%S")
         backup = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
         n = 1
@@ -199,7 +201,7 @@ class Store:
         self._ready = True
         return con
 
-    def _run(self, work):
+    def _run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run ``work(con)`` with retries on a busy database; close file connections after."""
         with self._lock:
             for attempt in range(50):
@@ -224,7 +226,7 @@ class Store:
         row = (time.time(), unit, qid, action, json.dumps(answer, default=str), verdict,
                _torch_version(), SESSION, json.dumps(detail or {}, default=str))
 
-        def work(con):
+        def work(con: sqlite3.Connection) -> None:
             con.execute("BEGIN IMMEDIATE")
             try:
                 con.execute("INSERT INTO events (time, unit, qid, action, answer, verdict, torch, session, detail)"
@@ -236,7 +238,7 @@ class Store:
         self._run(work)
 
     def events(self, unit: str | None = None) -> list[Event]:
-        def work(con):
+        def work(con: sqlite3.Connection) -> list[Any]:
             sql = "SELECT id, time, unit, qid, action, answer, verdict, torch, session, detail FROM events"
             rows = con.execute(sql + (" WHERE unit = ? ORDER BY id" if unit else " ORDER BY id"),
                                (unit,) if unit else ()).fetchall()
