@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Sequence as Seq
 from typing import Any, NamedTuple
 
@@ -122,8 +122,9 @@ def snapshot(value: Any, _depth: int = 0) -> Any:
         return int.__int__(value)
     if isinstance(value, float):
         return float.__float__(value)
-    for base, iterate in ((list, list.__iter__), (tuple, tuple.__iter__), (set, set.__iter__),
-                          (frozenset, frozenset.__iter__)):
+    containers: tuple[tuple[type, Callable[[Any], Iterator[Any]]], ...] = (
+        (list, list.__iter__), (tuple, tuple.__iter__), (set, set.__iter__), (frozenset, frozenset.__iter__))
+    for base, iterate in containers:
         if isinstance(value, base):
             items = []
             for item in iterate(value):
@@ -237,7 +238,7 @@ class Choice(Kind):
     def describe(self) -> str:
         return "one of " + ", ".join(repr(o) for o in self.options)
 
-    def read(self, answer):
+    def read(self, answer: Any) -> Any:
         _reject_common(answer, self.describe())
         if not isinstance(answer, str):
             raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
@@ -246,22 +247,22 @@ class Choice(Kind):
                 return option
         raise BadAnswer(f"{short(answer)} is not a choice here; answer {self.describe()}")
 
-    def truth(self, value):
+    def truth(self, value: Any) -> Any:
         if value not in self.options:
             raise ValueError(f"experiment returned {value!r}, not one of {self.options}")
         return value
 
-    def show(self, value):
+    def show(self, value: Any) -> str:
         return str(value)
 
-    def wrong_answers(self, truth):
+    def wrong_answers(self, truth: Any) -> list:
         return [o for o in self.options if o != truth]
 
 
 class Boolean(Kind):
     label = "True or False"
 
-    def read(self, answer):
+    def read(self, answer: Any) -> Any:
         _reject_common(answer, "True or False")
         if isinstance(answer, bool):
             return answer
@@ -269,10 +270,10 @@ class Boolean(Kind):
             return bool(answer)
         raise BadAnswer(f"expected True or False, got {type_words(answer)}")
 
-    def show(self, value):
+    def show(self, value: Any) -> str:
         return str(value)
 
-    def wrong_answers(self, truth):
+    def wrong_answers(self, truth: Any) -> list:
         return [not truth]
 
 
@@ -283,13 +284,13 @@ class Number(Kind):
         self.tol, self.rel = float(tol), float(rel)
 
     @property
-    def label(self):
+    def label(self) -> str:  # type: ignore[override]  # read, never written: its words depend on the tolerance
         return "a number" if not self.tol else f"a number (to within {self.tol:g})"
 
-    def describe(self):
+    def describe(self) -> str:
         return "a number, or a list of numbers" + (f", to within {self.tol:g}" if self.tol else ", exactly")
 
-    def _one(self, x, where=""):
+    def _one(self, x: Any, where: str = "") -> float:
         if isinstance(x, bool) or not isinstance(x, numbers.Real):
             _reject_common(x, "a number")
             raise BadAnswer(f"expected a number{where}, got {type_words(x)}")
@@ -298,7 +299,7 @@ class Number(Kind):
         except (OverflowError, ValueError, TypeError):
             raise BadAnswer(f"{short(x, 40)}{where} cannot be read as a number (too large?)") from None
 
-    def read(self, answer):
+    def read(self, answer: Any) -> Any:
         _reject_common(answer, "a number")
         if isinstance(answer, (list, tuple)):
             if not answer:
@@ -306,26 +307,26 @@ class Number(Kind):
             return tuple(self._one(x, f" at position {i}") for i, x in enumerate(answer))
         return self._one(answer)
 
-    def truth(self, value):
+    def truth(self, value: Any) -> Any:
         if _is_tensor(value):
             value = value.detach().tolist()
         return self.read(value)
 
-    def _close(self, a, b):
+    def _close(self, a: float, b: float) -> bool:
         if math.isnan(a) or math.isnan(b):
             return math.isnan(a) and math.isnan(b)
         if math.isinf(a) or math.isinf(b):
             return a == b
         return abs(a - b) <= self.tol + self.rel * abs(a)
 
-    def agrees(self, truth, value):
+    def agrees(self, truth: Any, value: Any) -> bool:
         if isinstance(truth, tuple) != isinstance(value, tuple):
             return False
         if isinstance(truth, tuple):
             return len(truth) == len(value) and all(self._close(a, b) for a, b in zip(truth, value))
         return self._close(truth, value)
 
-    def verdict_note(self, truth, value):
+    def verdict_note(self, truth: Any, value: Any) -> str:
         if isinstance(truth, tuple) and not isinstance(value, tuple):
             return f"torch's answer is a list of {len(truth)} numbers"
         if not isinstance(truth, tuple) and isinstance(value, tuple):
@@ -337,8 +338,8 @@ class Number(Kind):
             return "nan and inf are never close to a finite number"
         return ""
 
-    def show(self, value):
-        def one(x):
+    def show(self, value: Any) -> str:
+        def one(x: float) -> str:
             if x == int(x) and abs(x) < 1e15:
                 return f"{int(x):,}" if abs(x) >= 10000 else str(int(x))
             return f"{x:.4f}" if abs(x) < 1e6 else f"{x:.6g}"
@@ -346,17 +347,17 @@ class Number(Kind):
             return "[" + ", ".join(one(x) if math.isfinite(x) else str(x) for x in value) + "]"
         return one(value) if math.isfinite(value) else str(value)
 
-    def encode(self, value):
+    def encode(self, value: Any) -> Any:
         return list(value) if isinstance(value, tuple) else value
 
-    def wrong_answers(self, truth):
+    def wrong_answers(self, truth: Any) -> list:
         values = truth if isinstance(truth, tuple) else (truth,)
         if any(not math.isfinite(v) for v in values):   # a nan or inf answer: every finite number is wrong
             finite = [0.0 if not math.isfinite(v) else v for v in values]
             return [finite if isinstance(truth, tuple) else finite[0], [1.0] * len(values)]
         step = 10 * (self.tol + self.rel * (abs(truth[0]) if isinstance(truth, tuple) else abs(truth))) + 1
         if isinstance(truth, tuple):
-            out = []
+            out: list[Any] = []
             for i in range(len(truth)):
                 bumped = list(truth)
                 bumped[i] += step
@@ -380,10 +381,10 @@ class Name(Kind):
         self.key = key
         self.pool = tuple(pool)
 
-    def describe(self):
+    def describe(self) -> str:
         return "a name, as a string, such as 'MulBackward0'"
 
-    def read(self, answer):
+    def read(self, answer: Any) -> Any:
         _reject_common(answer, "a name (a string)")
         if not isinstance(answer, str):
             raise BadAnswer(f"expected a name as a string, got {type_words(answer)}")
@@ -393,13 +394,13 @@ class Name(Kind):
             raise BadAnswer(node_problem(answer))
         return answer.strip()
 
-    def agrees(self, truth, value):
+    def agrees(self, truth: Any, value: Any) -> bool:
         return self.key(truth) == self.key(value)
 
-    def show(self, value):
+    def show(self, value: Any) -> str:
         return str(value)
 
-    def wrong_answers(self, truth):
+    def wrong_answers(self, truth: Any) -> list:
         return [p for p in self.pool if self.key(p) != self.key(truth)][:4]
 
 
@@ -412,10 +413,10 @@ class Names(Kind):
         self.key = key
         self.pool = tuple(pool)
 
-    def describe(self):
+    def describe(self) -> str:
         return "a set of names, such as {'a', 'b'} (set() for none)"
 
-    def read(self, answer):
+    def read(self, answer: Any) -> Any:
         _reject_common(answer, self.describe())
         if isinstance(answer, str):
             raise BadAnswer(f"expected a set of names, got {type_words(answer)}; "
@@ -427,10 +428,10 @@ class Names(Kind):
                 raise BadAnswer(f"every name must be a string; {short(item)} is {type_words(item)}")
         return frozenset(answer)
 
-    def agrees(self, truth, value):
+    def agrees(self, truth: Any, value: Any) -> bool:
         return {self.key(n) for n in truth} == {self.key(n) for n in value}
 
-    def verdict_note(self, truth, value):
+    def verdict_note(self, truth: Any, value: Any) -> str:
         t, v = {self.key(n) for n in truth}, {self.key(n) for n in value}
         parts = []
         if v - t:
@@ -439,13 +440,13 @@ class Names(Kind):
             parts.append(f"{len(t - v)} name(s) missing")
         return "; ".join(parts)
 
-    def show(self, value):
+    def show(self, value: Any) -> str:
         return "{" + ", ".join(repr(n) for n in sorted(value)) + "}" if value else "set() (none)"
 
-    def encode(self, value):
+    def encode(self, value: Any) -> Any:
         return sorted(value)
 
-    def wrong_answers(self, truth):
+    def wrong_answers(self, truth: Any) -> list:
         out = [set(truth) - {n} for n in sorted(truth)]
         keys = {self.key(n) for n in truth}
         extra = next((p for p in self.pool if self.key(p) not in keys), "not_a_real_name")
@@ -461,10 +462,10 @@ class Sequence(Kind):
     def __init__(self, key: Callable[[str], str] = node_key):
         self.key = key
 
-    def describe(self):
+    def describe(self) -> str:
         return "a list of names, in order, such as ['SumBackward0', 'MulBackward0']"
 
-    def read(self, answer):
+    def read(self, answer: Any) -> Any:
         _reject_common(answer, self.describe())
         if isinstance(answer, str):
             raise BadAnswer(f"expected a list of names, got {type_words(answer)}; "
@@ -480,10 +481,10 @@ class Sequence(Kind):
                 raise BadAnswer(node_problem(item))
         return tuple(answer)
 
-    def agrees(self, truth, value):
+    def agrees(self, truth: Any, value: Any) -> bool:
         return [self.key(n) for n in truth] == [self.key(n) for n in value]
 
-    def verdict_note(self, truth, value):
+    def verdict_note(self, truth: Any, value: Any) -> str:
         t, v = [self.key(n) for n in truth], [self.key(n) for n in value]
         if len(t) != len(v):
             return f"torch's list has {len(t)} entries, yours {len(v)}"
@@ -492,13 +493,13 @@ class Sequence(Kind):
                 return f"first difference at position {i}: torch has {truth[i]}, you have {value[i]}"
         return ""
 
-    def show(self, value):
+    def show(self, value: Any) -> str:
         return "[" + ", ".join(value) + "]" if value else "[] (empty)"
 
-    def encode(self, value):
+    def encode(self, value: Any) -> Any:
         return list(value)
 
-    def wrong_answers(self, truth):
+    def wrong_answers(self, truth: Any) -> list:
         t = list(truth)
         out = []
         if len(t) > 1:
@@ -570,7 +571,7 @@ class Error(Kind):
     def terms_text(self) -> str:
         return ", ".join(" or ".join(repr(a) for a in alts) for alts in self.terms)
 
-    def describe(self):
+    def describe(self) -> str:
         places = ", ".join(repr(p) for p in self.places)
         if self.terms:
             return (f"one of {places}, or a pair (place, your words for what the message says); "
@@ -579,7 +580,7 @@ class Error(Kind):
             return f"a pair (place, words from the message), the place one of {places}"
         return f"one of {places}, or a pair (place, words you expect in the message)"
 
-    def _place(self, text):
+    def _place(self, text: Any) -> str:
         if not isinstance(text, str):
             raise BadAnswer(f"the place must be a string, one of {', '.join(map(repr, self.places))}; "
                             f"got {type_words(text)}")
@@ -588,7 +589,7 @@ class Error(Kind):
                 return p
         raise BadAnswer(f"{short(text)} is not a place here; use one of {', '.join(map(repr, self.places))}")
 
-    def read(self, answer):
+    def read(self, answer: Any) -> Any:
         _reject_common(answer, self.describe())
         if isinstance(answer, str):
             where, words = self._place(answer), None
@@ -614,7 +615,7 @@ class Error(Kind):
                                 "give at least three words, as in ('at backward', 'words from it')")
         return (where, words)
 
-    def truth(self, value):
+    def truth(self, value: Any) -> Any:
         if not isinstance(value, ErrorOutcome):
             raise ValueError(f"an error experiment must return an ErrorOutcome, got {value!r}")
         if self.terms and value.raised and not self._has_terms(value.message):
@@ -622,7 +623,7 @@ class Error(Kind):
                              f"({self.terms_text()}): {stable_part(value.message)!r}")
         return value
 
-    def agrees(self, truth, value):
+    def agrees(self, truth: Any, value: Any) -> bool:
         where, words = value
         if where != truth.where:
             return False
@@ -632,7 +633,7 @@ class Error(Kind):
             return self._has_terms(words)
         return message_key(words) in message_key(truth.message)
 
-    def verdict_note(self, truth, value):
+    def verdict_note(self, truth: Any, value: Any) -> str:
         where, words = value
         if where == truth.where and words is not None and truth.raised:
             if self.terms:
@@ -640,12 +641,12 @@ class Error(Kind):
             return f"torch's message does not contain {words!r}"
         return ""
 
-    def same_answer(self, wrong, value):
+    def same_answer(self, wrong: Any, value: Any) -> bool:
         if wrong[0] != value[0]:
             return False
         return wrong[1] is None or (value[1] is not None and message_key(wrong[1]) in message_key(value[1]))
 
-    def show(self, value):
+    def show(self, value: Any) -> str:
         if isinstance(value, ErrorOutcome):
             if not value.raised:
                 return NO_ERROR
@@ -656,7 +657,7 @@ class Error(Kind):
         where, words = value
         return where if words is None else f"{where}, saying {words!r}"
 
-    def encode(self, value):
+    def encode(self, value: Any) -> Any:
         if isinstance(value, ErrorOutcome):   # torch's own answer, written the way a learner would
             if not value.raised:
                 return NO_ERROR
@@ -664,8 +665,8 @@ class Error(Kind):
         where, words = value
         return where if words is None else [where, words]
 
-    def wrong_answers(self, truth):
-        out = [p for p in self.places if p != truth.where]
+    def wrong_answers(self, truth: Any) -> list:
+        out: list[Any] = [p for p in self.places if p != truth.where]
         if self.needs_message:
             out = [(p, "words from no message") for p in out if p != NO_ERROR] + \
                   ([NO_ERROR] if truth.where != NO_ERROR else [])
@@ -690,7 +691,7 @@ class Function(Kind):
                  convert: Callable | None = None, per_case_s: float = 2.0, budget_s: float = 30.0):
         self.returns = returns
         self._make_cases = cases
-        self._cases = None
+        self._cases: list | None = None
         self.call = call or (lambda fn, case, ns: fn(ns[case.output]))
         self.convert = convert or (lambda raw, case, ns: raw)
         self.per_case_s = per_case_s
@@ -702,10 +703,10 @@ class Function(Kind):
             self._cases = list(self._make_cases())
         return self._cases
 
-    def describe(self):
+    def describe(self) -> str:
         return "a function (pass the function itself, without calling it)"
 
-    def read(self, answer):
+    def read(self, answer: Any) -> Any:
         if is_placeholder(answer):
             raise Unanswered()
         if isinstance(answer, type):
@@ -715,10 +716,10 @@ class Function(Kind):
             raise BadAnswer(f"expected a function, got {type_words(answer)}{hint}")
         return answer
 
-    def show(self, value):
+    def show(self, value: Any) -> str:
         return getattr(value, "__name__", "a function")
 
-    def encode(self, value):
+    def encode(self, value: Any) -> Any:
         return f"function {getattr(value, '__name__', '?')}"
 
 
@@ -728,14 +729,14 @@ class FunctionPair(Function):
     label = "a pair of functions"
 
     def __init__(self, returns: Kind, cases: Callable[[], Seq], names: tuple[str, str] = ("pack", "unpack"),
-                 **options):
+                 **options: Any):
         super().__init__(returns, cases, **options)
         self.names = names
 
-    def describe(self):
+    def describe(self) -> str:
         return f"a pair of functions ({', '.join(self.names)}), passed as a tuple without calling them"
 
-    def read(self, answer):
+    def read(self, answer: Any) -> Any:
         if is_placeholder(answer):
             raise Unanswered()
         if callable(answer) and not isinstance(answer, type):
@@ -750,8 +751,8 @@ class FunctionPair(Function):
                                 "pass the functions themselves, not what they return")
         return tuple(answer)
 
-    def show(self, value):
+    def show(self, value: Any) -> str:
         return " / ".join(getattr(f, "__name__", "a function") for f in value)
 
-    def encode(self, value):
+    def encode(self, value: Any) -> Any:
         return "functions " + self.show(value)

@@ -20,6 +20,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 from grader.engine import torch_state
@@ -52,13 +53,14 @@ class Outcome:
 class CappedWriter(io.TextIOBase):
     """Stands in for stdout/stderr: keeps the first OUTPUT_KEEP characters, stops the call past OUTPUT_LIMIT."""
 
-    def __init__(self):
-        self.kept, self.count = [], 0
+    def __init__(self) -> None:
+        self.kept: list[str] = []
+        self.count = 0
 
-    def writable(self):
+    def writable(self) -> bool:
         return True
 
-    def write(self, text):
+    def write(self, text: str) -> int:
         text = str(text)
         if self.count < OUTPUT_KEEP:
             self.kept.append(text[: OUTPUT_KEEP - self.count])
@@ -67,7 +69,7 @@ class CappedWriter(io.TextIOBase):
             raise TooMuchOutput()
         return len(text)
 
-    def text(self):
+    def text(self) -> str:
         return "".join(self.kept)
 
 
@@ -107,14 +109,14 @@ class _Timer:
     stopped: bool = False
     home: Any = None
 
-    def _tracer(self, frame, event, arg):
+    def _tracer(self, frame: FrameType, event: str, arg: Any) -> Callable[[FrameType, str, Any], Any] | None:
         if self.stopped or frame.f_code.co_filename == __file__:
             return None
         if event == "line" and self.expired:
             raise OutOfTime()
         return self._tracer
 
-    def start(self):
+    def start(self) -> None:
         if self.seconds <= 0:
             return
         if hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread():
@@ -122,7 +124,7 @@ class _Timer:
             self.home = sys._getframe(1)
             self.started = time.monotonic()
 
-            def on_alarm(signum, frame):
+            def on_alarm(signum: int, frame: FrameType | None) -> None:
                 if self.stopped:
                     return
                 self.expired = True
@@ -140,19 +142,19 @@ class _Timer:
         else:
             target = threading.get_ident()
 
-            def fire():
+            def fire() -> None:
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(OutOfTime))
             self.watchdog = threading.Timer(self.seconds, fire)
             self.watchdog.daemon = True
             self.watchdog.start()
 
-    def stop(self):
+    def stop(self) -> None:
         self.stopped = True
         if self.use_signal:
             signal.setitimer(signal.ITIMER_REAL, 0)
             if self.expired:
                 sys.settrace(None)
-                f = sys._getframe(1)
+                f: FrameType | None = sys._getframe(1)
                 while f is not None:
                     f.f_trace = None
                     f = f.f_back
@@ -165,7 +167,7 @@ class _Timer:
             self.watchdog.cancel()
 
 
-def call(fn: Callable, *args, seconds: float = 2.0, **kwargs) -> Outcome:
+def call(fn: Callable, *args: Any, seconds: float = 2.0, **kwargs: Any) -> Outcome:
     """Call a learner's ``fn`` in a clean torch state with a time limit; never raises."""
     out = Outcome()
     writer = CappedWriter()

@@ -102,10 +102,10 @@ def unit_state(unit: str, events: list[Event]) -> UnitState:
     hints: dict[str, int] = {}
     attempts: dict[str, int] = {}
 
-    def blank(q):
+    def blank(q: registry.Question | QuestionState) -> QuestionState:
         return QuestionState(q.qid, q.role, hints=hints.get(q.qid, 0), attempts=attempts.get(q.qid, 0))
 
-    def fresh():
+    def fresh() -> None:
         state.questions = {q.qid: blank(q) for q in registry.of_unit(unit)}
     fresh()
     for e in events:
@@ -121,6 +121,8 @@ def unit_state(unit: str, events: list[Event]) -> UnitState:
         if e.action == "mark":
             if e.verdict == "passed":
                 state.passed = state.started = True
+            continue
+        if e.qid is None:   # a unit-wide event other than reset and mark: no question to update
             continue
         q = state.questions.get(e.qid)
         if q is None:

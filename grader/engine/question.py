@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from grader.engine import torch_state
 from grader.engine.course import UNITS, unit_id
@@ -38,6 +38,7 @@ CONTENT_PACKAGE = "grader.units"
 
 ROLES = ("predict", "self-test", "exercise")
 _ID = re.compile(r"^(\d\d)\.[a-z0-9][a-z0-9-]*$")
+_Experiment = TypeVar("_Experiment", bound=Callable[..., Any])
 
 
 @dataclass
@@ -64,7 +65,7 @@ class Question:
                 continue
         return ""
 
-    def run(self, *case) -> Any:
+    def run(self, *case: Any) -> Any:
         """Run the live experiment in a clean torch state and return torch's answer, normalised."""
         with torch_state.clean_room():
             return self.kind.truth(run_experiment(self.experiment, *case)) \
@@ -72,13 +73,13 @@ class Question:
                 self.kind.returns.truth(run_experiment(self.experiment, *case))
 
 
-def run_experiment(experiment: Callable, *args) -> Any:
+def run_experiment(experiment: Callable, *args: Any) -> Any:
     if not inspect.isgeneratorfunction(experiment):
         return experiment(*args)
     place = NO_ERROR
     steps = experiment(*args)
     try:
-        for place in steps:
+        for place in steps:  # noqa: B007 - the last place reached is the answer: the except below reads it
             pass
     except Exception as exc:  # torch raised: that is the observation
         return ErrorOutcome(where=place, error=type(exc).__name__, message=str(exc))
@@ -90,7 +91,7 @@ _loaded = False
 
 
 def _declare(role: str, qid: str, kind: Kind, prompt: str, explain: str,
-             hints: Seq[str] = (), misconceptions: Seq[tuple[Any, str]] = ()):
+             hints: Seq[str] = (), misconceptions: Seq[tuple[Any, str]] = ()) -> Callable[[_Experiment], _Experiment]:
     match = _ID.match(qid)
     if not match:
         raise ValueError(f"question id {qid!r} must look like '01.short-name'")
@@ -111,7 +112,7 @@ def _declare(role: str, qid: str, kind: Kind, prompt: str, explain: str,
         if not callable(item[0]) and role != "exercise":
             kind.read(item[0])   # a literal wrong answer must be readable as this kind (BadAnswer otherwise)
 
-    def register(experiment: Callable) -> Callable:
+    def register(experiment: _Experiment) -> _Experiment:
         if qid in REGISTRY and REGISTRY[qid].experiment.__module__ != experiment.__module__:
             raise ValueError(f"question id {qid!r} is declared twice")
         if isinstance(kind, Error) and not inspect.isgeneratorfunction(experiment):
@@ -124,16 +125,17 @@ def _declare(role: str, qid: str, kind: Kind, prompt: str, explain: str,
 
 
 def predict_then_run(qid: str, kind: Kind, *, prompt: str, explain: str, hints: Seq[str] = (),
-                        misconceptions: Seq[tuple[Any, str]] = ()):
+                        misconceptions: Seq[tuple[Any, str]] = ()) -> Callable[[_Experiment], _Experiment]:
     return _declare("predict", qid, kind, prompt, explain, hints, misconceptions)
 
 
 def self_test(qid: str, kind: Kind, *, prompt: str, explain: str, hints: Seq[str] = (),
-                 misconceptions: Seq[tuple[Any, str]] = ()):
+                 misconceptions: Seq[tuple[Any, str]] = ()) -> Callable[[_Experiment], _Experiment]:
     return _declare("self-test", qid, kind, prompt, explain, hints, misconceptions)
 
 
-def exercise(qid: str, kind: Function, *, prompt: str, explain: str, hints: Seq[str] = ()):
+def exercise(qid: str, kind: Function, *, prompt: str, explain: str,
+             hints: Seq[str] = ()) -> Callable[[_Experiment], _Experiment]:
     return _declare("exercise", qid, kind, prompt, explain, hints)
 
 

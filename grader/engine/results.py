@@ -84,10 +84,10 @@ class Result:
     def __repr__(self) -> str:
         return str(self)
 
-    def _repr_pretty_(self, printer, cycle):
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         data = {"text/plain": str(self), "text/html": self._repr_html_()}
         for view in EXTRA_VIEWS:   # a front end's additions (the learner's widgets: a button per action)
             try:

@@ -20,9 +20,10 @@ import threading
 import time
 import uuid
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 FILENAME = "progress.sqlite3"
 
@@ -44,6 +45,7 @@ MIGRATIONS = [
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 SESSION = uuid.uuid4().hex[:12]
+_T = TypeVar("_T")
 
 
 class StoreWarning(UserWarning):
@@ -98,7 +100,7 @@ class Store:
         self.notes: list[str] = []
 
     # -- opening ----------------------------------------------------------------
-    def _warn(self, text: str):
+    def _warn(self, text: str) -> None:
         self.notes.append(text)
         warnings.warn(text, StoreWarning, stacklevel=4)
 
@@ -107,7 +109,7 @@ class Store:
         con.execute("PRAGMA busy_timeout = 30000")
         return con
 
-    def _prepare(self, con: sqlite3.Connection):
+    def _prepare(self, con: sqlite3.Connection) -> None:
         version = con.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:   # before anything could write to it
             raise NewerSchema(f"written by a newer autograd-lab (schema {version}, this one knows {SCHEMA_VERSION})")
@@ -117,7 +119,7 @@ class Store:
             raise sqlite3.DatabaseError("quick_check failed")
         self._migrate(con)
 
-    def _migrate(self, con: sqlite3.Connection):
+    def _migrate(self, con: sqlite3.Connection) -> None:
         version = con.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise NewerSchema(f"written by a newer autograd-lab (schema {version}, this one knows {SCHEMA_VERSION})")
@@ -136,7 +138,7 @@ class Store:
             con.execute("ROLLBACK")
             raise
 
-    def _move_aside(self, reason: str):
+    def _move_aside(self, reason: str) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%S")
         backup = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
         n = 1
@@ -151,22 +153,24 @@ class Store:
         self._warn(f"autograd-lab: the progress file {self.path} could not be read ({reason}); "
                    f"it was moved to {backup} and a fresh one started")
 
-    def _use_memory(self, reason: str, newer: bool = False):
-        self._memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    def _use_memory(self, reason: str, newer: bool = False) -> sqlite3.Connection:
+        """Keep progress in memory from now on; returns that in-memory connection."""
+        memory = self._memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         try:  # start from what the file already holds, if it can be read at all
             if self.path.exists():
                 source = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
-                source.backup(self._memory)
+                source.backup(memory)
                 source.close()
         except sqlite3.Error:
             pass
         if newer:   # read it as it is; never migrate, move or write a file a newer version wrote
             self._warn(f"autograd-lab: the progress file {self.path} was {reason}; it is read as it is and "
                        "left untouched: new progress is kept in memory for this session only. Update the course.")
-            return
-        self._migrate(self._memory)
+            return memory
+        self._migrate(memory)
         self._warn(f"autograd-lab: cannot keep progress in {self.path.parent} ({reason}); "
                    "progress is kept in memory for this session only and is lost when the kernel stops")
+        return memory
 
     def _connection(self) -> sqlite3.Connection:
         if self._memory is not None:
@@ -175,8 +179,7 @@ class Store:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             con = self._connect_file()
         except (OSError, sqlite3.OperationalError) as exc:
-            self._use_memory(str(exc))
-            return self._memory
+            return self._use_memory(str(exc))
         if self._ready:
             return con
         try:
@@ -185,13 +188,11 @@ class Store:
             con.close()
             text = str(exc)
             if "readonly" in text or "unable to open" in text or "read-only" in text or "disk I/O" in text:
-                self._use_memory(text)
-                return self._memory
+                return self._use_memory(text)
             raise
         except NewerSchema as exc:
             con.close()
-            self._use_memory(str(exc), newer=True)
-            return self._memory
+            return self._use_memory(str(exc), newer=True)
         except sqlite3.DatabaseError as exc:
             con.close()
             self._move_aside(str(exc))
@@ -200,7 +201,7 @@ class Store:
         self._ready = True
         return con
 
-    def _run(self, work):
+    def _run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run ``work(con)`` with retries on a busy database; close file connections after."""
         with self._lock:
             for attempt in range(50):
@@ -225,7 +226,7 @@ class Store:
         row = (time.time(), unit, qid, action, json.dumps(answer, default=str), verdict,
                _torch_version(), SESSION, json.dumps(detail or {}, default=str))
 
-        def work(con):
+        def work(con: sqlite3.Connection) -> None:
             con.execute("BEGIN IMMEDIATE")
             try:
                 con.execute("INSERT INTO events (time, unit, qid, action, answer, verdict, torch, session, detail)"
@@ -237,7 +238,7 @@ class Store:
         self._run(work)
 
     def events(self, unit: str | None = None) -> list[Event]:
-        def work(con):
+        def work(con: sqlite3.Connection) -> list[Any]:
             sql = "SELECT id, time, unit, qid, action, answer, verdict, torch, session, detail FROM events"
             rows = con.execute(sql + (" WHERE unit = ? ORDER BY id" if unit else " ORDER BY id"),
                                (unit,) if unit else ()).fetchall()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +97,7 @@ def _peek_hooks() -> list:
 
 
 @contextlib.contextmanager
-def _no_saved_tensor_hooks():
+def _no_saved_tensor_hooks() -> Iterator[None]:
     stack = _pop_all_hooks()
     try:
         yield
@@ -106,7 +107,7 @@ def _no_saved_tensor_hooks():
 
 
 @contextlib.contextmanager
-def restored(state: TorchState):
+def restored(state: TorchState) -> Iterator[None]:
     """Put the simple global switches back to ``state`` when the block ends."""
     try:
         yield
@@ -124,7 +125,7 @@ def restored(state: TorchState):
 
 
 @contextlib.contextmanager
-def _no_modes():
+def _no_modes() -> Iterator[None]:
     """Take every TorchFunctionMode and dispatch mode off torch's stacks; put them back afterwards."""
     from torch.utils import _python_dispatch as dispatch
 
@@ -145,9 +146,10 @@ def _no_modes():
 
 
 @contextlib.contextmanager
-def _hooks_enabled():
+def _hooks_enabled() -> Iterator[None]:
     """Saved-tensor hooks switched back on if the learner disabled them; their switch put back afterwards."""
-    if _hooks._saved_tensors_hooks_is_enabled():
+    # there at run time, but missing from torch's stub torch/_C/_autograd.pyi (torch 2.13)
+    if _hooks._saved_tensors_hooks_is_enabled():  # type: ignore[attr-defined]
         yield
         return
     message = _hooks._saved_tensors_hooks_get_disabled_error_message()
@@ -159,7 +161,7 @@ def _hooks_enabled():
 
 
 @contextlib.contextmanager
-def clean_room(seed: int = 0, quiet: bool = True):
+def clean_room(seed: int = 0, quiet: bool = True) -> Iterator[None]:
     """Run a block in torch's default state; leave the caller's state exactly as it was."""
     before = snapshot()
     with contextlib.ExitStack() as stack:

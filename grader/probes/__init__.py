@@ -250,11 +250,14 @@ def saved_tensors(obj: Any, names: Any = None) -> list[SavedTensor]:
                 # node.saved_tensors), or a built-in's tensor-list argument such as index's indices
                 base = name if hasattr(fn, name) else name.lstrip("_")
                 for i, item in enumerate(raw):
-                    entry = _saved_entry(fn, f"{base}[{i}]", item, labels, lambda item=item: item.unpack())
+                    # named first: mypy cannot infer a lambda with a default written as an argument
+                    unpack = lambda item=item: item.unpack()
+                    entry = _saved_entry(fn, f"{base}[{i}]", item, labels, unpack)
                     if entry is not None:
                         out.append(entry)
                 continue
-            entry = _saved_entry(fn, name, raw, labels, lambda name=name: getattr(fn, name))
+            read = lambda fn=fn, name=name: getattr(fn, name)   # named first, as above
+            entry = _saved_entry(fn, name, raw, labels, read)
             if entry is not None:
                 out.append(entry)
     return out

@@ -141,8 +141,9 @@ def trace(source: str, namespace: Mapping[str, Any] | None = None, clean: bool =
     """
     text = "\n".join(line.rstrip() for line in str(source).strip("\n").split("\n"))
     indents = [len(l) - len(l.lstrip()) for l in text.split("\n") if l.strip()]
-    if indents and min(indents):
-        text = "\n".join(l[min(indents):] for l in text.split("\n"))
+    margin = min(indents, default=0)
+    if margin:
+        text = "\n".join(l[margin:] for l in text.split("\n"))
     tree = ast.parse(text)
     ns: dict[str, Any] = {"torch": torch}
     ns.update(namespace or {})
