@@ -128,8 +128,9 @@ def test_a_patched_kind_changes_nothing(graded):
 
 def test_reveal_reset_predict_is_flagged(graded):
     r = graded[0]["peek"]
-    assert r["00.warmup-add"] == "predicted after reveal" and r["00.warmup-flag"] == "predicted after reveal"
-    assert "predicted after reveal: 00.warmup-add, 00.warmup-flag" in r["findings"]
+    why = {k: r[k] for k in ("run", "problems", "findings", "seconds")}
+    assert r["00.warmup-add"] == "predicted after reveal" and r["00.warmup-flag"] == "predicted after reveal", why
+    assert "predicted after reveal: 00.warmup-add, 00.warmup-flag" in r["findings"], why
 
 
 def test_frame_walking_finds_no_truth(graded):
