@@ -8,11 +8,13 @@ import pytest
 import torch
 
 from grader.engine.kinds import BadAnswer, Error, ErrorOutcome, Unanswered
+from grader.units.unit02 import cases as unit02_cases
+from grader.units.unit02 import kinds as unit02_kinds
 from grader.units.unit02 import questions as unit02
 
 
 def test_leaf_grads_reads_tensors_lists_numbers_and_none():
-    kind = unit02.LeafGrads()
+    kind = unit02_kinds.LeafGrads()
     value = kind.read({"a": torch.tensor([[1.0, 2.0]]), "b": None, "c": 3, "d": [[1, 2], [3, 4]]})
     assert value == {"a": (1.0, 2.0), "b": None, "c": (3.0,), "d": (1.0, 2.0, 3.0, 4.0)}
 
@@ -26,13 +28,13 @@ def test_leaf_grads_reads_tensors_lists_numbers_and_none():
 ])
 def test_leaf_grads_refuses_what_is_not_gradients(answer, words):
     with pytest.raises(BadAnswer, match=words):
-        unit02.LeafGrads().read(answer)
+        unit02_kinds.LeafGrads().read(answer)
     with pytest.raises(Unanswered):
-        unit02.LeafGrads().read(...)
+        unit02_kinds.LeafGrads().read(...)
 
 
 def test_zeros_are_not_none_and_steps_are_compared_in_order():
-    kind = unit02.LeafGrads(steps=unit02.TIMELINE_STEPS)
+    kind = unit02_kinds.LeafGrads(steps=unit02.TIMELINE_STEPS)
     truth = kind.read({"a": [torch.zeros(2), torch.zeros(2), None]})
     assert kind.agrees(truth, kind.read({"a": [[0, 0], [0.0, 0.0], None]}))
     assert not kind.agrees(truth, kind.read({"a": [[0, 0], [0, 0], [0, 0]]}))
@@ -52,7 +54,7 @@ def test_error_place_encodes_torchs_own_observation():
 
 
 def test_timeline_cases_hold_every_kind_of_leaf():
-    cases = unit02._timeline_cases()
+    cases = unit02_cases.timeline_cases()
     assert [c.size for c in cases] == sorted(c.size for c in cases)
     kinds = set()
     for case in cases:
@@ -71,7 +73,7 @@ def test_timeline_cases_hold_every_kind_of_leaf():
 
 
 def test_timeline_forward_reuses_the_same_leaves():
-    case = unit02._timeline_cases()[0]
+    case = unit02_cases.timeline_cases()[0]
     ns = case.fresh()
     first, second = ns["forward"](), ns["forward"]()
     assert first is not second
@@ -85,7 +87,7 @@ def _accumulate_nodes(out):
 
 
 def test_seed_cases_are_non_scalar_some_transposed_some_non_square():
-    cases = unit02._seed_cases()
+    cases = unit02_cases.seed_cases()
     assert all(c.size > 1 for c in cases)
     shapes = {c.shape for c in cases}
     assert {1, 2, 3} <= {len(s) for s in shapes}
@@ -99,6 +101,6 @@ def test_seed_cases_are_non_scalar_some_transposed_some_non_square():
 
 
 def test_seed_case_names_the_element_it_isolates():
-    for case in unit02._seed_cases():
+    for case in unit02_cases.seed_cases():
         out = case.fresh()["out"]
         assert eval(case.element, {"out": out}).item() == out.flatten()[case.index].item()

@@ -7,12 +7,13 @@ import torch
 
 from grader import check
 from grader.engine.question import get
-from grader.units.unit03 import questions as unit03
+from grader.units.unit03 import cases as unit03_cases
+from grader.units.unit03.kinds import WAYS_TO_READ
 from tests.reference.unit03 import make_watch, three_ways
 
 # --- the watch exercise's loops ---------------------------------------------------------------
 
-LOOPS = unit03._loop_cases()
+LOOPS = unit03_cases.loop_cases()
 
 
 @pytest.mark.parametrize("case", LOOPS, ids=lambda c: c.label)
@@ -103,7 +104,7 @@ def test_the_watch_check_is_quick():
 
 def test_every_case_observes_an_intermediate_on_the_path():
     q = get("03.three-ways")
-    for case in unit03._three_ways_cases():
+    for case in unit03_cases.three_ways_cases():
         out, t, named = case.build()
         assert not t.is_leaf and t.requires_grad and case.target in named
         hook_way, retain_way, grad_way = q.run(case)
@@ -114,8 +115,8 @@ def test_every_case_observes_an_intermediate_on_the_path():
 @pytest.mark.parametrize("answer, words", [
     (lambda build: None, "return"),
     (lambda build: {"hook": 1}, "no entry for 'retain_grad'"),
-    (lambda build: {w: (None, set()) for w in unit03.WAYS}, "is None"),
-    (lambda build: {w: (build()[1], "a") for w in unit03.WAYS}, "set of names"),
+    (lambda build: {w: (None, set()) for w in WAYS_TO_READ}, "is None"),
+    (lambda build: {w: (build()[1], "a") for w in WAYS_TO_READ}, "set of names"),
 ])
 def test_odd_three_ways_answers_get_a_clear_verdict(answer, words):
     result = check("03.three-ways", answer)

@@ -9,7 +9,7 @@ import torch
 from grader import check
 from grader.engine.question import get
 from grader.probes import traces
-from grader.units.unit04 import questions as unit04
+from grader.units.unit04 import cases as unit04_cases
 from tests.reference import unit04 as ref
 
 # --- the tracer -------------------------------------------------------------------------------
@@ -94,7 +94,7 @@ loss.backward()
 
 # --- the generated cases ----------------------------------------------------------------------
 
-WHY = unit04._why_cases()
+WHY = unit04_cases.why_cases()
 
 
 @pytest.mark.parametrize("case", WHY, ids=lambda c: c.label)
@@ -125,18 +125,18 @@ def test_why_cases_cover_every_cause_and_their_decoys():
 
 
 def test_edge_cases_cover_every_cut_and_intact_paths():
-    cases = unit04._edge_cases()
+    cases = unit04_cases.edge_cases()
     kinds = collections.Counter()
     for case in cases:
         ns = case.fresh()
         step = traces.first_broken_edge(ns["trace"], ns["name"])
-        kinds["intact" if step is None else unit04._cut_label(step.line)] += 1
+        kinds["intact" if step is None else unit04_cases._cut_label(step.line)] += 1
     assert set(kinds) == {"intact", "detach", "no_grad", "inference", "item", "tolist", "rebuilt"}, kinds
     assert [c.size for c in cases] == sorted(c.size for c in cases)
 
 
 def test_leaf_cases_have_programs_without_a_graph_and_shared_leaves():
-    cases = unit04._leaf_cases()
+    cases = unit04_cases.leaf_cases()
     assert sum(c.fresh()[c.output].grad_fn is None for c in cases) >= 2
     assert sum("shared leaf" in c.features for c in cases) >= 10
     cuts = set().union(*(c.features for c in cases))

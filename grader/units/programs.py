@@ -21,6 +21,7 @@ import torch
 
 from grader import probes
 from grader.engine import torch_state
+from grader.engine.cases import Case
 
 # name -> (template, weight). {x} and {y} are operands; {n} the vector length.
 BINARY = {"add": ("{x} + {y}", 3), "mul": ("{x} * {y}", 3), "sub": ("{x} - {y}", 1)}
@@ -42,8 +43,10 @@ ENDINGS = ("{x}.sum()", "{x}.mean()", "({x} ** 2).sum()")
 
 
 @dataclass
-class Program:
+class Program(Case):
     """One generated case. ``fresh()`` runs it and returns its namespace (new tensors each time)."""
+
+    drawing_label = None        # a class attribute, not a field: drawing() is its graph
 
     seed: int
     lines: list[str]

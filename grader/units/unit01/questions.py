@@ -4,14 +4,8 @@ import torch
 from grader import probes
 from grader.engine.kinds import Boolean, Function, Name, Names, Number, Sequence, saved_key
 from grader.engine.question import exercise, predict_then_run, self_test
-from grader.units import programs
-
-
-def _chain():
-    w = torch.tensor(2.0, requires_grad=True)
-    x = w * 3
-    y = x ** 2
-    return w, x, y
+from grader.units.unit01.cases import walk_cases
+from grader.units.unit01.support import branchy, chain, closed_book, mm_as_addmm, neuron, recorded_results, who_keeps
 
 
 @predict_then_run(
@@ -21,7 +15,7 @@ def _chain():
             "only w, which you created, is.",
 )
 def x_is_leaf():
-    w, x, y = _chain()
+    w, x, y = chain()
     return x.is_leaf
 
 
@@ -42,7 +36,7 @@ def constant_is_leaf():
     explain="Each recorded operation leaves one node named after its backward: ** gives a power node.",
 )
 def pow_node():
-    w, x, y = _chain()
+    w, x, y = chain()
     return probes.node_name(y.grad_fn)
 
 
@@ -54,7 +48,7 @@ def pow_node():
             "AccumulateGrad; the second is None because the constant 3 needs no gradient.",
 )
 def mul_edges():
-    w, x, y = _chain()
+    w, x, y = chain()
     return [name for name, _ in probes.edges(x.grad_fn)]
 
 
@@ -84,7 +78,7 @@ def split_slots():
             "gradients into w.grad.",
 )
 def variable_is_w():
-    w, x, y = _chain()
+    w, x, y = chain()
     acc = y.grad_fn.next_functions[0][0].next_functions[0][0]
     return acc.variable is w
 
@@ -97,15 +91,8 @@ def variable_is_w():
             "AccumulateGrad.",
 )
 def walk_y():
-    w, x, y = _chain()
+    w, x, y = chain()
     return probes.node_names(y)
-
-
-def branchy(x):
-    """A function whose formula depends on its input's sign: the graph records the branch that ran."""
-    if x.item() > 0:
-        return x ** 2 + 2 * x
-    return (x + 3).abs()
 
 
 @predict_then_run(
@@ -164,11 +151,6 @@ def times_two_grad():
 _RECORDED_POOL = ("argmax", "max", "gt", "long", "double", "round")
 
 
-def _recorded_results(v):
-    return {"argmax": v.argmax(), "max": v.max(), "gt": v > 0, "long": v.long(),
-            "double": v.double(), "round": v.round()}
-
-
 @predict_then_run(
     "01.which-recorded", Names(pool=_RECORDED_POOL),
     prompt="v = torch.tensor([1.0, -2.0, 3.0], requires_grad=True). Six results: argmax = v.argmax(), "
@@ -183,7 +165,7 @@ def _recorded_results(v):
 )
 def which_recorded():
     v = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
-    return {label for label, r in _recorded_results(v).items() if r.grad_fn is not None}
+    return {label for label, r in recorded_results(v).items() if r.grad_fn is not None}
 
 
 @predict_then_run(
@@ -202,14 +184,6 @@ def argmax_silent():
     return w.grad.tolist()
 
 
-def _neuron(x_value=1.0, w_value=2.0):
-    x = torch.tensor(x_value, requires_grad=True)
-    w = torch.tensor(w_value, requires_grad=True)
-    z = w * x - 0.5
-    s = torch.sigmoid(z)
-    return x, w, z, s
-
-
 @predict_then_run(
     "01.neuron-slope", Number(),
     prompt="One neuron: z = w * x - 0.5, s = sigmoid(z), at x = 1, w = 2. After s.backward(), what is "
@@ -218,7 +192,7 @@ def _neuron(x_value=1.0, w_value=2.0):
             "the multiplication.",
 )
 def neuron_slope():
-    x, w, z, s = _neuron()
+    x, w, z, s = neuron()
     s.backward()
     return x.grad.item()
 
@@ -231,7 +205,7 @@ def neuron_slope():
             "not its input.",
 )
 def neuron_sigmoid_saves():
-    x, w, z, s = _neuron()
+    x, w, z, s = neuron()
     return {a for a, v in probes.saved_attributes(s.grad_fn).items() if isinstance(v, torch.Tensor)}
 
 
@@ -242,25 +216,12 @@ def neuron_sigmoid_saves():
     explain="d(wx)/dw = x and d(wx)/dx = w: each input's gradient needs the other input, so both are kept.",
 )
 def neuron_mul_saves():
-    x, w, z, s = _neuron()
+    x, w, z, s = neuron()
     product = w * x
     return {a for a, v in probes.saved_attributes(product.grad_fn).items() if isinstance(v, torch.Tensor)}
 
 
 # --- self-test ------------------------------------------------------------------------
-
-def _closed_book():
-    x = torch.randn(2, 3, requires_grad=True)
-    W = torch.randn(3, 4, requires_grad=True)
-    b = torch.randn(4, requires_grad=True)
-    return x, W, b, (x @ W + b).relu().sum()
-
-
-def _mm_as_addmm(truth):
-    """The walk a learner writes who expects one fused node for x @ W + b."""
-    out = [n for n in truth if n != "MmBackward0"]
-    return ["AddmmBackward0" if n == "AddBackward0" else n for n in out]
-
 
 @self_test(
     "01.closed-book-walk", Sequence(),
@@ -273,15 +234,15 @@ def _mm_as_addmm(truth):
            "x @ W on two 2-D tensors runs a matrix-matrix product (Mm); + b then runs separately (Add). "
            "Each leaf ends the walk with one AccumulateGrad, met in next_functions order: Mm's x, W, then "
            "Add's b."),
-    misconceptions=[(_mm_as_addmm, "AddmmBackward0 is what nn.Linear (torch.addmm) records: one fused "
-                                   "operation. x @ W + b is two operations, a matrix product and then an "
-                                   "addition, so it leaves two nodes."),
+    misconceptions=[(mm_as_addmm, "AddmmBackward0 is what nn.Linear (torch.addmm) records: one fused "
+                                  "operation. x @ W + b is two operations, a matrix product and then an "
+                                  "addition, so it leaves two nodes."),
                     (lambda truth: [n for n in truth if n != "AccumulateGrad"],
                      "the walk goes on past the operations: every leaf that requires grad ends in an "
                      "AccumulateGrad node, and the walker lists those too.")],
 )
 def closed_book_walk():
-    *_, y = _closed_book()
+    *_, y = closed_book()
     return probes.node_names(y)
 
 
@@ -297,7 +258,7 @@ def closed_book_walk():
                                  "data or not.")],
 )
 def closed_book_leaves():
-    x, W, b, y = _closed_book()
+    x, W, b, y = closed_book()
     names = {"x": x, "W": W, "b": b}
     return probes.leaf_names(y, names)
 
@@ -322,15 +283,6 @@ def closed_book_saves():
     return {n for n, v in probes.saved_attributes(y.grad_fn).items() if isinstance(v, torch.Tensor)}
 
 
-def _who_keeps():
-    p = torch.ones(2, requires_grad=True)
-    u = torch.zeros(2, requires_grad=True).double()
-    q = p * 2 + u
-    s = torch.tensor(3.0)
-    (q * s).sum().backward()
-    return {"p": p, "u": u, "q": q, "s": s}
-
-
 @self_test(
     "01.who-keeps-grad", Names(pool=("p", "u", "q", "s")),
     prompt="p = torch.ones(2, requires_grad=True); u = torch.zeros(2, requires_grad=True).double(); "
@@ -348,18 +300,14 @@ def _who_keeps():
                                  "through on the way to p and is not stored.")],
 )
 def who_keeps_grad():
-    return {name for name, t in _who_keeps().items() if t.grad is not None}
+    return {name for name, t in who_keeps().items() if t.grad is not None}
 
 
 # --- exercise -------------------------------------------------------------------------
 
-def _walk_cases():
-    return programs.programs(40, seed=101, max_ops=7)
-
-
 @exercise(
     "01.graph-walk",
-    Function(returns=Sequence(), cases=_walk_cases),
+    Function(returns=Sequence(), cases=walk_cases),
     prompt="Write graph_nodes(t): the class names of every node reachable from t.grad_fn, each node "
            "once, depth first, visiting next_functions in order and skipping None; [] when t has no "
            "grad_fn. It is checked on generated programs.",

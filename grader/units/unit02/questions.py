@@ -2,221 +2,26 @@
 AccumulateGrad nodes, broadcasting, accumulation across calls, zero_grad() and None."""
 from __future__ import annotations
 
-import functools
-import math
-import numbers
-import random
-from collections.abc import Mapping
-from typing import Any
-
 import torch
 
 from grader import probes
-from grader.engine import torch_state
-from grader.engine.kinds import (
-    BadAnswer,
-    Boolean,
-    Choice,
-    Error,
-    Function,
-    Kind,
-    Names,
-    Number,
-    Unanswered,
-    is_placeholder,
-    short,
-    stable_part,
-    type_words,
-)
+from grader.engine.kinds import Boolean, Choice, Error, Function, Names, Number
 from grader.engine.question import exercise, predict_then_run, self_test
-from grader.units import programs
-
-# --- a kind for gradients read off named leaves -----------------------------------------
-
-def _fmt(x: float) -> str:
-    if math.isfinite(x) and x == int(x) and abs(x) < 1e6:
-        return str(int(x))
-    return f"{x:.4g}"
-
-
-class LeafGrads(Kind):
-    """{leaf name: gradient}, each gradient None or numbers, compared leaf by leaf.
-
-    With ``steps`` (their names, in order) each leaf maps to one gradient per step instead.
-    A gradient may be given as a tensor, a number or a (nested) list of numbers; ``None``
-    means "no gradient at all", which is never the same as zeros.
-    """
-
-    label = "gradients by leaf name"
-
-    def __init__(self, steps: tuple[str, ...] = (), tol: float = 1e-4, rel: float = 1e-4):
-        self.steps = tuple(steps)
-        self.tol, self.rel = tol, rel
-
-    def describe(self):
-        if self.steps:
-            return ("a dict {leaf name: [" + ", ".join(self.steps) + "]}, each entry a tensor (a copy "
-                    "taken at that moment) or None")
-        return "a dict {leaf name: gradient}, each gradient a tensor or None"
-
-    # reading ---------------------------------------------------------------------------
-    def _numbers(self, value: Any, where: str) -> tuple[float, ...] | None:
-        if value is None:
-            return None
-        if isinstance(value, torch.Tensor):
-            if value.numel() > 10_000:
-                raise BadAnswer(f"{where} is a tensor of {value.numel():,} elements; that is too many to be it")
-            if value.is_complex():
-                raise BadAnswer(f"{where} is a complex tensor; gradients here are real")
-            return tuple(float(x) for x in value.detach().to("cpu", torch.float64).flatten().tolist())
-        if isinstance(value, bool) or value is Ellipsis:
-            raise BadAnswer(f"{where} is {type_words(value)}; give a tensor, a list of numbers or None")
-        if isinstance(value, numbers.Real):
-            return (float(value),)
-        if isinstance(value, (list, tuple)):
-            flat: list[float] = []
-            stack = [value]
-            while stack:
-                item = stack.pop()
-                if isinstance(item, (list, tuple)):
-                    stack.extend(reversed(item))
-                elif isinstance(item, numbers.Real) and not isinstance(item, bool):
-                    flat.append(float(item))
-                elif isinstance(item, torch.Tensor) and item.numel() == 1:
-                    flat.append(float(item.item()))
-                else:
-                    raise BadAnswer(f"{where} holds {type_words(item)}; a gradient is numbers, a tensor or None")
-                if len(flat) > 10_000:
-                    raise BadAnswer(f"{where} holds too many numbers to be a gradient here")
-            return tuple(flat)
-        raise BadAnswer(f"{where} is {type_words(value)}; give a tensor, a list of numbers or None")
-
-    def read(self, answer):
-        if is_placeholder(answer):
-            raise Unanswered()
-        if not isinstance(answer, Mapping):
-            raise BadAnswer(f"expected {self.describe()}; got {type_words(answer)}")
-        if len(answer) > 100:
-            raise BadAnswer(f"expected one entry per leaf, got {len(answer)} entries; that is too many")
-        out = {}
-        for name, entry in answer.items():
-            if not isinstance(name, str):
-                raise BadAnswer(f"the keys must be leaf names as strings, such as 'a'; got {type_words(name)}")
-            if not self.steps:
-                out[name] = self._numbers(entry, f"the gradient of {name!r}")
-                continue
-            if isinstance(entry, torch.Tensor) or not isinstance(entry, (list, tuple)) or \
-                    len(entry) != len(self.steps):
-                raise BadAnswer(f"{name!r} needs a list of {len(self.steps)} entries ("
-                                + ", ".join(self.steps) + "); got "
-                                + ("None" if entry is None else type_words(entry))
-                                + (f" of {len(entry)}" if isinstance(entry, (list, tuple)) else ""))
-            out[name] = tuple(self._numbers(e, f"{name!r} {step}") for e, step in zip(entry, self.steps))
-        return out
-
-    # comparing --------------------------------------------------------------------------
-    def _same(self, a, b) -> bool:
-        if a is None or b is None:
-            return a is None and b is None
-        if len(a) != len(b):
-            return False
-        for x, y in zip(a, b):
-            if math.isnan(x) or math.isnan(y):
-                if not (math.isnan(x) and math.isnan(y)):
-                    return False
-            elif math.isinf(x) or math.isinf(y):
-                if x != y:
-                    return False
-            elif abs(x - y) > self.tol + self.rel * abs(x):
-                return False
-        return True
-
-    def _entries(self, value):
-        for name in sorted(value):
-            if self.steps:
-                for step, g in zip(self.steps, value[name]):
-                    yield name, step, g
-            else:
-                yield name, "", value[name]
-
-    def agrees(self, truth, value):
-        if set(truth) != set(value):
-            return False
-        return all(self._same(g, value[name][self.steps.index(step)] if self.steps else value[name])
-                   for name, step, g in self._entries(truth))
-
-    def _one(self, g) -> str:
-        if g is None:
-            return "None"
-        if len(g) > 8:
-            return "[" + ", ".join(_fmt(x) for x in g[:8]) + f", … ({len(g)} numbers)]"
-        return "[" + ", ".join(_fmt(x) for x in g) + "]"
-
-    def verdict_note(self, truth, value):
-        missing, extra = sorted(set(truth) - set(value)), sorted(set(value) - set(truth))
-        if missing or extra:
-            parts = []
-            if missing:
-                parts.append("no entry for " + ", ".join(map(repr, missing)))
-            if extra:
-                parts.append("entries for leaves this program does not have: " + ", ".join(map(repr, extra)))
-            return "; ".join(parts) + f" (the leaves are {', '.join(map(repr, sorted(truth)))})"
-        for name, step, g in self._entries(truth):
-            mine = value[name][self.steps.index(step)] if self.steps else value[name]
-            if not self._same(g, mine):
-                where = f"{name!r} {step}".strip()
-                return f"first difference: {where}: torch has {self._one(g)}, you have {self._one(mine)}"
-        return ""
-
-    def show(self, value):
-        if not isinstance(value, Mapping):
-            return short(value)
-        if not self.steps:
-            return "; ".join(f"{name}: {self._one(value[name])}" for name in sorted(value))
-        lines = ["  |  ".join(self.steps)]
-        for name in sorted(value):
-            lines.append(f"{name}: " + "  |  ".join(self._one(g) for g in value[name]))
-        return "\n".join(lines)
-
-    def encode(self, value):
-        if self.steps:
-            return {n: [list(g) if g is not None else None for g in v] for n, v in value.items()}
-        return {n: list(g) if g is not None else None for n, g in value.items()}
-
-    def wrong_answers(self, truth):
-        out = []
-        for name in sorted(truth):
-            bumped = {n: (list(v) if v is not None and not self.steps else v) for n, v in truth.items()}
-            if self.steps:
-                bumped[name] = [None if g is not None else [0.0] for g in truth[name]]
-            else:
-                bumped[name] = None if truth[name] is not None else [0.0]
-            out.append(bumped)
-        return out
-
-
-def _leaf_grads(leaves: Mapping[str, torch.Tensor]) -> dict:
-    """A copy of every named leaf's .grad at this moment (None where it has none)."""
-    return {n: (None if t.grad is None else t.grad.detach().clone()) for n, t in leaves.items()}
-
+from grader.units.unit02.cases import call_seed, call_timeline, seed_cases, seed_result, timeline_cases
+from grader.units.unit02.kinds import LeafGrads
+from grader.units.unit02.support import (
+    accumulate_nodes,
+    backward_step,
+    chain,
+    grad_word,
+    leaf_grads,
+    record_arrivals,
+    squares,
+    three_of_five,
+    two_route_loss,
+)
 
 # --- 1. the chain rule, node by node -------------------------------------------------------
-
-def _chain():
-    w = torch.tensor(2.0, requires_grad=True)
-    x = w * 3
-    y = x ** 2
-    return w, x, y
-
-
-def _record_arrivals(out):
-    """Register a pre-hook on every node under ``out``; returns {node: [gradients it received]}."""
-    received: dict = {}
-    for node in probes.nodes(out):
-        received[node] = []
-        node.register_prehook(lambda grads, node=node: received[node].append(grads[0].detach().clone()))
-    return received
-
 
 @predict_then_run(
     "02.chain-arrivals", Number(),
@@ -227,18 +32,13 @@ def _record_arrivals(out):
             "2x = 12, the multiplication by its constant 3, giving 36: the chain rule applied one node at a time.",
 )
 def chain_arrivals():
-    w, x, y = _chain()
-    received = _record_arrivals(y)
+    w, x, y = chain()
+    received = record_arrivals(y)
     y.backward()
     return [received[node][0].item() for node in probes.nodes(y)]
 
 
 # --- 2. non-scalar outputs need a seed ----------------------------------------------------------
-
-def _squares():
-    v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
-    return v, v ** 2
-
 
 @predict_then_run(
     "02.nonscalar-backward", Error("at the square", "at backward", needs_message=True, terms=("scalar",)),
@@ -267,7 +67,7 @@ def nonscalar_backward():
             "z.sum().backward(). Each z_i depends only on v_i, so v.grad = 2v.",
 )
 def ones_seed():
-    v, z = _squares()
+    v, z = squares()
     z.backward(torch.ones_like(z))
     return v.grad.tolist()
 
@@ -280,16 +80,12 @@ def ones_seed():
             "that one output element z[1] alone.",
 )
 def one_hot_seed():
-    v, z = _squares()
+    v, z = squares()
     z.backward(torch.tensor([0.0, 1.0, 0.0]))
     return v.grad.tolist()
 
 
 # --- 2b. each node is a vector-Jacobian product; reverse mode counts rows -----------------------
-
-def _three_of_five(x):
-    return torch.stack([x.sum(), (x * x).sum(), x.prod()])
-
 
 @predict_then_run(
     "02.jacobian-calls", Number(tol=0),
@@ -307,7 +103,7 @@ def jacobian_calls():
     counts = []
 
     def f(x):
-        y = _three_of_five(x)
+        y = three_of_five(x)
         y.register_hook(lambda g: counts.append(1))
         return y
 
@@ -321,13 +117,6 @@ def jacobian_calls():
 
 # --- 3. two routes to one leaf ---------------------------------------------------------------
 
-def _two_routes():
-    w = torch.tensor(2.0, requires_grad=True)
-    a = 3 * w
-    b = w ** 2
-    return w, a, b, a + b
-
-
 @predict_then_run(
     "02.two-routes", Number(),
     prompt="w = torch.tensor(2.0, requires_grad=True); a = 3 * w; b = w ** 2; loss = a + b; loss.backward(). "
@@ -336,15 +125,9 @@ def _two_routes():
             "2w = 4 through b.",
 )
 def two_routes():
-    w, a, b, loss = _two_routes()
+    w, a, b, loss = two_route_loss()
     loss.backward()
     return w.grad.item()
-
-
-def _accumulate_nodes(loss):
-    left = loss.grad_fn.next_functions[0][0].next_functions[0][0]
-    right = loss.grad_fn.next_functions[1][0].next_functions[0][0]
-    return left, right
 
 
 @predict_then_run(
@@ -355,8 +138,8 @@ def _accumulate_nodes(loss):
     explain="A leaf has one AccumulateGrad node, however many operations use it; both branches lead to it.",
 )
 def same_accumulate():
-    w, a, b, loss = _two_routes()
-    left, right = _accumulate_nodes(loss)
+    w, a, b, loss = two_route_loss()
+    left, right = accumulate_nodes(loss)
     return left is right
 
 
@@ -369,8 +152,8 @@ def same_accumulate():
             "input are added first (3 from the multiplication, 4 from the power). The adding is the engine's.",
 )
 def accumulate_runs():
-    w, a, b, loss = _two_routes()
-    left, _ = _accumulate_nodes(loss)
+    w, a, b, loss = two_route_loss()
+    left, _ = accumulate_nodes(loss)
     runs = []
     left.register_prehook(lambda grads: runs.append(grads[0].item()))
     loss.backward()
@@ -396,10 +179,6 @@ def broadcast_grad():
 
 # --- 5. accumulation across backward calls ---------------------------------------------------------
 
-def _step(w):
-    (3 * w + w ** 2).backward()
-
-
 @predict_then_run(
     "02.second-step", Number(),
     prompt="w = torch.tensor(2.0, requires_grad=True). Twice: build loss = 3 * w + w ** 2 and call "
@@ -409,8 +188,8 @@ def _step(w):
 )
 def second_step():
     w = torch.tensor(2.0, requires_grad=True)
-    _step(w)
-    _step(w)
+    backward_step(w)
+    backward_step(w)
     return w.grad.item()
 
 
@@ -423,9 +202,9 @@ def second_step():
 )
 def snapshot_alias():
     w = torch.tensor(2.0, requires_grad=True)
-    _step(w)
+    backward_step(w)
     g = w.grad
-    _step(w)
+    backward_step(w)
     return g.item()
 
 
@@ -444,7 +223,7 @@ def snapshot_alias():
 def zero_grad_none():
     w = torch.tensor(2.0, requires_grad=True)
     opt = torch.optim.SGD([w], lr=0.1)
-    _step(w)
+    backward_step(w)
     opt.step()
     yield "at zero_grad"
     opt.zero_grad()
@@ -452,11 +231,7 @@ def zero_grad_none():
     for p in [w]:
         p.grad.zero_()
     yield "at the next backward"
-    _step(w)
-
-
-def _grad_word(t: torch.Tensor) -> str:
-    return "None" if t.grad is None else _fmt(t.grad.item())
+    backward_step(w)
 
 
 _ZERO_CHOICES = ("w None, b 2", "w 0, b 2", "w None, b None", "w 0, b 0", "w 2, b 2")
@@ -475,7 +250,7 @@ def zero_not_none():
     b = torch.tensor(2.0, requires_grad=True)
     x = torch.tensor(0.0)
     ((w * x + b - 1) ** 2).backward()
-    return f"w {_grad_word(w)}, b {_grad_word(b)}"
+    return f"w {grad_word(w)}, b {grad_word(b)}"
 
 
 # --- 7b. zeros and NaNs that arrive quietly ---------------------------------------------------------
@@ -493,7 +268,7 @@ def zero_not_none():
 def flat_steps():
     x = torch.tensor([0.4, 1.6, -2.3], requires_grad=True)
     (x.round() + x.floor() + x.sign()).sum().backward()
-    return _leaf_grads({"x": x})
+    return leaf_grads({"x": x})
 
 
 @predict_then_run(
@@ -531,7 +306,7 @@ def kink_conventions():
 def where_nan():
     x = torch.tensor([-1.0, 4.0], requires_grad=True)
     torch.where(x > 0, x.sqrt(), 0.0).sum().backward()
-    return _leaf_grads({"x": x})
+    return leaf_grads({"x": x})
 
 
 # --- self-test ---------------------------------------------------------------------------------
@@ -637,70 +412,9 @@ def closed_book_none():
 TIMELINE_STEPS = ("after one backward", "after two", "after zero_grad()")
 
 
-class TimelineCase:
-    """A generated program split into its leaves and a forward() that re-runs the rest on them."""
-
-    output = "out"
-
-    def __init__(self, program: programs.Program):
-        self.program = program
-        self.leaf_names = list(program.leaves)
-        count = len(self.leaf_names)
-        self._leaf_code = compile("\n".join(program.lines[:count]), f"<program #{program.seed}: leaves>", "exec")
-        self._body_code = compile("\n".join(program.lines[count:]), f"<program #{program.seed}>", "exec")
-
-    @property
-    def size(self) -> int:
-        return self.program.size
-
-    @property
-    def label(self) -> str:
-        return self.program.label
-
-    @property
-    def source(self) -> str:
-        count = len(self.leaf_names)
-        lines = self.program.lines
-        return "\n".join(lines[:count] + ["# forward() runs these lines on those leaves and returns out:"]
-                         + lines[count:])
-
-    def fresh(self) -> dict[str, Any]:
-        ns: dict[str, Any] = {"torch": torch}
-        with torch_state.clean_room():
-            exec(self._leaf_code, ns)
-        leaves = {n: ns[n] for n in self.leaf_names}
-        body = self._body_code
-
-        def forward():
-            run = {"torch": torch, **leaves}
-            exec(body, run)
-            return run["out"]
-
-        return {**leaves, "leaves": leaves, "forward": forward}
-
-    def drawing(self, ns: dict[str, Any] | None = None) -> str:
-        ns = self.fresh()
-        with torch_state.clean_room():
-            out = ns["forward"]()
-        return probes.text_tree(out, names=ns["leaves"])
-
-    def __repr__(self):
-        return f"<{self.label}>"
-
-
-@functools.lru_cache(maxsize=1)
-def _timeline_cases() -> tuple:
-    found = programs.programs(30, seed=202, max_ops=7, cuts=("detach", "no_grad", "item"), need_backward=True)
-    return tuple(TimelineCase(p) for p in found)
-
-
-def _call_timeline(fn, case, ns):
-    return fn(dict(ns["leaves"]), ns["forward"])
-
-
 @exercise(
     "02.grad-timeline",
-    Function(returns=LeafGrads(steps=TIMELINE_STEPS), cases=_timeline_cases, call=_call_timeline),
+    Function(returns=LeafGrads(steps=TIMELINE_STEPS), cases=timeline_cases, call=call_timeline),
     prompt="Write grad_timeline(leaves, forward): leaves is {name: leaf tensor}; forward() runs the program "
            "once more on those leaves and returns its scalar output. Do a training-style step (forward, then "
            "backward) twice, then an optimizer's zero_grad(). Return {name: [.grad after the first step, after "
@@ -720,122 +434,17 @@ def grad_timeline(case):
     moments = []
     for _ in range(2):
         forward().backward()
-        moments.append(_leaf_grads(leaves))
+        moments.append(leaf_grads(leaves))
     torch.optim.SGD(list(leaves.values()), lr=0.1).zero_grad()
-    moments.append(_leaf_grads(leaves))
+    moments.append(leaf_grads(leaves))
     return {n: [m[n] for m in moments] for n in leaves}
 
 
 # --- exercise 2: the seed that isolates one output element -----------------------------------------------
 
-def _values(rng: random.Random, shape: tuple) -> str:
-    if not shape:
-        return f"{rng.choice([-1, 1]) * rng.randint(1, 20) / 10:.1f}"
-    return "[" + ", ".join(_values(rng, shape[1:]) for _ in range(shape[0])) + "]"
-
-
-# (template, shape of a, shape of b, shape of out); {p}, {q} are sizes
-_SEED_TEMPLATES = [
-    ("out = a * b.sum()", "({n},)", "({m},)", "({n},)"),
-    ("out = a.cumsum(0) * b", "({n},)", "({n},)", "({n},)"),
-    ("out = a[:, None] * b.exp()", "({n},)", "({m},)", "({n}, {m})"),
-    ("out = (a @ b).sin()", "({n}, {m})", "({m}, {n})", "({n}, {n})"),
-    ("out = (a * b).t()", "({n}, {m})", "({m},)", "({m}, {n})"),
-    ("out = a.view({n}, {m}) ** 2 + b", "({k},)", "({m},)", "({n}, {m})"),
-    ("out = (a.flip(0) * b).transpose(0, 1)", "({n}, {m})", "({n}, 1)", "({m}, {n})"),
-    ("out = a.view(2, {n}, {m}) * b", "({j},)", "({m},)", "(2, {n}, {m})"),
-    ("out = (a @ b).t() * a.sum()", "({n}, {m})", "({m}, {p})", "({p}, {n})"),
-]
-
-
-class SeedCase:
-    """One non-scalar output ``out`` built from leaves a and b, and the index of the element to isolate."""
-
-    output = "out"
-
-    def __init__(self, seed: int, template: int):
-        rng = random.Random(seed)
-        n, m, p = rng.choice([2, 3]), rng.choice([2, 3]), rng.choice([2, 3])
-        if template in (4, 6) and n == m:
-            m = 5 - n          # non-square, so row-major and column-major orders differ
-        if template == 8 and n == p:
-            p = 5 - n
-        sizes = {"n": n, "m": m, "p": p, "k": n * m, "j": 2 * n * m}
-        text, a_shape, b_shape, out_shape = (part.format(**sizes) for part in _SEED_TEMPLATES[template])
-        self.seed, self.template = seed, template
-        self.shape = eval(out_shape)
-        numel = math.prod(self.shape)
-        self.index = rng.randrange(numel)
-        a_shape, b_shape = eval(a_shape), eval(b_shape)
-        self.lines = [f"a = torch.tensor({_values(rng, a_shape)}, requires_grad=True)",
-                      f"b = torch.tensor({_values(rng, b_shape)}, requires_grad=True)",
-                      text]
-        self._code = compile("\n".join(self.lines), f"<seed case #{seed}>", "exec")
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    @property
-    def label(self) -> str:
-        return f"case #{self.seed}: out of shape {self.shape}, index {self.index}"
-
-    @property
-    def element(self) -> str:
-        at, rest = [], self.index
-        for dim in reversed(self.shape):
-            at.append(rest % dim)
-            rest //= dim
-        return "out[" + ", ".join(str(i) for i in reversed(at)) + "]"
-
-    @property
-    def source(self) -> str:
-        return "\n".join(self.lines + [f"# isolating_seed(out, {self.index}): out has shape {self.shape}; "
-                                       f"out.flatten()[{self.index}] is {self.element}"])
-
-    def fresh(self) -> dict[str, Any]:
-        ns: dict[str, Any] = {"torch": torch}
-        with torch_state.clean_room():
-            exec(self._code, ns)
-        ns.pop("__builtins__", None)
-        return ns
-
-    def drawing(self, ns: dict[str, Any] | None = None) -> str:
-        ns = ns if ns is not None else self.fresh()
-        return probes.text_tree(ns["out"], names={"a": ns["a"], "b": ns["b"]})
-
-    def __repr__(self):
-        return f"<{self.label}>"
-
-
-@functools.lru_cache(maxsize=1)
-def _seed_cases() -> tuple:
-    cases = [SeedCase(2000 + 17 * i + t, t) for t in range(len(_SEED_TEMPLATES)) for i in range(3)]
-    return tuple(sorted(cases, key=lambda c: (c.size, len(c.shape), c.seed)))
-
-
-def _call_seed(fn, case, ns):
-    return fn(ns["out"], case.index)
-
-
-def _seed_result(raw, case, ns):
-    """Run out.backward(raw) on a fresh build of the case and read the leaves' gradients."""
-    if not isinstance(raw, torch.Tensor):
-        raise BadAnswer(f"a seed is a tensor shaped like out {case.shape}; the function returned "
-                        f"{type_words(raw)}")
-    fresh = case.fresh()
-    with torch_state.clean_room():
-        try:
-            fresh["out"].backward(raw.detach())
-        except Exception as exc:
-            raise BadAnswer(f"out.backward(seed) raised {type(exc).__name__}: {stable_part(str(exc))} "
-                            f"(your seed has shape {tuple(raw.shape)}, out has shape {case.shape})") from None
-    return _leaf_grads({"a": fresh["a"], "b": fresh["b"]})
-
-
 @exercise(
     "02.isolating-seed",
-    Function(returns=LeafGrads(), cases=_seed_cases, call=_call_seed, convert=_seed_result),
+    Function(returns=LeafGrads(), cases=seed_cases, call=call_seed, convert=seed_result),
     prompt="Write isolating_seed(out, index): the seed tensor s for which out.backward(s) leaves in every leaf "
            "exactly the gradient of the single element out.flatten()[index]. It is checked on generated "
            "outputs of several shapes, some of them transposed views.",
@@ -851,4 +460,4 @@ def _seed_result(raw, case, ns):
 def isolating_seed(case):
     ns = case.fresh()
     ns["out"].flatten()[case.index].backward()
-    return _leaf_grads({"a": ns["a"], "b": ns["b"]})
+    return leaf_grads({"a": ns["a"], "b": ns["b"]})

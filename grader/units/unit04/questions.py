@@ -2,20 +2,35 @@
 procedure for "why is .grad None?"."""
 from __future__ import annotations
 
-import functools
-import random
-from dataclasses import dataclass, field
-
 import torch
 
 from grader import probes
-from grader.engine.kinds import BadAnswer, Choice, Error, Function, Name, Names, Number, Sequence, short, type_words
+from grader.engine.kinds import Choice, Error, Function, Name, Names, Number, Sequence
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.probes import traces
-from grader.units import programs
+from grader.units.unit04.cases import (
+    INTACT,
+    as_edge_line,
+    as_leaf_names,
+    edge_cases,
+    leaf_cases,
+    line_key,
+    why_cases,
+)
+from grader.units.unit04.support import (
+    detached_stage,
+    evaluate,
+    four_ways_off,
+    grad_field_state,
+    patched_loop,
+    pq_leaves,
+    returned_grad_word,
+    syllabus_loop,
+    train_frozen,
+    train_repaired,
+)
 
 # --- 1. a loss that never entered -------------------------------------------------------------
-
 
 @predict_then_run(
     "04.never-entered", Error("at the multiplication", "at backward", needs_message=True,
@@ -36,23 +51,6 @@ def never_entered():
     loss.backward()
 
 
-def _patched_loop(flag: bool, patch: bool, steps: int = 20):
-    x = torch.tensor([1.0, 2.0, 3.0])
-    y = 2 * x
-    w = torch.tensor(0.0, requires_grad=flag)
-    opt = torch.optim.SGD([w], lr=0.05)
-    losses = []
-    for _ in range(steps):
-        loss = ((w * x - y) ** 2).mean()
-        if patch:
-            loss.requires_grad = True
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return losses, w
-
-
 @predict_then_run(
     "04.patched-loss", Number(tol=5e-3),
     prompt="x = [1., 2., 3.], y = 2 * x, w = torch.tensor(0.0) created without requires_grad, "
@@ -66,12 +64,11 @@ def _patched_loop(flag: bool, patch: bool, steps: int = 20):
                      "leaf of its own, with no record of w.")],
 )
 def patched_loss():
-    losses, _ = _patched_loop(flag=False, patch=True)
+    losses, _ = patched_loop(flag=False, patch=True)
     return [losses[0], losses[-1]]
 
 
 # --- 2. detach: one tensor, the same storage, a cut record -------------------------------------
-
 
 @predict_then_run(
     "04.detach-write", Number(),
@@ -90,10 +87,6 @@ def detach_write():
 
 # --- 3. detach acts on a tensor, no_grad on a region -------------------------------------------
 
-def _pq():
-    return torch.tensor(1.5, requires_grad=True), torch.tensor(4.0, requires_grad=True)
-
-
 @predict_then_run(
     "04.detach-one-operand", Names(pool=("p", "q")),
     prompt="p = torch.tensor(1.5, requires_grad=True); q = torch.tensor(4.0, requires_grad=True); "
@@ -103,7 +96,7 @@ def _pq():
             "was recorded with one live edge, to q.",
 )
 def detach_one_operand():
-    p, q = _pq()
+    p, q = pq_leaves()
     out1 = p.detach() * q
     out1.backward()
     return {n for n, t in (("p", p), ("q", q)) if t.grad is not None}
@@ -119,7 +112,7 @@ def detach_one_operand():
             "p and q still require grad once the block ends.",
 )
 def no_grad_region():
-    p, q = _pq()
+    p, q = pq_leaves()
     out1 = p.detach() * q
     with torch.no_grad():
         out2 = p * q
@@ -127,12 +120,6 @@ def no_grad_region():
 
 
 # --- 4. inference_mode: a stricter region whose tensors carry the restriction ------------------
-
-def evaluate(w, x):
-    """An evaluation helper that someone sped up with inference_mode."""
-    with torch.inference_mode():
-        return (w * x).relu()
-
 
 @predict_then_run(
     "04.inference-reuse", Error("in the helper", "at the multiplication", "at backward", needs_message=True,
@@ -162,22 +149,6 @@ def inference_reuse():
 
 # --- 4b. turning gradients off: the whole picture --------------------------------------------------
 
-def _four_offs():
-    torch.manual_seed(0)
-    lin = torch.nn.Linear(3, 2)
-    x = torch.randn(4, 3, requires_grad=True)
-    with torch.no_grad():
-        a = lin(x)
-    with torch.inference_mode():
-        b = lin(x)
-    lin.eval()
-    c = lin(x)
-    for p in lin.parameters():
-        p.requires_grad_(False)
-    d = lin(x)
-    return {"a": a, "b": b, "c": c, "d": d}
-
-
 @predict_then_run(
     "04.four-offs", Names(pool=("a", "b", "c", "d")),
     prompt="lin = torch.nn.Linear(3, 2); x = torch.randn(4, 3, requires_grad=True). with torch.no_grad(): "
@@ -193,7 +164,7 @@ def _four_offs():
                      "The output still has a grad_fn.")],
 )
 def four_offs():
-    made = _four_offs()
+    made = four_ways_off()
     return {n for n, t in made.items() if t.grad_fn is not None}
 
 
@@ -243,16 +214,6 @@ def item_new_start():
 
 # --- 6. asking the graph which inputs it reaches -----------------------------------------------
 
-def _detached_stage():
-    x = torch.tensor([1.0, 2.0, 3.0, 4.0])
-    target = 3 * x
-    w1 = torch.tensor(0.5, requires_grad=True)
-    w2 = torch.tensor(1.0, requires_grad=True)
-    f = (w1 * x).detach()
-    loss = ((w2 * f - target) ** 2).mean()
-    return w1, w2, loss
-
-
 @predict_then_run(
     "04.unused-input", Error("at autograd.grad", needs_message=True,
                              terms=(("not have been used", "not been used", "unused", "not used"),)),
@@ -265,7 +226,7 @@ def _detached_stage():
             "default that is an error; allow_unused=True turns it into a None in the answer.",
 )
 def unused_input():
-    w1, w2, loss = _detached_stage()
+    w1, w2, loss = detached_stage()
     yield "at autograd.grad"
     torch.autograd.grad(loss, [w1, w2])
 
@@ -285,55 +246,6 @@ loss = ((pred - target) ** 2).mean()
 loss.backward()"""
 
 
-def stage_one(t, w1, feature_log):
-    f = w1 * t
-    kept = f.detach()            # keep a copy for the log, without its graph
-    feature_log.append(kept)
-    return kept                  # the fault: the copy, not the computed tensor, goes on
-
-
-def train_frozen(x, target, w1, w2, lr, steps, feature_log):
-    """The loop as found. Returns every step's loss."""
-    losses = []
-    for _ in range(steps):
-        f = stage_one(x, w1, feature_log)
-        loss = ((w2 * f - target) ** 2).mean()
-        loss.backward()
-        with torch.no_grad():
-            for p in (w1, w2):
-                if p.grad is not None:
-                    p -= lr * p.grad
-                    p.grad.zero_()
-        losses.append(loss.item())
-    return losses
-
-
-def train_repaired(x, target, w1, w2, lr, steps, feature_log):
-    """The grader's repair: the log keeps its detached copy, the computation keeps the tensor."""
-    losses = []
-    for _ in range(steps):
-        f = w1 * x
-        feature_log.append(f.detach())
-        loss = ((w2 * f - target) ** 2).mean()
-        loss.backward()
-        with torch.no_grad():
-            for p in (w1, w2):
-                p -= lr * p.grad
-                p.grad.zero_()
-        losses.append(loss.item())
-    return losses
-
-
-def _syllabus_loop(train):
-    x = torch.tensor([1.0, 2.0, 3.0, 4.0])
-    target = 3 * x
-    w1 = torch.tensor(0.5, requires_grad=True)
-    w2 = torch.tensor(1.0, requires_grad=True)
-    log: list = []
-    losses = train(x, target, w1, w2, 0.02, 400, log)
-    return losses, w1, w2, log
-
-
 @predict_then_run(
     "04.frozen-loop", Number(),
     prompt="x = [1., 2., 3., 4.], target = 3 * x, w1 = 0.5 and w2 = 1.0 requiring grad, lr = 0.02, 400 "
@@ -344,7 +256,7 @@ def _syllabus_loop(train):
             "settles where w1 * w2 = 0.5 * w2 = 3. The loss falls to zero anyway.",
 )
 def frozen_loop():
-    losses, w1, w2, _ = _syllabus_loop(train_frozen)
+    losses, w1, w2, _ = syllabus_loop(train_frozen)
     return [losses[0], losses[-1], w1.item(), w2.item()]
 
 
@@ -363,7 +275,7 @@ REPAIRED_FACTS = ("w1 moved", "w2 moved", "w1 * w2 reached 3", "w2 reached 6")
                      "splits between them.")],
 )
 def repaired_loop():
-    _, w1, w2, _ = _syllabus_loop(train_repaired)
+    _, w1, w2, _ = syllabus_loop(train_repaired)
     a, b = w1.item(), w2.item()
     facts = {"w1 moved": abs(a - 0.5) > 1e-3, "w2 moved": abs(b - 1.0) > 1e-3,
              "w1 * w2 reached 3": abs(a * b - 3.0) < 1e-3, "w2 reached 6": abs(b - 6.0) < 1e-3}
@@ -460,21 +372,15 @@ def closed_book_edge():
     return traces.first_broken_edge(tr, "w").number
 
 
-def _grad_state(t):
-    if t.grad is None:
-        return "None"
-    return "a tensor of zeros" if not t.grad.any() else "a nonzero tensor"
-
-
-GRAD_STATES = ("None", "a tensor of zeros", "a nonzero tensor", "an error at backward")
+ENC_GRAD_STATES = ("None", "a tensor of zeros", "a nonzero tensor", "an error at backward")
 
 
 @self_test(
-    "04.closed-book-frozen-grad", Choice(*GRAD_STATES),
+    "04.closed-book-frozen-grad", Choice(*ENC_GRAD_STATES),
     prompt="enc = torch.tensor(1.0, requires_grad=True); head = torch.tensor(0.5, requires_grad=True); "
            "opt = torch.optim.SGD([enc, head], lr=0.1); x = torch.tensor([1.0, 2.0]). Three steps of: "
            "opt.zero_grad(set_to_none=False); feats = (enc * x).detach(); loss = ((head * feats - x) ** 2).mean(); "
-           "loss.backward(); opt.step(). What is enc.grad afterwards: " + ", ".join(repr(g) for g in GRAD_STATES)
+           "loss.backward(); opt.step(). What is enc.grad afterwards: " + ", ".join(repr(g) for g in ENC_GRAD_STATES)
            + "?",
     explain="enc never reaches the loss (the detach cut it), so no backward ever created enc.grad. "
             "zero_grad(set_to_none=False) zeroes a .grad that exists and leaves a missing one missing: None.",
@@ -497,13 +403,7 @@ def closed_book_frozen_grad():
         except RuntimeError:
             return "an error at backward"
         opt.step()
-    return _grad_state(enc)
-
-
-def _grad_word(g):
-    if g is None:
-        return "None"
-    return "zero" if not g.any() else "nonzero"
+    return grad_field_state(enc)
 
 
 @self_test(
@@ -529,7 +429,7 @@ def closed_book_allow_unused():
     b = torch.tensor(3.0, requires_grad=True)
     c = torch.tensor(4.0, requires_grad=True)
     out = a * 0 + b.floor() * 2 + (c > 0).float()
-    return [_grad_word(g) for g in torch.autograd.grad(out, [a, b, c], allow_unused=True)]
+    return [returned_grad_word(g) for g in torch.autograd.grad(out, [a, b, c], allow_unused=True)]
 
 
 @self_test(
@@ -574,45 +474,9 @@ def closed_book_modes():
 
 # --- exercise 1: reachable leaves -----------------------------------------------------------------
 
-ALL_CUTS = ("detach", "tolist", "rebuilt", "item", "no_grad", "inference")
-
-
-@functools.cache
-def _leaf_case_list():
-    with_graph = programs.programs(30, seed=404, max_ops=8, cuts=ALL_CUTS, need_graph=True)
-    without = programs.programs(6, seed=405, max_ops=5, cuts=ALL_CUTS)
-    without = [p for p in without if p.fresh()[p.output].grad_fn is None][:4]
-    return sorted(with_graph + without, key=lambda p: (p.size, p.seed))
-
-
-def _leaf_cases():
-    return _leaf_case_list()
-
-
-def _as_leaf_names(raw, case, ns):
-    """The learner's tensors, named by the variable that holds each in the program."""
-    if isinstance(raw, torch.Tensor):
-        raise BadAnswer("expected a list of tensors, got one tensor; put the leaves in a list")
-    if isinstance(raw, (str, bytes, dict)) or not hasattr(raw, "__iter__"):
-        raise BadAnswer(f"expected a list of tensors, got {type_words(raw)}")
-    items = list(raw)
-    by_id = {id(v): k for k, v in ns.items() if isinstance(v, torch.Tensor)}
-    names = []
-    for item in items:
-        if not isinstance(item, torch.Tensor):
-            hint = "; return the tensors themselves, not their names" if isinstance(item, str) else ""
-            raise BadAnswer(f"every entry must be a tensor; {short(item)} is {type_words(item)}{hint}")
-        names.append(by_id.get(id(item), "an unnamed tensor"))
-    for name in names:
-        if names.count(name) > 1 and name != "an unnamed tensor":
-            raise BadAnswer(f"{name} is in the list {names.count(name)} times; list each leaf once "
-                            "(a shared leaf is one AccumulateGrad node reached twice)")
-    return names
-
-
 @exercise(
     "04.reachable-leaves",
-    Function(returns=Names(), cases=_leaf_cases, convert=_as_leaf_names),
+    Function(returns=Names(), cases=leaf_cases, convert=as_leaf_names),
     prompt="Write reachable_leaves(loss): the leaf tensors that loss.backward() would accumulate into, each "
            "once, as a list of tensors; [] when loss has no grad_fn. It is checked on generated programs "
            "with detach, no_grad, inference_mode, .item() and .tolist() cuts, branches and shared leaves.",
@@ -630,116 +494,10 @@ def reachable_leaves_ex(case):
 
 # --- exercise 2: the first broken edge of a traced forward pass ----------------------------------
 
-INTACT = "None (the path is intact)"
-
-
-def _line_key(text: str) -> str:
-    return " ".join(str(text).split())
-
-
-@dataclass
-class EdgeCase:
-    """A generated program, traced, and the parameter whose path to the loss is asked about."""
-
-    seed: int
-    lines: list
-    name: str
-    output: str = "loss"
-
-    @property
-    def size(self):
-        return len(self.lines)
-
-    @property
-    def source(self):
-        return "\n".join(self.lines) + f"\n# asked: first_broken_edge(trace, {self.name!r})"
-
-    @property
-    def label(self):
-        return f"program #{self.seed} ({self.size} lines), parameter {self.name}"
-
-    def fresh(self):
-        return {"trace": traces.trace("\n".join(self.lines)), "name": self.name}
-
-    def drawing(self, ns=None):
-        ns = ns if ns is not None else self.fresh()
-        tr = ns["trace"]
-        tensors = {k: v for k, v in tr.names.items() if isinstance(v, torch.Tensor)}
-        return tr.table() + "\n\nthe loss's graph:\n" + probes.text_tree(tr.loss, names=tensors)
-
-
-def _as_loss_program(prog):
-    lines = list(prog.lines)
-    assert lines[-1].startswith("out = ")
-    lines[-1] = "loss = " + lines[-1][len("out = "):]
-    return lines
-
-
-def _cut_label(line: str) -> str:
-    if "tolist" in line:
-        return "rebuilt" if "requires_grad=True" in line else "tolist"
-    for word in ("item", "no_grad", "inference", "detach"):
-        if word in line:
-            return word
-    return "other"
-
-
-@functools.cache
-def _edge_case_list():
-    """Generated programs with a parameter whose value reaches the loss: some intact, most cut, by every cut."""
-    quota = {"detach": 5, "no_grad": 5, "inference": 4, "item": 4, "tolist": 4, "rebuilt": 4, "intact": 14}
-    chosen, sources = [], set()
-    for round_, wanted in enumerate(quota):
-        # programs that may use every cut, plus the one whose break is wanted, so each kind shows up
-        rng = random.Random(round_)
-        for i in range(400):
-            cuts = ALL_CUTS if wanted == "intact" else (wanted, rng.choice(ALL_CUTS))
-            if quota[wanted] == 0:
-                break
-            prog = programs.generate(414 * 100_003 + round_ * 1000 + i, 2 + i % 7, cuts=cuts)
-            if prog.source in sources:
-                continue
-            sources.add(prog.source)
-            lines = _as_loss_program(prog)
-            try:
-                tr = traces.trace("\n".join(lines))
-            except Exception:       # an inference tensor saved for backward: not a program that runs
-                continue
-            names = [n for n, flag in prog.leaves.items() if flag]
-            names = [n for n in names if traces._used_binding(tr, n) in traces.route(tr, n)]
-            if not names:
-                continue
-            name = random.Random(prog.seed).choice(names)
-            edge = traces.first_broken_edge(tr, name)
-            label = "intact" if edge is None else _cut_label(edge.line)
-            if quota.get(label, 0) > 0:
-                quota[label] -= 1
-                chosen.append(EdgeCase(prog.seed, lines, name))
-    return sorted(chosen, key=lambda c: (c.size, c.seed))
-
-
-def _edge_cases():
-    return _edge_case_list()
-
-
-def _as_edge_line(raw, case, ns):
-    if raw is None:
-        return INTACT
-    if isinstance(raw, traces.Step):
-        return raw.line
-    if isinstance(raw, str):
-        if not raw.strip():
-            raise BadAnswer("it returned an empty string; return the step's line, or None")
-        return raw
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        raise BadAnswer("return the step itself or its line (step.line), not a number")
-    raise BadAnswer(f"expected a step, its line, or None; got {type_words(raw)}")
-
-
 @exercise(
     "04.first-broken-edge",
-    Function(returns=Name(key=_line_key, pool=(INTACT,)), cases=_edge_cases,
-             call=lambda fn, case, ns: fn(ns["trace"], ns["name"]), convert=_as_edge_line),
+    Function(returns=Name(key=line_key, pool=(INTACT,)), cases=edge_cases,
+             call=lambda fn, case, ns: fn(ns["trace"], ns["name"]), convert=as_edge_line),
     prompt="Write first_broken_edge(trace, name): trace is a list of steps (step.line, step.name, "
            "step.tensor, step.inputs) and trace.loss the loss tensor. Return the first step, in program "
            "order, that lies on a route from the parameter `name` to the loss (it reads the parameter or a "
@@ -788,128 +546,9 @@ def quiet_break():
 
 # --- exercise 4: why is .grad None? ----------------------------------------------------------------
 
-@dataclass
-class WhyCase:
-    seed: int
-    lines: list
-    name: str
-    cause: str = field(repr=False)   # what the generator planted; the truth is diagnosed live
-    output: str = "loss"
-
-    @property
-    def size(self):
-        return len(self.lines)
-
-    @property
-    def source(self):
-        return "\n".join(self.lines) + f"\n# asked: why is {self.name}.grad None?"
-
-    @property
-    def label(self):
-        return f"program #{self.seed} ({self.size} statements), asking about {self.name}.grad"
-
-    def fresh(self):
-        return {"trace": traces.trace("\n".join(self.lines)), "name": self.name}
-
-    def drawing(self, ns=None):
-        ns = ns if ns is not None else self.fresh()
-        return ns["trace"].table(grads=True)
-
-
-_FILL = ("{x} * 3", "{x}.sin()", "{x} ** 2", "{x}.tanh()", "{x} * 0.5", "{x} + 1")
-
-
-def why_case(seed: int, cause: str) -> WhyCase:
-    """One small program in which ``name``.grad is None for the planted ``cause``."""
-    rng = random.Random(seed)
-    turn = seed // len(traces.CAUSES)        # the variants of a cause come in turn, not by luck
-    n = rng.choice([2, 3])
-
-    def values():
-        return "[" + ", ".join(f"{rng.choice([-1, 1]) * rng.randint(1, 15) / 10:.1f}" for _ in range(n)) + "]"
-
-    fill = lambda x: rng.choice(_FILL).format(x=x)  # noqa: E731
-    lines = ["w = torch.tensor(" + values() + (")" if cause == traces.NEVER_ENTERED else ", requires_grad=True)"),
-             "b = torch.tensor(" + values() + ", requires_grad=True)"]
-    # an optimizer whose zero_grad() runs before backward (harmless) or after it (the cause)
-    zero_first = cause == traces.NO_BACKWARD and turn % 2 == 0
-    if zero_first or cause == traces.CLEARED:
-        lines.append("opt = torch.optim.SGD([w, b], lr=0.1)")
-    if rng.random() < 0.5:
-        lines.append("c = torch.tensor(" + values() + ")")
-        other = "c"
-    else:
-        other = "b"
-    h = rng.choice(["w * 3", "w.sin()", "w ** 2", "w * b", "w.tanh()", "w + b", f"w * {other}"])
-    if cause == traces.NOT_RETAINED and rng.random() < 0.4:
-        h = "w.to(torch.float64)"
-    lines.append(f"h = {h}")
-    if rng.random() < 0.4:
-        lines.append("log = " + rng.choice(["h.detach()", "h.sum().item()", "h.tolist()", "h.detach().clone()"]))
-    combine = ["k * b", "b + k", "(k * b).sin()", "b * k + b"]
-    if cause == traces.DETACHED:
-        lines.append("k = " + rng.choice(["h.detach()", "h.detach() * 2", "w.detach() * 3", "h.detach().sin()"]))
-    elif cause == traces.NO_GRAD:
-        lines.append("with torch.no_grad():\n    k = " + rng.choice(["h * 2", "h.exp()", f"h * {other}", "h + w"]))
-    elif cause == traces.INFERENCE:
-        lines.append("with torch.inference_mode():\n    k = " + rng.choice(["h * 2", "h.exp()", "h + 1", "h.relu()"]))
-        combine = ["b + k", "k + b", "(k + b).sin()", "(b + k) ** 2"]   # nothing may save an inference tensor
-    elif cause == traces.ITEM:
-        lines.append("k = " + rng.choice(["torch.tensor(h.sum().item())", "torch.tensor(h.tolist())",
-                                          "torch.tensor(h.tolist(), requires_grad=True)",
-                                          "torch.tensor(h.mean().item()) * 2"]))
-    elif cause == traces.NON_DIFFERENTIABLE:
-        forms = ["(h > 0).float()", "h.to(torch.int64) + 1", "h.argmax().float()", "two steps", "h.long() * 2",
-                 "(h < 0.5).float() * 2"]
-        form = forms[turn % len(forms)]
-        if form == "two steps":
-            lines.append("m = " + rng.choice(["h > 0", "h.argmax()", "h.round().long()"]))
-            lines.append("k = m.float()")
-        else:
-            lines.append("k = " + form)
-    else:
-        lines.append("k = " + fill("h"))
-    lines.append("z = " + rng.choice(combine))
-    if rng.random() < 0.4:
-        lines.append("z = " + fill("z"))
-    lines.append("loss = " + rng.choice(["(z ** 2).sum()", "z.sum()", "z.mean()"]))
-    if zero_first:
-        lines.append("opt.zero_grad()")
-    if cause == traces.NO_BACKWARD:
-        choice = ("none", "attribute", "guard")[turn % 3]
-        if choice == "attribute":
-            lines.append("loss.backward")
-        elif choice == "guard":
-            lines.append("if loss.item() > 1000.0:\n    loss.backward()")
-    else:
-        lines.append("loss.backward()")
-    if cause == traces.CLEARED:
-        lines.append(("opt.zero_grad()", "opt.step()\nopt.zero_grad()", "w.grad = None",
-                      "for p in (w, b):\n    p.grad = None")[turn % 4])
-    if cause == traces.REBOUND:
-        lines.append(("with torch.no_grad():\n    w = w - 0.1 * w.grad",
-                      "w = torch.tensor(w.tolist(), requires_grad=True)",
-                      "w = w.detach().requires_grad_()",
-                      "w = w.detach().clone()")[turn % 4])
-    name = "h" if cause == traces.NOT_RETAINED else "w"
-    return WhyCase(seed, lines, name, cause)
-
-
-@functools.cache
-def _why_case_list():
-    cases = []
-    for i, cause in enumerate(traces.CAUSES * 4):
-        cases.append(why_case(4400 + i, cause))
-    return sorted(cases, key=lambda c: (c.size, c.seed))
-
-
-def _why_cases():
-    return _why_case_list()
-
-
 @exercise(
     "04.why-grad-none",
-    Function(returns=Choice(*traces.CAUSES), cases=_why_cases,
+    Function(returns=Choice(*traces.CAUSES), cases=why_cases,
              call=lambda fn, case, ns: fn(ns["trace"], ns["name"])),
     prompt="Write why_grad_none(trace, name): trace is a traced program (steps, each with step.grad_names, the "
            "names whose leaf held a .grad right after that step; trace.names with every name's value when it "

@@ -1,0 +1,52 @@
+"""Unit 01's helpers: the running examples its experiments build (the chain w -> 3w -> squared, the
+neuron, the closed-book graph) and ``branchy``, the function whose graph records the branch that ran."""
+import torch
+
+
+def chain():
+    w = torch.tensor(2.0, requires_grad=True)
+    x = w * 3
+    y = x ** 2
+    return w, x, y
+
+
+def branchy(x):
+    """A function whose formula depends on its input's sign: the graph records the branch that ran."""
+    if x.item() > 0:
+        return x ** 2 + 2 * x
+    return (x + 3).abs()
+
+
+def recorded_results(v):
+    return {"argmax": v.argmax(), "max": v.max(), "gt": v > 0, "long": v.long(),
+            "double": v.double(), "round": v.round()}
+
+
+def neuron(x_value=1.0, w_value=2.0):
+    x = torch.tensor(x_value, requires_grad=True)
+    w = torch.tensor(w_value, requires_grad=True)
+    z = w * x - 0.5
+    s = torch.sigmoid(z)
+    return x, w, z, s
+
+
+def closed_book():
+    x = torch.randn(2, 3, requires_grad=True)
+    W = torch.randn(3, 4, requires_grad=True)
+    b = torch.randn(4, requires_grad=True)
+    return x, W, b, (x @ W + b).relu().sum()
+
+
+def mm_as_addmm(truth):
+    """The walk a learner writes who expects one fused node for x @ W + b."""
+    out = [n for n in truth if n != "MmBackward0"]
+    return ["AddmmBackward0" if n == "AddBackward0" else n for n in out]
+
+
+def who_keeps():
+    p = torch.ones(2, requires_grad=True)
+    u = torch.zeros(2, requires_grad=True).double()
+    q = p * 2 + u
+    s = torch.tensor(3.0)
+    (q * s).sum().backward()
+    return {"p": p, "u": u, "q": q, "s": s}

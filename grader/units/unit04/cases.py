@@ -1,0 +1,280 @@
+"""Unit 04's exercise cases: generated programs with cuts (``04.reachable-leaves``), the same programs traced
+with a parameter whose path is asked about (``04.first-broken-edge``, :class:`EdgeCase`), and small programs
+in which a ``.grad`` is None for a planted cause (``04.why-grad-none``, :class:`WhyCase`); with the functions
+that read a learner's answer on them."""
+from __future__ import annotations
+
+import functools
+import random
+from dataclasses import dataclass, field
+
+import torch
+
+from grader import probes
+from grader.engine.cases import Case
+from grader.engine.kinds import BadAnswer, short, type_words
+from grader.probes import traces
+from grader.units import programs
+
+ALL_CUTS = ("detach", "tolist", "rebuilt", "item", "no_grad", "inference")
+INTACT = "None (the path is intact)"
+
+
+@functools.cache
+def _leaf_case_list():
+    with_graph = programs.programs(30, seed=404, max_ops=8, cuts=ALL_CUTS, need_graph=True)
+    without = programs.programs(6, seed=405, max_ops=5, cuts=ALL_CUTS)
+    without = [p for p in without if p.fresh()[p.output].grad_fn is None][:4]
+    return sorted(with_graph + without, key=lambda p: (p.size, p.seed))
+
+
+def leaf_cases():
+    return _leaf_case_list()
+
+
+def as_leaf_names(raw, case, ns):
+    """The learner's tensors, named by the variable that holds each in the program."""
+    if isinstance(raw, torch.Tensor):
+        raise BadAnswer("expected a list of tensors, got one tensor; put the leaves in a list")
+    if isinstance(raw, (str, bytes, dict)) or not hasattr(raw, "__iter__"):
+        raise BadAnswer(f"expected a list of tensors, got {type_words(raw)}")
+    items = list(raw)
+    by_id = {id(v): k for k, v in ns.items() if isinstance(v, torch.Tensor)}
+    names = []
+    for item in items:
+        if not isinstance(item, torch.Tensor):
+            hint = "; return the tensors themselves, not their names" if isinstance(item, str) else ""
+            raise BadAnswer(f"every entry must be a tensor; {short(item)} is {type_words(item)}{hint}")
+        names.append(by_id.get(id(item), "an unnamed tensor"))
+    for name in names:
+        if names.count(name) > 1 and name != "an unnamed tensor":
+            raise BadAnswer(f"{name} is in the list {names.count(name)} times; list each leaf once "
+                            "(a shared leaf is one AccumulateGrad node reached twice)")
+    return names
+
+
+
+def line_key(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+@dataclass
+class EdgeCase(Case):
+    """A generated program, traced, and the parameter whose path to the loss is asked about."""
+
+    drawing_label = None        # a class attribute, not a field: drawing() is the trace and the loss's graph
+
+    seed: int
+    lines: list
+    name: str
+    output: str = "loss"
+
+    @property
+    def size(self):
+        return len(self.lines)
+
+    @property
+    def source(self):
+        return "\n".join(self.lines) + f"\n# asked: first_broken_edge(trace, {self.name!r})"
+
+    @property
+    def label(self):
+        return f"program #{self.seed} ({self.size} lines), parameter {self.name}"
+
+    def fresh(self):
+        return {"trace": traces.trace("\n".join(self.lines)), "name": self.name}
+
+    def drawing(self, ns=None):
+        ns = ns if ns is not None else self.fresh()
+        tr = ns["trace"]
+        tensors = {k: v for k, v in tr.names.items() if isinstance(v, torch.Tensor)}
+        return tr.table() + "\n\nthe loss's graph:\n" + probes.text_tree(tr.loss, names=tensors)
+
+
+def _as_loss_program(prog):
+    lines = list(prog.lines)
+    assert lines[-1].startswith("out = ")
+    lines[-1] = "loss = " + lines[-1][len("out = "):]
+    return lines
+
+
+def _cut_label(line: str) -> str:
+    if "tolist" in line:
+        return "rebuilt" if "requires_grad=True" in line else "tolist"
+    for word in ("item", "no_grad", "inference", "detach"):
+        if word in line:
+            return word
+    return "other"
+
+
+@functools.cache
+def _edge_case_list():
+    """Generated programs with a parameter whose value reaches the loss: some intact, most cut, by every cut."""
+    quota = {"detach": 5, "no_grad": 5, "inference": 4, "item": 4, "tolist": 4, "rebuilt": 4, "intact": 14}
+    chosen, sources = [], set()
+    for round_, wanted in enumerate(quota):
+        # programs that may use every cut, plus the one whose break is wanted, so each kind shows up
+        rng = random.Random(round_)
+        for i in range(400):
+            cuts = ALL_CUTS if wanted == "intact" else (wanted, rng.choice(ALL_CUTS))
+            if quota[wanted] == 0:
+                break
+            prog = programs.generate(414 * 100_003 + round_ * 1000 + i, 2 + i % 7, cuts=cuts)
+            if prog.source in sources:
+                continue
+            sources.add(prog.source)
+            lines = _as_loss_program(prog)
+            try:
+                tr = traces.trace("\n".join(lines))
+            except Exception:       # an inference tensor saved for backward: not a program that runs
+                continue
+            names = [n for n, flag in prog.leaves.items() if flag]
+            names = [n for n in names if traces._used_binding(tr, n) in traces.route(tr, n)]
+            if not names:
+                continue
+            name = random.Random(prog.seed).choice(names)
+            edge = traces.first_broken_edge(tr, name)
+            label = "intact" if edge is None else _cut_label(edge.line)
+            if quota.get(label, 0) > 0:
+                quota[label] -= 1
+                chosen.append(EdgeCase(prog.seed, lines, name))
+    return sorted(chosen, key=lambda c: (c.size, c.seed))
+
+
+def edge_cases():
+    return _edge_case_list()
+
+
+def as_edge_line(raw, case, ns):
+    if raw is None:
+        return INTACT
+    if isinstance(raw, traces.Step):
+        return raw.line
+    if isinstance(raw, str):
+        if not raw.strip():
+            raise BadAnswer("it returned an empty string; return the step's line, or None")
+        return raw
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        raise BadAnswer("return the step itself or its line (step.line), not a number")
+    raise BadAnswer(f"expected a step, its line, or None; got {type_words(raw)}")
+
+
+@dataclass
+class WhyCase(Case):
+    drawing_label = None        # a class attribute, not a field: drawing() is the trace's table
+
+    seed: int
+    lines: list
+    name: str
+    cause: str = field(repr=False)   # what the generator planted; the truth is diagnosed live
+    output: str = "loss"
+
+    @property
+    def size(self):
+        return len(self.lines)
+
+    @property
+    def source(self):
+        return "\n".join(self.lines) + f"\n# asked: why is {self.name}.grad None?"
+
+    @property
+    def label(self):
+        return f"program #{self.seed} ({self.size} statements), asking about {self.name}.grad"
+
+    def fresh(self):
+        return {"trace": traces.trace("\n".join(self.lines)), "name": self.name}
+
+    def drawing(self, ns=None):
+        ns = ns if ns is not None else self.fresh()
+        return ns["trace"].table(grads=True)
+
+
+_FILL = ("{x} * 3", "{x}.sin()", "{x} ** 2", "{x}.tanh()", "{x} * 0.5", "{x} + 1")
+
+
+def why_case(seed: int, cause: str) -> WhyCase:
+    """One small program in which ``name``.grad is None for the planted ``cause``."""
+    rng = random.Random(seed)
+    turn = seed // len(traces.CAUSES)        # the variants of a cause come in turn, not by luck
+    n = rng.choice([2, 3])
+
+    def values():
+        return "[" + ", ".join(f"{rng.choice([-1, 1]) * rng.randint(1, 15) / 10:.1f}" for _ in range(n)) + "]"
+
+    fill = lambda x: rng.choice(_FILL).format(x=x)  # noqa: E731
+    lines = ["w = torch.tensor(" + values() + (")" if cause == traces.NEVER_ENTERED else ", requires_grad=True)"),
+             "b = torch.tensor(" + values() + ", requires_grad=True)"]
+    # an optimizer whose zero_grad() runs before backward (harmless) or after it (the cause)
+    zero_first = cause == traces.NO_BACKWARD and turn % 2 == 0
+    if zero_first or cause == traces.CLEARED:
+        lines.append("opt = torch.optim.SGD([w, b], lr=0.1)")
+    if rng.random() < 0.5:
+        lines.append("c = torch.tensor(" + values() + ")")
+        other = "c"
+    else:
+        other = "b"
+    h = rng.choice(["w * 3", "w.sin()", "w ** 2", "w * b", "w.tanh()", "w + b", f"w * {other}"])
+    if cause == traces.NOT_RETAINED and rng.random() < 0.4:
+        h = "w.to(torch.float64)"
+    lines.append(f"h = {h}")
+    if rng.random() < 0.4:
+        lines.append("log = " + rng.choice(["h.detach()", "h.sum().item()", "h.tolist()", "h.detach().clone()"]))
+    combine = ["k * b", "b + k", "(k * b).sin()", "b * k + b"]
+    if cause == traces.DETACHED:
+        lines.append("k = " + rng.choice(["h.detach()", "h.detach() * 2", "w.detach() * 3", "h.detach().sin()"]))
+    elif cause == traces.NO_GRAD:
+        lines.append("with torch.no_grad():\n    k = " + rng.choice(["h * 2", "h.exp()", f"h * {other}", "h + w"]))
+    elif cause == traces.INFERENCE:
+        lines.append("with torch.inference_mode():\n    k = " + rng.choice(["h * 2", "h.exp()", "h + 1", "h.relu()"]))
+        combine = ["b + k", "k + b", "(k + b).sin()", "(b + k) ** 2"]   # nothing may save an inference tensor
+    elif cause == traces.ITEM:
+        lines.append("k = " + rng.choice(["torch.tensor(h.sum().item())", "torch.tensor(h.tolist())",
+                                          "torch.tensor(h.tolist(), requires_grad=True)",
+                                          "torch.tensor(h.mean().item()) * 2"]))
+    elif cause == traces.NON_DIFFERENTIABLE:
+        forms = ["(h > 0).float()", "h.to(torch.int64) + 1", "h.argmax().float()", "two steps", "h.long() * 2",
+                 "(h < 0.5).float() * 2"]
+        form = forms[turn % len(forms)]
+        if form == "two steps":
+            lines.append("m = " + rng.choice(["h > 0", "h.argmax()", "h.round().long()"]))
+            lines.append("k = m.float()")
+        else:
+            lines.append("k = " + form)
+    else:
+        lines.append("k = " + fill("h"))
+    lines.append("z = " + rng.choice(combine))
+    if rng.random() < 0.4:
+        lines.append("z = " + fill("z"))
+    lines.append("loss = " + rng.choice(["(z ** 2).sum()", "z.sum()", "z.mean()"]))
+    if zero_first:
+        lines.append("opt.zero_grad()")
+    if cause == traces.NO_BACKWARD:
+        choice = ("none", "attribute", "guard")[turn % 3]
+        if choice == "attribute":
+            lines.append("loss.backward")
+        elif choice == "guard":
+            lines.append("if loss.item() > 1000.0:\n    loss.backward()")
+    else:
+        lines.append("loss.backward()")
+    if cause == traces.CLEARED:
+        lines.append(("opt.zero_grad()", "opt.step()\nopt.zero_grad()", "w.grad = None",
+                      "for p in (w, b):\n    p.grad = None")[turn % 4])
+    if cause == traces.REBOUND:
+        lines.append(("with torch.no_grad():\n    w = w - 0.1 * w.grad",
+                      "w = torch.tensor(w.tolist(), requires_grad=True)",
+                      "w = w.detach().requires_grad_()",
+                      "w = w.detach().clone()")[turn % 4])
+    name = "h" if cause == traces.NOT_RETAINED else "w"
+    return WhyCase(seed, lines, name, cause)
+
+
+@functools.cache
+def _why_case_list():
+    cases = []
+    for i, cause in enumerate(traces.CAUSES * 4):
+        cases.append(why_case(4400 + i, cause))
+    return sorted(cases, key=lambda c: (c.size, c.seed))
+
+
+def why_cases():
+    return _why_case_list()

@@ -1,0 +1,120 @@
+"""Unit 04's helpers: the programs its experiments run (the patched loss, the loop trained with half its
+model frozen and its repair, the four ways of turning gradients off), with the grader's own copies of the
+functions the notebook defines (``evaluate``, ``stage_one``, ``train_frozen``)."""
+from __future__ import annotations
+
+import torch
+
+
+def patched_loop(flag: bool, patch: bool, steps: int = 20):
+    x = torch.tensor([1.0, 2.0, 3.0])
+    y = 2 * x
+    w = torch.tensor(0.0, requires_grad=flag)
+    opt = torch.optim.SGD([w], lr=0.05)
+    losses = []
+    for _ in range(steps):
+        loss = ((w * x - y) ** 2).mean()
+        if patch:
+            loss.requires_grad = True
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, w
+
+
+def pq_leaves():
+    return torch.tensor(1.5, requires_grad=True), torch.tensor(4.0, requires_grad=True)
+
+
+def evaluate(w, x):
+    """An evaluation helper that someone sped up with inference_mode."""
+    with torch.inference_mode():
+        return (w * x).relu()
+
+
+def four_ways_off():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 2)
+    x = torch.randn(4, 3, requires_grad=True)
+    with torch.no_grad():
+        a = lin(x)
+    with torch.inference_mode():
+        b = lin(x)
+    lin.eval()
+    c = lin(x)
+    for p in lin.parameters():
+        p.requires_grad_(False)
+    d = lin(x)
+    return {"a": a, "b": b, "c": c, "d": d}
+
+
+def detached_stage():
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    target = 3 * x
+    w1 = torch.tensor(0.5, requires_grad=True)
+    w2 = torch.tensor(1.0, requires_grad=True)
+    f = (w1 * x).detach()
+    loss = ((w2 * f - target) ** 2).mean()
+    return w1, w2, loss
+
+
+def stage_one(t, w1, feature_log):
+    f = w1 * t
+    kept = f.detach()            # keep a copy for the log, without its graph
+    feature_log.append(kept)
+    return kept                  # the fault: the copy, not the computed tensor, goes on
+
+
+def train_frozen(x, target, w1, w2, lr, steps, feature_log):
+    """The loop as found. Returns every step's loss."""
+    losses = []
+    for _ in range(steps):
+        f = stage_one(x, w1, feature_log)
+        loss = ((w2 * f - target) ** 2).mean()
+        loss.backward()
+        with torch.no_grad():
+            for p in (w1, w2):
+                if p.grad is not None:
+                    p -= lr * p.grad
+                    p.grad.zero_()
+        losses.append(loss.item())
+    return losses
+
+
+def train_repaired(x, target, w1, w2, lr, steps, feature_log):
+    """The grader's repair: the log keeps its detached copy, the computation keeps the tensor."""
+    losses = []
+    for _ in range(steps):
+        f = w1 * x
+        feature_log.append(f.detach())
+        loss = ((w2 * f - target) ** 2).mean()
+        loss.backward()
+        with torch.no_grad():
+            for p in (w1, w2):
+                p -= lr * p.grad
+                p.grad.zero_()
+        losses.append(loss.item())
+    return losses
+
+
+def syllabus_loop(train):
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    target = 3 * x
+    w1 = torch.tensor(0.5, requires_grad=True)
+    w2 = torch.tensor(1.0, requires_grad=True)
+    log: list = []
+    losses = train(x, target, w1, w2, 0.02, 400, log)
+    return losses, w1, w2, log
+
+
+def grad_field_state(t):
+    if t.grad is None:
+        return "None"
+    return "a tensor of zeros" if not t.grad.any() else "a nonzero tensor"
+
+
+def returned_grad_word(g):
+    if g is None:
+        return "None"
+    return "zero" if not g.any() else "nonzero"
