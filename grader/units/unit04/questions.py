@@ -233,18 +233,6 @@ def unused_input():
 
 # --- 7. a loop that trains with half its model frozen ------------------------------------------
 
-FROZEN_SOURCE = """\
-x = torch.tensor([1.0, 2.0, 3.0, 4.0])
-target = 3 * x
-w1 = torch.tensor(0.5, requires_grad=True)
-w2 = torch.tensor(1.0, requires_grad=True)
-raw = w1 * x
-f = raw.detach()
-logged = f.clone()
-pred = w2 * f
-loss = ((pred - target) ** 2).mean()
-loss.backward()"""
-
 
 @predict_then_run(
     "04.frozen-loop", Number(),
