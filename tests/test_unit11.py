@@ -87,13 +87,13 @@ def test_every_case_shows_runnable_code():
 
 def _facts(op, cls, index=0):
     case = unit11_cases.op_cases(op)[index]
-    return dict(support.report(op, cls.apply, case))
+    return dict(support.function_report(op, cls.apply, case))
 
 
 def test_the_report_of_a_right_function_equals_torchs():
     for op, qid in (("softplus", "11.stable-softplus"), ("sigmoid_", "11.sigmoid-inplace"), ("ste", "11.round-ste")):
         for case in unit11_cases.op_cases(op)[:3]:
-            mine = support.report(op, ref.REFERENCE[qid].apply, case)
+            mine = support.function_report(op, ref.REFERENCE[qid].apply, case)
             assert Report().agrees(registry.get(qid).run(case), mine)
 
 

@@ -14,7 +14,7 @@ from grader.units.unit12.kinds import FaultInModule
 from grader.units.unit12.support import FROZEN, LEAK, NONFINITE, STALE, VERDICTS
 from tests.reference import unit12 as ref
 
-CASES = unit12_cases.cases()
+CASES = unit12_cases.setup_cases()
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)
@@ -43,7 +43,7 @@ def test_cases_cover_every_fault_and_module_and_are_seeded():
         assert {p[0] for p in plants} <= {c.cls for c in CASES if c.planted == kind}, kind
     roots = {c.after for c in CASES if c.cls is unit12_cases.RootGate}
     assert roots == {"lin", "act"}, "the root gate sits before and after the activation"
-    assert [c.source for c in unit12_cases.cases()] == [c.source for c in CASES]
+    assert [c.source for c in unit12_cases.setup_cases()] == [c.source for c in CASES]
 
 
 def test_what_a_learner_gets_carries_no_label():

@@ -318,7 +318,7 @@ def self_kind_d():
            "A value bound before the loop (step 0) that step 2's loss reaches is a stale graph; one bound at "
            "step 1 is a carried state. A cut inside a with torch.no_grad() block is the no_grad encoder."),
 )
-def diagnose_ex(case):
+def diagnose_program(case):
     return capstone.audit(case.fresh()["program"])
 
 

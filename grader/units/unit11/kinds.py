@@ -5,7 +5,7 @@ from torch.autograd import Function as AutogradFunction
 
 from grader.engine.kinds import BadAnswer, Function, Kind, Unanswered, is_placeholder, type_words
 from grader.units.unit11.cases import op_cases
-from grader.units.unit11.support import report
+from grader.units.unit11.support import function_report
 
 
 class Report(Kind):
@@ -93,5 +93,5 @@ class FunctionClass(Function):
 
 def exercise_kind(op: str) -> FunctionClass:
     return FunctionClass(returns=Report(), cases=lambda: op_cases(op),
-                         call=lambda cls, case, ns: report(op, cls.apply, case),
+                         call=lambda cls, case, ns: function_report(op, cls.apply, case),
                          per_case_s=4.0, budget_s=40.0)

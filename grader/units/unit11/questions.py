@@ -25,10 +25,10 @@ from grader.units.unit11.support import (
     SigmoidInPlaceFn,
     SplitPair,
     describe_received,
+    function_report,
     live_apply,
     matrix_after,
     passes_for_whole_jacobian,
-    report,
 )
 
 INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
@@ -413,7 +413,7 @@ def relu_kink():
            "set generate_vmap_rule = True on the class so vmap works."),
 )
 def stable_softplus(case):
-    return report("softplus", live_apply("softplus"), case)
+    return function_report("softplus", live_apply("softplus"), case)
 
 
 @exercise(
@@ -434,7 +434,7 @@ def stable_softplus(case):
            "is gone. Write the slope from the output: y * (1 - y)."),
 )
 def sigmoid_inplace(case):
-    return report("sigmoid_", live_apply("sigmoid_"), case)
+    return function_report("sigmoid_", live_apply("sigmoid_"), case)
 
 
 @exercise(
@@ -455,7 +455,7 @@ def sigmoid_inplace(case):
            "is what a straight-through estimator replaces."),
 )
 def round_ste(case):
-    return report("ste", lambda x, step: live_apply("ste", step)(x), case)
+    return function_report("ste", lambda x, step: live_apply("ste", step)(x), case)
 
 
 # --- self-test (closed book) ------------------------------------------------------------------------------

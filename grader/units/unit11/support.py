@@ -225,7 +225,7 @@ def saved_storages(forward: Callable) -> tuple[Any, dict[int, int]]:
     return output, kept
 
 
-def report(op: str, apply: Callable, case: OpCase, live: bool = False) -> tuple:
+def function_report(op: str, apply: Callable, case: OpCase, live: bool = False) -> tuple:
     """Measure a Function (``apply``) on one case; the same measurements for the live op give torch's answer."""
     truth_fn = live_apply(op, case.step)
     ns = case.fresh()

@@ -348,7 +348,7 @@ def _shows(case: SetupCase) -> bool:
     return case.planted == NO_FAULT or case.special in found.where
 
 
-def cases(per_kind: int = 4, decoys: int = 6, seed: int = 1212) -> list[SetupCase]:
+def setup_cases(per_kind: int = 4, decoys: int = 6, seed: int = 1212) -> list[SetupCase]:
     """``per_kind`` setups for each fault and ``decoys`` healthy ones (the module classes of each kind in
     turn), smallest first; a setup is kept only if its fault shows in torch's record."""
     out, seen = [], set()

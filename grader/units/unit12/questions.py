@@ -18,7 +18,7 @@ from grader import probes
 from grader.engine.kinds import Choice, Error, Function, Name, Names
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.unit12 import support as kit
-from grader.units.unit12.cases import cases
+from grader.units.unit12.cases import setup_cases
 from grader.units.unit12.kinds import FaultInModule
 from grader.units.unit12.support import (
     CYCLES,
@@ -139,7 +139,7 @@ WHERE_ENTRIES = ("x[0]", "x[1]", "x[2]")
                     (set(), "where does send zero to the branch not taken, but sqrt's backward divides that "
                             "zero by 2 * sqrt(x), which is NaN or 0 at the masked entries")],
 )
-def where_nan():
+def where_nan_entries():
     x = where_trap()
     return {name for name, v in zip(WHERE_ENTRIES, x.grad.tolist()) if v != v}
 
@@ -290,7 +290,7 @@ def unused_params():
 
 @exercise(
     "12.diagnose",
-    Function(returns=FaultInModule(), cases=cases,
+    Function(returns=FaultInModule(), cases=setup_cases,
              call=lambda fn, case, ns: fn(ns["model"], ns["loss_fn"], ns["batches"]), per_case_s=3.0),
     prompt="Write diagnose(model, loss_fn, batches): train the model with torch.optim.SGD(model.parameters(), "
            "lr=0.1) for one step per batch (loss = loss_fn(model(x), y)) and return the first fault found, as "
@@ -313,7 +313,7 @@ def unused_params():
            "A stale graph raises at step 2's backward ('backward through the graph a second time'); growing memory "
            "never raises: the graph is kept but never walked again."),
 )
-def diagnose_ex(case):
+def diagnose_setup(case):
     return kit.find_fault(**case.fresh())
 
 

@@ -70,7 +70,7 @@ class PerSampleCase(Case):
         return f"<{self.label}>"
 
 
-def model_cases() -> list[PerSampleCase]:
+def per_sample_cases() -> list[PerSampleCase]:
     rng = random.Random(1313)
     cases = [PerSampleCase(1, 2, 3, 1, 2), PerSampleCase(2, 3, 2, 2, 2)]
     for seed in range(3, 9):

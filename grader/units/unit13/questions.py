@@ -12,10 +12,10 @@ import torch.autograd.forward_ad as fwAD
 from grader import probes
 from grader.engine.kinds import Choice, Error, Function, Number
 from grader.engine.question import exercise, predict_then_run, self_test
-from grader.units.unit13.cases import call_kept_bytes, call_per_sample, chain_cases, flatten_grads, model_cases
+from grader.units.unit13.cases import call_kept_bytes, call_per_sample, chain_cases, flatten_grads, per_sample_cases
 from grader.units.unit13.support import (
     bill_pair,
-    branchy,
+    cos_branch,
     count_activations,
     counting_backend,
     graphs_made,
@@ -200,7 +200,7 @@ def compile_version():
 
 @exercise(
     "13.per-sample-grads",
-    Function(returns=Number(tol=1e-4), cases=model_cases, call=call_per_sample, convert=flatten_grads,
+    Function(returns=Number(tol=1e-4), cases=per_sample_cases, call=call_per_sample, convert=flatten_grads,
              per_case_s=10.0, budget_s=60.0),
     prompt="Write per_sample_grads(model, x, y) with torch.func: for each sample i, the gradient of "
            "((model(x[i]) - y[i]) ** 2).sum() with respect to every parameter, returned as a dict "
@@ -327,4 +327,4 @@ def self_compiled_keeps():
     misconceptions=[(1, "the branch depends on a tensor's value: Dynamo cannot trace through it, the graph breaks")],
 )
 def self_branch_graphs():
-    return graphs_made(branchy, torch.zeros(4, requires_grad=True))
+    return graphs_made(cos_branch, torch.zeros(4, requires_grad=True))

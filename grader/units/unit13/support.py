@@ -150,7 +150,7 @@ def mm_exp(x, w):
     return (x @ w).exp().sum()
 
 
-def branchy(x):
+def cos_branch(x):
     h = x.cos()
     if h.sum() > 0:
         h = h * 3
