@@ -25,7 +25,7 @@ MOVED: dict[str, tuple[str, ...]] = {
     "widgets": ("learner.widgets",), "drawing": ("learner.drawing",), "stepping": ("learner.stepper",),
     "labs": ("learner.labs",), "workspace": ("learner.workspace",),
     "cli": ("instructor.cli",), "notebooks": ("instructor.build",), "manifest": ("instructor.manifest",),
-    "audit": ("units.unit10.capstone",), "questions": ("units",),
+    "audit": ("units.unit10.capstone", "units.unit10.cases"), "questions": ("units",),
     **{f"questions.unit{u}": (f"units.unit{u}.questions", f"units.unit{u}.cases", f"units.unit{u}.kinds",
                                f"units.unit{u}.support") for u in _UNITS},
     **{f"questions.unit{u}_support": (f"units.unit{u}.support", f"units.unit{u}.cases") for u in ("11", "12", "13")},

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from grader import check
-from grader.units.unit10 import capstone
+from grader.units.unit10 import cases as unit10_cases
 from grader.units.unit10 import questions as unit10
 from grader.units.unit10.capstone import (
     CARRIED,
@@ -26,20 +26,21 @@ from grader.units.unit10.capstone import (
     RUNS,
     STALE,
     VERDICTS,
-    diagnose,
+    audit,
     prove,
     step_through,
 )
+from grader.units.unit10.kinds import FaultAtLine
 from tests.reference import unit10 as ref
 
-CASES = unit10._cases()
+CASES = unit10_cases.exercise_cases()
 
 
 # --- the generated programs ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)
 def test_the_live_diagnosis_agrees_with_the_planted_fault(case):
-    finding = diagnose(case.program)
+    finding = audit(case.program)
     assert finding.kind == case.planted, (case.program.listing(), finding)
     if finding.kind == NO_FAULT:
         return
@@ -59,7 +60,7 @@ def test_the_live_diagnosis_agrees_with_the_planted_fault(case):
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)
 def test_the_intended_program_trains_and_is_clean(case):
     assert prove(case.clean).facts == set(FACTS)
-    assert diagnose(case.clean).kind == NO_FAULT
+    assert audit(case.clean).kind == NO_FAULT
 
 
 BROKEN = {
@@ -94,7 +95,7 @@ def test_cases_cover_every_kind_and_spelling():
     decoys = [c.program.source for c in CASES if c.planted == NO_FAULT]
     assert any(".detach()" in s or "no_grad" in s or "retain_graph" in s for s in decoys)
     assert [c.size for c in CASES] == sorted(c.size for c in CASES), "smallest first"
-    again = capstone.cases()
+    again = unit10_cases.cases()
     assert [c.program.source for c in again] == [c.program.source for c in CASES], "seeded"
 
 
@@ -159,7 +160,7 @@ def test_the_worked_example_is_what_the_notebook_says():
     assert lines[18].strip() == "loss.backward(retain_graph=True)" and lines[17].strip() == "opt.zero_grad()"
     depths = step_through(unit10.WORKED).depths()
     assert depths[0] == 9 and [b - a for a, b in zip(depths, depths[1:])] == [2, 2, 2]
-    finding = diagnose(unit10.WORKED)
+    finding = audit(unit10.WORKED)
     assert (finding.kind, finding.line) == (CARRIED, 13)
     assert unit10.FROZEN.lines[10].strip().startswith("pred = kept") and unit10.STALE_EX.lines[5].startswith("h = ")
 
@@ -167,14 +168,14 @@ def test_the_worked_example_is_what_the_notebook_says():
 # --- answers a learner might give -----------------------------------------------------------------
 
 def test_diagnosis_wrong_answers_are_refused_and_a_span_is_accepted():
-    kind = unit10.Diagnosis()
+    kind = FaultAtLine()
     for case in CASES:
-        truth = kind.truth(diagnose(case.program))
+        truth = kind.truth(audit(case.program))
         assert kind.agrees(truth, kind.read(kind.encode(truth)))
         for wrong in kind.wrong_answers(truth):
             assert not kind.agrees(truth, kind.read(wrong)), (truth, wrong)
     with_block = next(c for c in CASES if c.planted == NO_GRAD)
-    truth = kind.truth(diagnose(with_block.program))
+    truth = kind.truth(audit(with_block.program))
     assert truth[2] == truth[1] + 1 and kind.agrees(truth, kind.read((NO_GRAD, truth[2])))
 
 
@@ -202,7 +203,8 @@ def test_a_diagnosis_may_hand_back_the_event_itself():
 
 def test_the_reference_repair_is_proven_and_the_named_fakes_are_not():
     """The repair exercise left the unit (learner time); its reference still checks what prove measures."""
-    from grader.units.unit10.capstone import FACTS, cases, prove
+    from grader.units.unit10.capstone import FACTS, prove
+    from grader.units.unit10.cases import cases
     programs = [c.fresh()["program"] for c in cases()]
     for program in programs:
         assert set(prove(program, ref.repair(program)).facts) == set(FACTS), program

@@ -7,7 +7,9 @@ import torch
 
 from grader import check
 from grader.engine import question as registry
+from grader.units.unit11 import cases as unit11_cases
 from grader.units.unit11 import support
+from grader.units.unit11.kinds import Report
 from tests.reference import unit11 as ref
 
 
@@ -51,48 +53,48 @@ def test_the_naive_softplus_overflows_where_the_cases_say():
 
 # --- the generated inputs ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("op", support.OPS)
+@pytest.mark.parametrize("op", unit11_cases.OPS)
 def test_cases_start_small_and_are_seeded(op):
-    cases = support.op_cases(op)
+    cases = unit11_cases.op_cases(op)
     assert [c.size for c in cases] == sorted(c.size for c in cases)
     assert len(cases) >= 8 and cases[0].size == 2
-    again = support.op_cases.__wrapped__(op)
+    again = unit11_cases.op_cases.__wrapped__(op)
     assert [c.values for c in again] == [c.values for c in cases]
     assert all(any(abs(g) != 1 for g in c.grads) for c in cases[:1]), "the first case must catch a backward that ignores grad"
 
 
 def test_softplus_cases_reach_past_float64_overflow_on_both_sides():
-    values = [v for c in support.op_cases("softplus") for v in c.values]
+    values = [v for c in unit11_cases.op_cases("softplus") for v in c.values]
     assert max(values) > 710 and min(values) < -710
-    assert sum(1 for c in support.op_cases("softplus") if max(c.values) > 710) >= 4
+    assert sum(1 for c in unit11_cases.op_cases("softplus") if max(c.values) > 710) >= 4
 
 
 def test_ste_cases_stay_clear_of_rounding_boundaries():
-    for case in support.op_cases("ste"):
+    for case in unit11_cases.op_cases("ste"):
         for v in case.values:
             frac = (v / case.step) % 1
             assert min(abs(frac - 0.5), frac, 1 - frac) > 0.09, (case, v)
 
 
 def test_every_case_shows_runnable_code():
-    for op in support.OPS:
-        case = support.op_cases(op)[0]
-        namespace = {"torch": torch, support.CLASS_NAMES[op]: getattr(ref, support.CLASS_NAMES[op])}
+    for op in unit11_cases.OPS:
+        case = unit11_cases.op_cases(op)[0]
+        namespace = {"torch": torch, unit11_cases.CLASS_NAMES[op]: getattr(ref, unit11_cases.CLASS_NAMES[op])}
         exec(case.source, namespace)
 
 
 # --- the report ---------------------------------------------------------------------------------------
 
 def _facts(op, cls, index=0):
-    case = support.op_cases(op)[index]
-    return dict(support.report(op, cls.apply, case))
+    case = unit11_cases.op_cases(op)[index]
+    return dict(support.function_report(op, cls.apply, case))
 
 
 def test_the_report_of_a_right_function_equals_torchs():
     for op, qid in (("softplus", "11.stable-softplus"), ("sigmoid_", "11.sigmoid-inplace"), ("ste", "11.round-ste")):
-        for case in support.op_cases(op)[:3]:
-            mine = support.report(op, ref.REFERENCE[qid].apply, case)
-            assert support.Report().agrees(registry.get(qid).run(case), mine)
+        for case in unit11_cases.op_cases(op)[:3]:
+            mine = support.function_report(op, ref.REFERENCE[qid].apply, case)
+            assert Report().agrees(registry.get(qid).run(case), mine)
 
 
 def test_a_stash_is_counted_apart_and_a_copy_is_told_from_the_output():

@@ -8,17 +8,18 @@ import pytest
 import torch
 
 from grader import check
-from grader.units.unit12 import questions as unit12
+from grader.units.unit12 import cases as unit12_cases
 from grader.units.unit12 import support as kit
+from grader.units.unit12.kinds import FaultInModule
 from grader.units.unit12.support import FROZEN, LEAK, NONFINITE, STALE, VERDICTS
 from tests.reference import unit12 as ref
 
-CASES = unit12._cases()
+CASES = unit12_cases.setup_cases()
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)
 def test_the_live_diagnosis_agrees_with_the_planted_label(case):
-    found = kit.diagnose(**case.fresh())
+    found = kit.find_fault(**case.fresh())
     assert found.kind == case.planted, (case.source, found)
     if case.planted in (NONFINITE, LEAK, STALE):
         assert case.special in found.where, (case.source, found)
@@ -28,8 +29,8 @@ def test_the_live_diagnosis_agrees_with_the_planted_label(case):
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)
 def test_the_reference_diagnosis_is_accepted_on_every_case(case):
-    kind = unit12.Diagnosis()
-    truth = kind.truth(kit.diagnose(**case.fresh()))
+    kind = FaultInModule()
+    truth = kind.truth(kit.find_fault(**case.fresh()))
     assert kind.agrees(truth, kind.read(ref.reference_diagnose(**case.fresh())))
     for wrong in kind.wrong_answers(truth):
         assert not kind.agrees(truth, kind.read(wrong)), (truth, wrong)
@@ -38,11 +39,11 @@ def test_the_reference_diagnosis_is_accepted_on_every_case(case):
 def test_cases_cover_every_fault_and_module_and_are_seeded():
     counts = collections.Counter(c.planted for c in CASES)
     assert set(counts) == set(VERDICTS) and min(counts.values()) >= 4
-    for kind, plants in kit.PLANTS.items():
+    for kind, plants in unit12_cases.PLANTS.items():
         assert {p[0] for p in plants} <= {c.cls for c in CASES if c.planted == kind}, kind
-    roots = {c.after for c in CASES if c.cls is kit.RootGate}
+    roots = {c.after for c in CASES if c.cls is unit12_cases.RootGate}
     assert roots == {"lin", "act"}, "the root gate sits before and after the activation"
-    assert [c.source for c in kit.cases()] == [c.source for c in CASES]
+    assert [c.source for c in unit12_cases.setup_cases()] == [c.source for c in CASES]
 
 
 def test_what_a_learner_gets_carries_no_label():
@@ -70,7 +71,7 @@ def test_every_fault_shows_in_the_record_it_is_named_by():
 
 def test_anomaly_report_names_the_node_and_the_forward_line_without_paths():
     def run():
-        x, loss = unit12.masked_root()
+        x, loss = kit.masked_root()
         loss.backward()
     report = kit.anomaly_report(run)
     assert report.node == "SqrtBackward0" and report.forward_line == "y = x.sqrt()"
@@ -80,7 +81,7 @@ def test_anomaly_report_names_the_node_and_the_forward_line_without_paths():
 
 
 def test_backward_watch_removes_its_hooks_and_silences_only_its_own_warning():
-    model, x = unit12.hook_model()
+    model, x = kit.hook_model()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with kit.BackwardWatch(model) as watch:
@@ -90,7 +91,7 @@ def test_backward_watch_removes_its_hooks_and_silences_only_its_own_warning():
 
 
 def test_module_bill_charges_a_shared_storage_to_the_first_saver():
-    after, kept, bill, model = unit12.leak_loop("list of val losses")
+    after, kept, bill, model = kit.leak_loop("list of val losses")
     held = bill.held(kept)
     assert held["1"] == 4 * 32 * 64 * 4, held          # four ReLU outputs, saved first by the ReLU
     assert sum(held.values()) == after[-1][0]
@@ -100,7 +101,7 @@ def test_gc_tensor_cycles_leaks_nothing():
     refs = []
 
     def make():
-        refs.append(unit12.make_cycle(unit12.CYCLES[1]))
+        refs.append(kit.make_cycle(kit.CYCLES[1]))
         return refs[-1]
     found, alive = kit.gc_tensor_cycles(make)
     assert alive and (1000,) not in found

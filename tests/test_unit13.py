@@ -4,6 +4,7 @@ import torch
 
 from grader import check
 from grader.engine import question as registry
+from grader.units.unit13 import cases as unit13_cases
 from grader.units.unit13 import support
 from tests.reference import unit13 as ref
 
@@ -63,7 +64,7 @@ def test_the_bill_of_a_compiled_run_counts_a_transpose_as_its_input():
 
 
 def test_the_loop_agrees_with_vmap_grad():
-    case = support.model_cases()[-1]
+    case = unit13_cases.per_sample_cases()[-1]
     ns = case.fresh()
     mine = ref.per_sample_grads(ns["model"], ns["x"], ns["y"])
     loop = support.loop_grads(ns["model"], ns["x"], ns["y"])
@@ -73,7 +74,7 @@ def test_the_loop_agrees_with_vmap_grad():
 # --- the generated cases ------------------------------------------------------------------------------
 
 def test_model_cases_start_small_are_seeded_and_vary():
-    cases = support.model_cases()
+    cases = unit13_cases.per_sample_cases()
     assert [c.size for c in cases] == sorted(c.size for c in cases) and len(cases) >= 6
     assert cases[0].batch >= 2 and cases[0].d_out == 1, "the smallest case must catch a batch gradient copied"
     assert any(c.d_out > 1 for c in cases) and any(not c.bias for c in cases)
@@ -82,7 +83,7 @@ def test_model_cases_start_small_are_seeded_and_vary():
 
 
 def test_chain_cases_include_a_recomputed_chain_and_a_second_matmul():
-    cases = support.chain_cases()
+    cases = unit13_cases.chain_cases()
     assert [c.size for c in cases] == sorted(c.size for c in cases) and len(cases) >= 5
     assert any("@" in c.steps for c in cases)
     differ = [c for c in cases if len(set(support.bill_pair(c.fresh()["f"], c.fresh()["args"]))) == 2]
@@ -91,9 +92,9 @@ def test_chain_cases_include_a_recomputed_chain_and_a_second_matmul():
 
 def test_every_case_shows_runnable_code():
     ns = {"torch": torch, "per_sample_grads": ref.per_sample_grads}
-    exec(support.model_cases()[0].source, ns)
+    exec(unit13_cases.per_sample_cases()[0].source, ns)
     ns = {"torch": torch, "kept_bytes": ref.kept_bytes}
-    exec(support.chain_cases()[0].source, ns)
+    exec(unit13_cases.chain_cases()[0].source, ns)
 
 
 def test_other_right_implementations_pass():

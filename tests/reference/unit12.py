@@ -28,7 +28,8 @@ def diagnose(model, loss_fn, batches, origin_rule="first", leak_rule="attributes
         opt.zero_grad()
         seen = []
         handles = [m.register_full_backward_hook(
-            lambda m, gin, gout, name=name: seen.append((name, all(map(_finite, gout)), all(map(_finite, gin)))))
+            lambda m, gin, gout, name=name, seen=seen: seen.append((name, all(map(_finite, gout)),
+                                                                   all(map(_finite, gin)))))
             for name, m in model.named_modules()]
         try:
             loss = loss_fn(model(x), y)

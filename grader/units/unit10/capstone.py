@@ -1,24 +1,26 @@
 """The capstone's audit kit: training programs nobody in the room wrote, a way to walk them, and proofs.
 
-A :class:`Program` is the source of a small training script: data, two or three parameters, an
+A :class:`TrainingProgram` is the source of a small training script: data, two or three parameters, an
 optimizer named ``opt``, and one top-level ``for step in range(N):`` loop whose body computes ``loss``,
-calls ``loss.backward()`` and ``opt.step()``. :func:`generate` writes such programs from a seed, each
-with at most one planted fault (:data:`KINDS`); which one, and where, stays with the case object and
-never reaches the :class:`Program` a learner is given.
+calls ``loss.backward()`` and ``opt.step()``. :func:`render` writes one from a :class:`Spec` with at most
+one planted :class:`Fault` (:data:`KINDS`); the exercise's generated cases
+(:func:`grader.units.unit10.cases.generate_audit_case`) keep which fault, and where, on the case object, and
+it never reaches the :class:`TrainingProgram` a learner is given.
 
 The tools read torch's record, never the generator's label:
 
-* :func:`step_through` runs a program one statement at a time, the loop unrolled, and keeps an
-  :class:`Event` per statement run: its line in :meth:`Program.listing`, the step, the value it bound
-  with the three flags of unit 01 as they were then, the parameters' ``.grad`` right after it, and the
-  saved tensors that had gone stale by then (unit 07). A :class:`Run` hands out each step's loss, a
-  :class:`~grader.probes.traces.Trace` of the program up to a step (for ``first_broken_edge``, unit 04), and
-  a table of it all.
-* :func:`diagnose` is the grader's audit: the checklist of the capstone asked in order (rebound
-  parameter, reachability, stale saves, graphs carried across steps, gradients left in ``.grad``).
+* :func:`step_through` runs a program one statement at a time, the loop unrolled, and keeps a
+  :class:`StatementEvent` per statement run: its line in :meth:`TrainingProgram.listing`, the step, the
+  value it bound with the three flags of unit 01 as they were then, the parameters' ``.grad`` right after
+  it, and the saved tensors that had gone stale by then (unit 07). A :class:`Run` hands out each step's
+  loss, a :class:`~grader.probes.traces.Trace` of the program up to a step (for ``first_broken_edge``,
+  unit 04), and a table of it all.
+* :func:`audit` is the grader's audit: the checklist of the capstone asked in order (rebound
+  parameter, reachability, stale saves, graphs carried across steps, gradients left in ``.grad``); it
+  returns an :class:`AuditFinding`.
 * :func:`prove` runs a (repaired) source whole and measures the quantities a repair must restore:
   it runs, every parameter moves, the loss's depth is the same at every step, and every step's
-  gradients equal an independent reference (:meth:`Program.reference`, computed with
+  gradients equal an independent reference (:meth:`TrainingProgram.reference`, computed with
   ``torch.autograd.grad`` from the program's specification, not from its text).
 """
 from __future__ import annotations
@@ -66,7 +68,7 @@ TOLERANCE = (1e-5, 1e-4)      # absolute, relative: how close a gradient must be
 # =================================================================================================
 
 @dataclass(frozen=True)
-class Program:
+class TrainingProgram:
     """A training script as text. ``params`` names its parameters in the order the optimizer holds them."""
 
     source: str
@@ -106,7 +108,7 @@ class Program:
         with torch_state.clean_room():
             return reference_grads(self._spec)
 
-    def with_source(self, source: str, title: str | None = None) -> Program:
+    def with_source(self, source: str, title: str | None = None) -> TrainingProgram:
         """The same program (parameters, steps, reference) with another text, e.g. a repair."""
         return replace(self, source=source, title=title or self.title)
 
@@ -119,7 +121,7 @@ class Program:
 # =================================================================================================
 
 @dataclass(repr=False, eq=False)
-class Event(traces.Step):
+class StatementEvent(traces.Step):
     """One statement as it ran. ``number`` is its first line in the listing, ``line`` its text.
 
     ``step`` is 0 before the loop and 1, 2, ... inside it. ``grads`` holds each parameter's ``.grad``
@@ -146,20 +148,20 @@ class Event(traces.Step):
     def __repr__(self):
         where = "before the loop" if self.step == 0 else f"step {self.step}"
         shown = self.line if "\n" not in self.line else self.line.split("\n")[0] + " …"
-        return f"Event(line {self.number}, {where}, {shown!r})"
+        return f"StatementEvent(line {self.number}, {where}, {shown!r})"
 
 
 class Run:
     """What :func:`step_through` saw: every statement run, in order, and the names at the end."""
 
-    def __init__(self, program: Program, events: list[Event], names: dict, after: dict[int, dict]):
+    def __init__(self, program: TrainingProgram, events: list[StatementEvent], names: dict, after: dict[int, dict]):
         self.program = program
         self.events = events
         self.names = names
         self._after = after          # step -> a shallow copy of the names when that step ended
 
     @property
-    def error(self) -> Event | None:
+    def error(self) -> StatementEvent | None:
         """The statement that raised, or None."""
         return self.events[-1] if self.events and self.events[-1].error is not None else None
 
@@ -175,7 +177,7 @@ class Run:
         opt = self.optimizer
         return [] if opt is None else [p for group in opt.param_groups for p in group["params"]]
 
-    def step(self, n: int) -> list[Event]:
+    def step(self, n: int) -> list[StatementEvent]:
         """The statements run at step ``n`` (0: before the loop)."""
         return [e for e in self.events if e.step == n]
 
@@ -187,15 +189,15 @@ class Run:
                 found = e.tensor
         return found
 
-    def backward_event(self, n: int) -> Event | None:
+    def backward_event(self, n: int) -> StatementEvent | None:
         return next((e for e in self.step(n) if e.backward), None)
 
-    def before(self, event: Event) -> Event | None:
+    def before(self, event: StatementEvent) -> StatementEvent | None:
         """The statement run just before ``event``."""
         i = self.events.index(event)
         return self.events[i - 1] if i else None
 
-    def bound_before(self, event: Event, name: str) -> Event | None:
+    def bound_before(self, event: StatementEvent, name: str) -> StatementEvent | None:
         """The latest statement before ``event`` that bound ``name`` (in any step)."""
         i = self.events.index(event)
         return next((e for e in reversed(self.events[:i]) if name in e.names), None)
@@ -281,17 +283,17 @@ def _loop(tree: ast.Module) -> ast.For:
     return loops[0]
 
 
-def step_through(program: Program | str, steps: int | None = None) -> Run:
+def step_through(program: TrainingProgram | str, steps: int | None = None) -> Run:
     """Run ``program`` one statement at a time (the loop's body statement by statement, for ``steps``
-    iterations or all of them) and keep an :class:`Event` for each. Stops at the first statement that
+    iterations or all of them) and keep a :class:`StatementEvent` for each. Stops at the first statement that
     raises; that event carries the exception. Runs in torch's default state."""
     if isinstance(program, str):
-        program = Program(program, title="your program")
+        program = TrainingProgram(program, title="your program")
     source = program.source
     tree = ast.parse(source)
     loop = _loop(tree)
     ns: dict[str, Any] = {"torch": torch}
-    events: list[Event] = []
+    events: list[StatementEvent] = []
     after: dict[int, dict] = {}
     filename = f"<{program.title}>"
 
@@ -306,7 +308,7 @@ def step_through(program: Program | str, steps: int | None = None) -> Run:
     def one(stmt: ast.stmt, step: int) -> bool:
         read_first = [n for n in traces._read(stmt) if n in ns and not isinstance(ns[n], type(torch))]
         code = compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec")
-        event = Event(number=stmt.lineno, line=_statement_text(source, stmt), name=None, tensor=None,
+        event = StatementEvent(number=stmt.lineno, line=_statement_text(source, stmt), name=None, tensor=None,
                       inputs=tuple(read_first), last=stmt.end_lineno or stmt.lineno, step=step)
         try:
             exec(code, ns)
@@ -357,11 +359,11 @@ def step_through(program: Program | str, steps: int | None = None) -> Run:
 # =================================================================================================
 
 @dataclass
-class Finding:
+class AuditFinding:
     """A diagnosis: the fault kind, the statement it sits in (None for no fault), and the evidence."""
 
     kind: str
-    event: Event | None = None
+    event: StatementEvent | None = None
     evidence: str = ""
 
     @property
@@ -381,7 +383,7 @@ def _nonzero(grad) -> bool:
     return isinstance(grad, torch.Tensor) and bool(grad.detach().abs().sum() > 0)
 
 
-def diagnose(program: Program | Run) -> Finding:
+def audit(program: TrainingProgram | Run) -> AuditFinding:
     """The capstone's checklist, asked in order, on two steps of the program. Every answer is read from
     torch's record (identity, reachability, saved-tensor versions, shared nodes, ``.grad``)."""
     run = program if isinstance(program, Run) else step_through(program, steps=2)
@@ -398,7 +400,7 @@ def diagnose(program: Program | Run) -> Finding:
     for name in params:
         binding = next((e for e in reversed(upto[:loss_at + 1]) if name in e.names), None)
         if binding is not None and not any(binding.tensor is p for p in held):
-            return Finding(REBOUND, binding, f"{name} as the loss used it is not a tensor the optimizer holds")
+            return AuditFinding(REBOUND, binding, f"{name} as the loss used it is not a tensor the optimizer holds")
 
     # 2. does step 1's loss reach every parameter? if not, the first broken edge and what cut it
     tr = run.trace(1)
@@ -407,9 +409,9 @@ def diagnose(program: Program | Run) -> Finding:
         if edge is not None:
             kind = traces.cut_kind(edge.line)
             if kind == traces.DETACHED:
-                return Finding(DETACHED, edge, f"step 1's loss does not reach {name}; its path stops at a detach")
+                return AuditFinding(DETACHED, edge, f"step 1's loss does not reach {name}; its path stops at a detach")
             if kind == traces.NO_GRAD:
-                return Finding(NO_GRAD, edge, f"step 1's loss does not reach {name}; its path stops in no_grad")
+                return AuditFinding(NO_GRAD, edge, f"step 1's loss does not reach {name}; its path stops in no_grad")
             raise ValueError(f"{name}'s path stops at line {edge.number}, by no cut this audit knows")
 
     # 3. saved tensors made stale before step 1's backward
@@ -417,12 +419,12 @@ def diagnose(program: Program | Run) -> Finding:
         if e.backward or e.error is not None:
             break
         if e.stale:
-            return Finding(IN_PLACE, e, f"after this statement {e.stale[0].node} holds a stale saved tensor")
+            return AuditFinding(IN_PLACE, e, f"after this statement {e.stale[0].node} holds a stale saved tensor")
 
     # 4. does step 2's loss reach a graph made before the loop, or in step 1?
-    for reader, name, b in crossings(run, 2)[:1]:
+    for _reader, name, b in crossings(run, 2)[:1]:
         when = "before the loop" if b.step == 0 else f"at step {b.step}"
-        return Finding(STALE if b.step == 0 else CARRIED, b,
+        return AuditFinding(STALE if b.step == 0 else CARRIED, b,
                        f"step 2 reads {name} as bound {when}, and its loss reaches that graph")
 
     # 5. is .grad clear when step 2's backward adds into it?
@@ -431,11 +433,11 @@ def diagnose(program: Program | Run) -> Finding:
         prior = run.before(bw)
         left = [n for n, g in prior.grads.items() if _nonzero(g)]
         if left:
-            return Finding(NOT_CLEARED, bw, f"{', '.join(left)}.grad still held step 1's gradient")
-    return Finding(NO_FAULT, None, "every check came back clean")
+            return AuditFinding(NOT_CLEARED, bw, f"{', '.join(left)}.grad still held step 1's gradient")
+    return AuditFinding(NO_FAULT, None, "every check came back clean")
 
 
-def crossings(run: Run, n: int = 2) -> list[tuple[Event, str, Event]]:
+def crossings(run: Run, n: int = 2) -> list[tuple[StatementEvent, str, StatementEvent]]:
     """Where step ``n`` reads, with its graph, a value bound before it: (the statement of step ``n`` that
     reads it, the name, the statement that bound it, before the loop or in an earlier step), for every
     such value whose graph step ``n``'s loss reaches. In program order, up to the loss."""
@@ -455,7 +457,7 @@ def crossings(run: Run, n: int = 2) -> list[tuple[Event, str, Event]]:
     return found
 
 
-def backward_places(program: Program):
+def backward_places(program: TrainingProgram):
     """Run ``program`` whole, yielding "at step n's backward" before each statement that calls backward:
     the experiment of an error question (the place torch raised in is the answer)."""
     tree = ast.parse(program.source)
@@ -576,9 +578,9 @@ def _error_line(exc: BaseException, filename: str) -> str:
     return f"{type(exc).__name__}{where}: {stable_part(exc)}"
 
 
-def prove(program: Program, source: str | None = None) -> Proof:
+def prove(program: TrainingProgram, source: str | None = None) -> Proof:
     """Run ``source`` (by default the program's own) whole and measure the four quantities, comparing each
-    ``opt.step()``'s gradients with :meth:`Program.reference`. Never raises for a program that raises."""
+    ``opt.step()``'s gradients with :meth:`TrainingProgram.reference`. Never raises for a program that raises."""
     source = program.source if source is None else source
     names = program.params
     reference = program.reference()
@@ -697,7 +699,7 @@ _REBINDS = {
 }
 
 
-def render(spec: Spec, fault: Fault | None = None, title: str = "program") -> Program:
+def render(spec: Spec, fault: Fault | None = None, title: str = "program") -> TrainingProgram:
     """Write the program for ``spec``, with ``fault`` planted (or none)."""
     kind = fault.kind if fault else NO_FAULT
     enc, head, bias = spec.names
@@ -775,7 +777,7 @@ def render(spec: Spec, fault: Fault | None = None, title: str = "program") -> Pr
         body.append(f"{st} = {st}.detach()")
     for statement in body:
         lines += ["    " + part for part in statement.split("\n")]
-    return Program("\n".join(lines), spec.params, spec.steps, title, spec)
+    return TrainingProgram("\n".join(lines), spec.params, spec.steps, title, spec)
 
 
 _ACT = {"tanh": torch.tanh, "sigmoid": torch.sigmoid}
@@ -873,72 +875,3 @@ def random_fault(rng: random.Random, kind: str, spec: Spec) -> tuple[Spec, Fault
     if kind == REBOUND:
         return spec, Fault(kind, form=rng.choice(sorted(_REBINDS)), target=rng.choice(spec.params))
     return spec, Fault(kind)
-
-
-@dataclass
-class AuditCase:
-    """One generated program. The planted fault is kept here (for tests) and never put in the Program."""
-
-    seed: int
-    program: Program
-    clean: Program = field(repr=False)
-    fault: Fault | None = field(repr=False, default=None)
-    output: str = "program"
-
-    @property
-    def planted(self) -> str:
-        return self.fault.kind if self.fault else NO_FAULT
-
-    @property
-    def size(self) -> int:
-        return len(self.program.lines)
-
-    @property
-    def label(self) -> str:
-        return f"program #{self.seed} ({self.size} lines, {self.program.steps} steps)"
-
-    @property
-    def source(self) -> str:
-        return self.program.listing()
-
-    def fresh(self) -> dict[str, Any]:
-        return {"program": self.program}
-
-    def drawing(self, ns=None) -> str:
-        try:
-            return "the audit's readings (two steps):\n" + checklist(step_through(self.program, steps=2))
-        except Exception as exc:      # a drawing must never stop a verdict
-            return f"(the readings could not be taken: {type(exc).__name__})"
-
-    def __repr__(self):
-        return f"<{self.label}>"
-
-
-def generate(seed: int, kind: str) -> AuditCase:
-    rng = random.Random(seed)
-    spec = random_spec(rng, kind)
-    spec, fault = random_fault(rng, kind, spec)
-    title = f"program #{seed}"
-    return AuditCase(seed, render(spec, fault, title), render(spec, None, title + ", as intended"), fault)
-
-
-def cases(per_kind: int = 4, decoys: int = 5, seed: int = 1010) -> list[AuditCase]:
-    """``per_kind`` programs for each fault kind and ``decoys`` without a fault, smallest first. A program
-    is kept only if its intended version trains (every quantity holds against the reference) and its
-    planted fault shows in at least one of those quantities."""
-    wanted = [k for k in KINDS for _ in range(per_kind)] + [NO_FAULT] * decoys
-    found, sources = [], set()
-    attempt = 0
-    for i, kind in enumerate(wanted):
-        while True:
-            attempt += 1
-            case = generate(seed * 1000 + attempt, kind)
-            if case.program.source in sources:
-                continue
-            clean = prove(case.clean).facts
-            faulty = prove(case.program).facts
-            if clean == frozenset(FACTS) and (kind == NO_FAULT) == (faulty == frozenset(FACTS)):
-                break
-        sources.add(case.program.source)
-        found.append(case)
-    return sorted(found, key=lambda c: (c.size, c.seed))

@@ -2,31 +2,14 @@
 
 The programs come from :mod:`grader.units.unit10.capstone`: small two-stage models (an encoder weight, a head weight,
 sometimes a bias) trained by ``torch.optim.SGD`` for a few steps, each with at most one planted fault.
-The worked example, the traps and the self-test use fixed specifications; the exercises use
-:func:`grader.units.unit10.capstone.cases`. Every answer is read from torch's record at check time: which leaves a
+The worked example, the traps and the self-test use fixed specifications; the exercise uses the generated
+cases of :mod:`grader.units.unit10.cases`, graded by :class:`grader.units.unit10.kinds.FaultAtLine`. Every answer is read from torch's record at check time: which leaves a
 loss reaches, which saved tensors went stale, which graphs a later step reaches, what ``.grad`` holds,
 which parameters moved, and how each step's gradients compare with an independent reference.
 """
 from __future__ import annotations
 
-import functools
-import numbers
-from typing import Any
-
-import torch
-
-from grader.engine.kinds import (
-    BadAnswer,
-    Choice,
-    Error,
-    Function,
-    Kind,
-    Names,
-    Number,
-    _reject_common,
-    short,
-    type_words,
-)
+from grader.engine.kinds import Choice, Error, Function, Names, Number
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.probes import traces
 from grader.units.unit10 import capstone
@@ -35,7 +18,6 @@ from grader.units.unit10.capstone import (
     DETACHED,
     FACTS,
     IN_PLACE,
-    NO_FAULT,
     NOT_CLEARED,
     REBOUND,
     STALE,
@@ -44,6 +26,9 @@ from grader.units.unit10.capstone import (
     Spec,
     render,
 )
+from grader.units.unit10.cases import exercise_cases
+from grader.units.unit10.kinds import FaultAtLine
+from grader.units.unit10.support import line_of, module_loop
 
 # --- the worked example: a script that runs, trains, and carries its history -------------------------
 
@@ -63,11 +48,6 @@ def _worked_run(steps=None):
     return capstone.step_through(WORKED, steps=steps)
 
 
-def _line_of(program, text: str) -> int:
-    """The number of the first line of ``program`` that contains ``text`` (for prompts built from it)."""
-    return next(n for n, line in enumerate(program.lines, start=1) if text in line)
-
-
 @predict_then_run(
     "10.worked-runs", Error(*PLACES4),
     prompt="The worked example, lines numbered: " + WORKED.inline() + ". Run as written, does it raise, and "
@@ -84,8 +64,8 @@ def worked_runs():
 
 @predict_then_run(
     "10.worked-reached", Names(pool=WORKED.params),
-    prompt=f"In the worked example, line {_line_of(WORKED, 'log.append')} appends h.detach() to a log and line "
-           f"{_line_of(WORKED, 'no_grad')} opens a block that computes a metric under torch.no_grad(). Which parameters does step 1's loss reach (backward from it would accumulate into "
+    prompt=f"In the worked example, line {line_of(WORKED, 'log.append')} appends h.detach() to a log and line "
+           f"{line_of(WORKED, 'no_grad')} opens a block that computes a metric under torch.no_grad(). Which parameters does step 1's loss reach (backward from it would accumulate into "
            "them)? Answer a set of names.",
     explain="A cut matters only on a route to the loss. The detached copy goes into a list and the no_grad "
             "metric is computed after the loss from its inputs; the loss itself is computed from h and the "
@@ -95,11 +75,6 @@ def worked_reached():
     run = _worked_run(steps=1)
     names = run.trace(1).names
     return {n for n in WORKED.params if traces.reaches(run.loss(1), names[n])}
-
-
-def _kept_worked_stale():
-    run = _worked_run(steps=1)
-    return len(run.before(run.backward_event(1)).stale)
 
 
 @predict_then_run(
@@ -127,10 +102,6 @@ def worked_depths():
 def worked_carrier():
     found = capstone.crossings(_worked_run(steps=2), 2)
     return found[0][2].number
-
-
-def _kept_worked_moved():
-    return {n for n, m in capstone.prove(WORKED).moved.items() if m}
 
 
 @predict_then_run(
@@ -172,10 +143,6 @@ FROZEN_RUNS = {
 
 def _frozen_proofs():
     return {label: capstone.prove(FROZEN, source) for label, source in FROZEN_RUNS.items()}
-
-
-def _kept_trap_loss_falls():
-    return {label for label, proof in _frozen_proofs().items() if proof.losses and proof.losses[-1] < proof.losses[0]}
 
 
 @predict_then_run(
@@ -226,16 +193,6 @@ def stale_retain_facts():
 
 # --- checks on an nn.Module loop, written without the course's helpers ----------------------------------
 
-def module_loop():
-    """The notebook's nn.Module program: the head is replaced after the optimizer was built."""
-    from torch import nn
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    model[2] = nn.Linear(4, 1)                      # "a fresh head" after opt was made
-    return model, opt
-
-
 @predict_then_run(
     "10.module-unheld", Names(pool=("0.weight", "0.bias", "2.weight", "2.bias")),
     prompt="torch.manual_seed(0); model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)); "
@@ -285,11 +242,7 @@ SELF_D = render(Spec(template="sequence", x=((0.4, -0.7), (1.0, 0.6), (-0.9, 0.2
                      "breaks is the link to the tensor the optimizer holds.")],
 )
 def self_kind_a():
-    return capstone.diagnose(SELF_A).kind
-
-
-def _kept_self_line_a():
-    return capstone.diagnose(SELF_A).line
+    return capstone.audit(SELF_A).kind
 
 
 @self_test(
@@ -305,7 +258,7 @@ def _kept_self_line_a():
                      "reaches an earlier graph; the trouble is inside step 1.")],
 )
 def self_kind_b():
-    return capstone.diagnose(SELF_B).kind
+    return capstone.audit(SELF_B).kind
 
 
 @self_test(
@@ -338,106 +291,14 @@ def self_broken_c():
                      "starts from a constant; retain_graph=True only keeps a graph nothing walks again.")],
 )
 def self_kind_d():
-    return capstone.diagnose(SELF_D).kind
+    return capstone.audit(SELF_D).kind
 
 
 # --- exercise 1: diagnose a program ----------------------------------------------------------------
 
-class Diagnosis(Kind):
-    """A fault kind and the line it sits on, or 'no fault'. A statement spanning several lines (a
-    with-block) is matched by any of its lines."""
-
-    label = "a fault kind and a line number"
-
-    def describe(self):
-        return ("a pair (fault kind, line number), the kind one of " + ", ".join(repr(k) for k in capstone.KINDS) +
-                "; or 'no fault'")
-
-    def _kind(self, text):
-        if not isinstance(text, str):
-            raise BadAnswer(f"the fault kind must be a string, one of {', '.join(map(repr, VERDICTS))}; "
-                            f"got {type_words(text)}")
-        for k in VERDICTS:
-            if text.strip().lower() == k:
-                return k
-        raise BadAnswer(f"{short(text)} is not a fault kind here; use one of {', '.join(map(repr, VERDICTS))}")
-
-    def _line(self, value):
-        number = getattr(value, "number", value) if not isinstance(value, (numbers.Number, str)) else value
-        if isinstance(number, bool) or not isinstance(number, numbers.Integral):
-            raise BadAnswer(f"the line must be a line number (an int, as in the listing), got {type_words(value)}")
-        number = int(number)
-        if number < 1:
-            raise BadAnswer(f"line numbers start at 1; got {number}")
-        return number
-
-    def read(self, answer):
-        if isinstance(answer, capstone.Finding):
-            answer = (answer.kind, answer.line)
-        _reject_common(answer, self.describe())
-        if isinstance(answer, str):
-            kind = self._kind(answer)
-            if kind != NO_FAULT:
-                raise BadAnswer(f"also give the line: ({kind!r}, line number)")
-            return (NO_FAULT, None)
-        if isinstance(answer, (tuple, list)) and len(answer) == 2:
-            kind = self._kind(answer[0])
-            if kind == NO_FAULT:
-                if answer[1] not in (None, ""):
-                    raise BadAnswer("'no fault' has no line; answer just 'no fault'")
-                return (NO_FAULT, None)
-            return (kind, self._line(answer[1]))
-        raise BadAnswer(f"expected {self.describe()}; got {type_words(answer)}")
-
-    def truth(self, value):
-        if isinstance(value, capstone.Finding):
-            return (value.kind, value.line, value.last)
-        if isinstance(value, tuple) and len(value) == 3:
-            return value
-        raise ValueError(f"a diagnosis experiment returns a Finding, got {value!r}")
-
-    def agrees(self, truth, value):
-        if truth[0] != value[0]:
-            return False
-        return truth[0] == NO_FAULT or truth[1] <= value[1] <= truth[2]
-
-    def show(self, value):
-        if value[0] == NO_FAULT:
-            return NO_FAULT
-        if len(value) == 3 and value[2] != value[1]:
-            return f"{value[0]}, at lines {value[1]}-{value[2]} (one statement)"
-        return f"{value[0]}, at line {value[1]}"
-
-    def encode(self, value):
-        return NO_FAULT if value[0] == NO_FAULT else [value[0], value[1]]
-
-    def verdict_note(self, truth, value):
-        if truth[0] == value[0] != NO_FAULT:
-            return "the kind is right; the line is not where torch's record puts the fault"
-        return ""
-
-    def wrong_answers(self, truth):
-        line = truth[1] or 1
-        out = [(k, line) for k in capstone.KINDS if k != truth[0]]
-        if truth[0] != NO_FAULT:
-            out += [NO_FAULT, (truth[0], truth[2] + 1)]
-            if truth[1] > 1:
-                out.append((truth[0], truth[1] - 1))
-        return out
-
-
-@functools.cache
-def _case_list() -> tuple:
-    return tuple(capstone.cases())
-
-
-def _cases():
-    return list(_case_list())
-
-
 @exercise(
     "10.diagnose",
-    Function(returns=Diagnosis(), cases=_cases, call=lambda fn, case, ns: fn(ns["program"])),
+    Function(returns=FaultAtLine(), cases=exercise_cases, call=lambda fn, case, ns: fn(ns["program"])),
     prompt="Write diagnose(program): audit a generated training program (program.source, program.lines, "
            "program.params; step_through(program, steps=2) walks it) and return (fault kind, line number), the "
            "kind one of " + ", ".join(repr(k) for k in capstone.KINDS) + ", or 'no fault'. The line is where the "
@@ -457,81 +318,25 @@ def _cases():
            "A value bound before the loop (step 0) that step 2's loss reaches is a stale graph; one bound at "
            "step 1 is a carried state. A cut inside a with torch.no_grad() block is the no_grad encoder."),
 )
-def diagnose_ex(case):
-    return capstone.diagnose(case.fresh()["program"])
+def diagnose_program(case):
+    return capstone.audit(case.fresh()["program"])
 
 
-# --- exercise 2: repair it, proven by the quantities ------------------------------------------------
+# --- experiments of questions trimmed for time (10.worked-stale, 10.worked-moved, 10.trap-loss-falls,
+# 10.self-line-a), kept so that they can come back -------------------------------------------------------
 
-class Facts(Kind):
-    """The quantities that held after a run, and what was measured. Only the four facts are compared."""
-
-    label = "the quantities a run restored"
-
-    def describe(self):
-        return "the repaired program's source, as a string"
-
-    def read(self, answer):
-        _reject_common(answer, "a set of facts")
-        if not isinstance(answer, (set, frozenset, list, tuple)) or not all(isinstance(a, str) for a in answer):
-            raise BadAnswer(f"expected a set of facts, got {type_words(answer)}")
-        return frozenset(answer)
-
-    def truth(self, value):
-        if isinstance(value, capstone.Proof):
-            return _facts_of(value)
-        return self.read(value)
-
-    def agrees(self, truth, value):
-        return {f for f in truth if f in FACTS} == {f for f in value if f in FACTS}
-
-    def show(self, value):
-        facts = [f for f in FACTS if f in value] or ["none of the four held"]
-        measured = [v.split(" ", 2)[2] for v in sorted(
-            (v for v in value if v.startswith("measured: ")), key=lambda v: int(v.split(" ", 2)[1].rstrip(".")))]
-        return "; ".join(facts) + ("  (measured: " + "; ".join(measured) + ")" if measured else "")
-
-    def encode(self, value):
-        return sorted(value)
-
-    def verdict_note(self, truth, value):
-        missing = [f for f in FACTS if f in truth and f not in value]
-        return ("did not hold after your repair: " + "; ".join(missing)) if missing else ""
-
-    def wrong_answers(self, truth):
-        return [set(truth) - {f} for f in FACTS if f in truth]
+def _kept_worked_stale():
+    run = _worked_run(steps=1)
+    return len(run.before(run.backward_event(1)).stale)
 
 
-def _facts_of(proof: capstone.Proof) -> frozenset:
-    return frozenset(proof.facts) | {f"measured: {i}. {d}" for i, d in enumerate(proof.details(), start=1)}
+def _kept_worked_moved():
+    return {n for n, m in capstone.prove(WORKED).moved.items() if m}
 
 
-class _NotSource:
-    """What a repair function returned when it was not a source string."""
-
-    def __init__(self, value: Any):
-        self.value = value
-
-    def __repr__(self):
-        return short(self.value)
+def _kept_trap_loss_falls():
+    return {label for label, proof in _frozen_proofs().items() if proof.losses and proof.losses[-1] < proof.losses[0]}
 
 
-def _call_repair(fn, case, ns):
-    program = ns["program"]
-    source = fn(program)
-    if not isinstance(source, str):
-        return _NotSource(source)
-    return capstone.prove(program, source)     # runs inside the sandbox, under the learner's time limit
-
-
-def _convert_repair(raw, case, ns):
-    if isinstance(raw, capstone.Proof):
-        return _facts_of(raw)
-    value = raw.value if isinstance(raw, _NotSource) else raw
-    hint = "; did you forget a return statement?" if value is None else ""
-    raise BadAnswer(f"expected the repaired program's source, a string (program.source edited), "
-                    f"got {type_words(value)}{hint}")
-
-
-def _repair_truth(case):
-    return capstone.prove(case.program, case.clean.source)
+def _kept_self_line_a():
+    return capstone.audit(SELF_A).line

@@ -1,12 +1,12 @@
 """Unit 11, writing a backward: vector–Jacobian products, torch.autograd.Function, gradcheck.
 
-The Functions the experiments use, the exercises' generated inputs and the report that grades a learner's
-Function live in :mod:`grader.units.unit11.support`.
+The Functions the experiments use and the report that grades a learner's Function live in
+:mod:`grader.units.unit11.support`, the exercises' generated inputs in :mod:`grader.units.unit11.cases`, the
+kinds that read a report in :mod:`grader.units.unit11.kinds`.
 """
 from __future__ import annotations
 
 import gc
-import re
 import warnings
 import weakref
 
@@ -17,6 +17,7 @@ from torch.autograd.gradcheck import GradcheckError
 
 from grader.engine.kinds import Boolean, Choice, Error, Number
 from grader.engine.question import exercise, predict_then_run, self_test
+from grader.units.unit11.kinds import exercise_kind
 from grader.units.unit11.support import (
     CubeOnce,
     CubeSaved,
@@ -24,35 +25,16 @@ from grader.units.unit11.support import (
     SigmoidInPlaceFn,
     SplitPair,
     describe_received,
-    exercise_kind,
+    function_report,
     live_apply,
-    report,
+    matrix_after,
+    passes_for_whole_jacobian,
 )
 
 INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
 
 
 # --- 1. every node is a vector–Jacobian product -----------------------------------------------------
-
-def _passes_for_whole_jacobian(f, x):
-    """Build f's Jacobian at x row by row (one reverse pass each) and column by column (one forward-mode
-    pass each); check both agree and count the passes each took."""
-    y = f(x)
-    reverse = []
-    for i in range(y.numel()):
-        onehot = torch.zeros(y.numel())
-        onehot[i] = 1
-        (row,) = torch.autograd.grad(y.reshape(-1), x, onehot, retain_graph=True)
-        reverse.append(row.reshape(-1))
-    forward = []
-    for j in range(x.numel()):
-        direction = torch.zeros(x.numel())
-        direction[j] = 1
-        _, column = torch.func.jvp(f, (x.detach(),), (direction.reshape(x.shape),))
-        forward.append(column.reshape(-1))
-    assert torch.allclose(torch.stack(reverse), torch.stack(forward, dim=1), atol=1e-5)
-    return [len(reverse), len(forward)]
-
 
 @predict_then_run(
     "11.count-work", Number(tol=0),
@@ -69,7 +51,7 @@ def _passes_for_whole_jacobian(f, x):
 )
 def count_work():
     x = torch.randn(300, requires_grad=True)
-    return _passes_for_whole_jacobian(lambda t: (t.sin() ** 2).sum(), x)
+    return passes_for_whole_jacobian(lambda t: (t.sin() ** 2).sum(), x)
 
 
 # --- 2. torch.autograd.Function -------------------------------------------------------------------------
@@ -391,12 +373,6 @@ def gradcheck_float32():
     return FLOAT32_OPTIONS[1] if ok and caught else FLOAT32_OPTIONS[0]
 
 
-def _matrix_after(label: str, message: str) -> list[float]:
-    block = message.split(label, 1)[1]
-    block = block[: block.index(")") + 1]
-    return [float(v) for v in re.findall(r"-?\d+\.\d*(?:e-?\d+)?", block.split("dtype")[0])]
-
-
 @predict_then_run(
     "11.relu-kink", Number(tol=1e-4),
     prompt="torch.autograd.gradcheck(torch.relu, (torch.tensor([0.0, 1.0, -2.0], dtype=torch.float64, "
@@ -411,7 +387,7 @@ def relu_kink():
     try:
         torch.autograd.gradcheck(torch.relu, (x,))
     except GradcheckError as exc:
-        return _matrix_after("numerical:", str(exc))[0]
+        return matrix_after("numerical:", str(exc))[0]
     return float("nan")
 
 
@@ -437,7 +413,7 @@ def relu_kink():
            "set generate_vmap_rule = True on the class so vmap works."),
 )
 def stable_softplus(case):
-    return report("softplus", live_apply("softplus"), case)
+    return function_report("softplus", live_apply("softplus"), case)
 
 
 @exercise(
@@ -458,7 +434,7 @@ def stable_softplus(case):
            "is gone. Write the slope from the output: y * (1 - y)."),
 )
 def sigmoid_inplace(case):
-    return report("sigmoid_", live_apply("sigmoid_"), case)
+    return function_report("sigmoid_", live_apply("sigmoid_"), case)
 
 
 @exercise(
@@ -479,7 +455,7 @@ def sigmoid_inplace(case):
            "is what a straight-through estimator replaces."),
 )
 def round_ste(case):
-    return report("ste", lambda x, step: live_apply("ste", step)(x), case)
+    return function_report("ste", lambda x, step: live_apply("ste", step)(x), case)
 
 
 # --- self-test (closed book) ------------------------------------------------------------------------------
@@ -536,7 +512,7 @@ def self_decoder_passes():
     torch.manual_seed(3)
     weight = torch.randn(250, 4)
     z = torch.randn(4, requires_grad=True)
-    return _passes_for_whole_jacobian(lambda v: torch.tanh(weight @ v), z)
+    return passes_for_whole_jacobian(lambda v: torch.tanh(weight @ v), z)
 
 
 LEAF_OPTIONS = ("runs, w.grad right", "runs, w.grad wrong", "raises at apply", "raises at backward")
@@ -604,9 +580,9 @@ def self_gradgrad_once():
         torch.autograd.gradgradcheck(Quart.apply, (t,))
     except GradcheckError as exc:
         text = str(exc)
-        if "analytical" in text and not any(_matrix_after("analytical:", text)):
+        if "analytical" in text and not any(matrix_after("analytical:", text)):
             return GRADGRAD_OPTIONS[1]
-        if "numerical" in text and not any(_matrix_after("numerical:", text)):
+        if "numerical" in text and not any(matrix_after("numerical:", text)):
             return GRADGRAD_OPTIONS[2]
         return GRADGRAD_OPTIONS[0] + "?"
     except RuntimeError:

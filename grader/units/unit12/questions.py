@@ -1,63 +1,45 @@
 """Unit 12, finding the fault: anomaly mode, hunting non-finite gradients, memory that grows, and a
 checklist for a loop you did not write.
 
-Tools and the exercise's generated setups live in :mod:`grader.units.unit12.support`. Every answer is
-read from torch at check time: what anomaly mode raised and named, which gradients are NaN, which module
-hooks saw a non-finite gradient, what the objects a loop keeps hold, what the collector's observer found,
+Tools, the programs the experiments run and the grader's own diagnosis live in
+:mod:`grader.units.unit12.support`, the exercise's generated setups in :mod:`grader.units.unit12.cases`. Every
+answer is read from torch at check time: what anomaly mode raised and named, which gradients are NaN, which
+module hooks saw a non-finite gradient, what the objects a loop keeps hold, what the collector's observer found,
 which parameters the optimizer holds and which a loss reaches.
 """
 from __future__ import annotations
 
 import gc
-import weakref
-from collections import OrderedDict
 
 import torch
 from torch import nn
 
 from grader import probes
-from grader.engine.kinds import (
-    BadAnswer,
-    Choice,
-    Error,
-    Function,
-    Kind,
-    Name,
-    Names,
-    _reject_common,
-    short,
-    type_words,
-)
+from grader.engine.kinds import Choice, Error, Function, Name, Names
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.unit12 import support as kit
-from grader.units.unit12.support import FAULTS, NO_FAULT, VERDICTS
+from grader.units.unit12.cases import setup_cases
+from grader.units.unit12.kinds import FaultInModule
+from grader.units.unit12.support import (
+    CYCLES,
+    FAULTS,
+    ema_loop,
+    fix_grad,
+    hook_model,
+    leak_loop,
+    make_cycle,
+    masked_root,
+    masked_root_outcome,
+    masked_root_report,
+    their_param_names,
+    where_trap,
+)
 
 # --- 1. anomaly mode --------------------------------------------------------------------------------
 
 GRAD_STATES = ("every entry finite", "NaN in x.grad, no error", "backward raises")
 PROGRAM = ("x = torch.tensor([4.0, -1.0, 9.0], requires_grad=True); mask = torch.tensor([1.0, 0.0, 1.0]); "
            "y = x.sqrt(); loss = (y * mask).sum(); loss.backward()")
-
-
-def masked_root():
-    x = torch.tensor([4.0, -1.0, 9.0], requires_grad=True)
-    mask = torch.tensor([1.0, 0.0, 1.0])
-    y = x.sqrt()
-    loss = (y * mask).sum()
-    return x, loss
-
-
-def _grad_state(anomaly: bool, check_nan: bool = True) -> str:
-    holder = {}
-
-    def run():
-        x, loss = masked_root()
-        holder["x"] = x
-        loss.backward()
-    report = kit.anomaly_report(run, check_nan=check_nan, anomaly=anomaly)
-    if report.raised:
-        return "backward raises"
-    return "every entry finite" if kit.finite(holder["x"].grad) else "NaN in x.grad, no error"
 
 
 @predict_then_run(
@@ -70,7 +52,7 @@ def _grad_state(anomaly: bool, check_nan: bool = True) -> str:
                                            "0 / (2 * sqrt(-1)), and sqrt(-1) is NaN")],
 )
 def plain_nan():
-    return _grad_state(anomaly=False)
+    return masked_root_outcome(anomaly=False)
 
 
 ANOMALY_PLACES = ("at y = x.sqrt()", "at loss.backward()")
@@ -93,12 +75,6 @@ def anomaly_place():
         loss.backward()
 
 
-def _report(check_nan=True):
-    def run():
-        masked_root()[1].backward()
-    return kit.anomaly_report(run, check_nan=check_nan)
-
-
 @predict_then_run(
     "12.anomaly-node", Name(),
     prompt="Under detect_anomaly, the same program raises in backward. Anomaly mode names the node whose "
@@ -110,25 +86,7 @@ def _report(check_nan=True):
                                      "The NaN first appears one node later")],
 )
 def anomaly_node():
-    return _report().node
-
-
-COSTS = ("under 1.5x", "1.5x to 3x", "3x or more")
-
-
-def _small_step():
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 1))
-    x = torch.randn(32, 8)
-
-    def step():
-        model.zero_grad()
-        model(x).pow(2).mean().backward()
-    return step
-
-
-def cost_band(ratio: float) -> str:
-    return COSTS[0] if ratio < 1.5 else COSTS[1] if ratio < 3 else COSTS[2]
+    return masked_root_report().node
 
 
 ADDS = ("the stack of the forward line, kept on each node", "a copy of every saved tensor",
@@ -168,17 +126,6 @@ def anomaly_cost():
 WHERE_ENTRIES = ("x[0]", "x[1]", "x[2]")
 
 
-def where_trap(fixed: bool = False):
-    x = torch.tensor([-4.0, 0.0, 4.0], requires_grad=True)
-    if fixed:
-        safe = torch.where(x > 0, x, 1.0)
-        y = torch.where(x > 0, safe.sqrt(), 0.0)
-    else:
-        y = torch.where(x > 0, x.sqrt(), 0.0)
-    y.sum().backward()
-    return x
-
-
 @predict_then_run(
     "12.where-nan", Names(pool=WHERE_ENTRIES),
     prompt="x = torch.tensor([-4.0, 0.0, 4.0], requires_grad=True); y = torch.where(x > 0, x.sqrt(), 0.0); "
@@ -192,24 +139,12 @@ def where_trap(fixed: bool = False):
                     (set(), "where does send zero to the branch not taken, but sqrt's backward divides that "
                             "zero by 2 * sqrt(x), which is NaN or 0 at the masked entries")],
 )
-def where_nan():
+def where_nan_entries():
     x = where_trap()
     return {name for name, v in zip(WHERE_ENTRIES, x.grad.tolist()) if v != v}
 
 
 HOOK_MODULES = ("enc", "act", "gate", "head")
-
-
-class _RootWhere(nn.Module):
-    def forward(self, h):
-        return torch.where(h > 0, h.sqrt(), 0.0)
-
-
-def hook_model():
-    torch.manual_seed(3)
-    model = nn.Sequential(OrderedDict([("enc", nn.Linear(3, 4)), ("act", nn.Tanh()), ("gate", _RootWhere()),
-                                       ("head", nn.Linear(4, 1))]))
-    return model, torch.randn(6, 3)
 
 
 @predict_then_run(
@@ -237,39 +172,6 @@ def hook_nonfinite():
 # --- 3. memory that grows -----------------------------------------------------------------------------
 
 LOOPS = ("list of val losses", "running total", "list of floats")
-
-
-def leak_model():
-    torch.manual_seed(5)
-    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 1))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    data = [(torch.randn(32, 16), torch.randn(32), torch.randn(32, 16)) for _ in range(4)]
-    return model, opt, data
-
-
-def leak_loop(kind: str, steps: int = 4, bill=None):
-    """Train ``steps`` steps; each also computes a validation loss on ``xv`` and keeps it as ``kind``
-    says. Returns what the loop keeps after each step."""
-    model, opt, data = leak_model()
-    kept = [] if kind != "running total" else None
-    after = []
-    ctx = kit.ModuleBill(model) if bill is None else bill(model)
-    with ctx:
-        for x, y, xv in data[:steps]:
-            loss = ((model(x).squeeze(-1) - y) ** 2).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            val = model(xv).pow(2).mean()          # no torch.no_grad() around it
-            if kind == "list of val losses":
-                kept.append(val)
-            elif kind == "running total":
-                kept = val if kept is None else kept + val
-            else:
-                kept.append(val.item())
-            after.append((kit.held_bytes(kept), probes.depth(kept) if isinstance(kept, torch.Tensor) else
-                          max((probes.depth(v) for v in kept if isinstance(v, torch.Tensor)), default=0)))
-    return after, kept, ctx, model
 
 
 LOOP_CODE = ("model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 1)); each of 4 steps trains on "
@@ -316,26 +218,6 @@ def leak_depth():
     return out
 
 
-CYCLES = ("dict that holds itself", "backward(create_graph=True)")
-
-
-def make_cycle(kind: str):
-    """Build a reference cycle that holds a 1000-float tensor, drop every name, return a weak reference."""
-    if kind == CYCLES[0]:
-        state = {"acts": torch.randn(1000)}
-        state["self"] = state
-        return weakref.ref(state["acts"])
-    w = torch.randn(1000, requires_grad=True)
-    (w.sin() ** 2).sum().backward(create_graph=True)
-    return weakref.ref(w)
-
-
-def _free(ref):
-    t = ref()
-    if t is not None:
-        t.grad = None
-
-
 @predict_then_run(
     "12.cycle-seen", Names(pool=CYCLES),
     prompt="torch.utils.viz._cycles.observe_garbage(observer) makes Python's collector hand every object it "
@@ -363,12 +245,7 @@ def cycle_seen():
 
 # --- 4. a checklist for a loop you did not write --------------------------------------------------------
 
-def _their_names():
-    model, _, _ = kit.their_setup()
-    return tuple(n for n, _ in model.named_parameters())
-
-
-THEIR_PARAMS = _their_names()
+THEIR_PARAMS = their_param_names()
 
 
 @predict_then_run(
@@ -411,91 +288,9 @@ def unused_params():
 
 # --- the exercise -----------------------------------------------------------------------------------
 
-class Diagnosis(Kind):
-    """A fault and the module it sits in, or 'no fault'. Any module the grader's record points at is accepted."""
-
-    label = "a fault and a module name"
-
-    def describe(self):
-        return "a pair (fault, module name), the fault one of " + ", ".join(repr(k) for k in FAULTS) + \
-            "; or 'no fault'"
-
-    def _kind(self, text):
-        if not isinstance(text, str):
-            raise BadAnswer(f"the fault must be a string, one of {', '.join(map(repr, VERDICTS))}; "
-                            f"got {type_words(text)}")
-        for k in VERDICTS:
-            if text.strip().lower() == k:
-                return k
-        raise BadAnswer(f"{short(text)} is not a fault here; use one of {', '.join(map(repr, VERDICTS))}")
-
-    def read(self, answer):
-        if isinstance(answer, kit.Finding):
-            return (answer.kind, None if answer.kind == NO_FAULT else sorted(answer.where)[0])
-        _reject_common(answer, self.describe())
-        if isinstance(answer, str):
-            kind = self._kind(answer)
-            if kind != NO_FAULT:
-                raise BadAnswer(f"also give the module: ({kind!r}, module name as in model.named_modules())")
-            return (NO_FAULT, None)
-        if isinstance(answer, (tuple, list)) and len(answer) == 2:
-            kind = self._kind(answer[0])
-            if kind == NO_FAULT:
-                if answer[1] not in (None, ""):
-                    raise BadAnswer("'no fault' has no module; answer just 'no fault'")
-                return (NO_FAULT, None)
-            where = answer[1]
-            if isinstance(where, nn.Module):
-                raise BadAnswer("give the module's name (from model.named_modules()), not the module itself")
-            if not isinstance(where, str):
-                raise BadAnswer(f"the module must be its name, a string; got {type_words(where)}")
-            return (kind, where.strip())
-        raise BadAnswer(f"expected {self.describe()}; got {type_words(answer)}")
-
-    def truth(self, value):
-        if isinstance(value, kit.Finding):
-            return (value.kind, frozenset(value.where))
-        raise ValueError(f"a diagnosis experiment returns a Finding, got {value!r}")
-
-    def agrees(self, truth, value):
-        if truth[0] != value[0]:
-            return False
-        return truth[0] == NO_FAULT or value[1] in truth[1]
-
-    def show(self, value):
-        if value[0] == NO_FAULT:
-            return NO_FAULT
-        where = value[1]
-        if isinstance(where, frozenset):
-            return f"{value[0]}, in {' or '.join(repr(w) for w in sorted(where))}"
-        return f"{value[0]}, in {where!r}"
-
-    def encode(self, value):
-        if value[0] == NO_FAULT:
-            return NO_FAULT
-        where = value[1]
-        return [value[0], sorted(where)[0] if isinstance(where, frozenset) else where]
-
-    def verdict_note(self, truth, value):
-        if truth[0] == value[0] != NO_FAULT:
-            return "the fault is right; the module is not one torch's record points at"
-        return ""
-
-    def wrong_answers(self, truth):
-        some = sorted(truth[1])[0] if truth[1] else "enc"
-        out = [(k, some) for k in FAULTS if k != truth[0]]
-        if truth[0] != NO_FAULT:
-            out += [NO_FAULT, (truth[0], "not a module")]
-        return out
-
-
-def _cases():
-    return kit.cases()
-
-
 @exercise(
     "12.diagnose",
-    Function(returns=Diagnosis(), cases=_cases,
+    Function(returns=FaultInModule(), cases=setup_cases,
              call=lambda fn, case, ns: fn(ns["model"], ns["loss_fn"], ns["batches"]), per_case_s=3.0),
     prompt="Write diagnose(model, loss_fn, batches): train the model with torch.optim.SGD(model.parameters(), "
            "lr=0.1) for one step per batch (loss = loss_fn(model(x), y)) and return the first fault found, as "
@@ -518,8 +313,8 @@ def _cases():
            "A stale graph raises at step 2's backward ('backward through the graph a second time'); growing memory "
            "never raises: the graph is kept but never walked again."),
 )
-def diagnose_ex(case):
-    return kit.diagnose(**case.fresh())
+def diagnose_setup(case):
+    return kit.find_fault(**case.fresh())
 
 
 # --- self-test ----------------------------------------------------------------------------------------
@@ -548,13 +343,6 @@ FIXES = ("torch.where(x > 0, x.sqrt(), 0.0)", "torch.where(x > 0, x, 0.0).sqrt()
          "x.relu().sqrt()")
 
 
-def _fix_grad(label):
-    x = torch.tensor([-1.0, 0.0, 2.0], requires_grad=True)
-    y = eval(label, {"torch": torch, "x": x})
-    y.sum().backward()
-    return x.grad
-
-
 @self_test(
     "12.self-finite-fix", Names(pool=FIXES),
     prompt="x = torch.tensor([-1.0, 0.0, 2.0], requires_grad=True); y = <expression>; y.sum().backward(). For "
@@ -573,27 +361,10 @@ def _fix_grad(label):
                                                             "sqrt's inf at 0 is NaN")],
 )
 def self_finite_fix():
-    return {label for label in FIXES if kit.finite(_fix_grad(label))}
+    return {label for label in FIXES if kit.finite(fix_grad(label))}
 
 
 GROWTH = ("nothing grows", "only held bytes grow", "only depth grows", "both grow", "backward raises at step 2")
-
-
-def _ema_loop(steps=4):
-    torch.manual_seed(7)
-    net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
-    opt = torch.optim.SGD(net.parameters(), lr=0.1)
-    ema = torch.tensor(0.0)
-    seen = []
-    for _ in range(steps):
-        x, y = torch.randn(10, 3), torch.randn(10, 1)
-        loss = ((net(x) - y) ** 2).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        ema = 0.9 * ema + 0.1 * loss
-        seen.append((kit.held_bytes(ema), probes.depth(ema)))
-    return seen
 
 
 @self_test(
@@ -614,7 +385,7 @@ def _ema_loop(steps=4):
                                   "pack hook sees")],
 )
 def self_ema():
-    seen = _ema_loop()
+    seen = ema_loop()
     held = seen[-1][0] > seen[0][0]
     deep = seen[-1][1] > seen[0][1]
     return {(False, False): GROWTH[0], (True, False): GROWTH[1], (False, True): GROWTH[2],

@@ -1,4 +1,5 @@
-"""Unit 12's tools and generated training setups: finding the fault with torch's own instruments.
+"""Unit 12's tools: finding the fault with torch's own instruments, the programs its experiments run, and the
+grader's own diagnosis of a training setup.
 
 Tools a learner uses in the notebook (each a thin layer over a torch API, so the learner sees which):
 
@@ -15,16 +16,15 @@ Tools a learner uses in the notebook (each a thin layer over a torch API, so the
 * :func:`gc_tensor_cycles`: ``torch.utils.viz._cycles.observe_garbage``, reporting the tensors found
   in reference cycles that Python's collector freed.
 
-The exercise's cases (:func:`cases`) are small models with one planted fault among four kinds, or none;
-the planted label stays on the case object and never reaches what the learner's function is given.
+:func:`find_fault` is the grader's own run of the checklist on a training setup, the answer of exercise
+12.diagnose; the exercise's generated setups (small models with one planted fault among four kinds, or none)
+are in :mod:`grader.units.unit12.cases`.
 """
 from __future__ import annotations
 
 import contextlib
 import gc
-import inspect
 import os
-import random
 import re
 import sys
 import time
@@ -39,7 +39,6 @@ import torch
 from torch import nn
 
 from grader import probes
-from grader.engine import torch_state
 
 # =================================================================================================
 # Anomaly mode
@@ -105,6 +104,51 @@ def step_ratio(step: Callable[[], Any], repeats: int = 3, number: int = 10) -> f
         plain = best(False)
         slow = best(True)
     return slow / plain
+
+
+def masked_root():
+    x = torch.tensor([4.0, -1.0, 9.0], requires_grad=True)
+    mask = torch.tensor([1.0, 0.0, 1.0])
+    y = x.sqrt()
+    loss = (y * mask).sum()
+    return x, loss
+
+
+def masked_root_outcome(anomaly: bool, check_nan: bool = True) -> str:
+    holder = {}
+
+    def run():
+        x, loss = masked_root()
+        holder["x"] = x
+        loss.backward()
+    report = anomaly_report(run, check_nan=check_nan, anomaly=anomaly)
+    if report.raised:
+        return "backward raises"
+    return "every entry finite" if finite(holder["x"].grad) else "NaN in x.grad, no error"
+
+
+def masked_root_report(check_nan=True):
+    def run():
+        masked_root()[1].backward()
+    return anomaly_report(run, check_nan=check_nan)
+
+
+COSTS = ("under 1.5x", "1.5x to 3x", "3x or more")
+
+
+def _small_step():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 1))
+    x = torch.randn(32, 8)
+
+    def step():
+        model.zero_grad()
+        model(x).pow(2).mean().backward()
+    return step
+
+
+def cost_band(ratio: float) -> str:
+    return COSTS[0] if ratio < 1.5 else COSTS[1] if ratio < 3 else COSTS[2]
 
 
 # =================================================================================================
@@ -186,6 +230,36 @@ class GradWatch:
 
     def first_nonfinite(self) -> str | None:
         return next((n for n, ok in self.seen if not ok), None)
+
+
+def where_trap(fixed: bool = False):
+    x = torch.tensor([-4.0, 0.0, 4.0], requires_grad=True)
+    if fixed:
+        safe = torch.where(x > 0, x, 1.0)
+        y = torch.where(x > 0, safe.sqrt(), 0.0)
+    else:
+        y = torch.where(x > 0, x.sqrt(), 0.0)
+    y.sum().backward()
+    return x
+
+
+class _RootWhere(nn.Module):
+    def forward(self, h):
+        return torch.where(h > 0, h.sqrt(), 0.0)
+
+
+def hook_model():
+    torch.manual_seed(3)
+    model = nn.Sequential(OrderedDict([("enc", nn.Linear(3, 4)), ("act", nn.Tanh()), ("gate", _RootWhere()),
+                                       ("head", nn.Linear(4, 1))]))
+    return model, torch.randn(6, 3)
+
+
+def fix_grad(label):
+    x = torch.tensor([-1.0, 0.0, 2.0], requires_grad=True)
+    y = eval(label, {"torch": torch, "x": x})
+    y.sum().backward()
+    return x.grad
 
 
 # =================================================================================================
@@ -357,6 +431,76 @@ def gc_tensor_cycles(make: Callable[[], Any]) -> tuple[list[tuple], bool]:
     return found, alive
 
 
+def leak_model():
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    data = [(torch.randn(32, 16), torch.randn(32), torch.randn(32, 16)) for _ in range(4)]
+    return model, opt, data
+
+
+def leak_loop(kind: str, steps: int = 4, bill=None):
+    """Train ``steps`` steps; each also computes a validation loss on ``xv`` and keeps it as ``kind``
+    says. Returns what the loop keeps after each step."""
+    model, opt, data = leak_model()
+    kept = [] if kind != "running total" else None
+    after = []
+    ctx = ModuleBill(model) if bill is None else bill(model)
+    with ctx:
+        for x, y, xv in data[:steps]:
+            loss = ((model(x).squeeze(-1) - y) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            val = model(xv).pow(2).mean()          # no torch.no_grad() around it
+            if kind == "list of val losses":
+                kept.append(val)
+            elif kind == "running total":
+                kept = val if kept is None else kept + val
+            else:
+                kept.append(val.item())
+            after.append((held_bytes(kept), probes.depth(kept) if isinstance(kept, torch.Tensor) else
+                          max((probes.depth(v) for v in kept if isinstance(v, torch.Tensor)), default=0)))
+    return after, kept, ctx, model
+
+
+CYCLES = ("dict that holds itself", "backward(create_graph=True)")
+
+
+def make_cycle(kind: str):
+    """Build a reference cycle that holds a 1000-float tensor, drop every name, return a weak reference."""
+    if kind == CYCLES[0]:
+        state = {"acts": torch.randn(1000)}
+        state["self"] = state
+        return weakref.ref(state["acts"])
+    w = torch.randn(1000, requires_grad=True)
+    (w.sin() ** 2).sum().backward(create_graph=True)
+    return weakref.ref(w)
+
+
+def _free(ref):
+    t = ref()
+    if t is not None:
+        t.grad = None
+
+
+def ema_loop(steps=4):
+    torch.manual_seed(7)
+    net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    ema = torch.tensor(0.0)
+    seen = []
+    for _ in range(steps):
+        x, y = torch.randn(10, 3), torch.randn(10, 1)
+        loss = ((net(x) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        ema = 0.9 * ema + 0.1 * loss
+        seen.append((held_bytes(ema), probes.depth(ema)))
+    return seen
+
+
 # =================================================================================================
 # A loop someone else wrote (the checklist's subject; no course helper wraps it)
 # =================================================================================================
@@ -403,8 +547,13 @@ def their_step(model, opt, x, y):
     return loss
 
 
+def their_param_names():
+    model, _, _ = their_setup()
+    return tuple(n for n, _ in model.named_parameters())
+
+
 # =================================================================================================
-# The exercise's generated training setups
+# The fault kinds, and the grader's own diagnosis (the exercise's answer)
 # =================================================================================================
 
 NONFINITE = "non-finite gradient"
@@ -414,304 +563,7 @@ STALE = "stale graph"
 NO_FAULT = "no fault"
 FAULTS = (NONFINITE, LEAK, FROZEN, STALE)
 VERDICTS = FAULTS + (NO_FAULT,)
-STEPS = 3
 
-
-class RootGate(nn.Module):
-    """sqrt where positive, 0 elsewhere."""
-
-    def forward(self, x):
-        return torch.where(x > 0, x.sqrt(), 0.0)
-
-
-class LogGate(nn.Module):
-    """log where positive, 0 elsewhere."""
-
-    def forward(self, x):
-        return torch.where(x > 0, (x + 1).log() + x.log() * 0.1, 0.0)
-
-
-class InvGate(nn.Module):
-    """1/x where nonzero, 0 elsewhere."""
-
-    def forward(self, x):
-        return torch.where(x != 0, 1 / (1 + x.abs()) + 0.1 / x, 0.0)
-
-
-class SafeRoot(nn.Module):
-    """sqrt where positive, 0 elsewhere; the input masked first."""
-
-    def forward(self, x):
-        safe = torch.where(x > 0, x, 1.0)
-        return torch.where(x > 0, safe.sqrt(), 0.0)
-
-
-class Smoother(nn.Module):
-    """Subtracts a running mean of its inputs."""
-
-    def __init__(self, width):
-        super().__init__()
-        self.avg = torch.zeros(width)
-
-    def forward(self, x):
-        self.avg = 0.9 * self.avg + 0.1 * x.mean(0)
-        return x - self.avg
-
-
-class DetachedSmoother(nn.Module):
-    """Subtracts a running mean of its inputs."""
-
-    def __init__(self, width):
-        super().__init__()
-        self.avg = torch.zeros(width)
-
-    def forward(self, x):
-        self.avg = (0.9 * self.avg + 0.1 * x.mean(0)).detach()
-        return x - self.avg
-
-
-class Recorder(nn.Module):
-    """Keeps what passed through, for a plot later."""
-
-    def __init__(self):
-        super().__init__()
-        self.seen = []
-
-    def forward(self, x):
-        self.seen.append(x)
-        return x
-
-
-class Tally(nn.Module):
-    """Keeps a running total of how active its input was, for a log."""
-
-    def __init__(self):
-        super().__init__()
-        self.total = 0.0
-
-    def forward(self, x):
-        self.total = self.total + x.abs().mean()
-        return x
-
-
-class ItemTally(nn.Module):
-    """Keeps a running total of how active its input was, for a log."""
-
-    def __init__(self):
-        super().__init__()
-        self.total = 0.0
-
-    def forward(self, x):
-        self.total = self.total + x.abs().mean().item()
-        return x
-
-
-class CopyRecorder(nn.Module):
-    """Keeps what passed through, for a plot later."""
-
-    def __init__(self):
-        super().__init__()
-        self.seen = []
-
-    def forward(self, x):
-        self.seen.append(x.detach())
-        return x
-
-
-class Probe(nn.Module):
-    """A side branch whose output is returned as is."""
-
-    def __init__(self, width):
-        super().__init__()
-        self.lin = nn.Linear(width, width)
-
-    def forward(self, x):
-        return self.lin(x).detach()
-
-
-class StopInput(nn.Module):
-    """A linear layer that does not send gradients back to its input."""
-
-    def __init__(self, width):
-        super().__init__()
-        self.lin = nn.Linear(width, width)
-
-    def forward(self, x):
-        return self.lin(x.detach())
-
-
-class NoGradMix(nn.Module):
-    """Mixes in a linear map of its input, computed without recording."""
-
-    def __init__(self, width):
-        super().__init__()
-        self.lin = nn.Linear(width, width)
-
-    def forward(self, x):
-        with torch.no_grad():
-            mixed = self.lin(x)
-        return x + mixed
-
-
-class LoggedMix(nn.Module):
-    """Mixes in a linear map of its input, and keeps its norm for a log."""
-
-    def __init__(self, width):
-        super().__init__()
-        self.lin = nn.Linear(width, width)
-        self.norms = []
-
-    def forward(self, x):
-        out = x + self.lin(x)
-        with torch.no_grad():
-            self.norms.append(out.norm())
-        return out
-
-
-class CachedShift(nn.Module):
-    """Adds a learned shift, computed from a fixed seed vector the first time."""
-
-    def __init__(self, width):
-        super().__init__()
-        self.lin = nn.Linear(width, width)
-        self.register_buffer("seed_vec", torch.linspace(-1, 1, width))
-        self.shift = None
-
-    def forward(self, x):
-        if self.shift is None:
-            self.shift = torch.tanh(self.lin(self.seed_vec))
-        return x + self.shift
-
-
-class FreshShift(nn.Module):
-    """Adds a learned shift, computed from a fixed seed vector."""
-
-    def __init__(self, width):
-        super().__init__()
-        self.lin = nn.Linear(width, width)
-        self.register_buffer("seed_vec", torch.linspace(-1, 1, width))
-
-    def forward(self, x):
-        shift = torch.tanh(self.lin(self.seed_vec))
-        return x + shift
-
-
-class CachedScale(nn.Module):
-    """Scales by a learned factor, squashed once and reused."""
-
-    def __init__(self, width):
-        super().__init__()
-        self.raw = nn.Parameter(torch.linspace(0.5, 1.5, width))
-        self.scale = None
-
-    def forward(self, x):
-        if self.scale is None:
-            self.scale = torch.sigmoid(self.raw) * 2
-        return x * self.scale
-
-
-# kind -> (class, takes a width, where it may sit: "act" after an activation, "lin" right after a Linear)
-PLANTS = {
-    NONFINITE: [(RootGate, False, "lin"), (LogGate, False, "relu"), (InvGate, False, "relu")],
-    LEAK: [(Recorder, False, "any"), (Tally, False, "any")],
-    FROZEN: [(Probe, True, "any"), (StopInput, True, "any"), (NoGradMix, True, "any")],
-    STALE: [(CachedShift, True, "any"), (CachedScale, True, "any"), (Smoother, True, "any")],
-    NO_FAULT: [(SafeRoot, False, "lin"), (DetachedSmoother, True, "any"), (CopyRecorder, False, "any"),
-               (LoggedMix, True, "any"), (FreshShift, True, "any"), (ItemTally, False, "any")],
-}
-SPECIAL_NAMES = ("mid", "block", "extra", "layer")
-
-
-def mse(out, y):
-    return ((out - y) ** 2).mean()
-
-
-def mae(out, y):
-    return (out - y).abs().mean()
-
-
-class Model(nn.Sequential):
-    """nn.Sequential with named children, flattening the last output to one number per row."""
-
-    def forward(self, x):
-        return super().forward(x).squeeze(-1)
-
-
-@dataclass
-class SetupCase:
-    """One generated training setup. ``planted`` and ``where`` stay here, never in what fresh() returns."""
-
-    seed: int
-    planted: str
-    cls: type
-    width: int
-    inputs: int
-    act: str
-    after: str              # "lin" (right after the first Linear) or "act" (after the activation)
-    special: str
-    loss_name: str
-    rows: int
-    output: str = "model"
-
-    @property
-    def size(self) -> int:
-        return len(self.layer_code())
-
-    @property
-    def label(self) -> str:
-        return f"setup #{self.seed} ({self.cls.__name__} as {self.special!r})"
-
-    def layer_code(self) -> list[str]:
-        w = self.width
-        arg = str(w) if self.cls in _TAKES_WIDTH else ""
-        act = f"nn.{'ReLU' if self.act == 'relu' else 'Tanh'}()"
-        layers = [("enc", f"nn.Linear({self.inputs}, {w})")]
-        special = (self.special, f"{self.cls.__name__}({arg})")
-        if self.after == "lin":
-            layers += [special, ("act", act)]
-        else:
-            layers += [("act", act), special]
-        layers.append(("head", f"nn.Linear({w}, 1)"))
-        return layers
-
-    @property
-    def source(self) -> str:
-        lines = [inspect.getsource(self.cls).rstrip(), "",
-                 f"torch.manual_seed({self.seed})",
-                 "model = Model(OrderedDict(["]
-        lines += [f"    ({name!r}, {code})," for name, code in self.layer_code()]
-        lines += ["]))", f"loss_fn = {self.loss_name}",
-                  f"batches = [(torch.randn({self.rows}, {self.inputs}), torch.randn({self.rows})) "
-                  f"for _ in range({STEPS})]",
-                  "diagnose(model, loss_fn, batches)"]
-        return "\n".join(lines)
-
-    def fresh(self) -> dict:
-        torch.manual_seed(self.seed)
-        ns = {"nn": nn, "torch": torch, "OrderedDict": OrderedDict, "Model": Model, self.cls.__name__: self.cls}
-        layers = OrderedDict((name, eval(code, ns)) for name, code in self.layer_code())
-        model = Model(layers)
-        batches = [(torch.randn(self.rows, self.inputs), torch.randn(self.rows)) for _ in range(STEPS)]
-        return {"model": model, "loss_fn": {"mse": mse, "mae": mae}[self.loss_name], "batches": batches}
-
-    def drawing(self, ns=None) -> str:
-        try:
-            with torch_state.clean_room():
-                return readings(**self.fresh())
-        except Exception as exc:          # a drawing never stops a verdict
-            return f"(the readings could not be taken: {type(exc).__name__})"
-
-    drawing_label = "the checklist's readings"
-
-    def __repr__(self):
-        return f"<{self.label}>"
-
-
-_TAKES_WIDTH = {Smoother, DetachedSmoother, Probe, StopInput, NoGradMix, LoggedMix, CachedShift, FreshShift,
-                CachedScale}
-
-
-# --- the grader's diagnosis --------------------------------------------------------------------
 
 @dataclass
 class Finding:
@@ -760,7 +612,7 @@ def _cuts(model: nn.Module, loss_fn, x, y) -> set[str]:
     return found | {n.rsplit(".", 1)[0] for n in found if "." in n}
 
 
-def diagnose(model: nn.Module, loss_fn, batches) -> Finding:
+def find_fault(model: nn.Module, loss_fn, batches) -> Finding:
     """The checklist, run step by step on a fresh SGD over the model's parameters: a backward that
     raises, the first module whose backward made a gradient non-finite, a parameter step 1's backward
     does not reach, a graph a module keeps from step to step."""
@@ -815,53 +667,3 @@ def readings(model: nn.Module, loss_fn, batches) -> str:
         row += f"; module attributes holding a graph: {', '.join(graphs_held(model)) or 'none'}"
         rows.append(row)
     return "\n".join(rows)
-
-
-# --- generation ---------------------------------------------------------------------------------
-
-def generate(seed: int, kind: str, cls: type | None = None, variant: int | None = None) -> SetupCase:
-    rng = random.Random(seed)
-    options = [p for p in PLANTS[kind] if cls is None or p[0] is cls]
-    cls, _, place = rng.choice(options)
-    act = rng.choice(["relu", "tanh"])
-    if place == "relu":
-        act, after = "relu", "act"
-    elif place == "lin":
-        after = "lin" if (rng.random() < 0.5 if variant is None else variant % 2 == 0) else "act"
-        if after == "act":
-            act = "tanh"
-    else:
-        after = rng.choice(["lin", "act"])
-    return SetupCase(seed=seed, planted=kind, cls=cls, width=rng.choice([3, 4, 5]), inputs=rng.choice([2, 3]),
-                     act=act, after=after, special=rng.choice(SPECIAL_NAMES), loss_name=rng.choice(["mse", "mae"]),
-                     rows=rng.choice([4, 6]))
-
-
-def _shows(case: SetupCase) -> bool:
-    """The planted fault really shows (and a decoy really trains): checked by the grader's own diagnosis."""
-    with torch_state.clean_room():
-        found = diagnose(**case.fresh())
-    if found.kind != case.planted:
-        return False
-    if case.planted == FROZEN:
-        return bool(found.where)
-    return case.planted == NO_FAULT or case.special in found.where
-
-
-def cases(per_kind: int = 4, decoys: int = 6, seed: int = 1212) -> list[SetupCase]:
-    """``per_kind`` setups for each fault and ``decoys`` healthy ones (the module classes of each kind in
-    turn), smallest first; a setup is kept only if its fault shows in torch's record."""
-    out, seen = [], set()
-    attempt = 0
-    for kind in VERDICTS:
-        classes = [c for c, _, _ in PLANTS[kind]]
-        for i in range(per_kind if kind != NO_FAULT else decoys):
-            while True:
-                attempt += 1
-                case = generate(seed * 1000 + attempt, kind, classes[i % len(classes)], i // len(classes))
-                key = (case.cls, case.width, case.inputs, case.act, case.after)
-                if key not in seen and _shows(case):
-                    break
-            seen.add(key)
-            out.append(case)
-    return sorted(out, key=lambda c: (c.width, c.inputs, c.seed))

@@ -1,7 +1,8 @@
 """Unit 13, autograd beyond eager: torch.func, forward mode, and what torch.compile keeps for backward.
 
-The compile instruments (a graph-counting backend, the partitioned forward graph, the bill on both runs) and
-the exercises' generated cases live in :mod:`grader.units.unit13.support`.
+The compile instruments (a graph-counting backend, the partitioned forward graph, the bill on both runs) and the
+functions the experiments compile live in :mod:`grader.units.unit13.support`, the exercises' generated cases in
+:mod:`grader.units.unit13.cases`.
 """
 from __future__ import annotations
 
@@ -11,17 +12,19 @@ import torch.autograd.forward_ad as fwAD
 from grader import probes
 from grader.engine.kinds import Choice, Error, Function, Number
 from grader.engine.question import exercise, predict_then_run, self_test
+from grader.units.unit13.cases import call_kept_bytes, call_per_sample, chain_cases, flatten_grads, per_sample_cases
 from grader.units.unit13.support import (
     bill_pair,
-    call_kept_bytes,
-    call_per_sample,
-    chain_cases,
-    flatten_grads,
+    cos_branch,
+    count_activations,
+    counting_backend,
     graphs_made,
     kept_by_compile,
     loop_grads,
-    model_cases,
+    mm_exp,
     quiet_dynamo,
+    sin_cos,
+    with_item,
 )
 
 INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
@@ -94,14 +97,6 @@ def dual_tangent():
 
 # --- 3. torch.compile ------------------------------------------------------------------------------------
 
-def _activations(bill) -> int:
-    return sum(1 for e in bill.entries if e.what == "an activation")
-
-
-def sin_cos(x, w):
-    return (x @ w).sin().cos().sum()
-
-
 @predict_then_run(
     "13.compile-saves", Number(tol=0),
     prompt="f(x, w) = (x @ w).sin().cos().sum() with x = torch.randn(4, 3) and w = torch.randn(3, 5, "
@@ -125,13 +120,7 @@ def compile_saves():
         compiled(x, w)
         kept = probes.bill(lambda: compiled(x, w), names={"x": x, "w": w})
     torch._dynamo.reset()
-    return [_activations(eager), _activations(kept)]
-
-
-def with_item(x):
-    h = x.sin()
-    scale = h.sum().item()
-    return h * scale
+    return [count_activations(eager), count_activations(kept)]
 
 
 @predict_then_run(
@@ -164,8 +153,6 @@ def item_graphs():
 )
 def hook_graphs():
     import torch._dynamo
-
-    from grader.units.unit13.support import counting_backend
     seen, graphs = [], []
 
     def f(x):
@@ -213,7 +200,7 @@ def compile_version():
 
 @exercise(
     "13.per-sample-grads",
-    Function(returns=Number(tol=1e-4), cases=model_cases, call=call_per_sample, convert=flatten_grads,
+    Function(returns=Number(tol=1e-4), cases=per_sample_cases, call=call_per_sample, convert=flatten_grads,
              per_case_s=10.0, budget_s=60.0),
     prompt="Write per_sample_grads(model, x, y) with torch.func: for each sample i, the gradient of "
            "((model(x[i]) - y[i]) ** 2).sum() with respect to every parameter, returned as a dict "
@@ -304,10 +291,6 @@ def self_dual():
 KEEP_OPTIONS = ("the matmul's result", "exp's result", "both", "neither: it recomputes the matmul")
 
 
-def _mm_exp(x, w):
-    return (x @ w).exp().sum()
-
-
 @self_test(
     "13.self-compiled-keeps", Choice(*KEEP_OPTIONS),
     prompt="f(x, w) = (x @ w).exp().sum(), x = torch.randn(4, 6), w = torch.randn(6, 3, requires_grad=True), "
@@ -321,7 +304,7 @@ def _mm_exp(x, w):
                                             "exp's own result is exactly what its derivative needs")],
 )
 def self_compiled_keeps():
-    kept = [k for k in kept_by_compile(_mm_exp, torch.randn(4, 6), torch.randn(6, 3, requires_grad=True))
+    kept = [k for k in kept_by_compile(mm_exp, torch.randn(4, 6), torch.randn(6, 3, requires_grad=True))
             if k != "input"]
     if kept == ["mm"]:
         return KEEP_OPTIONS[0]
@@ -330,13 +313,6 @@ def self_compiled_keeps():
     if sorted(kept) == ["exp", "mm"]:
         return KEEP_OPTIONS[2]
     return KEEP_OPTIONS[3] if not kept else ", ".join(kept)
-
-
-def _branchy(x):
-    h = x.cos()
-    if h.sum() > 0:
-        h = h * 3
-    return h.tanh()
 
 
 @self_test(
@@ -351,4 +327,4 @@ def _branchy(x):
     misconceptions=[(1, "the branch depends on a tensor's value: Dynamo cannot trace through it, the graph breaks")],
 )
 def self_branch_graphs():
-    return graphs_made(_branchy, torch.zeros(4, requires_grad=True))
+    return graphs_made(cos_branch, torch.zeros(4, requires_grad=True))

@@ -1,6 +1,7 @@
-"""Unit 13's instruments: what a compiled function keeps for backward, how many graphs Dynamo made, and the
-generated cases of the two exercises (small models for per-sample gradients, small programs whose eager and
-compiled bills are compared).
+"""Unit 13's instruments: what a compiled function keeps for backward, how many graphs Dynamo made, per-sample
+gradients the plain way, and the small functions its experiments compile. The exercises' generated cases (small
+models for per-sample gradients, small programs whose eager and compiled bills are compared) are in
+:mod:`grader.units.unit13.cases`.
 
 torch._dynamo is imported inside the functions: importing it costs about a second and a half, and every unit
 module is imported whenever the grader loads its questions.
@@ -9,14 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import random
-from dataclasses import dataclass
-from typing import Any
 
 import torch
 
 from grader import probes
-from grader.engine.kinds import BadAnswer
 
 # =====================================================================================================
 # Compiling quietly and counting
@@ -118,60 +115,8 @@ def bill_pair(f, args) -> list[int]:
 
 
 # =====================================================================================================
-# Exercise 13.per-sample-grads: generated models
+# Per-sample gradients the plain way (the exercise's reference), and the programs the experiments compile
 # =====================================================================================================
-
-@dataclass(eq=False)
-class ModelCase:
-    """A small seeded MLP, a batch (x, y), and the per-sample loss ((model(x_i) - y_i) ** 2).sum()."""
-
-    seed: int
-    d_in: int
-    hidden: int
-    d_out: int
-    batch: int
-    bias: bool = True
-    output = "model"
-
-    @property
-    def size(self) -> int:
-        return self.batch * 100 + self.d_in * self.hidden + self.hidden * self.d_out
-
-    @property
-    def label(self) -> str:
-        return f"model #{self.seed} ({self.d_in}->{self.hidden}->{self.d_out}, batch of {self.batch})"
-
-    @property
-    def source(self) -> str:
-        b = "" if self.bias else ", bias=False"
-        return (f"# weights, x and y drawn from torch.Generator().manual_seed({self.seed})\n"
-                f"model = torch.nn.Sequential(torch.nn.Linear({self.d_in}, {self.hidden}{b}), torch.nn.Tanh(),\n"
-                f"                            torch.nn.Linear({self.hidden}, {self.d_out}{b}))\n"
-                f"x = torch.randn({self.batch}, {self.d_in})\ny = torch.randn({self.batch}, {self.d_out})\n"
-                "grads = per_sample_grads(model, x, y)   # {name: tensor of shape (batch, *param.shape)}")
-
-    def fresh(self) -> dict[str, Any]:
-        gen = torch.Generator().manual_seed(self.seed)
-        model = torch.nn.Sequential(torch.nn.Linear(self.d_in, self.hidden, bias=self.bias), torch.nn.Tanh(),
-                                    torch.nn.Linear(self.hidden, self.d_out, bias=self.bias))
-        with torch.no_grad():
-            for p in model.parameters():
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.7)
-        x = torch.randn(self.batch, self.d_in, generator=gen)
-        y = torch.randn(self.batch, self.d_out, generator=gen)
-        return {"model": model, "x": x, "y": y}
-
-    def drawing(self, ns=None) -> str:
-        ns = self.fresh()
-        grads = loop_grads(ns["model"], ns["x"], ns["y"])
-        lines = ["per-sample gradients from a loop, one backward per sample:"]
-        for name, g in grads.items():
-            lines.append(f"  {name}: shape {tuple(g.shape)}, sample 0 starts {[round(v, 4) for v in g[0].reshape(-1)[:3].tolist()]}")
-        return "\n".join(lines)
-
-    def __repr__(self):
-        return f"<{self.label}>"
-
 
 def sample_loss(model, xi, yi):
     return ((model(xi) - yi) ** 2).sum()
@@ -187,111 +132,26 @@ def loop_grads(model, x, y) -> dict[str, torch.Tensor]:
     return {name: torch.stack([r[k] for r in rows]) for k, name in enumerate(params)}
 
 
-def model_cases() -> list[ModelCase]:
-    rng = random.Random(1313)
-    cases = [ModelCase(1, 2, 3, 1, 2), ModelCase(2, 3, 2, 2, 2)]
-    for seed in range(3, 9):
-        cases.append(ModelCase(seed, rng.randint(2, 5), rng.randint(2, 6), rng.randint(1, 3), rng.randint(2, 7),
-                               bias=rng.random() < 0.7))
-    return sorted(cases, key=lambda c: c.size)
+def count_activations(bill) -> int:
+    return sum(1 for e in bill.entries if e.what == "an activation")
 
 
-def call_per_sample(fn, case, ns):
-    return fn(ns["model"], ns["x"], ns["y"])
+def sin_cos(x, w):
+    return (x @ w).sin().cos().sum()
 
 
-def flatten_grads(raw, case, ns) -> list[float]:
-    """The learner's {name: per-sample gradient} as one list of numbers, in the model's parameter order."""
-    if not isinstance(raw, dict):
-        raise BadAnswer(f"per_sample_grads must return a dict {{name: tensor}}, got {type(raw).__name__}")
-    values = []
-    for name, p in ns["model"].named_parameters():
-        if name not in raw:
-            raise BadAnswer(f"the dict has no entry {name!r}; its keys must be model.named_parameters()'s names")
-        g = raw[name]
-        if not isinstance(g, torch.Tensor):
-            raise BadAnswer(f"{name!r} maps to {type(g).__name__}, not a tensor")
-        want = (case.batch, *p.shape)
-        if tuple(g.shape) != want:
-            return [float("nan")] * (case.batch * sum(q.numel() for q in ns["model"].parameters()))
-        values.extend(g.detach().reshape(-1).tolist())
-    return values
+def with_item(x):
+    h = x.sin()
+    scale = h.sum().item()
+    return h * scale
 
 
-# =====================================================================================================
-# Exercise 13.eager-vs-compiled: generated programs
-# =====================================================================================================
-
-POINTWISE = ("sin", "cos", "tanh", "exp", "sigmoid", "relu")
+def mm_exp(x, w):
+    return (x @ w).exp().sum()
 
 
-@dataclass(eq=False)
-class ChainCase:
-    """f(x, w1, w2): x @ w1, a few pointwise ops, maybe @ w2 and more ops, then .sum()."""
-
-    seed: int
-    steps: tuple
-    rows: int
-    width: int
-    output = "f"
-
-    @property
-    def size(self) -> int:
-        return len(self.steps) * 1000 + self.rows * self.width
-
-    @property
-    def label(self) -> str:
-        return f"program #{self.seed} ({len(self.steps)} steps, x of shape ({self.rows}, {self.width}))"
-
-    @property
-    def body(self) -> list[str]:
-        lines = ["h = x @ w1"]
-        for step in self.steps:
-            lines.append("h = h @ w2" if step == "@" else f"h = h.{step}()")
-        return lines + ["return h.sum()"]
-
-    @property
-    def source(self) -> str:
-        inner = "\n".join("    " + line for line in self.body)
-        return (f"def f(x, w1, w2):\n{inner}\n\n"
-                f"# x, w1, w2 drawn in this order from torch.Generator().manual_seed({self.seed})\n"
-                f"x = torch.randn({self.rows}, {self.width})\n"
-                f"w1 = torch.randn({self.width}, {self.width}, requires_grad=True)\n"
-                f"w2 = torch.randn({self.width}, {self.width}, requires_grad=True)\n"
-                "kept_bytes(f, (x, w1, w2))   # [eager bytes, compiled bytes]")
-
-    def fresh(self) -> dict[str, Any]:
-        ns: dict[str, Any] = {"torch": torch}
-        # a new code object each time: Dynamo's cache, keyed on code, never mixes two cases
-        exec(compile("def f(x, w1, w2):\n" + "\n".join("    " + ln for ln in self.body),
-                     f"<program {self.seed}>", "exec"), ns)
-        gen = torch.Generator().manual_seed(self.seed)
-        ns["args"] = (torch.randn(self.rows, self.width, generator=gen),
-                      torch.randn(self.width, self.width, generator=gen).requires_grad_(),
-                      torch.randn(self.width, self.width, generator=gen).requires_grad_())
-        return ns
-
-    def drawing(self, ns=None) -> str:
-        ns = self.fresh()
-        kept = kept_by_compile(ns["f"], *ns["args"])
-        eager = probes.bill(lambda: ns["f"](*ns["args"]))
-        return (f"eager keeps {len(eager.entries)} storages; the compiled forward keeps the results of: "
-                f"{', '.join(kept)}")
-
-    def __repr__(self):
-        return f"<{self.label}>"
-
-
-def chain_cases() -> list[ChainCase]:
-    rng = random.Random(1300)
-    cases = [ChainCase(1, ("sin", "cos"), 2, 3), ChainCase(2, ("tanh", "@", "sin"), 2, 3)]
-    for seed in range(3, 7):
-        steps = [rng.choice(POINTWISE) for _ in range(rng.randint(1, 2))]
-        if rng.random() < 0.6:
-            steps += ["@"] + [rng.choice(POINTWISE) for _ in range(rng.randint(1, 2))]
-        cases.append(ChainCase(seed, tuple(steps), rng.randint(2, 5), rng.randint(3, 6)))
-    return sorted(cases, key=lambda c: c.size)
-
-
-def call_kept_bytes(fn, case, ns):
-    return fn(ns["f"], ns["args"])
+def cos_branch(x):
+    h = x.cos()
+    if h.sum() > 0:
+        h = h * 3
+    return h.tanh()
