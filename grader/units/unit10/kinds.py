@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any
 
 from grader.engine.kinds import BadAnswer, Kind, _reject_common, short, type_words
-from grader.units.unit10.capstone import FACTS, KINDS, NO_FAULT, VERDICTS, AuditFinding, Proof, prove
+from grader.units.unit10.capstone import KINDS, NO_FAULT, VERDICTS, AuditFinding
 
 
 class FaultAtLine(Kind):
@@ -89,80 +88,3 @@ class FaultAtLine(Kind):
             if truth[1] > 1:
                 out.append((truth[0], truth[1] - 1))
         return out
-
-
-# The repair exercise (10.repair) was trimmed for time; its kind and the plumbing it used are kept here.
-
-
-class Facts(Kind):
-    """The quantities that held after a run, and what was measured. Only the four facts are compared."""
-
-    label = "the quantities a run restored"
-
-    def describe(self):
-        return "the repaired program's source, as a string"
-
-    def read(self, answer):
-        _reject_common(answer, "a set of facts")
-        if not isinstance(answer, (set, frozenset, list, tuple)) or not all(isinstance(a, str) for a in answer):
-            raise BadAnswer(f"expected a set of facts, got {type_words(answer)}")
-        return frozenset(answer)
-
-    def truth(self, value):
-        if isinstance(value, Proof):
-            return _facts_of(value)
-        return self.read(value)
-
-    def agrees(self, truth, value):
-        return {f for f in truth if f in FACTS} == {f for f in value if f in FACTS}
-
-    def show(self, value):
-        facts = [f for f in FACTS if f in value] or ["none of the four held"]
-        measured = [v.split(" ", 2)[2] for v in sorted(
-            (v for v in value if v.startswith("measured: ")), key=lambda v: int(v.split(" ", 2)[1].rstrip(".")))]
-        return "; ".join(facts) + ("  (measured: " + "; ".join(measured) + ")" if measured else "")
-
-    def encode(self, value):
-        return sorted(value)
-
-    def verdict_note(self, truth, value):
-        missing = [f for f in FACTS if f in truth and f not in value]
-        return ("did not hold after your repair: " + "; ".join(missing)) if missing else ""
-
-    def wrong_answers(self, truth):
-        return [set(truth) - {f} for f in FACTS if f in truth]
-
-
-def _facts_of(proof: Proof) -> frozenset:
-    return frozenset(proof.facts) | {f"measured: {i}. {d}" for i, d in enumerate(proof.details(), start=1)}
-
-
-class _NotSource:
-    """What a repair function returned when it was not a source string."""
-
-    def __init__(self, value: Any):
-        self.value = value
-
-    def __repr__(self):
-        return short(self.value)
-
-
-def _call_repair(fn, case, ns):
-    program = ns["program"]
-    source = fn(program)
-    if not isinstance(source, str):
-        return _NotSource(source)
-    return prove(program, source)     # runs inside the sandbox, under the learner's time limit
-
-
-def _convert_repair(raw, case, ns):
-    if isinstance(raw, Proof):
-        return _facts_of(raw)
-    value = raw.value if isinstance(raw, _NotSource) else raw
-    hint = "; did you forget a return statement?" if value is None else ""
-    raise BadAnswer(f"expected the repaired program's source, a string (program.source edited), "
-                    f"got {type_words(value)}{hint}")
-
-
-def _repair_truth(case):
-    return prove(case.program, case.clean.source)

@@ -320,23 +320,3 @@ def self_kind_d():
 )
 def diagnose_program(case):
     return capstone.audit(case.fresh()["program"])
-
-
-# --- experiments of questions trimmed for time (10.worked-stale, 10.worked-moved, 10.trap-loss-falls,
-# 10.self-line-a), kept so that they can come back -------------------------------------------------------
-
-def _kept_worked_stale():
-    run = _worked_run(steps=1)
-    return len(run.before(run.backward_event(1)).stale)
-
-
-def _kept_worked_moved():
-    return {n for n, m in capstone.prove(WORKED).moved.items() if m}
-
-
-def _kept_trap_loss_falls():
-    return {label for label, proof in _frozen_proofs().items() if proof.losses and proof.losses[-1] < proof.losses[0]}
-
-
-def _kept_self_line_a():
-    return capstone.audit(SELF_A).line

@@ -136,17 +136,6 @@ def masked_root_report(check_nan=True):
 COSTS = ("under 1.5x", "1.5x to 3x", "3x or more")
 
 
-def _small_step():
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 1))
-    x = torch.randn(32, 8)
-
-    def step():
-        model.zero_grad()
-        model(x).pow(2).mean().backward()
-    return step
-
-
 def cost_band(ratio: float) -> str:
     return COSTS[0] if ratio < 1.5 else COSTS[1] if ratio < 3 else COSTS[2]
 
@@ -476,12 +465,6 @@ def make_cycle(kind: str):
     w = torch.randn(1000, requires_grad=True)
     (w.sin() ** 2).sum().backward(create_graph=True)
     return weakref.ref(w)
-
-
-def _free(ref):
-    t = ref()
-    if t is not None:
-        t.grad = None
 
 
 def ema_loop(steps=4):
