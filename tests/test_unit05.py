@@ -4,12 +4,16 @@ The exercises are graded against grader.probes.bill on real models; these tests 
 learner is asked to find really is torch's behaviour on many more models than the 40 graded ones, that
 the cases are reproducible, and that every case can be drawn for a failure message.
 """
+import inspect
 import random
 
 import pytest
+import torch
 
-from grader import probes
+from grader import draw, probes
+from grader.engine import torch_state
 from grader.engine.kinds import Error, ErrorOutcome
+from grader.engine.question import all_questions
 from grader.units.unit05 import cases, support
 from tests.reference.unit05 import predict_bill, saved_parameters
 
@@ -77,15 +81,6 @@ def test_error_questions_encode_torchs_own_outcome():
 
 
 # --- one definition of "what backward keeps": draw's totals are the grader's bill -------------------
-
-import inspect
-
-import torch
-
-from grader import draw
-from grader.engine import torch_state
-from grader.engine.question import all_questions
-
 
 def _draw_of(bill, names):
     return draw(bill.output, names=names)
