@@ -64,7 +64,7 @@ class MLPCase(Case):
     spec: MLPSpec
     output: str = "loss"
     features: set = field(default_factory=set)
-    drawing_label = None        # its graph (with the bill under it)
+    drawing_label = None        # a verdict heads drawing() "its graph"
 
     @property
     def size(self) -> int:

@@ -13,7 +13,6 @@ from torch import nn
 
 from grader import probes
 
-
 # --- what a node keeps, and where ------------------------------------------------------------------
 
 def _tensor_saves(fn) -> set[str]:

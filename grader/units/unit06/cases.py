@@ -140,7 +140,7 @@ class TwoLossCase(Case):
         return f"case #{self.seed} (w of {len(self.w)})"
 
     output = "forward"
-    drawing_label = None        # its graph: the two losses' trees
+    drawing_label = None        # a verdict heads drawing() "its graph"
 
     def fresh(self, counter: _Counter | None = None) -> dict[str, Any]:
         ns: dict[str, Any] = {"torch": torch, "_shared": counter.saw if counter else (lambda h: None)}
@@ -342,7 +342,7 @@ class SmoothCase(Case):
         return f"case #{self.seed} (x of {len(self.x)}, {len(self.terms)} term(s))"
 
     output = "f"
-    drawing_label = None        # its graph
+    drawing_label = None        # a verdict heads drawing() "its graph"
 
     def fresh(self) -> dict[str, Any]:
         ns: dict[str, Any] = {"torch": torch}

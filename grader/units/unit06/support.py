@@ -12,7 +12,6 @@ from torch import nn
 
 from grader import probes
 
-
 # --- the programs the questions run ---------------------------------------------------------------
 
 def _state_label(t) -> str:
