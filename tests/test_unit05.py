@@ -4,21 +4,25 @@ The exercises are graded against grader.probes.bill on real models; these tests 
 learner is asked to find really is torch's behaviour on many more models than the 40 graded ones, that
 the cases are reproducible, and that every case can be drawn for a failure message.
 """
+import inspect
 import random
 
 import pytest
+import torch
 
-from grader import probes
+from grader import draw, probes
+from grader.engine import torch_state
 from grader.engine.kinds import Error, ErrorOutcome
-from grader.units.unit05 import questions as unit05
+from grader.engine.question import all_questions
+from grader.units.unit05 import cases, support
 from tests.reference.unit05 import predict_bill, saved_parameters
 
 
 def test_the_rule_matches_the_live_bill_beyond_the_graded_cases():
     rng = random.Random(2024)
     for seed in range(80):
-        spec = unit05._spec(rng)
-        case = unit05.ModelCase(seed=seed, spec=spec)
+        spec = cases._spec(rng)
+        case = cases.MLPCase(seed=seed, spec=spec)
         ns = case.fresh()
         bill = case.bill(ns)
         params = {n for n, _ in ns["model"].named_parameters()}
@@ -27,18 +31,18 @@ def test_the_rule_matches_the_live_bill_beyond_the_graded_cases():
 
 
 def test_the_syllabus_network_as_a_spec_agrees_with_the_measured_bill():
-    model, x = unit05.syllabus_mlp()
+    model, x = support.syllabus_mlp()
     measured = probes.bill(lambda: model(x).sum(), names=model, inputs={"input": x})
-    spec = unit05.MLPSpec.from_widths([512, 512, 512, 1], batch=256)
+    spec = cases.MLPSpec.from_widths([512, 512, 512, 1], batch=256)
     assert tuple(predict_bill(spec)) == (measured.count, measured.total)
-    frozen = unit05.MLPSpec.from_widths([512, 512, 512, 1], batch=256, frozen=[0])
+    frozen = cases.MLPSpec.from_widths([512, 512, 512, 1], batch=256, frozen=[0])
     model[0].requires_grad_(False)
     measured = probes.bill(lambda: model(x).sum(), names=model, inputs={"input": x})
     assert tuple(predict_bill(frozen)) == (measured.count, measured.total)
 
 
 def test_cases_are_reproducible_distinct_and_smallest_first():
-    first, again = unit05.model_cases(), unit05.model_cases()
+    first, again = cases.mlp_cases(), cases.mlp_cases()
     assert [c.source for c in first] == [c.source for c in again]
     assert len({c.spec for c in first}) == len(first) == 40
     sizes = [c.size for c in first]
@@ -49,7 +53,7 @@ def test_cases_are_reproducible_distinct_and_smallest_first():
 
 def test_every_case_draws_its_graph_and_bill():
     empty = 0
-    for case in unit05.model_cases():
+    for case in cases.mlp_cases():
         text = case.drawing()
         assert "storages" in text
         empty += "SumBackward0" not in text
@@ -57,9 +61,9 @@ def test_every_case_draws_its_graph_and_bill():
 
 
 def test_the_learner_gets_only_the_spec_which_cannot_be_changed():
-    case = unit05.model_cases()[0]
+    case = cases.mlp_cases()[0]
     got = []
-    unit05._call_with_spec(got.append, case, case.fresh())
+    cases._call_with_spec(got.append, case, case.fresh())
     assert got == [case.spec]
     try:
         case.spec.batch = 1
@@ -77,15 +81,6 @@ def test_error_questions_encode_torchs_own_outcome():
 
 
 # --- one definition of "what backward keeps": draw's totals are the grader's bill -------------------
-
-import inspect
-
-import torch
-
-from grader import draw
-from grader.engine import torch_state
-from grader.engine.question import all_questions
-
 
 def _draw_of(bill, names):
     return draw(bill.output, names=names)
@@ -106,13 +101,13 @@ def _uses_a_bill(q) -> bool:
 
 def test_every_unit05_bill_question_is_a_registered_program():
     billed = {q.qid for q in all_questions() if q.unit == "05" and q.role != "exercise" and _uses_a_bill(q)}
-    assert billed and billed <= set(unit05.BILL_PROGRAMS), billed - set(unit05.BILL_PROGRAMS)
+    assert billed and billed <= set(support.BILL_PROGRAMS), billed - set(support.BILL_PROGRAMS)
 
 
-@pytest.mark.parametrize("qid", sorted(unit05.BILL_PROGRAMS))
+@pytest.mark.parametrize("qid", sorted(support.BILL_PROGRAMS))
 def test_draw_totals_equal_the_bill_the_grader_uses(qid):
     with torch_state.clean_room():
-        program = unit05.BILL_PROGRAMS[qid]()
+        program = support.BILL_PROGRAMS[qid]()
         bill = program.bill()
         _agree(bill, [n for n in (program.names, program.inputs) if n is not None])
     truth = next(q for q in all_questions() if q.qid == qid).run()
@@ -123,7 +118,7 @@ def test_draw_totals_equal_the_bill_the_grader_uses(qid):
 
 
 def test_draw_totals_equal_the_bill_on_every_generated_model():
-    for case in unit05.model_cases():
+    for case in cases.mlp_cases():
         ns = case.fresh()
         bill = case.bill(ns)
         _agree(bill, [ns["model"], {"input": ns["x"]}])
@@ -145,10 +140,10 @@ def test_draw_and_the_bill_agree_on_unit09s_bill_questions():
     assert bill.total == next(q for q in all_questions() if q.qid == "09.self-saved-three-times").run()[0]
     # 09.held-vs-bill quotes the plain MLP's bill in its prompt: it must be the bill draw shows too
     held = next(q for q in all_questions() if q.qid == "09.held-vs-bill")
-    plain = unit05.BILL_PROGRAMS["05.mlp-bill"]().bill()
+    plain = support.BILL_PROGRAMS["05.mlp-bill"]().bill()
     _agree(plain)
     assert f"{plain.count} storages, {plain.total:,} bytes" in held.prompt
-    assert unit09.syllabus_mlp is unit05.syllabus_mlp
+    assert unit09.syllabus_mlp is support.syllabus_mlp
 
 
 def test_a_wrapped_number_is_kept_but_reaches_no_pack_hook():

@@ -4,9 +4,9 @@ import math
 import pytest
 import torch
 
-from grader import check
+from grader import check, probes
 from grader.engine.question import get
-from grader.units.unit06 import questions as unit06
+from grader.units.unit06 import cases, support
 from tests.reference import unit06 as reference
 
 
@@ -26,7 +26,7 @@ def test_second_backward_words_and_what_survives():
 
 
 def test_stale_graph_gradient_never_changes_while_w_moves():
-    grads, values = unit06._stale_loop(steps=5)
+    grads, values = support._stale_loop(steps=5)
     assert len(set(grads)) == 1 and len(set(values)) == 5
 
 
@@ -37,9 +37,9 @@ def test_a_stale_graph_that_kept_a_parameter_is_caught_at_the_second_step():
 
 @pytest.mark.filterwarnings("ignore:Using backward")
 def test_create_graph_cycle_and_its_two_ways_out():
-    assert unit06._survives("backward") is True
-    assert unit06._survives("autograd.grad") is False
-    assert unit06._survives("backward, then grad = None") is False
+    assert support._survives("backward") is True
+    assert support._survives("autograd.grad") is False
+    assert support._survives("backward, then grad = None") is False
 
 
 @pytest.mark.filterwarnings("ignore:Using backward")
@@ -63,14 +63,14 @@ def test_the_leak_keeps_activations_and_grows_while_grad_is_not_cleared():
     sizes = []
     for _ in range(4):
         (w.sin() ** 2).sum().backward(create_graph=True)
-        sizes.append(unit06.probes.size(w.grad))
+        sizes.append(probes.size(w.grad))
     steps = {b - a for a, b in zip(sizes, sizes[1:])}
     assert len(steps) == 1 and steps.pop() > 0
     w.grad = None
 
 
 def test_cases_are_seeded_and_smallest_first():
-    for make in (unit06._two_loss_cases, unit06._smooth_cases):
+    for make in (cases._two_loss_cases, cases._smooth_cases):
         first, again = make(), make()
         assert [c.source for c in first] == [c.source for c in again]
         assert [c.size for c in first] == sorted(c.size for c in first)

@@ -5,9 +5,10 @@ import time
 import pytest
 import torch
 
-from grader import check
+from grader import check, probes
 from grader.engine import question as registry
-from grader.units.unit07 import questions as unit07
+from grader.units.unit07.cases import _QUOTA, _guard_cases, _saved_at_nonzero_version, _write_cases, guard_outcome
+from grader.units.unit07.support import gan_reference, gan_round
 from tests.reference.unit07 import (
     REFERENCE,
     Pair,
@@ -47,20 +48,20 @@ def test_the_confusions_still_behave_as_the_notebook_says():
 # --- the generated cases ----------------------------------------------------------------------------
 
 def test_write_cases_cover_every_kind_and_start_small():
-    cases = unit07._write_cases()
+    cases = _write_cases()
     kinds = [k for case in cases for k in case.kinds]
-    for kind, wanted in unit07._QUOTA.items():
+    for kind, wanted in _QUOTA.items():
         assert kinds.count(kind) >= wanted, kind
     assert [c.size for c in cases] == sorted(c.size for c in cases)
     assert all(c.source.count("# the write") == 1 for c in cases)
 
 
 def test_guard_cases_start_with_the_exp_program_and_include_an_early_write():
-    cases = unit07._guard_cases()
+    cases = _guard_cases()
     assert "q = p.exp()" in "\n".join(c.source for c in cases[:3])
-    outcomes = [unit07.guard_outcome(c) for c in cases]
+    outcomes = [guard_outcome(c) for c in cases]
     assert outcomes.count("raised at backward") >= 8 and outcomes.count("no error") >= 8
-    assert any(unit07._saved_at_nonzero_version(c) for c in cases if c.write is None)
+    assert any(_saved_at_nonzero_version(c) for c in cases if c.write is None)
 
 
 @pytest.mark.parametrize("qid", ["07.predict-inplace", "07.version-guard"])
@@ -89,7 +90,7 @@ def test_node_objects_are_read_as_their_class_names():
         if isinstance(answer, str):
             return answer
         out = program.ns["out"]
-        nodes = {fn for fn in unit07.probes.nodes(out) if type(fn).__name__ in answer[1]}
+        nodes = {fn for fn in probes.nodes(out) if type(fn).__name__ in answer[1]}
         return ("at backward", nodes)
     assert check("07.predict-inplace", returns_nodes).passed
 
@@ -159,8 +160,8 @@ def _equal(a, b):
 
 def test_both_backward_passes_before_either_step_is_not_a_repair():
     """g_loss.backward() writes into D's .grad too, and there it cancels d_loss's gradient."""
-    result = unit07.gan_round("both backward first")
-    reference = unit07.gan_reference()
+    result = gan_round("both backward first")
+    reference = gan_reference()
     assert not _equal(result["grads"]["D.weight"], reference["D.weight"])
     assert torch.count_nonzero(result["grads"]["D.weight"]) == 0 and torch.count_nonzero(result["grads"]["D.bias"]) == 0
     assert not result["moved"]["D.weight"] and not result["moved"]["D.bias"]
@@ -168,8 +169,8 @@ def test_both_backward_passes_before_either_step_is_not_a_repair():
 
 @pytest.mark.parametrize("order", ["inputs=", "autograd.grad"])
 def test_the_gan_repair_moves_every_parameter_with_the_reference_gradients(order):
-    result = unit07.gan_round(order)
-    reference = unit07.gan_reference()
+    result = gan_round(order)
+    reference = gan_reference()
     assert all(result["moved"].values()), result["moved"]
     for name, grad in reference.items():
         assert _equal(result["grads"][name], grad), name

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from grader import check, probes
-from grader.units.unit08 import questions as unit08
-from grader.units.unit08.questions import Recurrence, carried_loop, chunked_grads, tbptt_cases, the_loop
+from grader.units.unit08.cases import tbptt_cases
+from grader.units.unit08.support import Recurrence, carried_loop, chunked_grads, depth_200, kept_bytes, the_loop
 from tests.reference.unit08 import tbptt_grads
 
 
@@ -20,12 +20,12 @@ def test_syllabus_figures():
     w = carried_loop(detach=True, each=lambda step, loss: depths.append(probes.depth(loss)))
     assert depths == [4] * 5
     assert round(w.grad.item(), 4) == 10.0
-    assert unit08.depth_200() == 402
+    assert depth_200() == 402
 
 
 def test_saved_bytes_grow_with_the_step_count():
     kept = []
-    carried_loop(30, retain=True, each=lambda step, loss: kept.append(unit08.kept_bytes(loss)))
+    carried_loop(30, retain=True, each=lambda step, loss: kept.append(kept_bytes(loss)))
     steps = [b - a for a, b in zip(kept[2:], kept[3:])]
     assert set(steps) == {4} and kept[-1] > kept[0]
 

@@ -13,7 +13,34 @@ import torch
 from grader import check
 from grader.engine import question as registry
 from grader.engine import torch_state
-from grader.units.unit09 import questions as unit09
+from grader.units.unit09.cases import (
+    _QUOTA,
+    _WRITES,
+    CHOSEN,
+    RTOL,
+    HalfGuardCase,
+    _exec,
+    _float16_unpack,
+    _plain,
+    _sane,
+    forward_program,
+    guard_cases,
+    guard_truth,
+    leak_run,
+    run_guard,
+    search_guard_cases,
+)
+from grader.units.unit09.kinds import CLEAN, LEAKS, RAISED
+from grader.units.unit09.support import (
+    MemoryWatch,
+    _exp_grad,
+    alias_pack,
+    block_chain,
+    copy_pack,
+    half_pack,
+    half_pack_activations,
+    leaks,
+)
 from tests.reference.unit09 import REFERENCE, Pair, pack_half, unpack_half
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -52,18 +79,18 @@ def test_save_on_cpu_on_a_cpu_is_the_alias_pair_and_pinned_the_copy():
 
 MODEL_PACKS = {
     "the counting pack": lambda t: t.detach(),
-    "alias": unit09.alias_pack,
-    "copy": unit09.copy_pack,
-    "float16": unit09.half_pack,
-    "float16, activations": unit09.half_pack_activations,
+    "alias": alias_pack,
+    "copy": copy_pack,
+    "float16": half_pack,
+    "float16, activations": half_pack_activations,
     "the exercise's reference": pack_half,
 }
 
 
 @pytest.mark.parametrize("name", list(MODEL_PACKS))
 def test_model_answers_free_the_output_without_backward(name):
-    assert unit09.leaks(lambda t: t) and unit09.leaks(lambda t: (t, t._version))   # what the unit warns about
-    assert not unit09.leaks(MODEL_PACKS[name]), name
+    assert leaks(lambda t: t) and leaks(lambda t: (t, t._version))   # what the unit warns about
+    assert not leaks(MODEL_PACKS[name]), name
 
 
 def test_the_detached_guard_and_the_reference_still_catch_a_write():
@@ -87,13 +114,13 @@ def test_the_detached_guard_and_the_reference_still_catch_a_write():
 def test_a_pack_that_keeps_its_own_output_is_refused_as_a_leak():
     from tests.reference.unit09 import pack_guard_like_unit07, unpack_guard_like_unit07
     pair = (pack_guard_like_unit07, unpack_guard_like_unit07)
-    cyclic = [c for c in unit09.guard_cases() if unit09.guard_truth(c)[0] == unit09.CLEAN
+    cyclic = [c for c in guard_cases() if guard_truth(c)[0] == CLEAN
               and any(op in c.source for op in (".tanh()", ".sigmoid()", ".relu()"))]
     assert cyclic
     with torch_state.clean_room():
-        label, detail = unit09.run_guard(pair, cyclic[0])
-        assert label == unit09.LEAKS and "gc.collect()" in detail
-        assert unit09.leak_run(cyclic[0], (pack_half, unpack_half)) == 0
+        label, detail = run_guard(pair, cyclic[0])
+        assert label == LEAKS and "gc.collect()" in detail
+        assert leak_run(cyclic[0], (pack_half, unpack_half)) == 0
 
 
 def test_checkpoint_caveats_hold_on_this_torch():
@@ -101,7 +128,7 @@ def test_checkpoint_caveats_hold_on_this_torch():
     import warnings
 
     from torch.utils.checkpoint import checkpoint
-    model, x = unit09.block_chain(batch=8)
+    model, x = block_chain(batch=8)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         h = checkpoint(model[0], x)                        # no flag: still the reentrant variant on 2.13
@@ -114,7 +141,7 @@ def test_compression_figures():
     assert truth("09.half-held") == "more than the plain run"
     assert truth("09.relu-twice") == 4 * 256 * 512 * 2 + 256 * 512 * 2 + 4
     assert truth("09.half-overflow") == "inf"
-    assert unit09._exp_grad(torch.bfloat16) == "a little off (rounding)"
+    assert _exp_grad(torch.bfloat16) == "a little off (rounding)"
     assert truth("09.self-saved-three-times") == (4000, 6000)
 
 
@@ -131,7 +158,7 @@ def test_checkpointing_figures():
 
 def test_memory_watch_counts_new_storages_once_and_forgets_freed_ones():
     base = torch.ones(1000)
-    with unit09.MemoryWatch() as watch:
+    with MemoryWatch() as watch:
         a = base * 2                    # new: 4000 bytes
         view = a[10:]                   # a view: nothing new
         a.add_(1)                       # in place: nothing new
@@ -148,7 +175,7 @@ def test_memory_watch_counts_new_storages_once_and_forgets_freed_ones():
 
 def test_memory_watch_sees_backward_and_the_grads():
     w = torch.randn(100, requires_grad=True)
-    with unit09.MemoryWatch() as watch:
+    with MemoryWatch() as watch:
         loss = (w.exp() * 3).sum()
         loss.backward()
     assert watch.peak >= 400 and w.grad is not None
@@ -162,19 +189,19 @@ def _programs(count, seed, write=False):
     with torch_state.clean_room():
         while len(out) < count:
             program_seed = rng.randrange(10 ** 6)
-            setup, forward, kinds = unit09.forward_program(program_seed, ops=1 + program_seed % 8)
-            case = unit09.GuardCase(program_seed, setup, forward, None, kinds=kinds)
+            setup, forward, kinds = forward_program(program_seed, ops=1 + program_seed % 8)
+            case = HalfGuardCase(program_seed, setup, forward, None, kinds=kinds)
             try:
-                if not unit09._sane(case):
+                if not _sane(case):
                     continue
             except Exception:
                 continue
             if write:
                 names = [line.split(" = ")[0] for line in forward if line.startswith("h") and " = " in line]
                 target = rng.choice(names + ["x"])
-                case = unit09.GuardCase(program_seed, setup, forward, rng.choice(unit09._WRITES).format(x=target))
+                case = HalfGuardCase(program_seed, setup, forward, rng.choice(_WRITES).format(x=target))
                 try:
-                    unit09._plain(case)
+                    _plain(case)
                 except RuntimeError:
                     continue            # refused at the write
             out.append(case)
@@ -183,10 +210,10 @@ def _programs(count, seed, write=False):
 
 def _error_share(case, pair):
     """Largest |error| over each gradient's largest |exact value|."""
-    _, exact = unit09._plain(case)
-    ns = unit09._exec(case.setup)
+    _, exact = _plain(case)
+    ns = _exec(case.setup)
     with torch.autograd.graph.saved_tensors_hooks(*pair):
-        unit09._exec(case.forward, ns)
+        _exec(case.forward, ns)
         ns["out"].backward()
     return max([((ns[n].grad - g).abs().max() / g.abs().max()).item() for n, g in exact.items()
                 if g.abs().max() > 0] or [0.0])
@@ -196,13 +223,13 @@ def test_the_float16_error_is_what_the_tolerance_docstring_says():
     shares = sorted(_error_share(c, (pack_half, unpack_half)) for c in _programs(250, seed=1))
     median, p95 = shares[len(shares) // 2], shares[int(0.95 * len(shares))]
     assert median < 1e-3 and p95 < 3e-3, (median, p95)
-    assert sum(s > unit09.RTOL for s in shares) <= len(shares) // 50   # the rare ill-conditioned program
+    assert sum(s > RTOL for s in shares) <= len(shares) // 50   # the rare ill-conditioned program
 
 
 def test_a_coarser_format_is_refused():
     def pack8(t):
         return (t.dtype, t.detach().to(torch.float8_e4m3fn)) if t.is_floating_point() else (None, t)
-    result = check("09.half-guard", Pair(pack8, unit09._float16_unpack))
+    result = check("09.half-guard", Pair(pack8, _float16_unpack))
     assert result.verdict == "incorrect"
     assert dict(result.rows)["your function returned"].startswith("no error, wrong gradients")
 
@@ -211,24 +238,24 @@ def test_the_reference_agrees_with_torch_beyond_the_graded_programs():
     pair = (pack_half, unpack_half)
     with torch_state.clean_room():
         for case in _programs(40, seed=2) + _programs(80, seed=3, write=True):
-            expected, _ = unit09._plain(case)
-            got, detail = unit09.run_guard(pair, case)
+            expected, _ = _plain(case)
+            got, detail = run_guard(pair, case)
             assert got == expected, (case.source, detail)
 
 
 def test_cases_cover_every_kind_and_start_small():
-    cases = unit09.guard_cases()
+    cases = guard_cases()
     kinds = [k for c in cases for k in c.kinds]
-    for kind, wanted in unit09._QUOTA.items():
+    for kind, wanted in _QUOTA.items():
         assert kinds.count(kind) >= wanted, kind
     assert [c.size for c in cases] == sorted(c.size for c in cases)
-    outcomes = [unit09.guard_truth(c)[0] for c in cases]
-    assert outcomes.count(unit09.RAISED) >= 10 and outcomes.count(unit09.CLEAN) >= 10
+    outcomes = [guard_truth(c)[0] for c in cases]
+    assert outcomes.count(RAISED) >= 10 and outcomes.count(CLEAN) >= 10
     assert any("float64" in c.source for c in cases) and any("index_select" in c.source for c in cases)
 
 
 def test_every_case_draws():
-    for case in unit09.guard_cases():
+    for case in guard_cases():
         assert "what the nodes keep" in case.drawing()
 
 
@@ -294,8 +321,8 @@ def test_gpu_and_timing_cells_are_tagged_and_say_so_plainly():
 
 
 def test_the_chosen_programs_are_what_the_search_picks():
-    searched = unit09.search_guard_cases()
-    assert sorted((c.seed, c.write) for c in searched) == sorted(unit09.CHOSEN)
-    rebuilt = unit09.guard_cases()
+    searched = search_guard_cases()
+    assert sorted((c.seed, c.write) for c in searched) == sorted(CHOSEN)
+    rebuilt = guard_cases()
     assert [(c.seed, c.write, sorted(c.kinds)) for c in rebuilt] == \
            [(c.seed, c.write, sorted(c.kinds)) for c in searched]

@@ -4,66 +4,40 @@
 :func:`grader.draw` totals: every saved tensor that reaches a saved-tensor pack hook, each storage once at
 its whole size. Python numbers wrapped as 0-dim tensors (the ``2`` of ``h * 2``) are kept by their node
 but never reach a pack hook, so they are not in the bill; the notebook shows this in a cell, and
-``tests/test_unit05.py`` checks that ``draw`` and the bill agree on every program in :data:`BILL_PROGRAMS`.
+``tests/test_unit05.py`` checks that ``draw`` and the bill agree on every program in
+:data:`grader.units.unit05.support.BILL_PROGRAMS`.
+
+The programs the bill questions measure (and the syllabus MLP) live in :mod:`grader.units.unit05.support`;
+the exercises' generated models in :mod:`grader.units.unit05.cases`.
 """
 from __future__ import annotations
 
-import random
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
-
 import torch
-from torch import nn
 
 from grader import probes
-from grader.engine import torch_state
 from grader.engine.kinds import Choice, Error, Function, Names, Number, saved_key
 from grader.engine.question import exercise, predict_then_run, self_test
-
-
-def _tensor_saves(fn) -> set[str]:
-    """The _saved_* attributes of one node that hold a tensor (not None, not a number)."""
-    return {a for a, v in probes.saved_attributes(fn).items() if isinstance(v, torch.Tensor)}
-
-
-def _storage(t: torch.Tensor) -> int:
-    return t.untyped_storage().data_ptr()
-
-
-def _lower(name: str) -> str:
-    return name.strip().lower()
-
-
-# --- the programs whose bill a question asks for --------------------------------------------------
-
-@dataclass
-class BillProgram:
-    """A forward pass to bill, with the names that label its storages."""
-
-    forward: Callable[[], Any]
-    names: Any = None
-    inputs: dict | None = None
-
-    def bill(self) -> probes.Bill:
-        return probes.bill(self.forward, names=self.names, inputs=self.inputs)
-
-
-BILL_PROGRAMS: dict[str, Callable[[], BillProgram]] = {}
-
-
-def bill_program(qid: str):
-    """Register the program a bill question measures, so that tests can draw the very same program."""
-    def register(build):
-        BILL_PROGRAMS[qid] = build
-        return build
-    return register
-
-
-def _wrapped_bytes(number) -> int:
-    """Bytes of the 0-dim tensor torch wraps ``number`` in when it multiplies a tensor that requires grad."""
-    return (torch.ones(1, requires_grad=True) * number).grad_fn._saved_other.untyped_storage().nbytes()
-
+from grader.units.unit05.cases import _call_with_spec, mlp_cases
+from grader.units.unit05.support import (
+    _frozen_first_program,
+    _input_bytes,
+    _input_grad_program,
+    _kept_outputs_program,
+    _lower,
+    _middle_frozen_program,
+    _param_bytes,
+    _plain_bill,
+    _state_bytes,
+    _storage,
+    _tensor_saves,
+    _view_program,
+    _view_shape_bytes,
+    _view_tanh,
+    _view_tanh_program,
+    _wrapped_bytes,
+    _write_then_backward,
+    syllabus_mlp,
+)
 
 # --- 1. ask the node ------------------------------------------------------------------
 
@@ -126,17 +100,6 @@ def exp_saved_result():
     return _SHARED if _storage(s) == _storage(y) else _COPY
 
 
-@bill_program("05.view-bill")
-def _view_program() -> BillProgram:
-    h = torch.randn(1000, requires_grad=True) * 2
-    return BillProgram(lambda: h[:10].sin())
-
-
-def _view_shape_bytes() -> int:
-    h = torch.randn(1000, requires_grad=True) * 2
-    return h[:10].numel() * h.element_size()
-
-
 @predict_then_run(
     "05.view-bill", Number(tol=0),
     prompt="h = torch.randn(1000, requires_grad=True) * 2 is an activation of 1000 float32 values. "
@@ -170,55 +133,6 @@ def mul_constant_saves():
     x = torch.randn(3, requires_grad=True)
     c = torch.randn(3)
     return _tensor_saves((x * c).grad_fn)
-
-
-def syllabus_mlp():
-    """The seed-0 MLP of the syllabus and its 256x512 input (which does not require grad)."""
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 1))
-    return model, torch.randn(256, 512)
-
-
-def _mlp_program(model, x) -> BillProgram:
-    return BillProgram(lambda: model(x).sum(), names=model, inputs={"input": x})
-
-
-def _mlp_bill(model, x):
-    return _mlp_program(model, x).bill()
-
-
-@bill_program("05.mlp-bill")
-@bill_program("05.mlp-saved-params")
-def _plain_mlp_program() -> BillProgram:
-    return _mlp_program(*syllabus_mlp())
-
-
-@bill_program("05.input-grad-bill")
-def _input_grad_program() -> BillProgram:
-    model, x = syllabus_mlp()
-    x.requires_grad_()
-    return _mlp_program(model, x)
-
-
-@bill_program("05.frozen-bill")
-def _frozen_first_program() -> BillProgram:
-    model, x = syllabus_mlp()
-    model[0].requires_grad_(False)
-    return _mlp_program(model, x)
-
-
-def _param_bytes(name: str) -> int:
-    model, _ = syllabus_mlp()
-    return model.get_parameter(name).untyped_storage().nbytes()
-
-
-def _input_bytes() -> int:
-    _, x = syllabus_mlp()
-    return x.untyped_storage().nbytes()
-
-
-def _plain_bill() -> probes.Bill:
-    return _plain_mlp_program().bill()
 
 
 _MLP = ("torch.manual_seed(0); model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512), "
@@ -329,10 +243,6 @@ def handmade_write():
 
 # --- 5. a memory budget ------------------------------------------------------------------------
 
-def _state_bytes(optimizer) -> int:
-    return sum(v.untyped_storage().nbytes() for state in optimizer.state.values()
-               for v in state.values() if isinstance(v, torch.Tensor))
-
 
 @predict_then_run(
     "05.adam-state-ratio", Number(tol=0.005),
@@ -353,15 +263,6 @@ def adam_state_ratio():
 
 
 # --- self-test: programs the notebook never runs ---------------------------------------------------
-
-def _view_tanh() -> tuple:
-    act = torch.randn(256, 512, requires_grad=True) * 2
-    return act, BillProgram(lambda: act[:, :8].tanh())
-
-
-@bill_program("05.closed-book-view-tanh")
-def _view_tanh_program() -> BillProgram:
-    return _view_tanh()[1]
 
 
 @self_test(
@@ -455,13 +356,6 @@ def closed_book_mul_exp_storages():
     return {name for name, t in {"a": a, "b": b, "m": m, "p": p}.items() if _storage(t) in kept}
 
 
-@bill_program("05.closed-book-middle-frozen")
-def _middle_frozen_program() -> BillProgram:
-    net, batch = syllabus_mlp()
-    net[2].requires_grad_(False)
-    return _mlp_program(net, batch)
-
-
 @self_test(
     "05.closed-book-middle-frozen", Number(tol=0),
     prompt="The seed-0 MLP of the bill questions (Linear(512, 512), ReLU, Linear(512, 512), ReLU, "
@@ -484,12 +378,6 @@ def _middle_frozen_program() -> BillProgram:
 )
 def closed_book_middle_frozen():
     return _middle_frozen_program().bill().total
-
-
-@bill_program("05.closed-book-kept-outputs")
-def _kept_outputs_program() -> BillProgram:
-    net, batch = syllabus_mlp()
-    return BillProgram(lambda: [net(batch) for _ in range(3)], names=net, inputs={"input": batch})
 
 
 @self_test(
@@ -519,24 +407,6 @@ def closed_book_kept_outputs():
 _WRITES = ("b", "c", "d", "e")
 
 
-def _write_then_backward(name: str) -> bool:
-    """Does backward fail after name.add_(1) in the closed-book write program?"""
-    a = torch.tensor([0.25, 0.75, 1.25], requires_grad=True)
-    b = a * 3
-    c = b.relu()
-    d = b.sin()
-    e = c.exp()
-    loss = (d + e).sum()
-    {"b": b, "c": c, "d": d, "e": e}[name].add_(1)
-    try:
-        loss.backward()
-    except RuntimeError as exc:
-        if "modified by an inplace operation" in str(exc):
-            return True
-        raise
-    return False
-
-
 @self_test(
     "05.closed-book-which-writes", Names(pool=_WRITES),
     prompt="a = torch.tensor([0.25, 0.75, 1.25], requires_grad=True); b = a * 3; c = b.relu(); d = b.sin(); "
@@ -561,131 +431,10 @@ def closed_book_which_writes():
 
 # --- exercises: predict the bill of a generated model ------------------------------------------
 
-@dataclass(frozen=True)
-class Layer:
-    """One nn.Linear of a generated model. Its parameters are f'{index}.weight' and f'{index}.bias'."""
-
-    index: int          # its position in the nn.Sequential (0, 2, 4, ...: a ReLU sits between two Linears)
-    in_features: int
-    out_features: int
-    frozen: bool        # model[index].requires_grad_(False) was called
-
-
-@dataclass(frozen=True)
-class MLPSpec:
-    """A model described without building it: Linear layers with a ReLU between each pair, none after the
-    last; an input of shape (batch, layers[0].in_features); the loss is model(x).sum()."""
-
-    layers: tuple
-    batch: int
-    input_requires_grad: bool
-    dtype: Any = torch.float32
-
-    @classmethod
-    def from_widths(cls, widths, batch, frozen=(), input_requires_grad=False, dtype=torch.float32):
-        """widths [d0, d1, ..., dL] give L layers; frozen lists module indices such as (0, 4)."""
-        layers = tuple(Layer(2 * k, widths[k], widths[k + 1], 2 * k in set(frozen)) for k in range(len(widths) - 1))
-        return cls(layers, batch, input_requires_grad, dtype)
-
-    def source(self) -> str:
-        dt = "" if self.dtype == torch.float32 else f", dtype={self.dtype}"
-        parts = []
-        for i, layer in enumerate(self.layers):
-            parts.append(f"nn.Linear({layer.in_features}, {layer.out_features}{dt})")
-            if i < len(self.layers) - 1:
-                parts.append("nn.ReLU()")
-        lines = ["model = nn.Sequential(" + ", ".join(parts) + ")"]
-        lines += [f"model[{layer.index}].requires_grad_(False)" for layer in self.layers if layer.frozen]
-        grad = ", requires_grad=True" if self.input_requires_grad else ""
-        lines.append(f"x = torch.randn({self.batch}, {self.layers[0].in_features}{dt}{grad})")
-        lines.append("loss = model(x).sum()")
-        return "\n".join(lines)
-
-
-@dataclass
-class ModelCase:
-    """One generated case: the spec the learner sees, and the real model the grader measures."""
-
-    seed: int
-    spec: MLPSpec
-    output: str = "loss"
-    features: set = field(default_factory=set)
-
-    @property
-    def size(self) -> int:
-        return len(self.spec.layers)
-
-    @property
-    def source(self) -> str:
-        return self.spec.source()
-
-    @property
-    def label(self) -> str:
-        n = len(self.spec.layers)
-        return f"model #{self.seed} ({n} layer{'s' if n > 1 else ''})"
-
-    def fresh(self) -> dict:
-        ns: dict = {"torch": torch, "nn": nn}
-        with torch_state.clean_room(seed=self.seed):
-            exec(compile(self.source, f"<generated model #{self.seed}>", "exec"), ns)
-        ns.pop("__builtins__", None)
-        ns["spec"] = self.spec
-        return ns
-
-    def bill(self, ns: dict | None = None) -> probes.Bill:
-        ns = ns if ns is not None else self.fresh()
-        model, x = ns["model"], ns["x"]
-        with torch_state.clean_room(seed=self.seed):
-            return probes.bill(lambda: model(x).sum(), names=model, inputs={"input": x})
-
-    def drawing(self, ns: dict | None = None) -> str:
-        ns = ns if ns is not None else self.fresh()
-        tree = probes.text_tree(ns["loss"], names=[ns["model"], {"input": ns["x"]}], saved=True)
-        return tree + "\n\nwhat autograd kept, storage by storage:\n" + self.bill(ns).table()
-
-    def __repr__(self):
-        return f"<{self.label}>"
-
-
-def _spec(rng: random.Random) -> MLPSpec:
-    depth = rng.choice([1, 2, 2, 3, 3, 4])
-    widths = [rng.choice([1, 2, 3, 4, 5, 6, 8, 12, 16]) for _ in range(depth + 1)]
-    frozen = [2 * k for k in range(depth) if rng.random() < 0.35]
-    dtype = torch.float64 if rng.random() < 0.25 else torch.float32
-    input_requires_grad = rng.random() < 0.4
-    if len(frozen) == depth and not input_requires_grad and rng.random() < 0.7:
-        frozen.pop()    # keep models where nothing needs a gradient (and nothing is saved) rare
-    return MLPSpec.from_widths(widths, batch=rng.choice([1, 2, 3, 4, 8]), frozen=frozen,
-                               input_requires_grad=input_requires_grad, dtype=dtype)
-
-
-def model_cases(count: int = 40, seed: int = 505) -> list[ModelCase]:
-    """``count`` distinct generated models, smallest first (fewest layers, then fewest values)."""
-    rng = random.Random(seed)
-    found, seen = [], set()
-    tries = 0
-    while len(found) < count and tries < count * 50:
-        tries += 1
-        spec = _spec(rng)
-        if spec in seen:
-            continue
-        seen.add(spec)
-        found.append(ModelCase(seed=seed * 1000 + tries, spec=spec))
-
-    def weight(case):
-        s = case.spec
-        return (len(s.layers), sum(l.in_features * l.out_features for l in s.layers) + s.batch, case.seed)
-    found.sort(key=weight)
-    return found
-
-
-def _call_with_spec(fn, case, ns):
-    return fn(ns["spec"])
-
 
 @exercise(
     "05.predict-bill",
-    Function(returns=Number(tol=0), cases=model_cases, call=_call_with_spec),
+    Function(returns=Number(tol=0), cases=mlp_cases, call=_call_with_spec),
     prompt="Write predict_bill(spec): for the model the spec describes (spec.layers, spec.batch, "
            "spec.input_requires_grad, spec.dtype), return (storages, bytes): how many distinct storages "
            "model(x).sum() keeps for backward and their total size. Work it out from the spec by "
@@ -708,7 +457,7 @@ def predict_bill(case):
 
 @exercise(
     "05.saved-parameters",
-    Function(returns=Names(), cases=model_cases, call=_call_with_spec),
+    Function(returns=Names(), cases=mlp_cases, call=_call_with_spec),
     prompt="Write saved_parameters(spec): the set of parameter names (such as '2.weight') whose storage "
            "model(x).sum() keeps for backward, for the model the spec describes. Reason from the spec; do "
            "not build the model. It is checked on 40 generated models.",

@@ -4,53 +4,37 @@ The unit's loop is ``hidden = hidden * w + 0.1``, ``loss = hidden ** 2``, one ba
 with ``w = 0.9`` and ``hidden`` starting at 1.0. Every figure (depths, gradients, bytes, node runs)
 is measured here at check time; none is typed in.
 
-The exercise hands the learner a :class:`Recurrence` (parameters, a first state, inputs, a step and a
-per-step loss) and a chunk length ``k``; torch's answer is computed by :func:`chunked_grads`, a route
-independent of the learner's loop (``autograd.grad`` of each chunk's summed losses, the state entering
-the chunk held constant).
+The exercise hands the learner a :class:`~grader.units.unit08.support.Recurrence` (parameters, a first state,
+inputs, a step and a per-step loss) and a chunk length ``k``; torch's answer is computed by
+:func:`~grader.units.unit08.support.chunked_grads`, a route independent of the learner's loop (``autograd.grad``
+of each chunk's summed losses, the state entering the chunk held constant). The loop, the Recurrence and the
+chunking live in :mod:`grader.units.unit08.support`; the exercise's generated sequences in
+:mod:`grader.units.unit08.cases`.
 """
 from __future__ import annotations
-
-import random
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
 from grader import probes
-from grader.engine import torch_state
-from grader.engine.kinds import BadAnswer, Choice, Error, Function, Number, short, type_words
+from grader.engine.kinds import Choice, Error, Function, Number
 from grader.engine.question import exercise, predict_then_run, self_test
+from grader.units.unit08.cases import _call, _flatten, tbptt_cases
+from grader.units.unit08.support import (
+    STEPS,
+    _mul_runs,
+    _w,
+    carried_loop,
+    chunked_grads,
+    kept_bytes,
+    retained_grad_value,
+    the_loop,
+)
 
-STEPS = 5
 PLACES = tuple(f"at step {n}'s backward" for n in range(1, STEPS + 1))
 LOOP = ("w = torch.tensor(0.9, requires_grad=True), hidden = torch.tensor(1.0), and each step "
         "hidden = hidden * w + 0.1; loss = hidden ** 2")
 RETAINED = LOOP + "; loss.backward(retain_graph=True), nothing detached"
 DETACHED = LOOP + "; loss.backward(); hidden = hidden.detach()"
-
-
-def kept_bytes(t: torch.Tensor) -> int:
-    """Bytes of the distinct storages that the graph under ``t`` still keeps for backward."""
-    storages = {s.storage: s.bytes for s in probes.saved_tensors(t) if s.state == "ok"}
-    return sum(storages.values())
-
-
-def carried_loop(steps: int = STEPS, *, w: float = 0.9, retain: bool = False, detach: bool = False,
-                 width: int | None = None, each: Callable | None = None) -> torch.Tensor:
-    """Run the unit's loop; ``each(step, loss)`` sees every step's loss before its backward. Returns w."""
-    w = torch.tensor(w, requires_grad=True)
-    hidden = torch.tensor(1.0) if width is None else torch.ones(width)
-    for step in range(1, steps + 1):
-        hidden = hidden * w + 0.1
-        loss = hidden ** 2 if width is None else (hidden ** 2).sum()
-        if each is not None:
-            each(step, loss)
-        loss.backward(retain_graph=retain)
-        if detach:
-            hidden = hidden.detach()
-    return w
 
 
 # --- the error, and the retain_graph "fix" ------------------------------------------------
@@ -114,11 +98,6 @@ def retain_grad():
     return RETAIN_GRAD[1] if total > 5 * first else RETAIN_GRAD[2]
 
 
-def retained_grad_value() -> float:
-    """w.grad after the five retained steps (the notebook's figure)."""
-    return carried_loop(retain=True).grad.item()
-
-
 SUM_OF_LOSSES = ("the same as the retained loop's w.grad", "larger than the retained loop's w.grad",
                  "smaller than the retained loop's w.grad", "it raises at total.backward()")
 
@@ -147,24 +126,6 @@ def sum_of_losses():
     return SUM_OF_LOSSES[1] if once > retained else SUM_OF_LOSSES[2]
 
 
-def _mul_runs(steps: int, retain: bool, detach: bool) -> int:
-    runs = [0]
-
-    def count(grad_outputs):
-        runs[0] += 1
-
-    w = torch.tensor(0.9, requires_grad=True)
-    hidden = torch.tensor(1.0)
-    for _ in range(steps):
-        product = hidden * w
-        product.grad_fn.register_prehook(count)
-        hidden = product + 0.1
-        (hidden ** 2).backward(retain_graph=retain)
-        if detach:
-            hidden = hidden.detach()
-    return runs[0]
-
-
 @predict_then_run(
     "08.retain-mul-runs", Number(tol=0),
     prompt=RETAINED + ", for five steps. A prehook on each step's multiplication node counts its runs. "
@@ -176,13 +137,6 @@ def _mul_runs(steps: int, retain: bool, detach: bool) -> int:
 )
 def retain_mul_runs():
     return _mul_runs(STEPS, retain=True, detach=False)
-
-
-def depth_200():
-    """depth(loss) at step 200 of the retained loop (the notebook's cell shows it)."""
-    found = []
-    carried_loop(200, retain=True, each=lambda step, loss: found.append(probes.depth(loss)) if step == 200 else None)
-    return found[0]
 
 
 @predict_then_run(
@@ -248,59 +202,6 @@ def detach_grad():
 
 # --- k-step truncation ---------------------------------------------------------------------------------
 
-class Recurrence:
-    """A recurrent computation: ``params`` (name -> leaf), a first state ``h0``, one input per step,
-    ``step(h, x)`` giving the next state and ``loss(h, t)`` the loss of the state made at step t (from 0)."""
-
-    def __init__(self, params: Mapping[str, torch.Tensor], h0: torch.Tensor, inputs, step: Callable,
-                 loss: Callable):
-        self.params = dict(params)
-        self.h0 = h0
-        self.inputs = list(inputs)
-        self.step = step
-        self.loss = loss
-
-    def __len__(self):
-        return len(self.inputs)
-
-    def __repr__(self):
-        shapes = ", ".join(f"{n} {tuple(p.shape)}" for n, p in self.params.items())
-        return f"Recurrence({len(self.inputs)} steps, params: {shapes}, h0 {tuple(self.h0.shape)})"
-
-
-def chunks(steps: int, k: int) -> list[range]:
-    """The step indices (from 0) of each chunk: k at a time, the last one shorter if k does not divide."""
-    return [range(start, min(start + k, steps)) for start in range(0, steps, k)]
-
-
-def chunked_grads(seq: Recurrence, k: int) -> list[torch.Tensor]:
-    """k-step truncated BPTT by chunks: the gradient of each chunk's summed losses, the state entering
-    the chunk held constant, added over the chunks. One tensor per parameter, in ``seq.params`` order."""
-    params = list(seq.params.values())
-    totals = [torch.zeros_like(p) for p in params]
-    state = seq.h0
-    for chunk in chunks(len(seq.inputs), k):
-        state = state.detach()
-        losses = []
-        for t in chunk:
-            state = seq.step(state, seq.inputs[t])
-            losses.append(seq.loss(state, t))
-        grads = torch.autograd.grad(torch.stack(losses).sum(), params, allow_unused=True)
-        totals = [total if g is None else total + g for total, g in zip(totals, grads)]
-    return totals
-
-
-def the_loop(w: float = 0.9, steps: int = STEPS) -> Recurrence:
-    """The unit's loop as a Recurrence: hidden = hidden * w + 0.1, loss = hidden ** 2."""
-    wt = torch.tensor(w, requires_grad=True)
-    return Recurrence({"w": wt}, torch.tensor(1.0), [torch.tensor(0.1) for _ in range(steps)],
-                      step=lambda h, x: h * wt + x, loss=lambda h, t: h ** 2)
-
-
-def _w(seq_k) -> float:
-    return chunked_grads(*seq_k)[0].item()
-
-
 BETWEEN = ("below the k=1 value", "between the k=1 and k=5 values", "above the k=5 value",
            "equal to one of them")
 
@@ -325,189 +226,7 @@ def k2_between():
     return BETWEEN[1] if two < full else BETWEEN[2]
 
 
-# --- the exercise's cases ---------------------------------------------------------------------------
-
-@dataclass
-class TBPTTCase:
-    """One seeded sequence and a chunk length k; ``fresh()`` builds it anew (fresh leaves, no .grad)."""
-
-    seed: int
-    lines: list[str]
-    steps: int
-    width: int
-    k: int
-    names: list[str]
-    shapes: list[tuple]
-    output: str = "seq"
-    note: str = ""
-    features: set = field(default_factory=set)
-
-    @property
-    def size(self) -> int:
-        return self.steps * self.width
-
-    @property
-    def label(self) -> str:
-        steps = f"{self.steps} step" + ("s" if self.steps > 1 else "")
-        return f"case #{self.seed} ({steps}, state of {self.width}, k = {self.k})"
-
-    @property
-    def source(self) -> str:
-        head = [f"# {self.note}"] if self.note else []
-        return "\n".join(head + self.lines)
-
-    def fresh(self) -> dict[str, Any]:
-        ns: dict[str, Any] = {"torch": torch, "Recurrence": Recurrence}
-        with torch_state.clean_room():
-            exec(compile("\n".join(self.lines), f"<tbptt case #{self.seed}>", "exec"), ns)
-        ns.pop("__builtins__", None)
-        return ns
-
-    def answer(self, k: int | None = None) -> list[float]:
-        ns = self.fresh()
-        with torch_state.clean_room():
-            grads = chunked_grads(ns["seq"], self.k if k is None else k)
-        return [x for g in grads for x in g.reshape(-1).tolist()]
-
-    def drawing(self, ns=None) -> str:
-        parts = chunks(self.steps, self.k)
-        spans = " | ".join(f"{c.start + 1}-{c.stop}" if len(c) > 1 else f"{c.start + 1}" for c in parts)
-        cuts = [str(c.start + 1) for c in parts[1:]]
-        lines = [f"{self.steps} step{'s' if self.steps > 1 else ''}, k = {self.k}: chunks of steps " + spans +
-                 (f"; the state enters step{'s' if len(cuts) > 1 else ''} {', '.join(cuts)} detached"
-                  if cuts else "; one chunk, nothing detached"),
-                 f"gradients in the order {', '.join(self.names)}, flattened",
-                 "torch's answer on this sequence for the two extremes:"]
-        number = Number()
-        for k, words in ((1, "detach every step"), (self.steps, "full history")):
-            lines.append(f"  k = {k} ({words}): {number.show(tuple(self.answer(k)))}")
-        return "\n".join(lines)
-
-    def __repr__(self):
-        return f"<{self.label}>"
-
-
-def _values(rng: random.Random, n: int, low: float = -1.5, high: float = 1.5) -> str:
-    return "[" + ", ".join(f"{rng.uniform(low, high):.1f}" for _ in range(n)) + "]"
-
-
-def _tensor(rng: random.Random, width: int, grad: bool = False, low: float = -1.5, high: float = 1.5) -> str:
-    text = f"{rng.uniform(low, high):.1f}" if width == 1 else _values(rng, width, low, high)
-    return f"torch.tensor({text}" + (", requires_grad=True)" if grad else ")")
-
-
-def _the_loop_case(k: int) -> TBPTTCase:
-    lines = [
-        "w = torch.tensor(0.9, requires_grad=True)",
-        "seq = Recurrence(params={'w': w}, h0=torch.tensor(1.0),",
-        "                 inputs=[torch.tensor(0.1) for _ in range(5)],",
-        "                 step=lambda h, x: h * w + x,",
-        "                 loss=lambda h, t: h ** 2)",
-        f"k = {k}",
-    ]
-    return TBPTTCase(seed=0, lines=lines, steps=5, width=1, k=k, names=["w"], shapes=[()],
-                     note="the unit's loop", features={"the loop"})
-
-
-def generate_case(seed: int) -> TBPTTCase:
-    rng = random.Random(seed)
-    steps = rng.randint(1, 8)
-    width = rng.choice([1, 1, 2, 3])
-    k = rng.choice(sorted({1, steps, rng.randint(1, steps), rng.randint(1, steps)}))
-    style = "linear" if width == 1 and rng.random() < 0.4 else "tanh"
-    lines = []
-    if style == "linear":
-        lines.append(f"w = {_tensor(rng, 1, True, 0.5, 1.3)}")
-        lines.append(f"xs = [{', '.join(_tensor(rng, 1) for _ in range(steps))}]")
-        params, names, shapes = "{'w': w}", ["w"], [()]
-        step, loss = "h * w + x", "h ** 2"
-        h0 = _tensor(rng, 1, False, 0.5, 1.5)
-    elif width == 1:
-        lines.append(f"w = {_tensor(rng, 1, True)}")
-        lines.append(f"b = {_tensor(rng, 1, True, -0.5, 0.5)}")
-        lines.append(f"xs = [{', '.join(_tensor(rng, 1) for _ in range(steps))}]")
-        lines.append(f"ys = [{', '.join(_tensor(rng, 1, False, -0.9, 0.9) for _ in range(steps))}]")
-        params, names, shapes = "{'w': w, 'b': b}", ["w", "b"], [(), ()]
-        step, loss = "torch.tanh(w * h + x + b)", "(h - ys[t]) ** 2"
-        h0 = _tensor(rng, 1)
-    else:
-        rows = ", ".join(_values(rng, width) for _ in range(width))
-        lines.append(f"W = torch.tensor([{rows}], requires_grad=True)")
-        lines.append(f"b = {_tensor(rng, width, True, -0.5, 0.5)}")
-        lines.append(f"xs = [{', '.join(_tensor(rng, width) for _ in range(steps))}]")
-        lines.append(f"ys = [{', '.join(_tensor(rng, width, False, -0.9, 0.9) for _ in range(steps))}]")
-        params, names, shapes = "{'W': W, 'b': b}", ["W", "b"], [(width, width), (width,)]
-        step, loss = "torch.tanh(h @ W + x + b)", "((h - ys[t]) ** 2).sum()"
-        h0 = _tensor(rng, width)
-    lines += [
-        f"seq = Recurrence(params={params}, h0={h0}, inputs=xs,",
-        f"                 step=lambda h, x: {step},",
-        f"                 loss=lambda h, t: {loss})",
-        f"k = {k}",
-    ]
-    return TBPTTCase(seed=seed, lines=lines, steps=steps, width=width, k=k, names=names, shapes=shapes,
-                     features={style})
-
-
-def tbptt_cases(count: int = 30, seed: int = 808) -> list[TBPTTCase]:
-    """The unit's loop with k = 1, 2 and 5, then ``count`` generated sequences; smallest first."""
-    found = [_the_loop_case(k) for k in (1, STEPS, 2)]
-    seen = set()
-    i = 0
-    while len(found) < count + 3 and i < count * 20:
-        case = generate_case(seed * 1000 + i)
-        i += 1
-        if case.source in seen:
-            continue
-        seen.add(case.source)
-        found.append(case)
-    found.sort(key=lambda c: (c.size, c.steps, c.seed != 0, c.seed, c.k))
-    return found
-
-
-def _call(fn, case, ns):
-    return fn(ns["seq"], ns["k"])
-
-
-def _flatten(raw, case: TBPTTCase, ns) -> list[float]:
-    """The learner's gradients (a dict by name, a list in params order, or one tensor) as one flat list."""
-    names = case.names
-    wanted = f"a dict {{name: gradient}} with one entry per parameter ({', '.join(names)})"
-    if isinstance(raw, Mapping):
-        missing = [n for n in names if n not in raw]
-        if missing:
-            raise BadAnswer(f"expected {wanted}; it has no entry for {', '.join(map(repr, missing))}")
-        values = [raw[n] for n in names]
-    elif isinstance(raw, (list, tuple)):
-        if len(raw) != len(names):
-            raise BadAnswer(f"expected {wanted}, or a list of {len(names)} gradients in that order; "
-                            f"got a list of {len(raw)}")
-        values = list(raw)
-    elif isinstance(raw, torch.Tensor) and len(names) == 1:
-        values = [raw]
-    else:
-        raise BadAnswer(f"expected {wanted}, got {type_words(raw)}")
-    out: list[float] = []
-    params = getattr(ns.get("seq"), "params", None)
-    params = params if isinstance(params, Mapping) else {}
-    for name, shape, value in zip(names, case.shapes, values):
-        if value is not None and value is params.get(name):
-            raise BadAnswer(f"that is the parameter {name} itself; return its gradient, {name}.grad")
-        if value is None:
-            raise BadAnswer(f"the gradient for {name} is None: no backward reached it")
-        if not isinstance(value, torch.Tensor):
-            if isinstance(value, bool) or not isinstance(value, (int, float, list, tuple)):
-                raise BadAnswer(f"the gradient for {name} should be a tensor, got {type_words(value)}")
-            try:
-                value = torch.as_tensor(value, dtype=torch.float32)
-            except Exception:
-                raise BadAnswer(f"the gradient for {name}, {short(value)}, cannot be read as numbers") from None
-        if tuple(value.shape) != tuple(shape):
-            raise BadAnswer(f"the gradient for {name} has shape {tuple(value.shape)}; {name} has shape "
-                            f"{tuple(shape)}")
-        out.extend(float(x) for x in value.detach().reshape(-1).tolist())
-    return out
-
+# --- the exercise: k-step truncated BPTT on generated sequences ----------------------------------------
 
 @exercise(
     "08.tbptt",
