@@ -13,7 +13,6 @@ from typing import Any
 
 import torch
 
-import grader
 from grader import probes
 from grader.engine import torch_state
 from grader.engine.cases import Case
@@ -23,7 +22,7 @@ from grader.units.unit06.support import _chain, _close, _numbers
 
 # --- exercise helpers: clear messages when a learner's function raises --------------------------
 
-_GRADER_DIR = os.path.dirname(os.path.abspath(grader.__file__))
+_GRADER_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # grader/
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _MESSAGES: dict[str, str] = {}
 
