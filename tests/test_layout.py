@@ -101,11 +101,11 @@ def test_an_import_line_of_a_0_1_notebook_still_runs(line):
 
 def test_old_module_paths_lead_to_the_same_objects():
     from grader.engine.kinds import stable_part
-    from grader.units.unit10 import capstone
+    from grader.units.unit10 import cases as capstone_cases
     ns: dict = {}
     exec("from grader.kinds import stable_part\nfrom grader.audit import cases\n"
          "from grader.questions import unit12_support as theirs", ns)
-    assert ns["stable_part"] is stable_part and ns["cases"] is capstone.cases
+    assert ns["stable_part"] is stable_part and ns["cases"] is capstone_cases.cases
     assert ns["theirs"].Encoder.__name__ == "Encoder" and callable(ns["theirs"].their_setup)
     with pytest.raises(ImportError):
         exec("from grader.audit import no_such_name", {})

@@ -63,7 +63,7 @@ def test_every_case_draws_its_graph_and_bill():
 def test_the_learner_gets_only_the_spec_which_cannot_be_changed():
     case = cases.mlp_cases()[0]
     got = []
-    cases._call_with_spec(got.append, case, case.fresh())
+    cases.call_with_spec(got.append, case, case.fresh())
     assert got == [case.spec]
     try:
         case.spec.batch = 1

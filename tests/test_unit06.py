@@ -26,7 +26,7 @@ def test_second_backward_words_and_what_survives():
 
 
 def test_stale_graph_gradient_never_changes_while_w_moves():
-    grads, values = support._stale_loop(steps=5)
+    grads, values = support.run_stale_loop(steps=5)
     assert len(set(grads)) == 1 and len(set(values)) == 5
 
 
@@ -37,9 +37,9 @@ def test_a_stale_graph_that_kept_a_parameter_is_caught_at_the_second_step():
 
 @pytest.mark.filterwarnings("ignore:Using backward")
 def test_create_graph_cycle_and_its_two_ways_out():
-    assert support._survives("backward") is True
-    assert support._survives("autograd.grad") is False
-    assert support._survives("backward, then grad = None") is False
+    assert support.survives("backward") is True
+    assert support.survives("autograd.grad") is False
+    assert support.survives("backward, then grad = None") is False
 
 
 @pytest.mark.filterwarnings("ignore:Using backward")
@@ -70,7 +70,7 @@ def test_the_leak_keeps_activations_and_grows_while_grad_is_not_cleared():
 
 
 def test_cases_are_seeded_and_smallest_first():
-    for make in (cases._two_loss_cases, cases._smooth_cases):
+    for make in (cases.two_loss_cases, cases.smooth_cases):
         first, again = make(), make()
         assert [c.source for c in first] == [c.source for c in again]
         assert [c.size for c in first] == sorted(c.size for c in first)

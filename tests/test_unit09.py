@@ -33,10 +33,10 @@ from grader.units.unit09.cases import (
 from grader.units.unit09.kinds import CLEAN, LEAKS, RAISED
 from grader.units.unit09.support import (
     MemoryWatch,
-    _exp_grad,
     alias_pack,
     block_chain,
     copy_pack,
+    exp_grad,
     half_pack,
     half_pack_activations,
     leaks,
@@ -141,7 +141,7 @@ def test_compression_figures():
     assert truth("09.half-held") == "more than the plain run"
     assert truth("09.relu-twice") == 4 * 256 * 512 * 2 + 256 * 512 * 2 + 4
     assert truth("09.half-overflow") == "inf"
-    assert _exp_grad(torch.bfloat16) == "a little off (rounding)"
+    assert exp_grad(torch.bfloat16) == "a little off (rounding)"
     assert truth("09.self-saved-three-times") == (4000, 6000)
 
 

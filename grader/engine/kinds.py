@@ -71,7 +71,7 @@ MAX_ITEMS = 10_000      # longer answers are refused before they are read or sto
 MAX_CHARS = 10_000
 
 
-def _reject_common(value: Any, wanted: str) -> None:
+def reject_common(value: Any, wanted: str) -> None:
     if is_placeholder(value):
         raise Unanswered()
     if isinstance(value, str) and len(value) > MAX_CHARS:
@@ -239,7 +239,7 @@ class Choice(Kind):
         return "one of " + ", ".join(repr(o) for o in self.options)
 
     def read(self, answer: Any) -> Any:
-        _reject_common(answer, self.describe())
+        reject_common(answer, self.describe())
         if not isinstance(answer, str):
             raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
         for option in self.options:
@@ -263,7 +263,7 @@ class Boolean(Kind):
     label = "True or False"
 
     def read(self, answer: Any) -> Any:
-        _reject_common(answer, "True or False")
+        reject_common(answer, "True or False")
         if isinstance(answer, bool):
             return answer
         if type(answer).__module__ == "numpy" and type(answer).__name__ in ("bool_", "bool"):
@@ -292,7 +292,7 @@ class Number(Kind):
 
     def _one(self, x: Any, where: str = "") -> float:
         if isinstance(x, bool) or not isinstance(x, numbers.Real):
-            _reject_common(x, "a number")
+            reject_common(x, "a number")
             raise BadAnswer(f"expected a number{where}, got {type_words(x)}")
         try:
             return float(x)
@@ -300,7 +300,7 @@ class Number(Kind):
             raise BadAnswer(f"{short(x, 40)}{where} cannot be read as a number (too large?)") from None
 
     def read(self, answer: Any) -> Any:
-        _reject_common(answer, "a number")
+        reject_common(answer, "a number")
         if isinstance(answer, (list, tuple)):
             if not answer:
                 raise BadAnswer("expected numbers, got an empty list")
@@ -385,7 +385,7 @@ class Name(Kind):
         return "a name, as a string, such as 'MulBackward0'"
 
     def read(self, answer: Any) -> Any:
-        _reject_common(answer, "a name (a string)")
+        reject_common(answer, "a name (a string)")
         if not isinstance(answer, str):
             raise BadAnswer(f"expected a name as a string, got {type_words(answer)}")
         if not answer.strip():
@@ -417,7 +417,7 @@ class Names(Kind):
         return "a set of names, such as {'a', 'b'} (set() for none)"
 
     def read(self, answer: Any) -> Any:
-        _reject_common(answer, self.describe())
+        reject_common(answer, self.describe())
         if isinstance(answer, str):
             raise BadAnswer(f"expected a set of names, got {type_words(answer)}; "
                             f"write {{{answer!r}}} for a set holding one name")
@@ -466,7 +466,7 @@ class Sequence(Kind):
         return "a list of names, in order, such as ['SumBackward0', 'MulBackward0']"
 
     def read(self, answer: Any) -> Any:
-        _reject_common(answer, self.describe())
+        reject_common(answer, self.describe())
         if isinstance(answer, str):
             raise BadAnswer(f"expected a list of names, got {type_words(answer)}; "
                             "put each name in its own string inside [...]")
@@ -590,7 +590,7 @@ class Error(Kind):
         raise BadAnswer(f"{short(text)} is not a place here; use one of {', '.join(map(repr, self.places))}")
 
     def read(self, answer: Any) -> Any:
-        _reject_common(answer, self.describe())
+        reject_common(answer, self.describe())
         if isinstance(answer, str):
             where, words = self._place(answer), None
         elif isinstance(answer, (list, tuple)) and len(answer) == 2:

@@ -134,5 +134,5 @@ def mlp_cases(count: int = 40, seed: int = 505) -> list[MLPCase]:
     return found
 
 
-def _call_with_spec(fn, case, ns):
+def call_with_spec(fn, case, ns):
     return fn(ns["spec"])

@@ -17,26 +17,26 @@ import torch
 from grader import probes
 from grader.engine.kinds import Choice, Error, Function, Names, Number, saved_key
 from grader.engine.question import exercise, predict_then_run, self_test
-from grader.units.unit05.cases import _call_with_spec, mlp_cases
+from grader.units.unit05.cases import call_with_spec, mlp_cases
 from grader.units.unit05.support import (
-    _frozen_first_program,
-    _input_bytes,
-    _input_grad_program,
-    _kept_outputs_program,
-    _lower,
-    _middle_frozen_program,
-    _param_bytes,
-    _plain_bill,
-    _state_bytes,
-    _storage,
-    _tensor_saves,
-    _view_program,
-    _view_shape_bytes,
-    _view_tanh,
-    _view_tanh_program,
-    _wrapped_bytes,
-    _write_then_backward,
+    frozen_first_program,
+    input_bytes,
+    input_grad_program,
+    kept_outputs_program,
+    lowered,
+    middle_frozen_program,
+    param_bytes,
+    plain_bill,
+    state_bytes,
+    storage_ptr,
     syllabus_mlp,
+    tensor_saves,
+    view_program,
+    view_shape_bytes,
+    view_tanh,
+    view_tanh_program,
+    wrapped_bytes,
+    write_then_backward,
 )
 
 # --- 1. ask the node ------------------------------------------------------------------
@@ -52,7 +52,7 @@ from grader.units.unit05.support import (
 )
 def sin_saves():
     x = torch.ones(3, requires_grad=True)
-    return _tensor_saves(x.sin().grad_fn)
+    return tensor_saves(x.sin().grad_fn)
 
 
 _OPS = {
@@ -64,7 +64,7 @@ _OPS = {
 
 
 @predict_then_run(
-    "05.keeps-result", Names(key=_lower, pool=tuple(_OPS)),
+    "05.keeps-result", Names(key=lowered, pool=tuple(_OPS)),
     prompt="For x = torch.ones(3, requires_grad=True), consider x.sin(), x.exp(), x.relu() and x * w (w another "
            "tensor requiring grad). Which of the operations sin, exp, relu, mul keep their own output "
            "(a _saved_result) rather than their inputs? Answer a set such as {'sin'}.",
@@ -73,7 +73,7 @@ _OPS = {
 )
 def keeps_result():
     x = torch.ones(3, requires_grad=True)
-    return {op for op, make in _OPS.items() if "_saved_result" in _tensor_saves(make(x).grad_fn)}
+    return {op for op, make in _OPS.items() if "_saved_result" in tensor_saves(make(x).grad_fn)}
 
 
 # --- 2. identity or storage --------------------------------------------------------------
@@ -97,7 +97,7 @@ def exp_saved_result():
     s = y.grad_fn._saved_result
     if s is y:
         return _SAME
-    return _SHARED if _storage(s) == _storage(y) else _COPY
+    return _SHARED if storage_ptr(s) == storage_ptr(y) else _COPY
 
 
 @predict_then_run(
@@ -108,13 +108,13 @@ def exp_saved_result():
     explain="sin saves its input, and its input is a view of h: a saved view keeps its whole base "
             "allocation alive, 4 bytes times 1000, not the 40 bytes its shape suggests.",
     misconceptions=[
-        (lambda truth: _view_shape_bytes(),
+        (lambda truth: view_shape_bytes(),
          "That is the slice's shape times 4 bytes. A view has no memory of its own: saving it keeps the "
          "whole storage of h alive."),
     ],
 )
 def view_bill():
-    return _view_program().bill().total
+    return view_program().bill().total
 
 
 # --- 3. the memory bill of a small network -------------------------------------------------
@@ -132,7 +132,7 @@ def view_bill():
 def mul_constant_saves():
     x = torch.randn(3, requires_grad=True)
     c = torch.randn(3)
-    return _tensor_saves((x * c).grad_fn)
+    return tensor_saves((x * c).grad_fn)
 
 
 _MLP = ("torch.manual_seed(0); model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512), "
@@ -152,7 +152,7 @@ _PARAMS = ("0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias")
     ],
 )
 def mlp_saved_params():
-    return _plain_bill().names() & set(_PARAMS)
+    return plain_bill().names() & set(_PARAMS)
 
 
 @predict_then_run(
@@ -162,14 +162,14 @@ def mlp_saved_params():
     explain="The input (kept by layer 0 for its weight's gradient), both ReLU outputs (each kept by its "
             "ReLU and by the next Linear: one storage, two saves), 2.weight and 4.weight.",
     misconceptions=[
-        (lambda truth: [sum(e.saves for e in _plain_bill().entries),
-                        sum(e.bytes * e.saves for e in _plain_bill().entries)],
+        (lambda truth: [sum(e.saves for e in plain_bill().entries),
+                        sum(e.bytes * e.saves for e in plain_bill().entries)],
          "You counted saves, not storages. Each ReLU output is saved twice (by its ReLU and by the next "
          "Linear) but it is one block of memory, counted once."),
     ],
 )
 def mlp_bill():
-    bill = _plain_bill()
+    bill = plain_bill()
     return [bill.count, bill.total]
 
 
@@ -180,13 +180,13 @@ def mlp_bill():
     explain="The first layer now owes a gradient to its input, which needs its weight: 0.weight joins the "
             "bill. The input was already kept (for 0.weight's gradient), so it adds nothing new.",
     misconceptions=[
-        (lambda truth: truth - _param_bytes("0.weight"),
+        (lambda truth: truth - param_bytes("0.weight"),
          "That is the bill as before. Layer 0 now owes a gradient to x, and that gradient is grad @ W: "
          "0.weight must be kept."),
     ],
 )
 def input_grad_bill():
-    return _input_grad_program().bill().total
+    return input_grad_program().bill().total
 
 
 @predict_then_run(
@@ -196,13 +196,13 @@ def input_grad_bill():
     explain="Nothing before layer 2 needs a gradient, so layer 0 keeps nothing, its ReLU records nothing, "
             "and layer 2 needs its input but not its weight: the input and 2.weight leave the bill at once.",
     misconceptions=[
-        (lambda truth: truth + _param_bytes("2.weight"),
+        (lambda truth: truth + param_bytes("2.weight"),
          "2.weight leaves too: layer 2 keeps its weight only for its input's gradient, and with layer 0 "
          "frozen nothing before layer 2 needs one."),
     ],
 )
 def frozen_bill():
-    return _frozen_first_program().bill().total
+    return frozen_first_program().bill().total
 
 
 # --- 4. a write after the forward pass: what the node saved decides ---------------------------
@@ -259,7 +259,7 @@ def adam_state_ratio():
     model(x).sum().backward()
     opt.step()
     params = sum(p.untyped_storage().nbytes() for p in model.parameters())
-    return _state_bytes(opt) / params
+    return state_bytes(opt) / params
 
 
 # --- self-test: programs the notebook never runs ---------------------------------------------------
@@ -277,19 +277,19 @@ def adam_state_ratio():
            "anyone, so h's storage is not on the bill.",
            "The multiplication by 2 keeps the 2 as a wrapped number: kept, but outside the bill."),
     misconceptions=[
-        (lambda truth: _view_tanh()[0].untyped_storage().nbytes(),
+        (lambda truth: view_tanh()[0].untyped_storage().nbytes(),
          "That is all of h. It would be kept if a node saved the view h[:, :8], but tanh keeps its output, "
          "not its input."),
-        (lambda truth: truth + _view_tanh()[0].untyped_storage().nbytes(),
+        (lambda truth: truth + view_tanh()[0].untyped_storage().nbytes(),
          "tanh's output is all it keeps; the view of h is read once and dropped, so h's storage is not held "
          "for backward."),
-        (lambda truth: truth + _wrapped_bytes(2),
+        (lambda truth: truth + wrapped_bytes(2),
          "You added the 2 of '* 2' (an 8-byte int64). It is kept, but as a wrapped Python number it never "
          "reaches a pack hook, so the bill leaves it out."),
     ],
 )
 def closed_book_view_tanh():
-    return _view_tanh_program().bill().total
+    return view_tanh_program().bill().total
 
 
 _RELU_SIN = (
@@ -324,7 +324,7 @@ def closed_book_relu_sin_identity():
     y = v.relu()
     z = y.sin()
     r, s = y.grad_fn._saved_result, z.grad_fn._saved_self
-    if _storage(r) != _storage(y) or _storage(s) != _storage(y):
+    if storage_ptr(r) != storage_ptr(y) or storage_ptr(s) != storage_ptr(y):
         return _RELU_SIN[4]
     return {(True, True): _RELU_SIN[0], (True, False): _RELU_SIN[1],
             (False, True): _RELU_SIN[2], (False, False): _RELU_SIN[3]}[(r is y, s is y)]
@@ -353,7 +353,7 @@ def closed_book_mul_exp_storages():
     m = a * b
     p = m.exp()
     kept = [e.storage for e in probes.saved_tensors(p) if e.state == "ok" and not e.wrapped]
-    return {name for name, t in {"a": a, "b": b, "m": m, "p": p}.items() if _storage(t) in kept}
+    return {name for name, t in {"a": a, "b": b, "m": m, "p": p}.items() if storage_ptr(t) in kept}
 
 
 @self_test(
@@ -368,16 +368,16 @@ def closed_book_mul_exp_storages():
            "Layer 0 trains, so from its output on every tensor needs a gradient, frozen layers or not.",
            "A frozen layer whose input needs a gradient still has to send grad @ W back: it keeps its weight."),
     misconceptions=[
-        (lambda truth: truth - _param_bytes("2.weight"),
+        (lambda truth: truth - param_bytes("2.weight"),
          "Freezing layer 2 stops its weight from training, not from being saved: the gradient still has to "
          "pass through layer 2 to reach layer 0, and that takes 2.weight."),
-        (lambda truth: truth - _param_bytes("2.weight") - _input_bytes(),
+        (lambda truth: truth - param_bytes("2.weight") - input_bytes(),
          "Layer 2's input is a ReLU output, kept anyway by that ReLU; and 2.weight is still needed to pass "
          "the gradient back to layer 0."),
     ],
 )
 def closed_book_middle_frozen():
-    return _middle_frozen_program().bill().total
+    return middle_frozen_program().bill().total
 
 
 @self_test(
@@ -392,15 +392,15 @@ def closed_book_middle_frozen():
            "ReLU outputs.",
            "One pass keeps the input, two ReLU outputs, 2.weight and 4.weight."),
     misconceptions=[
-        (lambda truth: [3 * _plain_bill().count, 3 * _plain_bill().total],
+        (lambda truth: [3 * plain_bill().count, 3 * plain_bill().total],
          "The three graphs share x, 2.weight and 4.weight: one storage each, counted once. Only the ReLU "
          "outputs are new in every pass."),
-        (lambda truth: [_plain_bill().count, _plain_bill().total],
+        (lambda truth: [plain_bill().count, plain_bill().total],
          "Each output keeps its own graph alive, with its own two ReLU outputs: three graphs, not one."),
     ],
 )
 def closed_book_kept_outputs():
-    bill = _kept_outputs_program().bill()
+    bill = kept_outputs_program().bill()
     return [bill.count, bill.total]
 
 
@@ -426,7 +426,7 @@ _WRITES = ("b", "c", "d", "e")
     ],
 )
 def closed_book_which_writes():
-    return {name for name in _WRITES if _write_then_backward(name)}
+    return {name for name in _WRITES if write_then_backward(name)}
 
 
 # --- exercises: predict the bill of a generated model ------------------------------------------
@@ -434,7 +434,7 @@ def closed_book_which_writes():
 
 @exercise(
     "05.predict-bill",
-    Function(returns=Number(tol=0), cases=mlp_cases, call=_call_with_spec),
+    Function(returns=Number(tol=0), cases=mlp_cases, call=call_with_spec),
     prompt="Write predict_bill(spec): for the model the spec describes (spec.layers, spec.batch, "
            "spec.input_requires_grad, spec.dtype), return (storages, bytes): how many distinct storages "
            "model(x).sum() keeps for backward and their total size. Work it out from the spec by "
@@ -457,7 +457,7 @@ def predict_bill(case):
 
 @exercise(
     "05.saved-parameters",
-    Function(returns=Names(), cases=mlp_cases, call=_call_with_spec),
+    Function(returns=Names(), cases=mlp_cases, call=call_with_spec),
     prompt="Write saved_parameters(spec): the set of parameter names (such as '2.weight') whose storage "
            "model(x).sum() keeps for backward, for the model the spec describes. Reason from the spec; do "
            "not build the model. It is checked on 40 generated models.",

@@ -15,16 +15,16 @@ from grader import probes
 
 # --- what a node keeps, and where ------------------------------------------------------------------
 
-def _tensor_saves(fn) -> set[str]:
+def tensor_saves(fn) -> set[str]:
     """The _saved_* attributes of one node that hold a tensor (not None, not a number)."""
     return {a for a, v in probes.saved_attributes(fn).items() if isinstance(v, torch.Tensor)}
 
 
-def _storage(t: torch.Tensor) -> int:
+def storage_ptr(t: torch.Tensor) -> int:
     return t.untyped_storage().data_ptr()
 
 
-def _lower(name: str) -> str:
+def lowered(name: str) -> str:
     return name.strip().lower()
 
 
@@ -53,18 +53,18 @@ def bill_program(qid: str):
     return register
 
 
-def _wrapped_bytes(number) -> int:
+def wrapped_bytes(number) -> int:
     """Bytes of the 0-dim tensor torch wraps ``number`` in when it multiplies a tensor that requires grad."""
     return (torch.ones(1, requires_grad=True) * number).grad_fn._saved_other.untyped_storage().nbytes()
 
 
 @bill_program("05.view-bill")
-def _view_program() -> BillProgram:
+def view_program() -> BillProgram:
     h = torch.randn(1000, requires_grad=True) * 2
     return BillProgram(lambda: h[:10].sin())
 
 
-def _view_shape_bytes() -> int:
+def view_shape_bytes() -> int:
     h = torch.randn(1000, requires_grad=True) * 2
     return h[:10].numel() * h.element_size()
 
@@ -91,64 +91,64 @@ def _plain_mlp_program() -> BillProgram:
 
 
 @bill_program("05.input-grad-bill")
-def _input_grad_program() -> BillProgram:
+def input_grad_program() -> BillProgram:
     model, x = syllabus_mlp()
     x.requires_grad_()
     return _mlp_program(model, x)
 
 
 @bill_program("05.frozen-bill")
-def _frozen_first_program() -> BillProgram:
+def frozen_first_program() -> BillProgram:
     model, x = syllabus_mlp()
     model[0].requires_grad_(False)
     return _mlp_program(model, x)
 
 
-def _param_bytes(name: str) -> int:
+def param_bytes(name: str) -> int:
     model, _ = syllabus_mlp()
     return model.get_parameter(name).untyped_storage().nbytes()
 
 
-def _input_bytes() -> int:
+def input_bytes() -> int:
     _, x = syllabus_mlp()
     return x.untyped_storage().nbytes()
 
 
-def _plain_bill() -> probes.Bill:
+def plain_bill() -> probes.Bill:
     return _plain_mlp_program().bill()
 
 
 # --- the rest: an optimizer's state, the self-test programs -------------------------------------------
 
-def _state_bytes(optimizer) -> int:
+def state_bytes(optimizer) -> int:
     return sum(v.untyped_storage().nbytes() for state in optimizer.state.values()
                for v in state.values() if isinstance(v, torch.Tensor))
 
 
-def _view_tanh() -> tuple:
+def view_tanh() -> tuple:
     act = torch.randn(256, 512, requires_grad=True) * 2
     return act, BillProgram(lambda: act[:, :8].tanh())
 
 
 @bill_program("05.closed-book-view-tanh")
-def _view_tanh_program() -> BillProgram:
-    return _view_tanh()[1]
+def view_tanh_program() -> BillProgram:
+    return view_tanh()[1]
 
 
 @bill_program("05.closed-book-middle-frozen")
-def _middle_frozen_program() -> BillProgram:
+def middle_frozen_program() -> BillProgram:
     net, batch = syllabus_mlp()
     net[2].requires_grad_(False)
     return _mlp_program(net, batch)
 
 
 @bill_program("05.closed-book-kept-outputs")
-def _kept_outputs_program() -> BillProgram:
+def kept_outputs_program() -> BillProgram:
     net, batch = syllabus_mlp()
     return BillProgram(lambda: [net(batch) for _ in range(3)], names=net, inputs={"input": batch})
 
 
-def _write_then_backward(name: str) -> bool:
+def write_then_backward(name: str) -> bool:
     """Does backward fail after name.add_(1) in the closed-book write program?"""
     a = torch.tensor([0.25, 0.75, 1.25], requires_grad=True)
     b = a * 3

@@ -18,7 +18,7 @@ from grader.engine import torch_state
 from grader.engine.cases import Case
 from grader.engine.kinds import BadAnswer, short, stable_part
 from grader.units.unit06.kinds import WAYS
-from grader.units.unit06.support import _chain, _close, _numbers
+from grader.units.unit06.support import as_numbers, chain, close_enough
 
 # --- exercise helpers: clear messages when a learner's function raises --------------------------
 
@@ -41,7 +41,7 @@ def _live_messages() -> dict[str, str]:
         return ""
 
     def twice():
-        w, u, loss = _chain()
+        w, u, loss = chain()
         loss.backward()
         loss.backward()
 
@@ -188,7 +188,7 @@ class _Counter:
         ns["forward"] = forward
 
 
-def _two_loss_cases(count: int = 24, seed: int = 606) -> list[TwoLossCase]:
+def two_loss_cases(count: int = 24, seed: int = 606) -> list[TwoLossCase]:
     with torch_state.clean_room():
         return _generate_two_loss_cases(count, seed)
 
@@ -206,14 +206,14 @@ def _generate_two_loss_cases(count: int, seed: int) -> list[TwoLossCase]:
         if case.source in sources:
             continue
         try:
-            ga, gb = _two_loss_truth(case)
+            ga, gb = two_loss_truth(case)
         except Exception:
             continue
         # keep cases whose two gradients are finite, differ, and differ from their sum
         if not all(math.isfinite(v) and abs(v) < 1e3 for v in ga + gb):
             continue
-        if _close(ga, gb, 1e-3) or _close(ga, tuple(x + y for x, y in zip(ga, gb)), 1e-3) or \
-                _close(gb, tuple(x + y for x, y in zip(ga, gb)), 1e-3):
+        if close_enough(ga, gb, 1e-3) or close_enough(ga, tuple(x + y for x, y in zip(ga, gb)), 1e-3) or \
+                close_enough(gb, tuple(x + y for x, y in zip(ga, gb)), 1e-3):
             continue
         sources.add(case.source)
         found.append(case)
@@ -225,12 +225,12 @@ def _literal(rng: random.Random, n: int) -> list:
     return [rng.choice([-1, 1]) * rng.randint(1, 15) / 10 for _ in range(n)]
 
 
-def _two_loss_truth(case: TwoLossCase) -> tuple[tuple, tuple]:
+def two_loss_truth(case: TwoLossCase) -> tuple[tuple, tuple]:
     """torch.func's Jacobian of (loss_a, loss_b) at w: a route none of the three ways takes."""
     ns = case.fresh()
     forward = ns["forward"]
     jac = torch.func.jacrev(lambda w: torch.stack(forward(w)))(ns["w"].detach())
-    return _numbers(jac[0]), _numbers(jac[1])
+    return as_numbers(jac[0]), as_numbers(jac[1])
 
 
 class _Words(str):
@@ -254,7 +254,7 @@ class _Results:
         return f"{short(value)} for way={way!r}"
 
 
-def _call_two(fn, case: TwoLossCase, ns):
+def call_two(fn, case: TwoLossCase, ns):
     results = _Results()
     hints = {"second_time": "Pass retain_graph=True to the first backward, or run forward again"}
     for way in WAYS:
@@ -278,10 +278,10 @@ def _grad_tuple(value, shape, which) -> tuple:
         raise BadAnswer(f"its {which} is {short(value)}: return tensors shaped like w")
     if tuple(value.shape) != shape:
         raise BadAnswer(f"its {which} has shape {tuple(value.shape)}; w has shape {shape}")
-    return _numbers(value)
+    return as_numbers(value)
 
 
-def _convert_two(raw, case, ns):
+def convert_two(raw, case, ns):
     if not isinstance(raw, _Results):
         raise BadAnswer("the grader could not read what your function returned")
     out = []
@@ -357,15 +357,15 @@ class SmoothCase(Case):
         return f"<{self.label}>"
 
 
-def _hvp_truth(case: SmoothCase, ones: bool = False) -> tuple:
+def hvp_truth(case: SmoothCase, ones: bool = False) -> tuple:
     """torch.func: the derivative of grad(f) along v (forward over reverse), a route autograd.grad does not take."""
     ns = case.fresh()
     v = torch.ones_like(ns["v"]) if ones else ns["v"]
     _, hv = torch.func.jvp(torch.func.grad(ns["f"]), (ns["x"].detach(),), (v,))
-    return _numbers(hv)
+    return as_numbers(hv)
 
 
-def _smooth_cases(count: int = 24, seed: int = 616) -> list[SmoothCase]:
+def smooth_cases(count: int = 24, seed: int = 616) -> list[SmoothCase]:
     with torch_state.clean_room():
         return _generate_smooth_cases(count, seed)
 
@@ -383,20 +383,20 @@ def _generate_smooth_cases(count: int, seed: int) -> list[SmoothCase]:
         if case.source in sources:
             continue
         try:
-            truth = _hvp_truth(case)
+            truth = hvp_truth(case)
             ns = case.fresh()
             (g,) = torch.autograd.grad(ns["f"](ns["x"]), ns["x"], create_graph=True)
             if g.grad_fn is None:
                 continue
             (hv,) = torch.autograd.grad(g @ ns["v"], ns["x"])
-            plain = _numbers(g)
+            plain = as_numbers(g)
         except Exception:
             continue
-        if not all(math.isfinite(t) and abs(t) < 1e3 for t in truth) or not _close(truth, _numbers(hv)):
+        if not all(math.isfinite(t) and abs(t) < 1e3 for t in truth) or not close_enough(truth, as_numbers(hv)):
             continue
         # keep cases where the HVP differs from the gradient, from zero and from H @ ones
-        if _close(truth, plain, 1e-3) or all(abs(t) < 1e-3 for t in truth) or \
-                _close(truth, _hvp_truth(case, ones=True), 1e-3):
+        if close_enough(truth, plain, 1e-3) or all(abs(t) < 1e-3 for t in truth) or \
+                close_enough(truth, hvp_truth(case, ones=True), 1e-3):
             continue
         sources.add(case.source)
         found.append(case)
@@ -404,7 +404,7 @@ def _generate_smooth_cases(count: int, seed: int) -> list[SmoothCase]:
     return found
 
 
-def _call_hvp(fn, case: SmoothCase, ns):
+def call_hvp(fn, case: SmoothCase, ns):
     hints = {
         "no_graph": "Take the first gradient with create_graph=True; retain_graph=True records nothing",
         "unused": "Keep the first gradient attached to x: create_graph=True, no .detach()",
@@ -418,7 +418,7 @@ def _call_hvp(fn, case: SmoothCase, ns):
         raise _relabel(exc, "", hints) from None
 
 
-def _convert_hvp(raw, case: SmoothCase, ns):
+def convert_hvp(raw, case: SmoothCase, ns):
     x = ns["x"]
     if raw is None:
         raise BadAnswer("return the tensor H @ v (the function returned nothing)")
@@ -428,25 +428,25 @@ def _convert_hvp(raw, case: SmoothCase, ns):
         raise BadAnswer(f"expected a tensor shaped like x, got {short(raw)}")
     if tuple(raw.shape) != tuple(x.shape):
         raise BadAnswer(f"a tensor of shape {tuple(raw.shape)}; H @ v has the shape of x, {tuple(x.shape)}")
-    value = _numbers(raw)
+    value = as_numbers(raw)
     with torch_state.clean_room():
-        truth = _hvp_truth(case)
-        if _close(truth, value):
+        truth = hvp_truth(case)
+        if close_enough(truth, value):
             return list(value)
         fresh = case.fresh()
         (g,) = torch.autograd.grad(fresh["f"](fresh["x"]), fresh["x"])
-        grad = _numbers(g)
-        along_ones = _hvp_truth(case, ones=True)
-    if _close(grad, value):
+        grad = as_numbers(g)
+        along_ones = hvp_truth(case, ones=True)
+    if close_enough(grad, value):
         raise BadAnswer("that is the gradient of f at x, not H @ v: differentiate (gradient * v).sum() once "
                         "more, with respect to x")
     if all(v == 0 for v in value):
         raise BadAnswer("all zeros: the second differentiation found no path back to x, so the first "
                         "gradient was taken without create_graph=True or was detached")
-    if _close(along_ones, value):
+    if close_enough(along_ones, value):
         raise BadAnswer("that is H @ ones, the derivative of gradient.sum(): weight the gradient by v "
                         "before differentiating, (gradient * v).sum()")
-    if _close(tuple(a + b for a, b in zip(grad, truth)), value):
+    if close_enough(tuple(a + b for a, b in zip(grad, truth)), value):
         raise BadAnswer("that is the gradient plus H @ v: x.grad still held the first gradient when the second "
                         "backward added into it. torch.autograd.grad returns gradients and leaves x.grad alone")
     return list(value)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from grader.engine.kinds import BadAnswer, Kind
-from grader.units.unit06.support import _close
+from grader.units.unit06.support import close_enough
 
 # the three ways of computing two losses' gradients, in the order every answer lists them
 WAYS = ("retain_graph", "two_forwards", "one_call")
@@ -30,7 +30,7 @@ class GradPairs(Kind):
         return tuple(out)
 
     def agrees(self, truth, value):
-        return all(_close(t[1], v[1], self.tol, self.rel) and _close(t[2], v[2], self.tol, self.rel)
+        return all(close_enough(t[1], v[1], self.tol, self.rel) and close_enough(t[2], v[2], self.tol, self.rel)
                    for t, v in zip(truth, value))
 
     @staticmethod
@@ -47,21 +47,21 @@ class GradPairs(Kind):
 
     def verdict_note(self, truth, value):
         for (way, ta, tb), (_, va, vb) in zip(truth, value):
-            if _close(ta, va) and _close(tb, vb):
+            if close_enough(ta, va) and close_enough(tb, vb):
                 continue
             both = tuple(x + y for x, y in zip(ta, tb))
-            if _close(va, both) and _close(vb, both):
+            if close_enough(va, both) and close_enough(vb, both):
                 why = ("both are grad_a + grad_b: one torch.autograd.grad call over [loss_a, loss_b] adds "
                        "their gradients; ask for each loss separately (is_grads_batched=True)")
-            elif _close(va, ta) and _close(vb, both):
+            elif close_enough(va, ta) and close_enough(vb, both):
                 why = ("your grad_b is grad_a + grad_b: w.grad still held the first gradient when the second "
                        "backward added to it; clone the first and set w.grad = None between the two")
-            elif _close(va, tb) and _close(vb, ta):
+            elif close_enough(va, tb) and close_enough(vb, ta):
                 why = "grad_a and grad_b are swapped"
-            elif _close(va, tb) and _close(vb, tb):
+            elif close_enough(va, tb) and close_enough(vb, tb):
                 why = ("your grad_a came out equal to grad_b: it was w.grad itself, which the second pass "
                        "changed in place; keep a .clone() of the first gradient")
-            elif _close(va, vb):
+            elif close_enough(va, vb):
                 why = "your two gradients have the same values"
             else:
                 why = "compare it with the gradients torch.func computes for this case"

@@ -16,29 +16,29 @@ from grader import probes
 from grader.engine.kinds import Boolean, Choice, Error, Function, Names, Number, Sequence
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.unit06.cases import (
-    _call_hvp,
-    _call_two,
-    _convert_hvp,
-    _convert_two,
-    _hvp_truth,
-    _smooth_cases,
-    _two_loss_cases,
-    _two_loss_truth,
+    call_hvp,
+    call_two,
+    convert_hvp,
+    convert_two,
+    hvp_truth,
+    smooth_cases,
+    two_loss_cases,
+    two_loss_truth,
 )
 from grader.units.unit06.kinds import WAYS, GradPairs
 from grader.units.unit06.support import (
-    _alive_after,
-    _best_loss,
-    _chain,
-    _differentiable_again,
-    _exp_times_self,
-    _mlp_stale,
-    _sin_square,
-    _stale_loop,
-    _state_label,
-    _survives,
-    _training,
-    _two_losses,
+    alive_after,
+    best_loss,
+    chain,
+    differentiable_again,
+    exp_times_self,
+    mlp_stale,
+    run_stale_loop,
+    sin_square,
+    state_label,
+    survives,
+    training,
+    two_losses_graph,
 )
 
 INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
@@ -62,7 +62,7 @@ SAVED_STATES = ("ok", "freed", "stale", "mixed", "nothing saved")
                          "the leaf")],
 )
 def walk_after_backward():
-    w, u, loss = _chain()
+    w, u, loss = chain()
     loss.backward()
     return probes.node_names(loss)
 
@@ -78,9 +78,9 @@ def walk_after_backward():
                            "has used it")],
 )
 def saved_after_backward():
-    w, u, loss = _chain()
+    w, u, loss = chain()
     loss.backward()
-    return _state_label(loss)
+    return state_label(loss)
 
 
 @predict_then_run(
@@ -94,7 +94,7 @@ def saved_after_backward():
             "refuses rather than differentiate without it.",
 )
 def second_backward():
-    w, u, loss = _chain()
+    w, u, loss = chain()
     yield "at the first backward"
     loss.backward()
     yield "at the second backward"
@@ -134,7 +134,7 @@ def nothing_saved():
                                  "and loss_a's pass released the output that node kept")],
 )
 def shared_intermediate():
-    w, c, h, loss_a, loss_b = _two_losses()
+    w, c, h, loss_a, loss_b = two_losses_graph()
     yield "at loss_a.backward()"
     loss_a.backward()
     yield "at loss_b.backward()"
@@ -158,7 +158,7 @@ def shared_intermediate():
 )
 
 def stale_loop():
-    grads, _ = _stale_loop()
+    grads, _ = run_stale_loop()
     return [grads[0], grads[4]]
 
 
@@ -177,7 +177,7 @@ def stale_loop():
                                  "kept a Linear's weight, which opt.step() writes in place")],
 )
 def stale_mlp():
-    yield from _mlp_stale()
+    yield from mlp_stale()
 
 
 # --- 4. running_loss += loss ------------------------------------------------------------------
@@ -196,7 +196,7 @@ def stale_mlp():
                                       "graph; only loss.item() or loss.detach() would add none")],
 )
 def running_loss_nodes():
-    return probes.size(_training(100, keep=lambda loss: loss))
+    return probes.size(training(100, keep=lambda loss: loss))
 
 
 @predict_then_run(
@@ -210,7 +210,7 @@ def running_loss_nodes():
                            "running_loss keeps the nodes, not their values")],
 )
 def running_loss_saved():
-    return _state_label(_training(100, keep=lambda loss: loss))
+    return state_label(training(100, keep=lambda loss: loss))
 
 
 # --- 5. create_graph: differentiating a backward pass ------------------------------------------
@@ -225,7 +225,7 @@ def running_loss_saved():
             "backward pass record its own operations, so g has a graph and can be differentiated again.",
 )
 def sin_derivatives():
-    x, z = _sin_square()
+    x, z = sin_square()
     (g,) = torch.autograd.grad(z, x, create_graph=True)
     (h,) = torch.autograd.grad(g, x)
     return [g.item(), h.item()]
@@ -247,7 +247,7 @@ FLAGS = ("plain", "retain_graph", "create_graph")
                      "for another pass over it; it records nothing, so the gradient it returns has no grad_fn")],
 )
 def which_flag():
-    return {flag for flag in FLAGS if _differentiable_again(flag)}
+    return {flag for flag in FLAGS if differentiable_again(flag)}
 
 
 # --- 6. backward(create_graph=True) and a reference cycle ------------------------------------
@@ -265,7 +265,7 @@ def which_flag():
                                               "is made entirely of C++ references inside torch")],
 )
 def cycle_survives():
-    return _survives("backward")
+    return survives("backward")
 
 
 # --- self-test ------------------------------------------------------------------------------------
@@ -306,9 +306,9 @@ def closed_book_relu_twice():
     misconceptions=[("freed", "retain_graph defaults to create_graph, so this pass kept the saved values")],
 )
 def closed_book_create_keeps():
-    x, z = _exp_times_self()
+    x, z = exp_times_self()
     torch.autograd.grad(z, x, create_graph=True)
-    return _state_label(z)
+    return state_label(z)
 
 
 @self_test(
@@ -356,7 +356,7 @@ CYCLE_WAYS = ("exp, backward", "linear, backward", "exp, autograd.grad", "exp, h
     ],
 )
 def closed_book_grad_cycle():
-    return {way for way in CYCLE_WAYS if _alive_after(way)}
+    return {way for way in CYCLE_WAYS if alive_after(way)}
 
 
 @self_test(
@@ -372,14 +372,14 @@ def closed_book_grad_cycle():
                                       "under it")],
 )
 def closed_book_detached_running():
-    return probes.size(_best_loss(100))
+    return probes.size(best_loss(100))
 
 
 # --- exercise 1: two losses sharing an intermediate, three ways ----------------------------------
 
 @exercise(
     "06.two-losses",
-    Function(returns=GradPairs(), cases=_two_loss_cases, call=_call_two, convert=_convert_two),
+    Function(returns=GradPairs(), cases=two_loss_cases, call=call_two, convert=convert_two),
     prompt="Write two_gradients(forward, w, way): forward(w) returns (loss_a, loss_b), two losses that share "
            "an intermediate; return (gradient of loss_a, gradient of loss_b) with respect to w, computed "
            "the named way: 'retain_graph' (one forward, two backward passes), 'two_forwards' (a forward "
@@ -396,7 +396,7 @@ def closed_book_detached_running():
            "is_grads_batched=True) returns one row per loss."),
 )
 def two_losses(case):
-    ga, gb = _two_loss_truth(case)
+    ga, gb = two_loss_truth(case)
     return tuple((way, ga, gb) for way in WAYS)
 
 
@@ -404,7 +404,7 @@ def two_losses(case):
 
 @exercise(
     "06.hvp",
-    Function(returns=Number(tol=1e-4, rel=1e-4), cases=_smooth_cases, call=_call_hvp, convert=_convert_hvp),
+    Function(returns=Number(tol=1e-4, rel=1e-4), cases=smooth_cases, call=call_hvp, convert=convert_hvp),
     prompt="Write hvp(f, x, v): the Hessian of the scalar function f at x times the vector v, using "
            "torch.autograd.grad twice (the first with create_graph=True). x is a leaf that requires grad. "
            "Checked on generated smooth functions against torch.func.",
@@ -415,4 +415,4 @@ def two_losses(case):
            "with respect to x."),
 )
 def hvp(case):
-    return list(_hvp_truth(case))
+    return list(hvp_truth(case))

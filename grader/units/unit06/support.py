@@ -14,7 +14,7 @@ from grader import probes
 
 # --- the programs the questions run ---------------------------------------------------------------
 
-def _state_label(t) -> str:
+def state_label(t) -> str:
     """One word for the states of every tensor the graph under ``t`` saved."""
     states = {s.state for s in probes.saved_tensors(t)}
     if not states:
@@ -22,21 +22,21 @@ def _state_label(t) -> str:
     return states.pop() if len(states) == 1 else "mixed"
 
 
-def _chain():
+def chain():
     w = torch.tensor(2.0, requires_grad=True)
     u = w * 3
     loss = u ** 2
     return w, u, loss
 
 
-def _two_losses():
+def two_losses_graph():
     w = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
     c = torch.tensor([3.0, -1.0, 0.5])
     h = (w * c).tanh()
     return w, c, h, (h ** 2).sum(), (h * c).sum()
 
 
-def _stale_loop(steps=5, lr=0.02):
+def run_stale_loop(steps=5, lr=0.02):
     x = torch.tensor([1.0, 2.0, 3.0])
     target = 3 * x
     w = torch.tensor(0.0, requires_grad=True)
@@ -52,7 +52,7 @@ def _stale_loop(steps=5, lr=0.02):
     return grads, values
 
 
-def _mlp_stale(iterations=3):
+def mlp_stale(iterations=3):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -65,7 +65,7 @@ def _mlp_stale(iterations=3):
         opt.step()
 
 
-def _training(steps, keep):
+def training(steps, keep):
     torch.manual_seed(0)
     w = torch.randn(4, requires_grad=True)
     running_loss = 0.0
@@ -80,13 +80,13 @@ def _training(steps, keep):
     return running_loss
 
 
-def _sin_square(value=2.0):
+def sin_square(value=2.0):
     x = torch.tensor(value, requires_grad=True)
     return x, torch.sin(x ** 2)
 
 
-def _differentiable_again(flag: str) -> bool:
-    x, z = _sin_square()
+def differentiable_again(flag: str) -> bool:
+    x, z = sin_square()
     options = {"plain": {}, "retain_graph": {"retain_graph": True}, "create_graph": {"create_graph": True}}
     (g,) = torch.autograd.grad(z, x, **options[flag])
     if g.grad_fn is None:
@@ -95,7 +95,7 @@ def _differentiable_again(flag: str) -> bool:
     return True
 
 
-def _survives(how: str) -> bool:
+def survives(how: str) -> bool:
     """Does a parameter outlive its last name and a gc.collect() after a create_graph pass?"""
     w = torch.randn(1000, requires_grad=True)
     ref = weakref.ref(w)
@@ -113,12 +113,12 @@ def _survives(how: str) -> bool:
     return ref() is not None
 
 
-def _exp_times_self():
+def exp_times_self():
     x = torch.tensor([0.5, 1.5], requires_grad=True)
     return x, (x.exp() * x).sum()
 
 
-def _alive_after(way: str) -> bool:
+def alive_after(way: str) -> bool:
     w = torch.randn(500, requires_grad=True)
     ref = weakref.ref(w)
     c = torch.linspace(-1, 1, 500)
@@ -137,7 +137,7 @@ def _alive_after(way: str) -> bool:
     return ref() is not None
 
 
-def _best_loss(steps: int):
+def best_loss(steps: int):
     torch.manual_seed(0)
     w = torch.randn(4, requires_grad=True)
     best = None
@@ -155,10 +155,10 @@ def _best_loss(steps: int):
 
 # --- comparing gradients (the exercises' kind and cases) ----------------------------------------------
 
-def _close(a, b, tol=1e-4, rel=1e-4) -> bool:
+def close_enough(a, b, tol=1e-4, rel=1e-4) -> bool:
     return len(a) == len(b) and all(
         math.isfinite(x) and math.isfinite(y) and abs(x - y) <= tol + rel * abs(x) for x, y in zip(a, b))
 
 
-def _numbers(t) -> tuple:
+def as_numbers(t) -> tuple:
     return tuple(float(v) for v in t.detach().reshape(-1).tolist())

@@ -248,7 +248,7 @@ _QUOTA = {"view of a leaf": 4, "offset alias": 4, "saved off the path": 4,
 
 
 @functools.cache
-def _write_cases(seed: int = 7) -> tuple[WriteCase, ...]:
+def write_cases(seed: int = 7) -> tuple[WriteCase, ...]:
     """Cases filling _QUOTA, one per generated program, each filed under the rarest kind it shows."""
     rng = random.Random(seed)
     taken = {k: 0 for k in _QUOTA}
@@ -288,7 +288,7 @@ def _write_cases(seed: int = 7) -> tuple[WriteCase, ...]:
     return tuple(found)
 
 
-def _call_predict(fn, case: WriteCase, ns: dict[str, Any]):
+def call_predict(fn, case: WriteCase, ns: dict[str, Any]):
     program = case.program(ns)
     before = {name: t._version for name, t in program.ns.items()}
     value = fn(program)
@@ -384,7 +384,7 @@ def guard_outcome(case: VersionGuardCase) -> str:
     return "no error"
 
 
-def _call_guard(pair, case: VersionGuardCase, ns: dict[str, Any]) -> str:
+def call_guard(pair, case: VersionGuardCase, ns: dict[str, Any]) -> str:
     pack, unpack = pair
     if case.dropped:
         run_ns: dict[str, Any] = {"torch": torch}
@@ -450,7 +450,7 @@ def _saved_at_nonzero_version(case: VersionGuardCase) -> bool:
 
 
 @functools.cache
-def _guard_cases(count: int = 24, seed: int = 77) -> tuple[VersionGuardCase, ...]:
+def guard_cases(count: int = 24, seed: int = 77) -> tuple[VersionGuardCase, ...]:
     rng = random.Random(seed)
     found: list[VersionGuardCase] = list(_HANDMADE_GUARD)
     wanted = ("raised at backward", "no error", "saved after a write", "raised at backward")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.engine.kinds import BadAnswer, Kind, _reject_common, node_key, short, type_words
+from grader.engine.kinds import BadAnswer, Kind, node_key, reject_common, short, type_words
 
 PLACES = ("no error", "at the write", "at backward")
 
@@ -31,7 +31,7 @@ class WriteVerdict(Kind):
                 "an error at backward, the class names of the nodes whose saved tensors the write made stale")
 
     def read(self, answer):
-        _reject_common(answer, self.describe())
+        reject_common(answer, self.describe())
         if isinstance(answer, str):
             place, names = self._place(answer), None
         elif isinstance(answer, (tuple, list)) and len(answer) == 2:

@@ -15,15 +15,15 @@ from grader import probes
 from grader.engine.kinds import Choice, Error, Function, FunctionPair, Name, Names, Number
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.unit07.cases import (
-    _call_guard,
-    _call_predict,
-    _guard_cases,
-    _write_cases,
+    call_guard,
+    call_predict,
+    guard_cases,
     guard_outcome,
+    write_cases,
     write_outcome,
 )
 from grader.units.unit07.kinds import WriteVerdict
-from grader.units.unit07.support import _block, _consumer, _gan, _keep, _keeper_program
+from grader.units.unit07.support import consumer, gan_models, inplace_block, keep_saved, keeper_program
 
 INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
 
@@ -104,7 +104,7 @@ def exp_add():
                                     "of u; a write cannot spoil what nobody kept")],
 )
 def consumer_add():
-    w, u, v = _consumer("add")
+    w, u, v = consumer("add")
     yield "at the write"
     u.add_(10)
     yield "at backward"
@@ -130,7 +130,7 @@ MESSAGE_OPS = {"Mul": "w * 3", "Add": "u.add_(10)", "Pow": "u ** 2", "Sum": "v.s
     ],
 )
 def consumer_pow_message():
-    w, u, v = _consumer("pow")
+    w, u, v = consumer("pow")
     u.add_(10)
     try:
         v.sum().backward()
@@ -152,7 +152,7 @@ def consumer_pow_message():
                                      "node that kept u, and so broke, is its consumer")],
 )
 def pow_broken_node():
-    w, u, v = _consumer("pow")
+    w, u, v = consumer("pow")
     u.add_(10)
     stale = [s.node for s in probes.saved_tensors(v) if s.stale]
     if len(stale) != 1:
@@ -198,7 +198,7 @@ def leaf_write():
                                  "moves), and g_loss's graph kept D.weight to send a gradient back to fake")],
 )
 def gan_step():
-    G, D, opt_D, d_loss, g_loss = _gan()
+    G, D, opt_D, d_loss, g_loss = gan_models()
     opt_D.zero_grad()
     d_loss.backward()
     yield "at the step"
@@ -222,7 +222,7 @@ def gan_step():
                                  "writes it either way")],
 )
 def relu_inplace_off():
-    fc1, fc2, h = _block(False)
+    fc1, fc2, h = inplace_block(False)
     yield "at the write"
     h += 0.5
     yield "at backward"
@@ -289,7 +289,7 @@ def hooks_grad():
     grads = []
     for write in (True, False):
         p = torch.ones(3, requires_grad=True)
-        with torch.autograd.graph.saved_tensors_hooks(_keep, _keep):
+        with torch.autograd.graph.saved_tensors_hooks(keep_saved, keep_saved):
             q = p.exp()
             if write:
                 q.add_(1)
@@ -346,7 +346,7 @@ KEEPER_NAMES = ("a", "t", "c", "y")
 def self_mul_constant():
     broken = set()
     for name in KEEPER_NAMES:
-        ns = _keeper_program()
+        ns = keeper_program()
         with torch.no_grad():
             ns[name].add_(1)
         try:
@@ -456,7 +456,7 @@ def self_param_version():
 
 @exercise(
     "07.predict-inplace",
-    Function(returns=WriteVerdict(), cases=_write_cases, call=_call_predict,
+    Function(returns=WriteVerdict(), cases=write_cases, call=call_predict,
              convert=lambda raw, case, ns: raw),
     prompt="Write predict_inplace(program): program.ns holds the tensors of a forward pass just before one "
            "in-place write (program.write, into program.target); after it the program calls out.backward(). "
@@ -488,7 +488,7 @@ GUARD_LABELS = ("raised at backward", "no error", "no error, wrong gradients", "
 
 @exercise(
     "07.version-guard",
-    FunctionPair(returns=Choice(*GUARD_LABELS), cases=_guard_cases, call=_call_guard),
+    FunctionPair(returns=Choice(*GUARD_LABELS), cases=guard_cases, call=call_guard),
     prompt="Write pack(t) and unpack(packed) for torch.autograd.graph.saved_tensors_hooks that do the check "
            "torch skips under hooks: unpack raises when the saved tensor was written in place after it was "
            "packed, and otherwise gives back the tensor. Pass the pair: check('07.version-guard', (pack, unpack)). "

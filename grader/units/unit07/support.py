@@ -10,14 +10,14 @@ import torch
 from torch import nn
 
 
-def _consumer(op: str):
+def consumer(op: str):
     w = torch.tensor([2.0], requires_grad=True)
     u = w * 3
     v = u + 1 if op == "add" else u ** 2
     return w, u, v
 
 
-def _gan():
+def gan_models():
     torch.manual_seed(0)
     G = nn.Linear(2, 2)
     D = nn.Linear(2, 1)
@@ -29,7 +29,7 @@ def _gan():
 
 
 def _gan_with_g_opt():
-    G, D, opt_D, d_loss, g_loss = _gan()
+    G, D, opt_D, d_loss, g_loss = gan_models()
     opt_G = torch.optim.SGD(G.parameters(), lr=0.1)
     return G, D, opt_D, opt_G, d_loss, g_loss
 
@@ -73,7 +73,7 @@ def gan_round(order: str) -> dict[str, Any]:
     return {"grads": grads, "moved": moved}
 
 
-def _block(inplace: bool):
+def inplace_block(inplace: bool):
     torch.manual_seed(0)
     fc1, fc2 = nn.Linear(3, 3), nn.Linear(3, 1)
     relu = nn.ReLU(inplace=inplace)
@@ -82,12 +82,12 @@ def _block(inplace: bool):
     return fc1, fc2, h
 
 
-def _keep(t):
+def keep_saved(t):
     """A saved-tensor hook that stores the tensor itself and gives it back unchanged."""
     return t
 
 
-def _keeper_program():
+def keeper_program():
     a = torch.tensor([0.5, 1.0], requires_grad=True)
     c = torch.tensor([2.0, 3.0])
     t = a.sin()

@@ -156,11 +156,11 @@ def tbptt_cases(count: int = 30, seed: int = 808) -> list[TBPTTCase]:
     return found
 
 
-def _call(fn, case, ns):
+def call_tbptt(fn, case, ns):
     return fn(ns["seq"], ns["k"])
 
 
-def _flatten(raw, case: TBPTTCase, ns) -> list[float]:
+def flatten_tbptt_grads(raw, case: TBPTTCase, ns) -> list[float]:
     """The learner's gradients (a dict by name, a list in params order, or one tensor) as one flat list."""
     names = case.names
     wanted = f"a dict {{name: gradient}} with one entry per parameter ({', '.join(names)})"

@@ -18,14 +18,14 @@ import torch
 from grader import probes
 from grader.engine.kinds import Choice, Error, Function, Number
 from grader.engine.question import exercise, predict_then_run, self_test
-from grader.units.unit08.cases import _call, _flatten, tbptt_cases
+from grader.units.unit08.cases import call_tbptt, flatten_tbptt_grads, tbptt_cases
 from grader.units.unit08.support import (
     STEPS,
-    _mul_runs,
-    _w,
     carried_loop,
     chunked_grads,
+    first_w_grad,
     kept_bytes,
+    mul_runs,
     retained_grad_value,
     the_loop,
 )
@@ -136,7 +136,7 @@ def sum_of_losses():
                      "walks back through every multiplication made so far, not just the newest.")],
 )
 def retain_mul_runs():
-    return _mul_runs(STEPS, retain=True, detach=False)
+    return mul_runs(STEPS, retain=True, detach=False)
 
 
 @predict_then_run(
@@ -218,7 +218,7 @@ BETWEEN = ("below the k=1 value", "between the k=1 and k=5 values", "above the k
                      "step 1, step 4's back to step 3) and drops the rest: some of the history, not none or all.")],
 )
 def k2_between():
-    one, two, full = (_w((the_loop(), k)) for k in (1, 2, STEPS))
+    one, two, full = (first_w_grad((the_loop(), k)) for k in (1, 2, STEPS))
     if min(abs(two - one), abs(two - full)) < 1e-4:
         return BETWEEN[3]
     if two < one:
@@ -230,7 +230,7 @@ def k2_between():
 
 @exercise(
     "08.tbptt",
-    Function(returns=Number(tol=1e-4, rel=1e-4), cases=tbptt_cases, call=_call, convert=_flatten),
+    Function(returns=Number(tol=1e-4, rel=1e-4), cases=tbptt_cases, call=call_tbptt, convert=flatten_tbptt_grads),
     prompt="Write tbptt_grads(seq, k): run the sequence from seq.h0 (state = seq.step(state, "
            "seq.inputs[t]), loss seq.loss(state, t)), backpropagating every k steps the losses of those k "
            "steps, with the carried state detached at each chunk boundary (a shorter last chunk when k does "
@@ -273,7 +273,7 @@ def which_k():
     retained = carried_loop(6, w=0.7, retain=True).grad.item()
     for label in WHICH_K:
         k = int(label.split("=")[1])
-        if abs(_w((the_loop(0.7, 6), k)) - retained) < 1e-4:
+        if abs(first_w_grad((the_loop(0.7, 6), k)) - retained) < 1e-4:
             return label
     return "none"
 

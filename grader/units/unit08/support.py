@@ -42,7 +42,7 @@ def retained_grad_value() -> float:
     return carried_loop(retain=True).grad.item()
 
 
-def _mul_runs(steps: int, retain: bool, detach: bool) -> int:
+def mul_runs(steps: int, retain: bool, detach: bool) -> int:
     runs = [0]
 
     def count(grad_outputs):
@@ -118,5 +118,5 @@ def the_loop(w: float = 0.9, steps: int = STEPS) -> Recurrence:
                       step=lambda h, x: h * wt + x, loss=lambda h, t: h ** 2)
 
 
-def _w(seq_k) -> float:
+def first_w_grad(seq_k) -> float:
     return chunked_grads(*seq_k)[0].item()

@@ -317,7 +317,7 @@ def plain_held(case: HalfGuardCase) -> tuple[int, int]:
         return memory_run(case)
 
 
-def _call_guard(pair, case: HalfGuardCase, ns: dict[str, Any]):
+def call_guard(pair, case: HalfGuardCase, ns: dict[str, Any]):
     return run_guard(pair, case)
 
 

@@ -22,23 +22,20 @@ from grader import probes
 from grader.engine.kinds import Choice, Error, FunctionPair, Names, Number
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.unit05.support import syllabus_mlp  # unit 05's very MLP: 09's prompts quote its bill
-from grader.units.unit09.cases import _call_guard, guard_cases, guard_truth
+from grader.units.unit09.cases import call_guard, guard_cases, guard_truth
 from grader.units.unit09.kinds import GuardVerdict
 from grader.units.unit09.support import (
-    _OVERFLOW,
-    _PLAN_HIDDEN,
-    _SHARES,
     ALIAS_PAIR,
     COPY_PAIR,
-    _decade,
-    _exp_grad,
-    _share,
-    _under,
-    _write_after_save,
+    OVERFLOW,
+    PLAN_HIDDEN,
+    SHARES,
     block_chain,
     bn_block,
     chain_held,
     checkpointed,
+    decade,
+    exp_grad,
     half_error_on_chain,
     half_pack,
     half_pack_activations,
@@ -46,6 +43,9 @@ from grader.units.unit09.support import (
     half_unpack_activations,
     held_after,
     plan_held,
+    share,
+    under_hooks,
+    write_after_save,
 )
 
 # =====================================================================================================
@@ -117,7 +117,7 @@ def held_vs_bill():
 )
 def alias_copy_held():
     model, x = syllabus_mlp()
-    return [held_after(lambda: _under(pair, lambda: model(x).sum())) for pair in (ALIAS_PAIR, COPY_PAIR)]  # noqa: B023  (held_after calls it at once, in its own iteration)
+    return [held_after(lambda: under_hooks(pair, lambda: model(x).sum())) for pair in (ALIAS_PAIR, COPY_PAIR)]  # noqa: B023  (held_after calls it at once, in its own iteration)
 
 
 @predict_then_run(
@@ -133,7 +133,7 @@ def alias_copy_held():
                      "shares it), so the write reached what backward reads.")],
 )
 def alias_copy_grad():
-    return [_write_after_save(ALIAS_PAIR), _write_after_save(COPY_PAIR)]
+    return [write_after_save(ALIAS_PAIR), write_after_save(COPY_PAIR)]
 
 
 # =====================================================================================================
@@ -158,19 +158,19 @@ _CHAIN = ("four Blocks (Linear(128, 512), GELU, Linear(512, 128)) in an nn.Seque
             "order: about 1e-3 of the gradient's size.",
 )
 def half_error_size():
-    return _decade(half_error_on_chain())
+    return decade(half_error_on_chain())
 
 
 @predict_then_run(
-    "09.half-held", Choice(*_SHARES),
+    "09.half-held", Choice(*SHARES),
     prompt=f"The same {_CHAIN}. Memory held after the forward pass (MemoryWatch) under that float16 pair, "
-           "compared with the plain run: " + ", ".join(repr(s) for s in _SHARES) + ".",
+           "compared with the plain run: " + ", ".join(repr(s) for s in SHARES) + ".",
     explain="pack is also handed the parameters: each Linear keeps weight.t() (a view of the parameter) to "
             "send a gradient to its input. The parameter stays alive for the optimizer anyway, so its float16 "
             "copy is memory added, and with a batch of 64 the weights outweigh the activations.",
 )
 def half_held():
-    return _share(chain_held((half_pack, half_unpack)) / chain_held())
+    return share(chain_held((half_pack, half_unpack)) / chain_held())
 
 
 @predict_then_run(
@@ -186,19 +186,19 @@ def half_held():
 )
 def relu_twice():
     model, x = syllabus_mlp()
-    return held_after(lambda: _under((half_pack_activations, half_unpack_activations), lambda: model(x).sum()))
+    return held_after(lambda: under_hooks((half_pack_activations, half_unpack_activations), lambda: model(x).sum()))
 
 
 @predict_then_run(
-    "09.half-overflow", Choice(*_OVERFLOW),
+    "09.half-overflow", Choice(*OVERFLOW),
     prompt="x = torch.tensor([10.0, 12.0], requires_grad=True); under the float16 pair, y = x.exp(); "
            "y.sum().backward(). What is x.grad[1] (exactly, it is exp(12) = 162754.79)? One of " +
-           ", ".join(repr(s) for s in _OVERFLOW) + ".",
+           ", ".join(repr(s) for s in OVERFLOW) + ".",
     explain="exp kept its output to use as its own derivative. float16 tops out at 65504, so the saved "
             "exp(12) became inf, and so did the gradient. exp(10) = 22026 fits, rounded to 22032.",
 )
 def half_overflow():
-    return _exp_grad(torch.float16)
+    return exp_grad(torch.float16)
 
 
 # =====================================================================================================
@@ -330,7 +330,7 @@ def self_saved_three_times():
         h = a.exp()
         return (h * h).sum()
     total = probes.bill(forward).total
-    _under((pack, half_unpack), forward)
+    under_hooks((pack, half_unpack), forward)
     return [total, sum(made)]
 
 
@@ -352,8 +352,8 @@ _PLAN_BUDGET = 700_000
            "the biggest blocks' activations first and add up until you are under the budget."),
 )
 def self_checkpoint_plan():
-    blocks = range(len(_PLAN_HIDDEN))
-    for size in range(len(_PLAN_HIDDEN) + 1):
+    blocks = range(len(PLAN_HIDDEN))
+    for size in range(len(PLAN_HIDDEN) + 1):
         fits = [set(c) for c in itertools.combinations(blocks, size) if plan_held(c) <= _PLAN_BUDGET]
         if fits:
             if len(fits) != 1:
@@ -431,7 +431,7 @@ def self_unpack_count():
 
 @exercise(
     "09.half-guard",
-    FunctionPair(returns=GuardVerdict(), cases=guard_cases, call=_call_guard),
+    FunctionPair(returns=GuardVerdict(), cases=guard_cases, call=call_guard),
     prompt="Write pack(t) and unpack(packed) for torch.autograd.graph.saved_tensors_hooks that keep each saved "
            "floating-point tensor in float16 (2 bytes a value, without keeping the original's memory alive), "
            "give it back in its own dtype, leave other tensors (indices) exact, and bring back the check "

@@ -141,7 +141,7 @@ def half_unpack_activations(packed):
     return kept if dtype is None else kept.to(dtype)
 
 
-def _under(hooks, forward):
+def under_hooks(hooks, forward):
     """Run forward() under a (pack, unpack) pair, or under a hooks object such as save_on_cpu()."""
     if isinstance(hooks, tuple):
         hooks = torch.autograd.graph.saved_tensors_hooks(*hooks)
@@ -177,7 +177,7 @@ def keep_as_is(packed):
 ALIAS_PAIR, COPY_PAIR = (alias_pack, keep_as_is), (copy_pack, keep_as_is)
 
 
-def _write_after_save(pair) -> float:
+def write_after_save(pair) -> float:
     p = torch.ones(3, requires_grad=True)
     with torch.autograd.graph.saved_tensors_hooks(*pair):
         q = p.exp()
@@ -199,14 +199,14 @@ def leaks(pack) -> bool:
 
 # --- compression: what float16 costs in accuracy and memory ---------------------------------------
 
-def _decade(error: float) -> str:
+def decade(error: float) -> str:
     exponent = min(5, max(1, round(-math.log10(error))))
     return f"about 1e-{exponent}"
 
 
 def _chain_grads(model, x, pair=None):
     model.zero_grad(set_to_none=True)
-    loss = model(x).sum() if pair is None else _under(pair, lambda: model(x).sum())
+    loss = model(x).sum() if pair is None else under_hooks(pair, lambda: model(x).sum())
     loss.backward()
     return _grads(model)
 
@@ -217,21 +217,21 @@ def half_error_on_chain() -> float:
     return relative_error(exact, _chain_grads(model, x, (half_pack, half_unpack)))
 
 
-_SHARES = ("about half of the plain run", "between half and all of it", "more than the plain run")
+SHARES = ("about half of the plain run", "between half and all of it", "more than the plain run")
 
 
-def _share(ratio: float) -> str:
-    return _SHARES[0] if ratio <= 0.55 else _SHARES[1] if ratio < 1 else _SHARES[2]
+def share(ratio: float) -> str:
+    return SHARES[0] if ratio <= 0.55 else SHARES[1] if ratio < 1 else SHARES[2]
 
 
 def chain_held(pair=None, batch: int = 64) -> int:
     model, x = block_chain(batch=batch)
     if pair is None:
         return held_after(lambda: model(x).sum())
-    return held_after(lambda: _under(pair, lambda: model(x).sum()))
+    return held_after(lambda: under_hooks(pair, lambda: model(x).sum()))
 
 
-_OVERFLOW = ("exp(12) to 4 digits", "a little off (rounding)", "inf", "nan", "0")
+OVERFLOW = ("exp(12) to 4 digits", "a little off (rounding)", "inf", "nan", "0")
 
 
 def _classify(value: float, exact: float) -> str:
@@ -241,10 +241,10 @@ def _classify(value: float, exact: float) -> str:
         return "inf"
     if value == 0:
         return "0"
-    return _OVERFLOW[0] if abs(value - exact) <= 1e-4 * abs(exact) else _OVERFLOW[1]
+    return OVERFLOW[0] if abs(value - exact) <= 1e-4 * abs(exact) else OVERFLOW[1]
 
 
-def _exp_grad(dtype) -> str:
+def exp_grad(dtype) -> str:
     def pack(t):
         return t.dtype, t.detach().to(dtype)
 
@@ -264,9 +264,9 @@ def bn_block(seed: int = 0):
 
 # --- the self-test's checkpoint plan --------------------------------------------------------------
 
-_PLAN_HIDDEN = (256, 1024, 512, 2048)
+PLAN_HIDDEN = (256, 1024, 512, 2048)
 
 
 def plan_held(which) -> int:
-    model, x = block_chain(batch=64, hidden=_PLAN_HIDDEN)
+    model, x = block_chain(batch=64, hidden=PLAN_HIDDEN)
     return held_after(lambda: checkpointed(model, x, which=set(which)).sum())

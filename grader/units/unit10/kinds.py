@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numbers
 
-from grader.engine.kinds import BadAnswer, Kind, _reject_common, short, type_words
+from grader.engine.kinds import BadAnswer, Kind, reject_common, short, type_words
 from grader.units.unit10.capstone import KINDS, NO_FAULT, VERDICTS, AuditFinding
 
 
@@ -38,7 +38,7 @@ class FaultAtLine(Kind):
     def read(self, answer):
         if isinstance(answer, AuditFinding):
             answer = (answer.kind, answer.line)
-        _reject_common(answer, self.describe())
+        reject_common(answer, self.describe())
         if isinstance(answer, str):
             kind = self._kind(answer)
             if kind != NO_FAULT:

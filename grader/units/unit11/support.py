@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -22,11 +22,9 @@ from torch.autograd import Function as AutogradFunction
 from torch.autograd.function import once_differentiable
 
 from grader.engine import torch_state
+from grader.engine.cases import Case
 from grader.engine.kinds import short, type_words
 from grader.engine.limits import describe_exception
-
-if TYPE_CHECKING:
-    from grader.units.unit11.cases import OpCase
 
 # =====================================================================================================
 # Functions the experiments use (the notebook writes its own; these are for the live answers)
@@ -225,7 +223,7 @@ def saved_storages(forward: Callable) -> tuple[Any, dict[int, int]]:
     return output, kept
 
 
-def function_report(op: str, apply: Callable, case: OpCase, live: bool = False) -> tuple:
+def function_report(op: str, apply: Callable, case: Case, live: bool = False) -> tuple:
     """Measure a Function (``apply``) on one case; the same measurements for the live op give torch's answer."""
     truth_fn = live_apply(op, case.step)
     ns = case.fresh()
@@ -295,7 +293,7 @@ def _gradcheck(check: Callable, fn: Callable, x: torch.Tensor) -> str:
         return _short_error(exc)
 
 
-def _vmap(apply: Callable, truth_fn: Callable, case: OpCase) -> str:
+def _vmap(apply: Callable, truth_fn: Callable, case: Case) -> str:
     batch = torch.stack([case.fresh()["x"].detach(), -case.fresh()["x"].detach() / 2])
     try:
         got = torch.func.vmap(apply)(batch)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from grader.engine.kinds import BadAnswer, Kind, _reject_common, short, type_words
+from grader.engine.kinds import BadAnswer, Kind, reject_common, short, type_words
 from grader.units.unit12.support import FAULTS, NO_FAULT, VERDICTS, Finding
 
 
@@ -28,7 +28,7 @@ class FaultInModule(Kind):
     def read(self, answer):
         if isinstance(answer, Finding):
             return (answer.kind, None if answer.kind == NO_FAULT else sorted(answer.where)[0])
-        _reject_common(answer, self.describe())
+        reject_common(answer, self.describe())
         if isinstance(answer, str):
             kind = self._kind(answer)
             if kind != NO_FAULT:
