@@ -163,3 +163,24 @@ def test_a_store_is_read_as_data(tmp_path):
     os.mkfifo(home / "progress.sqlite3")
     assert read_events(home, scratch) == ([], ["store missing or corrupt: the progress store is not a plain file "
                                                 "(a folder, FIFO or device)"])
+
+
+def test_the_cold_path_grades_as_the_warm_one(tmp_path, gradebook):
+    """AGL_GRADE_COLD=1: each notebook in a fresh worker process and kernel (grading/notebook_worker.py)."""
+    import os
+    folder = tmp_path / "class"
+    for name, source in (("alice", SOLUTION), ("bob", UNTOUCHED)):
+        (folder / name).mkdir(parents=True)
+        (folder / name / "00_start_here.ipynb").write_bytes(source.read_bytes())
+    out = tmp_path / "cold.csv"
+    result = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "-j", "2",
+                             "--cell-timeout", "60"], capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "AGL_GRADE_COLD": "1"})
+    assert result.returncode == 0, result.stderr
+    with open(out, newline="") as f:
+        cold = {r["learner"]: r for r in csv.DictReader(f)}
+    warm = gradebook[0]
+    for name in ("alice", "bob"):
+        assert cold[name]["run"] == "ok", cold[name]
+        for column in ("marked passed", "done", "correct", "00.warmup-add", "00.warmup-flag", "00.warmup-square"):
+            assert cold[name][column] == warm[name][column], (name, column)

@@ -156,7 +156,8 @@ def test_a_leftover_process_reaches_no_one(graded):
 def test_a_result_folder_or_a_fifo_store_neither_crashes_nor_hangs(graded):
     rows = graded[0]
     assert rows["resultdir"]["run"] == "ok"
-    assert "store missing or corrupt: the progress store is not a plain file" in rows["fifo"]["findings"]
+    why = {k: rows["fifo"][k] for k in ("run", "problems", "findings", "seconds")}
+    assert "store missing or corrupt: the progress store is not a plain file" in rows["fifo"]["findings"], why
     assert rows["fifo"]["marked passed"] == "no"
 
 

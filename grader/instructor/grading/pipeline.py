@@ -346,7 +346,7 @@ def execute(restored: Restored, cell_timeout: int = 60, notebook_timeout: int = 
             run = worker.run({"kind": "notebook", "dir": work.name, "env": env, "cell_timeout": cell_timeout,
                               "memory_mb": memory_mb}, notebook_timeout)
         else:
-            cmd = [sys.executable, str(ROOT / "grader" / "notebook_worker.py"), str(copy), str(work),
+            cmd = [sys.executable, str(Path(__file__).with_name("notebook_worker.py")), str(copy), str(work),
                    str(cell_timeout), str(memory_mb)]
             run = containment.run(cmd, work, env, notebook_timeout)
         if run.timed_out:
