@@ -11,6 +11,7 @@ For nbval, each notebook gets:
 
 SVG (Graphviz writes its version into it) and widget views are not compared.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,7 +24,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 _HOMES = Path(tempfile.mkdtemp(prefix="agl-nbval-"))
-SKIP_COMPARE = ("image/svg+xml", "application/vnd.jupyter.widget-view+json", "application/vnd.jupyter.widget-state+json")
+SKIP_COMPARE = (
+    "image/svg+xml",
+    "application/vnd.jupyter.widget-view+json",
+    "application/vnd.jupyter.widget-state+json",
+)
 
 
 def _nbfile_of(node):
@@ -81,10 +86,16 @@ class StoreVerdict(pytest.Item):
             assert state.questions, f"unit {uid} has no questions"
         else:
             # untouched: no prediction was locked in, no check passed, nothing marked passed
-            wrong = [e for e in events if e.action == "predict" or e.verdict in ("correct", "passed") or
-                     (e.action == "reveal" and e.verdict != "revealed")]
-            assert not wrong, f"untouched {path.name} recorded: " + \
-                ", ".join(f"{e.qid or e.unit} {e.action}={e.verdict}" for e in wrong)
+            wrong = [
+                e
+                for e in events
+                if e.action == "predict"
+                or e.verdict in ("correct", "passed")
+                or (e.action == "reveal" and e.verdict != "revealed")
+            ]
+            assert not wrong, f"untouched {path.name} recorded: " + ", ".join(
+                f"{e.qid or e.unit} {e.action}={e.verdict}" for e in wrong
+            )
             # a reveal cell run untouched is an attempt on the record, never a pass
             assert not state.passed and not any(q.passed or q.predicted for q in state.questions.values())
 
@@ -105,7 +116,7 @@ def _select_by_unit(items) -> None:
 
 
 def pytest_sessionfinish(session, exitstatus):
-    shutil.rmtree(_HOMES, ignore_errors=True)   # the throwaway stores of this run's notebooks
+    shutil.rmtree(_HOMES, ignore_errors=True)  # the throwaway stores of this run's notebooks
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -17,6 +17,7 @@ Measures, in one run:
 
 Prints a table and writes the JSON file. Targets are flagged, never asserted: machines are noisy.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,14 +58,21 @@ def env_with_home(home: str) -> dict:
 
 # --- startup -----------------------------------------------------------------------------------
 
+
 def bench_startup(runs: int) -> dict:
     torch_times, grader_times = [], []
-    for _ in range(runs):   # interleaved, so drift in machine load hits both alike
+    for _ in range(runs):  # interleaved, so drift in machine load hits both alike
         torch_times.append(timed([PY, "-c", "import torch"]))
         grader_times.append(timed([PY, "-c", "import grader"]))
     t, g = median(torch_times), median(grader_times)
-    return {"import_torch_s": round(t, 3), "import_grader_s": round(g, 3), "ratio": round(g / t, 3),
-            "runs": runs, "target": 1.10, "ok": g / t <= 1.10}
+    return {
+        "import_torch_s": round(t, 3),
+        "import_grader_s": round(g, 3),
+        "ratio": round(g / t, 3),
+        "runs": runs,
+        "target": 1.10,
+        "ok": g / t <= 1.10,
+    }
 
 
 # --- answers -------------------------------------------------------------------------------------
@@ -99,45 +107,68 @@ print(json.dumps(rows))
 
 def bench_answers() -> dict:
     with tempfile.TemporaryDirectory() as home:
-        out = subprocess.run([PY, "-c", ANSWER_SCRIPT, str(ROOT)], capture_output=True, text=True,
-                             env=env_with_home(home), check=True)
+        out = subprocess.run(
+            [PY, "-c", ANSWER_SCRIPT, str(ROOT)], capture_output=True, text=True, env=env_with_home(home), check=True
+        )
     rows = json.loads(out.stdout)
     per_kind = {}
     for kind in sorted({r["kind"] for r in rows}):
         xs = [r["s"] * 1000 for r in rows if r["kind"] == kind]
         target = 1000.0 if kind == "Function" else 15.0
-        per_kind[kind] = {"n": len(xs), "median_ms": round(median(xs), 2), "p95_ms": round(p95(xs), 2),
-                          "max_ms": round(max(xs), 2), "target_ms": target,
-                          "ok": (max(xs) if kind == "Function" else median(xs)) <= target}
+        per_kind[kind] = {
+            "n": len(xs),
+            "median_ms": round(median(xs), 2),
+            "p95_ms": round(p95(xs), 2),
+            "max_ms": round(max(xs), 2),
+            "target_ms": target,
+            "ok": (max(xs) if kind == "Function" else median(xs)) <= target,
+        }
     slowest = sorted(rows, key=lambda r: -r["s"])[:5]
-    return {"per_kind": per_kind, "all_passed": all(r["passed"] for r in rows),
-            "slowest": [{"id": r["id"], "ms": round(r["s"] * 1000, 1)} for r in slowest]}
+    return {
+        "per_kind": per_kind,
+        "all_passed": all(r["passed"] for r in rows),
+        "slowest": [{"id": r["id"], "ms": round(r["s"] * 1000, 1)} for r in slowest],
+    }
 
 
 # --- the course under nbval ------------------------------------------------------------------------
 
-BARE = {"cells": [{"cell_type": "code", "execution_count": None, "id": "bare", "metadata": {}, "outputs": [],
-                   "source": "import torch"}],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5}
+BARE = {
+    "cells": [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": "bare",
+            "metadata": {},
+            "outputs": [],
+            "source": "import torch",
+        }
+    ],
+    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
 
 
 def kernel_run(path: Path, home: str, extra_cell: str | None = None) -> tuple[float, float, object]:
     """Run a notebook in a fresh kernel: (wall seconds, seconds inside cells, the executed notebook)."""
     import nbformat
     from nbclient import NotebookClient
+
     nb = nbformat.read(path, as_version=4)
     if extra_cell:
         nb.cells.append(nbformat.v4.new_code_cell(extra_cell))
     os.environ["AUTOGRAD_LAB_HOME"] = home
     os.environ.pop("AUTOGRAD_LAB_STRICT", None)
     started = time.perf_counter()
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=True,
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", record_timing=True, resources={"metadata": {"path": str(path.parent)}}
+    )
     client.execute()
     wall = time.perf_counter() - started
     inside = 0.0
     from datetime import datetime
+
     for cell in nb.cells:
         t = cell.get("metadata", {}).get("execution", {})
         if "iopub.execute_input" in t and "shell.execute_reply" in t:
@@ -171,17 +202,40 @@ def bench_course(quick: bool) -> dict:
         for path in solutions:
             wall, inside, nb = kernel_run(path, tempfile.mkdtemp(dir=tmp), PEAK)
             # the bare notebook's own cell (import torch) is part of the floor, not the unit's work
-            units.append({"notebook": path.name, "wall_s": round(wall, 2), "cells_s": round(inside, 2),
-                          "peak_rss_mb": round(peak_of(nb) / 1024, 1)})
+            units.append(
+                {
+                    "notebook": path.name,
+                    "wall_s": round(wall, 2),
+                    "cells_s": round(inside, 2),
+                    "peak_rss_mb": round(peak_of(nb) / 1024, 1),
+                }
+            )
             cells_total += inside
     floor = floor_one * len(solutions)
-    result = {"units": units, "floor_per_unit_s": round(floor_one, 2), "floor_s": round(floor, 2),
-              "cells_s": round(cells_total, 2), "torch_only_peak_rss_mb": round(torch_peak / 1024, 1)}
+    result = {
+        "units": units,
+        "floor_per_unit_s": round(floor_one, 2),
+        "floor_s": round(floor, 2),
+        "cells_s": round(cells_total, 2),
+        "torch_only_peak_rss_mb": round(torch_peak / 1024, 1),
+    }
     for label, extra in (("serial", []), ("n2", ["-n", "2", "--dist", "loadscope"])):
         if quick and label == "serial":
             continue
-        cmd = [PY, "-m", "pytest", "--nbval", "--nbval-current-env", "--nbval-sanitize-with",
-               "tests/nbval_sanitize.cfg", "-q", "-p", "no:cacheprovider", *extra, "solutions"]
+        cmd = [
+            PY,
+            "-m",
+            "pytest",
+            "--nbval",
+            "--nbval-current-env",
+            "--nbval-sanitize-with",
+            "tests/nbval_sanitize.cfg",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *extra,
+            "solutions",
+        ]
         started = time.perf_counter()
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         wall = time.perf_counter() - started
@@ -214,13 +268,22 @@ def _grade_once(folder: Path, csv: Path, jobs: int, cold: bool, home: str) -> di
         env["AGL_GRADE_COLD"] = "1"
     load = os.getloadavg()[0]
     started = time.perf_counter()
-    subprocess.run([PY, "-m", "grader", "grade", str(folder), "--out", str(csv), "-j", str(jobs)],
-                   check=True, capture_output=True, env=env)
+    subprocess.run(
+        [PY, "-m", "grader", "grade", str(folder), "--out", str(csv), "-j", str(jobs)],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
     wall = time.perf_counter() - started
     copies = len(list(folder.rglob("*.ipynb")))
-    return {"notebooks": copies, "wall_s": round(wall, 1), "per_minute": round(60 * copies / wall, 1),
-            "seconds_per_notebook": round(wall / copies, 2),
-            "load_before": round(load, 2), "load_after": round(os.getloadavg()[0], 2)}
+    return {
+        "notebooks": copies,
+        "wall_s": round(wall, 1),
+        "per_minute": round(60 * copies / wall, 1),
+        "seconds_per_notebook": round(wall / copies, 2),
+        "load_before": round(load, 2),
+        "load_after": round(os.getloadavg()[0], 2),
+    }
 
 
 def bench_grade(copies: int, floor_copies: int = 4) -> dict:
@@ -231,6 +294,7 @@ def bench_grade(copies: int, floor_copies: int = 4) -> dict:
         folder, floor = Path(tmp) / "class", Path(tmp) / "floor"
         solution = ROOT / "solutions" / UNIT01
         import nbformat
+
         bare = nbformat.read(solution, as_version=4)
         bare.cells = bare.cells[:2]
         for i in range(copies):
@@ -262,6 +326,7 @@ def main() -> int:
     sections = args.only or ["startup", "answers", "course", "grade"]
     report = {"python": sys.version.split()[0], "cpus": os.cpu_count()}
     import torch
+
     report["torch"] = torch.__version__
     if "startup" in sections:
         report["startup"] = bench_startup(7 if args.quick else 11)
@@ -286,42 +351,60 @@ def table(r: dict) -> str:
     lines = [f"autograd-lab bench: torch {r['torch']}, Python {r['python']}, {r['cpus']} CPUs", ""]
     if "startup" in r:
         s = r["startup"]
-        lines.append(f"startup   import torch {s['import_torch_s']:.2f} s, import grader {s['import_grader_s']:.2f} s"
-                     f"  ratio {s['ratio']:.2f}x (target <= 1.10x)  {flag(s['ok'])}")
+        lines.append(
+            f"startup   import torch {s['import_torch_s']:.2f} s, import grader {s['import_grader_s']:.2f} s"
+            f"  ratio {s['ratio']:.2f}x (target <= 1.10x)  {flag(s['ok'])}"
+        )
     if "answers" in r:
         lines.append("answers   kind        n   median     p95      max   target")
         for kind, k in r["answers"]["per_kind"].items():
-            lines.append(f"          {kind:<10} {k['n']:>3} {k['median_ms']:>7.1f}ms {k['p95_ms']:>6.1f}ms "
-                         f"{k['max_ms']:>7.1f}ms  {'max' if kind == 'Function' else 'median'} <= "
-                         f"{k['target_ms']:.0f}ms  {flag(k['ok'])}")
+            lines.append(
+                f"          {kind:<10} {k['n']:>3} {k['median_ms']:>7.1f}ms {k['p95_ms']:>6.1f}ms "
+                f"{k['max_ms']:>7.1f}ms  {'max' if kind == 'Function' else 'median'} <= "
+                f"{k['target_ms']:.0f}ms  {flag(k['ok'])}"
+            )
         lines.append("          slowest: " + ", ".join(f"{x['id']} {x['ms']:.0f}ms" for x in r["answers"]["slowest"]))
     if "course" in r:
         c = r["course"]
-        lines.append(f"course    floor {c['floor_per_unit_s']:.2f} s/unit x {len(c['units'])} = {c['floor_s']:.1f} s; "
-                     f"cells {c['cells_s']:.1f} s")
+        lines.append(
+            f"course    floor {c['floor_per_unit_s']:.2f} s/unit x {len(c['units'])} = {c['floor_s']:.1f} s; "
+            f"cells {c['cells_s']:.1f} s"
+        )
         for label in ("serial", "n2"):
             if f"nbval_{label}_s" in c:
-                lines.append(f"          nbval {label:<6} {c[f'nbval_{label}_s']:.1f} s (target <= "
-                             f"{c[f'nbval_{label}_target_s']:.1f} s)  {flag(c[f'nbval_{label}_ok'])}")
+                lines.append(
+                    f"          nbval {label:<6} {c[f'nbval_{label}_s']:.1f} s (target <= "
+                    f"{c[f'nbval_{label}_target_s']:.1f} s)  {flag(c[f'nbval_{label}_ok'])}"
+                )
         if "unit13_s" in c:
-            lines.append(f"          unit 13 (torch.compile) {c['unit13_s']:.1f} s in one kernel (target <= "
-                         f"{c['unit13_target_s']:.0f} s)  {flag(c['unit13_ok'])}")
-        lines.append(f"memory    torch-only kernel {c['torch_only_peak_rss_mb']:.0f} MB; after a unit up to "
-                     f"{c['peak_rss_max_mb']:.0f} MB ({c['peak_rss_ratio']:.2f}x)")
+            lines.append(
+                f"          unit 13 (torch.compile) {c['unit13_s']:.1f} s in one kernel (target <= "
+                f"{c['unit13_target_s']:.0f} s)  {flag(c['unit13_ok'])}"
+            )
+        lines.append(
+            f"memory    torch-only kernel {c['torch_only_peak_rss_mb']:.0f} MB; after a unit up to "
+            f"{c['peak_rss_max_mb']:.0f} MB ({c['peak_rss_ratio']:.2f}x)"
+        )
         for u in c["units"]:
-            lines.append(f"          {u['notebook']:<48} {u['wall_s']:>6.2f} s  cells {u['cells_s']:>6.2f} s  "
-                         f"{u['peak_rss_mb']:>6.0f} MB")
+            lines.append(
+                f"          {u['notebook']:<48} {u['wall_s']:>6.2f} s  cells {u['cells_s']:>6.2f} s  "
+                f"{u['peak_rss_mb']:>6.0f} MB"
+            )
     if "grade" in r:
         g = r["grade"]
         for key in ("floor_cold_j1", "floor_warm_j1", "cold_j1", "warm_j1", "cold_j2", "warm_j2"):
             x = g.get(key)
             if x:
-                lines.append(f"grade     {key:<14} {x['notebooks']:>3} notebooks in {x['wall_s']:>6.1f} s = "
-                             f"{x['per_minute']:>5.1f}/min ({x['seconds_per_notebook']:.2f} s each; "
-                             f"load {x['load_before']:.1f} -> {x['load_after']:.1f})")
-        lines.append(f"          warm/cold: -j 1 {g.get('ratio_j1', 0):.2f}x, -j 2 {g.get('ratio_j2', 0):.2f}x, "
-                     f"floor {g.get('ratio_floor_j1', 0):.2f}x; target >= {g['target_j2_per_minute']}/min at -j 2  "
-                     f"{flag(g['ok'])}")
+                lines.append(
+                    f"grade     {key:<14} {x['notebooks']:>3} notebooks in {x['wall_s']:>6.1f} s = "
+                    f"{x['per_minute']:>5.1f}/min ({x['seconds_per_notebook']:.2f} s each; "
+                    f"load {x['load_before']:.1f} -> {x['load_after']:.1f})"
+                )
+        lines.append(
+            f"          warm/cold: -j 1 {g.get('ratio_j1', 0):.2f}x, -j 2 {g.get('ratio_j2', 0):.2f}x, "
+            f"floor {g.get('ratio_floor_j1', 0):.2f}x; target >= {g['target_j2_per_minute']}/min at -j 2  "
+            f"{flag(g['ok'])}"
+        )
     return "\n".join(lines)
 
 

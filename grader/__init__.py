@@ -14,6 +14,7 @@ The interactive layer: ``draw(y, names=...)`` (the graph with its saved tensors)
 ``stepper(y)`` / ``trace_backward(y)`` (backward node by node), ``unit_panel("01")``,
 ``course_map()``, and the labs ``neuron_lab``, ``memory_bill_lab``, ``depth_lab``.
 """
+
 import importlib
 import warnings
 
@@ -36,9 +37,14 @@ from grader.learner import widgets as _widgets  # noqa: E402,F401
 
 # The interactive tools load on first use, so `import grader` costs little beyond `import torch`.
 _LAZY = {
-    "draw": "learner.drawing", "stepper": "learner.stepper", "trace_backward": "learner.stepper",
-    "unit_panel": "learner.widgets", "course_map": "learner.widgets",
-    "neuron_lab": "learner.labs", "memory_bill_lab": "learner.labs", "depth_lab": "learner.labs",
+    "draw": "learner.drawing",
+    "stepper": "learner.stepper",
+    "trace_backward": "learner.stepper",
+    "unit_panel": "learner.widgets",
+    "course_map": "learner.widgets",
+    "neuron_lab": "learner.labs",
+    "memory_bill_lab": "learner.labs",
+    "depth_lab": "learner.labs",
 }
 
 __all__ = ["predict", "reveal", "check", "mark_passed", "reset", "hint", "status", *_LAZY]

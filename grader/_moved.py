@@ -6,6 +6,7 @@ never overwrites a notebook the learner changed. Each old path is served by the 
 its names (a unit's old module by every module of that unit's package), so those copies still run.
 New code imports the new paths; ``tests/test_layout.py`` checks every old import line still resolves.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -18,16 +19,36 @@ _UNITS = [f"{n:02d}" for n in range(14)]
 
 # old dotted path (after "grader.") -> the modules that now hold its names, searched in order
 MOVED: dict[str, tuple[str, ...]] = {
-    "course": ("engine.course",), "question": ("engine.question",), "kinds": ("engine.kinds",),
-    "results": ("engine.results",), "store": ("engine.store",), "progress": ("engine.progress",),
-    "exercises": ("engine.exercises",), "sandbox": ("engine.limits",), "isolation": ("engine.torch_state",),
-    "traces": ("probes.traces",), "programs": ("units.programs",),
-    "widgets": ("learner.widgets",), "drawing": ("learner.drawing",), "stepping": ("learner.stepper",),
-    "labs": ("learner.labs",), "workspace": ("learner.workspace",),
-    "cli": ("instructor.cli",), "notebooks": ("instructor.build",), "manifest": ("instructor.manifest",),
-    "audit": ("units.unit10.capstone", "units.unit10.cases"), "questions": ("units",),
-    **{f"questions.unit{u}": (f"units.unit{u}.questions", f"units.unit{u}.cases", f"units.unit{u}.kinds",
-                               f"units.unit{u}.support") for u in _UNITS},
+    "course": ("engine.course",),
+    "question": ("engine.question",),
+    "kinds": ("engine.kinds",),
+    "results": ("engine.results",),
+    "store": ("engine.store",),
+    "progress": ("engine.progress",),
+    "exercises": ("engine.exercises",),
+    "sandbox": ("engine.limits",),
+    "isolation": ("engine.torch_state",),
+    "traces": ("probes.traces",),
+    "programs": ("units.programs",),
+    "widgets": ("learner.widgets",),
+    "drawing": ("learner.drawing",),
+    "stepping": ("learner.stepper",),
+    "labs": ("learner.labs",),
+    "workspace": ("learner.workspace",),
+    "cli": ("instructor.cli",),
+    "notebooks": ("instructor.build",),
+    "manifest": ("instructor.manifest",),
+    "audit": ("units.unit10.capstone", "units.unit10.cases"),
+    "questions": ("units",),
+    **{
+        f"questions.unit{u}": (
+            f"units.unit{u}.questions",
+            f"units.unit{u}.cases",
+            f"units.unit{u}.kinds",
+            f"units.unit{u}.support",
+        )
+        for u in _UNITS
+    },
     **{f"questions.unit{u}_support": (f"units.unit{u}.support", f"units.unit{u}.cases") for u in ("11", "12", "13")},
 }
 
@@ -48,7 +69,7 @@ class _Forward(types.ModuleType):
 
     def __init__(self, name: str, targets: tuple[str, ...]):
         super().__init__(name, f"moved: {name} is now {', '.join('grader.' + t for t in targets)}")
-        self.__path__: list[str] = []          # so that old submodules (grader.questions.unit05) import too
+        self.__path__: list[str] = []  # so that old submodules (grader.questions.unit05) import too
         self._targets = targets
 
     def __getattr__(self, attr: str):
@@ -57,7 +78,7 @@ class _Forward(types.ModuleType):
         for module in _import_first(self._targets):
             if hasattr(module, attr):
                 return getattr(module, attr)
-        old = f"{self.__name__[len('grader.'):]}.{attr}"
+        old = f"{self.__name__[len('grader.') :]}.{attr}"
         if old in MOVED:
             return importlib.import_module(f"grader.{old}")
         raise AttributeError(f"module {self.__name__!r} has no attribute {attr!r} ({self.__doc__})")
@@ -65,13 +86,13 @@ class _Forward(types.ModuleType):
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
-        old = fullname[len("grader."):] if fullname.startswith("grader.") else None
+        old = fullname[len("grader.") :] if fullname.startswith("grader.") else None
         if old not in MOVED:
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec):
-        return _Forward(spec.name, MOVED[spec.name[len("grader."):]])
+        return _Forward(spec.name, MOVED[spec.name[len("grader.") :]])
 
     def exec_module(self, module):
         pass

@@ -14,6 +14,7 @@ the authenticator and the ports are for the local demo only.
   operating system keeps users apart. Not run as root, every user's server runs as you
   (SimpleLocalProcessSpawner, each with its own HOME): convenient for trying the course, no isolation.
 """
+
 import json
 import os
 import sys
@@ -26,7 +27,7 @@ from traitlets import Dict
 c = get_config()  # noqa: F821 (provided by JupyterHub when it reads this file)
 
 STATE = Path(os.environ.get("AGL_HUB_STATE", Path.cwd() / ".hub" / "state")).resolve()
-PYTHON = os.environ.get("AGL_HUB_PYTHON", sys.executable)   # the course's environment, shared by all users
+PYTHON = os.environ.get("AGL_HUB_PYTHON", sys.executable)  # the course's environment, shared by all users
 USERS = [u for u in os.environ.get("AGL_HUB_USERS", "").split(",") if u]
 
 
@@ -48,7 +49,7 @@ class DemoPasswords(Authenticator):
 c.JupyterHub.bind_url = f"http://127.0.0.1:{os.environ.get('AGL_HUB_PORT', '8000')}"
 c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{os.environ.get('AGL_HUB_INTERNAL_PORT', '8081')}"
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{os.environ.get('AGL_HUB_PROXY_API_PORT', '8001')}"
-c.Spawner.ip = "127.0.0.1"               # users' servers too (JupyterHub's default, said outright)
+c.Spawner.ip = "127.0.0.1"  # users' servers too (JupyterHub's default, said outright)
 if os.environ.get("AGL_HUB_CHP"):
     c.ConfigurableHTTPProxy.command = [os.environ["AGL_HUB_CHP"]]
 c.ConfigurableHTTPProxy.pid_file = str(STATE / "proxy.pid")
@@ -56,7 +57,7 @@ c.ConfigurableHTTPProxy.should_start = True
 c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(STATE / "jupyterhub.pid")
-c.JupyterHub.cleanup_servers = True      # stopping the hub stops every user's server
+c.JupyterHub.cleanup_servers = True  # stopping the hub stops every user's server
 c.JupyterHub.cleanup_proxy = True
 c.JupyterHub.authenticator_class = DemoPasswords
 passwords = STATE / "passwords.json"
@@ -67,7 +68,7 @@ c.Authenticator.allowed_users = set(USERS)
 # Each user's server: their own workspace made or updated on start, then jupyterhub-singleuser.
 c.Spawner.cmd = [PYTHON, "-m", "grader.hub", "singleuser"]
 c.Spawner.default_url = "/lab/tree/00_start_here.ipynb"
-c.Spawner.start_timeout = 180            # a busy machine: JupyterLab and torch load slowly
+c.Spawner.start_timeout = 180  # a busy machine: JupyterLab and torch load slowly
 c.Spawner.http_timeout = 180
 # PATH finds Graphviz's `dot` for drawings; PYTHONPATH and the locale pass through unchanged
 c.Spawner.env_keep = ["PATH", "PYTHONPATH", "LANG", "LC_ALL", "JUPYTERHUB_SINGLEUSER_APP"]
@@ -78,5 +79,6 @@ if os.geteuid() == 0:
 else:
     # no root, no user switching: every server runs as you, each with a HOME of its own
     c.JupyterHub.spawner_class = "jupyterhub.spawner.SimpleLocalProcessSpawner"
-    c.SimpleLocalProcessSpawner.home_dir_template = os.environ.get(
-        "AGL_HUB_HOMES", str(STATE.parent / "homes")) + "/{username}"
+    c.SimpleLocalProcessSpawner.home_dir_template = (
+        os.environ.get("AGL_HUB_HOMES", str(STATE.parent / "homes")) + "/{username}"
+    )

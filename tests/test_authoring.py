@@ -9,6 +9,7 @@ catches. A code cell that prints ``NAME.listing()`` of a program object the unit
 (unit 10's scripts) counts with that listing: the declaration's prompt is built from the same object
 (``NAME.inline()``), so the program is written once. Every question follows the rule.
 """
+
 import importlib
 import pkgutil
 import re
@@ -47,8 +48,13 @@ def prompt_disagreements(folder: Path = ROOT / "notebooks") -> dict[str, str]:
         name = UNITS[q.unit].notebook
         if name not in cache:
             cells = nbformat.read(folder / name, as_version=4).cells
-            cache[name] = ([c.source + (" " + _printed_listings(c.source, q.unit) if c.cell_type == "code" else "")
-                            for c in cells], [c.cell_type for c in cells])
+            cache[name] = (
+                [
+                    c.source + (" " + _printed_listings(c.source, q.unit) if c.cell_type == "code" else "")
+                    for c in cells
+                ],
+                [c.cell_type for c in cells],
+            )
         sources, types = cache[name]
         naming = [i for i, s in enumerate(sources) if re.search(r"(?<![\w.-])" + re.escape(q.qid) + r"(?![\w-])", s)]
         prose = [i for i in naming if types[i] == "markdown"]
@@ -58,7 +64,7 @@ def prompt_disagreements(folder: Path = ROOT / "notebooks") -> dict[str, str]:
         start = prose[0]
         while start > 0 and types[start - 1] == "code":
             start -= 1
-        missing = _numbers(q.prompt) - _numbers(" ".join(sources[start:max(naming) + 1]))
+        missing = _numbers(q.prompt) - _numbers(" ".join(sources[start : max(naming) + 1]))
         if missing:
             found[q.qid] = "numbers only in the declaration: " + ", ".join(f"{m:g}" for m in sorted(missing))
     return found
@@ -66,13 +72,15 @@ def prompt_disagreements(folder: Path = ROOT / "notebooks") -> dict[str, str]:
 
 def test_the_prompt_in_the_notebook_agrees_with_the_declaration():
     found = prompt_disagreements()
-    assert not found, "the notebook's prompt and the declaration disagree:\n" + \
-        "\n".join(f"  {qid}: {why}" for qid, why in sorted(found.items()))
+    assert not found, "the notebook's prompt and the declaration disagree:\n" + "\n".join(
+        f"  {qid}: {why}" for qid, why in sorted(found.items())
+    )
 
 
 def test_verify_ends_with_one_summary_line():
-    out = subprocess.run([sys.executable, "-m", "grader", "verify", "--unit", "00"], capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "grader", "verify", "--unit", "00"], capture_output=True, text=True, timeout=300
+    )
     last = out.stdout.strip().splitlines()[-1]
     assert re.fullmatch(r"\d+ answers, (none changed|.+) since the manifest built with torch \S+", last), out.stdout
     if out.returncode == 0:
@@ -82,8 +90,14 @@ def test_verify_ends_with_one_summary_line():
 def test_the_summary_line_counts_changes():
     from grader.instructor.cli import summary_line
 
-    report = {"rows": [1] * 189, "changed": [{"id": "x"}], "added": ["y", "z"], "removed": [], "errors": [],
-              "built_with": "2.13.0"}
+    report = {
+        "rows": [1] * 189,
+        "changed": [{"id": "x"}],
+        "added": ["y", "z"],
+        "removed": [],
+        "errors": [],
+        "built_with": "2.13.0",
+    }
     assert summary_line(report) == "189 answers, 1 changed, 2 added since the manifest built with torch 2.13.0"
     report.update(changed=[], added=[])
     assert summary_line(report) == "189 answers, none changed since the manifest built with torch 2.13.0"

@@ -3,6 +3,7 @@
 Each case is (call, verdicts allowed, words the message must contain). Learner functions that
 raise, loop, sleep, recurse, print megabytes or change global torch state are included.
 """
+
 import fractions
 import sys
 import time
@@ -22,18 +23,24 @@ def scratch_questions():
     """Two throwaway questions for the kinds units 00-01 do not use (Choice and Error)."""
     registry.load()
 
-    @predict_then_run("00.scratch-choice", Choice("no error", "at the write", "at backward"),
-                      prompt="scratch", explain="scratch")
+    @predict_then_run(
+        "00.scratch-choice", Choice("no error", "at the write", "at backward"), prompt="scratch", explain="scratch"
+    )
     def scratch_choice():
         return "at backward"
 
-    @self_test("00.scratch-error", Error("at the write", "at backward", needs_message=True),
-               prompt="scratch", explain="scratch")
+    @self_test(
+        "00.scratch-error",
+        Error("at the write", "at backward", needs_message=True),
+        prompt="scratch",
+        explain="scratch",
+    )
     def scratch_error():
         w = torch.ones(2, requires_grad=True)
         yield "at the write"
         w.add_(1)
         yield "at backward"
+
     yield
     for qid in ("00.scratch-choice", "00.scratch-error"):
         registry.REGISTRY.pop(qid, None)
@@ -76,7 +83,7 @@ def returns_number(t):
 
 
 def returns_none(t):
-    [type(t.grad_fn).__name__]   # builds the answer, then forgets to return it
+    [type(t.grad_fn).__name__]  # builds the answer, then forgets to return it
 
 
 def returns_generator(t):

@@ -10,6 +10,7 @@ JupyterLab runs on 127.0.0.1 at a free port with a token, its state and the lear
 progress in this test's temporary folder. Screenshots go to test-artifacts/. Where
 Chromium or Playwright is missing the test is skipped and says why.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,15 +32,21 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts"
 UNIT = "01_what_the_forward_pass_records.ipynb"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 IDLE = "Python 3 (ipykernel) | Idle"
 
 
 def _requirements() -> str:
     if not Path(CHROMIUM).exists():
-        return (f"Chromium is not installed at {CHROMIUM}; `make system-deps` installs it with apt-get "
-                "when run as root")
+        return f"Chromium is not installed at {CHROMIUM}; `make system-deps` installs it with apt-get when run as root"
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
@@ -52,6 +59,7 @@ pytestmark = pytest.mark.skipif(bool(_requirements()), reason=_requirements() or
 
 # --- JupyterLab ------------------------------------------------------------------------
 
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -61,8 +69,10 @@ def _free_port() -> int:
 def _settings(folder: Path) -> None:
     """No news toast, no update check, and every cell kept in the page (no windowing)."""
     overrides = {
-        "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-            {"fetchNews": "false", "checkForUpdates": False},
+        "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+            "fetchNews": "false",
+            "checkForUpdates": False,
+        },
         "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     }
     for name, value in overrides.items():
@@ -75,9 +85,14 @@ class Lab:
     def __init__(self, root: Path, state: Path, progress_home: Path):
         self.root, self.token = root, secrets.token_urlsafe(24)
         env = dict(os.environ)
-        for key, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
-                         ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
-                         ("JUPYTERLAB_SETTINGS_DIR", "settings"), ("IPYTHONDIR", "ipython")):
+        for key, sub in (
+            ("JUPYTER_CONFIG_DIR", "config"),
+            ("JUPYTER_DATA_DIR", "data"),
+            ("JUPYTER_RUNTIME_DIR", "runtime"),
+            ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+            ("JUPYTERLAB_SETTINGS_DIR", "settings"),
+            ("IPYTHONDIR", "ipython"),
+        ):
             env[key] = str(state / sub)
             (state / sub).mkdir(parents=True, exist_ok=True)
         _settings(state / "settings")
@@ -86,21 +101,28 @@ class Lab:
         env.pop("AUTOGRAD_LAB_WIDGETS", None)
         self.env, self.log_path = env, state / "jupyter.log"
         self.proc = None
-        for _ in range(3):     # a port taken between choosing and binding: choose again
+        for _ in range(3):  # a port taken between choosing and binding: choose again
             self.port = _free_port()
             if self._start():
                 return
         raise AssertionError("JupyterLab did not start:\n" + self.log())
 
     def _start(self) -> bool:
-        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-               f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-               f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root}",
+        ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")
         self.log_file = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(cmd, env=self.env, stdout=self.log_file, stderr=subprocess.STDOUT,
-                                     cwd=self.root)
+        self.proc = subprocess.Popen(cmd, env=self.env, stdout=self.log_file, stderr=subprocess.STDOUT, cwd=self.root)
         deadline = time.time() + 90
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -118,8 +140,9 @@ class Lab:
         return f"http://127.0.0.1:{self.port}{path}"
 
     def api(self, method: str, path: str):
-        request = urllib.request.Request(self.url(path), method=method,
-                                         headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            self.url(path), method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             body = response.read()
         return json.loads(body) if body else None
@@ -148,10 +171,11 @@ class Lab:
 
 # --- the page ------------------------------------------------------------------------------
 
+
 def open_notebook(page, lab: Lab, name: str) -> None:
     page.goto(lab.url(f"/lab/tree/{name}?reset&token={lab.token}"))
     page.get_by_text(IDLE).wait_for(timeout=120_000)
-    no = page.locator(".jp-toast-button", has_text="No")   # the news question, should it appear
+    no = page.locator(".jp-toast-button", has_text="No")  # the news question, should it appear
     if no.count():
         no.first.click()
 
@@ -198,10 +222,12 @@ def solved_copy(target: Path) -> None:
 def unit_state(uid: str):
     from grader.engine import progress
     from grader.engine.store import current
+
     return progress.unit_state(uid, current().events(uid)), current().events(uid)
 
 
 # --- the test ---------------------------------------------------------------------------------
+
 
 def test_unit_01_with_the_mouse_in_jupyterlab(tmp_path, home):
     from playwright.sync_api import sync_playwright
@@ -228,23 +254,24 @@ def test_unit_01_with_the_mouse_in_jupyterlab(tmp_path, home):
                 open_notebook(page, lab, UNIT)
                 first = code_cell(page, 'reveal("01.x-is-leaf")')
                 first.locator(".jp-InputPrompt").click()
-                run_menu(page, "notebook:run-all-above")        # up to, not including, the reveal
+                run_menu(page, "notebook:run-all-above")  # up to, not including, the reveal
                 widget = page.locator(".agl-q-01-x-is-leaf")
                 widget.wait_for(timeout=120_000)
-                widget.locator("button.widget-toggle-button", has_text="False").click()   # the mouse
+                widget.locator("button.widget-toggle-button", has_text="False").click()  # the mouse
                 widget.locator("button.agl-lock").click()
                 widget.locator(".agl-result", has_text="prediction locked in").wait_for()
                 state, events = unit_state("01")
-                assert [(e.qid, e.action, e.verdict, e.answer) for e in events] == \
-                    [("01.x-is-leaf", "predict", "recorded", False)]
+                assert [(e.qid, e.action, e.verdict, e.answer) for e in events] == [
+                    ("01.x-is-leaf", "predict", "recorded", False)
+                ]
 
                 second = code_cell(page, 'reveal("01.pow-node")')
                 second.locator(".jp-InputPrompt").click()
-                run_menu(page, "notebook:run-all-above")        # runs the first reveal on the way
+                run_menu(page, "notebook:run-all-above")  # runs the first reveal on the way
                 widget = page.locator(".agl-q-01-pow-node")
                 widget.wait_for(timeout=120_000)
                 widget.locator("input").first.click()
-                page.keyboard.type("PowBackward0")               # the keyboard
+                page.keyboard.type("PowBackward0")  # the keyboard
                 widget.locator("button.agl-lock").click()
                 widget.locator(".agl-result", has_text="prediction locked in").wait_for()
                 verdict = first.locator(".jp-OutputArea-output").first
@@ -252,7 +279,7 @@ def test_unit_01_with_the_mouse_in_jupyterlab(tmp_path, home):
                 assert "you predicted False" in " ".join(verdict.inner_text().split())
 
                 second.locator(".jp-InputPrompt").click()
-                run_menu(page, "notebook:run-all-below")        # the second reveal and the rest
+                run_menu(page, "notebook:run-all-below")  # the second reveal and the rest
                 panel = page.locator(".agl-panel-01")
                 wait_until_done(page, panel)
                 verdict = second.locator(".jp-OutputArea-output").first
@@ -295,6 +322,7 @@ def test_unit_01_with_the_mouse_in_jupyterlab(tmp_path, home):
 
 # --- the learner-loop details, in the browser --------------------------------------------------
 
+
 def _scratch(target: Path, self_test) -> None:
     """A small notebook of the loop's refusals and tools: a refusal with a reset button, the course map,
     a wrong self-test answer with a misconception note and a hint button."""
@@ -316,15 +344,19 @@ def test_refusal_buttons_map_links_hints_and_a_reopened_notebook(tmp_path, home)
 
     from grader.engine.question import all_questions
 
-    with_note = [q for q in all_questions() if q.role == "self-test" and q.hints and
-                 any(not callable(w) for w, _ in q.misconceptions)]
+    with_note = [
+        q
+        for q in all_questions()
+        if q.role == "self-test" and q.hints and any(not callable(w) for w, _ in q.misconceptions)
+    ]
     if not with_note:
         pytest.fail("no self-test declares a literal misconception and hints; the browser cannot show one")
     q = with_note[0]
     note = next(n for w, n in q.misconceptions if not callable(w))
     overrides = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
-    assert overrides.exists() and "saveState" in overrides.read_text(), \
+    assert overrides.exists() and "saveState" in overrides.read_text(), (
         "JupyterLab's overrides.json (saveState) is not installed: run make install"
+    )
 
     root = tmp_path / "course"
     root.mkdir()
@@ -409,6 +441,7 @@ def test_a_feedback_page_opens_offline_with_answers_explanation_and_failing_case
                     remote.append(route.request.url)
                     return route.abort()
                 return route.continue_()
+
             page.route("**/*", refuse)
             page.goto(path.as_uri())
             body = " ".join(page.inner_text("body").split())
@@ -416,8 +449,8 @@ def test_a_feedback_page_opens_offline_with_answers_explanation_and_failing_case
             assert remote == [], remote
             pow_node, walk = get("01.pow-node"), get("01.graph-walk")
             row = " ".join(page.locator("tr#\\30 1\\.pow-node").inner_text().split())
-            assert "MulBackward0" in row and "PowBackward0" in row            # the answer beside torch's
-            assert " ".join(pow_node.explain.split()[:8]) in body               # the explanation
+            assert "MulBackward0" in row and "PowBackward0" in row  # the answer beside torch's
+            assert " ".join(pow_node.explain.split()[:8]) in body  # the explanation
             failing = page.locator(".failing")
             assert failing.count() == 1 and "Smallest failing case" in failing.inner_text()
             assert walk.kind.cases()[0].source.strip().splitlines()[0].strip() in failing.locator("pre").inner_text()
@@ -435,16 +468,24 @@ def test_the_class_report_renders_offline_and_its_figures_match_the_csv(tmp_path
 
     solution = ROOT / "solutions" / "00_start_here.ipynb"
     klass = tmp_path / "class"
-    for name, old, new in (("ann", "", ""), ("ben", "answer = [2.0, 3.0]", "answer = [1.0, 2.0]"),
-                           ("cat", "answer = [2.0, 3.0]", "answer = [1.0, 2.0]"), ("dan", "answer = 6.0", "answer = 5.0")):
+    for name, old, new in (
+        ("ann", "", ""),
+        ("ben", "answer = [2.0, 3.0]", "answer = [1.0, 2.0]"),
+        ("cat", "answer = [2.0, 3.0]", "answer = [1.0, 2.0]"),
+        ("dan", "answer = 6.0", "answer = 5.0"),
+    ):
         nb = nbformat.read(solution, as_version=4)
         for cell in nb.cells:
             cell.source = cell.source.replace(old, new) if old else cell.source
         (klass / name).mkdir(parents=True)
         nbformat.write(nb, klass / name / "00_start_here.ipynb")
     out, report = tmp_path / "grades.csv", tmp_path / "report.html"
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(klass), "--out", str(out), "-j", "2",
-                           "--report", str(report)], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "grade", str(klass), "--out", str(out), "-j", "2", "--report", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     with open(out, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -454,22 +495,29 @@ def test_the_class_report_renders_offline_and_its_figures_match_the_csv(tmp_path
         try:
             page = browser.new_page(viewport={"width": 1200, "height": 1000})
             asked = []
-            page.route("**/*", lambda route: (asked.append(route.request.url),
-                                              route.continue_() if route.request.url.startswith("file:")
-                                              else route.abort()))
+            page.route(
+                "**/*",
+                lambda route: (
+                    asked.append(route.request.url),
+                    route.continue_() if route.request.url.startswith("file:") else route.abort(),
+                ),
+            )
             page.goto(report.as_uri())
             page.locator("section.unit[data-unit='00'] svg").wait_for()
             assert [u for u in asked if not u.startswith("file:")] == [], "the report asked the network"
             assert page.locator("#totals").get_attribute("data-learners") == "4"
             chart = page.locator("section.unit[data-unit='00'] figure.chart svg")
             box = chart.bounding_box()
-            assert box and box["width"] > 300 and box["height"] > 80          # drawn, not an empty box
+            assert box and box["width"] > 300 and box["height"] > 80  # drawn, not an empty box
             for qid in ("00.warmup-add", "00.warmup-flag", "00.warmup-square"):
-                role_right = (lambda v: v == "predicted, correct") if qid != "00.warmup-square" else \
-                    (lambda v: v.startswith("correct"))
+                role_right = (
+                    (lambda v: v == "predicted, correct")
+                    if qid != "00.warmup-square"
+                    else (lambda v: v.startswith("correct"))
+                )
                 right = sum(role_right(r[qid]) for r in rows)
                 label = chart.locator(f"[id='count-{qid}']").text_content().strip()
-                assert label == f"{right}/{len(rows)}", (qid, label)                  # the figure says what the CSV says
+                assert label == f"{right}/{len(rows)}", (qid, label)  # the figure says what the CSV says
                 cell = page.locator(f"tr.question[data-qid='{qid}'] td.right").inner_text()
                 assert cell == f"{right}/{len(rows)}"
             passed = sum(r["marked passed"] == "yes" for r in rows)

@@ -1,4 +1,5 @@
 """One source: notebooks/ is generated from solutions/, and build --check notices drift."""
+
 import json
 import shutil
 import subprocess
@@ -15,8 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_top_level_regions_become_placeholders():
     src = "### BEGIN SOLUTION\nanswer = [1, 2]\nother: int = 3\n### END SOLUTION\npredict('q', answer)"
-    assert strip_solutions(src) == ("answer = ...  # YOUR ANSWER HERE\nother = ...  # YOUR ANSWER HERE\n"
-                                    "predict('q', answer)")
+    assert strip_solutions(src) == (
+        "answer = ...  # YOUR ANSWER HERE\nother = ...  # YOUR ANSWER HERE\npredict('q', answer)"
+    )
 
 
 def test_regions_in_a_body_raise_not_implemented():
@@ -29,13 +31,16 @@ def test_regions_in_a_body_raise_not_implemented():
         namespace["f"](1)
 
 
-@pytest.mark.parametrize("src, words", [
-    ("### BEGIN SOLUTION\nprint(1)\n### END SOLUTION", "may only assign names"),
-    ("### BEGIN SOLUTION\na = 1", "has no"),
-    ("a = 1\n### END SOLUTION", "without"),
-    ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION", "inside another"),
-    ("### BEGIN SOLUTION\na[0] = 1\n### END SOLUTION", "may only assign names"),
-])
+@pytest.mark.parametrize(
+    "src, words",
+    [
+        ("### BEGIN SOLUTION\nprint(1)\n### END SOLUTION", "may only assign names"),
+        ("### BEGIN SOLUTION\na = 1", "has no"),
+        ("a = 1\n### END SOLUTION", "without"),
+        ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION", "inside another"),
+        ("### BEGIN SOLUTION\na[0] = 1\n### END SOLUTION", "may only assign names"),
+    ],
+)
 def test_malformed_regions_are_refused_with_the_place(src, words):
     with pytest.raises(BuildError, match=words):
         strip_solutions(src, "x.ipynb, cell 3")
@@ -74,6 +79,7 @@ def test_check_fails_on_drift_and_build_repairs_it(tmp_path):
 def test_every_unit_with_questions_has_a_solution_and_a_learner_notebook():
     from grader.engine.course import UNITS
     from grader.engine.question import all_questions
+
     units = {q.unit for q in all_questions()}
     for uid in units:
         name = UNITS[uid].notebook
@@ -90,12 +96,15 @@ def test_every_unit_with_questions_has_a_solution_and_a_learner_notebook():
 
 def test_stored_outputs_are_normalised_so_a_diff_is_the_change():
     from grader.instructor.build import BuildError, normalise_outputs
+
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1); print(2)")])
     cell = nb.cells[0]
     cell.execution_count = 7
-    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n"),
-                    nbformat.v4.new_output("stream", name="stdout", text="2\n"),
-                    nbformat.v4.new_output("execute_result", data={"text/plain": "3"}, execution_count=7)]
+    cell.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="1\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="2\n"),
+        nbformat.v4.new_output("execute_result", data={"text/plain": "3"}, execution_count=7),
+    ]
     normalise_outputs(nb)
     assert cell.execution_count == 1 and cell.outputs[1]["execution_count"] == 1
     assert [o["output_type"] for o in cell.outputs] == ["stream", "execute_result"]
@@ -106,9 +115,24 @@ def test_stored_outputs_are_normalised_so_a_diff_is_the_change():
 
 
 def test_one_keyword_selects_all_of_a_units_tests():
-    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist",
-                          "tests/test_questions.py", "tests/test_unit02.py", "-k", "unit02"],
-                         capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:xdist",
+            "tests/test_questions.py",
+            "tests/test_unit02.py",
+            "-k",
+            "unit02",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     ids = [line for line in out.stdout.splitlines() if "::" in line]
     assert ids and all("02." in i or "test_unit02" in i for i in ids)
     assert any("test_questions.py" in i for i in ids) and any("test_unit02.py" in i for i in ids)

@@ -1,4 +1,5 @@
 """Every exercise's generated cases implement the Case protocol, and come back the same each time."""
+
 import pytest
 
 from grader.engine.cases import Case, problems

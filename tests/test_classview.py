@@ -1,4 +1,5 @@
 """The instructor's view without a hub: three learners' stores in three homes, read-only."""
+
 from __future__ import annotations
 
 import json
@@ -97,7 +98,8 @@ def test_the_report_counts_each_learners_own_record(a_class):
     where = {r["learner"]: r for r in rep["class"]}
     assert where["ada"]["passed"] == ["00"] and where["ada"]["unit_in_progress"] == ""
     assert where["bo"]["unit_in_progress"] == "00" and where["bo"]["missing"] == [
-        "00.warmup-square: not answered yet (self-test)"]
+        "00.warmup-square: not answered yet (self-test)"
+    ]
     assert where["cy"]["unit_in_progress"] == q.unit and where["cy"]["last_action"] == f"{q.qid} check incorrect"
     # read-only: nothing created, changed or left beside any store
     after = {n: listing(homes / n / classview.STORE_IN_HOME.parent) for n in ("ada", "bo", "cy")}
@@ -109,8 +111,9 @@ def test_the_page_says_what_it_is_and_carries_the_numbers(a_class, tmp_path):
     rep = classview.report(classview.collect([homes]))
     text = classview.page(rep)
     assert "This is the learners' own record." in text and "nothing was re-run" in text
-    assert "<script src" not in text and "http" not in text.split("<script type='application/json'")[0], \
+    assert "<script src" not in text and "http" not in text.split("<script type='application/json'")[0], (
         "the page works offline: no remote resource"
+    )
     assert "data-q='00.warmup-add' data-k='predicted_correct'>1<" in text
     assert json.loads(text.split("id='report'>")[1].split("</script>")[0].replace("<\\/", "</")) == rep
 
@@ -121,8 +124,10 @@ def test_a_store_being_written_is_read_through_its_own_wal_and_gains_no_files(a_
     shutil.copyfile(homes / "ada" / classview.STORE_IN_HOME, path)
     writer = sqlite3.connect(path, isolation_level=None)
     writer.execute("BEGIN IMMEDIATE")
-    writer.execute("INSERT INTO events (time, unit, qid, action, answer, verdict, torch) "
-                   "VALUES (1, '01', NULL, 'reset', 'null', 'recorded', 'x')")
+    writer.execute(
+        "INSERT INTO events (time, unit, qid, action, answer, verdict, torch) "
+        "VALUES (1, '01', NULL, 'reset', 'null', 'recorded', 'x')"
+    )
     try:
         names = set(os.listdir(path.parent))
         assert {path.name + "-wal", path.name + "-shm"} <= names
@@ -167,6 +172,7 @@ def test_a_home_that_cannot_be_entered_is_listed_with_why(a_class, tmp_path, mon
         if "bo" in self.parts:
             raise PermissionError(13, "Permission denied", str(self))
         return real(self)
+
     monkeypatch.setattr(Path, "is_file", guarded)
     problems = {l.name: l.problem for l in classview.collect([homes])}
     assert problems["ada"] == "" and problems["bo"].startswith("store not readable: permission denied")

@@ -1,4 +1,5 @@
 """python -m grader: status, questions, reset, build --check, verify."""
+
 import io
 import json
 import subprocess
@@ -12,8 +13,9 @@ from grader.instructor.cli import main
 
 def run(*args, env=None):
     # no terminal on stdin, as in a script: reset must not wait for an answer
-    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, env=env,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "grader", *args], capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL
+    )
 
 
 def test_questions_lists_every_question():
@@ -40,7 +42,7 @@ def test_status_and_reset_follow_the_store(capsys):
     assert units["01"]["status"] == "in progress" and units["01"]["done"] == 1
     assert units["00"]["status"] == "not started"
     assert units["02"]["note"] == "needs 01 passed first"
-    refused = run("reset", "01")                       # no terminal to ask at, no --yes: nothing forgotten
+    refused = run("reset", "01")  # no terminal to ask at, no --yes: nothing forgotten
     assert refused.returncode == 2 and "--yes" in refused.stderr
     assert units_now(capsys)["01"]["status"] == "in progress"
     assert run("reset", "01", "--yes").returncode == 0
@@ -61,8 +63,10 @@ def unit01_status(capsys):
     return units_now(capsys)["01"]["status"]
 
 
-@pytest.mark.parametrize("typed, code, status", [("n\n", 1, "in progress"), ("\n", 1, "in progress"),
-                                                 ("", 1, "in progress"), ("y\n", 0, "not started")])
+@pytest.mark.parametrize(
+    "typed, code, status",
+    [("n\n", 1, "in progress"), ("\n", 1, "in progress"), ("", 1, "in progress"), ("y\n", 0, "not started")],
+)
 def test_reset_asks_before_forgetting(typed, code, status, monkeypatch, capsys):
     predict("01.pow-node", "PowBackward0")
     monkeypatch.setattr(sys, "stdin", Terminal(typed))
@@ -73,9 +77,19 @@ def test_reset_asks_before_forgetting(typed, code, status, monkeypatch, capsys):
     assert unit01_status(capsys) == status
 
 
-@pytest.mark.parametrize("target, suggestion", [("7", "07"), ("1", "01"), ("7.exp-add", "07.exp-add"),
-                                                ("007", None), ("07.", None), ("07.exp", None),
-                                                ("01_what_the_forward_pass_records", None), (" 07", None)])
+@pytest.mark.parametrize(
+    "target, suggestion",
+    [
+        ("7", "07"),
+        ("1", "01"),
+        ("7.exp-add", "07.exp-add"),
+        ("007", None),
+        ("07.", None),
+        ("07.exp", None),
+        ("01_what_the_forward_pass_records", None),
+        (" 07", None),
+    ],
+)
 def test_reset_takes_only_exact_ids(target, suggestion, monkeypatch, capsys):
     predict("07.version-count", 2)
     monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
@@ -97,9 +111,14 @@ def test_reset_of_one_question_by_its_exact_id(capsys):
 
 def test_a_closed_pipe_ends_quietly():
     """`python -m grader status --json | head` ends without a BrokenPipeError traceback."""
-    proc = subprocess.Popen([sys.executable, "-m", "grader", "status", "--json"], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    proc.stdout.close()                                  # the reader leaves before a byte is written
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grader", "status", "--json"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    proc.stdout.close()  # the reader leaves before a byte is written
     err = proc.stderr.read()
     proc.wait(timeout=120)
     proc.stderr.close()

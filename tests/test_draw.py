@@ -1,4 +1,5 @@
 """draw(): nodes, leaf names, input slots, saved storages with versions, freed values, text fallback."""
+
 import shutil
 
 import pytest
@@ -45,7 +46,7 @@ def test_text_is_deterministic_and_free_of_addresses():
 def test_nodes_leaf_names_slots_and_the_none_edge():
     w = torch.tensor(2.0, requires_grad=True)
     x = w * 3
-    y = x ** 2
+    y = x**2
     d = draw(y, names={"w": w, "x": x, "y": y})
     assert [n.name for n in d.nodes] == ["PowBackward0", "MulBackward0", "AccumulateGrad"]
     mul = d.nodes[1]
@@ -64,7 +65,7 @@ def test_nodes_leaf_names_slots_and_the_none_edge():
 def test_a_stale_saved_tensor_stands_out_before_backward():
     a = torch.ones(3, requires_grad=True)
     e = a.exp()
-    out = e ** 2
+    out = e**2
     assert not draw(out).stale
     e.add_(1)
     d = draw(out, names={"a": a, "e": e})
@@ -151,6 +152,7 @@ def test_a_custom_functions_saves_are_drawn():
 
 def test_a_wide_drawing_fits_the_notebook_column():
     from grader.learner.drawing import MAX_WIDTH_PX, fit_width
+
     wide = '<svg width="1200pt" height="300pt" viewBox="0 0 1200 300">'
     fitted = fit_width(wide)
     assert f'width="{MAX_WIDTH_PX}px"' in fitted and 'viewBox="0 0 1200 300"' in fitted
@@ -161,6 +163,7 @@ def test_a_drawing_without_saved_tensors_claims_no_bill():
     import torch
 
     from grader import draw
+
     w = torch.tensor(2.0, requires_grad=True)
     text = draw((w * w).sin(), saved=False).text()
     assert "saved storage" not in text.splitlines()[0]

@@ -1,4 +1,5 @@
 """Version drift: answers that name things torch renames are compared on their stable part only."""
+
 from grader import check, predict, reveal
 from grader.engine import question as registry
 from grader.engine.kinds import ErrorOutcome
@@ -14,11 +15,31 @@ def test_a_renamed_node_class_still_matches(monkeypatch):
     swap_experiment(monkeypatch, "01.pow-node", lambda: "PowBackward1")
     predict("01.pow-node", "PowBackward0")
     assert reveal("01.pow-node").passed
-    swap_experiment(monkeypatch, "01.closed-book-walk",
-                    lambda: ["SumBackward1", "ReluBackward1", "AddBackward0", "MmBackward2",
-                             "AccumulateGrad", "AccumulateGrad", "AccumulateGrad"])
-    assert check("01.closed-book-walk", ["SumBackward0", "ReluBackward0", "AddBackward0", "MmBackward0",
-                                         "AccumulateGrad", "AccumulateGrad", "AccumulateGrad"]).passed
+    swap_experiment(
+        monkeypatch,
+        "01.closed-book-walk",
+        lambda: [
+            "SumBackward1",
+            "ReluBackward1",
+            "AddBackward0",
+            "MmBackward2",
+            "AccumulateGrad",
+            "AccumulateGrad",
+            "AccumulateGrad",
+        ],
+    )
+    assert check(
+        "01.closed-book-walk",
+        [
+            "SumBackward0",
+            "ReluBackward0",
+            "AddBackward0",
+            "MmBackward0",
+            "AccumulateGrad",
+            "AccumulateGrad",
+            "AccumulateGrad",
+        ],
+    ).passed
 
 
 def test_a_renamed_saved_attribute_prefix_still_matches(monkeypatch):
@@ -35,12 +56,19 @@ def test_a_real_rename_is_still_refused(monkeypatch):
 
 def test_error_words_from_the_stable_part_survive_a_new_hint():
     from grader.engine.kinds import Error
+
     kind = Error("at backward", needs_message=True)
     answer = kind.read(("at backward", "has been modified by an inplace operation"))
-    old = ErrorOutcome("at backward", "RuntimeError",
-                       "one of the variables needed for gradient computation has been modified by an inplace "
-                       "operation: [torch.FloatTensor [3]], which is output 0 of ExpBackward0, is at version 1; "
-                       "expected version 0 instead. Hint: enable anomaly detection.")
-    new = old._replace(message=old.message.replace("ExpBackward0", "Exp").replace(
-        "enable anomaly detection.", "enable anomaly detection ... with set_detect_anomaly(True, check_nan=False)."))
+    old = ErrorOutcome(
+        "at backward",
+        "RuntimeError",
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        "operation: [torch.FloatTensor [3]], which is output 0 of ExpBackward0, is at version 1; "
+        "expected version 0 instead. Hint: enable anomaly detection.",
+    )
+    new = old._replace(
+        message=old.message.replace("ExpBackward0", "Exp").replace(
+            "enable anomaly detection.", "enable anomaly detection ... with set_detect_anomaly(True, check_nan=False)."
+        )
+    )
     assert kind.agrees(old, answer) and kind.agrees(new, answer)

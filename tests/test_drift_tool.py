@@ -1,5 +1,6 @@
 """`make drift`: torch's own deprecation warnings are silenced once grader is imported (and nothing
 else is), and tools/drift.py notices a torch cap in pip's configuration."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,8 +26,9 @@ def stderr_of(code: str) -> str:
     """stderr of a fresh Python (Python's default warning filters, as in a kernel) running code."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     env["PYTHONPATH"] = str(ROOT)
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          cwd=ROOT, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return done.stderr
 
@@ -76,12 +78,21 @@ def test_a_module_that_only_starts_with_torch_is_not_torch():
     assert "torchvision deprecation" in err
 
 
-@pytest.mark.parametrize("spec, version, ok", [
-    ("<=2.14.1", "2.15.0", False), ("<=2.14.1", "2.14.1", True), ("<=2.14.1", "2.4.1", True),
-    ("<2.15", "2.15.0", False), (">=2.0,<2.15", "2.13.0", True), ("==2.13.*", "2.14.0", False),
-    ("==2.13.*", "2.13.0", True), ("!=2.15.0", "2.15.0", False), ("~=2.13.0", "2.13.5", True),
-    ("~=2.13.0", "2.14.0", False),
-])
+@pytest.mark.parametrize(
+    "spec, version, ok",
+    [
+        ("<=2.14.1", "2.15.0", False),
+        ("<=2.14.1", "2.14.1", True),
+        ("<=2.14.1", "2.4.1", True),
+        ("<2.15", "2.15.0", False),
+        (">=2.0,<2.15", "2.13.0", True),
+        ("==2.13.*", "2.14.0", False),
+        ("==2.13.*", "2.13.0", True),
+        ("!=2.15.0", "2.15.0", False),
+        ("~=2.13.0", "2.13.5", True),
+        ("~=2.13.0", "2.14.0", False),
+    ],
+)
 def test_version_specifiers(spec, version, ok):
     assert drift_tool().allows(spec, version) is ok
 
@@ -110,15 +121,40 @@ def test_the_side_environment_gets_the_courses_dependencies_but_the_requested_to
 
 def test_the_report_names_changed_answers_raising_experiments_and_failing_cells():
     tool = drift_tool()
-    facts = {"venv": ".venv-torch-9.9.0", "reused": False, "install_s": 120.0, "cap": "/etc/c.txt: torch<=9.8",
-             "lifted": True, "torch": "9.9.0", "python": "3.11.7", "size_gb": 5.4}
-    rows = [{"id": "01.pow-node", "ok": True, "answer": "PowBackward1", "error": ""},
-            {"id": "07.bump", "ok": False, "answer": "", "error": "RuntimeError: gone"}]
-    ver = {"ok": True, "seconds": 30.0, "report": {
-        "torch": "9.9.0", "built_with": "2.13.0+cpu", "rows": rows, "errors": ["07.bump"], "added": [], "removed": [],
-        "changed": [{"id": "01.pow-node", "old": "PowBackward0", "new": "PowBackward1"}]}}
-    nb = {"passed": 10, "failed": 1, "skipped": 0, "seconds": 60.0,
-          "cells": [{"notebook": "06_graph_lifetime", "cell": "Cell 45", "kind": "output changed", "detail": "- a\n+ b"}]}
+    facts = {
+        "venv": ".venv-torch-9.9.0",
+        "reused": False,
+        "install_s": 120.0,
+        "cap": "/etc/c.txt: torch<=9.8",
+        "lifted": True,
+        "torch": "9.9.0",
+        "python": "3.11.7",
+        "size_gb": 5.4,
+    }
+    rows = [
+        {"id": "01.pow-node", "ok": True, "answer": "PowBackward1", "error": ""},
+        {"id": "07.bump", "ok": False, "answer": "", "error": "RuntimeError: gone"},
+    ]
+    ver = {
+        "ok": True,
+        "seconds": 30.0,
+        "report": {
+            "torch": "9.9.0",
+            "built_with": "2.13.0+cpu",
+            "rows": rows,
+            "errors": ["07.bump"],
+            "added": [],
+            "removed": [],
+            "changed": [{"id": "01.pow-node", "old": "PowBackward0", "new": "PowBackward1"}],
+        },
+    }
+    nb = {
+        "passed": 10,
+        "failed": 1,
+        "skipped": 0,
+        "seconds": 60.0,
+        "cells": [{"notebook": "06_graph_lifetime", "cell": "Cell 45", "kind": "output changed", "detail": "- a\n+ b"}],
+    }
     text = tool.report("9.9.0", facts, ver, nb, "make drift TORCH=9.9.0 LIFT_CAP=1", 300.0)
     assert "`01.pow-node`: PowBackward0 -> PowBackward1" in text
     assert "`07.bump`: RuntimeError: gone" in text
@@ -130,10 +166,13 @@ def test_make_drift_and_the_workflow_matrix_cover_the_pinned_torch():
     import tomllib
     import yaml
 
-    pinned = next(d.split("==")[1] for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-                  ["dependencies"] if d.startswith("torch=="))
+    pinned = next(
+        d.split("==")[1]
+        for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+        if d.startswith("torch==")
+    )
     make = (ROOT / "Makefile").read_text()
-    target = make[make.index("\ndrift:"):]
+    target = make[make.index("\ndrift:") :]
     assert "tools/drift.py $(TORCH)" in target and "--lift-cap" in target
     assert "\ndrift:\n" in make, "drift needs no .venv: it builds its own side environment"
     job = yaml.safe_load((ROOT / ".github" / "workflows" / "test.yml").read_text())["jobs"]["drift"]

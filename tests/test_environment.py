@@ -1,5 +1,6 @@
 """environment.yml wraps pyproject.toml's requirements, so the two cannot drift apart; the install takes
 torch's CPU build and never waits long for an index that does not answer."""
+
 import http.server
 import re
 import socket
@@ -20,7 +21,7 @@ def makefile_target(name: str) -> str:
     text = (ROOT / "Makefile").read_text()
     start = text.index(f"\n{name}:")
     end = text.find("\n\n", start + 1)
-    return text[start:end if end > 0 else None]
+    return text[start : end if end > 0 else None]
 
 
 def makefile_variable(name: str) -> str:
@@ -36,8 +37,9 @@ def test_environment_yml_wraps_pyproject():
     assert "python=3.11" in deps and "pip" in deps
     pip = next(d["pip"] for d in deps if isinstance(d, dict))
     assert pip[-1] == "-e .[test]", "environment.yml must install this project, with its test extra"
-    assert pip[:-1] == [f"--index-url {CPU_INDEX}", "--extra-index-url https://pypi.org/simple"], \
+    assert pip[:-1] == [f"--index-url {CPU_INDEX}", "--extra-index-url https://pypi.org/simple"], (
         "conda users get torch's CPU build too"
+    )
     assert "test" in project["optional-dependencies"]
     assert project["requires-python"] == ">=3.10"
 
@@ -50,7 +52,7 @@ def test_torch_is_pinned_and_numpy_listed():
 
 def test_conda_instructions_activate_the_environment():
     readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Two commands"):readme.index("## The learner's loop")]
+    section = readme[readme.index("## Two commands") : readme.index("## The learner's loop")]
     assert "conda env create -f environment.yml" in section and "conda activate autograd-lab" in section
     assert "conda activate autograd-lab" in (ROOT / "environment.yml").read_text()
 
@@ -69,15 +71,22 @@ def test_the_editable_build_warns_of_nothing(tmp_path):
         (tmp_path / name).write_bytes((ROOT / name).read_bytes())
     (tmp_path / "grader").mkdir()
     (tmp_path / "grader" / "__init__.py").write_text("")
-    probe = ("import sys, warnings\n"
-             "import setuptools.build_meta as backend\n"
-             "from setuptools.warnings import SetuptoolsWarning\n"
-             "with warnings.catch_warnings(record=True) as caught:\n"
-             "    warnings.simplefilter('always')\n"
-             "    backend.build_editable(sys.argv[1])\n"
-             "print([str(w.message).split(chr(10))[0] for w in caught if issubclass(w.category, SetuptoolsWarning)])\n")
-    out = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "wheel")], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=300)
+    probe = (
+        "import sys, warnings\n"
+        "import setuptools.build_meta as backend\n"
+        "from setuptools.warnings import SetuptoolsWarning\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    backend.build_editable(sys.argv[1])\n"
+        "print([str(w.message).split(chr(10))[0] for w in caught if issubclass(w.category, SetuptoolsWarning)])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path / "wheel")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout[-2000:]
 
@@ -144,7 +153,7 @@ def test_ci_runs_make_test_and_nothing_else():
 
 def test_make_lab_binds_localhost_with_a_token():
     text = (ROOT / "Makefile").read_text()
-    lab = text[text.index("\nlab:"):text.index("\ntest:")]
+    lab = text[text.index("\nlab:") : text.index("\ntest:")]
     assert "--ServerApp.ip=127.0.0.1" in lab
     assert '--IdentityProvider.token="$$token"' in lab and "token_urlsafe" in lab
     assert "--allow-root" in lab and 'id -u)" = 0' in lab
@@ -154,7 +163,7 @@ def test_make_lab_opens_the_learners_workspace_after_checking_the_port():
     lab = makefile_target("lab")
     workspace = lab.index("-m grader workspace --port $(PORT) --print-dir")
     assert workspace < lab.index("token_urlsafe") < lab.index("echo"), "the port is checked before a URL is shown"
-    assert "|| exit 1" in lab[workspace:lab.index("token_urlsafe")]
+    assert "|| exit 1" in lab[workspace : lab.index("token_urlsafe")]
     assert '--ServerApp.root_dir="$$dir"' in lab and '"$$dir/00_start_here.ipynb"' in lab
     assert "$(CURDIR)" not in lab and "notebooks/" not in lab, "the learner never works in notebooks/"
     assert "/lab/tree/00_start_here.ipynb?token=" in lab
@@ -175,4 +184,4 @@ def test_the_hub_gets_its_proxy_locally_and_binds_loopback_only():
     config = (ROOT / "hub" / "jupyterhub_config.py").read_text()
     for setting in ("c.JupyterHub.bind_url", "c.JupyterHub.hub_bind_url", "c.ConfigurableHTTPProxy.api_url"):
         line = next(l for l in config.splitlines() if l.startswith(setting))
-        assert '"http://127.0.0.1:' in line.replace("f\"", "\""), line
+        assert '"http://127.0.0.1:' in line.replace('f"', '"'), line

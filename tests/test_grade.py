@@ -1,4 +1,5 @@
 """python -m grader grade: a folder of learner notebooks becomes a gradebook, whatever the notebooks do."""
+
 import csv
 import subprocess
 import sys
@@ -51,9 +52,28 @@ def gradebook(tmp_path_factory):
     (folder / "frank" / "00_start_here.ipynb").write_text("{ this is not json")
     out = folder / "grades.csv"
     html = folder / "feedback"
-    result = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "-j", "2",
-                             "--cell-timeout", "15", "--memory-mb", "2048", "--html", str(html)],
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader",
+            "grade",
+            str(folder),
+            "--out",
+            str(out),
+            "-j",
+            "2",
+            "--cell-timeout",
+            "15",
+            "--memory-mb",
+            "2048",
+            "--html",
+            str(html),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     with open(out, newline="") as f:
         rows = {r["learner"]: r for r in csv.DictReader(f)}
@@ -71,7 +91,7 @@ def test_a_solved_notebook_passes_everything(gradebook):
 def test_an_untouched_notebook_passes_nothing(gradebook):
     bob = gradebook[0]["bob"]
     assert bob["run"] == "ok" and bob["marked passed"] == "no"
-    assert bob["00.warmup-add"] == "not answered"   # the re-run revealed it; bob never predicted
+    assert bob["00.warmup-add"] == "not answered"  # the re-run revealed it; bob never predicted
     assert bob["00.warmup-square"] == "not answered" and bob["done"] == "0" and bob["points"] == "0"
 
 
@@ -129,8 +149,12 @@ def test_unknown_units_are_errors():
 def test_bad_grade_options_are_refused_before_anything_runs(tmp_path):
     nb = tmp_path / "x.ipynb"
     nb.write_text("{}")
-    for extra, words in ((("--out", str(tmp_path)), "is a folder"), (("-j", "0"), "--jobs must be a positive"),
-                         (("--cell-timeout", "-1"), "--cell-timeout must be"), (("--memory-mb", "0"), "--memory-mb")):
+    for extra, words in (
+        (("--out", str(tmp_path)), "is a folder"),
+        (("-j", "0"), "--jobs must be a positive"),
+        (("--cell-timeout", "-1"), "--cell-timeout must be"),
+        (("--memory-mb", "0"), "--memory-mb"),
+    ):
         out = _cli("grade", str(nb), *(extra if "--out" in extra else ("--out", str(tmp_path / "g.csv"), *extra)))
         assert out.returncode == 2 and words in out.stderr, out.stderr
     assert not (tmp_path / "g.csv").exists()
@@ -138,6 +162,7 @@ def test_bad_grade_options_are_refused_before_anything_runs(tmp_path):
 
 def test_restore_puts_grader_cells_back_and_reports_deleted_ones(tmp_path):
     from grader.instructor.grading.pipeline import Submission, restore
+
     nb = edited(SOLUTION, lambda nb: replace_in(nb, 'mark_passed("00")', 'print("no mark")'))
     nb.cells = [c for c in nb.cells if c.get("id") != "c013"]
     nbformat.write(nb, tmp_path / "00_start_here.ipynb")
@@ -153,6 +178,7 @@ def test_a_store_is_read_as_data(tmp_path):
 
     from grader.engine.store import Store
     from grader.instructor.grading.pipeline import read_events
+
     home, scratch = tmp_path / "home", tmp_path / "scratch"
     home.mkdir(), scratch.mkdir()
     Store(home / "progress.sqlite3").append("00", "00.warmup-square", "check", "correct", 6.0)
@@ -161,21 +187,28 @@ def test_a_store_is_read_as_data(tmp_path):
     for name in os.listdir(home):
         os.remove(home / name)
     os.mkfifo(home / "progress.sqlite3")
-    assert read_events(home, scratch) == ([], ["store missing or corrupt: the progress store is not a plain file "
-                                                "(a folder, FIFO or device)"])
+    assert read_events(home, scratch) == (
+        [],
+        ["store missing or corrupt: the progress store is not a plain file (a folder, FIFO or device)"],
+    )
 
 
 def test_the_cold_path_grades_as_the_warm_one(tmp_path, gradebook):
     """AGL_GRADE_COLD=1: each notebook in a fresh worker process and kernel (grading/notebook_worker.py)."""
     import os
+
     folder = tmp_path / "class"
     for name, source in (("alice", SOLUTION), ("bob", UNTOUCHED)):
         (folder / name).mkdir(parents=True)
         (folder / name / "00_start_here.ipynb").write_bytes(source.read_bytes())
     out = tmp_path / "cold.csv"
-    result = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "-j", "2",
-                             "--cell-timeout", "60"], capture_output=True, text=True, timeout=600,
-                            env={**os.environ, "AGL_GRADE_COLD": "1"})
+    result = subprocess.run(
+        [sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "-j", "2", "--cell-timeout", "60"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "AGL_GRADE_COLD": "1"},
+    )
     assert result.returncode == 0, result.stderr
     with open(out, newline="") as f:
         cold = {r["learner"]: r for r in csv.DictReader(f)}

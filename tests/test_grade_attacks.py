@@ -4,6 +4,7 @@ only the honest learner passes, and each attacker's row says what was found.
 Each attack is a cell in tests/fixtures/attacks/, added to a unit 00 notebook (or, for the exercise attack, a
 trimmed unit 01 notebook) the way a learner would add it.
 """
+
 import csv
 import os
 import subprocess
@@ -22,13 +23,13 @@ SOLVED_00 = ROOT / "solutions" / "00_start_here.ipynb"
 BLANK_00 = ROOT / "notebooks" / "00_start_here.ipynb"
 SOLVED_01 = ROOT / "solutions" / "01_what_the_forward_pass_records.ipynb"
 BLANK_01 = ROOT / "notebooks" / "01_what_the_forward_pass_records.ipynb"
-EXERCISE_CELLS = ("c001", "c052", "c053", "c078")     # unit 01: imports, graph_nodes, its check, mark
+EXERCISE_CELLS = ("c001", "c052", "c053", "c078")  # unit 01: imports, graph_nodes, its check, mark
 
 # learner: (base notebook, where the attack cell goes)
 CLASS = {
     "forged": (BLANK_00, "end"),
     "patchkind": (BLANK_00, "start"),
-    "peek": (BLANK_00, "start"),             # reveal, reset, predict
+    "peek": (BLANK_00, "start"),  # reveal, reset, predict
     "patchtorch": (BLANK_00, "start"),
     "leftover": (BLANK_00, "start"),
     "resultdir": (BLANK_00, "start"),
@@ -37,9 +38,18 @@ CLASS = {
     "flood": (BLANK_00, "start"),
     "nostore": (SOLVED_00, "end"),
 }
-FILES = {"forged": "forged_events", "patchkind": "patched_kind", "peek": "reveal_reset_predict",
-         "patchtorch": "patched_torch", "leftover": "leftover_process", "resultdir": "result_folder",
-         "fifo": "fifo_store", "fakekill": "fake_result_kill", "flood": "flood_fd2", "nostore": "deleted_store"}
+FILES = {
+    "forged": "forged_events",
+    "patchkind": "patched_kind",
+    "peek": "reveal_reset_predict",
+    "patchtorch": "patched_torch",
+    "leftover": "leftover_process",
+    "resultdir": "result_folder",
+    "fifo": "fifo_store",
+    "fakekill": "fake_result_kill",
+    "flood": "flood_fd2",
+    "nostore": "deleted_store",
+}
 
 
 def with_cell(base: Path, code: str, where: str):
@@ -73,10 +83,12 @@ def _leftovers() -> list[int]:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("attack-class")
-    notebooks = {name: with_cell(base, (ATTACKS / f"{FILES[name]}.py").read_text(), where)
-                 for name, (base, where) in CLASS.items()}
+    notebooks = {
+        name: with_cell(base, (ATTACKS / f"{FILES[name]}.py").read_text(), where)
+        for name, (base, where) in CLASS.items()
+    }
     notebooks["alice"] = nbformat.read(SOLVED_00, as_version=4)
-    notebooks["ivan"] = exercise_only(SOLVED_01)               # honest exercise, the rest of unit 01 left out
+    notebooks["ivan"] = exercise_only(SOLVED_01)  # honest exercise, the rest of unit 01 left out
     notebooks["framewalk"] = exercise_only(BLANK_01, (ATTACKS / "frame_walk.py").read_text())
     for name, nb in notebooks.items():
         (folder / name).mkdir()
@@ -88,9 +100,26 @@ def graded(tmp_path_factory):
     # Without bubblewrap a detached process is only caught when its notebook ends: grade one at a time then.
     jobs = "2" if containment.bwrap_works() else "1"
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "-j", jobs,
-                             "--cell-timeout", "20", "--notebook-timeout", "240"],
-                            capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader",
+            "grade",
+            str(folder),
+            "--out",
+            str(out),
+            "-j",
+            jobs,
+            "--cell-timeout",
+            "20",
+            "--notebook-timeout",
+            "240",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     seconds = time.monotonic() - started
     assert result.returncode == 0, result.stderr[-3000:]
     with open(out, newline="") as f:
@@ -121,8 +150,10 @@ def test_forged_events_are_not_verdicts(graded):
 
 
 def test_a_patched_kind_changes_nothing(graded):
-    r = graded[0]["patchkind"]   # the notebook's own check cell runs later, so the last check is "not answered"
-    assert r["00.warmup-add"] == "predicted, incorrect" and r["00.warmup-square"].startswith(("incorrect", "not answered"))
+    r = graded[0]["patchkind"]  # the notebook's own check cell runs later, so the last check is "not answered"
+    assert r["00.warmup-add"] == "predicted, incorrect" and r["00.warmup-square"].startswith(
+        ("incorrect", "not answered")
+    )
     assert "differs from the kernel's record for 00.warmup-add, 00.warmup-flag, 00.warmup-square" in r["findings"]
 
 
@@ -141,7 +172,9 @@ def test_frame_walking_finds_no_truth(graded):
 
 def test_patched_torch_in_the_kernel_changes_nothing(graded):
     r = graded[0]["patchtorch"]
-    assert r["00.warmup-add"] == "predicted, incorrect" and r["00.warmup-square"].startswith(("incorrect", "not answered"))
+    assert r["00.warmup-add"] == "predicted, incorrect" and r["00.warmup-square"].startswith(
+        ("incorrect", "not answered")
+    )
     assert "differs from the kernel's record for 00.warmup-add, 00.warmup-square" in r["findings"]
 
 

@@ -3,6 +3,7 @@
 One small class is graded once for the module (four notebooks, then one learner regraded and merged);
 the rest are fast tests of the write step's parts on data made here.
 """
+
 import csv
 import html
 import subprocess
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOLVED_00 = ROOT / "solutions" / "00_start_here.ipynb"
 BLANK_00 = ROOT / "notebooks" / "00_start_here.ipynb"
 SOLVED_01 = ROOT / "solutions" / "01_what_the_forward_pass_records.ipynb"
-FLAG_CELLS = ("c010", "c011", "c012", "c013")     # unit 00's question 00.warmup-flag, every cell of it
+FLAG_CELLS = ("c010", "c011", "c012", "c013")  # unit 00's question 00.warmup-flag, every cell of it
 
 
 def notebook(path, change=None):
@@ -38,13 +39,17 @@ def set_source(nb, cell_id, old, new):
     cell.source = cell.source.replace(old, new)
 
 
-def older_copy(nb):   # handed out before 00.warmup-flag was added
+def older_copy(nb):  # handed out before 00.warmup-flag was added
     nb.cells = [c for c in nb.cells if c.get("id") not in FLAG_CELLS]
 
 
 def _grade(*args):
-    out = subprocess.run([sys.executable, "-m", "grader", "grade", *map(str, args), "--cell-timeout", "60"],
-                         capture_output=True, text=True, timeout=900)
+    out = subprocess.run(
+        [sys.executable, "-m", "grader", "grade", *map(str, args), "--cell-timeout", "60"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return out
 
@@ -60,28 +65,40 @@ def graded(tmp_path_factory):
     folder = top / "class"
     for name in ("alice", "bob"):
         (folder / name).mkdir(parents=True)
-    nbformat.write(notebook(SOLVED_00, lambda nb: set_source(nb, "c006", "[2.0, 3.0]", "[2.0, 4.0]")),
-                   folder / "alice" / "00_start_here.ipynb")                      # one prediction wrong
-    nbformat.write(notebook(BLANK_00), folder / "bob" / "00_start_here.ipynb")   # untouched
-    nbformat.write(notebook(SOLVED_00, older_copy), folder / "frank_00.ipynb")   # flat names, an older copy
-    nbformat.write(notebook(SOLVED_01, lambda nb: set_source(nb, "c052", "    return found\n", "    return found[1:]\n")),
-                   folder / "frank_01.ipynb")                                     # a buggy exercise
+    nbformat.write(
+        notebook(SOLVED_00, lambda nb: set_source(nb, "c006", "[2.0, 3.0]", "[2.0, 4.0]")),
+        folder / "alice" / "00_start_here.ipynb",
+    )  # one prediction wrong
+    nbformat.write(notebook(BLANK_00), folder / "bob" / "00_start_here.ipynb")  # untouched
+    nbformat.write(notebook(SOLVED_00, older_copy), folder / "frank_00.ipynb")  # flat names, an older copy
+    nbformat.write(
+        notebook(SOLVED_01, lambda nb: set_source(nb, "c052", "    return found\n", "    return found[1:]\n")),
+        folder / "frank_01.ipynb",
+    )  # a buggy exercise
     (top / "roster.csv").write_text("Learner,Student ID\nalice,S-001\nbob,S-002\nfrank,S-003\nzoe,S-004\n")
     (top / "weights.toml").write_text('exercise = 5\n[questions]\n"00.warmup-square" = 3\n')
     (top / "times.csv").write_text("file,time\nfrank_01.ipynb,2026-03-02 23:59:00\n")
     common = ("--roster", top / "roster.csv", "--weights", top / "weights.toml", "--times", top / "times.csv")
-    first = _grade(folder, "--out", top / "grades.csv", "--wide", top / "wide.csv", "--html", top / "feedback",
-                   "-j", "2", *common)
+    first = _grade(
+        folder, "--out", top / "grades.csv", "--wide", top / "wide.csv", "--html", top / "feedback", "-j", "2", *common
+    )
     # bob hands in a solved copy: regrade bob alone, by his folder, and merge
     regrade = top / "late" / "bob"
     regrade.mkdir(parents=True)
     nbformat.write(notebook(SOLVED_00), regrade / "00_start_here.ipynb")
     long_before = _rows(top / "grades.csv")
-    second = _grade(regrade, "--out", top / "bob.csv", "--merge-into", top / "grades.csv",
-                    "--wide", top / "wide-after.csv", *common)
-    return {"top": top, "before": long_before, "after": _rows(top / "grades.csv"), "bob": _rows(top / "bob.csv"),
-            "wide": _rows(top / "wide.csv"), "wide_after": _rows(top / "wide-after.csv"),
-            "stderr": first.stderr + second.stderr}
+    second = _grade(
+        regrade, "--out", top / "bob.csv", "--merge-into", top / "grades.csv", "--wide", top / "wide-after.csv", *common
+    )
+    return {
+        "top": top,
+        "before": long_before,
+        "after": _rows(top / "grades.csv"),
+        "bob": _rows(top / "bob.csv"),
+        "wide": _rows(top / "wide.csv"),
+        "wide_after": _rows(top / "wide-after.csv"),
+        "stderr": first.stderr + second.stderr,
+    }
 
 
 def by(rows, learner, unit):
@@ -116,8 +133,8 @@ def test_flat_file_names_are_one_learner_and_an_older_copy_grades(graded):
 def test_an_exercise_failure_costs_its_points_and_the_submission_time_is_a_column(graded):
     ex = by(graded["before"], "frank", "01")
     assert ex["01.graph-walk"].startswith("incorrect")
-    assert ex["submitted"] == "2026-03-02 23:59:00"                       # from the LMS's times file
-    assert by(graded["before"], "alice", "00")["submitted"][:2] == "20"   # from the file's own time
+    assert ex["submitted"] == "2026-03-02 23:59:00"  # from the LMS's times file
+    assert by(graded["before"], "alice", "00")["submitted"][:2] == "20"  # from the file's own time
 
 
 def test_the_wide_file_has_one_row_per_learner_in_numbers(graded):
@@ -126,7 +143,7 @@ def test_the_wide_file_has_one_row_per_learner_in_numbers(graded):
     assert wide["zoe"]["student id"] == "S-004" and wide["zoe"]["00 passed"] == "not submitted"
     frank = wide["frank"]
     assert frank["student id"] == "S-003" and frank["00 percent"] == "100"
-    for row in wide.values():   # every number a spreadsheet reads as a number, no "5/18"
+    for row in wide.values():  # every number a spreadsheet reads as a number, no "5/18"
         for key in ("points", "max", "percent", "00 points", "00 max"):
             float(row[key])
         assert float(row["points"]) == sum(float(row[f"{u} points"]) for u in ("00", "01"))
@@ -134,10 +151,10 @@ def test_the_wide_file_has_one_row_per_learner_in_numbers(graded):
 
 
 def test_a_regrade_of_one_learner_merges(graded):
-    assert [r["learner"] for r in graded["bob"]] == ["bob"]                 # named after the folder, not the file
+    assert [r["learner"] for r in graded["bob"]] == ["bob"]  # named after the folder, not the file
     bob = [r for r in graded["after"] if r["learner"] == "bob"]
     assert len(bob) == 1 and bob[0]["marked passed"] == "yes" and bob[0]["percent"] == "100"
-    others = lambda rows: [r for r in rows if r["learner"] != "bob"]        # noqa: E731
+    others = lambda rows: [r for r in rows if r["learner"] != "bob"]  # noqa: E731
     assert others(graded["after"]) == others(graded["before"])
     assert {r["learner"]: r["00 percent"] for r in graded["wide_after"]}["bob"] == "100"
 
@@ -147,32 +164,40 @@ def test_the_feedback_page_shows_answers_explanation_and_the_failing_case(graded
     assert page.index("Unit 00") < page.index("Unit 01")
     assert "Smallest failing case" in page and "torch says" in page
     assert html.escape(get("01.graph-walk").prompt[:40]) in page and "Why:" in page
-    assert "http://" not in page and "https://" not in page                 # opens offline
+    assert "http://" not in page and "https://" not in page  # opens offline
     alice = (graded["top"] / "feedback" / "alice.html").read_text()
-    assert "[2, 4]" in alice and "[2, 3]" in alice                          # her answer beside torch's
+    assert "[2, 4]" in alice and "[2, 3]" in alice  # her answer beside torch's
     assert "class='verdict partial'>predicted, incorrect" in alice
 
 
 # --- the parts, on data made here ---------------------------------------------------------
 
-@pytest.mark.parametrize("given, notebook, learner", [
-    ("class", "class/alice/01_what_the_forward_pass_records.ipynb", "alice"),
-    ("class", "class/frank_01.ipynb", "frank"),
-    ("class", "class/frank_02_backward_and_why_gradients_add.ipynb", "frank"),
-    ("class/frank_01.ipynb", "class/frank_01.ipynb", "frank"),
-    ("class/dave", "class/dave/00_start_here.ipynb", "dave"),
-    ("class/dave/00_start_here.ipynb", "class/dave/00_start_here.ipynb", "dave"),
-    ("class", "class/erin.ipynb", "erin"),
-    ("class", "class/h_99.ipynb", "h_99"),
-])
+
+@pytest.mark.parametrize(
+    "given, notebook, learner",
+    [
+        ("class", "class/alice/01_what_the_forward_pass_records.ipynb", "alice"),
+        ("class", "class/frank_01.ipynb", "frank"),
+        ("class", "class/frank_02_backward_and_why_gradients_add.ipynb", "frank"),
+        ("class/frank_01.ipynb", "class/frank_01.ipynb", "frank"),
+        ("class/dave", "class/dave/00_start_here.ipynb", "dave"),
+        ("class/dave/00_start_here.ipynb", "class/dave/00_start_here.ipynb", "dave"),
+        ("class", "class/erin.ipynb", "erin"),
+        ("class", "class/h_99.ipynb", "h_99"),
+    ],
+)
 def test_learner_names_are_found_the_same_way_whatever_is_graded(given, notebook, learner):
     assert roster.learner_of(Path(notebook), Path(given)) == learner
 
 
 def test_weights_files_are_checked(tmp_path):
-    bad = {"exercise = -1\n": "0 or more", "bogus = 1\n": "unknown setting",
-           '[questions]\n"00.nope" = 1\n': "not a question", '[questions]\n"00.warmup-add" = 2\n': "participation",
-           "exercise = [\n": "not TOML"}
+    bad = {
+        "exercise = -1\n": "0 or more",
+        "bogus = 1\n": "unknown setting",
+        '[questions]\n"00.nope" = 1\n': "not a question",
+        '[questions]\n"00.warmup-add" = 2\n': "participation",
+        "exercise = [\n": "not TOML",
+    }
     for text, words in bad.items():
         (tmp_path / "w.toml").write_text(text)
         with pytest.raises(scores.WeightsError, match=words):
@@ -185,29 +210,49 @@ def test_weights_files_are_checked(tmp_path):
 def test_a_copy_that_lost_other_cells_is_not_an_older_copy():
     template = _template("00")
     cells = notebook(SOLVED_00).cells
-    dave = [c for c in cells if "00.warmup-flag" not in c.source]        # the question's experiment cell kept
+    dave = [c for c in cells if "00.warmup-flag" not in c.source]  # the question's experiment cell kept
     held = _what_the_copy_holds("00", template, dave)
     assert held.absent == [] and [cid for cid, _ in held.missing] == ["c010", "c011", "c013"]
     assert 'c013 reveal("00.warmup-flag")' in held.missing_words()
     gutted = [c for c in cells if c.get("id") not in FLAG_CELLS + ("c000",)]
     assert _what_the_copy_holds("00", template, gutted).absent == []
-    assert _what_the_copy_holds("00", template, notebook(BLANK_00).cells).unanswered == \
-        ["00.warmup-add", "00.warmup-flag"]
+    assert _what_the_copy_holds("00", template, notebook(BLANK_00).cells).unanswered == [
+        "00.warmup-add",
+        "00.warmup-flag",
+    ]
 
 
 def test_every_verdict_has_a_colour():
-    words = ["predicted, correct", "predicted, incorrect", "predicted after reveal, correct", "not answered",
-             "revealed without prediction", "not attempted", "correct", "correct on attempt 3, 1 hint",
-             "incorrect (2 attempts)", "invalid (1 attempt)", "not in this copy", "predicted, not revealed yet"]
+    words = [
+        "predicted, correct",
+        "predicted, incorrect",
+        "predicted after reveal, correct",
+        "not answered",
+        "revealed without prediction",
+        "not attempted",
+        "correct",
+        "correct on attempt 3, 1 hint",
+        "incorrect (2 attempts)",
+        "invalid (1 attempt)",
+        "not in this copy",
+        "predicted, not revealed yet",
+    ]
     assert {gradebook.verdict_class(w) for w in words} == {"good", "partial", "bad", "absent"}
 
 
 def test_merge_replaces_only_what_was_graded():
-    old = [{"learner": "a", "unit": "00", "x": 1}, {"learner": "a", "unit": "01", "x": 1},
-           {"learner": "a", "unit": "?", "x": 1}, {"learner": "b", "unit": "00", "x": 1}]
+    old = [
+        {"learner": "a", "unit": "00", "x": 1},
+        {"learner": "a", "unit": "01", "x": 1},
+        {"learner": "a", "unit": "?", "x": 1},
+        {"learner": "b", "unit": "00", "x": 1},
+    ]
     new = [{"learner": "a", "unit": "00", "x": 2}]
-    assert [(r["learner"], r["unit"], r["x"]) for r in gradebook.merge(old, new)] == \
-        [("a", "01", 1), ("b", "00", 1), ("a", "00", 2)]
+    assert [(r["learner"], r["unit"], r["x"]) for r in gradebook.merge(old, new)] == [
+        ("a", "01", 1),
+        ("b", "00", 1),
+        ("a", "00", 2),
+    ]
 
 
 def feedback_page(folder: Path) -> Path:
@@ -216,13 +261,23 @@ def feedback_page(folder: Path) -> Path:
     q = get("01.graph-walk")
     case = q.kind.cases()[0]
     truth = vs.truth_of(q, case, key=0)
-    exercises = {q.qid: vs.ExerciseVerdict("incorrect", f"0 of {len(q.kind.cases())} cases passed; case 1 differs "
-                                           "from torch", case=0, got=list(truth)[1:])}
-    events = [Event(1, 1.0, "01", "01.pow-node", "predict", "MulBackward0", "recorded", "", "s", {}),
-              Event(2, 2.0, "01", "01.pow-node", "reveal", None, "incorrect", "", "s", {}),
-              Event(3, 3.0, "01", q.qid, "check", None, "incorrect", "", "s", {})]
+    exercises = {
+        q.qid: vs.ExerciseVerdict(
+            "incorrect",
+            f"0 of {len(q.kind.cases())} cases passed; case 1 differs from torch",
+            case=0,
+            got=list(truth)[1:],
+        )
+    }
+    events = [
+        Event(1, 1.0, "01", "01.pow-node", "predict", "MulBackward0", "recorded", "", "s", {}),
+        Event(2, 2.0, "01", "01.pow-node", "reveal", None, "incorrect", "", "s", {}),
+        Event(3, 3.0, "01", q.qid, "check", None, "incorrect", "", "s", {}),
+    ]
     recomputed = vs.recompute("01", events, exercises)
-    out = GradedSubmission(Submission("frank", folder / "frank_01.ipynb"), units=[recomputed], isolation="none", unit="01")
+    out = GradedSubmission(
+        Submission("frank", folder / "frank_01.ipynb"), units=[recomputed], isolation="none", unit="01"
+    )
     rows = gradebook.rows_of(out, feedback=True)
     return gradebook.write_html(rows, folder / "feedback")[0]
 

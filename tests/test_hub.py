@@ -19,6 +19,7 @@ throwaway per-user passwords. The test
 It needs root (users and user switching), npm's configurable-http-proxy (`make hub-deps`) and jupyterhub,
 and skips saying which is missing. Everything it starts it stops; the users and their homes are removed.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -64,6 +65,7 @@ pytestmark = pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "ready")
 
 # --- talking to the hub --------------------------------------------------------------------
 
+
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args, **kwargs):
         return None
@@ -74,9 +76,12 @@ _OPENER = urllib.request.build_opener(_NoRedirect)
 
 def api(base: str, method: str, path: str, body=None, token: str | None = None, timeout: float = 60):
     """(status, JSON body or None); HTTP errors and redirects come back as their status, never raise."""
-    request = urllib.request.Request(base + path, method=method,
-                                     data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Authorization": f"token {token}"} if token else {})
+    request = urllib.request.Request(
+        base + path,
+        method=method,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"token {token}"} if token else {},
+    )
     try:
         with _OPENER.open(request, timeout=timeout) as response:
             data = response.read()
@@ -101,22 +106,52 @@ async def run_cells(base: str, user: str, token: str, path: str, cells: list[str
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
 
-    status, session = api(base, "POST", f"/user/{user}/api/sessions",
-                          {"path": path, "type": "notebook", "kernel": {"name": "python3"}}, token)
+    status, session = api(
+        base,
+        "POST",
+        f"/user/{user}/api/sessions",
+        {"path": path, "type": "notebook", "kernel": {"name": "python3"}},
+        token,
+    )
     assert status == 201, f"{user}: no kernel session ({status})"
     kernel = session["kernel"]["id"]
-    ws = await websocket_connect(HTTPRequest(base.replace("http", "ws", 1) + f"/user/{user}/api/kernels/{kernel}/channels",
-                                             headers={"Authorization": f"token {token}"}, connect_timeout=60))
+    ws = await websocket_connect(
+        HTTPRequest(
+            base.replace("http", "ws", 1) + f"/user/{user}/api/kernels/{kernel}/channels",
+            headers={"Authorization": f"token {token}"},
+            connect_timeout=60,
+        )
+    )
     results = []
     try:
         for code in cells:
             msg_id = uuid.uuid4().hex
-            ws.write_message(json.dumps({
-                "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": user,
-                           "session": session["id"], "date": "", "version": "5.3"},
-                "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
-                "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
-                            "allow_stdin": False, "stop_on_error": True}}))
+            ws.write_message(
+                json.dumps(
+                    {
+                        "header": {
+                            "msg_id": msg_id,
+                            "msg_type": "execute_request",
+                            "username": user,
+                            "session": session["id"],
+                            "date": "",
+                            "version": "5.3",
+                        },
+                        "parent_header": {},
+                        "metadata": {},
+                        "channel": "shell",
+                        "buffers": [],
+                        "content": {
+                            "code": code,
+                            "silent": False,
+                            "store_history": True,
+                            "user_expressions": {},
+                            "allow_stdin": False,
+                            "stop_on_error": True,
+                        },
+                    }
+                )
+            )
             outputs = []
             while True:
                 raw = await asyncio.wait_for(ws.read_message(), cell_timeout)
@@ -148,6 +183,7 @@ def code_cells(nb) -> list[str]:
 
 # --- the three learners' notebooks -------------------------------------------------------------
 
+
 def _self_test_with_note():
     for q in all_questions():
         if q.role == "self-test" and len(q.hints) >= 2 and any(not callable(w) for w, _ in q.misconceptions):
@@ -170,13 +206,15 @@ def partly_wrong(q, wrong) -> nbformat.NotebookNode:
     fixed = []
     for cell in nb.cells:
         if cell.cell_type == "code" and 'predict("00.warmup-add", answer)' in cell.source:
-            cell.source = 'predict("00.warmup-add", [1.0, 2.0])'        # a wrong prediction (the input list)
+            cell.source = 'predict("00.warmup-add", [1.0, 2.0])'  # a wrong prediction (the input list)
         if cell.cell_type == "code" and 'check("00.warmup-square", answer)' in cell.source:
-            fixed.append(nbformat.v4.new_code_cell('check("00.warmup-square", 3.0)'))   # s, not d(s*s)/ds
+            fixed.append(nbformat.v4.new_code_cell('check("00.warmup-square", 3.0)'))  # s, not d(s*s)/ds
         fixed.append(cell)
-    fixed += [nbformat.v4.new_code_cell("from grader import hint"),
-              nbformat.v4.new_code_cell(f"hint({q.qid!r})"),
-              nbformat.v4.new_code_cell(f"check({q.qid!r}, {wrong!r})")]
+    fixed += [
+        nbformat.v4.new_code_cell("from grader import hint"),
+        nbformat.v4.new_code_cell(f"hint({q.qid!r})"),
+        nbformat.v4.new_code_cell(f"check({q.qid!r}, {wrong!r})"),
+    ]
     nb.cells = fixed
     return nb
 
@@ -230,7 +268,7 @@ def class_run():
     _remove_leftovers()
     started = time.monotonic()
     base = Path(tempfile.mkdtemp(prefix="agl-hub-"))
-    base.chmod(0o711)                 # the users must pass through to their homes and the course's python
+    base.chmod(0o711)  # the users must pass through to their homes and the course's python
     homes = base / "homes"
     homes.mkdir(mode=0o755)
     tag = secrets.token_hex(2)
@@ -250,13 +288,18 @@ def class_run():
         url = the_hub.url
 
         # 2. each user logs in through the REST API: their own password buys their own token
-        status, _ = api(url, "POST", f"/hub/api/users/{names[1]}/tokens",
-                        {"auth": {"username": names[1], "password": passwords[names[0]]}})
+        status, _ = api(
+            url,
+            "POST",
+            f"/hub/api/users/{names[1]}/tokens",
+            {"auth": {"username": names[1], "password": passwords[names[0]]}},
+        )
         run["wrong password"] = status
         tokens = {}
         for name in names:
-            status, body = api(url, "POST", f"/hub/api/users/{name}/tokens",
-                               {"auth": {"username": name, "password": passwords[name]}})
+            status, body = api(
+                url, "POST", f"/hub/api/users/{name}/tokens", {"auth": {"username": name, "password": passwords[name]}}
+            )
             assert status == 201, f"{name} could not log in ({status})"
             tokens[name] = body["token"]
         t0 = time.monotonic()
@@ -267,6 +310,7 @@ def class_run():
         def ready():
             states = [api(url, "GET", f"/hub/api/users/{n}", token=tokens[n])[1] for n in names]
             return all(s and s["servers"].get("", {}).get("ready") for s in states)
+
         wait_for("three servers ready", ready, 200)
         run["timings"]["three servers ready"] = time.monotonic() - t0
 
@@ -280,19 +324,28 @@ def class_run():
         run["question"] = q
         notebooks = {names[0]: ("00_solved.ipynb", solved()), names[2]: ("00_mine.ipynb", partly_wrong(q, wrong))}
         for name, (path, nb) in notebooks.items():
-            status, _ = api(url, "PUT", f"/user/{name}/api/contents/{path}",
-                            {"type": "notebook", "format": "json", "content": nb}, tokens[name])
+            status, _ = api(
+                url,
+                "PUT",
+                f"/user/{name}/api/contents/{path}",
+                {"type": "notebook", "format": "json", "content": nb},
+                tokens[name],
+            )
             assert status in (200, 201), f"{name}: could not save {path} ({status})"
         status, model = api(url, "GET", f"/user/{names[1]}/api/contents/{UNIT00}", token=tokens[names[1]])
         assert status == 200, f"{names[1]}: the workspace has no {UNIT00} ({status})"
         notebooks[names[1]] = (UNIT00, nbformat.from_dict(model["content"]))
-        probe = ISOLATION_PROBE.replace("STORE", repr(str(homes / names[1] / classview.STORE_IN_HOME))) \
-                               .replace("HOME", repr(str(homes / names[1])))
+        probe = ISOLATION_PROBE.replace("STORE", repr(str(homes / names[1] / classview.STORE_IN_HOME))).replace(
+            "HOME", repr(str(homes / names[1]))
+        )
 
         async def everyone():
-            jobs = [run_cells(url, name, tokens[name], path, code_cells(nb) + ([probe] if name == names[0] else []))
-                    for name, (path, nb) in notebooks.items()]
+            jobs = [
+                run_cells(url, name, tokens[name], path, code_cells(nb) + ([probe] if name == names[0] else []))
+                for name, (path, nb) in notebooks.items()
+            ]
             return dict(zip(notebooks, await asyncio.wait_for(asyncio.gather(*jobs), 400)))
+
         t0 = time.monotonic()
         run["results"] = asyncio.run(everyone())
         run["timings"]["three notebooks"] = time.monotonic() - t0
@@ -303,34 +356,47 @@ def class_run():
         run["cross"] = {
             "hub user model": api(url, "GET", f"/hub/api/users/{names[1]}", token=tokens[names[0]])[0],
             "server contents": api(url, "GET", f"/user/{names[1]}/api/contents", token=tokens[names[0]])[0],
-            "start a kernel": api(url, "POST", f"/user/{names[1]}/api/kernels", {"name": "python3"},
-                                  tokens[names[0]])[0],
+            "start a kernel": api(url, "POST", f"/user/{names[1]}/api/kernels", {"name": "python3"}, tokens[names[0]])[
+                0
+            ],
         }
 
         # 5. servers stopped, the hub stopped, then the instructor's view from the homes
         for name in names:
             api(url, "DELETE", f"/hub/api/users/{name}/server", token=tokens[name], timeout=120)
-        wait_for("servers stopped", lambda: all(
-            not api(url, "GET", f"/hub/api/users/{n}", token=tokens[n])[1]["servers"] for n in names), 120)
+        wait_for(
+            "servers stopped",
+            lambda: all(not api(url, "GET", f"/hub/api/users/{n}", token=tokens[n])[1]["servers"] for n in names),
+            120,
+        )
         the_hub.stop()
-        run["log"] = the_hub.tail(10 ** 7)
+        run["log"] = the_hub.tail(10**7)
         ARTIFACTS.mkdir(exist_ok=True)
         (ARTIFACTS / "hub.log").write_text(run["log"])
         stores = {n: homes / n / classview.STORE_IN_HOME for n in names}
         run["stores"] = stores
-        run["modes"] = {n: {"home": stat.S_IMODE((homes / n).stat().st_mode),
-                            "folder": stat.S_IMODE(stores[n].parent.stat().st_mode),
-                            "store": stat.S_IMODE(stores[n].stat().st_mode) if stores[n].exists() else None,
-                            "owner": stores[n].stat().st_uid if stores[n].exists() else None,
-                            "uid": pwd.getpwnam(n).pw_uid} for n in names}
+        run["modes"] = {
+            n: {
+                "home": stat.S_IMODE((homes / n).stat().st_mode),
+                "folder": stat.S_IMODE(stores[n].parent.stat().st_mode),
+                "store": stat.S_IMODE(stores[n].stat().st_mode) if stores[n].exists() else None,
+                "owner": stores[n].stat().st_uid if stores[n].exists() else None,
+                "uid": pwd.getpwnam(n).pw_uid,
+            }
+            for n in names
+        }
         run["own"] = {n: read_own(stores[n]) for n in names if stores[n].exists()}
-        before = {n: sorted((p.name, p.stat().st_mtime_ns, p.stat().st_uid) for p in stores[n].parent.iterdir())
-                  for n in names}
+        before = {
+            n: sorted((p.name, p.stat().st_mtime_ns, p.stat().st_uid) for p in stores[n].parent.iterdir())
+            for n in names
+        }
         t0 = time.monotonic()
         run["report"] = classview.report(classview.collect([homes]))
         run["timings"]["instructor's view"] = time.monotonic() - t0
-        run["unchanged"] = before == {n: sorted((p.name, p.stat().st_mtime_ns, p.stat().st_uid)
-                                                for p in stores[n].parent.iterdir()) for n in names}
+        run["unchanged"] = before == {
+            n: sorted((p.name, p.stat().st_mtime_ns, p.stat().st_uid) for p in stores[n].parent.iterdir())
+            for n in names
+        }
         ARTIFACTS.mkdir(exist_ok=True)
         run["page"] = ARTIFACTS / "hub-class.html"
         run["page"].write_text(classview.page(run["report"]), encoding="utf-8")
@@ -351,6 +417,7 @@ def class_run():
 
 # --- the tests ------------------------------------------------------------------------------------
 
+
 def test_a_class_on_jupyterhub():
     with class_run() as run:
         check_each_learner_keeps_their_own_record(run)
@@ -362,12 +429,12 @@ def check_each_learner_keeps_their_own_record(run):
     names = run["names"]
     first, second, third = names
     assert run["wrong password"] == 403, "one user's password must not log in as another"
-    for name in names:   # each workspace was made on first start, from the course's notebooks
+    for name in names:  # each workspace was made on first start, from the course's notebooks
         assert UNIT00 in run["workspaces"][name], run["workspaces"][name]
     for name, results in run["results"].items():
         assert errors(results) == [], f"{name}: {errors(results)}"
 
-    for name in names:   # each store in its own home, private to its owner
+    for name in names:  # each store in its own home, private to its owner
         m = run["modes"][name]
         assert m["store"] is not None, f"{name} has no progress store in their home"
         assert m["owner"] == m["uid"], f"{name}'s store belongs to another uid"
@@ -422,7 +489,12 @@ def check_the_instructors_view_matches_every_store_and_reads_only(run):
     assert (add["predicted_correct"], add["predicted_wrong"], add["revealed_without_prediction"]) == (1, 1, 1)
     assert [(w["answer"], w["count"]) for w in add["wrong_answers"]] == [("[1, 2]", 1)]
     square = by_q["00.warmup-square"]
-    assert (square["passed"], square["passed_first_try"], square["not_answered"], square["attempts_total"]) == (2, 1, 1, 3)
+    assert (square["passed"], square["passed_first_try"], square["not_answered"], square["attempts_total"]) == (
+        2,
+        1,
+        1,
+        3,
+    )
     q = run["question"]
     assert by_q[q.qid]["hints_shown"] == 1 and by_q[q.qid]["wrong_answers"][0]["note"]
     where = {r["learner"]: r for r in rep["class"]}
@@ -436,7 +508,9 @@ def check_the_class_page_in_chromium(run):
     from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, _requirements
 
     if _requirements():
-        warnings.warn(pytest.PytestWarning(f"the class page was not opened in a browser: {_requirements()}"), stacklevel=1)
+        warnings.warn(
+            pytest.PytestWarning(f"the class page was not opened in a browser: {_requirements()}"), stacklevel=1
+        )
         return
     from playwright.sync_api import sync_playwright
 

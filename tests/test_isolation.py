@@ -1,4 +1,5 @@
 """After any reveal, check or exercise run, the learner's global torch state is exactly as it was."""
+
 import contextlib
 
 import pytest
@@ -67,7 +68,7 @@ def test_autocast_modes_hooks_switch_and_warn_only_do_not_reach_the_truth():
     plain = walk.run()
     with FortyTwo():
         assert square.run() == 6.0
-        assert torch.tensor(1.0).item() == 42.0   # the learner's mode is back afterwards
+        assert torch.tensor(1.0).item() == 42.0  # the learner's mode is back afterwards
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert walk.run() == plain
         assert torch.is_autocast_enabled("cpu")
@@ -85,8 +86,11 @@ def test_autocast_modes_hooks_switch_and_warn_only_do_not_reach_the_truth():
 def test_loading_the_questions_leaves_the_learners_random_streams_alone():
     import subprocess
     import sys
-    code = ("import random, torch; torch.manual_seed(7); random.seed(7); a, b = torch.get_rng_state(), random.getstate();"
-            "from grader.engine.question import all_questions; all_questions();"
-            "print(torch.equal(a, torch.get_rng_state()) and b == random.getstate())")
+
+    code = (
+        "import random, torch; torch.manual_seed(7); random.seed(7); a, b = torch.get_rng_state(), random.getstate();"
+        "from grader.engine.question import all_questions; all_questions();"
+        "print(torch.equal(a, torch.get_rng_state()) and b == random.getstate())"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "True", out.stderr[-2000:]

@@ -1,4 +1,5 @@
 """Answer kinds: reading learner answers, agreeing with torch, refusing what cannot be read."""
+
 import math
 
 import pytest
@@ -22,8 +23,9 @@ from grader.engine.kinds import (
 )
 
 
-@pytest.mark.parametrize("kind", [Boolean(), Number(), Names(), Sequence(), Name(), Choice("a", "b"),
-                                  Error("at backward")])
+@pytest.mark.parametrize(
+    "kind", [Boolean(), Number(), Names(), Sequence(), Name(), Choice("a", "b"), Error("at backward")]
+)
 @pytest.mark.parametrize("placeholder", [..., None])
 def test_placeholders_are_unanswered(kind, placeholder):
     with pytest.raises(Unanswered):
@@ -59,15 +61,18 @@ def test_number_tolerance_and_shapes():
     assert n.truth(torch.tensor([1.0, 2.0])) == (1.0, 2.0)
 
 
-@pytest.mark.parametrize("answer, words", [
-    (torch.tensor(1.0), ".item()"),
-    ("0.5", "string"),
-    (True, "boolean"),
-    (float, "class"),
-    ((x for x in [1]), "list(...)"),
-    ([], "empty"),
-    ([1, "a"], "position 1"),
-])
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (torch.tensor(1.0), ".item()"),
+        ("0.5", "string"),
+        (True, "boolean"),
+        (float, "class"),
+        ((x for x in [1]), "list(...)"),
+        ([], "empty"),
+        ([1, "a"], "position 1"),
+    ],
+)
 def test_number_refuses_with_a_message(answer, words):
     with pytest.raises(BadAnswer, match=None) as info:
         Number().read(answer)
@@ -105,9 +110,12 @@ def test_choice_is_case_insensitive_and_lists_options():
 
 def test_error_kind_matches_place_and_words():
     e = Error("at the write", "at backward")
-    truth = ErrorOutcome("at backward", "RuntimeError",
-                         "one of the variables needed for gradient computation has been modified by an "
-                         "inplace operation: [torch.FloatTensor [3]] ... Hint: enable anomaly detection")
+    truth = ErrorOutcome(
+        "at backward",
+        "RuntimeError",
+        "one of the variables needed for gradient computation has been modified by an "
+        "inplace operation: [torch.FloatTensor [3]] ... Hint: enable anomaly detection",
+    )
     assert e.agrees(truth, e.read("at backward"))
     assert e.agrees(truth, e.read(("at backward", "has been  MODIFIED by an inplace")))
     assert not e.agrees(truth, e.read(("at backward", "was freed")))
@@ -120,8 +128,12 @@ def test_error_kind_matches_place_and_words():
 def test_error_words_survive_a_changed_hint_suffix():
     """Drift: a newer torch appends a different hint; words from the stable part still match."""
     e = Error("at backward", needs_message=True)
-    old = ErrorOutcome("at backward", "RuntimeError", "Trying to backward through the graph a second time "
-                       "(or directly access saved tensors). Specify retain_graph=True.")
+    old = ErrorOutcome(
+        "at backward",
+        "RuntimeError",
+        "Trying to backward through the graph a second time "
+        "(or directly access saved tensors). Specify retain_graph=True.",
+    )
     new = old._replace(message=old.message + " Hint: see the new troubleshooting page, check_nan=False.")
     answer = e.read(("at backward", stable_part(old.message)))
     assert e.agrees(old, answer) and e.agrees(new, answer)
@@ -130,21 +142,29 @@ def test_error_words_survive_a_changed_hint_suffix():
 
 
 def test_stable_part_cuts_before_details():
-    msg = ("one of the variables needed for gradient computation has been modified by an inplace "
-           "operation: [torch.FloatTensor [3]], which is output 0 of Add")
-    assert stable_part(msg) == "one of the variables needed for gradient computation has been modified by an inplace operation"
+    msg = (
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        "operation: [torch.FloatTensor [3]], which is output 0 of Add"
+    )
+    assert (
+        stable_part(msg)
+        == "one of the variables needed for gradient computation has been modified by an inplace operation"
+    )
 
 
-@pytest.mark.parametrize("kind, truth", [
-    (Boolean(), True),
-    (Number(), 0.2983),
-    (Number(), (2.0, 4.0, 6.0)),
-    (Names(), frozenset({"w", "b"})),
-    (Sequence(), ("SumBackward0", "MulBackward0", "AccumulateGrad")),
-    (Name(), "PowBackward0"),
-    (Choice("a", "b", "c"), "b"),
-    (Error("at the write", "at backward"), ErrorOutcome("at backward", "RuntimeError", "version mismatch here")),
-])
+@pytest.mark.parametrize(
+    "kind, truth",
+    [
+        (Boolean(), True),
+        (Number(), 0.2983),
+        (Number(), (2.0, 4.0, 6.0)),
+        (Names(), frozenset({"w", "b"})),
+        (Sequence(), ("SumBackward0", "MulBackward0", "AccumulateGrad")),
+        (Name(), "PowBackward0"),
+        (Choice("a", "b", "c"), "b"),
+        (Error("at the write", "at backward"), ErrorOutcome("at backward", "RuntimeError", "version mismatch here")),
+    ],
+)
 def test_every_derived_wrong_answer_is_refused(kind, truth):
     wrong = kind.wrong_answers(truth)
     assert wrong
@@ -183,6 +203,7 @@ def test_an_answer_is_read_once_from_a_plain_copy():
             return True
 
         __hash__ = str.__hash__
+
     assert type(snapshot(Shifty("MulBackward0"))) is str
     assert Name().read(snapshot(Shifty("MulBackward0"))) == "MulBackward0"
     nested = []
@@ -199,5 +220,6 @@ def test_the_learner_api_reads_the_copy(home):
     class Liar(list):
         def __len__(self):
             return 1
+
     assert check("01.closed-book-walk", Liar(["AddBackward0"] * (MAX_ITEMS + 5))).verdict == "invalid"
     assert predict("01.walk-y", Liar(["PowBackward0"] * (MAX_ITEMS + 5))).verdict == "invalid"

@@ -1,4 +1,5 @@
 """The labs: their numbers come from autograd and match the syllabus figures; widgets respond."""
+
 import pytest
 import torch
 
@@ -57,7 +58,7 @@ def test_the_memory_bill_figures():
     assert frozen.total == 1_050_624 and labs.bill_for().total / frozen.total == pytest.approx(2.497, abs=1e-3)
     model, x = labs.syllabus_mlp()
     labs.bill_for(model, x, freeze_first=True, input_grad=True)
-    assert all(p.requires_grad for p in model.parameters()) and not x.requires_grad   # copies were used
+    assert all(p.requires_grad for p in model.parameters()) and not x.requires_grad  # copies were used
 
 
 def test_the_memory_bill_lab_switches():
@@ -70,8 +71,9 @@ def test_the_memory_bill_lab_switches():
     lab.input_box.value = True
     assert "3,672,064 bytes" in lab.summary.value
     text = labs.MemoryBillLab(interactive=False).text()
-    assert text.splitlines()[0] == ("memory bill (all layers train, input does not require grad): "
-                                    "5 storages, 2,623,488 bytes")
+    assert text.splitlines()[0] == (
+        "memory bill (all layers train, input does not require grad): 5 storages, 2,623,488 bytes"
+    )
     assert "first layer frozen, input does not require grad    3 storages,  1,050,624 bytes" in text
 
 

@@ -1,5 +1,6 @@
 """The package's layout: layers without cycles, unit packages that hold declarations, and the paths
 and progress files of 0.1 still working for a learner who started before the layout changed."""
+
 import ast
 import shutil
 import subprocess
@@ -65,11 +66,13 @@ def test_the_cycle_finder_finds_a_cycle(tmp_path, monkeypatch):
     assert _cycles(grimp.build_graph("loopy", cache_dir=None)) == [["loopy.a", "loopy.b"]]
 
 
-@pytest.mark.skipif(shutil.which("lint-imports", path=str(Path(sys.executable).parent)) is None,
-                    reason="import-linter is not installed")
+@pytest.mark.skipif(
+    shutil.which("lint-imports", path=str(Path(sys.executable).parent)) is None, reason="import-linter is not installed"
+)
 def test_the_layer_contracts_hold():
-    done = subprocess.run([str(Path(sys.executable).parent / "lint-imports"), "--no-cache"], cwd=ROOT,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "lint-imports"), "--no-cache"], cwd=ROOT, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stdout[-3000:]
 
 
@@ -78,6 +81,7 @@ def test_a_units_questions_module_holds_declarations(uid):
     """No class in questions.py (cases, kinds and models sit beside it), and every public function in it
     is a declaration that the registry knows."""
     from grader.engine.question import of_unit
+
     path = ROOT / "grader" / "units" / f"unit{uid}" / "questions.py"
     tree = ast.parse(path.read_text())
     classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
@@ -88,7 +92,9 @@ def test_a_units_questions_module_holds_declarations(uid):
     assert not stray, f"{path.relative_to(ROOT)}: {stray} are not declarations (move them to support.py)"
 
 
-OLD_IMPORTS = [line for line in (DATA / "imports-0.1.txt").read_text().splitlines() if line and not line.startswith("#")]
+OLD_IMPORTS = [
+    line for line in (DATA / "imports-0.1.txt").read_text().splitlines() if line and not line.startswith("#")
+]
 
 
 @pytest.mark.parametrize("line", OLD_IMPORTS)
@@ -102,9 +108,13 @@ def test_an_import_line_of_a_0_1_notebook_still_runs(line):
 def test_old_module_paths_lead_to_the_same_objects():
     from grader.engine.kinds import stable_part
     from grader.units.unit10 import cases as capstone_cases
+
     ns: dict = {}
-    exec("from grader.kinds import stable_part\nfrom grader.audit import cases\n"
-         "from grader.questions import unit12_support as theirs", ns)
+    exec(
+        "from grader.kinds import stable_part\nfrom grader.audit import cases\n"
+        "from grader.questions import unit12_support as theirs",
+        ns,
+    )
     assert ns["stable_part"] is stable_part and ns["cases"] is capstone_cases.cases
     assert ns["theirs"].Encoder.__name__ == "Encoder" and callable(ns["theirs"].their_setup)
     with pytest.raises(ImportError):

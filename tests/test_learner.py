@@ -1,4 +1,5 @@
 """The learner's loop: predict -> reveal, check, mark_passed, strict mode, and the progress they leave."""
+
 import pytest
 import torch
 
@@ -55,7 +56,7 @@ def test_a_prediction_after_reset_that_followed_a_reveal_is_never_recorded_as_a_
     r = reveal("01.walk-y")
     assert r.verdict == "correct" and "you predicted after a reveal" in dict(r.rows)
     assert unit_state("01").questions["01.walk-y"].record == "predicted after reveal, correct"
-    reset("01")      # a unit reset does not launder it either
+    reset("01")  # a unit reset does not launder it either
     predict("01.walk-y", ["PowBackward0", "MulBackward0", "AccumulateGrad"])
     reveal("01.walk-y")
     assert unit_state("01").questions["01.walk-y"].record == "predicted after reveal, correct"
@@ -63,6 +64,7 @@ def test_a_prediction_after_reset_that_followed_a_reveal_is_never_recorded_as_a_
 
 def test_self_test_attempts_and_hints_are_on_the_record_across_resets(monkeypatch):
     from grader.engine.question import get
+
     q = "01.closed-book-walk"
     monkeypatch.setattr(get(q), "hints", ("a nudge", "the mechanism"))
     assert check(q, ["AddBackward0"]).verdict == "incorrect"
@@ -87,6 +89,7 @@ def test_placeholders_are_never_a_pass_and_never_raise():
 
     def graph_nodes(t):
         raise NotImplementedError()
+
     assert check("01.graph-walk", graph_nodes).verdict == "unanswered"
     assert reveal("01.pow-node").verdict == "revealed"
 
@@ -120,6 +123,7 @@ def solve_unit(uid):
             assert reveal(q.qid).passed
         elif q.role == "exercise":
             from tests.reference import REFERENCE
+
             assert check(q.qid, REFERENCE[q.qid]).passed, q.qid
         else:
             assert check(q.qid, q.kind.encode(q.run())).passed, q.qid
@@ -188,6 +192,7 @@ def test_an_internal_failure_is_a_result_not_a_traceback(monkeypatch):
 
     def broken_store():
         raise OSError("disk full")
+
     monkeypatch.setattr(learner, "store", broken_store)
     r = predict("01.pow-node", "PowBackward0")
     assert r.verdict == "error" and "disk full" in r.message and "not your mistake" in r.message
@@ -201,6 +206,7 @@ def test_an_interrupt_during_a_check_is_reported(monkeypatch):
 
     def interrupted(q, fn):
         raise KeyboardInterrupt()
+
     monkeypatch.setattr(learner, "run_exercise", interrupted)
     r = check("01.graph-walk", lambda t: [])
     assert r.verdict == "unanswered" and "interrupted" in r.message

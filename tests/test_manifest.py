@@ -1,4 +1,5 @@
 """The drift report: verify lists every answer that changed since build recorded the manifest."""
+
 import json
 import shutil
 import subprocess
@@ -9,8 +10,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def verify(root, *flags):
-    return subprocess.run([sys.executable, "-m", "grader", "verify", "--root", str(root), *flags],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "grader", "verify", "--root", str(root), *flags], capture_output=True, text=True
+    )
 
 
 def test_the_committed_manifest_matches_this_torch():
@@ -47,6 +49,7 @@ def test_build_check_notices_a_manifest_out_of_step(tmp_path):
     manifest = json.loads(path.read_text())
     del manifest["questions"]["01.walk-y"]
     path.write_text(json.dumps(manifest))
-    result = subprocess.run([sys.executable, "-m", "grader", "build", "--check", "--root", str(tmp_path)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "grader", "build", "--check", "--root", str(tmp_path)], capture_output=True, text=True
+    )
     assert result.returncode == 1 and "manifest lacks 01.walk-y" in result.stdout

@@ -4,6 +4,7 @@ closed, and no grader message that sends a learner to a name the notebook has no
 These read the stored outputs of solutions/ (what a learner sees after running the cells) and the
 questions' live experiments.
 """
+
 from __future__ import annotations
 
 import ast
@@ -25,9 +26,11 @@ SOLUTIONS = {uid: ROOT / "solutions" / unit.notebook for uid, unit in UNITS.item
 # Names a learner meets in every unit from 01 on: seeing them earlier gives nothing away.
 NOT_DISTINCTIVE = {"AccumulateGrad", "None", "_saved_self", "_saved_other", "_saved_result"}
 # Set-up lines too common to identify a program: making a leaf, calling backward on a sum.
-GENERIC = re.compile(r"^\w+=torch\.(tensor|ones|zeros|randn|rand|arange|full|linspace)\(|"
-                     r"^\w+(\.sum\(\))?\.backward\(\)$|^torch\.manual_seed\(|"
-                     r"^\(?\w+,?\)?=torch\.autograd\.grad\(")
+GENERIC = re.compile(
+    r"^\w+=torch\.(tensor|ones|zeros|randn|rand|arange|full|linspace)\(|"
+    r"^\w+(\.sum\(\))?\.backward\(\)$|^torch\.manual_seed\(|"
+    r"^\(?\w+,?\)?=torch\.autograd\.grad\("
+)
 
 
 def _notebook(uid):
@@ -80,7 +83,7 @@ def _distinctive(q, truth) -> list[set[str]]:
     if isinstance(q.kind, Names):
         names = {n for n in truth if _torch_name(n)}
         return [names] if names else []
-    if isinstance(q.kind, Number):   # the whole answer, in one way of writing it, gives it away
+    if isinstance(q.kind, Number):  # the whole answer, in one way of writing it, gives it away
         values = truth if isinstance(truth, tuple) else (truth,)
         groups = []
         for style in range(3):
@@ -92,7 +95,7 @@ def _distinctive(q, truth) -> list[set[str]]:
 
 
 def _shows(text: str, token: str) -> bool:
-    if re.fullmatch(r"[-\d.,]+", token):   # a number: not as part of a longer number
+    if re.fullmatch(r"[-\d.,]+", token):  # a number: not as part of a longer number
         return re.search(r"(?<![\d.,])" + re.escape(token) + r"(?![\d]|\.\d|,\d)", text) is not None
     return re.search(r"(?<![A-Za-z0-9_])" + re.escape(token) + r"(?![A-Za-z0-9_])", text) is not None
 
@@ -116,8 +119,9 @@ def test_no_earlier_output_gives_the_answer_away(q):
     for i, cell in enumerate(cells[:asked]):
         text = _output_text(cell)
         for group in groups:
-            assert not all(_shows(text, token) for token in group), \
+            assert not all(_shows(text, token) for token in group), (
                 f"{q.qid}: cell {i} ({cell.get('id')}) shows {sorted(group)} before the question is asked"
+            )
 
 
 def _program_lines(fn) -> list[str]:
@@ -146,11 +150,16 @@ def test_a_closed_book_program_is_not_among_the_units_own_cells(q):
     lines = _program_lines(q.experiment)
     if len(lines) < 2:
         return
-    shown = {re.sub(r"\s+", "", line) for cell in _notebook(q.unit).cells if cell.cell_type == "code"
-             for line in cell.source.splitlines()}
+    shown = {
+        re.sub(r"\s+", "", line)
+        for cell in _notebook(q.unit).cells
+        if cell.cell_type == "code"
+        for line in cell.source.splitlines()
+    }
     seen = [line for line in lines if line in shown]
-    assert len(seen) < max(2, 0.6 * len(lines)), \
+    assert len(seen) < max(2, 0.6 * len(lines)), (
         f"{q.qid}: {len(seen)} of its {len(lines)} program lines appear in the unit's cells: {seen[:3]}"
+    )
 
 
 def _names_in_messages() -> set[str]:
@@ -193,6 +202,7 @@ def test_every_function_a_message_names_is_imported(uid):
 def test_the_title_cell_agrees_with_the_course(uid):
     """The stated time, "Comes after" and "Leads to" match grader/engine/course.py."""
     from grader.engine.course import leads_to
+
     title = _notebook(uid).cells[0].source
     time = re.search(r"Time:\*\*\s*about (\d+) minutes", title)
     assert time and int(time.group(1)) == UNITS[uid].minutes, f"unit {uid}: the time differs from course.py"
@@ -202,5 +212,6 @@ def test_the_title_cell_agrees_with_the_course(uid):
     assert linked(after) == sorted(UNITS[uid].needs), f"unit {uid}: 'Comes after' differs from course.py"
     order = list(UNITS)
     assert set(leads_to(uid)) <= set(linked(later)), f"unit {uid}: 'Leads to' misses a unit that needs it"
-    assert all(order.index(u) > order.index(uid) for u in linked(later)), \
+    assert all(order.index(u) > order.index(uid) for u in linked(later)), (
         f"unit {uid}: 'Leads to' names a unit that comes before it"
+    )

@@ -1,4 +1,5 @@
 """Live probes against the figures the syllabus states for torch 2.13 (computed, never typed into the course)."""
+
 import torch
 from torch import nn
 
@@ -33,7 +34,7 @@ def test_a_saved_view_is_billed_at_its_whole_storage():
 def test_versions_show_a_stale_saved_tensor_before_backward():
     a = torch.ones(3, requires_grad=True)
     e = a.exp()
-    out = e ** 2
+    out = e**2
     assert all(s.state == "ok" for s in probes.saved_tensors(out))
     e.add_(1)
     stale = [s for s in probes.saved_tensors(out) if s.stale]
@@ -54,11 +55,11 @@ def test_depth_and_size_of_a_carried_state_loop():
     depths = []
     for _ in range(5):
         hidden = hidden * w + 0.1
-        depths.append(probes.depth(hidden ** 2))
+        depths.append(probes.depth(hidden**2))
     assert depths == [4, 6, 8, 10, 12]
     for _ in range(195):
         hidden = hidden * w + 0.1
-    assert probes.depth(hidden ** 2) == 402  # deep graphs are walked without recursion
+    assert probes.depth(hidden**2) == 402  # deep graphs are walked without recursion
 
 
 def test_reachable_leaves_and_text_tree():

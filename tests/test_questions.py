@@ -4,6 +4,7 @@ Wrong answers are derived from the live truth by each kind (every other choice, 
 tolerance, a name added or removed, a sequence cut or reordered, the opposite boolean, the wrong
 place of an error). Exercises are tried with a known-good implementation and with plausible bugs.
 """
+
 import pytest
 
 from grader import check, predict, reveal
@@ -53,8 +54,9 @@ def test_exercise_reference_passes(q):
     assert result.passed, str(result)
 
 
-@pytest.mark.parametrize("case", [(q, bug) for q in EXERCISES for bug in BUGGY.get(q.qid, [])],
-                         ids=lambda c: f"{c[0].qid}:{c[1].__name__}")
+@pytest.mark.parametrize(
+    "case", [(q, bug) for q in EXERCISES for bug in BUGGY.get(q.qid, [])], ids=lambda c: f"{c[0].qid}:{c[1].__name__}"
+)
 def test_exercise_buggy_implementations_are_refused(case):
     q, bug = case
     result = check(q.qid, bug)
@@ -72,12 +74,14 @@ WITH_NOTES = [q for q in all_questions() if q.misconceptions]
 @pytest.mark.parametrize("q", SELF_TESTS, ids=lambda q: q.qid)
 def test_self_test_is_not_guessable_by_retrying(q):
     from grader.engine.kinds import Boolean, Choice, Error
+
     assert not isinstance(q.kind, Boolean), f"{q.qid}: a True/False self-test is passed by retrying"
     if isinstance(q.kind, Choice):
         assert len(q.kind.options) >= 4, f"{q.qid}: a choice self-test needs at least four options"
     if isinstance(q.kind, Error):
-        assert q.kind.needs_message or len(q.kind.places) >= 4, \
+        assert q.kind.needs_message or len(q.kind.places) >= 4, (
             f"{q.qid}: an error self-test needs four places or the message's words"
+        )
 
 
 @pytest.mark.parametrize("q", [q for q in all_questions() if q.role != "predict"], ids=lambda q: q.qid)
@@ -90,6 +94,7 @@ def test_exercises_and_self_tests_have_graded_hints(q):
 def test_misconception_answers_are_wrong_and_get_their_note(q):
     truth = q.run()
     from grader import reset
+
     for wrong, note in q.misconceptions:
         reset(q.qid)
         answer = wrong(truth) if callable(wrong) else wrong

@@ -1,4 +1,5 @@
 """Learner functions: whatever they do, the kernel lives, torch state is restored, the message is one line."""
+
 import time
 
 import torch
@@ -16,6 +17,7 @@ def test_endless_loop_is_stopped():
     def spin():
         while True:
             pass
+
     started = time.monotonic()
     out = limits.call(spin, seconds=0.5)
     assert time.monotonic() - started < 3
@@ -30,6 +32,7 @@ def test_sleep_is_stopped():
 def test_exceptions_become_one_line():
     def broken(x):
         return x["missing"]
+
     out = limits.call(broken, {})
     assert out.problem.startswith("it raised KeyError: 'missing'") and "\n" not in out.problem
 
@@ -37,6 +40,7 @@ def test_exceptions_become_one_line():
 def test_runaway_recursion():
     def down(n):
         return down(n + 1)
+
     assert "recursed without end" in limits.call(down, 0).problem
 
 
@@ -44,6 +48,7 @@ def test_printing_megabytes_is_cut_off():
     def chatty():
         while True:
             print("x" * 10000)
+
     out = limits.call(chatty, seconds=5)
     assert "printed more than" in out.problem and len(out.printed) <= limits.OUTPUT_KEEP
 
@@ -51,6 +56,7 @@ def test_printing_megabytes_is_cut_off():
 def test_not_implemented_means_not_written():
     def todo():
         raise NotImplementedError()
+
     assert limits.call(todo).not_written
 
 
@@ -67,6 +73,7 @@ def test_global_torch_state_is_restored_and_reported():
         torch.set_default_dtype(torch.float64)
         torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t).__enter__()
         return 1
+
     out = limits.call(meddle)
     assert "grad mode was True, is now False" in out.problem
     assert "the default dtype" in out.problem and "saved-tensor hooks" in out.problem
@@ -100,6 +107,7 @@ def test_a_swallowed_timeout_fires_again_and_the_learners_timer_survives():
                     pass
             except BaseException:
                 pass
+
     started = time.monotonic()
     out = limits.call(stubborn, seconds=0.5)
     assert "ran for more than" in out.problem and time.monotonic() - started < 20

@@ -3,6 +3,7 @@
 One small class of unit 00 copies is graded once unsharded (with the report) and once in three shards;
 the rest reads those gradebooks or re-runs only what resume says must run.
 """
+
 import csv
 import json
 import re
@@ -18,7 +19,10 @@ from grader.instructor.grading.shards import MergeError, read_partials, shard_of
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = ROOT / "solutions" / "00_start_here.ipynb"
 UNTOUCHED = ROOT / "notebooks" / "00_start_here.ipynb"
-VARIES = ("seconds", "submitted")   # what two runs of the same class may disagree on (a file edited between them has a new time)
+VARIES = (
+    "seconds",
+    "submitted",
+)  # what two runs of the same class may disagree on (a file edited between them has a new time)
 
 
 def edited(old: str, new: str) -> nbformat.NotebookNode:
@@ -40,8 +44,9 @@ CLASS = {
 
 
 def grade(*args, timeout=600):
-    out = subprocess.run([sys.executable, "-m", "grader", "grade", *map(str, args)], capture_output=True, text=True,
-                         timeout=timeout)
+    out = subprocess.run(
+        [sys.executable, "-m", "grader", "grade", *map(str, args)], capture_output=True, text=True, timeout=timeout
+    )
     return out
 
 
@@ -97,7 +102,7 @@ def test_the_class_is_graded_by_warm_workers(full):
 def test_three_shards_merged_equal_one_run_row_for_row(full, sharded):
     out, partials = sharded
     learners = [r["learner"] for p in partials for r in read(p)]
-    assert sorted(learners) == sorted(CLASS)        # each learner in exactly one shard
+    assert sorted(learners) == sorted(CLASS)  # each learner in exactly one shard
     for i, p in enumerate(partials, 1):
         assert all(shard_of(r["learner"], 3) == i for r in read(p))
     merged = out / "merged.csv"
@@ -123,7 +128,7 @@ def test_merge_refuses_overlaps_and_gaps(sharded):
 def test_a_shard_is_fixed_by_the_learner_alone():
     before = {f"learner{i:03d}": shard_of(f"learner{i:03d}", 4) for i in range(100)}
     assert {shard_of(name, 4) for name in before} == {1, 2, 3, 4}
-    assert all(shard_of(name, 4) == s for name, s in before.items())      # adding learners moves no one
+    assert all(shard_of(name, 4) == s for name, s in before.items())  # adding learners moves no one
     assert 15 <= min(list(before.values()).count(s) for s in (1, 2, 3, 4))
 
 
@@ -136,25 +141,30 @@ def test_an_interrupted_run_resumes_where_it_stopped(klass, full, tmp_path):
     graded_before = {json.loads(line)["learner"] for line in journal[1:4]}
     changed = sorted(graded_before)[0]
     nb = nbformat.read(klass / changed / "00_start_here.ipynb", as_version=4)
-    next(c for c in nb.cells if c.cell_type == "markdown").source += " "     # a changed file is graded again
+    next(c for c in nb.cells if c.cell_type == "markdown").source += " "  # a changed file is graded again
     nbformat.write(nb, klass / changed / "00_start_here.ipynb")
     result = grade(klass, "--out", out, "--resume", "-j", "2")
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"resuming: 2 notebook(s) already graded and unchanged, {len(CLASS) - 2} to grade" in result.stderr
     assert same(read(out)) == same(full[1])
-    kept = set(journal[1:4])      # entries carried over from the interrupted run, whatever their order
-    rerun = {json.loads(line)["learner"] for line in out.with_name("grades.csv.journal").read_text().splitlines()[1:]
-             if line not in kept}
+    kept = set(journal[1:4])  # entries carried over from the interrupted run, whatever their order
+    rerun = {
+        json.loads(line)["learner"]
+        for line in out.with_name("grades.csv.journal").read_text().splitlines()[1:]
+        if line not in kept
+    }
     assert changed in rerun and not (graded_before - {changed}) & rerun
 
 
 def test_the_report_counts_what_the_csv_says(full):
     out, rows, _ = full
     page = (out / "report.html").read_text()
-    assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:)?//", page) and "<script" not in page and "@import" not in page
+    assert (
+        not re.search(r"(src|href)\s*=\s*[\"']?(https?:)?//", page) and "<script" not in page and "@import" not in page
+    )
     correct = dict(re.findall(r"data-qid='([^']+)' data-correct='(\d+)'", page))
     assert correct["00.warmup-add"] == str(sum(r["00.warmup-add"] == "predicted, correct" for r in rows)) == "4"
     assert correct["00.warmup-square"] == str(sum(r["00.warmup-square"].startswith("correct") for r in rows))
-    row = page[page.index("data-qid='00.warmup-add'"):].split("</tr>")[0]
-    assert "<code>[1.0, 2.0]</code> (2)" in row                   # the class's most common wrong prediction
+    row = page[page.index("data-qid='00.warmup-add'") :].split("</tr>")[0]
+    assert "<code>[1.0, 2.0]</code> (2)" in row  # the class's most common wrong prediction
     assert "<svg" in page and "count-00.warmup-add" in page

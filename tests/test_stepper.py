@@ -1,4 +1,5 @@
 """The backward stepper: node hooks record what arrives at each node and what it passes on."""
+
 import pytest
 import torch
 
@@ -17,22 +18,22 @@ def test_chain_rule_node_by_node_1_12_36():
     assert t.grads() == [1.0, 12.0, 36.0] and t.chain() == "1 -> 12 -> 36"
     pow_step, mul_step, acc_step = t.steps
     assert [(slot, to, g.item()) for slot, to, g in pow_step.passed] == [(0, "MulBackward0", 12.0)]
-    assert mul_step.passed[1] == (1, "None", None)          # the constant 3 gets nothing
+    assert mul_step.passed[1] == (1, "None", None)  # the constant 3 gets nothing
     assert acc_step.passed[0][1] == "w.grad" and acc_step.label == "AccumulateGrad (w)"
-    assert w.grad.item() == 36.0                              # it was a real backward
+    assert w.grad.item() == 36.0  # it was a real backward
     assert t.text().splitlines()[1] == "   1. PowBackward0        receives 1; passes [0] 12 -> MulBackward0"
 
 
 def test_two_routes_add_at_one_accumulate_grad():
     w = torch.tensor(2.0, requires_grad=True)
-    t = trace_backward(3 * w + w ** 2, names={"w": w})
+    t = trace_backward(3 * w + w**2, names={"w": w})
     acc = [s for s in t if s.node == "AccumulateGrad"]
     assert len(acc) == 1 and acc[0].grad == 7.0 == w.grad.item()
 
 
 def test_an_explicit_seed_is_a_vector_jacobian_product():
     v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
-    t = trace_backward(v ** 2, gradient=torch.ones(3), names={"v": v})
+    t = trace_backward(v**2, gradient=torch.ones(3), names={"v": v})
     assert t.steps[0].grad.tolist() == [1.0, 1.0, 1.0]
     assert t.steps[1].grad.tolist() == [2.0, 4.0, 6.0]
     assert "receives [1, 1, 1]; passes [0] [2, 4, 6]" in t.text()
@@ -41,7 +42,7 @@ def test_an_explicit_seed_is_a_vector_jacobian_product():
 def test_an_error_stops_the_trace_where_backward_raised():
     a = torch.ones(3, requires_grad=True)
     e = a.exp()
-    out = (e ** 2).sum()
+    out = (e**2).sum()
     e.add_(1)
     t = trace_backward(out)
     assert "RuntimeError" in t.error and "version" in t.error
@@ -54,7 +55,7 @@ def test_hooks_are_removed_afterwards():
     first = trace_backward(y, retain_graph=True)
     second = trace_backward(y, retain_graph=True)
     assert len(first) == len(second) == 3 and w.grad.item() == 72.0
-    y.backward()                                              # no hook of ours fires any more
+    y.backward()  # no hook of ours fires any more
     assert w.grad.item() == 108.0
 
 
@@ -70,9 +71,9 @@ def test_the_text_is_deterministic():
 def test_next_and_back_walk_the_steps():
     w, y = chain()
     s = stepper(y, names={"w": w})
-    assert s.widget is None and s.position == 1             # outside a kernel: text only
+    assert s.widget is None and s.position == 1  # outside a kernel: text only
     assert s.next().node == "MulBackward0" and s.next().node == "AccumulateGrad"
-    assert s.next().node == "AccumulateGrad" and s.position == 3   # stops at the end
+    assert s.next().node == "AccumulateGrad" and s.position == 3  # stops at the end
     assert s.back().node == "MulBackward0"
     assert str(s) == s.trace.text()
 
@@ -80,6 +81,7 @@ def test_next_and_back_walk_the_steps():
 def test_the_widget_buttons():
     pytest.importorskip("ipywidgets")
     from grader.learner.stepper import Stepper
+
     w, y = chain()
     s = Stepper(trace_backward(y, names={"w": w}), interactive=True)
     assert s.back_button.disabled and not s.next_button.disabled

@@ -1,4 +1,5 @@
 """The progress store: nothing lost under concurrent writers, corrupt files moved aside, read-only folders survived."""
+
 import os
 import sqlite3
 import stat
@@ -58,8 +59,10 @@ def test_a_corrupt_file_is_moved_aside_and_a_fresh_one_started(tmp_path, damage)
     assert [e.action for e in fresh.events()] == ["reset"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0 if hasattr(os, "geteuid") else True,
-                    reason="root can write a read-only folder; covered by the in-memory fallback test below")
+@pytest.mark.skipif(
+    os.geteuid() == 0 if hasattr(os, "geteuid") else True,
+    reason="root can write a read-only folder; covered by the in-memory fallback test below",
+)
 def test_a_read_only_folder_gives_an_in_memory_store(tmp_path):
     folder = tmp_path / "locked"
     folder.mkdir()
@@ -87,8 +90,10 @@ def test_an_old_file_is_migrated(tmp_path):
     path = tmp_path / FILENAME
     con = sqlite3.connect(path)
     con.execute(MIGRATIONS[0])
-    con.execute("INSERT INTO events (time, unit, qid, action, answer, verdict, torch) "
-                "VALUES (1.0, '01', '01.pow-node', 'predict', '\"PowBackward0\"', 'recorded', '2.4.1')")
+    con.execute(
+        "INSERT INTO events (time, unit, qid, action, answer, verdict, torch) "
+        "VALUES (1.0, '01', '01.pow-node', 'predict', '\"PowBackward0\"', 'recorded', '2.4.1')"
+    )
     con.execute("PRAGMA user_version = 1")
     con.commit()
     con.close()
@@ -104,8 +109,9 @@ def test_a_read_only_file_keeps_its_history_in_memory(tmp_path, monkeypatch):
     path = tmp_path / FILENAME
     Store(path).append("01", "01.pow-node", "predict", "recorded", answer="PowBackward0")
     store = Store(path)
-    monkeypatch.setattr(store, "_connect_file",
-                        lambda: sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None))
+    monkeypatch.setattr(
+        store, "_connect_file", lambda: sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    )
     with pytest.warns(StoreWarning, match="in memory for this session only"):
         store.append("01", "01.pow-node", "reveal", "correct")
     assert [e.action for e in store.events()] == ["predict", "reveal"]
@@ -117,6 +123,7 @@ def test_a_store_from_a_newer_version_is_read_as_it_is_and_never_moved(tmp_path)
     import warnings
 
     from grader.engine.store import SCHEMA_VERSION
+
     path = tmp_path / "progress.sqlite"
     first = Store(path)
     first.append("01", "01.pow-node", "predict", "recorded", "PowBackward0")

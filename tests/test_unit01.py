@@ -1,5 +1,6 @@
 """Unit 01 (and 00, 02) as a learner meets them: no answer printed before its question, closed-book
 programs that the unit never ran, and every grader message's functions imported."""
+
 import re
 
 import nbformat
@@ -8,9 +9,11 @@ import pytest
 from grader.engine.kinds import Name
 from grader.engine.question import of_unit
 
-NOTEBOOKS = {"00": "solutions/00_start_here.ipynb",
-             "01": "solutions/01_what_the_forward_pass_records.ipynb",
-             "02": "solutions/02_backward_and_why_gradients_add.ipynb"}
+NOTEBOOKS = {
+    "00": "solutions/00_start_here.ipynb",
+    "01": "solutions/01_what_the_forward_pass_records.ipynb",
+    "02": "solutions/02_backward_and_why_gradients_add.ipynb",
+}
 
 
 def _cells(unit):
@@ -49,6 +52,7 @@ def test_closed_book_programs_are_not_run_in_the_unit(unit):
     code = "\n".join(c.source for c in _cells(unit) if c.cell_type == "code")
     lines = {" ".join(line.split()) for line in code.splitlines()}
     import inspect
+
     for q in of_unit(unit):
         if q.role != "self-test":
             continue

@@ -4,6 +4,7 @@ The cases must keep showing what the exercises are about, or the buggy implement
 tests/reference/unit02.py would pass for the wrong reason: leaves with no gradient next to
 leaves with zeros, and outputs that are transposed views.
 """
+
 import pytest
 import torch
 
@@ -19,13 +20,16 @@ def test_leaf_grads_reads_tensors_lists_numbers_and_none():
     assert value == {"a": (1.0, 2.0), "b": None, "c": (3.0,), "d": (1.0, 2.0, 3.0, 4.0)}
 
 
-@pytest.mark.parametrize("answer, words", [
-    ([1, 2], "dict"),
-    ({"a": "1"}, "string"),
-    ({1: None}, "strings"),
-    ({"a": True}, "boolean"),
-    ({"a": torch.zeros(20_000)}, "too many"),
-])
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        ([1, 2], "dict"),
+        ({"a": "1"}, "string"),
+        ({1: None}, "strings"),
+        ({"a": True}, "boolean"),
+        ({"a": torch.zeros(20_000)}, "too many"),
+    ],
+)
 def test_leaf_grads_refuses_what_is_not_gradients(answer, words):
     with pytest.raises(BadAnswer, match=words):
         unit02_kinds.LeafGrads().read(answer)
@@ -83,6 +87,7 @@ def test_timeline_forward_reuses_the_same_leaves():
 
 def _accumulate_nodes(out):
     from grader import probes
+
     return [fn for fn in probes.nodes(out) if type(fn).__name__ == "AccumulateGrad"]
 
 

@@ -1,4 +1,5 @@
 """Unit 03's own cases: the planted faults are what torch sees, and odd learner code gets a clear verdict."""
+
 import math
 import time
 
@@ -40,7 +41,9 @@ def test_a_watch_that_hands_back_the_same_gradient_is_not_an_edit():
         def passing_on(g):
             hook(g)
             return g
+
         return passing_on, report
+
     assert check("03.nonfinite-watch", make).passed
 
 
@@ -48,6 +51,7 @@ def _endless():
     def hook(g):
         while True:
             pass
+
     return hook, lambda: None
 
 
@@ -55,6 +59,7 @@ def _raises_at_the_fault():
     def hook(g):
         if not torch.isfinite(g).all():
             raise FloatingPointError("non-finite gradient")
+
     return hook, lambda: None
 
 
@@ -65,6 +70,7 @@ def _reports_a_tensor():
         if state["first"] is None and not torch.isfinite(g).all():
             state["first"] = torch.tensor(state["step"])
         state["step"] += 1
+
     return hook, lambda: state["first"]
 
 
@@ -77,14 +83,17 @@ def _switches_grad_off():
     return make_watch()
 
 
-@pytest.mark.parametrize("fn, words", [
-    (_endless, "was stopped"),
-    (_raises_at_the_fault, "the hook raised FloatingPointError"),
-    (_reports_a_tensor, "report() returned a tensor"),
-    (_not_a_pair, "must return a pair (hook, report)"),
-    (_switches_grad_off, "grad mode"),
-    (lambda: 42, "must return a pair"),
-])
+@pytest.mark.parametrize(
+    "fn, words",
+    [
+        (_endless, "was stopped"),
+        (_raises_at_the_fault, "the hook raised FloatingPointError"),
+        (_reports_a_tensor, "report() returned a tensor"),
+        (_not_a_pair, "must return a pair (hook, report)"),
+        (_switches_grad_off, "grad mode"),
+        (lambda: 42, "must return a pair"),
+    ],
+)
 def test_odd_watches_get_a_clear_verdict(fn, words):
     before = torch.is_grad_enabled()
     result = check("03.nonfinite-watch", fn)
@@ -102,6 +111,7 @@ def test_the_watch_check_is_quick():
 
 # --- the three-ways exercise -----------------------------------------------------------------
 
+
 def test_every_case_observes_an_intermediate_on_the_path():
     q = get("03.three-ways")
     for case in unit03_cases.three_ways_cases():
@@ -112,12 +122,15 @@ def test_every_case_observes_an_intermediate_on_the_path():
         assert retain_way.stored == hook_way.stored | {case.target}
 
 
-@pytest.mark.parametrize("answer, words", [
-    (lambda build: None, "return"),
-    (lambda build: {"hook": 1}, "no entry for 'retain_grad'"),
-    (lambda build: {w: (None, set()) for w in WAYS_TO_READ}, "is None"),
-    (lambda build: {w: (build()[1], "a") for w in WAYS_TO_READ}, "set of names"),
-])
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (lambda build: None, "return"),
+        (lambda build: {"hook": 1}, "no entry for 'retain_grad'"),
+        (lambda build: {w: (None, set()) for w in WAYS_TO_READ}, "is None"),
+        (lambda build: {w: (build()[1], "a") for w in WAYS_TO_READ}, "set of names"),
+    ],
+)
 def test_odd_three_ways_answers_get_a_clear_verdict(answer, words):
     result = check("03.three-ways", answer)
     assert result.verdict == "incorrect" and words in str(result)

@@ -1,5 +1,6 @@
 """Unit 04's own cases: the tracer, the generated programs cover what the bugs need, planted causes are
 what torch's record shows, and odd learner answers get a clear verdict."""
+
 import collections
 import time
 
@@ -30,8 +31,8 @@ def test_a_trace_keeps_each_statement_with_its_flags_then():
     assert [s.name for s in tr] == ["w", "f", None, "s", "c", "c", "loss", None]
     with_block = tr[1]
     assert with_block.line.startswith("with torch.no_grad():") and "f = w * 2" in with_block.line
-    assert with_block.inputs == ("w",) and with_block.requires_grad is False      # as it was at step 2
-    assert tr.names["f"].requires_grad is True                                     # as it is now
+    assert with_block.inputs == ("w",) and with_block.requires_grad is False  # as it was at step 2
+    assert tr.names["f"].requires_grad is True  # as it is now
     assert isinstance(tr[3].tensor, float)
     assert tr[5].inputs == ("c",), "an augmented assignment reads its target"
     assert tr.loss is tr.names["loss"] and tr[6].grad_fn == "SumBackward0"
@@ -108,16 +109,19 @@ def test_why_cases_cover_every_cause_and_their_decoys():
     counts = collections.Counter(c.cause for c in WHY)
     assert set(counts) == set(traces.CAUSES) and min(counts.values()) >= 4
     text = {cause: ["\n".join(c.lines) for c in WHY if c.cause == cause] for cause in traces.CAUSES}
-    assert any("log = h.detach()" in t for cause in (traces.NO_GRAD, traces.ITEM) for t in text[cause]), \
+    assert any("log = h.detach()" in t for cause in (traces.NO_GRAD, traces.ITEM) for t in text[cause]), (
         "a detached log copy beside a different cut"
-    assert any("requires_grad=True)" in t.split("loss.backward()")[-1] or "requires_grad_()" in t
-               for t in text[traces.REBOUND]), "a rebinding to a tensor that requires grad"
+    )
+    assert any(
+        "requires_grad=True)" in t.split("loss.backward()")[-1] or "requires_grad_()" in t for t in text[traces.REBOUND]
+    ), "a rebinding to a tensor that requires grad"
     assert any("no_grad" in t.split("loss.backward()")[-1] for t in text[traces.REBOUND])
     assert any("loss.backward()" not in t for t in text[traces.NO_BACKWARD])
     assert any("if loss.item()" in t or t.rstrip().endswith("loss.backward") for t in text[traces.NO_BACKWARD])
     assert any(".tolist()" in t for t in text[traces.ITEM]) and any(".item()" in t for t in text[traces.ITEM])
-    assert any("opt.zero_grad()" in t.split("loss =")[-1] for t in text[traces.NO_BACKWARD]), \
+    assert any("opt.zero_grad()" in t.split("loss =")[-1] for t in text[traces.NO_BACKWARD]), (
         "a zero_grad() that runs, harmlessly, where backward should have been"
+    )
     assert any("zero_grad" in t for t in text[traces.CLEARED]) and any("grad = None" in t for t in text[traces.CLEARED])
     quiet = "\n".join(text[traces.NON_DIFFERENTIABLE])
     assert all(op in quiet for op in ("argmax", ">", "long", "m = ")), "argmax, a comparison, a cast, two steps"
@@ -145,6 +149,7 @@ def test_leaf_cases_have_programs_without_a_graph_and_shared_leaves():
 
 # --- answers a learner might give ---------------------------------------------------------------
 
+
 def test_names_instead_of_tensors_get_a_clear_message():
     result = check("04.reachable-leaves", lambda loss: ["a", "b"])
     assert result.verdict == "incorrect" and "not their names" in str(result)
@@ -164,7 +169,7 @@ def test_a_made_up_cause_is_named_as_not_a_choice():
 
 @pytest.mark.parametrize("qid", ["04.reachable-leaves", "04.first-broken-edge", "04.why-grad-none"])
 def test_each_exercise_checks_quickly(qid):
-    check(qid, ref.REFERENCE[qid])          # the first check builds (and keeps) the cases
+    check(qid, ref.REFERENCE[qid])  # the first check builds (and keeps) the cases
     started = time.perf_counter()
     assert check(qid, ref.REFERENCE[qid]).passed
     assert time.perf_counter() - started < 3.0

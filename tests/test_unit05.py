@@ -4,6 +4,7 @@ The exercises are graded against grader.probes.bill on real models; these tests 
 learner is asked to find really is torch's behaviour on many more models than the 40 graded ones, that
 the cases are reproducible, and that every case can be drawn for a failure message.
 """
+
 import inspect
 import random
 
@@ -48,7 +49,7 @@ def test_cases_are_reproducible_distinct_and_smallest_first():
     sizes = [c.size for c in first]
     assert sizes == sorted(sizes) and sizes[0] == 1
     mix = {(c.spec.input_requires_grad, any(l.frozen for l in c.spec.layers), c.spec.dtype) for c in first}
-    assert len(mix) >= 6   # input flag, frozen layers and dtype all vary
+    assert len(mix) >= 6  # input flag, frozen layers and dtype all vary
 
 
 def test_every_case_draws_its_graph_and_bill():
@@ -57,7 +58,7 @@ def test_every_case_draws_its_graph_and_bill():
         text = case.drawing()
         assert "storages" in text
         empty += "SumBackward0" not in text
-    assert 1 <= empty <= 3   # a model where nothing asks for a gradient saves nothing: shown, but rarely
+    assert 1 <= empty <= 3  # a model where nothing asks for a gradient saves nothing: shown, but rarely
 
 
 def test_the_learner_gets_only_the_spec_which_cannot_be_changed():
@@ -82,6 +83,7 @@ def test_error_questions_encode_torchs_own_outcome():
 
 # --- one definition of "what backward keeps": draw's totals are the grader's bill -------------------
 
+
 def _draw_of(bill, names):
     return draw(bill.output, names=names)
 
@@ -95,7 +97,7 @@ def _agree(bill, names=None):
 def _uses_a_bill(q) -> bool:
     """The experiment's body (after its def line) calls a bill: probes.bill, a program's .bill(), _plain_bill()."""
     source = inspect.getsource(q.experiment)
-    body = source[source.index("def " + q.experiment.__name__):].split("\n", 1)[1]
+    body = source[source.index("def " + q.experiment.__name__) :].split("\n", 1)[1]
     return "bill(" in body
 
 
@@ -111,9 +113,9 @@ def test_draw_totals_equal_the_bill_the_grader_uses(qid):
         bill = program.bill()
         _agree(bill, [n for n in (program.names, program.inputs) if n is not None])
     truth = next(q for q in all_questions() if q.qid == qid).run()
-    if isinstance(truth, frozenset):      # a set of names: names of the bill's own storages
+    if isinstance(truth, frozenset):  # a set of names: names of the bill's own storages
         assert truth <= bill.names()
-    else:                                 # bytes, or [storages, bytes]
+    else:  # bytes, or [storages, bytes]
         assert tuple(truth if isinstance(truth, tuple) else (truth,)) in {(bill.total,), (bill.count, bill.total)}
 
 
@@ -126,6 +128,7 @@ def test_draw_totals_equal_the_bill_on_every_generated_model():
 
 def test_draw_and_the_bill_agree_on_unit09s_bill_questions():
     from grader.units.unit09 import questions as unit09
+
     billed = {q.qid for q in all_questions() if q.unit in ("09", "10") and _uses_a_bill(q)}
     # 09.self-bill-under-offload asks what bill reports *under another hook pair* (which runs instead of
     # bill's own): a question about hook nesting, not about what backward keeps.
@@ -135,6 +138,7 @@ def test_draw_and_the_bill_agree_on_unit09s_bill_questions():
     def forward():
         h = a.exp()
         return (h * h).sum()
+
     bill = probes.bill(forward)
     _agree(bill)
     assert bill.total == next(q for q in all_questions() if q.qid == "09.self-saved-three-times").run()[0]

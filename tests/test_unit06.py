@@ -1,4 +1,5 @@
 """Unit 06: the syllabus figures hold live, and the exercises answer any learner input with a clear line."""
+
 import math
 
 import pytest
@@ -13,7 +14,7 @@ from tests.reference import unit06 as reference
 def test_syllabus_figures_for_sin_of_x_squared():
     g, h = get("06.sin-derivatives").run()
     assert math.isclose(g, -2.6146, abs_tol=1e-4) and math.isclose(h, 10.8016, abs_tol=1e-4)
-    f = lambda t: torch.sin(t ** 2)
+    f = lambda t: torch.sin(t**2)
     assert math.isclose(torch.func.grad(torch.func.grad(f))(torch.tensor(2.0)).item(), h, abs_tol=1e-4)
 
 
@@ -51,10 +52,11 @@ def test_the_cycle_needs_a_gradient_that_depends_on_w_and_only_cpp_links_escape_
 def test_the_leak_keeps_activations_and_grows_while_grad_is_not_cleared():
     import gc
     import weakref
+
     w = torch.randn(100, requires_grad=True)
     h = w.sin()
     refs = weakref.ref(w), weakref.ref(h)
-    (h ** 2).sum().backward(create_graph=True)
+    (h**2).sum().backward(create_graph=True)
     del w, h
     gc.collect()
     assert all(r() is not None for r in refs)
@@ -77,24 +79,30 @@ def test_cases_are_seeded_and_smallest_first():
         assert len(first) >= 20
 
 
-@pytest.mark.parametrize("bug, words", [
-    (reference.forgets_retain_graph, "retain_graph=True"),
-    (reference.one_call_that_is_two_calls, "walks the graph once"),
-])
+@pytest.mark.parametrize(
+    "bug, words",
+    [
+        (reference.forgets_retain_graph, "retain_graph=True"),
+        (reference.one_call_that_is_two_calls, "walks the graph once"),
+    ],
+)
 def test_two_losses_bugs_get_a_hint(bug, words):
     result = check("06.two-losses", bug)
     assert result.verdict == "incorrect"
     assert words in str(result)
 
 
-@pytest.mark.parametrize("bug, words", [
-    (reference.hvp_without_create_graph, "create_graph=True"),
-    (reference.hvp_with_retain_graph, "retain_graph=True records nothing"),
-    (reference.hvp_returns_the_gradient, "gradient of f at x"),
-    (reference.hvp_detached_then_silenced, "all zeros"),
-    (reference.hvp_ignores_v, "H @ ones"),
-    (reference.hvp_through_dot_grad, "x.grad still held"),
-])
+@pytest.mark.parametrize(
+    "bug, words",
+    [
+        (reference.hvp_without_create_graph, "create_graph=True"),
+        (reference.hvp_with_retain_graph, "retain_graph=True records nothing"),
+        (reference.hvp_returns_the_gradient, "gradient of f at x"),
+        (reference.hvp_detached_then_silenced, "all zeros"),
+        (reference.hvp_ignores_v, "H @ ones"),
+        (reference.hvp_through_dot_grad, "x.grad still held"),
+    ],
+)
 def test_hvp_bugs_get_a_hint(bug, words):
     result = check("06.hvp", bug)
     assert result.verdict == "incorrect"
@@ -104,6 +112,7 @@ def test_hvp_bugs_get_a_hint(bug, words):
 def _returns(value):
     def learner(*args):
         return value
+
     return learner
 
 
@@ -117,18 +126,21 @@ def _turns_grad_off(f, x, v):
 
 
 @pytest.mark.parametrize("qid", ["06.two-losses", "06.hvp"])
-@pytest.mark.parametrize("answer, verdict", [
-    (..., "unanswered"),
-    (_raises_placeholder, "unanswered"),
-    (3, "invalid"),
-    ("hvp", "invalid"),
-    (_returns(None), "incorrect"),
-    (_returns("text"), "incorrect"),
-    (_returns((torch.ones(2),)), "incorrect"),
-    (_returns(torch.ones(7, 7)), "incorrect"),
-    (_returns([torch.ones(2), None]), "incorrect"),
-    (_turns_grad_off, "incorrect"),
-])
+@pytest.mark.parametrize(
+    "answer, verdict",
+    [
+        (..., "unanswered"),
+        (_raises_placeholder, "unanswered"),
+        (3, "invalid"),
+        ("hvp", "invalid"),
+        (_returns(None), "incorrect"),
+        (_returns("text"), "incorrect"),
+        (_returns((torch.ones(2),)), "incorrect"),
+        (_returns(torch.ones(7, 7)), "incorrect"),
+        (_returns([torch.ones(2), None]), "incorrect"),
+        (_turns_grad_off, "incorrect"),
+    ],
+)
 def test_any_learner_input_gets_a_verdict_not_a_traceback(qid, answer, verdict):
     result = check(qid, answer)
     assert result.verdict == verdict, str(result)

@@ -1,5 +1,6 @@
 """Unit 07: the syllabus figures still hold on this torch, the generated cases cover what they must,
 and odd learner answers to the two exercises get one clear line."""
+
 import time
 
 import pytest
@@ -25,6 +26,7 @@ def truth(qid):
 
 # --- the figures the syllabus gives for this unit -------------------------------------------------
 
+
 def test_syllabus_figures():
     assert truth("07.mul-add-node") == "AddBackward0"
     exp = truth("07.exp-add")
@@ -47,6 +49,7 @@ def test_the_confusions_still_behave_as_the_notebook_says():
 
 # --- the generated cases ----------------------------------------------------------------------------
 
+
 def test_write_cases_cover_every_kind_and_start_small():
     cases = write_cases()
     kinds = [k for case in cases for k in case.kinds]
@@ -66,13 +69,14 @@ def test_guard_cases_start_with_the_exp_program_and_include_an_early_write():
 
 @pytest.mark.parametrize("qid", ["07.predict-inplace", "07.version-guard"])
 def test_exercises_check_quickly(qid):
-    check(qid, REFERENCE[qid])          # first run pays for generating the cases
+    check(qid, REFERENCE[qid])  # first run pays for generating the cases
     started = time.perf_counter()
     assert check(qid, REFERENCE[qid]).passed
     assert time.perf_counter() - started < 3.0
 
 
 # --- odd answers to predict_inplace -----------------------------------------------------------------
+
 
 def _first_row(result, label):
     return dict(result.rows).get(label, "")
@@ -92,15 +96,19 @@ def test_node_objects_are_read_as_their_class_names():
         out = program.ns["out"]
         nodes = {fn for fn in probes.nodes(out) if type(fn).__name__ in answer[1]}
         return ("at backward", nodes)
+
     assert check("07.predict-inplace", returns_nodes).passed
 
 
-@pytest.mark.parametrize("returned, words", [
-    (42, "expected"),
-    (("at the write", {"PowBackward0"}), "names no node"),
-    (("somewhere", set()), "is not a place"),
-    (("at backward", {3}), "class name"),
-])
+@pytest.mark.parametrize(
+    "returned, words",
+    [
+        (42, "expected"),
+        (("at the write", {"PowBackward0"}), "names no node"),
+        (("somewhere", set()), "is not a place"),
+        (("at backward", {3}), "class name"),
+    ],
+)
 def test_odd_returns_get_one_line(returned, words):
     result = check("07.predict-inplace", lambda program: returned)
     assert result.verdict == "incorrect"
@@ -114,6 +122,7 @@ def test_a_predictor_that_runs_the_write_is_told_so():
         except RuntimeError:
             return "at the write"
         return "no error"
+
     result = check("07.predict-inplace", runs_it)
     assert result.verdict == "incorrect"
     assert "without running the write" in _first_row(result, "your function")
@@ -121,13 +130,17 @@ def test_a_predictor_that_runs_the_write_is_told_so():
 
 # --- odd answers to the guard --------------------------------------------------------------------
 
-@pytest.mark.parametrize("answer, words", [
-    (unpack_checked, "pass both functions as a pair"),
-    ((pack_with_version,), "a pair of functions"),
-    ((pack_with_version, unpack_checked, unpack_checked), "a pair of functions"),
-    ((pack_with_version, (1, 2)), "must be a function"),
-    ((pack_with_version, Pair), "must be a function"),
-])
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (unpack_checked, "pass both functions as a pair"),
+        ((pack_with_version,), "a pair of functions"),
+        ((pack_with_version, unpack_checked, unpack_checked), "a pair of functions"),
+        ((pack_with_version, (1, 2)), "must be a function"),
+        ((pack_with_version, Pair), "must be a function"),
+    ],
+)
 def test_guard_answers_that_are_not_a_pair(answer, words):
     result = check("07.version-guard", answer)
     assert result.verdict == "invalid" and words in result.message
@@ -137,6 +150,7 @@ def test_guard_that_changes_values_is_caught_by_the_gradients():
     def unpack_doubled(packed):
         t, _ = packed
         return t * 2
+
     result = check("07.version-guard", (pack_with_version, unpack_doubled))
     assert result.verdict == "incorrect"
     assert _first_row(result, "your function returned") == "no error, wrong gradients"
@@ -148,11 +162,13 @@ def test_guard_placeholders_are_unanswered():
 
     def unpack(p):
         raise NotImplementedError()
+
     assert check("07.version-guard", (pack, unpack)).verdict == "unanswered"
     assert check("07.version-guard", ...).verdict == "unanswered"
 
 
 # --- the GAN repair the notebook teaches, proven as unit 10 proves repairs --------------------------
+
 
 def _equal(a, b):
     return a is not None and b is not None and torch.allclose(a, b, atol=1e-6)
@@ -178,6 +194,7 @@ def test_the_gan_repair_moves_every_parameter_with_the_reference_gradients(order
 
 # --- a pack that keeps the tensor itself leaks the op's output ---------------------------------------
 
+
 def test_keeping_the_tensor_in_pack_leaks_and_detach_does_not_lose_the_check():
     import gc
     import weakref
@@ -190,6 +207,7 @@ def test_keeping_the_tensor_in_pack_leaks_and_detach_does_not_lose_the_check():
         del q
         gc.collect()
         return ref() is not None
+
     assert run(pack_keeps_the_tensor) is True
     assert run(pack_with_version) is False
     p = torch.ones(3, requires_grad=True)

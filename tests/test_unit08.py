@@ -1,5 +1,6 @@
 """Unit 08: the syllabus figures hold on this torch, the exercise's truth agrees with other routes,
 other correct implementations pass, more bugs are refused, and odd returns get a clear message."""
+
 import time
 
 import pytest
@@ -72,6 +73,7 @@ def test_unit_loop_through_chunks():
 
 # --- other correct ways to write it ---------------------------------------------------------
 
+
 def per_step_backward_with_retain(seq, k):
     """Backward every step's loss, retain_graph inside a chunk, detach at boundaries: also correct."""
     state = seq.h0
@@ -103,6 +105,7 @@ def test_correct_variants_pass(fn):
 
 
 # --- more bugs ---------------------------------------------------------------------------------
+
 
 def last_loss_of_each_chunk(seq, k):
     state = seq.h0
@@ -141,14 +144,17 @@ def test_more_bugs_are_refused(fn):
     assert "smallest failing case" in dict(result.rows)
 
 
-@pytest.mark.parametrize("raw, words", [
-    (None, "expected a dict"),
-    ("grads", "expected a dict"),
-    ([None, None], "is None"),
-    ({"nope": 1}, "no entry for"),
-    ({"W": 1.0, "b": 1.0}, "has shape"),
-    ([object(), object()], "should be a tensor"),
-])
+@pytest.mark.parametrize(
+    "raw, words",
+    [
+        (None, "expected a dict"),
+        ("grads", "expected a dict"),
+        ([None, None], "is None"),
+        ({"nope": 1}, "no entry for"),
+        ({"W": 1.0, "b": 1.0}, "has shape"),
+        ([object(), object()], "should be a tensor"),
+    ],
+)
 def test_odd_returns_get_a_clear_message(raw, words):
     result = check("08.tbptt", lambda seq, k: raw)
     assert result.verdict == "incorrect"

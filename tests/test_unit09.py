@@ -1,6 +1,7 @@
 """Unit 09: the figures its cells show still hold on this torch, the memory instrument counts what it says,
 the exercise's tolerance is what its docstring claims, the reference pair agrees with torch beyond the graded
 programs, and odd answers get one clear line."""
+
 import json
 import math
 import pathlib
@@ -52,10 +53,11 @@ def truth(qid):
 
 # --- the figures ----------------------------------------------------------------------------------
 
+
 def test_alias_and_copy_figures():
     alias, copy = truth("09.alias-copy-held")
     assert alias == truth("09.held-vs-bill") == 2 * 256 * 512 * 4 + 4
-    assert copy - 4 == (5 * 256 * 512 + 512 * 512 + 512) * 4        # one copy per save
+    assert copy - 4 == (5 * 256 * 512 + 512 * 512 + 512) * 4  # one copy per save
     aliased, copied = truth("09.alias-copy-grad")
     assert abs(aliased - (math.e + 1)) < 1e-4 and abs(copied - math.e) < 1e-4
     assert truth("09.self-bill-under-offload") == 0
@@ -89,7 +91,7 @@ MODEL_PACKS = {
 
 @pytest.mark.parametrize("name", list(MODEL_PACKS))
 def test_model_answers_free_the_output_without_backward(name):
-    assert leaks(lambda t: t) and leaks(lambda t: (t, t._version))   # what the unit warns about
+    assert leaks(lambda t: t) and leaks(lambda t: (t, t._version))  # what the unit warns about
     assert not leaks(MODEL_PACKS[name]), name
 
 
@@ -102,6 +104,7 @@ def test_the_detached_guard_and_the_reference_still_catch_a_write():
         if t._version != version:
             raise RuntimeError("written")
         return t
+
     for pair in ((pack, unpack), (pack_half, unpack_half)):
         p = torch.ones(3, requires_grad=True)
         with torch.autograd.graph.saved_tensors_hooks(*pair):
@@ -113,9 +116,13 @@ def test_the_detached_guard_and_the_reference_still_catch_a_write():
 
 def test_a_pack_that_keeps_its_own_output_is_refused_as_a_leak():
     from tests.reference.unit09 import pack_guard_like_unit07, unpack_guard_like_unit07
+
     pair = (pack_guard_like_unit07, unpack_guard_like_unit07)
-    cyclic = [c for c in guard_cases() if guard_truth(c)[0] == CLEAN
-              and any(op in c.source for op in (".tanh()", ".sigmoid()", ".relu()"))]
+    cyclic = [
+        c
+        for c in guard_cases()
+        if guard_truth(c)[0] == CLEAN and any(op in c.source for op in (".tanh()", ".sigmoid()", ".relu()"))
+    ]
     assert cyclic
     with torch_state.clean_room():
         label, detail = run_guard(pair, cyclic[0])
@@ -128,10 +135,11 @@ def test_checkpoint_caveats_hold_on_this_torch():
     import warnings
 
     from torch.utils.checkpoint import checkpoint
+
     model, x = block_chain(batch=8)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        h = checkpoint(model[0], x)                        # no flag: still the reentrant variant on 2.13
+        h = checkpoint(model[0], x)  # no flag: still the reentrant variant on 2.13
     assert not h.requires_grad
     assert any("use_reentrant" in str(w.message) for w in caught)
 
@@ -156,18 +164,19 @@ def test_checkpointing_figures():
 
 # --- the instrument -------------------------------------------------------------------------------
 
+
 def test_memory_watch_counts_new_storages_once_and_forgets_freed_ones():
     base = torch.ones(1000)
     with MemoryWatch() as watch:
-        a = base * 2                    # new: 4000 bytes
-        view = a[10:]                   # a view: nothing new
-        a.add_(1)                       # in place: nothing new
-        b = a.exp()                     # new: 4000 bytes
+        a = base * 2  # new: 4000 bytes
+        view = a[10:]  # a view: nothing new
+        a.add_(1)  # in place: nothing new
+        b = a.exp()  # new: 4000 bytes
         assert watch.held() == 8000
         del b
         assert watch.held() == 4000
-        c = base.sin()                  # 4000 more; b is gone
-    assert watch.held(view) == 4000      # c alone once a's storage is left out
+        c = base.sin()  # 4000 more; b is gone
+    assert watch.held(view) == 4000  # c alone once a's storage is left out
     assert watch.held() == 8000 and watch.peak == 8000
     del a, view, c
     assert watch.held() == 0
@@ -183,12 +192,13 @@ def test_memory_watch_sees_backward_and_the_grads():
 
 # --- the exercise's tolerance and programs ----------------------------------------------------------
 
+
 def _programs(count, seed, write=False):
     rng = random.Random(seed)
     out = []
     with torch_state.clean_room():
         while len(out) < count:
-            program_seed = rng.randrange(10 ** 6)
+            program_seed = rng.randrange(10**6)
             setup, forward, kinds = forward_program(program_seed, ops=1 + program_seed % 8)
             case = HalfGuardCase(program_seed, setup, forward, None, kinds=kinds)
             try:
@@ -203,7 +213,7 @@ def _programs(count, seed, write=False):
                 try:
                     _plain(case)
                 except RuntimeError:
-                    continue            # refused at the write
+                    continue  # refused at the write
             out.append(case)
     return out
 
@@ -215,20 +225,22 @@ def _error_share(case, pair):
     with torch.autograd.graph.saved_tensors_hooks(*pair):
         _exec(case.forward, ns)
         ns["out"].backward()
-    return max([((ns[n].grad - g).abs().max() / g.abs().max()).item() for n, g in exact.items()
-                if g.abs().max() > 0] or [0.0])
+    return max(
+        [((ns[n].grad - g).abs().max() / g.abs().max()).item() for n, g in exact.items() if g.abs().max() > 0] or [0.0]
+    )
 
 
 def test_the_float16_error_is_what_the_tolerance_docstring_says():
     shares = sorted(_error_share(c, (pack_half, unpack_half)) for c in _programs(250, seed=1))
     median, p95 = shares[len(shares) // 2], shares[int(0.95 * len(shares))]
     assert median < 1e-3 and p95 < 3e-3, (median, p95)
-    assert sum(s > RTOL for s in shares) <= len(shares) // 50   # the rare ill-conditioned program
+    assert sum(s > RTOL for s in shares) <= len(shares) // 50  # the rare ill-conditioned program
 
 
 def test_a_coarser_format_is_refused():
     def pack8(t):
         return (t.dtype, t.detach().to(torch.float8_e4m3fn)) if t.is_floating_point() else (None, t)
+
     result = check("09.half-guard", Pair(pack8, _float16_unpack))
     assert result.verdict == "incorrect"
     assert dict(result.rows)["your function returned"].startswith("no error, wrong gradients")
@@ -260,7 +272,7 @@ def test_every_case_draws():
 
 
 def test_the_exercise_checks_quickly():
-    check("09.half-guard", REFERENCE["09.half-guard"])      # the first run pays for making the cases
+    check("09.half-guard", REFERENCE["09.half-guard"])  # the first run pays for making the cases
     started = time.perf_counter()
     assert check("09.half-guard", REFERENCE["09.half-guard"]).passed
     assert time.perf_counter() - started < 2.0
@@ -268,13 +280,17 @@ def test_the_exercise_checks_quickly():
 
 # --- odd answers ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("answer, words", [
-    (unpack_half, "pass both functions as a pair"),
-    ((pack_half,), "a pair of functions"),
-    ((pack_half, unpack_half, unpack_half), "a pair of functions"),
-    ((pack_half, 3), "must be a function"),
-    ((Pair, unpack_half), "must be a function"),
-])
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (unpack_half, "pass both functions as a pair"),
+        ((pack_half,), "a pair of functions"),
+        ((pack_half, unpack_half, unpack_half), "a pair of functions"),
+        ((pack_half, 3), "must be a function"),
+        ((Pair, unpack_half), "must be a function"),
+    ],
+)
 def test_answers_that_are_not_a_pair(answer, words):
     result = check("09.half-guard", answer)
     assert result.verdict == "invalid" and words in result.message
@@ -286,6 +302,7 @@ def test_placeholders_are_unanswered():
 
     def unpack(p):
         raise NotImplementedError()
+
     assert check("09.half-guard", (pack, unpack)).verdict == "unanswered"
     assert check("09.half-guard", ...).verdict == "unanswered"
 
@@ -293,6 +310,7 @@ def test_placeholders_are_unanswered():
 def test_a_pack_that_raises_is_reported_before_backward():
     def pack(t):
         raise ValueError("no")
+
     result = check("09.half-guard", (pack, unpack_half))
     assert result.verdict == "incorrect"
     assert dict(result.rows)["your function returned"].startswith("raised before backward")
@@ -305,6 +323,7 @@ def test_a_pair_that_returns_something_else_gets_a_line_not_a_traceback():
 
 
 # --- the notebook's machine-dependent cells -----------------------------------------------------------
+
 
 def test_gpu_and_timing_cells_are_tagged_and_say_so_plainly():
     nb = json.loads((ROOT / "solutions" / "09_saved_tensor_hooks_in_practice.ipynb").read_text())
@@ -324,5 +343,6 @@ def test_the_chosen_programs_are_what_the_search_picks():
     searched = search_guard_cases()
     assert sorted((c.seed, c.write) for c in searched) == sorted(CHOSEN)
     rebuilt = guard_cases()
-    assert [(c.seed, c.write, sorted(c.kinds)) for c in rebuilt] == \
-           [(c.seed, c.write, sorted(c.kinds)) for c in searched]
+    assert [(c.seed, c.write, sorted(c.kinds)) for c in rebuilt] == [
+        (c.seed, c.write, sorted(c.kinds)) for c in searched
+    ]

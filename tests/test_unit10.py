@@ -1,6 +1,7 @@
 """Unit 10: the live audit agrees with every planted fault, every intended program trains, every fault
 shows in the quantity its repair must restore, the walking tool records what the notebook says, and odd
 answers get a clear verdict."""
+
 import collections
 import time
 
@@ -38,6 +39,7 @@ CASES = unit10_cases.exercise_cases()
 
 # --- the generated programs ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)
 def test_the_live_diagnosis_agrees_with_the_planted_fault(case):
     finding = audit(case.program)
@@ -64,8 +66,12 @@ def test_the_intended_program_trains_and_is_clean(case):
 
 
 BROKEN = {
-    DETACHED: {MOVES, GRADS}, NO_GRAD: {MOVES, GRADS}, REBOUND: {MOVES}, NOT_CLEARED: {GRADS},
-    IN_PLACE: {RUNS}, NO_FAULT: set(),
+    DETACHED: {MOVES, GRADS},
+    NO_GRAD: {MOVES, GRADS},
+    REBOUND: {MOVES},
+    NOT_CLEARED: {GRADS},
+    IN_PLACE: {RUNS},
+    NO_FAULT: set(),
 }
 
 
@@ -106,6 +112,7 @@ def test_the_program_a_learner_gets_carries_no_label():
 
 
 # --- the walking tool and the proof ------------------------------------------------------------
+
 
 def test_step_through_keeps_each_statement_with_its_line_step_and_flags():
     run = step_through("""w = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -167,6 +174,7 @@ def test_the_worked_example_is_what_the_notebook_says():
 
 # --- answers a learner might give -----------------------------------------------------------------
 
+
 def test_diagnosis_wrong_answers_are_refused_and_a_span_is_accepted():
     kind = FaultAtLine()
     for case in CASES:
@@ -179,13 +187,16 @@ def test_diagnosis_wrong_answers_are_refused_and_a_span_is_accepted():
     assert truth[2] == truth[1] + 1 and kind.agrees(truth, kind.read((NO_GRAD, truth[2])))
 
 
-@pytest.mark.parametrize("answer, words", [
-    (lambda program: "detached stage", "also give the line"),
-    (lambda program: ("detached stage", "7"), "line number"),
-    (lambda program: ("gremlins", 3), "not a fault kind"),
-    (lambda program: ("no fault", 4), "has no line"),
-    (lambda program: None, "did you forget a return"),
-])
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (lambda program: "detached stage", "also give the line"),
+        (lambda program: ("detached stage", "7"), "line number"),
+        (lambda program: ("gremlins", 3), "not a fault kind"),
+        (lambda program: ("no fault", 4), "has no line"),
+        (lambda program: None, "did you forget a return"),
+    ],
+)
 def test_odd_diagnoses_get_a_clear_message(answer, words):
     result = check("10.diagnose", answer)
     assert result.verdict == "incorrect" and words in str(result)
@@ -198,6 +209,7 @@ def test_a_diagnosis_may_hand_back_the_event_itself():
             return found
         kind, line = found
         return (kind, next(e for e in step_through(program, steps=2).events if e.number == line))
+
     assert check("10.diagnose", diagnose_with_events).passed
 
 
@@ -205,6 +217,7 @@ def test_the_reference_repair_is_proven_and_the_named_fakes_are_not():
     """The repair exercise left the unit (learner time); its reference still checks what prove measures."""
     from grader.units.unit10.capstone import FACTS, prove
     from grader.units.unit10.cases import cases
+
     programs = [c.fresh()["program"] for c in cases()]
     for program in programs:
         assert set(prove(program, ref.repair(program)).facts) == set(FACTS), program
@@ -219,7 +232,7 @@ def test_a_made_up_kind_in_the_self_test_is_named_as_not_a_choice():
 
 @pytest.mark.parametrize("qid", ["10.diagnose"])
 def test_each_exercise_checks_quickly(qid):
-    check(qid, ref.REFERENCE[qid])          # the first check builds (and keeps) the cases
+    check(qid, ref.REFERENCE[qid])  # the first check builds (and keeps) the cases
     started = time.perf_counter()
     assert check(qid, ref.REFERENCE[qid]).passed
     assert time.perf_counter() - started < 3.0

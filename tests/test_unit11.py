@@ -1,5 +1,6 @@
 """Unit 11: the facts the notebook states still hold on this torch, the generated inputs cover what they must,
 the report measures what it claims, and odd answers to the three Function exercises get one clear line."""
+
 import time
 
 import pytest
@@ -22,6 +23,7 @@ def _row(result, label):
 
 
 # --- the facts the notebook states ----------------------------------------------------------------------
+
 
 def test_the_notebooks_facts():
     assert truth("11.count-work") == (1.0, 300.0)
@@ -53,6 +55,7 @@ def test_the_naive_softplus_overflows_where_the_cases_say():
 
 # --- the generated inputs ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("op", unit11_cases.OPS)
 def test_cases_start_small_and_are_seeded(op):
     cases = unit11_cases.op_cases(op)
@@ -60,7 +63,9 @@ def test_cases_start_small_and_are_seeded(op):
     assert len(cases) >= 8 and cases[0].size == 2
     again = unit11_cases.op_cases.__wrapped__(op)
     assert [c.values for c in again] == [c.values for c in cases]
-    assert all(any(abs(g) != 1 for g in c.grads) for c in cases[:1]), "the first case must catch a backward that ignores grad"
+    assert all(any(abs(g) != 1 for g in c.grads) for c in cases[:1]), (
+        "the first case must catch a backward that ignores grad"
+    )
 
 
 def test_softplus_cases_reach_past_float64_overflow_on_both_sides():
@@ -84,6 +89,7 @@ def test_every_case_shows_runnable_code():
 
 
 # --- the report ---------------------------------------------------------------------------------------
+
 
 def _facts(op, cls, index=0):
     case = unit11_cases.op_cases(op)[index]
@@ -111,25 +117,31 @@ def test_other_right_implementations_pass():
             assert check(qid, cls).passed, cls.__name__
 
 
-@pytest.mark.parametrize("bug, words", [
-    (ref.NaiveSoftplus, "inf or nan at x = 750"),
-    (ref.SoftplusOverflowingBackward, "gradient: inf or nan"),
-    (ref.SoftplusSavesBoth, "save only what backward reads"),
-    (ref.SoftplusStashes, "stashed on ctx"),
-    (ref.SoftplusOnce, "gradgradcheck: fails"),
-    (ref.SoftplusNoVmapRule, "vmap"),
-])
+@pytest.mark.parametrize(
+    "bug, words",
+    [
+        (ref.NaiveSoftplus, "inf or nan at x = 750"),
+        (ref.SoftplusOverflowingBackward, "gradient: inf or nan"),
+        (ref.SoftplusSavesBoth, "save only what backward reads"),
+        (ref.SoftplusStashes, "stashed on ctx"),
+        (ref.SoftplusOnce, "gradgradcheck: fails"),
+        (ref.SoftplusNoVmapRule, "vmap"),
+    ],
+)
 def test_softplus_bugs_are_named(bug, words):
     result = check("11.stable-softplus", bug)
     assert result.verdict == "incorrect" and words in result.message, str(result)
 
 
-@pytest.mark.parametrize("bug, words", [
-    (ref.SigmoidForgetsMarkDirty, "returned as-is"),
-    (ref.SigmoidNotInPlace, "h: untouched"),
-    (ref.SigmoidSavesInput, "gradient: wrong"),
-    (ref.SigmoidKeepsACopy, "a new tensor"),
-])
+@pytest.mark.parametrize(
+    "bug, words",
+    [
+        (ref.SigmoidForgetsMarkDirty, "returned as-is"),
+        (ref.SigmoidNotInPlace, "h: untouched"),
+        (ref.SigmoidSavesInput, "gradient: wrong"),
+        (ref.SigmoidKeepsACopy, "a new tensor"),
+    ],
+)
 def test_in_place_bugs_are_named(bug, words):
     result = check("11.sigmoid-inplace", bug)
     assert result.verdict == "incorrect" and words in result.message, str(result)
@@ -142,7 +154,7 @@ def test_a_gradient_for_the_float_step_is_named():
 
 @pytest.mark.parametrize("qid", ["11.stable-softplus", "11.sigmoid-inplace", "11.round-ste"])
 def test_exercises_check_quickly(qid):
-    check(qid, ref.REFERENCE[qid])          # the first run pays for the cases and for loading torch.func
+    check(qid, ref.REFERENCE[qid])  # the first run pays for the cases and for loading torch.func
     started = time.perf_counter()
     assert check(qid, ref.REFERENCE[qid]).passed
     assert time.perf_counter() - started < 6.0
@@ -150,12 +162,16 @@ def test_exercises_check_quickly(qid):
 
 # --- odd answers ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("answer, words", [
-    (ref.StableSoftplus.apply, "not StableSoftplus.apply"),
-    (torch.autograd.Function, "your subclass"),
-    (lambda x: x, "torch.autograd.Function subclass"),
-    (int, "torch.autograd.Function subclass"),
-])
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (ref.StableSoftplus.apply, "not StableSoftplus.apply"),
+        (torch.autograd.Function, "your subclass"),
+        (lambda x: x, "torch.autograd.Function subclass"),
+        (int, "torch.autograd.Function subclass"),
+    ],
+)
 def test_answers_that_are_not_a_function_class_get_one_line(answer, words):
     result = check("11.stable-softplus", answer)
     assert result.verdict == "invalid" and words in result.message, str(result)
@@ -174,6 +190,7 @@ def test_the_learner_skeleton_is_unanswered():
         @staticmethod
         def backward(ctx, grad):
             raise NotImplementedError()
+
     assert check("11.stable-softplus", StableSoftplus).verdict == "unanswered"
     assert check("11.stable-softplus", ...).verdict == "unanswered"
 
@@ -183,5 +200,6 @@ def test_a_function_returning_something_else_is_told_so():
         @staticmethod
         def forward(x):
             return [x]
+
     result = check("11.stable-softplus", ReturnsAList)
     assert result.verdict == "incorrect"

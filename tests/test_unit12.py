@@ -1,5 +1,6 @@
 """Unit 12: the live diagnosis agrees with every planted label, the tools report what the notebook says
 they report, the setups a learner gets carry no label, and odd answers get a clear verdict."""
+
 import collections
 import time
 import warnings
@@ -73,6 +74,7 @@ def test_anomaly_report_names_the_node_and_the_forward_line_without_paths():
     def run():
         x, loss = kit.masked_root()
         loss.backward()
+
     report = kit.anomaly_report(run)
     assert report.node == "SqrtBackward0" and report.forward_line == "y = x.sqrt()"
     assert "/" not in str(report)
@@ -93,7 +95,7 @@ def test_backward_watch_removes_its_hooks_and_silences_only_its_own_warning():
 def test_module_bill_charges_a_shared_storage_to_the_first_saver():
     after, kept, bill, model = kit.leak_loop("list of val losses")
     held = bill.held(kept)
-    assert held["1"] == 4 * 32 * 64 * 4, held          # four ReLU outputs, saved first by the ReLU
+    assert held["1"] == 4 * 32 * 64 * 4, held  # four ReLU outputs, saved first by the ReLU
     assert sum(held.values()) == after[-1][0]
 
 
@@ -103,11 +105,13 @@ def test_gc_tensor_cycles_leaks_nothing():
     def make():
         refs.append(kit.make_cycle(kit.CYCLES[1]))
         return refs[-1]
+
     found, alive = kit.gc_tensor_cycles(make)
     assert alive and (1000,) not in found
     import gc
+
     gc.collect()
-    assert refs[0]() is None      # this cycle's tensor is gone (other tests' tensors are not this test's business)
+    assert refs[0]() is None  # this cycle's tensor is gone (other tests' tensors are not this test's business)
 
 
 def test_quiet_profile_is_the_memory_profiler():
@@ -116,13 +120,16 @@ def test_quiet_profile_is_the_memory_profiler():
     assert kit.net_allocated(prof) >= 4000 and keep.numel() == 1000
 
 
-@pytest.mark.parametrize("answer, words", [
-    (lambda m, l, b: "frozen parameter", "also give the module"),
-    (lambda m, l, b: ("frozen parameter", m.enc), "name"),
-    (lambda m, l, b: ("gremlins", "enc"), "not a fault"),
-    (lambda m, l, b: ("no fault", "enc"), "has no module"),
-    (lambda m, l, b: None, "did you forget a return"),
-])
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (lambda m, l, b: "frozen parameter", "also give the module"),
+        (lambda m, l, b: ("frozen parameter", m.enc), "name"),
+        (lambda m, l, b: ("gremlins", "enc"), "not a fault"),
+        (lambda m, l, b: ("no fault", "enc"), "has no module"),
+        (lambda m, l, b: None, "did you forget a return"),
+    ],
+)
 def test_odd_diagnoses_get_a_clear_message(answer, words):
     result = check("12.diagnose", answer)
     assert result.verdict == "incorrect" and words in str(result), str(result)

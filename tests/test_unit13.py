@@ -1,5 +1,6 @@
 """Unit 13: the facts the notebook states still hold on this torch, the instruments measure what they claim,
 the generated cases cover what they must, and odd answers to the two exercises get one clear line."""
+
 import torch
 
 from grader import check
@@ -14,6 +15,7 @@ def truth(qid):
 
 
 # --- the facts the notebook states ----------------------------------------------------------------------
+
 
 def test_the_notebooks_facts():
     assert truth("13.func-grad-no-grad") == "None"
@@ -46,7 +48,9 @@ def test_retain_grad_inside_a_compiled_function_runs_eagerly():
         h = x * 2
         h.retain_grad()
         return (h * h).sum(), h
+
     import torch._dynamo
+
     graphs = []
     torch._dynamo.reset()
     total, h = torch.compile(f, backend=support.counting_backend(graphs))(torch.ones(3, requires_grad=True))
@@ -56,6 +60,7 @@ def test_retain_grad_inside_a_compiled_function_runs_eagerly():
 
 
 # --- the instruments ----------------------------------------------------------------------------------
+
 
 def test_the_bill_of_a_compiled_run_counts_a_transpose_as_its_input():
     x, w = torch.randn(4, 3), torch.randn(3, 5, requires_grad=True)
@@ -72,6 +77,7 @@ def test_the_loop_agrees_with_vmap_grad():
 
 
 # --- the generated cases ------------------------------------------------------------------------------
+
 
 def test_model_cases_start_small_are_seeded_and_vary():
     cases = unit13_cases.per_sample_cases()
@@ -105,19 +111,22 @@ def test_other_right_implementations_pass():
 
 # --- odd answers ------------------------------------------------------------------------------------
 
+
 def test_a_list_instead_of_a_dict_is_told_so():
     result = check("13.per-sample-grads", lambda model, x, y: [p for p in model.parameters()])
     assert result.verdict in ("invalid", "incorrect") and "dict" in str(result), str(result)
 
 
 def test_wrong_keys_are_named():
-    result = check("13.per-sample-grads",
-                   lambda model, x, y: {k.upper(): v for k, v in ref.per_sample_grads(model, x, y).items()})
+    result = check(
+        "13.per-sample-grads", lambda model, x, y: {k.upper(): v for k, v in ref.per_sample_grads(model, x, y).items()}
+    )
     assert result.verdict in ("invalid", "incorrect") and "named_parameters" in str(result), str(result)
 
 
 def test_the_learner_skeleton_is_unanswered():
     def per_sample_grads(model, x, y):
         raise NotImplementedError()
+
     assert check("13.per-sample-grads", per_sample_grads).verdict == "unanswered"
     assert check("13.eager-vs-compiled", ...).verdict == "unanswered"

@@ -4,6 +4,7 @@ ipywidgets work outside a kernel (their comm goes nowhere), so the widgets are
 built here directly, their inputs set, and their buttons clicked; the store must
 then hold exactly what the code path would have written.
 """
+
 import pytest
 
 pytest.importorskip("ipywidgets")
@@ -46,6 +47,7 @@ def test_boolean_toggles_lock_the_same_event_as_predict(monkeypatch, tmp_path):
     def choose_false(w):
         assert [label for label, _ in w.input.box.options] == ["True", "False"]
         w.input.box.value = False
+
     same_as_code(monkeypatch, tmp_path, "01.x-is-leaf", False, choose_false)
     monkeypatch.setenv("AUTOGRAD_LAB_HOME", str(tmp_path / "widget"))
     r = reveal("01.x-is-leaf")
@@ -55,10 +57,12 @@ def test_boolean_toggles_lock_the_same_event_as_predict(monkeypatch, tmp_path):
 def test_number_field_reads_numbers_and_lists(monkeypatch, tmp_path):
     def type_slope(w):
         w.input.box.value = "0.2983"
+
     same_as_code(monkeypatch, tmp_path, "01.neuron-slope", 0.2983, type_slope)
 
     def type_two(w):
         w.input.box.value = "4, 1"
+
     same_as_code(monkeypatch, tmp_path / "two", "01.branch-grads", [4.0, 1.0], type_two)
     assert reveal("01.branch-grads").verdict == "correct"
 
@@ -67,6 +71,7 @@ def test_name_field_offers_node_names_read_from_torch(monkeypatch, tmp_path):
     def type_pow(w):
         assert "PowBackward0" in w.input.box.options and "AccumulateGrad" in w.input.box.options
         w.input.box.value = "PowBackward0"
+
     same_as_code(monkeypatch, tmp_path, "01.pow-node", "PowBackward0", type_pow)
 
 
@@ -75,6 +80,7 @@ def test_names_are_checkboxes_and_saved_names_come_from_torch(monkeypatch, tmp_p
         boxes = {b.description: b for b in w.input.parts if hasattr(b, "indent")}
         assert {"_saved_result", "_saved_self", "_saved_other"} <= set(boxes)
         boxes["_saved_result"].value = True
+
     same_as_code(monkeypatch, tmp_path, "01.neuron-sigmoid-saves", ["_saved_result"], tick_result)
     assert reveal("01.neuron-sigmoid-saves").verdict == "correct"
 
@@ -86,7 +92,7 @@ def test_sequence_is_built_in_order_by_clicking(monkeypatch, tmp_path):
         for name in ("MulBackward0", "PowBackward0"):
             palette[name].click()
         undo = next(b for b in w.input.parts if getattr(b, "description", "") == "Remove last")
-        undo.click()                     # a slip, taken back
+        undo.click()  # a slip, taken back
         palette["MulBackward0"].click()
         palette["AccumulateGrad"].click()
         assert w.input.value() == ["MulBackward0", "MulBackward0", "AccumulateGrad"]
@@ -94,6 +100,7 @@ def test_sequence_is_built_in_order_by_clicking(monkeypatch, tmp_path):
         clear.click()
         for name in ("PowBackward0", "MulBackward0", "AccumulateGrad"):
             palette[name].click()
+
     same_as_code(monkeypatch, tmp_path, "01.walk-y", ["PowBackward0", "MulBackward0", "AccumulateGrad"], build)
     assert reveal("01.walk-y").verdict == "correct"
 
@@ -101,6 +108,7 @@ def test_sequence_is_built_in_order_by_clicking(monkeypatch, tmp_path):
 def _loose(monkeypatch, qid, kind):
     """A question of a kind unit 00 and 01 do not use, registered for this test only."""
     from grader.engine import question
+
     question.load()
     q = Question(qid, "00", "predict", kind, "a test question", "because", lambda: None)
     monkeypatch.setitem(question.REGISTRY, qid, q)
@@ -153,7 +161,7 @@ def test_after_the_reveal_the_widget_refuses_like_predict_does():
     assert [e[2] for e in events("01")] == ["reveal"]
     again = PredictionWidget(get("01.x-is-leaf"))
     assert again.button.disabled and "Already revealed" in again.message.value
-    assert again.again.layout.display is None                # revealed before predicting: offer a reset
+    assert again.again.layout.display is None  # revealed before predicting: offer a reset
     assert again.start_again().verdict == "info"
     assert not again.button.disabled and again.again.layout.display == "none"
     assert [e[2] for e in events("01")] == ["reveal", "reset"]
@@ -205,6 +213,7 @@ def test_in_a_kernel_the_placeholder_shows_the_widget_and_the_text(monkeypatch):
 
 def test_strict_mode_still_raises_on_the_placeholder(monkeypatch):
     from grader.engine.results import GraderCheckFailed
+
     monkeypatch.setattr(widgets, "widgets_available", lambda: True)
     monkeypatch.setenv("AUTOGRAD_LAB_STRICT", "1")
     with pytest.raises(GraderCheckFailed):
@@ -266,6 +275,7 @@ def test_unit_panel_is_text_outside_a_kernel():
 
 def test_course_map_shows_every_unit_state_and_prerequisites():
     from grader.engine.course import UNITS
+
     text = CourseMap().text()
     for uid, unit in UNITS.items():
         assert f"  {uid}  " in text and unit.title in text
@@ -292,7 +302,8 @@ def test_without_ipywidgets_everything_is_text(monkeypatch):
 
     from grader import stepper
     from grader.learner import labs
-    monkeypatch.setitem(sys.modules, "ipywidgets", None)       # import ipywidgets now fails
+
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # import ipywidgets now fails
     assert not display.widgets_available()
     assert widgets.ask(get("01.pow-node")) is None
     r = predict("01.pow-node", ...)
@@ -313,8 +324,9 @@ def test_a_self_test_gets_the_same_input_with_a_check_button(monkeypatch):
     r.widget.input.box.value = "6"
     assert r.widget.lock().verdict == "correct" and r.widget.button.disabled
     assert [e[3] for e in events("00")] == ["incorrect", "correct"]
-    assert progress.unit_state("00", current().events("00")).questions["00.warmup-square"].record == \
-        "correct on attempt 2"
+    assert (
+        progress.unit_state("00", current().events("00")).questions["00.warmup-square"].record == "correct on attempt 2"
+    )
 
 
 def test_a_reveal_in_code_locks_the_widgets_already_on_screen():
@@ -341,6 +353,7 @@ def test_a_refusal_that_names_reset_offers_it_as_a_button(monkeypatch):
 def test_the_course_map_renders_its_links_through_the_notebook_renderer():
     m = CourseMap(interactive=True)
     import ipywidgets as W
+
     assert isinstance(m.table, W.Output)
     html_out = m.table.outputs[0]["data"]["text/html"]
     assert "href='01_what_the_forward_pass_records.ipynb'" in html_out

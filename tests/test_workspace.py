@@ -1,4 +1,5 @@
 """The learner's workspace: made from notebooks/, never overwriting their work, out of git's and the tests' reach."""
+
 import datetime
 import json
 import re
@@ -48,22 +49,26 @@ def test_a_course_update_never_overwrites_the_learners_work(tmp_path):
     root = course(tmp_path, **{"00_a": "A1", "01_b": "B1", "02_c": "C1"})
     mine = tmp_path / "mine"
     ws.sync(mine, root, DAY)
-    (mine / "01_b.ipynb").write_text("B1 + my answers")       # the learner worked in 01
-    (mine / "02_c.ipynb").write_text("C1 + my answers")       # and in 02, which the update leaves alone
+    (mine / "01_b.ipynb").write_text("B1 + my answers")  # the learner worked in 01
+    (mine / "02_c.ipynb").write_text("C1 + my answers")  # and in 02, which the update leaves alone
     course(tmp_path, **{"00_a": "A2", "01_b": "B2", "03_d": "D1"})
     before = {p.name: p.read_bytes() for p in mine.glob("*.ipynb")}
 
     changes = ws.sync(mine, root, DAY)
-    assert actions(changes) == {"00_a.ipynb": "updated", "01_b.ipynb": "beside",
-                                "02_c.ipynb": "current", "03_d.ipynb": "added"}
-    assert (mine / "00_a.ipynb").read_text() == "A2"           # untouched by the learner: nothing of theirs lost
+    assert actions(changes) == {
+        "00_a.ipynb": "updated",
+        "01_b.ipynb": "beside",
+        "02_c.ipynb": "current",
+        "03_d.ipynb": "added",
+    }
+    assert (mine / "00_a.ipynb").read_text() == "A2"  # untouched by the learner: nothing of theirs lost
     assert (mine / "01_b.ipynb").read_text() == "B1 + my answers"
     assert (mine / "02_c.ipynb").read_text() == "C1 + my answers"
     beside = "01_b.course-update-2031-05-04.ipynb"
     assert (mine / beside).read_text() == "B2"
     text = ws.report(changes, mine)
     assert beside in text and "01_b.ipynb is untouched" in text and "added    03_d.ipynb" in text
-    for name, data in before.items():                          # no file the learner changed was rewritten
+    for name, data in before.items():  # no file the learner changed was rewritten
         if name != "00_a.ipynb":
             assert (mine / name).read_bytes() == data
 
@@ -86,7 +91,7 @@ def test_a_deleted_copy_comes_back_and_a_workspace_without_a_record_is_treated_a
     root = course(tmp_path, **{"00_a": "A1"})
     mine = tmp_path / "mine"
     mine.mkdir()
-    (mine / "00_a.ipynb").write_text("mine, from before")      # no record: whose is it? the learner's
+    (mine / "00_a.ipynb").write_text("mine, from before")  # no record: whose is it? the learner's
     assert actions(ws.sync(mine, root, DAY)) == {"00_a.ipynb": "beside"}
     assert (mine / "00_a.ipynb").read_text() == "mine, from before"
     (mine / "00_a.ipynb").unlink()
@@ -140,8 +145,12 @@ def test_pytest_never_collects_the_workspace(tmp_path):
     shutil.copy(ROOT / "notebooks" / "00_start_here.ipynb", project / "my-work")
     (project / "my-work" / "test_mine.py").write_text("def test_mine():\n    pass\n")
     for args in ([], ["--nbval-lax", "."]):
-        out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", *args],
-                             cwd=project, capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", *args],
+            cwd=project,
+            capture_output=True,
+            text=True,
+        )
         assert "test_ok" in out.stdout, out.stdout + out.stderr
         assert "my-work" not in out.stdout, out.stdout
 
@@ -156,7 +165,9 @@ def test_build_never_reads_the_workspace(tmp_path):
     (mine / "00_start_here.ipynb").write_text("the learner's answers")
     (mine / "99_extra.ipynb").write_text("{}")
     assert build(root, check=True) == []
-    assert (root / "notebooks" / "00_start_here.ipynb").read_bytes() == (ROOT / "notebooks" / "00_start_here.ipynb").read_bytes()
+    assert (root / "notebooks" / "00_start_here.ipynb").read_bytes() == (
+        ROOT / "notebooks" / "00_start_here.ipynb"
+    ).read_bytes()
     assert (mine / "00_start_here.ipynb").read_text() == "the learner's answers"
 
 
@@ -181,7 +192,7 @@ def test_cli_workspace_checks_the_port_before_anything(tmp_path, capsys):
         assert not root_mine.exists()
     assert main(["workspace", "--dir", str(root_mine), "--port", str(port), "--print-dir"]) == 0
     out = capsys.readouterr()
-    assert out.out.strip() == str(root_mine.resolve())             # only the path on stdout, for the Makefile
+    assert out.out.strip() == str(root_mine.resolve())  # only the path on stdout, for the Makefile
     assert "added    00_start_here.ipynb" in out.err
     assert main(["workspace", "--dir", str(root_mine)]) == 0
     assert "all current" in capsys.readouterr().out

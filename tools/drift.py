@@ -16,6 +16,7 @@
 
 Only the standard library is used, so any Python 3.10+ with venv can run it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,8 +71,16 @@ def allows(spec: str, version: str) -> bool:
                 return False
             continue
         t = version_tuple(target)
-        ok = {"==": v == t, "===": v == t, "!=": v != t, "<=": v <= t, ">=": v >= t, "<": v < t, ">": v > t,
-              "~=": v >= t and v[: max(1, len(target.split(".")) - 1)] == t[: max(1, len(target.split(".")) - 1)]}[op]
+        ok = {
+            "==": v == t,
+            "===": v == t,
+            "!=": v != t,
+            "<=": v <= t,
+            ">=": v >= t,
+            "<": v < t,
+            ">": v > t,
+            "~=": v >= t and v[: max(1, len(target.split(".")) - 1)] == t[: max(1, len(target.split(".")) - 1)],
+        }[op]
         if not ok:
             return False
     return True
@@ -83,7 +92,7 @@ def constraint_files(config_list: str, environ: dict) -> list[tuple[str, str]]:
     ``config_list`` is the output of `pip config list`; PIP_CONSTRAINT in the environment overrides
     the files' setting, as it does for pip itself.
     """
-    if environ.get("PIP_CONSTRAINT", "").strip():   # pip ignores an empty PIP_CONSTRAINT
+    if environ.get("PIP_CONSTRAINT", "").strip():  # pip ignores an empty PIP_CONSTRAINT
         return [("PIP_CONSTRAINT", p) for p in environ["PIP_CONSTRAINT"].split()]
     out = []
     for line in config_list.splitlines():
@@ -178,8 +187,11 @@ def build_env(venv: Path, version: str, python: str, lift_cap: bool) -> dict:
             sys.exit(2)
         env["PIP_CONSTRAINT"] = NO_CAP
         facts["lifted"] = True
-        print(f"\nLIFT_CAP=1: you asked to lift pip's cap ({facts['cap']}) for this side environment only;\n"
-              f"its pip calls run with PIP_CONSTRAINT={NO_CAP}. Nothing else on this machine changes.\n", flush=True)
+        print(
+            f"\nLIFT_CAP=1: you asked to lift pip's cap ({facts['cap']}) for this side environment only;\n"
+            f"its pip calls run with PIP_CONSTRAINT={NO_CAP}. Nothing else on this machine changes.\n",
+            flush=True,
+        )
     if stamp.exists() and stamp.read_text(encoding="utf-8") == "\n".join(reqs) + "\n":
         facts["reused"] = True
     else:
@@ -187,15 +199,18 @@ def build_env(venv: Path, version: str, python: str, lift_cap: bool) -> dict:
         done = run([py, "-m", "pip", "install", "--progress-bar", "off", *reqs], env=env)
         facts["install_s"] = time.monotonic() - start
         if done.returncode:
-            print(f"\npip could not install torch=={version} and the course's dependencies into {venv}.",
-                  file=sys.stderr)
+            print(
+                f"\npip could not install torch=={version} and the course's dependencies into {venv}.", file=sys.stderr
+            )
             if not caps:
-                print("If pip names a constraint in its error, see `pip config list`; "
-                      "`make drift ... LIFT_CAP=1` lifts a torch cap for this environment.", file=sys.stderr)
+                print(
+                    "If pip names a constraint in its error, see `pip config list`; "
+                    "`make drift ... LIFT_CAP=1` lifts a torch cap for this environment.",
+                    file=sys.stderr,
+                )
             sys.exit(2)
         stamp.write_text("\n".join(reqs) + "\n", encoding="utf-8")
-    probe = run([py, "-c", "import sys, torch; print(torch.__version__, sys.version.split()[0])"],
-                capture_output=True)
+    probe = run([py, "-c", "import sys, torch; print(torch.__version__, sys.version.split()[0])"], capture_output=True)
     facts["torch"], facts["python"] = (probe.stdout.split() + ["?", "?"])[:2]
     du = run(["du", "-sm", venv], capture_output=True).stdout.split()
     facts["size_gb"] = round(int(du[0]) / 1024, 1) if du else None
@@ -215,8 +230,7 @@ def verify(py: Path, home: Path) -> dict:
     env = course_env()
     env["AUTOGRAD_LAB_HOME"] = str(home)
     start = time.monotonic()
-    done = run([py, "-m", "grader", "verify", "--json", "--allow-changes"], env=env, cwd=ROOT,
-               capture_output=True)
+    done = run([py, "-m", "grader", "verify", "--json", "--allow-changes"], env=env, cwd=ROOT, capture_output=True)
     seconds = time.monotonic() - start
     try:
         return {"ok": True, "report": json.loads(done.stdout), "stderr": done.stderr, "seconds": seconds}
@@ -248,17 +262,34 @@ def full_answers(py: Path, home: Path, ids: list[str]) -> dict:
 
 def nbval(py: Path, jobs: int, junit: Path) -> dict:
     """Strict nbval over solutions/; {'passed', 'failed', 'skipped', 'cells': [failing cells], 'seconds'}."""
-    cmd = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
-           "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", f"--junitxml={junit}"]
+    cmd = [
+        py,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--nbval",
+        "--nbval-current-env",
+        "--nbval-sanitize-with",
+        "tests/nbval_sanitize.cfg",
+        f"--junitxml={junit}",
+    ]
     cmd += ["-n", str(jobs), "--dist", "loadscope"] if jobs > 1 else ["-p", "no:xdist"]
     start = time.monotonic()
-    done = run([*cmd, "solutions"], env=course_env(), cwd=ROOT)   # pytest's progress goes to the terminal
+    done = run([*cmd, "solutions"], env=course_env(), cwd=ROOT)  # pytest's progress goes to the terminal
     seconds = time.monotonic() - start
     result = {"passed": 0, "failed": 0, "skipped": 0, "cells": [], "seconds": seconds}
     if not junit.exists():
         result["failed"] = 1
-        result["cells"].append({"notebook": "(pytest)", "cell": "", "kind": "did not run",
-                                "detail": f"pytest exited {done.returncode} without a result; its output is above"})
+        result["cells"].append(
+            {
+                "notebook": "(pytest)",
+                "cell": "",
+                "kind": "did not run",
+                "detail": f"pytest exited {done.returncode} without a result; its output is above",
+            }
+        )
         return result
     for case in ET.parse(junit).getroot().iter("testcase"):
         problem = case.find("failure")
@@ -273,9 +304,15 @@ def nbval(py: Path, jobs: int, junit: Path) -> dict:
             text = (problem.text or problem.get("message") or "").strip()
             kind = "output changed" if "outputs differ" in text or "store:" in case.get("name", "") else "raised"
             where = re.search(r"[\w.-]+?(?=\.ipynb)", case.get("classname", "") + " " + (case.get("file") or ""))
-            result["cells"].append({"notebook": where.group().split(".")[-1] if where else case.get("classname", ""),
-                                    "file": case.get("file") or case.get("classname", ""),
-                                    "cell": case.get("name", ""), "kind": kind, "detail": shorten(text)})
+            result["cells"].append(
+                {
+                    "notebook": where.group().split(".")[-1] if where else case.get("classname", ""),
+                    "file": case.get("file") or case.get("classname", ""),
+                    "cell": case.get("name", ""),
+                    "kind": kind,
+                    "detail": shorten(text),
+                }
+            )
     return result
 
 
@@ -293,21 +330,31 @@ def shorten(text: str, lines: int = 24) -> str:
 # ----------------------------------------------------------------------------- the report
 def report(version: str, facts: dict, ver: dict, nb: dict, command: str, total_s: float) -> str:
     out = [f"# The course on torch {version}", ""]
-    out.append(f"Measured {date.today().isoformat()} with `{command}` ({total_s / 60:.1f} min in all): "
-               f"torch {facts['torch']} on Python {facts['python']}, {platform.machine()} CPU, "
-               f"side environment `{facts['venv']}` ({facts['size_gb']} GB"
-               + (", reused" if facts["reused"] else f", installed in {facts['install_s'] / 60:.1f} min") + ").")
+    out.append(
+        f"Measured {date.today().isoformat()} with `{command}` ({total_s / 60:.1f} min in all): "
+        f"torch {facts['torch']} on Python {facts['python']}, {platform.machine()} CPU, "
+        f"side environment `{facts['venv']}` ({facts['size_gb']} GB"
+        + (", reused" if facts["reused"] else f", installed in {facts['install_s'] / 60:.1f} min")
+        + ")."
+    )
     if facts["cap"]:
-        out.append(f"pip's configuration capped torch here ({facts['cap']}); "
-                   + ("it was lifted for this side environment only because LIFT_CAP=1 asked for it."
-                      if facts["lifted"] else "the cap did not refuse this version."))
+        out.append(
+            f"pip's configuration capped torch here ({facts['cap']}); "
+            + (
+                "it was lifted for this side environment only because LIFT_CAP=1 asked for it."
+                if facts["lifted"]
+                else "the cap did not refuse this version."
+            )
+        )
     out.append("Regenerate with the same command; the report describes the content of the checkout it ran on.")
     out.append("")
     if ver["ok"]:
         r = ver["report"]
-        answers = (f"{len(r['rows'])} experiments against the manifest built with torch {r['built_with']}: "
-                   f"{len(r['changed'])} changed, {len(r['errors'])} raise, "
-                   f"{len(r['added'])} added and {len(r['removed'])} removed since the manifest")
+        answers = (
+            f"{len(r['rows'])} experiments against the manifest built with torch {r['built_with']}: "
+            f"{len(r['changed'])} changed, {len(r['errors'])} raise, "
+            f"{len(r['added'])} added and {len(r['removed'])} removed since the manifest"
+        )
     else:
         answers = f"**the grader did not run**: `{last_line(ver['stderr'])}` (traceback below)"
     failing = nb["failed"]
@@ -318,18 +365,24 @@ def report(version: str, facts: dict, ver: dict, nb: dict, command: str, total_s
     if not holds:
         verdict = f"the course does not hold on torch {version}"
     elif changed:
-        verdict = (f"{changed} live answer(s) differ from the manifest: the prose and stored outputs describe "
-                   f"torch {ver['report']['built_with']}")
+        verdict = (
+            f"{changed} live answer(s) differ from the manifest: the prose and stored outputs describe "
+            f"torch {ver['report']['built_with']}"
+        )
     elif nb.get("not_run"):
         verdict = "the live answers hold; nbval was not run"
     else:
         verdict = f"the course holds on torch {version}"
-    out += ["| check | result |", "|---|---|",
-            f"| live answers: `python -m grader verify` ({ver['seconds']:.0f} s) | {answers} |",
-            "| strict nbval over `solutions/`" + (f" ({nb['seconds'] / 60:.1f} min)" if nb["seconds"] else "")
-            + f" | {cells} |",
-            f"| verdict | {verdict} |",
-            ""]
+    out += [
+        "| check | result |",
+        "|---|---|",
+        f"| live answers: `python -m grader verify` ({ver['seconds']:.0f} s) | {answers} |",
+        "| strict nbval over `solutions/`"
+        + (f" ({nb['seconds'] / 60:.1f} min)" if nb["seconds"] else "")
+        + f" | {cells} |",
+        f"| verdict | {verdict} |",
+        "",
+    ]
     if not ver["ok"]:
         trace = ver["stderr"].strip()[-2500:].replace(str(ROOT) + os.sep, "")
         trace = re.sub(r'File "[^"]*/(site-packages|lib/python[\d.]+)/', r'File ".../\1/', trace)
@@ -344,8 +397,10 @@ def report(version: str, facts: dict, ver: dict, nb: dict, command: str, total_s
                 old, new = full["old"], full["new"]
                 if isinstance(old, dict) and isinstance(new, dict) and "message" in old and "message" in new:
                     old, new = old["message"], new["message"]
-                out += [f"  - was: {json.dumps(old, ensure_ascii=False)[:600]}",
-                        f"  - now: {json.dumps(new, ensure_ascii=False)[:600]}"]
+                out += [
+                    f"  - was: {json.dumps(old, ensure_ascii=False)[:600]}",
+                    f"  - now: {json.dumps(new, ensure_ascii=False)[:600]}",
+                ]
         out += [] if r["changed"] else ["None."]
         out.append("")
         out += ["## Experiments that now raise", ""]
@@ -362,19 +417,29 @@ def report(version: str, facts: dict, ver: dict, nb: dict, command: str, total_s
     if not nb["cells"]:
         out += [nb.get("not_run", "None.").capitalize() + ("" if "not_run" not in nb else "."), ""]
     for c in nb["cells"]:
-        out += [f"- `{c['notebook']}` {c['cell']}: {c['kind']}", "", "  ```",
-                *[f"  {line}" for line in c["detail"].splitlines()], "  ```", ""]
+        out += [
+            f"- `{c['notebook']}` {c['cell']}: {c['kind']}",
+            "",
+            "  ```",
+            *[f"  {line}" for line in c["detail"].splitlines()],
+            "  ```",
+            "",
+        ]
     return "\n".join(out).rstrip() + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("version", help="the torch release to try, e.g. 2.15.0")
-    parser.add_argument("--lift-cap", action="store_true",
-                        help="lift a torch cap in pip's configuration for this side environment only")
+    parser.add_argument(
+        "--lift-cap", action="store_true", help="lift a torch cap in pip's configuration for this side environment only"
+    )
     parser.add_argument("--jobs", type=int, default=1, help="nbval workers (pytest-xdist); default 1")
-    parser.add_argument("--python", default=os.environ.get("PYTHON", sys.executable),
-                        help="the Python that creates the side environment")
+    parser.add_argument(
+        "--python",
+        default=os.environ.get("PYTHON", sys.executable),
+        help="the Python that creates the side environment",
+    )
     parser.add_argument("--venv", help="the side environment (default .venv-torch-<version>)")
     parser.add_argument("--out", help="the report (default docs/drift/<version>.md)")
     parser.add_argument("--skip-nbval", action="store_true", help="only the live answers (a quick look)")
@@ -398,15 +463,25 @@ def main(argv: list[str] | None = None) -> int:
             print("  the grader did not run:\n" + ver["stderr"][-1500:])
         if args.skip_nbval or not ver["ok"]:
             # without a working grader every notebook fails at its first cell: minutes spent for nothing
-            nb = {"passed": 0, "failed": 0, "skipped": 0, "cells": [], "seconds": 0.0,
-                  "not_run": "not run (--skip-nbval)" if args.skip_nbval else
-                  "not run: the grader does not run on this torch, so every notebook would stop at its first cell"}
+            nb = {
+                "passed": 0,
+                "failed": 0,
+                "skipped": 0,
+                "cells": [],
+                "seconds": 0.0,
+                "not_run": "not run (--skip-nbval)"
+                if args.skip_nbval
+                else "not run: the grader does not run on this torch, so every notebook would stop at its first cell",
+            }
         else:
             print(f"torch {facts['torch']}: strict nbval over solutions/ ...", flush=True)
             nb = nbval(py, args.jobs, Path(tmp) / "junit.xml")
             print(f"  {nb['passed']} cells passed, {nb['failed']} failed")
-    command = f"make drift TORCH={version}" + (" LIFT_CAP=1" if facts["lifted"] else "") + \
-        (f" JOBS={args.jobs}" if args.jobs > 1 else "")
+    command = (
+        f"make drift TORCH={version}"
+        + (" LIFT_CAP=1" if facts["lifted"] else "")
+        + (f" JOBS={args.jobs}" if args.jobs > 1 else "")
+    )
     if args.skip_nbval:
         command = f"python3 tools/drift.py {version} --skip-nbval" + (" --lift-cap" if facts["lifted"] else "")
     text = report(version, facts, ver, nb, command, time.monotonic() - start)

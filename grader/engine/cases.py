@@ -6,6 +6,7 @@ clean room, asks torch for the answer, and on a failure shows the smallest faili
 and ``drawing()``. The gradebook and the exercise runner find a case again by its index in that list,
 so ``make_cases`` must be deterministic (seeded).
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
@@ -39,8 +40,13 @@ class Case(Protocol):
 def problems(case: object) -> list[str]:
     """How ``case`` falls short of :class:`Case` (attributes missing or of the wrong type); [] if it does not."""
     found = []
-    for name, types in (("label", str), ("source", str), ("size", int), ("output", (str, type(None))),
-                        ("drawing_label", (str, type(None)))):
+    for name, types in (
+        ("label", str),
+        ("source", str),
+        ("size", int),
+        ("output", (str, type(None))),
+        ("drawing_label", (str, type(None))),
+    ):
         if not hasattr(case, name):
             found.append(f"no {name}")
         elif not isinstance(getattr(case, name), types) or isinstance(getattr(case, name), bool):

@@ -1,4 +1,5 @@
 """The course's units: their order, prerequisites and the time a learner needs for each."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,7 +33,13 @@ _TABLE = [
     ("10", "capstone_audit", "Capstone: audit a model you did not write", ("04", "08"), 90),
     ("11", "writing_a_backward", "Writing a backward: autograd.Function and gradcheck", ("05", "06", "07"), 85),
     ("12", "finding_the_fault", "Finding the fault: anomaly mode, NaN hunting, memory that grows", ("10",), 85),
-    ("13", "autograd_beyond_eager", "Autograd beyond eager: torch.func, forward mode, and torch.compile", ("05", "06", "11"), 80),
+    (
+        "13",
+        "autograd_beyond_eager",
+        "Autograd beyond eager: torch.func, forward mode, and torch.compile",
+        ("05", "06", "11"),
+        80,
+    ),
 ]
 
 UNITS: dict[str, Unit] = {row[0]: Unit(*row) for row in _TABLE}

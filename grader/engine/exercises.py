@@ -3,6 +3,7 @@
 The verdict names how many cases passed and shows the smallest failing one:
 its code, its graph as torch recorded it, the learner's result and torch's.
 """
+
 from __future__ import annotations
 
 import time
@@ -12,7 +13,7 @@ from grader.engine import limits, torch_state
 from grader.engine.kinds import BadAnswer, Function, Unanswered, short, snapshot
 from grader.engine.results import Result
 
-if TYPE_CHECKING:   # for the annotation only: the engine's modules load as they did
+if TYPE_CHECKING:  # for the annotation only: the engine's modules load as they did
     from grader.engine.question import Question
 
 
@@ -21,7 +22,7 @@ def _indent(text: str) -> str:
 
 
 def run_exercise(q: Question, answer: Any) -> Result:
-    kind = cast(Function, q.kind)   # every exercise's kind is a Function (question._declare checks it)
+    kind = cast(Function, q.kind)  # every exercise's kind is a Function (question._declare checks it)
     rows = [("exercise", q.prompt)]
     try:
         fn = kind.read(answer)
@@ -40,41 +41,56 @@ def run_exercise(q: Question, answer: Any) -> Result:
     for index, case in enumerate(cases):
         if time.monotonic() - started > kind.budget_s:
             break
-        with torch_state.clean_room():   # the learner may be inside no_grad or inference_mode
+        with torch_state.clean_room():  # the learner may be inside no_grad or inference_mode
             ns = case.fresh()
         outcome = limits.call(kind.call, fn, case, ns, seconds=kind.per_case_s)
         checked += 1
         if outcome.not_written:
             if index == 0:
-                return Result("check", q.qid, "unanswered",
-                              "your function still raises NotImplementedError: replace that line with your code",
-                              rows=rows)
+                return Result(
+                    "check",
+                    q.qid,
+                    "unanswered",
+                    "your function still raises NotImplementedError: replace that line with your code",
+                    rows=rows,
+                )
             failures.append((case, "it raised NotImplementedError", None, outcome))
             continue
         if outcome.problem:
             failures.append((case, outcome.problem, None, outcome))
             if "ran for more than" in outcome.problem:
-                break   # one endless loop is enough to report; do not spend the whole budget on it
+                break  # one endless loop is enough to report; do not spend the whole budget on it
             continue
         try:
             value = kind.returns.read(kind.convert(snapshot(outcome.value), case, ns))
         except Unanswered:
-            failures.append((case, f"it returned {short(outcome.value)}; did you forget a return statement?",
-                             None, outcome))
+            failures.append(
+                (case, f"it returned {short(outcome.value)}; did you forget a return statement?", None, outcome)
+            )
             continue
         except BadAnswer as exc:
             failures.append((case, f"it returned {short(outcome.value)}: {exc}", None, outcome))
             continue
         except Exception as exc:
-            failures.append((case, f"it returned {short(outcome.value)}, which could not be read "
-                                   f"({type(exc).__name__})", None, outcome))
+            failures.append(
+                (
+                    case,
+                    f"it returned {short(outcome.value)}, which could not be read ({type(exc).__name__})",
+                    None,
+                    outcome,
+                )
+            )
             continue
         try:
             agrees = kind.returns.agrees(q.run(case), value)
         except Exception as exc:
-            return Result("check", q.qid, "error",
-                          f"the grader's own experiment failed on {case.label} ({type(exc).__name__}: {exc}); "
-                          "this is not your mistake, please report it")
+            return Result(
+                "check",
+                q.qid,
+                "error",
+                f"the grader's own experiment failed on {case.label} ({type(exc).__name__}: {exc}); "
+                "this is not your mistake, please report it",
+            )
         if agrees:
             passed += 1
         else:
@@ -85,16 +101,26 @@ def run_exercise(q: Question, answer: Any) -> Result:
         rows.append(("result", f"passed all {total} generated cases"))
         return Result("check", q.qid, "correct", got=fn, rows=rows, explain=q.explain, detail=detail)
     if not failures:
-        return Result("check", q.qid, "incorrect",
-                      f"only {checked} of {total} cases ran within {kind.budget_s:g} s: make the function faster",
-                      got=fn, rows=rows, detail=detail)
+        return Result(
+            "check",
+            q.qid,
+            "incorrect",
+            f"only {checked} of {total} cases ran within {kind.budget_s:g} s: make the function faster",
+            got=fn,
+            rows=rows,
+            detail=detail,
+        )
     case, problem, value, outcome = failures[0]
     try:
         truth = q.run(case)
     except Exception as exc:
-        return Result("check", q.qid, "error",
-                      f"the grader's own experiment failed on {case.label} ({type(exc).__name__}: {exc}); "
-                      "this is not your mistake, please report it")
+        return Result(
+            "check",
+            q.qid,
+            "error",
+            f"the grader's own experiment failed on {case.label} ({type(exc).__name__}: {exc}); "
+            "this is not your mistake, please report it",
+        )
     rows.append(("cases passed", f"{passed} of {total}" + ("" if checked == total else f" ({checked} run)")))
     rows.append(("smallest failing case", case.source))
     try:

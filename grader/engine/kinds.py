@@ -13,6 +13,7 @@ Every kind does four things:
 Names that torch may rename between releases (node classes, ``_saved_*``
 attributes, error wording) are compared on their stable part only.
 """
+
 from __future__ import annotations
 
 import math
@@ -63,11 +64,10 @@ def short(value: Any, limit: int = 80) -> str:
 
 
 def _is_tensor(value: Any) -> bool:
-    return type(value).__module__.startswith("torch") and hasattr(value, "shape") \
-        and hasattr(value, "requires_grad")
+    return type(value).__module__.startswith("torch") and hasattr(value, "shape") and hasattr(value, "requires_grad")
 
 
-MAX_ITEMS = 10_000      # longer answers are refused before they are read or stored
+MAX_ITEMS = 10_000  # longer answers are refused before they are read or stored
 MAX_CHARS = 10_000
 
 
@@ -79,13 +79,13 @@ def reject_common(value: Any, wanted: str) -> None:
     if isinstance(value, (list, tuple, set, frozenset, dict)) and len(value) > MAX_ITEMS:
         raise BadAnswer(f"expected {wanted}, got a collection of {len(value):,} items; that is too many to be it")
     if _is_tensor(value):
-        raise BadAnswer(f"expected {wanted}, got {type_words(value)}; "
-                        "read the value out with .item() or .tolist()")
+        raise BadAnswer(f"expected {wanted}, got {type_words(value)}; read the value out with .item() or .tolist()")
     if isinstance(value, type):
         raise BadAnswer(f"expected {wanted}, got {type_words(value)}")
     if hasattr(value, "__next__") or type(value).__name__ in ("generator", "map", "filter", "zip"):
-        raise BadAnswer(f"expected {wanted}, got {type_words(value)}; "
-                        "wrap it in list(...) so it can be read more than once")
+        raise BadAnswer(
+            f"expected {wanted}, got {type_words(value)}; wrap it in list(...) so it can be read more than once"
+        )
 
 
 MAX_DEPTH = 20
@@ -94,9 +94,12 @@ MAX_DEPTH = 20
 def _grader_made(cls: type) -> bool:
     """A class defined at the top level of a grader module (a learner's class cannot pass for one)."""
     import sys
+
     module = getattr(cls, "__module__", "") or ""
-    return module.split(".")[0] == "grader" and \
-        getattr(sys.modules.get(module), getattr(cls, "__qualname__", ""), None) is cls
+    return (
+        module.split(".")[0] == "grader"
+        and getattr(sys.modules.get(module), getattr(cls, "__qualname__", ""), None) is cls
+    )
 
 
 def snapshot(value: Any, _depth: int = 0) -> Any:
@@ -110,7 +113,7 @@ def snapshot(value: Any, _depth: int = 0) -> Any:
     """
     if _depth > MAX_DEPTH:
         raise BadAnswer(f"the answer is nested more than {MAX_DEPTH} levels deep")
-    if _grader_made(type(value)):   # a case's report that the grader itself built
+    if _grader_made(type(value)):  # a case's report that the grader itself built
         return value
     if value is None or value is Ellipsis or type(value) in (bool, int, float, str):
         return value if type(value) is not str else value[: MAX_CHARS + 1]
@@ -123,7 +126,11 @@ def snapshot(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, float):
         return float.__float__(value)
     containers: tuple[tuple[type, Callable[[Any], Iterator[Any]]], ...] = (
-        (list, list.__iter__), (tuple, tuple.__iter__), (set, set.__iter__), (frozenset, frozenset.__iter__))
+        (list, list.__iter__),
+        (tuple, tuple.__iter__),
+        (set, set.__iter__),
+        (frozenset, frozenset.__iter__),
+    )
     for base, iterate in containers:
         if isinstance(value, base):
             items = []
@@ -147,6 +154,7 @@ def snapshot(value: Any, _depth: int = 0) -> Any:
 
 # --- name normalisers -------------------------------------------------------
 
+
 def node_key(name: str) -> str:
     """The stable part of a backward node's class name: 'PowBackward0' -> 'PowBackward'.
 
@@ -160,8 +168,9 @@ def node_problem(name: str) -> str:
     """Why ``name`` is not written as a node's class name (type(fn).__name__), or ''."""
     name = name.strip()
     if "::" in name:
-        return (f"{name!r} is what .name() returns; the class name is type(fn).__name__, "
-                f"such as {name.split('::')[-1]!r}")
+        return (
+            f"{name!r} is what .name() returns; the class name is type(fn).__name__, such as {name.split('::')[-1]!r}"
+        )
     if name.endswith("Backward"):
         return f"{name!r} is missing its number: backward classes are named like {name + '0'!r}"
     return ""
@@ -172,7 +181,7 @@ def saved_key(name: str) -> str:
     name = name.strip()
     for prefix in ("_raw_saved_", "_saved_"):
         if name.startswith(prefix):
-            name = name[len(prefix):]
+            name = name[len(prefix) :]
     return name.lower()
 
 
@@ -186,6 +195,7 @@ def message_key(text: str) -> str:
 
 
 # --- the kinds ----------------------------------------------------------------
+
 
 class Kind:
     label = "answer"
@@ -343,6 +353,7 @@ class Number(Kind):
             if x == int(x) and abs(x) < 1e15:
                 return f"{int(x):,}" if abs(x) >= 10000 else str(int(x))
             return f"{x:.4f}" if abs(x) < 1e6 else f"{x:.6g}"
+
         if isinstance(value, tuple):
             return "[" + ", ".join(one(x) if math.isfinite(x) else str(x) for x in value) + "]"
         return one(value) if math.isfinite(value) else str(value)
@@ -352,7 +363,7 @@ class Number(Kind):
 
     def wrong_answers(self, truth: Any) -> list:
         values = truth if isinstance(truth, tuple) else (truth,)
-        if any(not math.isfinite(v) for v in values):   # a nan or inf answer: every finite number is wrong
+        if any(not math.isfinite(v) for v in values):  # a nan or inf answer: every finite number is wrong
             finite = [0.0 if not math.isfinite(v) else v for v in values]
             return [finite if isinstance(truth, tuple) else finite[0], [1.0] * len(values)]
         step = 10 * (self.tol + self.rel * (abs(truth[0]) if isinstance(truth, tuple) else abs(truth))) + 1
@@ -376,8 +387,11 @@ class Name(Kind):
 
     label = "a name"
 
-    def __init__(self, key: Callable[[str], str] = node_key,
-                 pool: Iterable[str] = ("MulBackward0", "AddBackward0", "PowBackward0", "AccumulateGrad", "None")):
+    def __init__(
+        self,
+        key: Callable[[str], str] = node_key,
+        pool: Iterable[str] = ("MulBackward0", "AddBackward0", "PowBackward0", "AccumulateGrad", "None"),
+    ):
         self.key = key
         self.pool = tuple(pool)
 
@@ -419,8 +433,9 @@ class Names(Kind):
     def read(self, answer: Any) -> Any:
         reject_common(answer, self.describe())
         if isinstance(answer, str):
-            raise BadAnswer(f"expected a set of names, got {type_words(answer)}; "
-                            f"write {{{answer!r}}} for a set holding one name")
+            raise BadAnswer(
+                f"expected a set of names, got {type_words(answer)}; write {{{answer!r}}} for a set holding one name"
+            )
         if isinstance(answer, dict) or not isinstance(answer, (set, frozenset, list, tuple)):
             raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
         for item in answer:
@@ -468,8 +483,9 @@ class Sequence(Kind):
     def read(self, answer: Any) -> Any:
         reject_common(answer, self.describe())
         if isinstance(answer, str):
-            raise BadAnswer(f"expected a list of names, got {type_words(answer)}; "
-                            "put each name in its own string inside [...]")
+            raise BadAnswer(
+                f"expected a list of names, got {type_words(answer)}; put each name in its own string inside [...]"
+            )
         if isinstance(answer, (set, frozenset)):
             raise BadAnswer("expected a list, got a set; order matters here, so use [...]")
         if not isinstance(answer, (list, tuple)):
@@ -574,16 +590,19 @@ class Error(Kind):
     def describe(self) -> str:
         places = ", ".join(repr(p) for p in self.places)
         if self.terms:
-            return (f"one of {places}, or a pair (place, your words for what the message says); "
-                    "the place is graded exactly, the words on the message's key idea")
+            return (
+                f"one of {places}, or a pair (place, your words for what the message says); "
+                "the place is graded exactly, the words on the message's key idea"
+            )
         if self.needs_message:
             return f"a pair (place, words from the message), the place one of {places}"
         return f"one of {places}, or a pair (place, words you expect in the message)"
 
     def _place(self, text: Any) -> str:
         if not isinstance(text, str):
-            raise BadAnswer(f"the place must be a string, one of {', '.join(map(repr, self.places))}; "
-                            f"got {type_words(text)}")
+            raise BadAnswer(
+                f"the place must be a string, one of {', '.join(map(repr, self.places))}; got {type_words(text)}"
+            )
         for p in self.places:
             if text.strip().lower() == p:
                 return p
@@ -607,20 +626,26 @@ class Error(Kind):
             raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
         if self.needs_message and where != NO_ERROR and self.terms:
             if words is None:
-                raise BadAnswer("this question asks what the message says too: "
-                                "answer a pair such as ('at backward', 'your words for it')")
+                raise BadAnswer(
+                    "this question asks what the message says too: "
+                    "answer a pair such as ('at backward', 'your words for it')"
+                )
         elif self.needs_message and where != NO_ERROR:
             if words is None or len(message_key(words).split()) < 3:
-                raise BadAnswer("this question asks for words from the message too: "
-                                "give at least three words, as in ('at backward', 'words from it')")
+                raise BadAnswer(
+                    "this question asks for words from the message too: "
+                    "give at least three words, as in ('at backward', 'words from it')"
+                )
         return (where, words)
 
     def truth(self, value: Any) -> Any:
         if not isinstance(value, ErrorOutcome):
             raise ValueError(f"an error experiment must return an ErrorOutcome, got {value!r}")
         if self.terms and value.raised and not self._has_terms(value.message):
-            raise ValueError(f"torch's message no longer contains the key terms this question grades "
-                             f"({self.terms_text()}): {stable_part(value.message)!r}")
+            raise ValueError(
+                f"torch's message no longer contains the key terms this question grades "
+                f"({self.terms_text()}): {stable_part(value.message)!r}"
+            )
         return value
 
     def agrees(self, truth: Any, value: Any) -> bool:
@@ -650,7 +675,7 @@ class Error(Kind):
         if isinstance(value, ErrorOutcome):
             if not value.raised:
                 return NO_ERROR
-            message = " ".join(str(value.message).split())   # torch's whole message: its hints are part of it
+            message = " ".join(str(value.message).split())  # torch's whole message: its hints are part of it
             if len(message) > 1200:
                 message = message[:1199] + "…"
             return f"{value.where}: {value.error}: {message}"
@@ -658,7 +683,7 @@ class Error(Kind):
         return where if words is None else f"{where}, saying {words!r}"
 
     def encode(self, value: Any) -> Any:
-        if isinstance(value, ErrorOutcome):   # torch's own answer, written the way a learner would
+        if isinstance(value, ErrorOutcome):  # torch's own answer, written the way a learner would
             if not value.raised:
                 return NO_ERROR
             return [value.where, stable_part(value.message)] if self.needs_message else value.where
@@ -668,8 +693,9 @@ class Error(Kind):
     def wrong_answers(self, truth: Any) -> list:
         out: list[Any] = [p for p in self.places if p != truth.where]
         if self.needs_message:
-            out = [(p, "words from no message") for p in out if p != NO_ERROR] + \
-                  ([NO_ERROR] if truth.where != NO_ERROR else [])
+            out = [(p, "words from no message") for p in out if p != NO_ERROR] + (
+                [NO_ERROR] if truth.where != NO_ERROR else []
+            )
         if truth.raised:
             out.append((truth.where, "no such words appear in this message"))
         return out
@@ -687,8 +713,15 @@ class Function(Kind):
 
     label = "a function"
 
-    def __init__(self, returns: Kind, cases: Callable[[], Seq], call: Callable | None = None,
-                 convert: Callable | None = None, per_case_s: float = 2.0, budget_s: float = 30.0):
+    def __init__(
+        self,
+        returns: Kind,
+        cases: Callable[[], Seq],
+        call: Callable | None = None,
+        convert: Callable | None = None,
+        per_case_s: float = 2.0,
+        budget_s: float = 30.0,
+    ):
         self.returns = returns
         self._make_cases = cases
         self._cases: list | None = None
@@ -728,8 +761,9 @@ class FunctionPair(Function):
 
     label = "a pair of functions"
 
-    def __init__(self, returns: Kind, cases: Callable[[], Seq], names: tuple[str, str] = ("pack", "unpack"),
-                 **options: Any):
+    def __init__(
+        self, returns: Kind, cases: Callable[[], Seq], names: tuple[str, str] = ("pack", "unpack"), **options: Any
+    ):
         super().__init__(returns, cases, **options)
         self.names = names
 
@@ -747,8 +781,10 @@ class FunctionPair(Function):
             if is_placeholder(fn):
                 raise Unanswered()
             if isinstance(fn, type) or not callable(fn):
-                raise BadAnswer(f"the {position} item ({name}) must be a function, got {type_words(fn)}; "
-                                "pass the functions themselves, not what they return")
+                raise BadAnswer(
+                    f"the {position} item ({name}) must be a function, got {type_words(fn)}; "
+                    "pass the functions themselves, not what they return"
+                )
         return tuple(answer)
 
     def show(self, value: Any) -> str:

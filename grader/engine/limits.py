@@ -9,6 +9,7 @@ The time limit uses SIGALRM where the call runs in the main thread (the
 kernel's case); elsewhere a watchdog thread raises into the running thread,
 which stops pure-Python loops but cannot interrupt a single long C call.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -25,8 +26,8 @@ from typing import Any
 
 from grader.engine import torch_state
 
-OUTPUT_KEEP = 2000          # characters of printed output kept for the message
-OUTPUT_LIMIT = 1_000_000    # characters printed before the call is stopped
+OUTPUT_KEEP = 2000  # characters of printed output kept for the message
+OUTPUT_LIMIT = 1_000_000  # characters printed before the call is stopped
 
 
 class OutOfTime(BaseException):
@@ -40,8 +41,8 @@ class TooMuchOutput(BaseException):
 @dataclass
 class Outcome:
     value: Any = None
-    problem: str = ""             # empty when the call went well
-    not_written: bool = False     # raised NotImplementedError: the placeholder
+    problem: str = ""  # empty when the call went well
+    not_written: bool = False  # raised NotImplementedError: the placeholder
     printed: str = ""
     state_changes: list = field(default_factory=list)
 
@@ -99,6 +100,7 @@ class _Timer:
     """The time limit. On expiry it raises OutOfTime, and keeps raising it on every line the learner's code runs
     until the call returns, so ``except BaseException`` in a loop cannot swallow it. A timer the learner had
     armed (ITIMER_REAL) is put back afterwards with the time it had left."""
+
     seconds: float
     use_signal: bool = False
     watchdog: threading.Timer | None = None
@@ -135,8 +137,9 @@ class _Timer:
                         f.f_trace = self._tracer
                     f = f.f_back
                 sys.settrace(self._tracer)
-                signal.setitimer(signal.ITIMER_REAL, 0.05)   # and again, until the call has returned
+                signal.setitimer(signal.ITIMER_REAL, 0.05)  # and again, until the call has returned
                 raise OutOfTime()
+
             self.old_handler = signal.signal(signal.SIGALRM, on_alarm)
             self.old_timer = signal.setitimer(signal.ITIMER_REAL, self.seconds)
         else:
@@ -144,6 +147,7 @@ class _Timer:
 
             def fire() -> None:
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(OutOfTime))
+
             self.watchdog = threading.Timer(self.seconds, fire)
             self.watchdog.daemon = True
             self.watchdog.start()
@@ -160,7 +164,7 @@ class _Timer:
                     f = f.f_back
             signal.signal(signal.SIGALRM, self.old_handler if self.old_handler is not None else signal.SIG_DFL)
             left, interval = self.old_timer
-            if left > 0:   # the learner's own timer: re-armed with what it had left
+            if left > 0:  # the learner's own timer: re-armed with what it had left
                 remaining = left - (time.monotonic() - self.started)
                 signal.setitimer(signal.ITIMER_REAL, max(remaining, 0.001), interval)
         elif self.watchdog is not None:
@@ -203,6 +207,9 @@ def call(fn: Callable, *args: Any, seconds: float = 2.0, **kwargs: Any) -> Outco
         out.state_changes = torch_state.differences(before, after)
     out.printed = writer.text()
     if out.state_changes and not out.problem and not out.not_written:
-        out.problem = ("it changed global torch state and left it changed (" + "; ".join(out.state_changes) +
-                       "); the grader put it back. Restore what you change, e.g. with a `with` block")
+        out.problem = (
+            "it changed global torch state and left it changed ("
+            + "; ".join(out.state_changes)
+            + "); the grader put it back. Restore what you change, e.g. with a `with` block"
+        )
     return out

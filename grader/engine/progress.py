@@ -1,4 +1,5 @@
 """Status, derived from the event log: what each question and unit has reached."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,16 +14,16 @@ from grader.engine.store import Event, Store
 class QuestionState:
     qid: str
     role: str
-    prediction: Any = None          # the JSON form of the locked-in prediction, if any
+    prediction: Any = None  # the JSON form of the locked-in prediction, if any
     predicted: bool = False
     revealed: bool = False
     predicted_before_reveal: bool = False
-    predicted_after_reveal: bool = False   # predicted once torch's answer had been shown (after a reset)
-    reveal_verdict: str = ""        # 'correct', 'incorrect' or 'revealed' (without a prediction)
-    passed: bool = False            # a check passed (self-test and exercises)
-    last_check: str = ""            # the latest check verdict
-    hints: int = 0                  # how many hints were shown (kept across resets)
-    attempts: int = 0               # graded checks, up to and including the first pass (kept across resets)
+    predicted_after_reveal: bool = False  # predicted once torch's answer had been shown (after a reset)
+    reveal_verdict: str = ""  # 'correct', 'incorrect' or 'revealed' (without a prediction)
+    passed: bool = False  # a check passed (self-test and exercises)
+    last_check: str = ""  # the latest check verdict
+    hints: int = 0  # how many hints were shown (kept across resets)
+    attempts: int = 0  # graded checks, up to and including the first pass (kept across resets)
 
     @property
     def attempted(self) -> bool:
@@ -98,7 +99,7 @@ def unit_state(unit: str, events: list[Event]) -> UnitState:
     """Replay the log. Resets forget answers, never history: a reveal, the hints shown and the
     attempts made stay on the record, so a reset cannot launder a reveal into a prediction."""
     state = UnitState(unit)
-    shown: set[str] = set()                 # questions whose answer torch has shown, ever
+    shown: set[str] = set()  # questions whose answer torch has shown, ever
     hints: dict[str, int] = {}
     attempts: dict[str, int] = {}
 
@@ -107,6 +108,7 @@ def unit_state(unit: str, events: list[Event]) -> UnitState:
 
     def fresh() -> None:
         state.questions = {q.qid: blank(q) for q in registry.of_unit(unit)}
+
     fresh()
     for e in events:
         if e.unit != unit:
@@ -122,7 +124,7 @@ def unit_state(unit: str, events: list[Event]) -> UnitState:
             if e.verdict == "passed":
                 state.passed = state.started = True
             continue
-        if e.qid is None:   # a unit-wide event other than reset and mark: no question to update
+        if e.qid is None:  # a unit-wide event other than reset and mark: no question to update
             continue
         q = state.questions.get(e.qid)
         if q is None:

@@ -19,6 +19,7 @@ An error question's experiment is a generator: it ``yield``s the name of
 each place before running it, and the place it was in when torch raised is
 the answer (see :func:`run_experiment`).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -51,7 +52,7 @@ class Question:
     explain: str
     experiment: Callable
     order: int = 0
-    hints: tuple[str, ...] = ()                      # from a nudge to the mechanism, shown one at a time
+    hints: tuple[str, ...] = ()  # from a nudge to the mechanism, shown one at a time
     misconceptions: tuple[tuple[Any, str], ...] = ()  # (wrong answer, or a function of torch's answer; the note)
 
     def misconception(self, truth: Any, value: Any) -> str:
@@ -61,16 +62,18 @@ class Question:
                 answer = wrong(truth) if callable(wrong) else wrong
                 if self.kind.same_answer(self.kind.read(answer), value):
                     return note
-            except Exception:   # a declared answer that no longer reads is not the learner's problem
+            except Exception:  # a declared answer that no longer reads is not the learner's problem
                 continue
         return ""
 
     def run(self, *case: Any) -> Any:
         """Run the live experiment in a clean torch state and return torch's answer, normalised."""
         with torch_state.clean_room():
-            return self.kind.truth(run_experiment(self.experiment, *case)) \
-                if not isinstance(self.kind, Function) else \
-                self.kind.returns.truth(run_experiment(self.experiment, *case))
+            return (
+                self.kind.truth(run_experiment(self.experiment, *case))
+                if not isinstance(self.kind, Function)
+                else self.kind.returns.truth(run_experiment(self.experiment, *case))
+            )
 
 
 def run_experiment(experiment: Callable, *args: Any) -> Any:
@@ -90,8 +93,15 @@ REGISTRY: dict[str, Question] = {}
 _loaded = False
 
 
-def _declare(role: str, qid: str, kind: Kind, prompt: str, explain: str,
-             hints: Seq[str] = (), misconceptions: Seq[tuple[Any, str]] = ()) -> Callable[[_Experiment], _Experiment]:
+def _declare(
+    role: str,
+    qid: str,
+    kind: Kind,
+    prompt: str,
+    explain: str,
+    hints: Seq[str] = (),
+    misconceptions: Seq[tuple[Any, str]] = (),
+) -> Callable[[_Experiment], _Experiment]:
     match = _ID.match(qid)
     if not match:
         raise ValueError(f"question id {qid!r} must look like '01.short-name'")
@@ -110,32 +120,45 @@ def _declare(role: str, qid: str, kind: Kind, prompt: str, explain: str,
         if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str) and item[1].strip()):
             raise ValueError(f"{qid}: a misconception is a pair (wrong answer or function of torch's answer, note)")
         if not callable(item[0]) and role != "exercise":
-            kind.read(item[0])   # a literal wrong answer must be readable as this kind (BadAnswer otherwise)
+            kind.read(item[0])  # a literal wrong answer must be readable as this kind (BadAnswer otherwise)
 
     def register(experiment: _Experiment) -> _Experiment:
         if qid in REGISTRY and REGISTRY[qid].experiment.__module__ != experiment.__module__:
             raise ValueError(f"question id {qid!r} is declared twice")
         if isinstance(kind, Error) and not inspect.isgeneratorfunction(experiment):
             raise ValueError(f"{qid}: an error question's experiment must yield the name of each place")
-        REGISTRY[qid] = Question(qid, unit, role, kind, " ".join(prompt.split()),
-                                 " ".join(explain.split()), experiment, order=len(REGISTRY),
-                                 hints=hints, misconceptions=tuple((m, " ".join(n.split())) for m, n in misconceptions))
+        REGISTRY[qid] = Question(
+            qid,
+            unit,
+            role,
+            kind,
+            " ".join(prompt.split()),
+            " ".join(explain.split()),
+            experiment,
+            order=len(REGISTRY),
+            hints=hints,
+            misconceptions=tuple((m, " ".join(n.split())) for m, n in misconceptions),
+        )
         return experiment
+
     return register
 
 
-def predict_then_run(qid: str, kind: Kind, *, prompt: str, explain: str, hints: Seq[str] = (),
-                        misconceptions: Seq[tuple[Any, str]] = ()) -> Callable[[_Experiment], _Experiment]:
+def predict_then_run(
+    qid: str, kind: Kind, *, prompt: str, explain: str, hints: Seq[str] = (), misconceptions: Seq[tuple[Any, str]] = ()
+) -> Callable[[_Experiment], _Experiment]:
     return _declare("predict", qid, kind, prompt, explain, hints, misconceptions)
 
 
-def self_test(qid: str, kind: Kind, *, prompt: str, explain: str, hints: Seq[str] = (),
-                 misconceptions: Seq[tuple[Any, str]] = ()) -> Callable[[_Experiment], _Experiment]:
+def self_test(
+    qid: str, kind: Kind, *, prompt: str, explain: str, hints: Seq[str] = (), misconceptions: Seq[tuple[Any, str]] = ()
+) -> Callable[[_Experiment], _Experiment]:
     return _declare("self-test", qid, kind, prompt, explain, hints, misconceptions)
 
 
-def exercise(qid: str, kind: Function, *, prompt: str, explain: str,
-             hints: Seq[str] = ()) -> Callable[[_Experiment], _Experiment]:
+def exercise(
+    qid: str, kind: Function, *, prompt: str, explain: str, hints: Seq[str] = ()
+) -> Callable[[_Experiment], _Experiment]:
     return _declare("exercise", qid, kind, prompt, explain, hints)
 
 
@@ -148,6 +171,7 @@ def load() -> dict[str, Question]:
         import random
 
         import torch
+
         # some unit modules build seeded examples when imported: the learner's random streams stay as they were
         torch_rng, python_rng = torch.get_rng_state(), random.getstate()
         try:

@@ -4,6 +4,7 @@ Tests assert on its attributes (``passed``, ``verdict``, ``expected``, ``got``,
 ``message``); notebooks display it. Both renderings are deterministic, so nbval
 can compare stored outputs.
 """
+
 from __future__ import annotations
 
 import html
@@ -39,19 +40,26 @@ HEADLINES = {
     "info": "",
 }
 
-_COLOURS = {"✓": "#1a7f37", "✗": "#cf222e", "•": "#0969da", "○": "#9a6700", "…": "#57606a",
-            "?": "#9a6700", "!": "#cf222e"}
+_COLOURS = {
+    "✓": "#1a7f37",
+    "✗": "#cf222e",
+    "•": "#0969da",
+    "○": "#9a6700",
+    "…": "#57606a",
+    "?": "#9a6700",
+    "!": "#cf222e",
+}
 
 
 @dataclass
 class Result:
-    action: str                      # 'predict', 'reveal', 'check', 'mark'
-    subject: str                     # a question id or a unit id
+    action: str  # 'predict', 'reveal', 'check', 'mark'
+    subject: str  # a question id or a unit id
     verdict: str
     message: str = ""
-    expected: Any = None             # torch's live answer (normalised), when shown
-    got: Any = None                  # the learner's answer (normalised), when read
-    rows: list = field(default_factory=list)   # (label, text) pairs shown under the headline
+    expected: Any = None  # torch's live answer (normalised), when shown
+    got: Any = None  # the learner's answer (normalised), when read
+    rows: list = field(default_factory=list)  # (label, text) pairs shown under the headline
     explain: str = ""
     detail: dict = field(default_factory=dict)
     actions: list = field(default_factory=list)  # (action, target) a front end offers as a button: ("reset", qid)
@@ -89,7 +97,7 @@ class Result:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         data = {"text/plain": str(self), "text/html": self._repr_html_()}
-        for view in EXTRA_VIEWS:   # a front end's additions (the learner's widgets: a button per action)
+        for view in EXTRA_VIEWS:  # a front end's additions (the learner's widgets: a button per action)
             try:
                 data.update(view(self) or {})
             except Exception:
@@ -99,16 +107,20 @@ class Result:
     def _repr_html_(self) -> str:
         colour = _COLOURS.get(self.mark, "#57606a")
         esc = html.escape
-        parts = [f'<div class="agl-result agl-{esc(self.verdict)}" style="border-left:4px solid {colour};'
-                 'padding:4px 10px;margin:4px 0;font-family:var(--jp-ui-font-family,sans-serif)">',
-                 f'<div style="font-weight:600;color:{colour}">{esc(self.headline)}</div>']
+        parts = [
+            f'<div class="agl-result agl-{esc(self.verdict)}" style="border-left:4px solid {colour};'
+            'padding:4px 10px;margin:4px 0;font-family:var(--jp-ui-font-family,sans-serif)">',
+            f'<div style="font-weight:600;color:{colour}">{esc(self.headline)}</div>',
+        ]
         if self.rows:
             parts.append('<table style="border-collapse:collapse;margin:2px 0;margin-left:0">')
             cell = "text-align:left;vertical-align:top;background:none;border:none;"
             for label, text in self.rows:
-                parts.append(f'<tr><td style="{cell}padding:1px 10px 1px 0;color:#57606a">{esc(label)}</td>'
-                             f'<td style="{cell}padding:1px 0"><pre style="margin:0;white-space:pre-wrap;word-break:normal;'
-                             f'overflow-wrap:break-word;text-align:left">{esc(str(text))}</pre></td></tr>')
+                parts.append(
+                    f'<tr><td style="{cell}padding:1px 10px 1px 0;color:#57606a">{esc(label)}</td>'
+                    f'<td style="{cell}padding:1px 0"><pre style="margin:0;white-space:pre-wrap;word-break:normal;'
+                    f'overflow-wrap:break-word;text-align:left">{esc(str(text))}</pre></td></tr>'
+                )
             parts.append("</table>")
         if self.message:
             parts.append(f'<div style="white-space:pre-wrap">{esc(self.message)}</div>')

@@ -10,6 +10,7 @@ updated in place, so two kernels writing at once cannot overwrite each other.
   for this session.
 * Old files are migrated forward step by step (``PRAGMA user_version``).
 """
+
 from __future__ import annotations
 
 import json
@@ -111,7 +112,7 @@ class Store:
 
     def _prepare(self, con: sqlite3.Connection) -> None:
         version = con.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:   # before anything could write to it
+        if version > SCHEMA_VERSION:  # before anything could write to it
             raise NewerSchema(f"written by a newer autograd-lab (schema {version}, this one knows {SCHEMA_VERSION})")
         if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal" and self._memory is None:
             con.execute("PRAGMA journal_mode = WAL")
@@ -150,8 +151,10 @@ class Store:
             side = Path(str(self.path) + suffix)
             if side.exists():
                 os.replace(side, Path(str(backup) + suffix))
-        self._warn(f"autograd-lab: the progress file {self.path} could not be read ({reason}); "
-                   f"it was moved to {backup} and a fresh one started")
+        self._warn(
+            f"autograd-lab: the progress file {self.path} could not be read ({reason}); "
+            f"it was moved to {backup} and a fresh one started"
+        )
 
     def _use_memory(self, reason: str, newer: bool = False) -> sqlite3.Connection:
         """Keep progress in memory from now on; returns that in-memory connection."""
@@ -163,13 +166,17 @@ class Store:
                 source.close()
         except sqlite3.Error:
             pass
-        if newer:   # read it as it is; never migrate, move or write a file a newer version wrote
-            self._warn(f"autograd-lab: the progress file {self.path} was {reason}; it is read as it is and "
-                       "left untouched: new progress is kept in memory for this session only. Update the course.")
+        if newer:  # read it as it is; never migrate, move or write a file a newer version wrote
+            self._warn(
+                f"autograd-lab: the progress file {self.path} was {reason}; it is read as it is and "
+                "left untouched: new progress is kept in memory for this session only. Update the course."
+            )
             return memory
         self._migrate(memory)
-        self._warn(f"autograd-lab: cannot keep progress in {self.path.parent} ({reason}); "
-                   "progress is kept in memory for this session only and is lost when the kernel stops")
+        self._warn(
+            f"autograd-lab: cannot keep progress in {self.path.parent} ({reason}); "
+            "progress is kept in memory for this session only and is lost when the kernel stops"
+        )
         return memory
 
     def _connection(self) -> sqlite3.Connection:
@@ -221,28 +228,44 @@ class Store:
             raise sqlite3.OperationalError("the progress file stayed locked for too long")
 
     # -- writing and reading --------------------------------------------------------
-    def append(self, unit: str, qid: str | None, action: str, verdict: str,
-               answer: Any = None, detail: dict | None = None) -> None:
-        row = (time.time(), unit, qid, action, json.dumps(answer, default=str), verdict,
-               _torch_version(), SESSION, json.dumps(detail or {}, default=str))
+    def append(
+        self, unit: str, qid: str | None, action: str, verdict: str, answer: Any = None, detail: dict | None = None
+    ) -> None:
+        row = (
+            time.time(),
+            unit,
+            qid,
+            action,
+            json.dumps(answer, default=str),
+            verdict,
+            _torch_version(),
+            SESSION,
+            json.dumps(detail or {}, default=str),
+        )
 
         def work(con: sqlite3.Connection) -> None:
             con.execute("BEGIN IMMEDIATE")
             try:
-                con.execute("INSERT INTO events (time, unit, qid, action, answer, verdict, torch, session, detail)"
-                            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+                con.execute(
+                    "INSERT INTO events (time, unit, qid, action, answer, verdict, torch, session, detail)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    row,
+                )
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
+
         self._run(work)
 
     def events(self, unit: str | None = None) -> list[Event]:
         def work(con: sqlite3.Connection) -> list[Any]:
             sql = "SELECT id, time, unit, qid, action, answer, verdict, torch, session, detail FROM events"
-            rows = con.execute(sql + (" WHERE unit = ? ORDER BY id" if unit else " ORDER BY id"),
-                               (unit,) if unit else ()).fetchall()
+            rows = con.execute(
+                sql + (" WHERE unit = ? ORDER BY id" if unit else " ORDER BY id"), (unit,) if unit else ()
+            ).fetchall()
             return rows
+
         return [event_of(r) for r in self._run(work)]
 
 

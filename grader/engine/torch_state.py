@@ -7,6 +7,7 @@ seed, warnings silenced) and restores every one of those afterwards.
 ``snapshot()`` and ``differences()`` let the sandbox tell a learner which
 piece of global state their function changed and left changed.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -102,7 +103,7 @@ def _no_saved_tensor_hooks() -> Iterator[None]:
     try:
         yield
     finally:
-        _pop_all_hooks()   # drop whatever the block left pushed, then put the learner's hooks back
+        _pop_all_hooks()  # drop whatever the block left pushed, then put the learner's hooks back
         _push_all_hooks(stack)
 
 
@@ -115,8 +116,10 @@ def restored(state: TorchState) -> Iterator[None]:
         torch.set_grad_enabled(state.grad_enabled)
         torch.set_anomaly_enabled(state.anomaly, state.anomaly_check_nan)
         torch.set_default_dtype(state.default_dtype)
-        if (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()) \
-                != (state.deterministic, state.deterministic_warn_only):   # slow the first time: only when needed
+        if (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()) != (
+            state.deterministic,
+            state.deterministic_warn_only,
+        ):  # slow the first time: only when needed
             torch.use_deterministic_algorithms(state.deterministic, warn_only=state.deterministic_warn_only)
         if torch.get_num_threads() != state.num_threads:
             torch.set_num_threads(state.num_threads)

@@ -11,6 +11,7 @@ In a solution's code cell, an answer sits between ``### BEGIN SOLUTION`` and
 
 ``build(check=True)`` writes nothing and lists the notebooks that differ.
 """
+
 from __future__ import annotations
 
 import ast
@@ -40,11 +41,18 @@ def _placeholder_for(region: list[str], indent: str, where: str) -> list[str]:
         raise BuildError(f"{where}: the solution region does not parse ({exc.msg})") from None
     out = []
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else \
-            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else None
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, (ast.AnnAssign, ast.AugAssign))
+            else None
+        )
         if not targets or not all(isinstance(t, ast.Name) for t in targets):
-            raise BuildError(f"{where}: a top-level solution region may only assign names "
-                             f"(line {node.lineno}: {ast.get_source_segment(source, node)!r})")
+            raise BuildError(
+                f"{where}: a top-level solution region may only assign names "
+                f"(line {node.lineno}: {ast.get_source_segment(source, node)!r})"
+            )
         for t in targets:
             out.append(f"{t.id} = ...  # YOUR ANSWER HERE")
     return out
@@ -65,7 +73,7 @@ def strip_solutions(source: str, where: str = "cell") -> str:
                 j += 1
             if j == len(lines):
                 raise BuildError(f"{where}: {BEGIN} at line {i + 1} has no {END}")
-            region = [l[len(indent):] if l.startswith(indent) else l for l in lines[i + 1: j]]
+            region = [l[len(indent) :] if l.startswith(indent) else l for l in lines[i + 1 : j]]
             out.extend(_placeholder_for(region, indent, f"{where}, line {i + 1}"))
             i = j + 1
             continue
@@ -113,8 +121,9 @@ def build(root: Path = ROOT, check: bool = False, only: list[str] | None = None)
         target = notebooks / name
         current = target.read_text(encoding="utf-8") if target.exists() else None
         if current != text:
-            differences.append(f"notebooks/{name} " + ("is missing" if current is None else
-                                                       "differs from what solutions/ generates"))
+            differences.append(
+                f"notebooks/{name} " + ("is missing" if current is None else "differs from what solutions/ generates")
+            )
             if not check:
                 notebooks.mkdir(exist_ok=True)
                 target.write_text(text, encoding="utf-8")
@@ -137,9 +146,14 @@ def execute(path: Path, strict: bool = True, timeout: int = 300, home: str | Non
         else:
             os.environ.pop("AUTOGRAD_LAB_STRICT", None)
         try:
-            client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                                    store_widget_state=False,
-                                    resources={"metadata": {"path": str(path.parent)}})
+            client = NotebookClient(
+                nb,
+                timeout=timeout,
+                kernel_name="python3",
+                record_timing=False,
+                store_widget_state=False,
+                resources={"metadata": {"path": str(path.parent)}},
+            )
             client.execute()
         finally:
             for k, v in saved.items():
@@ -157,6 +171,7 @@ def normalise_outputs(nb: nbformat.NotebookNode, where: str = "notebook", root: 
     views (models get new random ids on every run). A machine path in an output (this checkout, the
     Python environment) is refused: it would differ on every other machine."""
     import sys
+
     nb.metadata.pop("widgets", None)
     machine = {p for p in (str(root), sys.prefix, os.path.expanduser("~")) if len(p) > 1}
     for index, cell in enumerate(nb.cells):
@@ -168,8 +183,12 @@ def normalise_outputs(nb: nbformat.NotebookNode, where: str = "notebook", root: 
             out.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
             if out.get("output_type") == "execute_result":
                 out["execution_count"] = 1
-            if out.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream" \
-                    and merged[-1].get("name") == out.get("name"):
+            if (
+                out.get("output_type") == "stream"
+                and merged
+                and merged[-1].get("output_type") == "stream"
+                and merged[-1].get("name") == out.get("name")
+            ):
                 merged[-1]["text"] = merged[-1]["text"] + out["text"]
                 continue
             merged.append(out)
@@ -178,8 +197,10 @@ def normalise_outputs(nb: nbformat.NotebookNode, where: str = "notebook", root: 
         text = json.dumps(merged)
         for path in machine:
             if path in text:
-                raise BuildError(f"{where}, cell {index + 1}: an output shows a path of this machine ({path}); "
-                                 "print something that is the same everywhere (filter warnings by category)")
+                raise BuildError(
+                    f"{where}, cell {index + 1}: an output shows a path of this machine ({path}); "
+                    "print something that is the same everywhere (filter warnings by category)"
+                )
 
 
 def execute_solutions(root: Path = ROOT, only: list[str] | None = None) -> list[str]:

@@ -16,6 +16,7 @@ grades them afresh; this only reads what the learners' kernels wrote.
 
     python -m grader.instructor.classview --homes /home [--users alice,bob] [--html class.html] [--json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,11 +40,12 @@ from grader.engine.store import FILENAME, Event, event_of
 
 ROOT = Path(__file__).resolve().parents[2]
 STORE_IN_HOME = Path(".local") / "share" / "autograd-lab" / FILENAME
-TOP = 5   # wrong answers listed per question
-MISSING_SHOWN = 8   # items of a learner's missing list shown on the page (the JSON has all)
+TOP = 5  # wrong answers listed per question
+MISSING_SHOWN = 8  # items of a learner's missing list shown on the page (the JSON has all)
 
 
 # --- reading the stores --------------------------------------------------------------------
+
 
 def _connect_read_only(path: Path) -> sqlite3.Connection:
     """A read-only connection that creates nothing beside the learner's file.
@@ -66,8 +68,11 @@ def read_events(path: Path) -> list[Event]:
         try:
             columns = {row[1] for row in con.execute("PRAGMA table_info(events)")}
             extra = [c if c in columns else f"'' AS {c}" for c in ("session", "detail")]
-            rows = con.execute("SELECT id, time, unit, qid, action, answer, verdict, torch, "
-                               + ", ".join(extra) + " FROM events ORDER BY id").fetchall()
+            rows = con.execute(
+                "SELECT id, time, unit, qid, action, answer, verdict, torch, "
+                + ", ".join(extra)
+                + " FROM events ORDER BY id"
+            ).fetchall()
             break
         except sqlite3.DatabaseError:
             if attempt == 3:
@@ -83,7 +88,7 @@ class Learner:
     name: str
     store: Path
     events: list = field(default_factory=list)
-    problem: str = ""          # why the store could not be read; '' when it was
+    problem: str = ""  # why the store could not be read; '' when it was
 
     def states(self) -> dict[str, progress.UnitState]:
         return {u: progress.unit_state(u, self.events) for u in UNITS}
@@ -99,7 +104,9 @@ def home_of(user: str, homes: list[Path]) -> Path:
         return (homes[0] if homes else Path("/home")) / user
 
 
-def find(homes: list[Path], users: list[str] | None = None, stores: dict[str, Path] | None = None) -> list[tuple[str, Path]]:
+def find(
+    homes: list[Path], users: list[str] | None = None, stores: dict[str, Path] | None = None
+) -> list[tuple[str, Path]]:
     """(learner, store path) for the given users, else for every folder in ``homes`` that holds a store."""
     found: dict[str, Path] = {}
     if users:
@@ -115,7 +122,7 @@ def find(homes: list[Path], users: list[str] | None = None, stores: dict[str, Pa
                 try:
                     if (home / STORE_IN_HOME).is_file():
                         found[home.name] = home / STORE_IN_HOME
-                except PermissionError:   # a home we may not enter: listed, with why (run as root)
+                except PermissionError:  # a home we may not enter: listed, with why (run as root)
                     found[home.name] = home / STORE_IN_HOME
                 except OSError:
                     continue
@@ -142,6 +149,7 @@ def collect(homes: list[Path], users: list[str] | None = None, stores: dict[str,
 
 # --- the report ------------------------------------------------------------------------------
 
+
 @functools.lru_cache(maxsize=1)
 def _truths() -> dict:
     """Torch's answers as the course recorded them at build time (solutions/manifest.json); nothing is run."""
@@ -158,7 +166,7 @@ def _answer_text(q, answer) -> tuple[str, str]:
         text = q.kind.show(value)
     except Exception:
         return (json.dumps(answer) if not isinstance(answer, str) else answer)[:120], ""
-    truth = None    # only a misconception declared as a function of torch's answer needs it
+    truth = None  # only a misconception declared as a function of torch's answer needs it
     try:
         truth = q.kind.read(_truths()[q.qid]["answer"])
     except Exception:
@@ -176,8 +184,17 @@ def _question_row(q, learners: list[Learner], states: dict[str, dict[str, progre
     notes: dict[str, str] = {}
     hinted = hints = 0
     if q.role == "predict":
-        counts = dict.fromkeys(("predicted_correct", "predicted_wrong", "revealed_without_prediction",
-                                "predicted_after_reveal", "predicted_not_revealed", "not_attempted"), 0)
+        counts = dict.fromkeys(
+            (
+                "predicted_correct",
+                "predicted_wrong",
+                "revealed_without_prediction",
+                "predicted_after_reveal",
+                "predicted_not_revealed",
+                "not_attempted",
+            ),
+            0,
+        )
     else:
         counts = dict.fromkeys(("passed", "passed_first_try", "failing", "not_answered"), 0)
         attempts_to_pass = []
@@ -212,7 +229,7 @@ def _question_row(q, learners: list[Learner], states: dict[str, dict[str, progre
                 counts["not_answered"] += 1
             else:
                 counts["failing"] += 1
-            if q.role == "self-test":   # each learner's distinct wrong answers, once each
+            if q.role == "self-test":  # each learner's distinct wrong answers, once each
                 seen = set()
                 for e in learner.events:
                     if e.qid == q.qid and e.action == "check" and e.verdict == "incorrect":
@@ -223,9 +240,10 @@ def _question_row(q, learners: list[Learner], states: dict[str, dict[str, progre
                             notes[text] = note
     row.update(counts)
     if q.role != "predict":
-        row["attempts_total"] = sum(
-            states[l.name][q.unit].questions[q.qid].attempts for l in learners if not l.problem)
-        row["mean_attempts_to_pass"] = round(sum(attempts_to_pass) / len(attempts_to_pass), 2) if attempts_to_pass else None
+        row["attempts_total"] = sum(states[l.name][q.unit].questions[q.qid].attempts for l in learners if not l.problem)
+        row["mean_attempts_to_pass"] = (
+            round(sum(attempts_to_pass) / len(attempts_to_pass), 2) if attempts_to_pass else None
+        )
     row["learners_with_hints"], row["hints_shown"] = hinted, hints
     row["wrong_answers"] = [{"answer": a, "count": n, "note": notes.get(a, "")} for a, n in wrong.most_common(TOP)]
     row["records"] = dict(row["records"].most_common())
@@ -237,21 +255,36 @@ def _when(t: float | None) -> str:
 
 
 def _learner_row(learner: Learner, unit_states: dict[str, progress.UnitState], now: float) -> dict:
-    row = {"learner": learner.name, "store": str(learner.store), "problem": learner.problem,
-           "events": len(learner.events), "passed": [u for u, s in unit_states.items() if s.passed],
-           "last_activity": None, "idle": "", "last_action": "", "unit_in_progress": "", "done": "", "missing": []}
+    row = {
+        "learner": learner.name,
+        "store": str(learner.store),
+        "problem": learner.problem,
+        "events": len(learner.events),
+        "passed": [u for u, s in unit_states.items() if s.passed],
+        "last_activity": None,
+        "idle": "",
+        "last_action": "",
+        "unit_in_progress": "",
+        "done": "",
+        "missing": [],
+    }
     if not learner.events:
         return row
     last = learner.events[-1]
     row["last_activity"] = _when(last.time)
     minutes = max(0, int((now - last.time) // 60))
-    row["idle"] = f"{minutes // 1440} d" if minutes >= 1440 else f"{minutes // 60} h" if minutes >= 60 else f"{minutes} min"
+    row["idle"] = (
+        f"{minutes // 1440} d" if minutes >= 1440 else f"{minutes // 60} h" if minutes >= 60 else f"{minutes} min"
+    )
     row["last_action"] = " ".join(x for x in (last.qid or last.unit, last.action, last.verdict) if x)
     latest: dict[str, float] = {}
     for e in learner.events:
         latest[e.unit] = e.time
-    open_units = [u for u in sorted(latest, key=latest.get, reverse=True)
-                  if u in unit_states and unit_states[u].started and not unit_states[u].passed]
+    open_units = [
+        u
+        for u in sorted(latest, key=latest.get, reverse=True)
+        if u in unit_states and unit_states[u].started and not unit_states[u].passed
+    ]
     if open_units:
         u = open_units[0]
         s = unit_states[u]
@@ -273,40 +306,59 @@ def report(learners: list[Learner], now: float | None = None) -> dict:
         if started:
             entry["questions"] = [_question_row(q, readable, states) for q in of_unit(uid)]
         units.append(entry)
-    return {"generated": _when(now), "source": "the learners' own progress stores, read-only; nothing re-run",
-            "learners": len(learners), "readable": len(readable), "units": units,
-            "class": [_learner_row(l, states[l.name], now) for l in learners]}
+    return {
+        "generated": _when(now),
+        "source": "the learners' own progress stores, read-only; nothing re-run",
+        "learners": len(learners),
+        "readable": len(readable),
+        "units": units,
+        "class": [_learner_row(l, states[l.name], now) for l in learners],
+    }
 
 
 # --- output ---------------------------------------------------------------------------------
 
+
 def text(rep: dict) -> str:
-    lines = [f"{rep['readable']} of {rep['learners']} learners' stores read (generated {rep['generated']}; "
-             "the learners' own record, nothing re-run)"]
+    lines = [
+        f"{rep['readable']} of {rep['learners']} learners' stores read (generated {rep['generated']}; "
+        "the learners' own record, nothing re-run)"
+    ]
     for u in rep["units"]:
         if not u["started"]:
             continue
         lines.append(f"\nunit {u['unit']} {u['title']}: {u['started']} started, {u['passed']} passed")
         for q in u["questions"]:
             if q["role"] == "predict":
-                figures = (f"predicted correctly {q['predicted_correct']}, wrongly {q['predicted_wrong']}, "
-                           f"revealed without prediction {q['revealed_without_prediction']}, "
-                           f"after reveal {q['predicted_after_reveal']}, not attempted {q['not_attempted']}")
+                figures = (
+                    f"predicted correctly {q['predicted_correct']}, wrongly {q['predicted_wrong']}, "
+                    f"revealed without prediction {q['revealed_without_prediction']}, "
+                    f"after reveal {q['predicted_after_reveal']}, not attempted {q['not_attempted']}"
+                )
             else:
-                figures = (f"passed {q['passed']} ({q['passed_first_try']} first try), failing {q['failing']}, "
-                           f"not answered {q['not_answered']}, attempts {q['attempts_total']}")
+                figures = (
+                    f"passed {q['passed']} ({q['passed_first_try']} first try), failing {q['failing']}, "
+                    f"not answered {q['not_answered']}, attempts {q['attempts_total']}"
+                )
             lines.append(f"  {q['qid']:<30} {figures}, hints {q['hints_shown']} ({q['learners_with_hints']} learners)")
             for w in q["wrong_answers"]:
-                lines.append(f"      wrong: {w['answer']} x{w['count']}" + (f"  ({w['note'][:80]})" if w["note"] else ""))
+                lines.append(
+                    f"      wrong: {w['answer']} x{w['count']}" + (f"  ({w['note'][:80]})" if w["note"] else "")
+                )
     lines.append("\nwho is where:")
     for r in rep["class"]:
         if r["problem"]:
             lines.append(f"  {r['learner']:<16} {r['problem']}")
             continue
-        where = (f"in {r['unit_in_progress']} ({r['done']} done), missing: " + "; ".join(r["missing"])
-                 if r["unit_in_progress"] else "nothing in progress")
-        lines.append(f"  {r['learner']:<16} last {r['last_activity'] or 'never'} ({r['idle']} ago), "
-                     f"passed {', '.join(r['passed']) or 'none'}; {where}")
+        where = (
+            f"in {r['unit_in_progress']} ({r['done']} done), missing: " + "; ".join(r["missing"])
+            if r["unit_in_progress"]
+            else "nothing in progress"
+        )
+        lines.append(
+            f"  {r['learner']:<16} last {r['last_activity'] or 'never'} ({r['idle']} ago), "
+            f"passed {', '.join(r['passed']) or 'none'}; {where}"
+        )
     return "\n".join(lines)
 
 
@@ -324,67 +376,106 @@ def _cell(qid: str, key: str, value) -> str:
 
 def page(rep: dict) -> str:
     e = html.escape
-    out = ["<!doctype html><html lang='en'><meta charset='utf-8'>",
-           "<title>autograd-lab: the class</title>", f"<style>{STYLE}</style>",
-           "<h1>autograd-lab: the class</h1>",
-           f"<p class='note' id='honesty'><b>This is the learners' own record.</b> It is read from each "
-           f"learner's progress store, as their own notebooks wrote it while they worked; nothing was re-run "
-           f"and nothing was recomputed (unlike <code>python -m grader grade</code>, which runs submitted "
-           f"notebooks again). A learner can edit their own store, so treat it as their account of their work. "
-           f"Generated {e(rep['generated'])} from <span id='readable'>{rep['readable']}</span> of "
-           f"<span id='learners'>{rep['learners']}</span> learners' stores, opened read-only.</p>",
-           "<h2>Who is where</h2>",
-           "<table id='class'><tr><th>learner</th><th>last activity</th><th>idle</th><th>last action</th>"
-           "<th>units passed</th><th>in progress</th><th>done</th><th>still missing</th></tr>"]
+    out = [
+        "<!doctype html><html lang='en'><meta charset='utf-8'>",
+        "<title>autograd-lab: the class</title>",
+        f"<style>{STYLE}</style>",
+        "<h1>autograd-lab: the class</h1>",
+        f"<p class='note' id='honesty'><b>This is the learners' own record.</b> It is read from each "
+        f"learner's progress store, as their own notebooks wrote it while they worked; nothing was re-run "
+        f"and nothing was recomputed (unlike <code>python -m grader grade</code>, which runs submitted "
+        f"notebooks again). A learner can edit their own store, so treat it as their account of their work. "
+        f"Generated {e(rep['generated'])} from <span id='readable'>{rep['readable']}</span> of "
+        f"<span id='learners'>{rep['learners']}</span> learners' stores, opened read-only.</p>",
+        "<h2>Who is where</h2>",
+        "<table id='class'><tr><th>learner</th><th>last activity</th><th>idle</th><th>last action</th>"
+        "<th>units passed</th><th>in progress</th><th>done</th><th>still missing</th></tr>",
+    ]
     for r in rep["class"]:
         if r["problem"]:
-            out.append(f"<tr data-learner='{e(r['learner'])}'><td>{e(r['learner'])}</td>"
-                       f"<td colspan='7' class='muted'>{e(r['problem'])}</td></tr>")
+            out.append(
+                f"<tr data-learner='{e(r['learner'])}'><td>{e(r['learner'])}</td>"
+                f"<td colspan='7' class='muted'>{e(r['problem'])}</td></tr>"
+            )
             continue
         shown = r["missing"][:MISSING_SHOWN]
         more = len(r["missing"]) - len(shown)
         missing = "<br>".join(e(m) for m in shown) + (f"<br><span class='muted'>and {more} more</span>" if more else "")
-        out.append(f"<tr data-learner='{e(r['learner'])}'><td>{e(r['learner'])}</td>"
-                   f"<td>{e(r['last_activity'] or 'never')}</td><td>{e(r['idle'])}</td><td>{e(r['last_action'])}</td>"
-                   f"<td class='passed'>{e(', '.join(r['passed']) or '–')}</td>"
-                   f"<td class='unit'>{e(r['unit_in_progress'] or '–')}</td><td>{e(r['done'])}</td>"
-                   f"<td class='missing'>{missing}</td></tr>")
+        out.append(
+            f"<tr data-learner='{e(r['learner'])}'><td>{e(r['learner'])}</td>"
+            f"<td>{e(r['last_activity'] or 'never')}</td><td>{e(r['idle'])}</td><td>{e(r['last_action'])}</td>"
+            f"<td class='passed'>{e(', '.join(r['passed']) or '–')}</td>"
+            f"<td class='unit'>{e(r['unit_in_progress'] or '–')}</td><td>{e(r['done'])}</td>"
+            f"<td class='missing'>{missing}</td></tr>"
+        )
     out.append("</table><h2>Per question</h2>")
     for u in rep["units"]:
         if not u["started"]:
             continue
-        out.append(f"<h3 id='unit-{u['unit']}'>Unit {e(u['unit'])}: {e(u['title'])}</h3>"
-                   f"<p>{u['started']} started, {u['passed']} marked passed.</p>")
+        out.append(
+            f"<h3 id='unit-{u['unit']}'>Unit {e(u['unit'])}: {e(u['title'])}</h3>"
+            f"<p>{u['started']} started, {u['passed']} marked passed.</p>"
+        )
         predicts = [q for q in u["questions"] if q["role"] == "predict"]
         checks = [q for q in u["questions"] if q["role"] != "predict"]
         if predicts:
-            out.append("<table class='predict'><tr><th>question</th><th>predicted correctly</th>"
-                       "<th>predicted wrongly</th><th>revealed without prediction</th><th>predicted after reveal</th>"
-                       "<th>not revealed yet</th><th>not attempted</th><th>most common wrong predictions</th></tr>")
+            out.append(
+                "<table class='predict'><tr><th>question</th><th>predicted correctly</th>"
+                "<th>predicted wrongly</th><th>revealed without prediction</th><th>predicted after reveal</th>"
+                "<th>not revealed yet</th><th>not attempted</th><th>most common wrong predictions</th></tr>"
+            )
             for q in predicts:
-                out.append(f"<tr><td title='{e(q['prompt'])}'>{e(q['qid'])}</td>" + "".join(
-                    _cell(q["qid"], k, q[k]) for k in ("predicted_correct", "predicted_wrong",
-                                                      "revealed_without_prediction", "predicted_after_reveal",
-                                                      "predicted_not_revealed", "not_attempted"))
-                           + f"<td>{_wrongs(q)}</td></tr>")
+                out.append(
+                    f"<tr><td title='{e(q['prompt'])}'>{e(q['qid'])}</td>"
+                    + "".join(
+                        _cell(q["qid"], k, q[k])
+                        for k in (
+                            "predicted_correct",
+                            "predicted_wrong",
+                            "revealed_without_prediction",
+                            "predicted_after_reveal",
+                            "predicted_not_revealed",
+                            "not_attempted",
+                        )
+                    )
+                    + f"<td>{_wrongs(q)}</td></tr>"
+                )
             out.append("</table>")
         if checks:
-            out.append("<table class='check'><tr><th>question</th><th>kind</th><th>passed</th><th>first try</th>"
-                       "<th>failing</th><th>not answered</th><th>attempts</th><th>mean attempts to pass</th>"
-                       "<th>learners with hints</th><th>hints shown</th><th>most common wrong answers</th></tr>")
+            out.append(
+                "<table class='check'><tr><th>question</th><th>kind</th><th>passed</th><th>first try</th>"
+                "<th>failing</th><th>not answered</th><th>attempts</th><th>mean attempts to pass</th>"
+                "<th>learners with hints</th><th>hints shown</th><th>most common wrong answers</th></tr>"
+            )
             for q in checks:
-                out.append(f"<tr><td title='{e(q['prompt'])}'>{e(q['qid'])}</td><td>{e(q['role'])}</td>" + "".join(
-                    _cell(q["qid"], k, q[k]) for k in ("passed", "passed_first_try", "failing", "not_answered",
-                                                      "attempts_total", "mean_attempts_to_pass",
-                                                      "learners_with_hints", "hints_shown"))
-                           + f"<td>{_wrongs(q)}</td></tr>")
+                out.append(
+                    f"<tr><td title='{e(q['prompt'])}'>{e(q['qid'])}</td><td>{e(q['role'])}</td>"
+                    + "".join(
+                        _cell(q["qid"], k, q[k])
+                        for k in (
+                            "passed",
+                            "passed_first_try",
+                            "failing",
+                            "not_answered",
+                            "attempts_total",
+                            "mean_attempts_to_pass",
+                            "learners_with_hints",
+                            "hints_shown",
+                        )
+                    )
+                    + f"<td>{_wrongs(q)}</td></tr>"
+                )
             out.append("</table>")
     quiet = [u for u in rep["units"] if not u["started"]]
     if quiet:
-        out.append("<p class='muted'>Not started by anyone: " +
-                   ", ".join(f"{e(u['unit'])} {e(u['title'])}" for u in quiet) + ".</p>")
-    out.append("<script type='application/json' id='report'>" +
-               json.dumps(rep).replace("</", "<\\/") + "</script></html>")
+        out.append(
+            "<p class='muted'>Not started by anyone: "
+            + ", ".join(f"{e(u['unit'])} {e(u['title'])}" for u in quiet)
+            + ".</p>"
+        )
+    out.append(
+        "<script type='application/json' id='report'>" + json.dumps(rep).replace("</", "<\\/") + "</script></html>"
+    )
     return "\n".join(out)
 
 
@@ -392,19 +483,29 @@ def _wrongs(q: dict) -> str:
     items = []
     for w in q["wrong_answers"]:
         note = f" <span class='muted'>({html.escape(w['note'])})</span>" if w["note"] else ""
-        items.append(f"<span class='wrong' data-q='{html.escape(q['qid'])}' data-count='{w['count']}'>"
-                     f"{html.escape(w['answer'])} ×{w['count']}</span>{note}")
+        items.append(
+            f"<span class='wrong' data-q='{html.escape(q['qid'])}' data-count='{w['count']}'>"
+            f"{html.escape(w['answer'])} ×{w['count']}</span>{note}"
+        )
     return "<br>".join(items)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.instructor.classview",
-                                     description="the class's progress, read from every learner's own store")
-    parser.add_argument("--homes", action="append", default=[],
-                        help="a folder of home folders (repeatable; default /home)")
+    parser = argparse.ArgumentParser(
+        prog="python -m grader.instructor.classview",
+        description="the class's progress, read from every learner's own store",
+    )
+    parser.add_argument(
+        "--homes", action="append", default=[], help="a folder of home folders (repeatable; default /home)"
+    )
     parser.add_argument("--users", help="only these users, comma-separated (their homes from the system)")
-    parser.add_argument("--store", action="append", default=[], metavar="NAME=PATH",
-                        help="a learner's store at a path of its own (repeatable)")
+    parser.add_argument(
+        "--store",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="a learner's store at a path of its own (repeatable)",
+    )
     parser.add_argument("--html", help="also write the page here")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)

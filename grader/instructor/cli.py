@@ -1,4 +1,5 @@
 """python -m grader: status, questions, reset, build, verify, grade."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,9 +18,17 @@ def _status(args) -> int:
     rows = []
     for uid, unit in UNITS.items():
         s = states[uid]
-        rows.append({"unit": uid, "title": unit.title, "status": s.status,
-                     "needs": list(unit.needs), "note": progress.prerequisites_note(uid, states) if not s.passed else "",
-                     **s.counts(), "missing": s.missing() if s.started and not s.passed else []})
+        rows.append(
+            {
+                "unit": uid,
+                "title": unit.title,
+                "status": s.status,
+                "needs": list(unit.needs),
+                "note": progress.prerequisites_note(uid, states) if not s.passed else "",
+                **s.counts(),
+                "missing": s.missing() if s.started and not s.passed else [],
+            }
+        )
     if args.json:
         print(json.dumps({"store": str(current().path), "units": rows}, indent=2))
         return 0
@@ -50,8 +59,17 @@ def _questions(args) -> int:
     if wanted is None:
         return 2
     qs = [q for q in all_questions() if not wanted or q.unit in wanted]
-    rows = [{"id": q.qid, "unit": q.unit, "role": q.role, "kind": type(q.kind).__name__,
-             "answer": q.kind.describe(), "prompt": q.prompt} for q in qs]
+    rows = [
+        {
+            "id": q.qid,
+            "unit": q.unit,
+            "role": q.role,
+            "kind": type(q.kind).__name__,
+            "answer": q.kind.describe(),
+            "prompt": q.prompt,
+        }
+        for q in qs
+    ]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -73,9 +91,11 @@ def _reset_target(target: str):
     unit, dot, rest = target.partition(".")
     padded = unit.zfill(2) + dot + rest if unit.isdigit() else None
     hint = f" Did you mean {padded}?" if padded and (padded in UNITS or padded in qids) else ""
-    raise ValueError(f"{target!r} is not a unit id or a question id.{hint} Units are written with two "
-                     f"digits ({', '.join(UNITS)}); question ids look like 07.exp-add "
-                     f"(`python -m grader questions --unit 07` lists them).")
+    raise ValueError(
+        f"{target!r} is not a unit id or a question id.{hint} Units are written with two "
+        f"digits ({', '.join(UNITS)}); question ids look like 07.exp-add "
+        f"(`python -m grader questions --unit 07` lists them)."
+    )
 
 
 def _reset(args) -> int:
@@ -88,11 +108,17 @@ def _reset(args) -> int:
         return 2
     if not args.yes:
         if not sys.stdin.isatty():
-            print(f"reset: not forgetting {what} without a yes: there is no terminal to ask at. "
-                  f"To forget it, run `python -m grader reset {target} --yes`.", file=sys.stderr)
+            print(
+                f"reset: not forgetting {what} without a yes: there is no terminal to ask at. "
+                f"To forget it, run `python -m grader reset {target} --yes`.",
+                file=sys.stderr,
+            )
             return 2
-        forgets = ("every prediction, reveal, check and pass of this unit" if kind == "unit"
-                   else "its prediction, reveal and checks")
+        forgets = (
+            "every prediction, reveal, check and pass of this unit"
+            if kind == "unit"
+            else "its prediction, reveal and checks"
+        )
         try:
             answer = input(f"Forget your progress on {what}: {forgets}? It starts again from nothing. [y/N] ")
         except (EOFError, KeyboardInterrupt):
@@ -113,12 +139,17 @@ def _workspace(args) -> int:
         try:
             taken = port_in_use(args.port)
         except OSError as exc:
-            print(f"cannot listen on 127.0.0.1:{args.port} ({exc.strerror}); choose another: "
-                  f"make lab PORT=8899", file=sys.stderr)
+            print(
+                f"cannot listen on 127.0.0.1:{args.port} ({exc.strerror}); choose another: make lab PORT=8899",
+                file=sys.stderr,
+            )
             return 3
         if taken:
-            print(f"port {args.port} is taken: is `make lab` already running? Open the URL it printed, or stop it "
-                  f"(Ctrl-C in its terminal), or use another port: make lab PORT={args.port + 1}", file=sys.stderr)
+            print(
+                f"port {args.port} is taken: is `make lab` already running? Open the URL it printed, or stop it "
+                f"(Ctrl-C in its terminal), or use another port: make lab PORT={args.port + 1}",
+                file=sys.stderr,
+            )
             return 3
     try:
         where = check_location(Path(args.dir) if args.dir else default_dir())
@@ -146,6 +177,7 @@ def _build(args) -> int:
         return 2
     if args.check:
         from grader.instructor.manifest import missing_from_manifest
+
         differences += missing_from_manifest(root)
         for d in differences:
             print(d)
@@ -162,6 +194,7 @@ def _build(args) -> int:
         print("solutions/manifest.json not updated (a partial build); run `python -m grader build` to record it")
         return 0
     from grader.instructor.manifest import record
+
     print(f"recorded every live answer in {record(root).relative_to(root)}")
     return 0
 
@@ -177,8 +210,10 @@ def _verify(args) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(f"torch {report['torch']}: {len(report['rows'])} experiments "
-              f"(manifest built with torch {report['built_with'] or 'none: run `python -m grader build`'})")
+        print(
+            f"torch {report['torch']}: {len(report['rows'])} experiments "
+            f"(manifest built with torch {report['built_with'] or 'none: run `python -m grader build`'})"
+        )
         for row in report["rows"]:
             print(f"  {row['id']:<32} {row['answer'] if row['ok'] else 'ERROR ' + row['error']}")
         if report["changed"]:
@@ -202,8 +237,11 @@ def summary_line(report: dict) -> str:
     """verify's last line: '189 answers, none changed since the manifest built with torch 2.13.0'."""
     n = len(report["rows"])
     changed = [f"{len(report[k])} {k}" for k in ("changed", "added", "removed") if report[k]]
-    base = (f"since the manifest built with torch {report['built_with']}" if report["built_with"]
-            else "(no manifest: run `python -m grader build`)")
+    base = (
+        f"since the manifest built with torch {report['built_with']}"
+        if report["built_with"]
+        else "(no manifest: run `python -m grader build`)"
+    )
     errors = f", {len(report['errors'])} raised" if report["errors"] else ""
     return f"{n} answers, {', '.join(changed) if changed else 'none changed'} {base}{errors}"
 
@@ -244,6 +282,7 @@ def _grade(args) -> int:
         problems.append("--shard is for grading; `grade merge` joins the partials of every shard")
     elif args.shard:
         from grader.instructor.grading.shards import parse_shard
+
         try:
             shard = parse_shard(args.shard)
         except ValueError as exc:
@@ -258,20 +297,36 @@ def _grade(args) -> int:
 
     if merging:
         from grader.instructor.grading.shards import MergeError
+
         try:
-            rows = merge([Path(p) for p in args.paths[1:]], out, html_dir=Path(args.html) if args.html else None,
-                         report_to=report_to)
+            rows = merge(
+                [Path(p) for p in args.paths[1:]],
+                out,
+                html_dir=Path(args.html) if args.html else None,
+                report_to=report_to,
+            )
         except MergeError as exc:
             print(f"grade merge: refused: {exc}", file=sys.stderr)
             return 2
         print(f"merged {len(args.paths) - 1} partial gradebooks: {len(rows)} rows -> {out}", file=sys.stderr)
         return 0
-    rows = grade(args.paths, out, jobs=args.jobs, cell_timeout=args.cell_timeout,
-                 notebook_timeout=args.notebook_timeout, memory_mb=args.memory_mb,
-                 html_dir=Path(args.html) if args.html else None, weights=weights, ids=ids, times=times,
-                 wide=Path(args.wide) if args.wide else None,
-                 merge_into=Path(args.merge_into) if args.merge_into else None,
-                 shard=shard, resume=args.resume, report_to=report_to)
+    rows = grade(
+        args.paths,
+        out,
+        jobs=args.jobs,
+        cell_timeout=args.cell_timeout,
+        notebook_timeout=args.notebook_timeout,
+        memory_mb=args.memory_mb,
+        html_dir=Path(args.html) if args.html else None,
+        weights=weights,
+        ids=ids,
+        times=times,
+        wide=Path(args.wide) if args.wide else None,
+        merge_into=Path(args.merge_into) if args.merge_into else None,
+        shard=shard,
+        resume=args.resume,
+        report_to=report_to,
+    )
     return 0 if rows or shard else 2
 
 
@@ -283,8 +338,11 @@ def _release(args) -> int:
     except ReleaseError as exc:
         print(f"release failed: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote the student bundle to {args.out}: " + ", ".join(written[-6:]) +
-          f" and {len(written) - 6} notebooks (no solutions, no tests)")
+    print(
+        f"wrote the student bundle to {args.out}: "
+        + ", ".join(written[-6:])
+        + f" and {len(written) - 6} notebooks (no solutions, no tests)"
+    )
     return 0
 
 
@@ -307,17 +365,20 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=_reset)
 
     p = sub.add_parser("workspace", help="create or update your own copies of the notebooks (what `make lab` opens)")
-    p.add_argument("--dir", help="the workspace folder (default: $AUTOGRAD_LAB_WORKSPACE, else my-work/ "
-                                 "in the repository)")
+    p.add_argument(
+        "--dir", help="the workspace folder (default: $AUTOGRAD_LAB_WORKSPACE, else my-work/ in the repository)"
+    )
     p.add_argument("--port", type=int, help="first check that this port on 127.0.0.1 is free (exit 3 if not)")
-    p.add_argument("--print-dir", action="store_true",
-                   help="print only the workspace's path on stdout (the report goes to stderr)")
+    p.add_argument(
+        "--print-dir", action="store_true", help="print only the workspace's path on stdout (the report goes to stderr)"
+    )
     p.set_defaults(run=_workspace)
 
     p = sub.add_parser("build", help="write notebooks/ from solutions/")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if notebooks/ differs")
-    p.add_argument("--execute", action="store_true",
-                   help="first re-run the solutions in strict mode and store their outputs")
+    p.add_argument(
+        "--execute", action="store_true", help="first re-run the solutions in strict mode and store their outputs"
+    )
     p.add_argument("--unit", action="append", help="only these units (repeatable), e.g. --unit 03")
     p.add_argument("--root", default=str(Path(__file__).resolve().parents[2]), help=argparse.SUPPRESS)
     p.set_defaults(run=_build)
@@ -330,32 +391,54 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=_verify)
 
     p = sub.add_parser("grade", help="run learner notebooks headless and write a gradebook")
-    p.add_argument("paths", nargs="+", help="notebooks, or folders of them (one sub-folder per learner); "
-                                            "`grade merge PARTIAL.csv ... --out grades.csv` joins the partial "
-                                            "gradebooks of every shard")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        help="notebooks, or folders of them (one sub-folder per learner); "
+        "`grade merge PARTIAL.csv ... --out grades.csv` joins the partial "
+        "gradebooks of every shard",
+    )
     p.add_argument("--out", default="grades.csv", help="the CSV gradebook to write (default grades.csv)")
     p.add_argument("-j", "--jobs", type=int, default=1, help="notebooks graded at once")
     p.add_argument("--cell-timeout", type=int, default=60, help="seconds a cell may run (default 60)")
     p.add_argument("--notebook-timeout", type=int, default=600, help="seconds a notebook may run (default 600)")
     p.add_argument("--memory-mb", type=int, default=3072, help="memory limit per notebook (default 3072)")
     p.add_argument("--html", help="also write one feedback page per learner into this folder")
-    p.add_argument("--weights", help="a TOML file of points per role or question (see grader/instructor/grading/scores.py)")
-    p.add_argument("--count-absent", action="store_true",
-                   help="count questions an older copy does not have (0 points) instead of leaving them out")
+    p.add_argument(
+        "--weights", help="a TOML file of points per role or question (see grader/instructor/grading/scores.py)"
+    )
+    p.add_argument(
+        "--count-absent",
+        action="store_true",
+        help="count questions an older copy does not have (0 points) instead of leaving them out",
+    )
     p.add_argument("--wide", help="also write one row per learner, every unit as columns, to this CSV")
     p.add_argument("--roster", help="a CSV mapping learner (folder or file) names to student IDs")
     p.add_argument("--times", help="a CSV of submission times from the LMS (file, time); default: file times")
-    p.add_argument("--merge-into", help="an existing gradebook CSV: replace the rows of the learners and units "
-                                        "graded now, keep the rest")
-    p.add_argument("--shard", metavar="I/N", help="grade only shard I of N (learners split by a hash of their "
-                                                   "name); writes a partial gradebook for `grade merge`")
-    p.add_argument("--resume", action="store_true", help="continue an interrupted run: notebooks already graded "
-                                                          "into OUT's journal and unchanged are not run again")
+    p.add_argument(
+        "--merge-into",
+        help="an existing gradebook CSV: replace the rows of the learners and units graded now, keep the rest",
+    )
+    p.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="grade only shard I of N (learners split by a hash of their "
+        "name); writes a partial gradebook for `grade merge`",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run: notebooks already graded into OUT's journal and unchanged are not run again",
+    )
     p.add_argument("--report", help="also write the class report (an offline HTML page) to this file")
     p.set_defaults(run=_grade)
 
-    p = sub.add_parser("class", help="the class's progress from every learner's own store (reads only; "
-                                     "python -m grader class --homes /home --html class.html)", add_help=False)
+    p = sub.add_parser(
+        "class",
+        help="the class's progress from every learner's own store (reads only; "
+        "python -m grader class --homes /home --html class.html)",
+        add_help=False,
+    )
     p.add_argument("options", nargs="*", help="the options of python -m grader.instructor.classview")
 
     p = sub.add_parser("release", help="write the student bundle (learner notebooks and the grader; no solutions)")
@@ -365,8 +448,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=_release)
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["class"]:   # its own options, passed on whole (argparse's REMAINDER drops a leading --opt)
+    if argv[:1] == ["class"]:  # its own options, passed on whole (argparse's REMAINDER drops a leading --opt)
         from grader.instructor.classview import main as classview
+
         return classview(argv[1:])
     args = parser.parse_args(argv)
     try:

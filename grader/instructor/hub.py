@@ -12,6 +12,7 @@
 
 Nothing here imports jupyterhub: the course itself does not need it; the hub's environment does.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,13 +33,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "hub" / "jupyterhub_config.py"
-LOCAL = ROOT / ".hub"                        # ignored by git: the proxy (npm) and the demo hub's state
+LOCAL = ROOT / ".hub"  # ignored by git: the proxy (npm) and the demo hub's state
 CHP = LOCAL / "node_modules" / ".bin" / "configurable-http-proxy"
 WORKSPACE_NAME = "autograd-lab"
 DEMO_PREFIX = "agl-demo-"
 
 
 # --- each user's server ------------------------------------------------------------------------
+
 
 def private(folder: Path) -> None:
     """Create ``folder`` if needed and make it readable by its owner only."""
@@ -52,7 +54,7 @@ def singleuser(args: list[str]) -> int:
     from grader.engine.store import home as progress_home
     from grader.learner.workspace import WorkspaceError, report, sync
 
-    os.umask(0o077)     # every file the user's server and kernels write: theirs alone
+    os.umask(0o077)  # every file the user's server and kernels write: theirs alone
     value = os.environ.get("AUTOGRAD_LAB_WORKSPACE", "").strip()
     workspace = Path(value).expanduser() if value else Path.home() / WORKSPACE_NAME
     try:
@@ -60,15 +62,20 @@ def singleuser(args: list[str]) -> int:
         print(report(sync(workspace), workspace), file=sys.stderr, flush=True)
         private(progress_home())
     except (WorkspaceError, OSError) as exc:
-        print(f"autograd-lab: the workspace could not be prepared ({exc}); starting without it",
-              file=sys.stderr, flush=True)
+        print(
+            f"autograd-lab: the workspace could not be prepared ({exc}); starting without it",
+            file=sys.stderr,
+            flush=True,
+        )
         workspace = Path.home()
-    os.execv(sys.executable, [sys.executable, "-m", "jupyterhub.singleuser",
-                              f"--ServerApp.root_dir={workspace}", *args])
-    return 1   # not reached
+    os.execv(
+        sys.executable, [sys.executable, "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={workspace}", *args]
+    )
+    return 1  # not reached
 
 
 # --- demo users (root only) ----------------------------------------------------------------------
+
 
 def user_exists(name: str) -> bool:
     try:
@@ -81,8 +88,12 @@ def user_exists(name: str) -> bool:
 def create_user(name: str, homes: Path) -> Path:
     """A Unix user ``name`` with a private home in ``homes`` (0700); its home's path."""
     home = homes / name
-    subprocess.run(["useradd", "--create-home", "--home-dir", str(home), "--user-group",
-                    "--shell", "/usr/sbin/nologin", name], check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        ["useradd", "--create-home", "--home-dir", str(home), "--user-group", "--shell", "/usr/sbin/nologin", name],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     home.chmod(0o700)
     return home
 
@@ -119,6 +130,7 @@ def _pids_of(uid: int) -> list[int]:
 
 # --- the local hub -------------------------------------------------------------------------------
 
+
 def runnable_by_all(path: str | Path) -> bool:
     """True if every user can reach and run ``path`` (its real file, and every folder above it)."""
     real = Path(os.path.realpath(path))
@@ -140,28 +152,38 @@ def python_for_users(where: Path) -> tuple[str, str]:
         return sys.executable, ""
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     import sysconfig
+
     site_dirs = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
     if not all(runnable_by_all(d) for d in site_dirs):
         return "", f"this environment ({sys.prefix}) cannot be read by other users"
     for candidate in (f"/usr/bin/python{version}", f"/usr/local/bin/python{version}", "/usr/bin/python3"):
         if not (Path(candidate).exists() and runnable_by_all(candidate)):
             continue
-        probe = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                               capture_output=True, text=True, timeout=60)
+        probe = subprocess.run(
+            [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         if probe.stdout.strip() != version:
             continue
         env = Path(where) / f"python{version}-env"
         python = env / "bin" / "python"
         if not python.exists():
-            subprocess.run([candidate, "-m", "venv", "--without-pip", str(env)], check=True,
-                           capture_output=True, timeout=120)
+            subprocess.run(
+                [candidate, "-m", "venv", "--without-pip", str(env)], check=True, capture_output=True, timeout=120
+            )
         site = env / "lib" / f"python{version}" / "site-packages"
         lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in site_dirs)
         (site / "autograd-lab-course.pth").write_text(lines)
-        return str(python), (f"{sys.executable} lies where other users cannot run it; users' servers run "
-                             f"{candidate} with this environment's packages ({env})")
-    return "", (f"{os.path.realpath(sys.executable)} lies where other users cannot run it, and no system "
-                f"Python {version} was found to run this environment's packages")
+        return str(python), (
+            f"{sys.executable} lies where other users cannot run it; users' servers run "
+            f"{candidate} with this environment's packages ({env})"
+        )
+    return "", (
+        f"{os.path.realpath(sys.executable)} lies where other users cannot run it, and no system "
+        f"Python {version} was found to run this environment's packages"
+    )
 
 
 def free_port() -> int:
@@ -185,8 +207,10 @@ def missing_requirements() -> str:
     except ImportError:
         return "jupyterhub is not installed in this environment (pip install -e '.[test]')"
     if proxy() is None:
-        return (f"configurable-http-proxy is not installed at {CHP.relative_to(ROOT)}: `make hub-deps` "
-                f"installs it with npm" + ("" if shutil.which("npm") else " (npm was not found)"))
+        return (
+            f"configurable-http-proxy is not installed at {CHP.relative_to(ROOT)}: `make hub-deps` "
+            f"installs it with npm" + ("" if shutil.which("npm") else " (npm was not found)")
+        )
     if not shutil.which("node"):
         return "node is not installed: configurable-http-proxy runs on Node.js"
     return ""
@@ -195,10 +219,16 @@ def missing_requirements() -> str:
 class Hub:
     """JupyterHub on 127.0.0.1 with its proxy, as a child process group; ``stop()`` ends all of it."""
 
-    def __init__(self, users: dict[str, str], state: Path, homes: Path | None = None, port: int | None = None,
-                 python: str | None = None):
+    def __init__(
+        self,
+        users: dict[str, str],
+        state: Path,
+        homes: Path | None = None,
+        port: int | None = None,
+        python: str | None = None,
+    ):
         self.users, self.state = users, Path(state)
-        self.python = python or sys.executable      # what users' servers run (see python_for_users)
+        self.python = python or sys.executable  # what users' servers run (see python_for_users)
         self.state.mkdir(parents=True, exist_ok=True)
         self.state.chmod(0o700)
         self.port = port or free_port()
@@ -216,16 +246,28 @@ class Hub:
         passwords.write_text(json.dumps(self.users))
         passwords.chmod(0o600)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOGRAD_LAB_", "JUPYTER"))}
-        env.update(AGL_HUB_STATE=str(self.state), AGL_HUB_PYTHON=self.python,
-                   AGL_HUB_USERS=",".join(self.users), AGL_HUB_PORT=str(self.port),
-                   AGL_HUB_INTERNAL_PORT=str(free_port()), AGL_HUB_PROXY_API_PORT=str(free_port()),
-                   AGL_HUB_CHP=str(proxy()), PYTHONUNBUFFERED="1")
+        env.update(
+            AGL_HUB_STATE=str(self.state),
+            AGL_HUB_PYTHON=self.python,
+            AGL_HUB_USERS=",".join(self.users),
+            AGL_HUB_PORT=str(self.port),
+            AGL_HUB_INTERNAL_PORT=str(free_port()),
+            AGL_HUB_PROXY_API_PORT=str(free_port()),
+            AGL_HUB_CHP=str(proxy()),
+            PYTHONUNBUFFERED="1",
+        )
         if self.homes is not None:
             env["AGL_HUB_HOMES"] = str(self.homes)
         started = time.monotonic()
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(CONFIG)], cwd=self.state,
-                                     env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyterhub", "-f", str(CONFIG)],
+            cwd=self.state,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = started + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -258,7 +300,7 @@ class Hub:
             except subprocess.TimeoutExpired:
                 pass
         try:
-            os.killpg(self.proc.pid, signal.SIGKILL)   # the proxy and anything else in the hub's group
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the proxy and anything else in the hub's group
         except OSError:
             pass
         if self.proc.poll() is None:
@@ -279,8 +321,11 @@ def _start(args) -> int:
         return 2
     root = os.geteuid() == 0
     names = [f"{DEMO_PREFIX}{i}" for i in range(1, args.users + 1)]
-    homes = Path(args.homes) if args.homes else (Path("/home") if root else
-                                                 Path.home() / ".cache" / "autograd-lab-hub" / "homes")
+    homes = (
+        Path(args.homes)
+        if args.homes
+        else (Path("/home") if root else Path.home() / ".cache" / "autograd-lab-hub" / "homes")
+    )
     if root:
         for name in names:
             if not user_exists(name):
@@ -305,12 +350,19 @@ def _start(args) -> int:
     if root:
         print("each server runs as its own Unix user (LocalProcessSpawner); homes are 0700")
     else:
-        print("not root: every server runs as you, with its own HOME under " + str(homes) +
-              " (no isolation between users)")
-    print(f"the instructor's view: {sys.executable} -m grader.instructor.classview --homes {homes if not root else '/home'} "
-          f"--users {','.join(names)} --html class.html")
-    print("Ctrl-C stops the hub and every user's server" +
-          ("; python -m grader.instructor.hub remove-users deletes the demo users" if root else ""))
+        print(
+            "not root: every server runs as you, with its own HOME under "
+            + str(homes)
+            + " (no isolation between users)"
+        )
+    print(
+        f"the instructor's view: {sys.executable} -m grader.instructor.classview --homes {homes if not root else '/home'} "
+        f"--users {','.join(names)} --html class.html"
+    )
+    print(
+        "Ctrl-C stops the hub and every user's server"
+        + ("; python -m grader.instructor.hub remove-users deletes the demo users" if root else "")
+    )
     try:
         while hub.proc.poll() is None:
             time.sleep(1)
@@ -336,7 +388,7 @@ def _remove_users(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["singleuser"]:     # every argument after it belongs to jupyterhub-singleuser
+    if argv[:1] == ["singleuser"]:  # every argument after it belongs to jupyterhub-singleuser
         return singleuser(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m grader.instructor.hub", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)

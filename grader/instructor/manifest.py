@@ -6,6 +6,7 @@ questions whose answer changed (old -> new), those that now error, and those
 added or removed since the manifest was written, so an instructor upgrading
 torch knows which prose to revisit.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,15 +30,15 @@ def plain(value: Any) -> Any:
         return {"where": value.where, "error": value.error, "message": value.message}
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
-    if hasattr(value, "detach") and hasattr(value, "tolist"):   # a tensor
+    if hasattr(value, "detach") and hasattr(value, "tolist"):  # a tensor
         return plain(value.detach().tolist())
     if isinstance(value, (set, frozenset)):
         return sorted(plain(v) for v in value)
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
-        return str(value)          # 'nan', 'inf', '-inf': JSON has no such numbers
-    if isinstance(value, float) and value == int(value) and abs(value) < 2 ** 53:
+        return str(value)  # 'nan', 'inf', '-inf': JSON has no such numbers
+    if isinstance(value, float) and value == int(value) and abs(value) < 2**53:
         return int(value)
     if isinstance(value, float):
         return round(value, 6)
@@ -100,8 +101,15 @@ def compare(root: Path = ROOT, units: list[str] | None = None) -> dict:
             errors.append(q.qid)
         rows.append(row)
     removed = sorted(old_ids - current)
-    return {"torch": torch.__version__, "built_with": old["torch"], "rows": rows, "changed": changed,
-            "errors": errors, "added": added, "removed": removed}
+    return {
+        "torch": torch.__version__,
+        "built_with": old["torch"],
+        "rows": rows,
+        "changed": changed,
+        "errors": errors,
+        "added": added,
+        "removed": removed,
+    }
 
 
 def missing_from_manifest(root: Path = ROOT) -> list[str]:

@@ -4,6 +4,7 @@
 cleared), the grader package, the install files and a short README, and never solutions/, the
 tests (with their reference implementations) or the instructors' tools. ``--zip`` also packs it.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -47,8 +48,9 @@ def release(out: Path, root: Path = ROOT, make_zip: bool = False) -> list[str]:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ReleaseError(f"{out} exists and is not an empty folder; choose a new one")
     inside = [root / name for name in ("solutions", "notebooks", "grader")]
-    if out.resolve() == root.resolve() or any(p.resolve() in out.resolve().parents or p.resolve() == out.resolve()
-                                              for p in inside):
+    if out.resolve() == root.resolve() or any(
+        p.resolve() in out.resolve().parents or p.resolve() == out.resolve() for p in inside
+    ):
         raise ReleaseError(f"{out} is inside the course's own folders; choose a folder outside them")
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -58,8 +60,9 @@ def release(out: Path, root: Path = ROOT, make_zip: bool = False) -> list[str]:
         target.parent.mkdir(exist_ok=True)
         target.write_text(dumps(nb), encoding="utf-8")
         written.append(f"notebooks/{path.name}")
-    shutil.copytree(root / "grader", out / "grader",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
+    shutil.copytree(
+        root / "grader", out / "grader", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    )
     written.append("grader/")
     for name in FILES:
         if (root / name).exists():
@@ -78,7 +81,7 @@ def release(out: Path, root: Path = ROOT, make_zip: bool = False) -> list[str]:
     return written
 
 
-BUILDER = Path("grader/instructor/build.py")   # names the markers it strips
+BUILDER = Path("grader/instructor/build.py")  # names the markers it strips
 
 
 def check_bundle(out: Path) -> list[str]:

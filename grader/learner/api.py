@@ -6,6 +6,7 @@ learner's mistake surface as a traceback from grader code. With
 short of success raises :class:`~grader.engine.results.GraderCheckFailed`, so a
 solution notebook whose own checks fail cannot pass nbval.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -52,6 +53,7 @@ def _finish(result: Result) -> Result:
 
 def _guarded(action: str):
     """Whatever goes wrong inside the grader, the learner gets a Result, not a traceback from our code."""
+
     def wrap(fn):
         @functools.wraps(fn)
         def inner(*args, **kwargs):
@@ -61,20 +63,32 @@ def _guarded(action: str):
             except GraderCheckFailed:
                 raise
             except KeyboardInterrupt:
-                return _finish(Result(action, subject, "unanswered",
-                                      "stopped before it finished (interrupted); nothing was recorded"))
+                return _finish(
+                    Result(
+                        action, subject, "unanswered", "stopped before it finished (interrupted); nothing was recorded"
+                    )
+                )
             except Exception as exc:  # a grader bug, or the progress file failing under us
-                return _finish(Result(action, subject, "error",
-                                      f"the grader hit an internal error ({type(exc).__name__}: {str(exc)[:200]}); "
-                                      "nothing was recorded. This is not your mistake: please report it."))
+                return _finish(
+                    Result(
+                        action,
+                        subject,
+                        "error",
+                        f"the grader hit an internal error ({type(exc).__name__}: {str(exc)[:200]}); "
+                        "nothing was recorded. This is not your mistake: please report it.",
+                    )
+                )
+
         return inner
+
     return wrap
 
 
 def _lookup(qid: Any, action: str):
     if not isinstance(qid, str):
-        return None, Result(action, short(qid), "invalid",
-                            f"a question id is a string such as '01.pow-node', not {short(qid)}")
+        return None, Result(
+            action, short(qid), "invalid", f"a question id is a string such as '01.pow-node', not {short(qid)}"
+        )
     q = registry.get(qid.strip())
     if q is None:
         close = difflib.get_close_matches(qid.strip(), list(registry.load()), n=3)
@@ -92,9 +106,14 @@ def _run_truth(q, action):
         return q.run(), None
     except Exception as exc:  # torch changed, or a grader bug: say so, plainly
         import torch
-        return None, Result(action, q.qid, "error",
-                            f"its live experiment raised {type(exc).__name__}: {exc} on torch {torch.__version__}. "
-                            "This is not your mistake; please report it to the course maintainers.")
+
+        return None, Result(
+            action,
+            q.qid,
+            "error",
+            f"its live experiment raised {type(exc).__name__}: {exc} on torch {torch.__version__}. "
+            "This is not your mistake; please report it to the course maintainers.",
+        )
 
 
 @_guarded("predict")
@@ -109,25 +128,44 @@ def predict(qid: Any, answer: Any = _ASK) -> Any:
     if bad:
         return _finish(bad)
     if q.role != "predict":
-        return _finish(Result("predict", q.qid, "invalid",
-                              f"{q.qid} is a {q.role} question: answer it with check('{q.qid}', ...)"))
+        return _finish(
+            Result("predict", q.qid, "invalid", f"{q.qid} is a {q.role} question: answer it with check('{q.qid}', ...)")
+        )
     state = _state(q)
     if answer is _ASK:
-        asked = Result("predict", q.qid, "unanswered",
-                       f"give your prediction as the second argument: predict('{q.qid}', answer), "
-                       f"where answer is {q.kind.describe()}", rows=[("question", q.prompt)])
+        asked = Result(
+            "predict",
+            q.qid,
+            "unanswered",
+            f"give your prediction as the second argument: predict('{q.qid}', answer), "
+            f"where answer is {q.kind.describe()}",
+            rows=[("question", q.prompt)],
+        )
     elif state.revealed:
-        return _finish(Result("predict", q.qid, "locked",
-                              f"torch's answer to {q.qid} has already been revealed, so a prediction now would not "
-                              f"be a prediction. To start this question again: reset('{q.qid}') (your record will "
-                              "say the new prediction came after the reveal).", actions=[("reset", q.qid)]))
+        return _finish(
+            Result(
+                "predict",
+                q.qid,
+                "locked",
+                f"torch's answer to {q.qid} has already been revealed, so a prediction now would not "
+                f"be a prediction. To start this question again: reset('{q.qid}') (your record will "
+                "say the new prediction came after the reveal).",
+                actions=[("reset", q.qid)],
+            )
+        )
     else:
         try:
             value = q.kind.read(snapshot(answer))
         except Unanswered:
-            asked = _finish(Result("predict", q.qid, "unanswered",
-                                   f"replace ... with your prediction: {q.kind.describe()}",
-                                   rows=[("question", q.prompt)]))
+            asked = _finish(
+                Result(
+                    "predict",
+                    q.qid,
+                    "unanswered",
+                    f"replace ... with your prediction: {q.kind.describe()}",
+                    rows=[("question", q.prompt)],
+                )
+            )
         except BadAnswer as exc:
             return _finish(Result("predict", q.qid, "invalid", str(exc), rows=[("question", q.prompt)]))
         else:
@@ -141,10 +179,16 @@ def commit_prediction(q, value, replaced: bool = False) -> Result:
     """Record a read prediction; shared by predict() and the prediction widget."""
     store().append(q.unit, q.qid, "predict", "recorded", q.kind.encode(value))
     note = "replaces your earlier prediction. " if replaced else ""
-    return _finish(Result("predict", q.qid, "recorded",
-                          f"{note}Run the experiment below, then reveal('{q.qid}'). "
-                          "You may change your prediction until the reveal.",
-                          got=value, rows=[("question", q.prompt), ("your prediction", q.kind.show(value))]))
+    return _finish(
+        Result(
+            "predict",
+            q.qid,
+            "recorded",
+            f"{note}Run the experiment below, then reveal('{q.qid}'). You may change your prediction until the reveal.",
+            got=value,
+            rows=[("question", q.prompt), ("your prediction", q.kind.show(value))],
+        )
+    )
 
 
 @_guarded("reveal")
@@ -154,8 +198,14 @@ def reveal(qid: Any) -> Result:
     if bad:
         return _finish(bad)
     if q.role != "predict":
-        return _finish(Result("reveal", q.qid, "invalid",
-                              f"{q.qid} is a {q.role} question: it is graded with check('{q.qid}', ...), not revealed"))
+        return _finish(
+            Result(
+                "reveal",
+                q.qid,
+                "invalid",
+                f"{q.qid} is a {q.role} question: it is graded with check('{q.qid}', ...), not revealed",
+            )
+        )
     truth, failed = _run_truth(q, "reveal")
     if failed:
         return _finish(failed)
@@ -164,10 +214,18 @@ def reveal(qid: Any) -> Result:
     if not state.predicted:
         store().append(q.unit, q.qid, "reveal", "revealed", None)
         _after_reveal(q.qid)
-        return _finish(Result("reveal", q.qid, "revealed",
-                              "recorded as revealed without a prediction: it counts as attempted, and your "
-                              "record shows that torch's answer came first.",
-                              expected=truth, rows=rows, explain=q.explain))
+        return _finish(
+            Result(
+                "reveal",
+                q.qid,
+                "revealed",
+                "recorded as revealed without a prediction: it counts as attempted, and your "
+                "record shows that torch's answer came first.",
+                expected=truth,
+                rows=rows,
+                explain=q.explain,
+            )
+        )
     try:
         value = q.kind.read(state.prediction)
     except (BadAnswer, Unanswered):  # a prediction stored by an older version, no longer readable
@@ -202,13 +260,23 @@ def check(qid: Any, answer: Any = _ASK) -> Result:
     if bad:
         return _finish(bad)
     if q.role == "predict":
-        return _finish(Result("check", q.qid, "invalid",
-                              f"{q.qid} is a predict-then-run question: predict('{q.qid}', ...) then reveal('{q.qid}')"))
+        return _finish(
+            Result(
+                "check",
+                q.qid,
+                "invalid",
+                f"{q.qid} is a predict-then-run question: predict('{q.qid}', ...) then reveal('{q.qid}')",
+            )
+        )
     if answer is _ASK or (q.role == "self-test" and answer is Ellipsis):
-        asked = Result("check", q.qid, "unanswered",
-                       f"pass your answer: check('{q.qid}', answer), where answer is {q.kind.describe()}",
-                       rows=[("question", q.prompt)])
-        if q.role == "self-test" and FRONT_END.ask is not None:   # an input with a Check button, where one can show
+        asked = Result(
+            "check",
+            q.qid,
+            "unanswered",
+            f"pass your answer: check('{q.qid}', answer), where answer is {q.kind.describe()}",
+            rows=[("question", q.prompt)],
+        )
+        if q.role == "self-test" and FRONT_END.ask is not None:  # an input with a Check button, where one can show
             shown = FRONT_END.ask(q, _state(q))
             if shown is not None:
                 return _finish(shown)
@@ -220,9 +288,14 @@ def check(qid: Any, answer: Any = _ASK) -> Result:
             result.actions = [("hint", q.qid)]
     else:
         result = _check_value(q, answer)
-    store().append(q.unit, q.qid, "check", result.verdict,
-                   q.kind.encode(result.got) if result.got is not None else None,
-                   detail=result.detail)
+    store().append(
+        q.unit,
+        q.qid,
+        "check",
+        result.verdict,
+        q.kind.encode(result.got) if result.got is not None else None,
+        detail=result.detail,
+    )
     return _finish(result)
 
 
@@ -244,8 +317,15 @@ def _check_value(q, answer) -> Result:
         return Result("check", q.qid, "correct", expected=truth, got=value, rows=rows, explain=q.explain)
     note = _wrong_note(q, truth, value)
     more = f" hint('{q.qid}') gives a hint." if q.hints else ""
-    return Result("check", q.qid, "incorrect", (note.rstrip(".") + "." if note else "Not torch's answer.") + more,
-                  got=value, rows=rows, actions=[("hint", q.qid)] if q.hints else [])
+    return Result(
+        "check",
+        q.qid,
+        "incorrect",
+        (note.rstrip(".") + "." if note else "Not torch's answer.") + more,
+        got=value,
+        rows=rows,
+        actions=[("hint", q.qid)] if q.hints else [],
+    )
 
 
 @_guarded("hint")
@@ -277,9 +357,14 @@ def mark_passed(unit: Any) -> Result:
     title = f"unit {uid} ({UNITS[uid].title})"
     if missing:
         store().append(uid, None, "mark", "refused", None, detail={"missing": missing})
-        return _finish(Result("mark", uid, "refused",
-                              f"{title} cannot be marked passed yet. Missing:\n" +
-                              "\n".join("  - " + m for m in missing)))
+        return _finish(
+            Result(
+                "mark",
+                uid,
+                "refused",
+                f"{title} cannot be marked passed yet. Missing:\n" + "\n".join("  - " + m for m in missing),
+            )
+        )
     store().append(uid, None, "mark", "passed", None)
     nxt = leads_to(uid)
     if nxt:
@@ -287,7 +372,9 @@ def mark_passed(unit: Any) -> Result:
     else:
         states = progress.course_state(store())
         left = [u for u in UNITS if not states[u].passed]
-        then = (" Not passed yet: " + ", ".join(left) + ".") if left else " Every unit is passed: the course is complete."
+        then = (
+            (" Not passed yet: " + ", ".join(left) + ".") if left else " Every unit is passed: the course is complete."
+        )
     return _finish(Result("mark", uid, "passed", f"{title} is recorded as passed.{then}"))
 
 

@@ -1,5 +1,6 @@
 """How the learner's tools show themselves: a widget where a front end can draw one, text and HTML
 everywhere (what nbval compares). Used by the widgets, the labs, the stepper and the drawings."""
+
 from __future__ import annotations
 
 import os
@@ -12,6 +13,7 @@ _OFF = ("0", "false", "no", "off")
 
 
 # --- can widgets be shown here? ------------------------------------------------------
+
 
 def widgets_available() -> bool:
     """True in a Jupyter kernel with ipywidgets installed (and AUTOGRAD_LAB_WIDGETS not 0)."""
@@ -38,8 +40,13 @@ class Shown:
     widget shows now. ``extra`` adds more display data (a PNG chart, say).
     """
 
-    def __init__(self, text: str | Callable[[], str], html_: str | Callable[[], str] | None = None,
-                 widget: Any = None, extra: dict | Callable[[], dict] | None = None):
+    def __init__(
+        self,
+        text: str | Callable[[], str],
+        html_: str | Callable[[], str] | None = None,
+        widget: Any = None,
+        extra: dict | Callable[[], dict] | None = None,
+    ):
         self._text, self._html, self.widget, self._extra = text, html_, widget, extra
 
     @property

@@ -20,6 +20,7 @@ In a notebook it shows as SVG when Graphviz's ``dot`` program is installed; its
 text/plain is an indented tree that is deterministic, so nbval can compare it
 (SVG is excluded from comparison). Without ``dot`` only the text is shown.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -39,7 +40,7 @@ WRAPPED = "wrapped"
 class Wrapped:
     """A Python number wrapped as a 0-dim tensor and kept by one node: outside the bill."""
 
-    index: int                    # W1, W2, ... in the order the walk meets them
+    index: int  # W1, W2, ... in the order the walk meets them
     value: Any
     dtype: str
     bytes: int
@@ -51,15 +52,15 @@ class Wrapped:
 class Storage:
     """One storage kept alive for backward, however many saves landed on it."""
 
-    index: int                    # 1, 2, ... in the order the walk first meets it
+    index: int  # 1, 2, ... in the order the walk first meets it
     shape: tuple
     dtype: str
     bytes: int
     version_saved: int | None
     version_now: int | None
-    state: str = "ok"             # 'ok' or 'stale'
-    name: str = ""                # from names, when it is a named tensor's storage
-    savers: list = field(default_factory=list)   # (node label, attribute) pairs
+    state: str = "ok"  # 'ok' or 'stale'
+    name: str = ""  # from names, when it is a named tensor's storage
+    savers: list = field(default_factory=list)  # (node label, attribute) pairs
 
     @property
     def stale(self) -> bool:
@@ -86,8 +87,8 @@ class Node:
     fn: Any = field(repr=False)
     name: str
     label: str
-    edges: list = field(default_factory=list)    # (input slot, Node index or None)
-    saves: list = field(default_factory=list)    # (attribute, Storage index, FREED, or (WRAPPED, index))
+    edges: list = field(default_factory=list)  # (input slot, Node index or None)
+    saves: list = field(default_factory=list)  # (attribute, Storage index, FREED, or (WRAPPED, index))
 
 
 class _One:
@@ -168,8 +169,10 @@ class Drawing:
                     order.append(node)
         for i, fn in enumerate(order):
             node = Node(i, fn, probes.node_name(fn), label(fn))
-            node.edges = [(slot, index_of.get(nxt) if nxt is not None else None)
-                          for slot, (nxt, _) in enumerate(fn.next_functions)]
+            node.edges = [
+                (slot, index_of.get(nxt) if nxt is not None else None)
+                for slot, (nxt, _) in enumerate(fn.next_functions)
+            ]
             if saved:
                 for entry in probes.saved_tensors(_One(fn), names):
                     if entry.state == FREED:
@@ -177,20 +180,36 @@ class Drawing:
                         self.freed.append((node.label, entry.attribute))
                         continue
                     if entry.wrapped:
-                        self.wrapped.append(Wrapped(len(self.wrapped) + 1, entry.value, entry.dtype, entry.bytes,
-                                                    node.label, entry.attribute))
+                        self.wrapped.append(
+                            Wrapped(
+                                len(self.wrapped) + 1,
+                                entry.value,
+                                entry.dtype,
+                                entry.bytes,
+                                node.label,
+                                entry.attribute,
+                            )
+                        )
                         node.saves.append((entry.attribute, (WRAPPED, len(self.wrapped))))
                         continue
                     key = (entry.storage, entry.bytes) if entry.storage else ("empty", i, entry.attribute)
                     if key not in storage_of:
                         storage_of[key] = len(self.storages)
-                        self.storages.append(Storage(
-                            len(self.storages) + 1, entry.shape, entry.dtype, entry.bytes,
-                            entry.version_saved, entry.version_now, entry.state,
-                            by_storage.get(entry.storage) or entry.what))
+                        self.storages.append(
+                            Storage(
+                                len(self.storages) + 1,
+                                entry.shape,
+                                entry.dtype,
+                                entry.bytes,
+                                entry.version_saved,
+                                entry.version_now,
+                                entry.state,
+                                by_storage.get(entry.storage) or entry.what,
+                            )
+                        )
                     storage = self.storages[storage_of[key]]
                     storage.savers.append((node.label, entry.attribute))
-                    if entry.stale:      # one stale save makes the storage's story stale
+                    if entry.stale:  # one stale save makes the storage's story stale
                         storage.state = "stale"
                         storage.version_saved, storage.version_now = entry.version_saved, entry.version_now
                     node.saves.append((entry.attribute, storage.index))
@@ -207,7 +226,7 @@ class Drawing:
 
     def summary(self) -> str:
         parts = [_plural(len(self.nodes), "node")]
-        if self.show_saved:   # draw(..., saved=False) measured nothing: it says nothing about the bill
+        if self.show_saved:  # draw(..., saved=False) measured nothing: it says nothing about the bill
             parts.append(f"{_plural(len(self.storages), 'saved storage')}, {self.total_bytes:,} bytes")
         if self.wrapped:
             parts.append(f"{_plural(len(self.wrapped), 'wrapped number')} outside the bill")
@@ -225,8 +244,10 @@ class Drawing:
         def saves(node: Node) -> str:
             if not node.saves:
                 return ""
-            parts = [f"{a} (freed)" if s == FREED else f"{a} -> W{s[1]}" if isinstance(s, tuple)
-                     else f"{a} -> S{s}" for a, s in node.saves]
+            parts = [
+                f"{a} (freed)" if s == FREED else f"{a} -> W{s[1]}" if isinstance(s, tuple) else f"{a} -> S{s}"
+                for a, s in node.saves
+            ]
             return "  saves " + ", ".join(parts)
 
         def visit(index, depth, slot):
@@ -254,14 +275,17 @@ class Drawing:
             for s in self.storages:
                 by = ", ".join(f"{n.split(' ')[0]}.{a}" for n, a in s.savers)
                 what = f"  {s.what}" if s.what else ""
-                lines.append(f"  S{s.index}  {str(s.shape):<12} {s.dtype:<8} {s.bytes:>12,} bytes  "
-                             f"{s.versions()}{what}  <- {by}")
+                lines.append(
+                    f"  S{s.index}  {str(s.shape):<12} {s.dtype:<8} {s.bytes:>12,} bytes  {s.versions()}{what}  <- {by}"
+                )
             lines.append(f"  {_plural(len(self.storages), 'storage')}, {self.total_bytes:,} bytes")
         if self.wrapped:
             lines.append("wrapped Python numbers (kept, but never passed to a pack hook: not in the totals):")
             for w in self.wrapped:
-                lines.append(f"  W{w.index}  {w.value!r:<12} {w.dtype:<8} {w.bytes:>12,} bytes  "
-                             f"<- {w.node.split(' ')[0]}.{w.attribute}")
+                lines.append(
+                    f"  W{w.index}  {w.value!r:<12} {w.dtype:<8} {w.bytes:>12,} bytes  "
+                    f"<- {w.node.split(' ')[0]}.{w.attribute}"
+                )
         if self.freed:
             lines.append("freed by backward: " + ", ".join(f"{n.split(' ')[0]}.{a}" for n, a in self.freed))
         return "\n".join(lines)
@@ -278,45 +302,55 @@ class Drawing:
     def dot(self) -> str:
         """The drawing in Graphviz's DOT language."""
         q = _quote
-        out = ["digraph autograd {",
-               '  graph [rankdir=TB, fontname="Helvetica", fontsize=11, nodesep=0.25, ranksep=0.35, '
-               f'labelloc=t, label={q(self.summary())}];',
-               '  node [fontname="Helvetica", fontsize=10, shape=box, style="rounded,filled", '
-               'fillcolor="#f6f8fa", color="#57606a"];',
-               '  edge [fontname="Helvetica", fontsize=9, color="#57606a"];']
+        out = [
+            "digraph autograd {",
+            '  graph [rankdir=TB, fontname="Helvetica", fontsize=11, nodesep=0.25, ranksep=0.35, '
+            f"labelloc=t, label={q(self.summary())}];",
+            '  node [fontname="Helvetica", fontsize=10, shape=box, style="rounded,filled", '
+            'fillcolor="#f6f8fa", color="#57606a"];',
+            '  edge [fontname="Helvetica", fontsize=9, color="#57606a"];',
+        ]
         for r, (name, fn) in enumerate(self.roots):
-            out.append(f"  r{r} [label={q(name)}, shape=oval, fillcolor=\"#fff8c5\"];")
+            out.append(f'  r{r} [label={q(name)}, shape=oval, fillcolor="#fff8c5"];')
             if fn is not None:
                 target = next(n.index for n in self.nodes if n.fn is fn)
                 out.append(f"  r{r} -> n{target};")
         for node in self.nodes:
             if node.name == "AccumulateGrad":
                 lines = node.label.split(" -> ", 1)
-                out.append(f"  n{node.index} [label={q(chr(10).join(lines))}, fillcolor=\"#ddf4ff\", "
-                           'color="#0969da"];')
+                out.append(f'  n{node.index} [label={q(chr(10).join(lines))}, fillcolor="#ddf4ff", color="#0969da"];')
             else:
                 out.append(f"  n{node.index} [label={q(node.label)}];")
             for slot, child in node.edges:
                 if child is None:
-                    out.append(f"  z{node.index}_{slot} [label=\"None\", shape=plaintext, style=\"\", "
-                               'fontcolor="#8c959f"];')
-                    out.append(f"  n{node.index} -> z{node.index}_{slot} [label=\"{slot}\", style=dotted, "
-                               'color="#8c959f"];')
+                    out.append(
+                        f'  z{node.index}_{slot} [label="None", shape=plaintext, style="", fontcolor="#8c959f"];'
+                    )
+                    out.append(
+                        f'  n{node.index} -> z{node.index}_{slot} [label="{slot}", style=dotted, color="#8c959f"];'
+                    )
                 else:
-                    out.append(f"  n{node.index} -> n{child} [label=\"{slot}\"];")
+                    out.append(f'  n{node.index} -> n{child} [label="{slot}"];')
             for attribute, storage in node.saves:
                 if isinstance(storage, tuple):
-                    out.append(f"  n{node.index} -> w{storage[1]} [label={q(attribute)}, style=dotted, "
-                               'arrowhead=none, fontcolor="#8c959f", color="#afb8c1"];')
+                    out.append(
+                        f"  n{node.index} -> w{storage[1]} [label={q(attribute)}, style=dotted, "
+                        'arrowhead=none, fontcolor="#8c959f", color="#afb8c1"];'
+                    )
                 elif storage == FREED:
-                    out.append(f"  f{node.index}_{attribute} [label={q(attribute + chr(10) + 'freed by backward')}, "
-                               'shape=note, fillcolor="#eaeef2", fontcolor="#8c959f", color="#afb8c1"];')
-                    out.append(f"  n{node.index} -> f{node.index}_{attribute} [style=dashed, arrowhead=none, "
-                               'color="#afb8c1"];')
+                    out.append(
+                        f"  f{node.index}_{attribute} [label={q(attribute + chr(10) + 'freed by backward')}, "
+                        'shape=note, fillcolor="#eaeef2", fontcolor="#8c959f", color="#afb8c1"];'
+                    )
+                    out.append(
+                        f'  n{node.index} -> f{node.index}_{attribute} [style=dashed, arrowhead=none, color="#afb8c1"];'
+                    )
                 else:
                     tint = "#cf222e" if self.storages[storage - 1].stale else "#8250df"
-                    out.append(f"  n{node.index} -> s{storage} [label={q(attribute)}, style=dashed, "
-                               f'arrowhead=none, fontcolor="{tint}", color="{tint}"];')
+                    out.append(
+                        f"  n{node.index} -> s{storage} [label={q(attribute)}, style=dashed, "
+                        f'arrowhead=none, fontcolor="{tint}", color="{tint}"];'
+                    )
         for s in self.storages:
             text = [f"S{s.index}  {s.what}".rstrip(), f"{s.shape} {s.dtype}", f"{s.bytes:,} bytes"]
             if s.stale:
@@ -328,8 +362,10 @@ class Drawing:
             out.append(f"  s{s.index} [label={q(chr(10).join(text))}, shape=note, {style}];")
         for w in self.wrapped:
             text = [f"W{w.index}  the number {w.value!r}", f"{w.dtype}, {w.bytes} bytes", "not in the bill"]
-            out.append(f"  w{w.index} [label={q(chr(10).join(text))}, shape=note, fillcolor=\"#f6f8fa\", "
-                       'color="#afb8c1", fontcolor="#57606a"];')
+            out.append(
+                f'  w{w.index} [label={q(chr(10).join(text))}, shape=note, fillcolor="#f6f8fa", '
+                'color="#afb8c1", fontcolor="#57606a"];'
+            )
         out.append("}")
         return "\n".join(out)
 
@@ -340,6 +376,7 @@ class Drawing:
             if shutil.which("dot"):
                 try:
                     import graphviz
+
                     self._svg = graphviz.Source(self.dot()).pipe(format="svg", encoding="utf-8")
                 except Exception:  # ImportError, ExecutableNotFound, CalledProcessError: fall back to text
                     self._svg = None
@@ -353,12 +390,13 @@ class Drawing:
         return data
 
 
-MAX_WIDTH_PX = 720   # a notebook column in JupyterLab at its default width
+MAX_WIDTH_PX = 720  # a notebook column in JupyterLab at its default width
 
 
 def fit_width(svg: str, max_px: int = MAX_WIDTH_PX) -> str:
     """Scale a Graphviz SVG down (keeping its proportions) so it never overflows the notebook column."""
     import re
+
     m = re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg)
     if not m:
         return svg

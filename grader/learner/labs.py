@@ -12,6 +12,7 @@ Each lab's numbers are also plain data (:func:`neuron_numbers`, :func:`bill_for`
 :func:`depth_series`). Outside a kernel (nbval) a lab shows a deterministic text
 and a PNG chart; in JupyterLab it is a widget.
 """
+
 from __future__ import annotations
 
 import base64
@@ -38,6 +39,7 @@ def _png(fig) -> bytes:
 
 def _figure(width: float, height: float, columns: int = 1):
     from matplotlib.figure import Figure
+
     fig = Figure(figsize=(width, height))
     axes = fig.subplots(1, columns)
     return fig, axes
@@ -75,10 +77,12 @@ class Lab:
 
 def _image_widget(png: bytes | None):
     import ipywidgets as W
+
     return W.Image(value=png or b"", format="png")
 
 
 # --- unit 01: one sigmoid neuron -------------------------------------------------------------
+
 
 def neuron_numbers(x: float = 1.0, w: float = 2.0, bias: float = -0.5) -> dict:
     """z = w*x + bias, s = sigmoid(z): values, autograd's ds/dx and ds/dw, the formulas,
@@ -100,10 +104,19 @@ def neuron_numbers(x: float = 1.0, w: float = 2.0, bias: float = -0.5) -> dict:
         nodes = probes.node_names(s)
         s.backward()
     sv = s.item()
-    return {"x": float(x), "w": float(w), "bias": float(bias), "z": z.item(), "s": sv,
-            "ds_dx": xt.grad.item(), "ds_dw": wt.grad.item(),
-            "formula_ds_dx": float(w) * sv * (1 - sv), "formula_ds_dw": float(x) * sv * (1 - sv),
-            "saved": saved, "nodes": nodes}
+    return {
+        "x": float(x),
+        "w": float(w),
+        "bias": float(bias),
+        "z": z.item(),
+        "s": sv,
+        "ds_dx": xt.grad.item(),
+        "ds_dw": wt.grad.item(),
+        "formula_ds_dx": float(w) * sv * (1 - sv),
+        "formula_ds_dw": float(x) * sv * (1 - sv),
+        "saved": saved,
+        "nodes": nodes,
+    }
 
 
 class NeuronLab(Lab):
@@ -119,12 +132,14 @@ class NeuronLab(Lab):
     def text(self) -> str:
         n = self.numbers
         b = n["bias"]
-        lines = [f"one neuron at x = {_fmt(n['x'])}, w = {_fmt(n['w'])}: z = w·x {'-' if b < 0 else '+'} {_fmt(abs(b))}, "
-                 "s = σ(z)",
-                 f"  z = {n['z']:.4f}   s = σ(z) = {n['s']:.4f}",
-                 f"  ds/dx: autograd {n['ds_dx']:.4f}   formula w·s·(1 − s) = {n['formula_ds_dx']:.4f}",
-                 f"  ds/dw: autograd {n['ds_dw']:.4f}   formula x·s·(1 − s) = {n['formula_ds_dw']:.4f}",
-                 "  what the local rules read, saved by the forward pass:"]
+        lines = [
+            f"one neuron at x = {_fmt(n['x'])}, w = {_fmt(n['w'])}: z = w·x {'-' if b < 0 else '+'} {_fmt(abs(b))}, "
+            "s = σ(z)",
+            f"  z = {n['z']:.4f}   s = σ(z) = {n['s']:.4f}",
+            f"  ds/dx: autograd {n['ds_dx']:.4f}   formula w·s·(1 − s) = {n['formula_ds_dx']:.4f}",
+            f"  ds/dw: autograd {n['ds_dw']:.4f}   formula x·s·(1 − s) = {n['formula_ds_dw']:.4f}",
+            "  what the local rules read, saved by the forward pass:",
+        ]
         for node, attribute, which, value in n["saved"]:
             lines.append(f"    {node}.{attribute} = {value:.4f}  ({which})")
         return "\n".join(lines)
@@ -132,28 +147,35 @@ class NeuronLab(Lab):
     def html(self) -> str:
         n = self.numbers
         esc = html.escape
-        rows = "".join(f"<tr><td style='padding:1px 10px 1px 0'><code>{esc(node)}.{esc(a)}</code></td>"
-                       f"<td style='padding:1px 10px 1px 0'>{v:.4f}</td><td>{esc(which)}</td></tr>"
-                       for node, a, which, v in n["saved"])
-        return (f"<table style='border-collapse:collapse'>"
-                f"<tr><td style='padding:1px 14px 1px 0'>z = w·x − 0.5</td><td>{n['z']:.4f}</td></tr>"
-                f"<tr><td style='padding:1px 14px 1px 0'>s = σ(z)</td><td>{n['s']:.4f}</td></tr>"
-                f"<tr><td style='padding:1px 14px 1px 0'>ds/dx from autograd</td><td><b>{n['ds_dx']:.4f}</b></td>"
-                f"<td style='padding-left:14px;color:#57606a'>formula w·s·(1 − s) = {n['formula_ds_dx']:.4f}</td></tr>"
-                f"<tr><td style='padding:1px 14px 1px 0'>ds/dw from autograd</td><td><b>{n['ds_dw']:.4f}</b></td>"
-                f"<td style='padding-left:14px;color:#57606a'>formula x·s·(1 − s) = {n['formula_ds_dw']:.4f}</td></tr>"
-                f"</table><div style='margin-top:6px'>What the local rules read (saved in the forward pass):</div>"
-                f"<table style='border-collapse:collapse'>{rows}</table>")
+        rows = "".join(
+            f"<tr><td style='padding:1px 10px 1px 0'><code>{esc(node)}.{esc(a)}</code></td>"
+            f"<td style='padding:1px 10px 1px 0'>{v:.4f}</td><td>{esc(which)}</td></tr>"
+            for node, a, which, v in n["saved"]
+        )
+        return (
+            f"<table style='border-collapse:collapse'>"
+            f"<tr><td style='padding:1px 14px 1px 0'>z = w·x − 0.5</td><td>{n['z']:.4f}</td></tr>"
+            f"<tr><td style='padding:1px 14px 1px 0'>s = σ(z)</td><td>{n['s']:.4f}</td></tr>"
+            f"<tr><td style='padding:1px 14px 1px 0'>ds/dx from autograd</td><td><b>{n['ds_dx']:.4f}</b></td>"
+            f"<td style='padding-left:14px;color:#57606a'>formula w·s·(1 − s) = {n['formula_ds_dx']:.4f}</td></tr>"
+            f"<tr><td style='padding:1px 14px 1px 0'>ds/dw from autograd</td><td><b>{n['ds_dw']:.4f}</b></td>"
+            f"<td style='padding-left:14px;color:#57606a'>formula x·s·(1 − s) = {n['formula_ds_dw']:.4f}</td></tr>"
+            f"</table><div style='margin-top:6px'>What the local rules read (saved in the forward pass):</div>"
+            f"<table style='border-collapse:collapse'>{rows}</table>"
+        )
 
     def chart(self) -> bytes:
         n = self.numbers
         fig, ax = _figure(4.6, 2.8)
         xs = torch.linspace(-4, 4, 161)
-        ax.plot(xs.tolist(), torch.sigmoid(n["w"] * xs + n["bias"]).tolist(), color="#0969da",
-                label="s = σ(w·x − 0.5)")
+        ax.plot(xs.tolist(), torch.sigmoid(n["w"] * xs + n["bias"]).tolist(), color="#0969da", label="s = σ(w·x − 0.5)")
         span = torch.tensor([n["x"] - 1.2, n["x"] + 1.2])
-        ax.plot(span.tolist(), (n["s"] + n["ds_dx"] * (span - n["x"])).tolist(), color="#cf222e",
-                label=f"slope from autograd {n['ds_dx']:.4f}")
+        ax.plot(
+            span.tolist(),
+            (n["s"] + n["ds_dx"] * (span - n["x"])).tolist(),
+            color="#cf222e",
+            label=f"slope from autograd {n['ds_dx']:.4f}",
+        )
         ax.plot([n["x"]], [n["s"]], "o", color="#cf222e")
         ax.set_xlim(-4, 4)
         ax.set_ylim(-0.1, 1.1)
@@ -164,10 +186,9 @@ class NeuronLab(Lab):
 
     def _build(self) -> None:
         import ipywidgets as W
-        self.x_slider = W.FloatSlider(value=self.x, min=-4, max=4, step=0.1, description="x",
-                                      continuous_update=False)
-        self.w_slider = W.FloatSlider(value=self.w, min=-4, max=4, step=0.1, description="w",
-                                      continuous_update=False)
+
+        self.x_slider = W.FloatSlider(value=self.x, min=-4, max=4, step=0.1, description="x", continuous_update=False)
+        self.w_slider = W.FloatSlider(value=self.w, min=-4, max=4, step=0.1, description="w", continuous_update=False)
         self.table = W.HTML()
         self.image = _image_widget(None)
 
@@ -175,6 +196,7 @@ class NeuronLab(Lab):
             self.x, self.w = round(self.x_slider.value, 6), round(self.w_slider.value, 6)
             self.table.value = self.html()
             self.image.value = self.chart()
+
         self.x_slider.observe(changed, names="value")
         self.w_slider.observe(changed, names="value")
         self.widget = W.VBox([W.HBox([self.x_slider, self.w_slider]), W.HBox([self.table, self.image])])
@@ -189,13 +211,19 @@ def neuron_lab(x: float = 1.0, w: float = 2.0) -> NeuronLab:
 
 # --- unit 05: the memory bill ------------------------------------------------------------
 
+
 def syllabus_mlp(seed: int = 0):
     """Linear(512,512)-ReLU-Linear(512,512)-ReLU-Linear(512,1) and a 256x512 input, seeded
     (the caller's random state is left as it was)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
-                                    torch.nn.ReLU(), torch.nn.Linear(512, 1))
+        model = torch.nn.Sequential(
+            torch.nn.Linear(512, 512),
+            torch.nn.ReLU(),
+            torch.nn.Linear(512, 512),
+            torch.nn.ReLU(),
+            torch.nn.Linear(512, 1),
+        )
         return model, torch.randn(256, 512)
 
 
@@ -206,8 +234,12 @@ def _first_layer(model: torch.nn.Module) -> str:
     return ""
 
 
-def bill_for(model: torch.nn.Module | None = None, x: torch.Tensor | None = None,
-             freeze_first: bool = False, input_grad: bool = False) -> probes.Bill:
+def bill_for(
+    model: torch.nn.Module | None = None,
+    x: torch.Tensor | None = None,
+    freeze_first: bool = False,
+    input_grad: bool = False,
+) -> probes.Bill:
     """The saved-tensor bill of ``model(x).sum()`` (the syllabus MLP by default), on copies, so
     freezing the first layer or making the input require grad never changes the caller's tensors."""
     if model is None:
@@ -224,8 +256,9 @@ def bill_for(model: torch.nn.Module | None = None, x: torch.Tensor | None = None
 class MemoryBillLab(Lab):
     SETTINGS = ((False, False), (False, True), (True, False), (True, True))
 
-    def __init__(self, model=None, x=None, freeze_first: bool = False, input_grad: bool = False,
-                 interactive: bool | None = None):
+    def __init__(
+        self, model=None, x=None, freeze_first: bool = False, input_grad: bool = False, interactive: bool | None = None
+    ):
         if model is None:
             model, x = syllabus_mlp()
         self.model, self.x = model, x
@@ -235,8 +268,10 @@ class MemoryBillLab(Lab):
             self._build()
 
     def bill(self, freeze_first: bool | None = None, input_grad: bool | None = None) -> probes.Bill:
-        key = (self.freeze_first if freeze_first is None else freeze_first,
-               self.input_grad if input_grad is None else input_grad)
+        key = (
+            self.freeze_first if freeze_first is None else freeze_first,
+            self.input_grad if input_grad is None else input_grad,
+        )
         if key not in self._bills:
             self._bills[key] = bill_for(self.model, self.x, *key)
             self._bills[key].output = None
@@ -244,13 +279,18 @@ class MemoryBillLab(Lab):
 
     @staticmethod
     def setting(freeze_first: bool, input_grad: bool) -> str:
-        return (("first layer frozen" if freeze_first else "all layers train") + ", " +
-                ("input requires grad" if input_grad else "input does not require grad"))
+        return (
+            ("first layer frozen" if freeze_first else "all layers train")
+            + ", "
+            + ("input requires grad" if input_grad else "input does not require grad")
+        )
 
     def text(self) -> str:
         bill = self.bill()
-        lines = [f"memory bill ({self.setting(self.freeze_first, self.input_grad)}): "
-                 f"{bill.count} storages, {bill.total:,} bytes"]
+        lines = [
+            f"memory bill ({self.setting(self.freeze_first, self.input_grad)}): "
+            f"{bill.count} storages, {bill.total:,} bytes"
+        ]
         lines += ["  " + row for row in bill.table().splitlines()[:-1]]
         lines.append("  the four settings:")
         for f, g in self.SETTINGS:
@@ -262,13 +302,13 @@ class MemoryBillLab(Lab):
         bill = self.bill()
         fig, (left, right) = _figure(8.6, 3.0, 2)
         labels = [f"{e.what} {e.shape}" for e in bill.entries]
-        left.barh(range(len(labels)), [e.bytes / 2 ** 20 for e in bill.entries], color="#8250df")
+        left.barh(range(len(labels)), [e.bytes / 2**20 for e in bill.entries], color="#8250df")
         left.set_yticks(range(len(labels)), labels, fontsize=8)
         left.invert_yaxis()
         left.set_xlabel("MiB kept for backward")
         left.set_title(f"{bill.count} storages, {bill.total:,} bytes", fontsize=9)
         names = ["trains", "trains,\ninput grad", "frozen", "frozen,\ninput grad"]
-        totals = [self.bill(f, g).total / 2 ** 20 for f, g in self.SETTINGS]
+        totals = [self.bill(f, g).total / 2**20 for f, g in self.SETTINGS]
         colours = ["#0969da" if s == (self.freeze_first, self.input_grad) else "#afb8c1" for s in self.SETTINGS]
         right.bar(range(4), totals, color=colours)
         right.set_xticks(range(4), names, fontsize=8)
@@ -279,6 +319,7 @@ class MemoryBillLab(Lab):
 
     def _build(self) -> None:
         import ipywidgets as W
+
         self.freeze_box = W.Checkbox(value=self.freeze_first, description="freeze the first layer", indent=False)
         self.input_box = W.Checkbox(value=self.input_grad, description="input requires grad", indent=False)
         self.summary = W.HTML()
@@ -287,12 +328,18 @@ class MemoryBillLab(Lab):
         def changed(_=None):
             self.freeze_first, self.input_grad = self.freeze_box.value, self.input_box.value
             bill = self.bill()
-            rows = "".join(f"<tr><td style='padding:1px 10px 1px 0'>{html.escape(e.what)}</td>"
-                           f"<td style='padding:1px 10px 1px 0'>{e.shape}</td>"
-                           f"<td style='text-align:right'>{e.bytes:,}</td></tr>" for e in bill.entries)
-            self.summary.value = (f"<b>{bill.count} storages, {bill.total:,} bytes</b>"
-                                  f"<table style='border-collapse:collapse'>{rows}</table>")
+            rows = "".join(
+                f"<tr><td style='padding:1px 10px 1px 0'>{html.escape(e.what)}</td>"
+                f"<td style='padding:1px 10px 1px 0'>{e.shape}</td>"
+                f"<td style='text-align:right'>{e.bytes:,}</td></tr>"
+                for e in bill.entries
+            )
+            self.summary.value = (
+                f"<b>{bill.count} storages, {bill.total:,} bytes</b>"
+                f"<table style='border-collapse:collapse'>{rows}</table>"
+            )
             self.image.value = self.chart()
+
         self.freeze_box.observe(changed, names="value")
         self.input_box.observe(changed, names="value")
         self.widget = W.VBox([W.HBox([self.freeze_box, self.input_box]), self.image, self.summary])
@@ -307,6 +354,7 @@ def memory_bill_lab(model=None, x=None) -> MemoryBillLab:
 
 # --- unit 08: carried state ----------------------------------------------------------------
 
+
 @dataclass
 class DepthRow:
     step: int
@@ -316,8 +364,9 @@ class DepthRow:
     w_grad: float
 
 
-def depth_series(steps: int = 200, detach: bool = False, w: float = 0.9, h0: float = 1.0,
-                 bias: float = 0.1, width: int = 1) -> list[DepthRow]:
+def depth_series(
+    steps: int = 200, detach: bool = False, w: float = 0.9, h0: float = 1.0, bias: float = 0.1, width: int = 1
+) -> list[DepthRow]:
     """hidden = hidden * w + bias, loss = (hidden ** 2).sum(), backward(retain_graph=True) every step.
 
     Per step: the depth of the loss's graph, the bytes of the distinct storages it keeps for
@@ -331,7 +380,7 @@ def depth_series(steps: int = 200, detach: bool = False, w: float = 0.9, h0: flo
             if detach:
                 hidden = hidden.detach()
             hidden = hidden * wt + bias
-            loss = (hidden ** 2).sum() if width > 1 else hidden ** 2
+            loss = (hidden**2).sum() if width > 1 else hidden**2
             kept = {}
             for entry in probes.saved_tensors(loss):
                 if entry.state == "ok":
@@ -343,8 +392,14 @@ def depth_series(steps: int = 200, detach: bool = False, w: float = 0.9, h0: flo
 
 
 class DepthLab(Lab):
-    def __init__(self, steps: int = 200, w: float = 0.9, h0: float = 1.0, shown: int | None = None,
-                 interactive: bool | None = None):
+    def __init__(
+        self,
+        steps: int = 200,
+        w: float = 0.9,
+        h0: float = 1.0,
+        shown: int | None = None,
+        interactive: bool | None = None,
+    ):
         self.steps, self.w, self.h0 = int(steps), float(w), float(h0)
         self.carried = depth_series(self.steps, detach=False, w=w, h0=h0)
         self.detached = depth_series(self.steps, detach=True, w=w, h0=h0)
@@ -353,18 +408,22 @@ class DepthLab(Lab):
             self._build()
 
     def text(self) -> str:
-        lines = [f"hidden = hidden·w + 0.1, loss = hidden², w = {_fmt(self.w)}, hidden starts at {_fmt(self.h0)}; "
-                 "backward(retain_graph=True) each step",
-                 f"  {'step':>5}  {'depth':>5} {'saved bytes':>11} {'w.grad':>10}   "
-                 f"{'depth':>5} {'saved bytes':>11} {'w.grad':>10}",
-                 f"  {'':>5}  {'carrying the graph':^28}   {'detaching the state':^28}"]
+        lines = [
+            f"hidden = hidden·w + 0.1, loss = hidden², w = {_fmt(self.w)}, hidden starts at {_fmt(self.h0)}; "
+            "backward(retain_graph=True) each step",
+            f"  {'step':>5}  {'depth':>5} {'saved bytes':>11} {'w.grad':>10}   "
+            f"{'depth':>5} {'saved bytes':>11} {'w.grad':>10}",
+            f"  {'':>5}  {'carrying the graph':^28}   {'detaching the state':^28}",
+        ]
         picks = sorted({i for i in range(min(5, self.shown))} | {self.shown - 1})
         for i in picks:
             c, d = self.carried[i], self.detached[i]
             if i == self.shown - 1 and i > 5:
                 lines.append(f"  {'...':>5}")
-            lines.append(f"  {c.step:>5}  {c.depth:>5} {c.saved_bytes:>11,} {c.w_grad:>10.4f}   "
-                         f"{d.depth:>5} {d.saved_bytes:>11,} {d.w_grad:>10.4f}")
+            lines.append(
+                f"  {c.step:>5}  {c.depth:>5} {c.saved_bytes:>11,} {c.w_grad:>10.4f}   "
+                f"{d.depth:>5} {d.saved_bytes:>11,} {d.w_grad:>10.4f}"
+            )
         return "\n".join(lines)
 
     def chart(self) -> bytes:
@@ -387,8 +446,8 @@ class DepthLab(Lab):
 
     def _build(self) -> None:
         import ipywidgets as W
-        self.slider = W.IntSlider(value=self.shown, min=1, max=self.steps, description="steps",
-                                  continuous_update=False)
+
+        self.slider = W.IntSlider(value=self.shown, min=1, max=self.steps, description="steps", continuous_update=False)
         self.summary = W.HTML()
         self.image = _image_widget(None)
 
@@ -398,8 +457,10 @@ class DepthLab(Lab):
             self.summary.value = (
                 f"<div>after step {self.shown}: carrying the graph, depth <b>{c.depth}</b>, "
                 f"{c.saved_bytes:,} bytes saved, w.grad {c.w_grad:.4f}; detaching the state, depth "
-                f"<b>{d.depth}</b>, {d.saved_bytes:,} bytes saved, w.grad {d.w_grad:.4f}</div>")
+                f"<b>{d.depth}</b>, {d.saved_bytes:,} bytes saved, w.grad {d.w_grad:.4f}</div>"
+            )
             self.image.value = self.chart()
+
         self.slider.observe(changed, names="value")
         self.widget = W.VBox([self.slider, self.summary, self.image])
         self.widget.add_class("agl-lab")

@@ -11,6 +11,7 @@ the error, and names the node it stopped in.
 :func:`stepper` shows the same trace with Next / Back buttons; its text/plain
 is the whole trace, deterministic, for nbval and for checks.
 """
+
 from __future__ import annotations
 
 import html
@@ -38,6 +39,7 @@ def show_grad(g: Any) -> str:
         if x == int(x) and abs(x) < 1e15:
             return str(int(x))
         return f"{x:.4f}" if abs(x) >= 1e-3 else f"{x:.3e}"
+
     flat = g.detach().reshape(-1)
     if flat.numel() == 1 and g.dim() == 0:
         return one(flat.item())
@@ -48,13 +50,13 @@ def show_grad(g: Any) -> str:
 
 @dataclass
 class NodeVisit:
-    number: int                 # 1, 2, ... in the order backward ran the nodes
-    index: int                  # the node's position in the graph walk (see BackwardRun.labels)
-    node: str                   # class name
-    label: str                  # class name; AccumulateGrad with its leaf's name
-    arrived: tuple = ()         # what arrived, one gradient per output of the node
-    passed: list = field(default_factory=list)   # (input slot, where to, gradient or None)
-    finished: bool = False      # False when backward raised inside this node
+    number: int  # 1, 2, ... in the order backward ran the nodes
+    index: int  # the node's position in the graph walk (see BackwardRun.labels)
+    node: str  # class name
+    label: str  # class name; AccumulateGrad with its leaf's name
+    arrived: tuple = ()  # what arrived, one gradient per output of the node
+    passed: list = field(default_factory=list)  # (input slot, where to, gradient or None)
+    finished: bool = False  # False when backward raised inside this node
 
     @property
     def grad(self) -> Any:
@@ -80,9 +82,9 @@ class BackwardRun:
     """A recorded backward pass: the steps in the order they ran, and the error if one stopped it."""
 
     steps: list
-    labels: list                # node labels in graph-walk order
-    edges: list                 # per node: (slot, child index or None)
-    roots: list                 # (root label, node index)
+    labels: list  # node labels in graph-walk order
+    edges: list  # per node: (slot, child index or None)
+    roots: list  # (root label, node index)
     error: str = ""
 
     def __iter__(self):
@@ -128,22 +130,29 @@ class BackwardRun:
                 style = "background:#fff8c5;font-weight:600"
             else:
                 style = "color:#8c959f"
-            rows.append(f"<tr style='{style}'><td style='padding:1px 8px'>{s.number}</td>"
-                        f"<td style='padding:1px 8px'><code>{esc(s.label)}</code></td>"
-                        f"<td style='padding:1px 8px'>{esc(s.describe())}</td></tr>")
+            rows.append(
+                f"<tr style='{style}'><td style='padding:1px 8px'>{s.number}</td>"
+                f"<td style='padding:1px 8px'><code>{esc(s.label)}</code></td>"
+                f"<td style='padding:1px 8px'>{esc(s.describe())}</td></tr>"
+            )
         error = f"<div style='color:#cf222e'>backward raised: {esc(self.error)}</div>" if self.error else ""
-        return (f"<table class='agl-trace' style='border-collapse:collapse'><thead><tr>"
-                f"<th style='text-align:left;padding:1px 8px'>step</th><th style='text-align:left;padding:1px 8px'>"
-                f"node</th><th style='text-align:left;padding:1px 8px'>gradient</th></tr></thead>"
-                f"<tbody>{''.join(rows)}</tbody></table>{error}")
+        return (
+            f"<table class='agl-trace' style='border-collapse:collapse'><thead><tr>"
+            f"<th style='text-align:left;padding:1px 8px'>step</th><th style='text-align:left;padding:1px 8px'>"
+            f"node</th><th style='text-align:left;padding:1px 8px'>gradient</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>{error}"
+        )
 
     def dot(self, current: int) -> str:
         """The graph with steps before ``current`` done (green), ``current`` highlighted, and each
         edge a finished node used labelled with the gradient it sent."""
         ran = {s.index: s for s in self.steps if s.number <= current}
-        out = ["digraph backward {", '  graph [rankdir=TB, fontname="Helvetica", nodesep=0.25, ranksep=0.3];',
-               '  node [fontname="Helvetica", fontsize=10, shape=box, style="rounded,filled"];',
-               '  edge [fontname="Helvetica", fontsize=9];']
+        out = [
+            "digraph backward {",
+            '  graph [rankdir=TB, fontname="Helvetica", nodesep=0.25, ranksep=0.3];',
+            '  node [fontname="Helvetica", fontsize=10, shape=box, style="rounded,filled"];',
+            '  edge [fontname="Helvetica", fontsize=9];',
+        ]
         for r, (label, index) in enumerate(self.roots):
             out.append(f'  r{r} [label="{_esc(label)}", shape=oval, fillcolor="#fff8c5"];')
             if index is not None:
@@ -154,8 +163,11 @@ class BackwardRun:
                 colour = 'fillcolor="#ffffff", color="#afb8c1", fontcolor="#8c959f"'
                 text = label
             else:
-                colour = 'fillcolor="#fff8c5", color="#9a6700", penwidth=2' if step.number == current else \
-                    'fillcolor="#dafbe1", color="#1a7f37"'
+                colour = (
+                    'fillcolor="#fff8c5", color="#9a6700", penwidth=2'
+                    if step.number == current
+                    else 'fillcolor="#dafbe1", color="#1a7f37"'
+                )
                 text = f"{label}\\nreceives {_esc(', '.join(show_grad(g) for g in step.arrived))}"
             out.append(f'  n{i} [label="{_esc(label) if step is None else text}", {colour}];')
             sent = {slot: g for slot, _, g in step.passed} if step is not None and step.finished else {}
@@ -164,8 +176,10 @@ class BackwardRun:
                 if child is None:
                     out.append(f'  z{i}_{slot} [label="None", shape=plaintext, style="", fontcolor="#8c959f"];')
                 if slot in sent:
-                    out.append(f'  n{i} -> {target} [label="[{slot}] {_esc(show_grad(sent[slot]))}", '
-                               'color="#1a7f37", fontcolor="#1a7f37", penwidth=1.5];')
+                    out.append(
+                        f'  n{i} -> {target} [label="[{slot}] {_esc(show_grad(sent[slot]))}", '
+                        'color="#1a7f37", fontcolor="#1a7f37", penwidth=1.5];'
+                    )
                 else:
                     out.append(f'  n{i} -> {target} [label="[{slot}]", color="#afb8c1", fontcolor="#8c959f"];')
         out.append("}")
@@ -188,8 +202,7 @@ def _copy(g):
     return g.detach().clone() if isinstance(g, torch.Tensor) else g
 
 
-def trace_backward(outputs: Any, gradient: Any = None, names: Any = None,
-                   retain_graph: bool = False) -> BackwardRun:
+def trace_backward(outputs: Any, gradient: Any = None, names: Any = None, retain_graph: bool = False) -> BackwardRun:
     """Run backward from ``outputs`` (with ``gradient`` as the seed) and record every node it runs.
 
     ``names`` (a dict of tensors, a module, or a list of them) names leaves and outputs.
@@ -210,8 +223,10 @@ def trace_backward(outputs: Any, gradient: Any = None, names: Any = None,
         return text
 
     labels = [label(fn) for fn in order]
-    edges = [[(slot, index_of.get(nxt) if nxt is not None else None)
-              for slot, (nxt, _) in enumerate(fn.next_functions)] for fn in order]
+    edges = [
+        [(slot, index_of.get(nxt) if nxt is not None else None) for slot, (nxt, _) in enumerate(fn.next_functions)]
+        for fn in order
+    ]
     root_rows = []
     for i, root in enumerate(roots):
         name = labels_of.get(id(root)) or ("output" if len(roots) == 1 else f"output {i}")
@@ -223,10 +238,16 @@ def trace_backward(outputs: Any, gradient: Any = None, names: Any = None,
 
     def pre(fn):
         def hook(grad_outputs):
-            step = NodeVisit(len(steps) + 1, index_of[fn], probes.node_name(fn), labels[index_of[fn]],
-                        tuple(_copy(g) for g in grad_outputs))
+            step = NodeVisit(
+                len(steps) + 1,
+                index_of[fn],
+                probes.node_name(fn),
+                labels[index_of[fn]],
+                tuple(_copy(g) for g in grad_outputs),
+            )
             steps.append(step)
             current[fn] = step
+
         return hook
 
     def post(fn):
@@ -239,9 +260,12 @@ def trace_backward(outputs: Any, gradient: Any = None, names: Any = None,
                 step.passed = [(None, f"{leaf}.grad", _copy(grad_outputs[0]) if grad_outputs else None)]
             else:
                 targets = edges[index_of[fn]]
-                step.passed = [(slot, labels[child] if child is not None else "None", _copy(g))
-                               for (slot, child), g in zip(targets, grad_inputs)]
+                step.passed = [
+                    (slot, labels[child] if child is not None else "None", _copy(g))
+                    for (slot, child), g in zip(targets, grad_inputs)
+                ]
             step.finished = True
+
         return hook
 
     error = ""
@@ -292,8 +316,9 @@ class Stepper:
             if shutil.which("dot") and len(self.trace.labels) <= 60:
                 try:
                     import graphviz
+
                     svg = graphviz.Source(self.trace.dot(position)).pipe(format="svg", encoding="utf-8")
-                    svg = svg[svg.find("<svg"):]
+                    svg = svg[svg.find("<svg") :]
                 except Exception:
                     svg = None
             self._svg[position] = svg
@@ -301,6 +326,7 @@ class Stepper:
 
     def _build(self) -> None:
         import ipywidgets as W
+
         self.back_button = W.Button(description="Back", icon="arrow-left")
         self.next_button = W.Button(description="Next", icon="arrow-right", button_style="primary")
         self.back_button.add_class("agl-back")
@@ -311,9 +337,10 @@ class Stepper:
         self.table = W.HTML()
         self.back_button.on_click(lambda b: self.back())
         self.next_button.on_click(lambda b: self.next())
-        self.widget = W.VBox([W.HBox([self.back_button, self.next_button, self.counter]), self.detail,
-                              self.picture, self.table],
-                             layout=W.Layout(border="1px solid #d0d7de", padding="6px 10px", margin="4px 0"))
+        self.widget = W.VBox(
+            [W.HBox([self.back_button, self.next_button, self.counter]), self.detail, self.picture, self.table],
+            layout=W.Layout(border="1px solid #d0d7de", padding="6px 10px", margin="4px 0"),
+        )
         self.widget.add_class("agl-stepper")
         self._update()
 
@@ -325,8 +352,11 @@ class Stepper:
         self.next_button.disabled = self.position >= n
         self.counter.value = f"<span style='padding:0 8px'>step {self.position} of {n}</span>"
         step = self.step
-        self.detail.value = (f"<div><code>{html.escape(step.label)}</code> {html.escape(step.describe())}</div>"
-                             if step else "<div>backward ran no node</div>")
+        self.detail.value = (
+            f"<div><code>{html.escape(step.label)}</code> {html.escape(step.describe())}</div>"
+            if step
+            else "<div>backward ran no node</div>"
+        )
         svg = self.svg(self.position) if step else None
         self.picture.value = svg or ""
         self.table.value = self.trace.html(self.position)

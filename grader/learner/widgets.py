@@ -14,6 +14,7 @@ they have to say goes into HTML widgets, so nothing reaches a cell's stdout.
   a unit, with a "Mark passed" button.
 * :func:`course_map` shows every unit's state and prerequisites.
 """
+
 from __future__ import annotations
 
 import ast
@@ -54,13 +55,17 @@ def action_view(result: Result) -> dict | None:
 def action_box(result: Result):
     """The result with a button for each action it names (reset, hint); None if it names none."""
     import ipywidgets as W
+
     said = W.HTML()
     buttons = []
     for action, target in result.actions:
         if action not in _ACTIONS:
             continue
-        button = W.Button(description=_ACTIONS[action].format(target=target), icon="undo" if action == "reset" else "lightbulb-o",
-                          layout=W.Layout(width="auto"))
+        button = W.Button(
+            description=_ACTIONS[action].format(target=target),
+            icon="undo" if action == "reset" else "lightbulb-o",
+            layout=W.Layout(width="auto"),
+        )
         button.add_class(f"agl-action-{action}")
 
         def press(_b, action=action, target=target, button=button):
@@ -71,6 +76,7 @@ def action_box(result: Result):
             if action == "reset":
                 button.disabled = True
             said.value = done._repr_html_()
+
         button.on_click(press)
         buttons.append(button)
     if not buttons:
@@ -87,19 +93,48 @@ _VOCABULARY: dict[str, list[str]] = {}
 
 def _recorded(build: Callable[[Any, Any], list]) -> list:
     import torch
+
     with torch.inference_mode(False), torch.enable_grad():
         a = torch.ones(2, 2, requires_grad=True)
         b = torch.ones(2, 2, requires_grad=True)
-        return [t.grad_fn for t in build(a, b) if t.grad_fn is not None] + \
-               [(a * 1).grad_fn.next_functions[0][0]]
+        return [t.grad_fn for t in build(a, b) if t.grad_fn is not None] + [(a * 1).grad_fn.next_functions[0][0]]
 
 
 def _common_ops(a, b):
     import torch
-    return [a + b, a - b, a * b, a / b, a ** 2, a.pow(b), a @ b, a.sum(), a.mean(), a.relu(),
-            a.sigmoid(), a.tanh(), a.exp(), a.log(), a.sin(), a.cos(), a.abs(), -a, a.sqrt(),
-            a.t(), a.view(4), a[0], a.clone(), torch.addmm(b[0], a, b), a.unsqueeze(0),
-            a.expand(3, 2, 2), torch.cat([a, b]), a.softmax(0), a.max(), torch.where(a > 0, a, b)]
+
+    return [
+        a + b,
+        a - b,
+        a * b,
+        a / b,
+        a**2,
+        a.pow(b),
+        a @ b,
+        a.sum(),
+        a.mean(),
+        a.relu(),
+        a.sigmoid(),
+        a.tanh(),
+        a.exp(),
+        a.log(),
+        a.sin(),
+        a.cos(),
+        a.abs(),
+        -a,
+        a.sqrt(),
+        a.t(),
+        a.view(4),
+        a[0],
+        a.clone(),
+        torch.addmm(b[0], a, b),
+        a.unsqueeze(0),
+        a.expand(3, 2, 2),
+        torch.cat([a, b]),
+        a.softmax(0),
+        a.max(),
+        torch.where(a > 0, a, b),
+    ]
 
 
 def node_vocabulary() -> list[str]:
@@ -119,6 +154,7 @@ def saved_vocabulary() -> list[str]:
         import torch
 
         from grader.probes import saved_attributes
+
         found = set()
         try:
             for fn in _recorded(_common_ops):
@@ -141,6 +177,7 @@ def _merge(*groups) -> list[str]:
 def offered_names(kind) -> list[str]:
     """The names a Name, Names or Sequence input offers: the kind's pool plus torch's vocabulary."""
     from grader.engine.kinds import node_key, saved_key
+
     key = getattr(kind, "key", None)
     pool = list(getattr(kind, "pool", ()))
     if key is node_key:
@@ -151,6 +188,7 @@ def offered_names(kind) -> list[str]:
 
 
 # --- inputs, one per kind ----------------------------------------------------------------------
+
 
 def _split_names(text: str) -> list[str]:
     return [part.strip().strip("'\"") for part in re.split(r"[,\n]", text or "") if part.strip().strip("'\"")]
@@ -203,42 +241,55 @@ class Input:
 
 def _toggles(options, restore_map=None) -> Input:
     import ipywidgets as W
+
     toggle = W.ToggleButtons(options=options, value=None, style={"button_width": "auto"})
 
     def restore(encoded):
         toggle.value = restore_map(encoded) if restore_map else encoded
+
     return Input(toggle, lambda: toggle.value, restore, [toggle])
 
 
 def _number_input() -> Input:
     import ipywidgets as W
-    field = W.Text(placeholder="a number, or several separated by commas", continuous_update=True,
-                   layout=W.Layout(width="26em"))
+
+    field = W.Text(
+        placeholder="a number, or several separated by commas", continuous_update=True, layout=W.Layout(width="26em")
+    )
 
     def restore(encoded):
         field.value = ", ".join(f"{x:g}" for x in encoded) if isinstance(encoded, list) else f"{encoded:g}"
+
     return Input(field, lambda: parse_number_text(field.value), restore, [field])
 
 
 def _name_input(kind) -> Input:
     import ipywidgets as W
-    combo = W.Combobox(options=offered_names(kind), placeholder="type a name or pick one",
-                       ensure_option=False, layout=W.Layout(width="26em"))
+
+    combo = W.Combobox(
+        options=offered_names(kind),
+        placeholder="type a name or pick one",
+        ensure_option=False,
+        layout=W.Layout(width="26em"),
+    )
 
     def restore(encoded):
         combo.value = str(encoded)
+
     return Input(combo, lambda: combo.value.strip() or None, restore, [combo])
 
 
 def _names_input(kind) -> Input:
     import ipywidgets as W
+
     offered = offered_names(kind)
-    boxes = [W.Checkbox(value=False, description=name, indent=False,
-                        layout=W.Layout(width="auto", margin="0 1.2em 0 0")) for name in offered]
+    boxes = [
+        W.Checkbox(value=False, description=name, indent=False, layout=W.Layout(width="auto", margin="0 1.2em 0 0"))
+        for name in offered
+    ]
     extra = W.Text(placeholder="other names, separated by commas", layout=W.Layout(width="26em"))
     grid = W.HBox(boxes, layout=W.Layout(flex_flow="row wrap"))
-    note = W.HTML("<span style='color:#57606a'>Tick every name in your answer; leave all unticked for "
-                  "none.</span>")
+    note = W.HTML("<span style='color:#57606a'>Tick every name in your answer; leave all unticked for none.</span>")
 
     def value():
         chosen = [b.description for b in boxes if b.value]
@@ -249,6 +300,7 @@ def _names_input(kind) -> Input:
         for b in boxes:
             b.value = b.description in names
         extra.value = ", ".join(n for n in sorted(names) if n not in offered)
+
     return Input(W.VBox([grid, extra, note]), value, restore, boxes + [extra])
 
 
@@ -256,15 +308,18 @@ def _sequence_input(kind) -> Input:
     import ipywidgets as W
 
     from grader.engine.kinds import node_key
+
     offered = offered_names(kind)
     if kind.key is node_key:
         offered = offered + ["None"]
     chosen: list[str] = []
     shown = W.HTML()
-    palette = [W.Button(description=name, layout=W.Layout(width="auto"), tooltip=f"add {name} to the end")
-               for name in offered]
-    other = W.Combobox(options=offered, placeholder="another name, then Add", ensure_option=False,
-                       layout=W.Layout(width="18em"))
+    palette = [
+        W.Button(description=name, layout=W.Layout(width="auto"), tooltip=f"add {name} to the end") for name in offered
+    ]
+    other = W.Combobox(
+        options=offered, placeholder="another name, then Add", ensure_option=False, layout=W.Layout(width="18em")
+    )
     add = W.Button(description="Add", layout=W.Layout(width="auto"))
     undo = W.Button(description="Remove last", icon="undo", layout=W.Layout(width="auto"))
     clear = W.Button(description="Clear", icon="times", layout=W.Layout(width="auto"))
@@ -274,7 +329,9 @@ def _sequence_input(kind) -> Input:
             shown.value = "<span style='color:#57606a'>your list: (empty) — click names in order</span>"
         else:
             items = "".join(f"<li><code>{html.escape(n)}</code></li>" for n in chosen)
-            shown.value = f"<span style='color:#57606a'>your list, in order:</span><ol style='margin:2px 0'>{items}</ol>"
+            shown.value = (
+                f"<span style='color:#57606a'>your list, in order:</span><ol style='margin:2px 0'>{items}</ol>"
+            )
 
     def push(name):
         if name and name.strip():
@@ -291,16 +348,19 @@ def _sequence_input(kind) -> Input:
     def restore(encoded):
         chosen[:] = [str(n) for n in encoded]
         redraw()
-    box = W.VBox([W.HBox(palette, layout=W.Layout(flex_flow="row wrap")),
-                  W.HBox([other, add, undo, clear]), shown])
+
+    box = W.VBox([W.HBox(palette, layout=W.Layout(flex_flow="row wrap")), W.HBox([other, add, undo, clear]), shown])
     return Input(box, lambda: list(chosen), restore, palette + [other, add, undo, clear])
 
 
 def _error_input(kind) -> Input:
     import ipywidgets as W
+
     places = W.ToggleButtons(options=list(kind.places), value=None, style={"button_width": "auto"})
-    words = W.Text(placeholder="words you expect in torch's message" +
-                   ("" if kind.needs_message else " (optional)"), layout=W.Layout(width="30em"))
+    words = W.Text(
+        placeholder="words you expect in torch's message" + ("" if kind.needs_message else " (optional)"),
+        layout=W.Layout(width="30em"),
+    )
 
     def value():
         if places.value is None:
@@ -312,20 +372,22 @@ def _error_input(kind) -> Input:
             places.value, words.value = encoded[0], encoded[1]
         else:
             places.value = encoded
+
     return Input(W.VBox([places, words]), value, restore, [places, words])
 
 
 def _text_input() -> Input:
     import ipywidgets as W
+
     field = W.Text(placeholder="your answer, written as in Python", layout=W.Layout(width="30em"))
-    return Input(field, lambda: parse_python_text(field.value), lambda e: setattr(field, "value", repr(e)),
-                 [field])
+    return Input(field, lambda: parse_python_text(field.value), lambda e: setattr(field, "value", repr(e)), [field])
 
 
 def make_input(kind) -> Input:
     """The input that suits ``kind``: toggle buttons for choices, checkboxes for a set of names,
     a field for a number, an ordered list the learner builds for a sequence."""
     from grader.engine import kinds as K
+
     if isinstance(kind, K.Boolean):
         return _toggles([("True", True), ("False", False)], restore_map=bool)
     if isinstance(kind, K.Choice):
@@ -345,12 +407,13 @@ def make_input(kind) -> Input:
 
 # --- the prediction widget ------------------------------------------------------------------
 
-_LIVE: dict[str, list] = {}     # qid -> weak references to the prediction widgets on screen
+_LIVE: dict[str, list] = {}  # qid -> weak references to the prediction widgets on screen
 
 
 def after_reveal(qid: str) -> None:
     """A reveal happened in code: every prediction widget of that question stops taking input."""
     import weakref  # noqa: F401  (the registry holds weakref.ref objects)
+
     for ref in _LIVE.get(qid, []):
         w = ref()
         if w is not None and w.mode == "predict":
@@ -372,30 +435,45 @@ class PredictionWidget:
         import weakref
 
         import ipywidgets as W
+
         self.q = q
         self.mode = mode
         self.input = make_input(q.kind)
         if mode == "check":
-            self.button = W.Button(description="Check", button_style="primary", icon="check",
-                                   tooltip=f"check('{q.qid}', answer): graded against live torch; every attempt is recorded")
+            self.button = W.Button(
+                description="Check",
+                button_style="primary",
+                icon="check",
+                tooltip=f"check('{q.qid}', answer): graded against live torch; every attempt is recorded",
+            )
         else:
-            self.button = W.Button(description="Lock in", button_style="primary", icon="lock",
-                                   tooltip="record this prediction (you may replace it until the reveal)")
+            self.button = W.Button(
+                description="Lock in",
+                button_style="primary",
+                icon="lock",
+                tooltip="record this prediction (you may replace it until the reveal)",
+            )
         self.button.add_class("agl-lock" if mode == "predict" else "agl-check")
         _LIVE.setdefault(q.qid, []).append(weakref.ref(self))
         _LIVE[q.qid] = [r for r in _LIVE[q.qid] if r() is not None][-20:]
-        self.again = W.Button(description="Start this question again", icon="undo",
-                              tooltip=f"reset('{q.qid}'): forget the reveal, then predict and reveal again",
-                              layout=W.Layout(display="none"))
+        self.again = W.Button(
+            description="Start this question again",
+            icon="undo",
+            tooltip=f"reset('{q.qid}'): forget the reveal, then predict and reveal again",
+            layout=W.Layout(display="none"),
+        )
         self.again.add_class("agl-again")
         self.again.on_click(self.start_again)
         self.message = W.HTML()
         self.last: Result | None = None
         verb = "predict" if mode == "predict" else "self-test"
-        head = W.HTML(f"<div style='margin-bottom:4px'><b>{html.escape(q.qid)}</b> · {verb}: "
-                      f"{html.escape(q.prompt)}</div>")
-        self.box = W.VBox([head, self.input.box, W.HBox([self.button, self.again]), self.message],
-                          layout=W.Layout(border="1px solid #d0d7de", padding="6px 10px", margin="4px 0"))
+        head = W.HTML(
+            f"<div style='margin-bottom:4px'><b>{html.escape(q.qid)}</b> · {verb}: {html.escape(q.prompt)}</div>"
+        )
+        self.box = W.VBox(
+            [head, self.input.box, W.HBox([self.button, self.again]), self.message],
+            layout=W.Layout(border="1px solid #d0d7de", padding="6px 10px", margin="4px 0"),
+        )
         self.box.add_class("agl-predict")
         self.box.add_class("agl-q-" + css_name(q.qid))
         self.button.on_click(self.lock)
@@ -409,27 +487,38 @@ class PredictionWidget:
                 self.button.disabled = True
                 self.message.value = f"<div style='color:#1a7f37'>Passed ({html.escape(state.record)}).</div>"
             else:
-                self.message.value = ("<div style='color:#57606a'>Type or choose your answer and press Check; "
-                                      "every attempt is recorded.</div>")
+                self.message.value = (
+                    "<div style='color:#57606a'>Type or choose your answer and press Check; "
+                    "every attempt is recorded.</div>"
+                )
             return
         if state.revealed:
             if state.predicted:
                 self.input.restore(state.prediction)
             self.input.disable()
             self.button.disabled = True
-            if not state.predicted_before_reveal:   # revealed by running ahead: offer a way back
+            if not state.predicted_before_reveal:  # revealed by running ahead: offer a way back
                 self.again.layout.display = None
-            said = "your prediction was locked in before it" if state.predicted_before_reveal else \
-                "it was revealed before a prediction was locked in"
-            self.message.value = (f"<div style='color:#57606a'>Already revealed ({html.escape(said)}). "
-                                  f"To predict it again: <code>reset('{html.escape(self.q.qid)}')</code>.</div>")
+            said = (
+                "your prediction was locked in before it"
+                if state.predicted_before_reveal
+                else "it was revealed before a prediction was locked in"
+            )
+            self.message.value = (
+                f"<div style='color:#57606a'>Already revealed ({html.escape(said)}). "
+                f"To predict it again: <code>reset('{html.escape(self.q.qid)}')</code>.</div>"
+            )
         elif state.predicted:
             self.input.restore(state.prediction)
-            self.message.value = ("<div style='color:#57606a'>Your locked-in prediction is shown; change it and "
-                                  "press Lock in to replace it, until the reveal.</div>")
+            self.message.value = (
+                "<div style='color:#57606a'>Your locked-in prediction is shown; change it and "
+                "press Lock in to replace it, until the reveal.</div>"
+            )
         else:
-            self.message.value = ("<div style='color:#57606a'>Choose or type your prediction, press Lock in, "
-                                  "then run the experiment and the reveal below.</div>")
+            self.message.value = (
+                "<div style='color:#57606a'>Choose or type your prediction, press Lock in, "
+                "then run the experiment and the reveal below.</div>"
+            )
 
     def start_again(self, _button=None) -> Result:
         """What "Start this question again" does: reset(qid), the same event as in code."""
@@ -447,6 +536,7 @@ class PredictionWidget:
     def lock(self, _button=None) -> Result:
         """Read the input as the kind reads code answers, then record it exactly as predict(qid, answer)."""
         from grader.engine.kinds import BadAnswer, Unanswered
+
         q = self.q
         try:
             raw = self.input.value()
@@ -457,14 +547,18 @@ class PredictionWidget:
                     self.input.disable()
                     self.button.disabled = True
             elif state.revealed:
-                result = api.predict(q.qid, raw)      # refused, with the same words as in code
+                result = api.predict(q.qid, raw)  # refused, with the same words as in code
             else:
                 try:
                     value = q.kind.read(raw)
                 except Unanswered:
-                    result = Result("predict", q.qid, "unanswered",
-                                    "choose or type your prediction first, then press Lock in",
-                                    rows=[("question", q.prompt)])
+                    result = Result(
+                        "predict",
+                        q.qid,
+                        "unanswered",
+                        "choose or type your prediction first, then press Lock in",
+                        rows=[("question", q.prompt)],
+                    )
                 except BadAnswer as exc:
                     result = Result("predict", q.qid, "invalid", str(exc), rows=[("question", q.prompt)])
                 else:
@@ -484,19 +578,27 @@ def ask(q, state=None, result: Result | None = None) -> Asked | None:
         return None
     if q.role == "self-test":
         if result is None:
-            result = Result("check", q.qid, "unanswered",
-                            f"type or choose your answer below and press Check, or pass it in code: "
-                            f"check('{q.qid}', answer), where answer is {q.kind.describe()}",
-                            rows=[("question", q.prompt)])
+            result = Result(
+                "check",
+                q.qid,
+                "unanswered",
+                f"type or choose your answer below and press Check, or pass it in code: "
+                f"check('{q.qid}', answer), where answer is {q.kind.describe()}",
+                rows=[("question", q.prompt)],
+            )
         try:
             return Asked(result, PredictionWidget(q, state, mode="check"))
         except Exception:
             return None
     if result is None:
-        result = Result("predict", q.qid, "unanswered",
-                        f"choose your prediction below and press Lock in, or pass it in code: "
-                        f"predict('{q.qid}', answer), where answer is {q.kind.describe()}",
-                        rows=[("question", q.prompt)])
+        result = Result(
+            "predict",
+            q.qid,
+            "unanswered",
+            f"choose your prediction below and press Lock in, or pass it in code: "
+            f"predict('{q.qid}', answer), where answer is {q.kind.describe()}",
+            rows=[("question", q.prompt)],
+        )
     try:
         return Asked(result, PredictionWidget(q, state))
     except Exception:  # a widget library that misbehaves must not cost the learner the question
@@ -504,6 +606,7 @@ def ask(q, state=None, result: Result | None = None) -> Asked | None:
 
 
 # --- the unit panel -----------------------------------------------------------------------
+
 
 def question_line(qs) -> str:
     """What one question has reached, in words: the same honest record as status and the gradebook."""
@@ -515,6 +618,7 @@ class UnitPanel:
 
     def __init__(self, unit: Any, interactive: bool | None = None):
         from grader.engine.course import UNITS, unit_id
+
         self.uid = unit_id(unit)
         self.unit = UNITS[self.uid]
         self.last: Result | None = None
@@ -525,16 +629,19 @@ class UnitPanel:
     def state(self):
         from grader.engine import progress
         from grader.engine.store import current
+
         return progress.unit_state(self.uid, current().events(self.uid))
 
     # static forms -----------------------------------------------------------------------
     def text(self) -> str:
         s = self.state()
         c = s.counts()
-        lines = [f"unit {self.uid} · {self.unit.title}: {s.status}",
-                 f"  done {c['done']} of {c['questions']}: predicted before the reveal "
-                 f"{c['predicted']}/{c['predict_total']}, revealed {c['revealed']}/{c['predict_total']}, "
-                 f"checked {c['checked']}/{c['check_total']}"]
+        lines = [
+            f"unit {self.uid} · {self.unit.title}: {s.status}",
+            f"  done {c['done']} of {c['questions']}: predicted before the reveal "
+            f"{c['predicted']}/{c['predict_total']}, revealed {c['revealed']}/{c['predict_total']}, "
+            f"checked {c['checked']}/{c['check_total']}",
+        ]
         width = max((len(q) for q in s.questions), default=0)
         for qid, qs in s.questions.items():
             lines.append(f"  {'✓' if qs.done else '·'} {qid:<{width}}  {qs.role:<9}  {question_line(qs)}")
@@ -555,10 +662,12 @@ class UnitPanel:
         rows = []
         for qid, qs in s.questions.items():
             mark = "✓" if qs.done else "·"
-            rows.append(f"<tr><td style='padding:1px 8px 1px 0;color:{'#1a7f37' if qs.done else '#57606a'}'>{mark}</td>"
-                        f"<td style='padding:1px 12px 1px 0'><code>{esc(qid)}</code></td>"
-                        f"<td style='padding:1px 12px 1px 0;color:#57606a'>{esc(qs.role)}</td>"
-                        f"<td>{esc(question_line(qs))}</td></tr>")
+            rows.append(
+                f"<tr><td style='padding:1px 8px 1px 0;color:{'#1a7f37' if qs.done else '#57606a'}'>{mark}</td>"
+                f"<td style='padding:1px 12px 1px 0'><code>{esc(qid)}</code></td>"
+                f"<td style='padding:1px 12px 1px 0;color:#57606a'>{esc(qs.role)}</td>"
+                f"<td>{esc(question_line(qs))}</td></tr>"
+            )
         missing = s.missing()
         if s.passed:
             foot = "Marked passed."
@@ -566,28 +675,37 @@ class UnitPanel:
             foot = f"{len(missing)} still missing before the unit can be marked passed."
         else:
             foot = "Everything is done: press Mark passed."
-        return (f"<div class='agl-status' style='font-family:var(--jp-ui-font-family,sans-serif)'>"
-                f"<div style='font-weight:600;color:{colour}'>unit {esc(self.uid)} · {esc(self.unit.title)}: "
-                f"<span class='agl-unit-state'>{esc(s.status)}</span></div>"
-                f"<div style='color:#57606a'>done {c['done']} of {c['questions']} · predicted before the reveal "
-                f"{c['predicted']}/{c['predict_total']} · revealed {c['revealed']}/{c['predict_total']} · "
-                f"checked {c['checked']}/{c['check_total']}</div>"
-                f"<table style='border-collapse:collapse;margin:4px 0'>{''.join(rows)}</table>"
-                f"<div>{esc(foot)}</div></div>")
+        return (
+            f"<div class='agl-status' style='font-family:var(--jp-ui-font-family,sans-serif)'>"
+            f"<div style='font-weight:600;color:{colour}'>unit {esc(self.uid)} · {esc(self.unit.title)}: "
+            f"<span class='agl-unit-state'>{esc(s.status)}</span></div>"
+            f"<div style='color:#57606a'>done {c['done']} of {c['questions']} · predicted before the reveal "
+            f"{c['predicted']}/{c['predict_total']} · revealed {c['revealed']}/{c['predict_total']} · "
+            f"checked {c['checked']}/{c['check_total']}</div>"
+            f"<table style='border-collapse:collapse;margin:4px 0'>{''.join(rows)}</table>"
+            f"<div>{esc(foot)}</div></div>"
+        )
 
     # the widget ---------------------------------------------------------------------------
     def _build(self) -> None:
         import ipywidgets as W
+
         self.table = W.HTML()
-        self.mark = W.Button(description="Mark passed", button_style="success", icon="check",
-                             tooltip=f"mark_passed('{self.uid}'): refused, with what is missing, until all is done")
+        self.mark = W.Button(
+            description="Mark passed",
+            button_style="success",
+            icon="check",
+            tooltip=f"mark_passed('{self.uid}'): refused, with what is missing, until all is done",
+        )
         self.mark.add_class("agl-mark")
         self.refresh_button = W.Button(description="Refresh", icon="refresh")
         self.message = W.HTML()
         self.mark.on_click(self.mark_passed)
         self.refresh_button.on_click(lambda b: self.refresh())
-        self.widget = W.VBox([self.table, W.HBox([self.mark, self.refresh_button]), self.message],
-                             layout=W.Layout(border="1px solid #d0d7de", padding="6px 10px", margin="4px 0"))
+        self.widget = W.VBox(
+            [self.table, W.HBox([self.mark, self.refresh_button]), self.message],
+            layout=W.Layout(border="1px solid #d0d7de", padding="6px 10px", margin="4px 0"),
+        )
         self.widget.add_class("agl-panel")
         self.widget.add_class("agl-panel-" + css_name(self.uid))
         self.refresh()
@@ -623,6 +741,7 @@ def unit_panel(unit: Any) -> UnitPanel:
 
 # --- the course map ----------------------------------------------------------------------------
 
+
 class CourseMap:
     """Every unit with its state, what it needs first, and how far it is.
 
@@ -633,6 +752,7 @@ class CourseMap:
         self.widget = None
         if interactive if interactive is not None else widgets_available():
             import ipywidgets as W
+
             # An Output widget renders its HTML with the notebook's own renderer, whose link handler opens
             # a relative link as a JupyterLab tab; an HTML widget's links would reload the whole page.
             self.table = W.Output()
@@ -644,6 +764,7 @@ class CourseMap:
 
     def refresh(self) -> None:
         from IPython.display import HTML
+
         self.table.outputs = ()
         self.table.append_display_data(HTML(self.html()))
 
@@ -651,15 +772,24 @@ class CourseMap:
         from grader.engine import progress
         from grader.engine.course import UNITS
         from grader.engine.store import current
+
         states = progress.course_state(current())
         out = []
         for uid, unit in UNITS.items():
             s = states[uid]
             c = s.counts()
-            out.append({"unit": uid, "title": unit.title, "notebook": unit.notebook, "status": s.status,
-                        "needs": [(n, states[n].passed) for n in unit.needs], "done": c["done"],
-                        "questions": c["questions"],
-                        "note": progress.prerequisites_note(uid, states) if not s.passed else ""})
+            out.append(
+                {
+                    "unit": uid,
+                    "title": unit.title,
+                    "notebook": unit.notebook,
+                    "status": s.status,
+                    "needs": [(n, states[n].passed) for n in unit.needs],
+                    "done": c["done"],
+                    "questions": c["questions"],
+                    "note": progress.prerequisites_note(uid, states) if not s.passed else "",
+                }
+            )
         return out
 
     def text(self) -> str:
@@ -674,22 +804,33 @@ class CourseMap:
     def html(self) -> str:
         esc = html.escape
         colours = {"passed": "#1a7f37", "in progress": "#9a6700", "not started": "#57606a"}
-        head = "".join(f"<th style='text-align:left;text-align:left;padding:2px 10px 2px 0'>{h}</th>"
-                       for h in ("unit", "", "needs", "state", "done"))
+        head = "".join(
+            f"<th style='text-align:left;text-align:left;padding:2px 10px 2px 0'>{h}</th>"
+            for h in ("unit", "", "needs", "state", "done")
+        )
         body = []
         for r in self.rows():
-            needs = ", ".join(f"<span style='color:{'#1a7f37' if ok else '#57606a'}'>{esc(n)}{'✓' if ok else ''}</span>"
-                              for n, ok in r["needs"]) or "–"
+            needs = (
+                ", ".join(
+                    f"<span style='color:{'#1a7f37' if ok else '#57606a'}'>{esc(n)}{'✓' if ok else ''}</span>"
+                    for n, ok in r["needs"]
+                )
+                or "–"
+            )
             done = f"{r['done']}/{r['questions']}" if r["questions"] and r["status"] != "not started" else "–"
             note = f" <small style='color:#57606a'>({esc(r['note'])})</small>" if r["note"] else ""
-            body.append(f"<tr><td style='text-align:left;padding:2px 10px 2px 0'>{esc(r['unit'])}</td>"
-                        f"<td style='text-align:left;padding:2px 10px 2px 0'><a style='color:#0969da' href='{esc(r['notebook'])}'>"
-                        f"{esc(r['title'])}</a></td>"
-                        f"<td style='text-align:left;padding:2px 10px 2px 0'>{needs}</td>"
-                        f"<td style='text-align:left;padding:2px 10px 2px 0;color:{colours.get(r['status'], '#57606a')}'>"
-                        f"{esc(r['status'])}{note}</td><td style='text-align:left'>{done}</td></tr>")
-        return (f"<table class='agl-map' style='border-collapse:collapse'><thead><tr>{head}</tr></thead>"
-                f"<tbody>{''.join(body)}</tbody></table>")
+            body.append(
+                f"<tr><td style='text-align:left;padding:2px 10px 2px 0'>{esc(r['unit'])}</td>"
+                f"<td style='text-align:left;padding:2px 10px 2px 0'><a style='color:#0969da' href='{esc(r['notebook'])}'>"
+                f"{esc(r['title'])}</a></td>"
+                f"<td style='text-align:left;padding:2px 10px 2px 0'>{needs}</td>"
+                f"<td style='text-align:left;padding:2px 10px 2px 0;color:{colours.get(r['status'], '#57606a')}'>"
+                f"{esc(r['status'])}{note}</td><td style='text-align:left'>{done}</td></tr>"
+            )
+        return (
+            f"<table class='agl-map' style='border-collapse:collapse'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table>"
+        )
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return Shown(self.text, self.html, self.widget)._repr_mimebundle_()

@@ -17,6 +17,7 @@ What was delivered is recorded in ``.autograd-lab.json`` inside the workspace (h
 Every notebook sits at the top of the workspace, as in ``notebooks/``, so the relative links between
 units keep working.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -43,9 +44,9 @@ class WorkspaceError(Exception):
 
 @dataclass(frozen=True)
 class Change:
-    name: str          # the course notebook, e.g. 07_version_counters_and_in_place_writes.ipynb
-    action: str        # "added", "updated", "beside", "waiting" or "current"
-    beside: str = ""   # for "beside" and "waiting": the file holding the course's new version
+    name: str  # the course notebook, e.g. 07_version_counters_and_in_place_writes.ipynb
+    action: str  # "added", "updated", "beside", "waiting" or "current"
+    beside: str = ""  # for "beside" and "waiting": the file holding the course's new version
 
     def line(self) -> str:
         if self.action == "added":
@@ -53,11 +54,15 @@ class Change:
         if self.action == "updated":
             return f"  updated  {self.name} (you had not changed it)"
         if self.action == "beside":
-            return (f"  new version of {self.name} saved beside yours as {self.beside}\n"
-                    f"           (your {self.name} is untouched; the new one holds the course's changes)")
+            return (
+                f"  new version of {self.name} saved beside yours as {self.beside}\n"
+                f"           (your {self.name} is untouched; the new one holds the course's changes)"
+            )
         if self.action == "waiting":
-            return (f"  {self.beside} (a course update) still waits beside your {self.name}"
-                    f" (delete it once you are done with it)")
+            return (
+                f"  {self.beside} (a course update) still waits beside your {self.name}"
+                f" (delete it once you are done with it)"
+            )
         return f"  current  {self.name}"
 
 
@@ -71,8 +76,9 @@ def check_location(workspace: Path, root: Path = ROOT) -> Path:
     """The workspace's absolute path, or WorkspaceError if it would mix with the course's own files."""
     workspace, root = Path(workspace).expanduser().resolve(), Path(root).resolve()
     if workspace == root or workspace in root.parents:
-        raise WorkspaceError(f"{workspace} holds the course itself; choose a folder of its own, "
-                             f"such as {root / DEFAULT_NAME}")
+        raise WorkspaceError(
+            f"{workspace} holds the course itself; choose a folder of its own, such as {root / DEFAULT_NAME}"
+        )
     if root in workspace.parents:
         rel = workspace.relative_to(root)
         if rel.parts[0] in COURSE_FOLDERS:
@@ -80,9 +86,11 @@ def check_location(workspace: Path, root: Path = ROOT) -> Path:
             raise WorkspaceError(f"{rel}/ {where} the course's own {rel.parts[0]}/; choose a folder of your own")
         if rel != Path(DEFAULT_NAME):
             # git and pytest are told to skip my-work/ by name; any other folder in here they would read
-            raise WorkspaceError(f"inside the repository the workspace must be {DEFAULT_NAME}/ "
-                                 f"(git and the tests skip that folder); {rel}/ is not. "
-                                 f"Put it outside the repository or leave {ENV} unset.")
+            raise WorkspaceError(
+                f"inside the repository the workspace must be {DEFAULT_NAME}/ "
+                f"(git and the tests skip that folder); {rel}/ is not. "
+                f"Put it outside the repository or leave {ENV} unset."
+            )
     if workspace.exists() and not workspace.is_dir():
         raise WorkspaceError(f"{workspace} exists and is not a folder")
     return workspace
@@ -160,12 +168,15 @@ def sync(workspace: Path | None = None, root: Path = ROOT, today: datetime.date 
         if current == new:
             delivered[name] = {"base": new, "offered": new}
             changes.append(Change(name, "current"))
-        elif entry.get("offered") == new:            # this version was already offered beside the learner's
+        elif entry.get("offered") == new:  # this version was already offered beside the learner's
             waiting = entry.get("beside", "")
-            changes.append(Change(name, "waiting", waiting) if waiting and (workspace / waiting).exists()
-                           else Change(name, "current"))
+            changes.append(
+                Change(name, "waiting", waiting)
+                if waiting and (workspace / waiting).exists()
+                else Change(name, "current")
+            )
         elif entry.get("base") == current:
-            _replace(mine, data)                      # exactly what the course delivered: no work of theirs in it
+            _replace(mine, data)  # exactly what the course delivered: no work of theirs in it
             delivered[name] = {"base": new, "offered": new}
             changes.append(Change(name, "updated"))
         else:

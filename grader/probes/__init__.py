@@ -20,6 +20,7 @@ every use). Those are not in the bill; :func:`saved_tensors` marks them
 ``wrapped`` and ``draw`` lists them apart. (A wrapped bool, as in ``x * True``,
 cannot be told from ``torch.tensor(True)``, so ``draw`` counts its one byte.)
 """
+
 from __future__ import annotations
 
 import re
@@ -30,6 +31,7 @@ from typing import Any
 import torch
 
 # --- graph shape ----------------------------------------------------------------
+
 
 def node_name(fn: Any) -> str:
     """The node's class name; AccumulateGrad's .name() carries a C++ prefix, the class does not."""
@@ -132,8 +134,11 @@ def text_tree(obj: Any, names: Any = None, saved: bool = False) -> str:
             leaf = fn.variable
             text += f" -> {labels.get(id(leaf), 'leaf')} {tuple(leaf.shape)}"
         if saved:
-            keep = [a + (f" (wrapped number {v.item()})" if is_wrapped_number(v) else "")
-                    for a, v in saved_attributes(fn).items() if isinstance(v, torch.Tensor)]
+            keep = [
+                a + (f" (wrapped number {v.item()})" if is_wrapped_number(v) else "")
+                for a, v in saved_attributes(fn).items()
+                if isinstance(v, torch.Tensor)
+            ]
             if keep:
                 text += "  saves " + ", ".join(keep)
         return text
@@ -213,14 +218,14 @@ class SavedTensor:
     attribute: str
     shape: tuple = ()
     dtype: str = ""
-    bytes: int = 0              # the whole storage, which is what stays alive
-    storage: int = 0            # storage address, to tell shared storages apart
+    bytes: int = 0  # the whole storage, which is what stays alive
+    storage: int = 0  # storage address, to tell shared storages apart
     version_saved: int | None = None
     version_now: int | None = None
-    state: str = "ok"           # 'ok', 'stale' (a write since saving) or 'freed'
+    state: str = "ok"  # 'ok', 'stale' (a write since saving) or 'freed'
     what: str = ""
-    wrapped: bool = False       # a Python number wrapped as a 0-dim tensor: no pack hook sees it
-    value: Any = None           # for a wrapped number, the number
+    wrapped: bool = False  # a Python number wrapped as a 0-dim tensor: no pack hook sees it
+    value: Any = None  # for a wrapped number, the number
 
     @property
     def stale(self) -> bool:
@@ -239,10 +244,10 @@ def saved_tensors(obj: Any, names: Any = None) -> list[SavedTensor]:
         for attr in dir(fn):
             if not attr.startswith("_raw_saved_"):
                 continue
-            name = "_saved_" + attr[len("_raw_saved_"):]
+            name = "_saved_" + attr[len("_raw_saved_") :]
             try:
                 raw = getattr(fn, attr)
-            except RuntimeError:        # backward already freed it
+            except RuntimeError:  # backward already freed it
                 out.append(SavedTensor(node=node_name(fn), attribute=name, state=FREED))
                 continue
             if isinstance(raw, (list, tuple)):
@@ -256,7 +261,7 @@ def saved_tensors(obj: Any, names: Any = None) -> list[SavedTensor]:
                     if entry is not None:
                         out.append(entry)
                 continue
-            read = lambda fn=fn, name=name: getattr(fn, name)   # named first, as above
+            read = lambda fn=fn, name=name: getattr(fn, name)  # named first, as above
             entry = _saved_entry(fn, name, raw, labels, read)
             if entry is not None:
                 out.append(entry)
@@ -276,9 +281,9 @@ def _saved_entry(fn, name: str, raw: Any, labels: dict, read: Callable[[], Any])
         return entry
     if data is None:
         try:
-            read()                      # None: nothing was saved in this slot
+            read()  # None: nothing was saved in this slot
             return None
-        except RuntimeError:            # backward already freed it
+        except RuntimeError:  # backward already freed it
             entry.state = FREED
             return entry
     if not isinstance(data, torch.Tensor):
@@ -305,12 +310,13 @@ def _saved_entry(fn, name: str, raw: Any, labels: dict, read: Callable[[], Any])
             found = _VERSIONS.search(text)
             if found:
                 entry.version_now, entry.version_saved = int(found.group(1)), int(found.group(2))
-        else:                           # this slot cannot be unpacked on its own: no check possible
+        else:  # this slot cannot be unpacked on its own: no check possible
             entry.version_saved = entry.version_now
     return entry
 
 
 # --- the saved-tensor bill ------------------------------------------------------------------
+
 
 @dataclass
 class BillEntry:
@@ -318,7 +324,7 @@ class BillEntry:
     dtype: str
     bytes: int
     what: str
-    saves: int = 1        # how many saves landed on this storage
+    saves: int = 1  # how many saves landed on this storage
 
 
 @dataclass
@@ -363,7 +369,7 @@ def bill(forward: Callable[[], Any], names: Any = None, inputs: Mapping[str, tor
     for key, label in name_map(names).items():
         labels[key] = label
     by_storage: dict[int, str] = {}
-    for item in ([names] if not isinstance(names, (list, tuple)) else list(names)):
+    for item in [names] if not isinstance(names, (list, tuple)) else list(names):
         if isinstance(item, torch.nn.Module):
             for n, p in item.named_parameters():
                 by_storage.setdefault(p.untyped_storage().data_ptr(), n)

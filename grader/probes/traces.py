@@ -19,6 +19,7 @@ capstone): :func:`reaches` (does a tensor's record lead back to another),
 the loss whose record no longer leads back to it) and :func:`diagnose` (why a
 tensor's ``.grad`` is None). All of them read torch's live record.
 """
+
 from __future__ import annotations
 
 import ast
@@ -39,14 +40,14 @@ from grader.engine import torch_state
 class Step:
     """One statement of a traced program and what it left behind."""
 
-    number: int                    # 1-based position in the program
-    line: str                      # the statement's source (a with-block keeps its body)
-    name: str | None               # the name it assigned; None for a bare call such as loss.backward()
-    tensor: Any                    # what that name held right after the statement
-    inputs: tuple[str, ...] = ()   # names of earlier values it read
+    number: int  # 1-based position in the program
+    line: str  # the statement's source (a with-block keeps its body)
+    name: str | None  # the name it assigned; None for a bare call such as loss.backward()
+    tensor: Any  # what that name held right after the statement
+    inputs: tuple[str, ...] = ()  # names of earlier values it read
     requires_grad: bool | None = None
     is_leaf: bool | None = None
-    grad_fn: str = "None"          # class name of the result's grad_fn, read when the step ran
+    grad_fn: str = "None"  # class name of the result's grad_fn, read when the step ran
     grad_names: frozenset = frozenset()  # names whose leaf tensor held a .grad (not None) right after it
 
     def __repr__(self):
@@ -128,7 +129,7 @@ def _read(stmt: ast.stmt) -> list[str]:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in found:
             found.append(node.id)
     if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
-        found.insert(0, stmt.target.id)       # w -= ... reads w as well as writing it
+        found.insert(0, stmt.target.id)  # w -= ... reads w as well as writing it
     return found
 
 
@@ -163,7 +164,8 @@ def trace(source: str, namespace: Mapping[str, Any] | None = None, clean: bool =
                 step.requires_grad, step.is_leaf = value.requires_grad, value.is_leaf
                 step.grad_fn = probes.node_name(value.grad_fn)
             step.grad_names = frozenset(
-                n for n, v in ns.items() if isinstance(v, torch.Tensor) and v.is_leaf and v.grad is not None)
+                n for n, v in ns.items() if isinstance(v, torch.Tensor) and v.is_leaf and v.grad is not None
+            )
             steps.append(step)
             known.update(names)
 
@@ -177,6 +179,7 @@ def trace(source: str, namespace: Mapping[str, Any] | None = None, clean: bool =
 
 
 # --- reference answers, read from torch's record -------------------------------------------
+
 
 def reaches(t: Any, target: torch.Tensor) -> bool:
     """Does backward from ``t`` lead to ``target``: is it ``t`` itself, or in the graph under ``t``?"""
@@ -264,13 +267,25 @@ NOT_RETAINED = "non-leaf not retained"
 REBOUND = "rebound name"
 NO_BACKWARD = "backward not run"
 CLEARED = "cleared after backward"
-CAUSES = (NEVER_ENTERED, DETACHED, NO_GRAD, INFERENCE, ITEM, NON_DIFFERENTIABLE, NOT_RETAINED, REBOUND,
-          NO_BACKWARD, CLEARED)
+CAUSES = (
+    NEVER_ENTERED,
+    DETACHED,
+    NO_GRAD,
+    INFERENCE,
+    ITEM,
+    NON_DIFFERENTIABLE,
+    NOT_RETAINED,
+    REBOUND,
+    NO_BACKWARD,
+    CLEARED,
+)
 
 # Operations whose result has an integer or boolean dtype: it cannot require grad, so the record stops there
 # without a word (argmax, a comparison, an integer cast).
-_NON_DIFFERENTIABLE = re.compile(r"\.(argmax|argmin|long|int|bool|eq|ne|gt|ge|lt|le)\(|torch\.(int|long|bool|uint)"
-                                 r"|[^=!<>]([<>]=?|==|!=)[^=]")
+_NON_DIFFERENTIABLE = re.compile(
+    r"\.(argmax|argmin|long|int|bool|eq|ne|gt|ge|lt|le)\(|torch\.(int|long|bool|uint)"
+    r"|[^=!<>]([<>]=?|==|!=)[^=]"
+)
 
 
 def cut_kind(line: str, tensor: Any = None) -> str | None:

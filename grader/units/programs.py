@@ -10,6 +10,7 @@ only if it runs, so every case is a real graph torch built.
 Exercises get their cases from :func:`programs`, smallest first, so the first
 failure found is the smallest one and can be shown as code and as a graph.
 """
+
 from __future__ import annotations
 
 import random
@@ -26,8 +27,12 @@ from grader.engine.cases import Case
 # name -> (template, weight). {x} and {y} are operands; {n} the vector length.
 BINARY = {"add": ("{x} + {y}", 3), "mul": ("{x} * {y}", 3), "sub": ("{x} - {y}", 1)}
 UNARY = {
-    "sin": ("{x}.sin()", 2), "exp": ("{x}.exp()", 1), "square": ("{x} ** 2", 2),
-    "relu": ("{x}.relu()", 1), "tanh": ("{x}.tanh()", 1), "scale": ("{x} * 3", 2),
+    "sin": ("{x}.sin()", 2),
+    "exp": ("{x}.exp()", 1),
+    "square": ("{x} ** 2", 2),
+    "relu": ("{x}.relu()", 1),
+    "tanh": ("{x}.tanh()", 1),
+    "scale": ("{x} * 3", 2),
     "sigmoid": ("{x}.sigmoid()", 1),
 }
 VIEWS = {"view": ("{x}.view(-1)", 1), "slice": ("{x}[:]", 1), "flip": ("{x}.flip(0)", 1)}
@@ -46,7 +51,7 @@ ENDINGS = ("{x}.sum()", "{x}.mean()", "({x} ** 2).sum()")
 class Program(Case):
     """One generated case. ``fresh()`` runs it and returns its namespace (new tensors each time)."""
 
-    drawing_label = None        # a class attribute, not a field: drawing() is its graph
+    drawing_label = None  # a class attribute, not a field: drawing() is its graph
 
     seed: int
     lines: list[str]
@@ -93,16 +98,19 @@ def _value_list(rng: random.Random, n: int) -> str:
     return "[" + ", ".join(f"{rng.choice([-1, 1]) * rng.randint(1, 20) / 10:.1f}" for _ in range(n)) + "]"
 
 
-def generate(seed: int, ops: int, cuts: Iterable[str] = (), views: bool = True,
-             leaves: int | None = None, ending: bool = True) -> Program:
+def generate(
+    seed: int, ops: int, cuts: Iterable[str] = (), views: bool = True, leaves: int | None = None, ending: bool = True
+) -> Program:
     """One program with ``ops`` operations; ``cuts`` names the kinds of cut it may use."""
     rng = random.Random(seed)
     n = rng.choice([2, 3])
     count = leaves or rng.choice([2, 3, 3])
     names = "abc"[:count]
     flags = {name: (i == 0 or rng.random() < 0.7) for i, name in enumerate(names)}
-    lines = [f"{name} = torch.tensor({_value_list(rng, n)}" + (", requires_grad=True)" if flags[name] else ")")
-             for name in names]
+    lines = [
+        f"{name} = torch.tensor({_value_list(rng, n)}" + (", requires_grad=True)" if flags[name] else ")")
+        for name in names
+    ]
     live = list(names)
     features: set[str] = set()
     cut_table = {k: v for k, v in CUTS.items() if k in set(cuts)}
@@ -152,8 +160,15 @@ def generate(seed: int, ops: int, cuts: Iterable[str] = (), views: bool = True,
     return Program(seed=seed, lines=lines, leaves=flags, features=features)
 
 
-def programs(count: int, seed: int, max_ops: int = 8, cuts: Iterable[str] = (), views: bool = True,
-             need_graph: bool = False, need_backward: bool = False) -> list[Program]:
+def programs(
+    count: int,
+    seed: int,
+    max_ops: int = 8,
+    cuts: Iterable[str] = (),
+    views: bool = True,
+    need_graph: bool = False,
+    need_backward: bool = False,
+) -> list[Program]:
     """``count`` distinct programs that run, smallest first, from ``seed``.
 
     ``need_graph`` keeps only programs whose ``out`` has a grad_fn;

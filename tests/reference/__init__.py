@@ -5,6 +5,7 @@ Each ``unitNN.py`` defines ``REFERENCE = {qid: good_function}`` and
 tests/test_questions.py checks that every exercise has both, that the good
 one passes and that every buggy one is refused.
 """
+
 import importlib
 import pkgutil
 

@@ -23,6 +23,7 @@ REFERENCE = {
 
 # --- plausible buggy implementations: each must be refused --------------------------------
 
+
 def walk_breadth_first(t):
     found, seen, queue = [], set(), [t.grad_fn]
     while queue:
@@ -44,6 +45,7 @@ def walk_without_seen_set(t):
         found.append(type(fn).__name__)
         for child, _ in fn.next_functions:
             visit(child)
+
     visit(t.grad_fn)
     return found
 
@@ -62,6 +64,7 @@ def walk_children_reversed(t):
         found.append(type(fn).__name__)
         for child, _ in reversed(fn.next_functions):
             visit(child)
+
     visit(t.grad_fn)
     return found
 
@@ -74,13 +77,19 @@ def walk_keeping_none(t):
             return
         seen.add(fn)
         found.append(type(fn).__name__ if fn is not None else "None")
-        for child, _ in (fn.next_functions if fn is not None else ()):
+        for child, _ in fn.next_functions if fn is not None else ():
             visit(child)
+
     visit(t.grad_fn)
     return found
 
 
 BUGGY = {
-    "01.graph-walk": [walk_breadth_first, walk_without_seen_set, walk_skipping_the_root,
-                      walk_children_reversed, walk_keeping_none],
+    "01.graph-walk": [
+        walk_breadth_first,
+        walk_without_seen_set,
+        walk_skipping_the_root,
+        walk_children_reversed,
+        walk_keeping_none,
+    ],
 }

@@ -1,7 +1,9 @@
 """Unit 02's exercises: known-good implementations, written the way a learner would, and plausible bugs."""
+
 import torch
 
 # --- 02.grad-timeline ---------------------------------------------------------------------
+
 
 def grad_timeline(leaves, forward):
     def snapshot():
@@ -54,6 +56,7 @@ def timeline_zeroing_in_place(leaves, forward):
 
 def timeline_zeros_for_missing(leaves, forward):
     """Reports zeros where a leaf has no gradient at all."""
+
     def snapshot():
         return {name: torch.zeros_like(t) if t.grad is None else t.grad.clone() for name, t in leaves.items()}
 
@@ -84,6 +87,7 @@ def timeline_reusing_one_output(leaves, forward):
 
 
 # --- 02.isolating-seed ------------------------------------------------------------------------
+
 
 def isolating_seed(out, index):
     seed = torch.zeros(out.shape)
@@ -133,8 +137,13 @@ REFERENCE = {
 }
 
 BUGGY = {
-    "02.grad-timeline": [timeline_without_clone, timeline_clearing_between_steps, timeline_zeroing_in_place,
-                         timeline_zeros_for_missing, timeline_only_trainable, timeline_reusing_one_output],
-    "02.isolating-seed": [seed_of_ones, seed_indexed_by_row, seed_left_flat, seed_column_major,
-                          seed_through_a_copy],
+    "02.grad-timeline": [
+        timeline_without_clone,
+        timeline_clearing_between_steps,
+        timeline_zeroing_in_place,
+        timeline_zeros_for_missing,
+        timeline_only_trainable,
+        timeline_reusing_one_output,
+    ],
+    "02.isolating-seed": [seed_of_ones, seed_indexed_by_row, seed_left_flat, seed_column_major, seed_through_a_copy],
 }

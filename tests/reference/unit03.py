@@ -1,7 +1,9 @@
 """Unit 03's exercises: known-good implementations, written as a learner would, and plausible bugs."""
+
 import torch
 
 # --- 03.nonfinite-watch --------------------------------------------------------------------
+
 
 def make_watch():
     state = {"step": 0, "first": None}
@@ -94,6 +96,7 @@ def watch_big_is_bad():
 
 # --- 03.three-ways --------------------------------------------------------------------------
 
+
 def _set_grads(named):
     return {name for name, t in named.items() if t.grad is not None}
 
@@ -177,8 +180,19 @@ REFERENCE = {
 }
 
 BUGGY = {
-    "03.nonfinite-watch": [watch_nan_only, watch_last_bad_step, watch_that_cleans, watch_chatty,
-                           watch_counts_from_one, watch_big_is_bad],
-    "03.three-ways": [three_ways_one_graph, three_ways_retain_too_late, three_ways_requires_grad,
-                      three_ways_hook_reads_field, three_ways_belt_and_braces],
+    "03.nonfinite-watch": [
+        watch_nan_only,
+        watch_last_bad_step,
+        watch_that_cleans,
+        watch_chatty,
+        watch_counts_from_one,
+        watch_big_is_bad,
+    ],
+    "03.three-ways": [
+        three_ways_one_graph,
+        three_ways_retain_too_late,
+        three_ways_requires_grad,
+        three_ways_hook_reads_field,
+        three_ways_belt_and_braces,
+    ],
 }

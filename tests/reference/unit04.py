@@ -1,4 +1,5 @@
 """Unit 04's exercises: known-good implementations written the way a learner would, and plausible bugs."""
+
 import torch
 
 # --- 04.reachable-leaves ----------------------------------------------------------------------
@@ -75,6 +76,7 @@ def leaves_stopping_at_the_first(loss):
 
 
 # --- 04.first-broken-edge ---------------------------------------------------------------------
+
 
 def _reaches(t, param):
     if not isinstance(t, torch.Tensor):
@@ -162,6 +164,7 @@ def edge_first_unreached_step(trace, name):
 
 # --- 04.why-grad-none -------------------------------------------------------------------------
 
+
 def _cut_of(step):
     line = step.line
     if "no_grad" in line:
@@ -172,7 +175,7 @@ def _cut_of(step):
         return "detached"
     if ".item(" in line or ".tolist(" in line:
         return "left via .item()"
-    return "non-differentiable op"      # argmax, a comparison, an integer cast: no grad_fn, no error
+    return "non-differentiable op"  # argmax, a comparison, an integer cast: no grad_fn, no error
 
 
 def _had_grad(trace, name):
@@ -265,7 +268,7 @@ def why_detached_same_as_no_grad(trace, name):
     edge = first_broken_edge(trace, name)
     if ".item(" in edge.line or ".tolist(" in edge.line:
         return "left via .item()"
-    return "detached"        # no_grad and detach both "turn gradients off"
+    return "detached"  # no_grad and detach both "turn gradients off"
 
 
 def why_by_searching_the_source(trace, name):
@@ -278,7 +281,7 @@ def why_by_searching_the_source(trace, name):
         return "non-leaf not retained"
     if any(leaf is t for leaf in reachable_leaves(trace.loss)):
         return "backward not run"
-    for s in trace:           # the first suspicious line anywhere, used or not
+    for s in trace:  # the first suspicious line anywhere, used or not
         if "no_grad" in s.line or ".detach(" in s.line or ".item(" in s.line or ".tolist(" in s.line:
             return _cut_of(s)
     return "detached"
@@ -319,12 +322,30 @@ REFERENCE = {
 }
 
 BUGGY = {
-    "04.reachable-leaves": [leaves_one_level_only, leaves_seen_by_class_name, leaves_without_seen_set,
-                            leaves_assuming_a_graph, leaves_stopping_at_the_first],
-    "04.first-broken-edge": [edge_by_requires_grad, edge_forward_only, edge_one_step_early, edge_at_the_loss,
-                             edge_first_unreached_step],
-    "04.why-grad-none": [why_always_never_entered, why_without_rebinding, why_detached_same_as_no_grad,
-                         why_by_searching_the_source, why_reachability_before_leaf, why_backward_by_text,
-                         why_zero_grad_read_as_no_backward, why_cleared_by_text, why_inference_is_no_grad,
-                         why_quiet_break_missed],
+    "04.reachable-leaves": [
+        leaves_one_level_only,
+        leaves_seen_by_class_name,
+        leaves_without_seen_set,
+        leaves_assuming_a_graph,
+        leaves_stopping_at_the_first,
+    ],
+    "04.first-broken-edge": [
+        edge_by_requires_grad,
+        edge_forward_only,
+        edge_one_step_early,
+        edge_at_the_loss,
+        edge_first_unreached_step,
+    ],
+    "04.why-grad-none": [
+        why_always_never_entered,
+        why_without_rebinding,
+        why_detached_same_as_no_grad,
+        why_by_searching_the_source,
+        why_reachability_before_leaf,
+        why_backward_by_text,
+        why_zero_grad_read_as_no_backward,
+        why_cleared_by_text,
+        why_inference_is_no_grad,
+        why_quiet_break_missed,
+    ],
 }

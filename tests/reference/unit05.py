@@ -12,14 +12,14 @@ def _element_bytes(spec):
 def predict_bill(spec):
     size = _element_bytes(spec)
     storages, total = 0, 0
-    needs_grad = spec.input_requires_grad        # does the tensor entering this layer need a gradient?
+    needs_grad = spec.input_requires_grad  # does the tensor entering this layer need a gradient?
     for position, layer in enumerate(spec.layers):
         trains = not layer.frozen
         relu_recorded = position > 0 and needs_grad
-        if trains or relu_recorded:              # one storage, whether one or two nodes saved it
+        if trains or relu_recorded:  # one storage, whether one or two nodes saved it
             storages += 1
             total += spec.batch * layer.in_features * size
-        if needs_grad:                           # the input's gradient needs the weight
+        if needs_grad:  # the input's gradient needs the weight
             storages += 1
             total += layer.in_features * layer.out_features * size
         needs_grad = needs_grad or trains
@@ -43,6 +43,7 @@ REFERENCE = {
 
 # --- plausible bugs: predict_bill -----------------------------------------------------------
 
+
 def bill_counting_every_save(spec):
     """Sums every save as if it had its own storage: a ReLU output kept by the ReLU and by the next
     Linear is counted twice."""
@@ -52,10 +53,10 @@ def bill_counting_every_save(spec):
     for position, layer in enumerate(spec.layers):
         trains = not layer.frozen
         activation = spec.batch * layer.in_features * size
-        if position > 0 and needs_grad:          # the ReLU's save
+        if position > 0 and needs_grad:  # the ReLU's save
             storages += 1
             total += activation
-        if trains:                               # the Linear's save of the same tensor
+        if trains:  # the Linear's save of the same tensor
             storages += 1
             total += activation
         if needs_grad:
@@ -128,13 +129,17 @@ def bill_assuming_four_bytes(spec):
 
 # --- plausible bugs: saved_parameters -----------------------------------------------------------
 
+
 def params_all_but_first(spec):
     return {f"{layer.index}.weight" for layer in spec.layers[1:]}
 
 
 def params_only_trainable(spec):
-    return {name for name in saved_parameters(spec)
-            if not next(l for l in spec.layers if f"{l.index}.weight" == name).frozen}
+    return {
+        name
+        for name in saved_parameters(spec)
+        if not next(l for l in spec.layers if f"{l.index}.weight" == name).frozen
+    }
 
 
 def params_with_biases(spec):
@@ -155,8 +160,19 @@ def params_ignoring_the_input_flag(spec):
 
 
 BUGGY = {
-    "05.predict-bill": [bill_counting_every_save, bill_first_weight_never_saved, bill_forgetting_the_last_weight,
-                        bill_counting_frozen_weights, bill_skipping_frozen_weights, bill_assuming_four_bytes],
-    "05.saved-parameters": [params_all_but_first, params_only_trainable, params_with_biases,
-                            params_without_the_last, params_ignoring_the_input_flag],
+    "05.predict-bill": [
+        bill_counting_every_save,
+        bill_first_weight_never_saved,
+        bill_forgetting_the_last_weight,
+        bill_counting_frozen_weights,
+        bill_skipping_frozen_weights,
+        bill_assuming_four_bytes,
+    ],
+    "05.saved-parameters": [
+        params_all_but_first,
+        params_only_trainable,
+        params_with_biases,
+        params_without_the_last,
+        params_ignoring_the_input_flag,
+    ],
 }

@@ -1,7 +1,9 @@
 """Unit 06's exercises: known-good implementations, written as a learner would, and plausible bugs."""
+
 import torch
 
 # --- 06.two-losses ----------------------------------------------------------------------------
+
 
 def two_gradients(forward, w, way):
     if way == "retain_graph":
@@ -18,8 +20,7 @@ def two_gradients(forward, w, way):
         (grad_b,) = torch.autograd.grad(loss_b, w)
         return grad_a, grad_b
     loss_a, loss_b = forward(w)
-    (rows,) = torch.autograd.grad(torch.stack([loss_a, loss_b]), w,
-                                  grad_outputs=torch.eye(2), is_grads_batched=True)
+    (rows,) = torch.autograd.grad(torch.stack([loss_a, loss_b]), w, grad_outputs=torch.eye(2), is_grads_batched=True)
     return rows[0], rows[1]
 
 
@@ -81,6 +82,7 @@ def swaps_the_pair(forward, w, way):
 
 # --- 06.hvp ----------------------------------------------------------------------------------------
 
+
 def hvp(f, x, v):
     (g,) = torch.autograd.grad(f(x), x, create_graph=True)
     (hv,) = torch.autograd.grad((g * v).sum(), x)
@@ -129,8 +131,20 @@ REFERENCE = {
 }
 
 BUGGY = {
-    "06.two-losses": [forgets_retain_graph, never_clears_the_grad, zeroes_instead_of_cloning,
-                      one_call_sums_the_losses, one_call_that_is_two_calls, swaps_the_pair],
-    "06.hvp": [hvp_without_create_graph, hvp_with_retain_graph, hvp_returns_the_gradient,
-               hvp_detached_then_silenced, hvp_ignores_v, hvp_through_dot_grad],
+    "06.two-losses": [
+        forgets_retain_graph,
+        never_clears_the_grad,
+        zeroes_instead_of_cloning,
+        one_call_sums_the_losses,
+        one_call_that_is_two_calls,
+        swaps_the_pair,
+    ],
+    "06.hvp": [
+        hvp_without_create_graph,
+        hvp_with_retain_graph,
+        hvp_returns_the_gradient,
+        hvp_detached_then_silenced,
+        hvp_ignores_v,
+        hvp_through_dot_grad,
+    ],
 }

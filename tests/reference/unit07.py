@@ -1,4 +1,5 @@
 """Unit 07's exercises: known-good implementations, written the way a learner would, and plausible bugs."""
+
 import torch
 
 
@@ -25,8 +26,11 @@ def predict_inplace(program):
     if t.requires_grad and base.is_leaf:
         return "at the write"
     memory = t.untyped_storage().data_ptr()
-    broken = {type(fn).__name__ for fn, kept in _saved_tensors(program.ns["out"])
-              if kept.untyped_storage().data_ptr() == memory}
+    broken = {
+        type(fn).__name__
+        for fn, kept in _saved_tensors(program.ns["out"])
+        if kept.untyped_storage().data_ptr() == memory
+    }
     return ("at backward", broken) if broken else "no error"
 
 
@@ -58,12 +62,19 @@ REFERENCE = {
 
 # --- plausible buggy predictors: each must be refused --------------------------------------------
 
+
 def every_write_breaks_backward(program):
     """'In-place writes break backward': no leaf rule, and 'at backward' even when nothing kept the tensor."""
     t = program.ns[program.target]
     memory = t.untyped_storage().data_ptr()
-    return ("at backward", {type(fn).__name__ for fn, kept in _saved_tensors(program.ns["out"])
-                            if kept.untyped_storage().data_ptr() == memory})
+    return (
+        "at backward",
+        {
+            type(fn).__name__
+            for fn, kept in _saved_tensors(program.ns["out"])
+            if kept.untyped_storage().data_ptr() == memory
+        },
+    )
 
 
 def views_ignored(program):
@@ -72,8 +83,7 @@ def views_ignored(program):
     t = program.ns[program.target]
     if t.is_leaf and t.requires_grad:
         return "at the write"
-    broken = {type(fn).__name__ for fn, kept in _saved_tensors(program.ns["out"])
-              if kept.data_ptr() == t.data_ptr()}
+    broken = {type(fn).__name__ for fn, kept in _saved_tensors(program.ns["out"]) if kept.data_ptr() == t.data_ptr()}
     return ("at backward", broken) if broken else "no error"
 
 
@@ -81,8 +91,11 @@ def leaf_rule_forgotten(program):
     """Knows about saved tensors but not that a leaf requiring grad refuses the write itself."""
     t = program.ns[program.target]
     memory = t.untyped_storage().data_ptr()
-    broken = {type(fn).__name__ for fn, kept in _saved_tensors(program.ns["out"])
-              if kept.untyped_storage().data_ptr() == memory}
+    broken = {
+        type(fn).__name__
+        for fn, kept in _saved_tensors(program.ns["out"])
+        if kept.untyped_storage().data_ptr() == memory
+    }
     return ("at backward", broken) if broken else "no error"
 
 
@@ -113,8 +126,9 @@ def every_tensor_searched(program):
     broken = set()
     for other in program.ns.values():
         if other.grad_fn is not None:
-            broken |= {type(fn).__name__ for fn, kept in _saved_tensors(other)
-                       if kept.untyped_storage().data_ptr() == memory}
+            broken |= {
+                type(fn).__name__ for fn, kept in _saved_tensors(other) if kept.untyped_storage().data_ptr() == memory
+            }
     return ("at backward", broken) if broken else "no error"
 
 
@@ -139,6 +153,7 @@ def consumers_blamed(program):
 
 
 # --- plausible buggy guards ---------------------------------------------------------------------
+
 
 def pack_plain(t):
     return t
@@ -191,11 +206,21 @@ def unpack_prints(packed):
 
 
 BUGGY = {
-    "07.predict-inplace": [every_write_breaks_backward, views_ignored, leaf_rule_forgotten,
-                           node_from_the_message, every_tensor_searched, consumers_blamed],
-    "07.version-guard": [Pair(pack_plain, unpack_plain), Pair(pack_plain, unpack_reads_version_late),
-                         Pair(pack_plain, unpack_expects_version_zero),
-                         Pair(pack_with_version, unpack_returns_the_pair),
-                         Pair(pack_a_copy, unpack_checked), Pair(pack_with_version, unpack_prints),
-                         Pair(pack_keeps_the_tensor, unpack_checked)],
+    "07.predict-inplace": [
+        every_write_breaks_backward,
+        views_ignored,
+        leaf_rule_forgotten,
+        node_from_the_message,
+        every_tensor_searched,
+        consumers_blamed,
+    ],
+    "07.version-guard": [
+        Pair(pack_plain, unpack_plain),
+        Pair(pack_plain, unpack_reads_version_late),
+        Pair(pack_plain, unpack_expects_version_zero),
+        Pair(pack_with_version, unpack_returns_the_pair),
+        Pair(pack_a_copy, unpack_checked),
+        Pair(pack_with_version, unpack_prints),
+        Pair(pack_keeps_the_tensor, unpack_checked),
+    ],
 }

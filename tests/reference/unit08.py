@@ -22,6 +22,7 @@ REFERENCE = {
 
 # --- plausible buggy implementations: each must be refused --------------------------------
 
+
 def detach_every_step(seq, k):
     """Ignores k: backward and detach after every step, which is k = 1 whatever k says."""
     state = seq.h0
@@ -99,6 +100,12 @@ def zeroes_each_chunk(seq, k):
 
 
 BUGGY = {
-    "08.tbptt": [detach_every_step, never_detaches, retain_instead_of_detach, boundary_off_by_one,
-                 drops_the_last_chunk, zeroes_each_chunk],
+    "08.tbptt": [
+        detach_every_step,
+        never_detaches,
+        retain_instead_of_detach,
+        boundary_off_by_one,
+        drops_the_last_chunk,
+        zeroes_each_chunk,
+    ],
 }

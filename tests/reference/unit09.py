@@ -1,14 +1,15 @@
 """Unit 09's exercise: a known-good float16 pair that keeps the version check, written the way a learner
 would, and plausible pairs that each get one part wrong."""
+
 import weakref
 
 import torch
 
 
 def pack_half(t):
-    if not t.is_floating_point():                    # indices must stay exact: keep them as they are
-        return "as is", t.detach(), t._version        # detach(): shares memory and counter, makes no cycle
-    owner = t._base if t._base is not None else t   # a view shares its base's counter; a temporary view dies
+    if not t.is_floating_point():  # indices must stay exact: keep them as they are
+        return "as is", t.detach(), t._version  # detach(): shares memory and counter, makes no cycle
+    owner = t._base if t._base is not None else t  # a view shares its base's counter; a temporary view dies
     return "float16", t.dtype, t.detach().to(torch.float16), weakref.ref(owner), t._version
 
 
@@ -19,7 +20,7 @@ def unpack_half(packed):
             raise RuntimeError(f"a saved tensor was written in place: version {version} at save, now {t._version}")
         return t
     _, dtype, small, owner_ref, version = packed
-    owner = owner_ref()                              # None: the tensor is gone (only an alias could still write)
+    owner = owner_ref()  # None: the tensor is gone (only an alias could still write)
     if owner is not None and owner._version != version:
         raise RuntimeError(f"a saved tensor was written in place: version {version} at save, now {owner._version}")
     return small.to(dtype)
@@ -38,6 +39,7 @@ REFERENCE = {"09.half-guard": Pair(pack_half, unpack_half)}
 
 
 # --- plausible buggy pairs: each must be refused -------------------------------------------------
+
 
 def pack_no_check(t):
     """Compresses well, and forgets that hooks switched the version check off."""
@@ -125,11 +127,13 @@ def pack_watches_the_view(t):
 
 
 BUGGY = {
-    "09.half-guard": [Pair(pack_no_check, unpack_no_check),
-                      Pair(pack_checks_the_copy, unpack_checks_the_copy),
-                      Pair(pack_keeps_original, unpack_keeps_original),
-                      Pair(pack_guard_like_unit07, unpack_guard_like_unit07),
-                      Pair(pack_any_dtype, unpack_always_float32),
-                      Pair(pack_half, unpack_dead_is_written),
-                      Pair(pack_watches_the_view, unpack_half)],
+    "09.half-guard": [
+        Pair(pack_no_check, unpack_no_check),
+        Pair(pack_checks_the_copy, unpack_checks_the_copy),
+        Pair(pack_keeps_original, unpack_keeps_original),
+        Pair(pack_guard_like_unit07, unpack_guard_like_unit07),
+        Pair(pack_any_dtype, unpack_always_float32),
+        Pair(pack_half, unpack_dead_is_written),
+        Pair(pack_watches_the_view, unpack_half),
+    ],
 }

@@ -1,4 +1,5 @@
 """Unit 10's exercises: an audit and a repair written the way a learner would, and plausible bugs."""
+
 import re
 
 import torch
@@ -14,21 +15,21 @@ def diagnose(program):
     run = step_through(program, steps=2)
     tr = run.trace(1)
     held = run.held()
-    for name in program.params:                                   # 1. is it the optimizer's tensor?
+    for name in program.params:  # 1. is it the optimizer's tensor?
         used = [s for s in tr if s.name == name][-1]
         if not any(used.tensor is p for p in held):
             return ("rebound parameter", used.number)
-    for name in program.params:                                   # 2. does the loss reach it?
+    for name in program.params:  # 2. does the loss reach it?
         edge = first_broken_edge(tr, name)
         if edge is not None:
             return ("no_grad encoder" if "no_grad" in edge.line else "detached stage", edge.number)
-    for e in run.step(1):                                         # 3. stale saves before backward
+    for e in run.step(1):  # 3. stale saves before backward
         if e.backward:
             break
         if e.stale:
             return ("in-place on a saved tensor", e.number)
     loss2 = run.loss(2)
-    if loss2 is not None:                                         # 4. a graph from before this step
+    if loss2 is not None:  # 4. a graph from before this step
         reached = set(nodes(loss2))
         for e in run.step(2):
             for name in e.inputs:
@@ -36,7 +37,7 @@ def diagnose(program):
                 fn = getattr(b.tensor, "grad_fn", None) if b is not None else None
                 if fn is not None and b.step < 2 and fn in reached:
                     return ("stale graph" if b.step == 0 else "carried state leak", b.number)
-    bw = run.backward_event(2)                                    # 5. .grad cleared before backward?
+    bw = run.backward_event(2)  # 5. .grad cleared before backward?
     if bw is not None:
         grads = run.before(bw).grads
         if any(g is not None and g.abs().sum() > 0 for g in grads.values()):
@@ -132,6 +133,7 @@ def diagnose_the_first_name(program):
 
 # --- 10.repair ------------------------------------------------------------------------------------
 
+
 def _indent(text):
     return text[: len(text) - len(text.lstrip())]
 
@@ -151,7 +153,7 @@ def repair(program):
     if kind == "detached stage":
         lines[i] = text.replace(".detach()", "")
     elif kind == "no_grad encoder":
-        lines[i: i + 2] = [_indent(text) + lines[i + 1].strip()]
+        lines[i : i + 2] = [_indent(text) + lines[i + 1].strip()]
     elif kind == "stale graph":
         moved = lines.pop(i).strip()
         loop = next(j for j, line in enumerate(lines) if line.startswith("for "))
@@ -264,8 +266,11 @@ def repair_through_data(program):
         lines = program.lines
         name = _written_name(lines[number - 1])
         text = lines[number - 1]
-        lines[number - 1] = text.replace(f"{name} ", f"{name}.data ", 1) if f"{name} " in text \
+        lines[number - 1] = (
+            text.replace(f"{name} ", f"{name}.data ", 1)
+            if f"{name} " in text
             else text.replace(f"{name}.", f"{name}.data.", 1)
+        )
         return "\n".join(lines)
     return repair(program)
 
@@ -275,6 +280,12 @@ REFERENCE = {
 }
 
 BUGGY = {
-    "10.diagnose": [diagnose_always_detached, diagnose_one_statement_late, diagnose_errors_are_in_place,
-                    diagnose_depth_only, diagnose_grads_at_step_1, diagnose_the_first_name],
+    "10.diagnose": [
+        diagnose_always_detached,
+        diagnose_one_statement_late,
+        diagnose_errors_are_in_place,
+        diagnose_depth_only,
+        diagnose_grads_at_step_1,
+        diagnose_the_first_name,
+    ],
 }

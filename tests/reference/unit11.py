@@ -1,10 +1,12 @@
 """Unit 11's exercises: known-good Functions, written the way a learner would, and plausible buggy ones,
 each refused by the report on its smallest failing input."""
+
 import torch
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable
 
 # --- 11.stable-softplus ------------------------------------------------------------------------------
+
 
 class StableSoftplus(Function):
     generate_vmap_rule = True
@@ -104,6 +106,7 @@ class SoftplusNoVmapRule(StableSoftplus):
 
 # --- 11.sigmoid-inplace -----------------------------------------------------------------------------
 
+
 class SigmoidInPlace(Function):
     @staticmethod
     def forward(x):
@@ -176,6 +179,7 @@ class SigmoidWrongSlope(SigmoidInPlace):
 
 
 # --- 11.round-ste -------------------------------------------------------------------------------------
+
 
 class RoundSTE(Function):
     @staticmethod
@@ -258,9 +262,22 @@ ALSO_RIGHT = {
 }
 
 BUGGY = {
-    "11.stable-softplus": [NaiveSoftplus, SoftplusOverflowingBackward, SoftplusWrongSign, SoftplusIgnoresGrad,
-                           SoftplusSavesBoth, SoftplusStashes, SoftplusOnce, SoftplusNoVmapRule],
-    "11.sigmoid-inplace": [SigmoidForgetsMarkDirty, SigmoidNotInPlace, SigmoidSavesInput, SigmoidKeepsACopy,
-                           SigmoidWrongSlope],
+    "11.stable-softplus": [
+        NaiveSoftplus,
+        SoftplusOverflowingBackward,
+        SoftplusWrongSign,
+        SoftplusIgnoresGrad,
+        SoftplusSavesBoth,
+        SoftplusStashes,
+        SoftplusOnce,
+        SoftplusNoVmapRule,
+    ],
+    "11.sigmoid-inplace": [
+        SigmoidForgetsMarkDirty,
+        SigmoidNotInPlace,
+        SigmoidSavesInput,
+        SigmoidKeepsACopy,
+        SigmoidWrongSlope,
+    ],
     "11.round-ste": [STEGradForStep, STETrueSlope, STESavesInput, STEIgnoresStep, STEScalesByStep],
 }

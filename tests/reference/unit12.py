@@ -1,4 +1,5 @@
 """Unit 12's exercise: a diagnosis written the way a learner would, and plausible bugs."""
+
 import torch
 
 
@@ -17,8 +18,11 @@ def _holds_graph(value):
 
 
 def _graph_keepers(model):
-    return [name for name, m in model.named_modules()
-            if any(_holds_graph(v) for k, v in vars(m).items() if not k.startswith("_"))]
+    return [
+        name
+        for name, m in model.named_modules()
+        if any(_holds_graph(v) for k, v in vars(m).items() if not k.startswith("_"))
+    ]
 
 
 def diagnose(model, loss_fn, batches, origin_rule="first", leak_rule="attributes", zero_before_check=False):
@@ -27,10 +31,14 @@ def diagnose(model, loss_fn, batches, origin_rule="first", leak_rule="attributes
     for step, (x, y) in enumerate(batches, start=1):
         opt.zero_grad()
         seen = []
-        handles = [m.register_full_backward_hook(
-            lambda m, gin, gout, name=name, seen=seen: seen.append((name, all(map(_finite, gout)),
-                                                                   all(map(_finite, gin)))))
-            for name, m in model.named_modules()]
+        handles = [
+            m.register_full_backward_hook(
+                lambda m, gin, gout, name=name, seen=seen: seen.append(
+                    (name, all(map(_finite, gout)), all(map(_finite, gin)))
+                )
+            )
+            for name, m in model.named_modules()
+        ]
         try:
             loss = loss_fn(model(x), y)
             depths.append(_depth(loss))
@@ -45,7 +53,7 @@ def diagnose(model, loss_fn, batches, origin_rule="first", leak_rule="attributes
             origin = next((n for n, gout, gin in seen if gout and not gin), None)
         elif origin_rule == "last":
             origin = next((n for n, gout, gin in reversed(seen) if n and not gin), None)
-        else:                                    # where the NaN lands: the first parameter with one
+        else:  # where the NaN lands: the first parameter with one
             origin = next((n.rsplit(".", 1)[0] for n, p in model.named_parameters() if not _finite(p.grad)), None)
         if origin is not None:
             return ("non-finite gradient", origin)
@@ -77,6 +85,7 @@ def _depth(t):
         if fn not in memo:
             memo[fn] = 1 + max((d(n) for n, _ in fn.next_functions), default=0)
         return memo[fn]
+
     return d(t.grad_fn)
 
 
@@ -113,6 +122,12 @@ def diagnose_leaves_anomaly_mode_on(model, loss_fn, batches):
 
 
 REFERENCE = {"12.diagnose": reference_diagnose}
-BUGGY = {"12.diagnose": [diagnose_blames_where_the_nan_lands, diagnose_last_hook_with_a_nan,
-                         diagnose_leaks_by_depth_only, diagnose_reads_grad_after_zero_grad,
-                         diagnose_leaves_anomaly_mode_on]}
+BUGGY = {
+    "12.diagnose": [
+        diagnose_blames_where_the_nan_lands,
+        diagnose_last_hook_with_a_nan,
+        diagnose_leaks_by_depth_only,
+        diagnose_reads_grad_after_zero_grad,
+        diagnose_leaves_anomaly_mode_on,
+    ]
+}

@@ -1,11 +1,13 @@
 """Unit 13's exercises: known-good implementations, written the way a learner would, and plausible buggy ones,
 each refused on its smallest failing case."""
+
 import torch
 from torch.func import functional_call, grad, vmap
 
 from grader import probes
 
 # --- 13.per-sample-grads ---------------------------------------------------------------------------------
+
 
 def per_sample_grads(model, x, y):
     params = {k: v.detach() for k, v in model.named_parameters()}
@@ -60,6 +62,7 @@ def loop_without_zeroing(model, x, y):
 
 
 # --- 13.eager-vs-compiled -----------------------------------------------------------------------------
+
 
 def kept_bytes(f, args):
     eager = probes.bill(lambda: f(*args)).total

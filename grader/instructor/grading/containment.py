@@ -14,6 +14,7 @@ private ``/tmp``, its own PID namespace (whatever it leaves behind dies with
 it) and the whole file system read-only except its own folder. ``isolation()``
 names what is in use; the gradebook reports it.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,8 @@ TOKEN_VAR = "AGL_CONTAINED"
 RESULT_FD_VAR = "AGL_RESULT_FD"
 
 _bwrap_ok: bool | None = None
-ADOPTING = False               # set when this process is a subreaper (grade does it): orphans come to us
-_LIVE: set[int] = set()        # contained processes still running, never taken for orphans
+ADOPTING = False  # set when this process is a subreaper (grade does it): orphans come to us
+_LIVE: set[int] = set()  # contained processes still running, never taken for orphans
 _LIVE_LOCK = threading.Lock()
 
 
@@ -62,9 +63,23 @@ def isolation() -> str:
 
 
 def _bwrap_base() -> list[str]:
-    return ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-            "--die-with-parent", "--new-session"]
+    return [
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--die-with-parent",
+        "--new-session",
+    ]
 
 
 def private_folder(prefix: str = "agl-") -> Path:
@@ -75,6 +90,7 @@ def private_folder(prefix: str = "agl-") -> Path:
 
 
 # --- reading files the contained process could have replaced ------------------------------------
+
 
 class UnsafeFile(Exception):
     """A file that is missing, not a plain file, a link, or too large; the text says which."""
@@ -115,6 +131,7 @@ def read_capped(path: Path, cap: int) -> bytes:
 
 # --- draining a pipe with a cap -------------------------------------------------------------------
 
+
 class _Drain(threading.Thread):
     """Reads a pipe to its end, keeping the first ``cap`` bytes and counting the rest."""
 
@@ -145,14 +162,14 @@ class _Drain(threading.Thread):
 
 @dataclass
 class Finished:
-    returncode: int | None                 # negative: killed by that signal
+    returncode: int | None  # negative: killed by that signal
     timed_out: bool = False
-    result: bytes = b""                    # what came through the result pipe (capped)
+    result: bytes = b""  # what came through the result pipe (capped)
     result_overflow: bool = False
     stdout: bytes = b""
     stderr: bytes = b""
-    output_bytes: int = 0                  # stdout + stderr written in all
-    leftovers: int = 0                     # processes still alive after it ended, killed
+    output_bytes: int = 0  # stdout + stderr written in all
+    leftovers: int = 0  # processes still alive after it ended, killed
     seconds: float = 0.0
     notes: list = field(default_factory=list)
 
@@ -162,6 +179,7 @@ class Finished:
 
 
 # --- finding and killing what it started ----------------------------------------------------------
+
 
 def _proc_ids() -> list[int]:
     try:
@@ -175,11 +193,11 @@ def _belongs(pid: int, session: int, token: bytes) -> bool:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
         if fields[0] in (b"Z", b"X"):
-            return False   # already dead, waiting to be reaped
-        if int(fields[3]) == session or int(fields[2]) == session:   # session id, process group id
+            return False  # already dead, waiting to be reaped
+        if int(fields[3]) == session or int(fields[2]) == session:  # session id, process group id
             return True
         if ADOPTING and int(fields[1]) == os.getpid() and pid not in _LIVE:
-            return True   # an orphan reparented to us: something a submission left behind
+            return True  # an orphan reparented to us: something a submission left behind
         with open(f"/proc/{pid}/environ", "rb") as f:
             return token in f.read(1 << 20).split(b"\0")
     except (OSError, IndexError, ValueError):
@@ -190,7 +208,7 @@ def kill_everything(session: int, token: bytes) -> int:
     """SIGKILL every process in ``session`` or carrying ``token``; return how many were found."""
     me = os.getpid()
     found: set[int] = set()
-    for _ in range(5):   # a process may fork while we look: look again until none are left
+    for _ in range(5):  # a process may fork while we look: look again until none are left
         with _LIVE_LOCK:
             pids = [p for p in _proc_ids() if p != me and _belongs(p, session, token)]
         if not pids:
@@ -206,7 +224,7 @@ def kill_everything(session: int, token: bytes) -> int:
         os.killpg(session, signal.SIGKILL)
     except OSError:
         pass
-    if ADOPTING:   # reap the orphans we killed, so they do not linger as zombies
+    if ADOPTING:  # reap the orphans we killed, so they do not linger as zombies
         for pid in [p for p in _proc_ids() if p not in _LIVE]:
             try:
                 with open(f"/proc/{pid}/stat", "rb") as f:
@@ -223,8 +241,13 @@ def code_paths() -> list[Path]:
     Python, its environment and the course. A checkout or a virtualenv under /tmp (a CI clone) is bound
     back read-only; elsewhere nothing is needed, as the whole file system is already bound read-only."""
     import grader
-    wanted = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent,
-              Path(grader.__file__).resolve().parent.parent]
+
+    wanted = [
+        Path(sys.prefix),
+        Path(sys.base_prefix),
+        Path(sys.executable).resolve().parent,
+        Path(grader.__file__).resolve().parent.parent,
+    ]
     wanted += [Path(p) for p in sys.path if p and Path(p).is_dir()]
     hidden = {Path("/tmp"), Path(tempfile.gettempdir()).resolve()}
     out: list[Path] = []
@@ -241,14 +264,35 @@ def sandboxed(cmd: list[str], workdir: Path, sandbox: bool | None = None) -> lis
         return list(cmd)
     binds = ["--bind", str(workdir), str(workdir)]
     base = Path(tempfile.gettempdir()).resolve()
-    hide = [] if base == Path("/tmp") else ["--tmpfs", str(base)]   # other learners' folders
+    hide = [] if base == Path("/tmp") else ["--tmpfs", str(base)]  # other learners' folders
     code = [arg for path in code_paths() for arg in ("--ro-bind", str(path), str(path))]
-    return [shutil.which("bwrap"), *_bwrap_base(), *hide, *code, *binds, "--chdir", str(workdir),
-            "--setenv", "AGL_SANDBOX", "bwrap", "--", *cmd]
+    return [
+        shutil.which("bwrap"),
+        *_bwrap_base(),
+        *hide,
+        *code,
+        *binds,
+        "--chdir",
+        str(workdir),
+        "--setenv",
+        "AGL_SANDBOX",
+        "bwrap",
+        "--",
+        *cmd,
+    ]
 
 
-def run(cmd: list[str], workdir: Path, env: dict, timeout: float, *, stdin: bytes = b"",
-        output_cap: int = 64 * 1024, result_cap: int = 8 * 2 ** 20, sandbox: bool | None = None) -> Finished:
+def run(
+    cmd: list[str],
+    workdir: Path,
+    env: dict,
+    timeout: float,
+    *,
+    stdin: bytes = b"",
+    output_cap: int = 64 * 1024,
+    result_cap: int = 8 * 2**20,
+    sandbox: bool | None = None,
+) -> Finished:
     """Run ``cmd`` contained (see the module's text); never raises for anything the process does."""
     started = time.monotonic()
     token = secrets.token_hex(16)
@@ -259,16 +303,27 @@ def run(cmd: list[str], workdir: Path, env: dict, timeout: float, *, stdin: byte
     cmd = sandboxed(cmd, workdir, sandbox)
     try:
         with _LIVE_LOCK:
-            proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, pass_fds=(result_w,), start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                cwd=workdir,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(result_w,),
+                start_new_session=True,
+            )
             _LIVE.add(proc.pid)
     except OSError as exc:
         os.close(result_r)
         os.close(result_w)
         return Finished(returncode=None, notes=[f"could not start: {exc}"])
     os.close(result_w)
-    drains = [_Drain(os.dup(proc.stdout.fileno()), output_cap), _Drain(os.dup(proc.stderr.fileno()), output_cap),
-              _Drain(result_r, result_cap)]
+    drains = [
+        _Drain(os.dup(proc.stdout.fileno()), output_cap),
+        _Drain(os.dup(proc.stderr.fileno()), output_cap),
+        _Drain(result_r, result_cap),
+    ]
     proc.stdout.close()
     proc.stderr.close()
     for d in drains:
@@ -284,6 +339,7 @@ def run(cmd: list[str], workdir: Path, env: dict, timeout: float, *, stdin: byte
                 proc.stdin.close()
             except OSError:
                 pass
+
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
     out = Finished(returncode=None)

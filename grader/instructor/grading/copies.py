@@ -11,6 +11,7 @@ named. (Deleting one whole question and nothing else cannot be told from an
 older copy; the gradebook names such questions, and ``--count-absent`` counts
 them.)
 """
+
 from __future__ import annotations
 
 import re
@@ -19,10 +20,10 @@ from dataclasses import dataclass, field
 
 @dataclass
 class CopyContents:
-    absent: list = field(default_factory=list)       # question ids not in this copy (added after it was handed out)
-    missing: list = field(default_factory=list)      # (cell id, its first line) of cells really deleted
-    expected: int = 0                                # cells of the unit this copy should hold
-    unanswered: list = field(default_factory=list)   # predict questions whose answer cell is still the placeholder
+    absent: list = field(default_factory=list)  # question ids not in this copy (added after it was handed out)
+    missing: list = field(default_factory=list)  # (cell id, its first line) of cells really deleted
+    expected: int = 0  # cells of the unit this copy should hold
+    unanswered: list = field(default_factory=list)  # predict questions whose answer cell is still the placeholder
 
     def missing_words(self, limit: int = 8) -> str:
         """The deleted cells, named: 'c013 reveal("00.warmup-flag"), c011 ...'."""
@@ -48,8 +49,7 @@ def _names(text: str, qids) -> set:
     return {q for q in qids if re.search(r"(?<![\w.-])" + re.escape(q) + r"(?![\w-])", text)}
 
 
-def what_the_copy_holds(qids: list[str], predict_qids: list[str], template: list[dict],
-                        cells: list) -> CopyContents:
+def what_the_copy_holds(qids: list[str], predict_qids: list[str], template: list[dict], cells: list) -> CopyContents:
     """Compare a copy's cells (read before anything is restored) with the unit's notebook, by cell id."""
     ids = {c.get("id") for c in cells if isinstance(c, dict) and c.get("id")}
     copy_text = "\n".join(_source(c) for c in cells if isinstance(c, dict))
@@ -61,7 +61,7 @@ def what_the_copy_holds(qids: list[str], predict_qids: list[str], template: list
         where = named_at[q]
         if q in named_in_copy or not where:
             continue
-        span = order[min(where):max(where) + 1]
+        span = order[min(where) : max(where) + 1]
         if not any(cid in ids for cid in span):
             candidates.append(q)
     missing_at = [i for i, cid in enumerate(order) if cid and cid not in ids]
@@ -85,8 +85,11 @@ def what_the_copy_holds(qids: list[str], predict_qids: list[str], template: list
     for q in predict_qids:
         if q in out.absent:
             continue
-        mine = [c for c in template if c.get("cell_type") == "code" and re.search(
-            r"predict\(\s*[\"']" + re.escape(q) + r"[\"']", _source(c))]
+        mine = [
+            c
+            for c in template
+            if c.get("cell_type") == "code" and re.search(r"predict\(\s*[\"']" + re.escape(q) + r"[\"']", _source(c))
+        ]
         if not mine:
             continue
         theirs = by_id.get(mine[0].get("id"))

@@ -15,6 +15,7 @@ A question's record in the gradebook says what the learner did, not what the re-
 grader runs every cell, so a reveal cell always runs; a prediction left as the placeholder is
 "not answered", and a question the copy never had (an older copy) is "not in this copy".
 """
+
 from __future__ import annotations
 
 import csv
@@ -26,9 +27,28 @@ from grader.engine.course import UNITS
 from grader.engine.question import of_unit
 from grader.instructor.grading import scores
 
-FIXED = ["learner", "student id", "notebook", "unit", "submitted", "run", "problems", "findings", "marked passed",
-         "points", "max", "percent", "done", "correct", "questions", "not in copy", "hints", "attempts",
-         "isolation", "seconds"]
+FIXED = [
+    "learner",
+    "student id",
+    "notebook",
+    "unit",
+    "submitted",
+    "run",
+    "problems",
+    "findings",
+    "marked passed",
+    "points",
+    "max",
+    "percent",
+    "done",
+    "correct",
+    "questions",
+    "not in copy",
+    "hints",
+    "attempts",
+    "isolation",
+    "seconds",
+]
 TAMPERED = ("worker died", "worker lied")
 NOT_IN_COPY = "not in this copy"
 
@@ -54,6 +74,7 @@ def _done(role: str, verdict: str, state) -> bool:
 
 def _show(kind, answer) -> str:
     from grader.engine.kinds import short
+
     try:
         return kind.show(kind.read(answer))
     except Exception:
@@ -63,8 +84,17 @@ def _show(kind, answer) -> str:
 def _feedback(q, r, verdict: str, earned: float, maximum: float) -> dict:
     from grader.instructor.grading.verify import truth_of
 
-    item = {"verdict": verdict, "prompt": q.prompt, "explain": q.explain, "role": q.role, "yours": "",
-            "torch": "", "case": "", "points": earned, "max": maximum}
+    item = {
+        "verdict": verdict,
+        "prompt": q.prompt,
+        "explain": q.explain,
+        "role": q.role,
+        "yours": "",
+        "torch": "",
+        "case": "",
+        "points": earned,
+        "max": maximum,
+    }
     try:
         if q.role == "exercise":
             v = r.exercises.get(q.qid)
@@ -79,13 +109,18 @@ def _feedback(q, r, verdict: str, earned: float, maximum: float) -> dict:
             if q.qid in r.answers and r.answers[q.qid] is not None:
                 item["yours"] = _show(q.kind, r.answers[q.qid])
             item["torch"] = q.kind.show(truth_of(q))
-    except Exception as exc:   # torch's answer could not be shown: say so, the row stands
+    except Exception as exc:  # torch's answer could not be shown: say so, the row stands
         item["torch"] = item["torch"] or f"(not available: {type(exc).__name__})"
     return item
 
 
-def rows_of(out, weights: scores.Weights | None = None, ids: dict | None = None, times: dict | None = None,
-            feedback: bool = False) -> list[dict]:
+def rows_of(
+    out,
+    weights: scores.Weights | None = None,
+    ids: dict | None = None,
+    times: dict | None = None,
+    feedback: bool = False,
+) -> list[dict]:
     """One row per unit of one graded submission (``out`` is a pipeline.GradedSubmission)."""
     from grader.instructor.grading.roster import lookup, submitted
 
@@ -99,11 +134,28 @@ def rows_of(out, weights: scores.Weights | None = None, ids: dict | None = None,
         unit = r.unit if r is not None else out.unit
         trusted = out.status not in TAMPERED
         student = lookup(ids, learner, notebook) if ids else None
-        row = {"learner": learner, "student id": student or "", "notebook": notebook, "unit": unit,
-               "submitted": submitted(notebook, times), "run": out.status, "problems": "; ".join(out.problems),
-               "findings": "; ".join(out.findings), "marked passed": "no", "points": 0, "max": 0, "percent": 0,
-               "done": 0, "correct": 0, "questions": 0, "not in copy": "", "hints": "", "attempts": "",
-               "isolation": out.isolation, "seconds": scores.number(out.seconds)}
+        row = {
+            "learner": learner,
+            "student id": student or "",
+            "notebook": notebook,
+            "unit": unit,
+            "submitted": submitted(notebook, times),
+            "run": out.status,
+            "problems": "; ".join(out.problems),
+            "findings": "; ".join(out.findings),
+            "marked passed": "no",
+            "points": 0,
+            "max": 0,
+            "percent": 0,
+            "done": 0,
+            "correct": 0,
+            "questions": 0,
+            "not in copy": "",
+            "hints": "",
+            "attempts": "",
+            "isolation": out.isolation,
+            "seconds": scores.number(out.seconds),
+        }
         if ids is not None and student is None:
             row["findings"] = "; ".join(p for p in (row["findings"], "not in the roster") if p)
         if r is None:
@@ -123,8 +175,17 @@ def rows_of(out, weights: scores.Weights | None = None, ids: dict | None = None,
             row[q.qid] = verdict
             w = weights.of(q.qid, q.role)
             if missing and not weights.count_absent:
-                details[q.qid] = {"verdict": verdict, "prompt": q.prompt, "explain": "", "role": q.role,
-                                  "yours": "", "torch": "", "case": "", "points": 0, "max": 0}
+                details[q.qid] = {
+                    "verdict": verdict,
+                    "prompt": q.prompt,
+                    "explain": "",
+                    "role": q.role,
+                    "yours": "",
+                    "torch": "",
+                    "case": "",
+                    "points": 0,
+                    "max": 0,
+                }
                 continue
             got = {} if missing else scores.earned(q.role, st, r.flags.get(q.qid, ""), w)
             q_points, q_max = sum(got.values()), sum(w.values())
@@ -135,15 +196,33 @@ def rows_of(out, weights: scores.Weights | None = None, ids: dict | None = None,
             complete = complete and is_done
             if feedback:
                 details[q.qid] = _feedback(q, r, verdict, scores.number(q_points), scores.number(q_max))
-        row.update({"marked passed": "yes" if complete else "no", "points": scores.number(points),
-                    "max": scores.number(maximum), "percent": scores.percent(points, maximum), "done": done,
-                    "correct": correct, "questions": counted, "not in copy": ", ".join(sorted(absent)),
-                    "hints": ", ".join(f"{qid}: {n}" for qid, n in r.hints.items()),
-                    "attempts": ", ".join(f"{qid}: {n}" for qid, n in r.attempts.items())})
+        row.update(
+            {
+                "marked passed": "yes" if complete else "no",
+                "points": scores.number(points),
+                "max": scores.number(maximum),
+                "percent": scores.percent(points, maximum),
+                "done": done,
+                "correct": correct,
+                "questions": counted,
+                "not in copy": ", ".join(sorted(absent)),
+                "hints": ", ".join(f"{qid}: {n}" for qid, n in r.hints.items()),
+                "attempts": ", ".join(f"{qid}: {n}" for qid, n in r.attempts.items()),
+            }
+        )
         if absent:
-            row["findings"] = "; ".join(p for p in (row["findings"], "not in this copy (added after it was handed "
-                                                    "out" + (", counted" if weights.count_absent else
-                                                             ", not counted") + "): " + ", ".join(sorted(absent))) if p)
+            row["findings"] = "; ".join(
+                p
+                for p in (
+                    row["findings"],
+                    "not in this copy (added after it was handed "
+                    "out"
+                    + (", counted" if weights.count_absent else ", not counted")
+                    + "): "
+                    + ", ".join(sorted(absent)),
+                )
+                if p
+            )
         if feedback:
             row["_feedback"] = details
         rows.append(row)
@@ -160,6 +239,7 @@ def _unit_key(unit: str):
 
 # --- the long gradebook ---------------------------------------------------------------------
 
+
 def read_csv(path: Path) -> list[dict]:
     with open(path, newline="", encoding="utf-8") as f:
         return list(csv.DictReader(f))
@@ -169,8 +249,12 @@ def merge(old: list[dict], new: list[dict]) -> list[dict]:
     """The old gradebook with every (learner, unit) graded now replaced (and the learner's unreadable rows)."""
     fresh = {(r["learner"], r["unit"]) for r in new}
     learners = {r["learner"] for r in new}
-    kept = [r for r in old if (r.get("learner"), r.get("unit")) not in fresh
-            and not (r.get("learner") in learners and r.get("unit") not in UNITS)]
+    kept = [
+        r
+        for r in old
+        if (r.get("learner"), r.get("unit")) not in fresh
+        and not (r.get("learner") in learners and r.get("unit") not in UNITS)
+    ]
     return kept + list(new)
 
 
@@ -180,14 +264,16 @@ def write_csv(rows: list[dict], path: Path) -> None:
         questions += [q.qid for q in of_unit(unit)] if unit in UNITS else []
     extra = [k for r in rows for k in r if k not in FIXED and k not in questions and not k.startswith("_")]
     with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=FIXED + questions + list(dict.fromkeys(extra)), restval="",
-                                extrasaction="ignore")
+        writer = csv.DictWriter(
+            f, fieldnames=FIXED + questions + list(dict.fromkeys(extra)), restval="", extrasaction="ignore"
+        )
         writer.writeheader()
         for r in sorted(rows, key=lambda r: (r["learner"], _unit_key(r["unit"]), r["notebook"])):
             writer.writerow(r)
 
 
 # --- the wide gradebook: one row per learner ------------------------------------------------
+
 
 def _num(x) -> float:
     try:
@@ -196,8 +282,9 @@ def _num(x) -> float:
         return 0.0
 
 
-def wide_rows(rows: list[dict], weights: scores.Weights | None = None, ids: dict | None = None,
-              units: list[str] | None = None) -> tuple[list[str], list[dict]]:
+def wide_rows(
+    rows: list[dict], weights: scores.Weights | None = None, ids: dict | None = None, units: list[str] | None = None
+) -> tuple[list[str], list[dict]]:
     """(columns, rows): each learner once, each unit graded for anyone as columns, and the totals."""
     weights = weights or scores.Weights()
     units = units or sorted({r["unit"] for r in rows if r["unit"] in UNITS}, key=_unit_key)
@@ -209,8 +296,9 @@ def wide_rows(rows: list[dict], weights: scores.Weights | None = None, ids: dict
     out = []
     for name in learners:
         mine = [r for r in rows if r["learner"] == name]
-        student = next((r.get("student id") for r in mine if r.get("student id")), "") or \
-            ((ids or {}).get(name, "") if ids else "")
+        student = next((r.get("student id") for r in mine if r.get("student id")), "") or (
+            (ids or {}).get(name, "") if ids else ""
+        )
         row = {"student id": student, "learner": name}
         total = top = 0.0
         passed = 0
@@ -219,17 +307,37 @@ def wide_rows(rows: list[dict], weights: scores.Weights | None = None, ids: dict
             if graded:
                 best = max(graded, key=lambda r: (_num(r["points"]), r.get("submitted", "")))
                 p, m = _num(best["points"]), _num(best["max"])
-                row.update({f"{u} points": scores.number(p), f"{u} max": scores.number(m),
-                            f"{u} percent": scores.percent(p, m), f"{u} passed": best["marked passed"],
-                            f"{u} submitted": best.get("submitted", "")})
+                row.update(
+                    {
+                        f"{u} points": scores.number(p),
+                        f"{u} max": scores.number(m),
+                        f"{u} percent": scores.percent(p, m),
+                        f"{u} passed": best["marked passed"],
+                        f"{u} submitted": best.get("submitted", ""),
+                    }
+                )
                 passed += best["marked passed"] == "yes"
             else:
                 p, m = 0.0, unit_maximum(u, weights)
-                row.update({f"{u} points": 0, f"{u} max": scores.number(m), f"{u} percent": 0,
-                            f"{u} passed": "not submitted", f"{u} submitted": ""})
+                row.update(
+                    {
+                        f"{u} points": 0,
+                        f"{u} max": scores.number(m),
+                        f"{u} percent": 0,
+                        f"{u} passed": "not submitted",
+                        f"{u} submitted": "",
+                    }
+                )
             total, top = total + p, top + m
-        row.update({"points": scores.number(total), "max": scores.number(top), "percent": scores.percent(total, top),
-                    "units passed": passed, "units": len(units)})
+        row.update(
+            {
+                "points": scores.number(total),
+                "max": scores.number(top),
+                "percent": scores.percent(total, top),
+                "units passed": passed,
+                "units": len(units),
+            }
+        )
         out.append(row)
     return columns, out
 
@@ -258,6 +366,7 @@ def write_wide(rows: list[dict], path: Path, weights: scores.Weights | None = No
 
 # --- feedback pages -------------------------------------------------------------------------
 
+
 def verdict_class(verdict: str) -> str:
     """Every verdict gets a colour: good, partial (participation but wrong), bad, absent."""
     v = verdict or ""
@@ -265,8 +374,11 @@ def verdict_class(verdict: str) -> str:
         return "absent"
     if v.startswith("correct") or v.startswith("predicted, correct"):
         return "good"
-    if v.startswith("predicted, incorrect") or v.startswith("predicted, not revealed") or \
-            v.startswith("predicted after reveal"):
+    if (
+        v.startswith("predicted, incorrect")
+        or v.startswith("predicted, not revealed")
+        or v.startswith("predicted after reveal")
+    ):
         return "partial"
     return "bad"
 
@@ -288,38 +400,48 @@ def _esc(x) -> str:
 def _page(learner: str, rows: list[dict]) -> str:
     total = sum(_num(r["points"]) for r in rows)
     top = sum(_num(r["max"]) for r in rows)
-    parts = [f"<!doctype html><html lang='en'><meta charset='utf-8'><title>autograd-lab: {_esc(learner)}</title>",
-             f"<style>{STYLE}</style>",
-             f"<h1>Feedback for {_esc(learner)}</h1>",
-             f"<p class='summary'>{scores.number(total)} of {scores.number(top)} points "
-             f"({scores.percent(total, top)}%) in {len(rows)} unit(s).</p>"]
+    parts = [
+        f"<!doctype html><html lang='en'><meta charset='utf-8'><title>autograd-lab: {_esc(learner)}</title>",
+        f"<style>{STYLE}</style>",
+        f"<h1>Feedback for {_esc(learner)}</h1>",
+        f"<p class='summary'>{scores.number(total)} of {scores.number(top)} points "
+        f"({scores.percent(total, top)}%) in {len(rows)} unit(s).</p>",
+    ]
     for r in sorted(rows, key=lambda r: (_unit_key(r["unit"]), r["notebook"])):
         unit = r["unit"]
         title = UNITS[unit].title if unit in UNITS else "unknown unit"
         parts.append(f"<h2 id='unit-{_esc(unit)}'>Unit {_esc(unit)}: {_esc(title)}</h2>")
-        parts.append(f"<p><b>{r['points']} of {r['max']} points ({r['percent']}%)</b>. Marked passed: "
-                     f"<span class='verdict {'good' if r['marked passed'] == 'yes' else 'bad'}'>"
-                     f"{_esc(r['marked passed'])}</span>. Run: {_esc(r['run'])}. Predictions and checks done: "
-                     f"{r['done']} of {r['questions']}, correct: {r['correct']}."
-                     + (f" Handed in: {_esc(r['submitted'])}." if r.get("submitted") else "") + "</p>")
+        parts.append(
+            f"<p><b>{r['points']} of {r['max']} points ({r['percent']}%)</b>. Marked passed: "
+            f"<span class='verdict {'good' if r['marked passed'] == 'yes' else 'bad'}'>"
+            f"{_esc(r['marked passed'])}</span>. Run: {_esc(r['run'])}. Predictions and checks done: "
+            f"{r['done']} of {r['questions']}, correct: {r['correct']}."
+            + (f" Handed in: {_esc(r['submitted'])}." if r.get("submitted") else "")
+            + "</p>"
+        )
         notes = [p for p in (r["problems"].split("; ") + r["findings"].split("; ")) if p]
         if notes:
             parts.append("<ul class='notes'>" + "".join(f"<li>{_esc(p)}</li>" for p in notes) + "</ul>")
         details = r.get("_feedback", {})
         if not details:
             continue
-        parts.append("<table><tr><th>question</th><th>result</th><th>your answer</th><th>torch's answer</th>"
-                     "<th>points</th></tr>")
+        parts.append(
+            "<table><tr><th>question</th><th>result</th><th>your answer</th><th>torch's answer</th><th>points</th></tr>"
+        )
         for qid, d in details.items():
-            parts.append(f"<tr class='question' id='{_esc(qid)}'><td><code>{_esc(qid)}</code></td>"
-                         f"<td><span class='verdict {verdict_class(d['verdict'])}'>{_esc(d['verdict'])}</span></td>"
-                         f"<td class='yours'>{_esc(d['yours'])}</td><td class='torch'>{_esc(d['torch'])}</td>"
-                         f"<td>{d['points']} / {d['max']}</td></tr>")
+            parts.append(
+                f"<tr class='question' id='{_esc(qid)}'><td><code>{_esc(qid)}</code></td>"
+                f"<td><span class='verdict {verdict_class(d['verdict'])}'>{_esc(d['verdict'])}</span></td>"
+                f"<td class='yours'>{_esc(d['yours'])}</td><td class='torch'>{_esc(d['torch'])}</td>"
+                f"<td>{d['points']} / {d['max']}</td></tr>"
+            )
             body = [f"<div class='prompt'>{_esc(d['prompt'])}</div>"]
             if d.get("case"):
-                body.append("<div class='failing'><b>Smallest failing case</b><pre class='case'>"
-                            f"{_esc(d['case'])}</pre>your function returned <code>{_esc(d['yours'])}</code>; "
-                            f"torch says <code>{_esc(d['torch'])}</code></div>")
+                body.append(
+                    "<div class='failing'><b>Smallest failing case</b><pre class='case'>"
+                    f"{_esc(d['case'])}</pre>your function returned <code>{_esc(d['yours'])}</code>; "
+                    f"torch says <code>{_esc(d['torch'])}</code></div>"
+                )
             if d.get("explain"):
                 body.append(f"<div class='explain'><b>Why:</b> {_esc(d['explain'])}</div>")
             parts.append(f"<tr class='detail'><td></td><td colspan='4'>{''.join(body)}</td></tr>")

@@ -10,6 +10,7 @@ through the result pipe as one JSON line ``{"qid", "i", "value"}`` (or
 are computed by the grading process, which compares. A function that walks
 up the stack finds cases and the runner, never an answer.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ import time
 
 from grader.instructor.grading import containment
 
-REQUEST_CAP = 4 * 2 ** 20
+REQUEST_CAP = 4 * 2**20
 
 
 def _line(fd, item: dict) -> None:
@@ -36,7 +37,7 @@ def _kinds_only(qids: list) -> dict:
     registry = question.load()
     wanted = {qid: registry[qid].kind for qid in qids}
     for kind in wanted.values():
-        kind.cases()                      # made now, cached in the kind
+        kind.cases()  # made now, cached in the kind
     for q in registry.values():
         module = sys.modules.get(getattr(q.experiment, "__module__", ""), None)
         for name, value in list(vars(module).items()) if module else []:
@@ -55,8 +56,23 @@ def _learner_builtins() -> dict:
 
     real = builtins.__import__
     public = types.ModuleType("grader")
-    for name in ("predict", "reveal", "check", "mark_passed", "reset", "hint", "status", "draw", "stepper",
-                 "trace_backward", "unit_panel", "course_map", "neuron_lab", "memory_bill_lab", "depth_lab"):
+    for name in (
+        "predict",
+        "reveal",
+        "check",
+        "mark_passed",
+        "reset",
+        "hint",
+        "status",
+        "draw",
+        "stepper",
+        "trace_backward",
+        "unit_panel",
+        "course_map",
+        "neuron_lab",
+        "memory_bill_lab",
+        "depth_lab",
+    ):
         setattr(public, name, _gone)
 
     def guarded(name, globals=None, locals=None, fromlist=(), level=0):
@@ -65,6 +81,7 @@ def _learner_builtins() -> dict:
                 raise ImportError(f"{name} is not available to an exercise function")
             return public
         return real(name, globals, locals, fromlist, level)
+
     return dict(vars(builtins), __import__=guarded)
 
 
@@ -83,7 +100,10 @@ def main() -> int:
         try:
             exec(compile(item["source"], "<your notebook>", "exec"), ns)
         except BaseException as exc:  # noqa: BLE001 - the learner's code, whatever it raised
-            _line(fd, {"qid": qid, "i": 0, "problem": f"the notebook's definitions raised {limits.describe_exception(exc)}"})
+            _line(
+                fd,
+                {"qid": qid, "i": 0, "problem": f"the notebook's definitions raised {limits.describe_exception(exc)}"},
+            )
             continue
         names = item["names"]
         fn = ns.get(names[0], ...) if len(names) == 1 else tuple(ns.get(n, ...) for n in names)

@@ -5,6 +5,7 @@ grader/instructor/grading/notebook_worker.py NOTEBOOK WORKDIR CELL_TIMEOUT MEMOR
 part of the ``grader`` package, so it never imports torch: the kernel does.
 Its report says how the run went; verdicts are never its business.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -18,7 +19,7 @@ from pathlib import Path
 def _containment():
     spec = importlib.util.spec_from_file_location("agl_containment", Path(__file__).with_name("containment.py"))
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module   # its dataclasses look themselves up there
+    sys.modules[spec.name] = module  # its dataclasses look themselves up there
     spec.loader.exec_module(module)
     return module
 
@@ -29,7 +30,8 @@ def run(notebook: str, workdir: str, cell_timeout: int, memory_mb: int) -> None:
     fd = containment.result_pipe()
     if memory_mb and os.name == "posix":
         import resource  # the kernel this process starts inherits the limit
-        limit = memory_mb * 2 ** 20
+
+        limit = memory_mb * 2**20
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     import nbformat
     from nbclient import NotebookClient
@@ -38,9 +40,15 @@ def run(notebook: str, workdir: str, cell_timeout: int, memory_mb: int) -> None:
     report = {"status": "ok", "problems": []}
     nb = nbformat.read(notebook, as_version=4)
     report["cells"] = len(nb.cells)
-    client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
-                            interrupt_on_timeout=True, record_timing=False,
-                            resources={"metadata": {"path": workdir}})
+    client = NotebookClient(
+        nb,
+        timeout=cell_timeout,
+        kernel_name="python3",
+        allow_errors=True,
+        interrupt_on_timeout=True,
+        record_timing=False,
+        resources={"metadata": {"path": workdir}},
+    )
     try:
         client.execute()
     except DeadKernelError:
@@ -63,10 +71,9 @@ def run(notebook: str, workdir: str, cell_timeout: int, memory_mb: int) -> None:
                         report["status"] = "out of memory"
                     elif report["status"] == "ok":
                         report["status"] = "cell errors"
-    time.sleep(0.2)   # nbclient has shut the kernel down; anything else still alive was left behind
+    time.sleep(0.2)  # nbclient has shut the kernel down; anything else still alive was left behind
     report["leftovers"] = containment.others_alive()
     containment.send(fd, (json.dumps(report) + "\n").encode())
-
 
 
 if __name__ == "__main__":

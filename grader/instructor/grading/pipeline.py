@@ -27,6 +27,7 @@ given folder, else the file name less the course's part: ``frank_01.ipynb``
 -> ``frank``; a file named as the course names it belongs to the folder that
 holds it), the same whatever subset is graded.
 """
+
 from __future__ import annotations
 
 import ast
@@ -51,10 +52,10 @@ from grader.instructor.grading import verify as verify_submission
 from grader.instructor.grading.copies import what_the_copy_holds
 
 ROOT = Path(__file__).resolve().parents[3]
-NOTEBOOK_CAP = 32 * 2 ** 20        # bytes of a submitted notebook read at most
-STORE_CAP = 64 * 2 ** 20           # bytes of a progress store (and of its WAL) read at most
-EVENTS_CAP = 100_000               # events read at most
-ANSWER_CAP = 100_000               # characters of one recorded answer
+NOTEBOOK_CAP = 32 * 2**20  # bytes of a submitted notebook read at most
+STORE_CAP = 64 * 2**20  # bytes of a progress store (and of its WAL) read at most
+EVENTS_CAP = 100_000  # events read at most
+ANSWER_CAP = 100_000  # characters of one recorded answer
 PLACEHOLDERS = ("YOUR ANSWER HERE", "YOUR CODE HERE", "NotImplementedError")
 TAMPERED = ("worker died", "worker lied")
 
@@ -63,19 +64,19 @@ TAMPERED = ("worker died", "worker lied")
 class Submission:
     learner: str
     path: Path
-    problem: str = ""          # set by find() for a path that cannot be a notebook (a broken link, say)
+    problem: str = ""  # set by find() for a path that cannot be a notebook (a broken link, say)
 
 
 @dataclass
 class Restored:
     submission: Submission
-    notebook: dict | None = None                   # the notebook with grader-owned cells put back
+    notebook: dict | None = None  # the notebook with grader-owned cells put back
     unit: str = "?"
     status: str = "ok"
     problems: list = field(default_factory=list)
     findings: list = field(default_factory=list)
     exercises: dict = field(default_factory=dict)  # qid -> {"source", "names"}
-    copy: object = None                            # copies.CopyContents: what the copy holds
+    copy: object = None  # copies.CopyContents: what the copy holds
 
 
 @dataclass
@@ -94,15 +95,18 @@ class GradedSubmission:
     status: str = "ok"
     problems: list = field(default_factory=list)
     findings: list = field(default_factory=list)
-    units: list = field(default_factory=list)        # Recomputed, one per unit
+    units: list = field(default_factory=list)  # Recomputed, one per unit
     isolation: str = ""
     seconds: float = 0.0
     unit: str = "?"
-    copy: object = None                              # copies.CopyContents, from restore
-    facts: list = field(default_factory=list)        # for the class report (grader.instructor.grading.report.facts_of), one per unit
+    copy: object = None  # copies.CopyContents, from restore
+    facts: list = field(
+        default_factory=list
+    )  # for the class report (grader.instructor.grading.report.facts_of), one per unit
 
 
 # --- step 1: find ---------------------------------------------------------------------------
+
 
 def find(paths: list[str]) -> list[Submission]:
     subs = []
@@ -131,6 +135,7 @@ def _path_problem(path: Path) -> str:
 
 
 # --- step 2: restore ------------------------------------------------------------------------
+
 
 def _source(cell) -> str:
     src = cell.get("source", "")
@@ -172,6 +177,7 @@ def restore(sub: Submission) -> Restored:
         return out
     try:
         import nbformat
+
         nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
         cells = nb.cells
         if not isinstance(cells, list):
@@ -199,8 +205,9 @@ def restore(sub: Submission) -> Restored:
     if edited:
         out.findings.append(f"{edited} grader cell(s) had been edited and were restored")
     if out.copy.missing:
-        out.problems.append(f"{len(out.copy.missing)} of the unit's {out.copy.expected} cells are missing: "
-                            + out.copy.missing_words())
+        out.problems.append(
+            f"{len(out.copy.missing)} of the unit's {out.copy.expected} cells are missing: " + out.copy.missing_words()
+        )
         out.status = "missing cells"
     out.notebook = nb
     out.exercises = _exercise_sources(out.unit, cells)
@@ -210,8 +217,12 @@ def restore(sub: Submission) -> Restored:
 def _what_the_copy_holds(unit: str, template: list, cells: list):
     """Which of the unit's questions and cells this copy holds (an older copy lacks questions added since)."""
     qs = of_unit(unit) if unit in UNITS else []
-    return what_the_copy_holds([q.qid for q in qs], [q.qid for q in qs if q.role == "predict"], template,
-                               [c for c in cells if isinstance(c, dict)])
+    return what_the_copy_holds(
+        [q.qid for q in qs],
+        [q.qid for q in qs if q.role == "predict"],
+        template,
+        [c for c in cells if isinstance(c, dict)],
+    )
 
 
 def _exercise_sources(unit: str, cells: list) -> dict:
@@ -264,11 +275,19 @@ def _definitions(cells: list) -> str:
 
 # --- step 3: execute ------------------------------------------------------------------------
 
+
 def _contained_env(work: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("AUTOGRAD_LAB_STRICT",) and not k.startswith("AGL_")}
-    env.update(AUTOGRAD_LAB_HOME=str(work / "home"), HOME=str(work / "home"), PYTHONUNBUFFERED="1",
-               JUPYTER_RUNTIME_DIR=str(work / "runtime"), IPYTHONDIR=str(work / "ipython"),
-               MPLCONFIGDIR=str(work / "mpl"), MPLBACKEND="Agg", TMPDIR=str(work / "tmp"))
+    env.update(
+        AUTOGRAD_LAB_HOME=str(work / "home"),
+        HOME=str(work / "home"),
+        PYTHONUNBUFFERED="1",
+        JUPYTER_RUNTIME_DIR=str(work / "runtime"),
+        IPYTHONDIR=str(work / "ipython"),
+        MPLCONFIGDIR=str(work / "mpl"),
+        MPLBACKEND="Agg",
+        TMPDIR=str(work / "tmp"),
+    )
     for name in ("home", "runtime", "ipython", "mpl", "tmp"):
         (work / name).mkdir(exist_ok=True)
     return env
@@ -295,11 +314,19 @@ def read_events(home: Path, scratch: Path) -> tuple[list[Event], list[str]]:
             if version > SCHEMA_VERSION:
                 findings.append(f"store written by a newer schema ({version}); read as far as it is understood")
             try:
-                rows = con.execute("SELECT id, time, unit, qid, action, answer, verdict, torch, session FROM events "
-                                   "ORDER BY id LIMIT ?", (EVENTS_CAP + 1,)).fetchall()
+                rows = con.execute(
+                    "SELECT id, time, unit, qid, action, answer, verdict, torch, session FROM events "
+                    "ORDER BY id LIMIT ?",
+                    (EVENTS_CAP + 1,),
+                ).fetchall()
             except sqlite3.OperationalError:
-                rows = [r + ("",) for r in con.execute("SELECT id, time, unit, qid, action, answer, verdict, torch "
-                                                       "FROM events ORDER BY id LIMIT ?", (EVENTS_CAP + 1,))]
+                rows = [
+                    r + ("",)
+                    for r in con.execute(
+                        "SELECT id, time, unit, qid, action, answer, verdict, torch FROM events ORDER BY id LIMIT ?",
+                        (EVENTS_CAP + 1,),
+                    )
+                ]
         finally:
             con.close()
     except sqlite3.Error as exc:
@@ -310,8 +337,14 @@ def read_events(home: Path, scratch: Path) -> tuple[list[Event], list[str]]:
     events = []
     for r in rows:
         ident, when, unit, qid, action, answer, verdict, torch_v, session = r
-        if not (isinstance(ident, int) and isinstance(when, (int, float)) and isinstance(unit, str)
-                and (qid is None or isinstance(qid, str)) and isinstance(action, str) and isinstance(verdict, str)):
+        if not (
+            isinstance(ident, int)
+            and isinstance(when, (int, float))
+            and isinstance(unit, str)
+            and (qid is None or isinstance(qid, str))
+            and isinstance(action, str)
+            and isinstance(verdict, str)
+        ):
             findings.append("store has events that are not well formed; they were skipped")
             continue
         value = None
@@ -324,8 +357,9 @@ def read_events(home: Path, scratch: Path) -> tuple[list[Event], list[str]]:
     return events, list(dict.fromkeys(findings))
 
 
-def execute(restored: Restored, cell_timeout: int = 60, notebook_timeout: int = 600,
-            memory_mb: int = 3072, pool=None) -> Execution:
+def execute(
+    restored: Restored, cell_timeout: int = 60, notebook_timeout: int = 600, memory_mb: int = 3072, pool=None
+) -> Execution:
     """Run the restored notebook contained; return how it ended and the events its store holds.
 
     With a :class:`grader.instructor.grading.workers.Pool` the notebook runs in a process forked from a warm parent
@@ -343,11 +377,25 @@ def execute(restored: Restored, cell_timeout: int = 60, notebook_timeout: int = 
         nbformat.write(restored.notebook, str(copy))
         if worker:
             env[containment.TOKEN_VAR] = secrets.token_hex(16)
-            run = worker.run({"kind": "notebook", "dir": work.name, "env": env, "cell_timeout": cell_timeout,
-                              "memory_mb": memory_mb}, notebook_timeout)
+            run = worker.run(
+                {
+                    "kind": "notebook",
+                    "dir": work.name,
+                    "env": env,
+                    "cell_timeout": cell_timeout,
+                    "memory_mb": memory_mb,
+                },
+                notebook_timeout,
+            )
         else:
-            cmd = [sys.executable, str(Path(__file__).with_name("notebook_worker.py")), str(copy), str(work),
-                   str(cell_timeout), str(memory_mb)]
+            cmd = [
+                sys.executable,
+                str(Path(__file__).with_name("notebook_worker.py")),
+                str(copy),
+                str(work),
+                str(cell_timeout),
+                str(memory_mb),
+            ]
             run = containment.run(cmd, work, env, notebook_timeout)
         if run.timed_out:
             out.status = "killed"
@@ -373,13 +421,14 @@ def execute(restored: Restored, cell_timeout: int = 60, notebook_timeout: int = 
             else:
                 out.status = str(report.get("status", "ok"))[:40]
                 if isinstance(report.get("leftovers"), int) and report["leftovers"] > 0:
-                    out.findings.append(f"{report['leftovers']} process(es) it started outlived the notebook "
-                                        "and were killed")
+                    out.findings.append(
+                        f"{report['leftovers']} process(es) it started outlived the notebook and were killed"
+                    )
                 out.problems += [str(p)[:300] for p in report.get("problems", [])][:50]
         if run.leftovers:
             out.findings.append(f"{run.leftovers} process(es) it started were still running at the end and were killed")
-        if run.output_bytes > 10 * 2 ** 20:
-            out.findings.append(f"it wrote {run.output_bytes / 2 ** 20:.0f} MB to stdout/stderr (kept 64 KB)")
+        if run.output_bytes > 10 * 2**20:
+            out.findings.append(f"it wrote {run.output_bytes / 2**20:.0f} MB to stdout/stderr (kept 64 KB)")
         out.events, found = read_events(work / "home", scratch)
         out.findings += found
     finally:
@@ -392,6 +441,7 @@ def execute(restored: Restored, cell_timeout: int = 60, notebook_timeout: int = 
 
 
 # --- step 4: recompute ----------------------------------------------------------------------
+
 
 def run_exercises(restored: Restored, timeout: float = 0, pool=None) -> tuple[dict, list[str]]:
     """Re-run the recovered learner functions in a contained process and judge their results here."""
@@ -407,13 +457,18 @@ def run_exercises(restored: Restored, timeout: float = 0, pool=None) -> tuple[di
     work = worker.job_folder() if worker else containment.private_folder("agl-run-")
     try:
         env = _contained_env(work)
-        if worker:   # forked from a warm parent: torch imported and the cases made already
+        if worker:  # forked from a warm parent: torch imported and the cases made already
             env[containment.TOKEN_VAR] = secrets.token_hex(16)
             (work / "request.json").write_text(json.dumps(request), encoding="utf-8")
             run = worker.run({"kind": "exercises", "dir": work.name, "env": env}, timeout)
         else:
-            run = containment.run([sys.executable, "-m", "grader.instructor.grading.learner_function"], work, env, timeout,
-                                  stdin=json.dumps(request).encode())
+            run = containment.run(
+                [sys.executable, "-m", "grader.instructor.grading.learner_function"],
+                work,
+                env,
+                timeout,
+                stdin=json.dumps(request).encode(),
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if worker:
@@ -430,9 +485,15 @@ def run_exercises(restored: Restored, timeout: float = 0, pool=None) -> tuple[di
 
 def recompute(restored: Restored, execution: Execution, pool=None) -> GradedSubmission:
     """Every verdict from recorded data and live torch here; never a verdict the kernel wrote."""
-    out = GradedSubmission(restored.submission, status=restored.status, problems=list(restored.problems),
-                  findings=list(restored.findings), isolation=execution.isolation, seconds=execution.seconds,
-                  copy=restored.copy)
+    out = GradedSubmission(
+        restored.submission,
+        status=restored.status,
+        problems=list(restored.problems),
+        findings=list(restored.findings),
+        isolation=execution.isolation,
+        seconds=execution.seconds,
+        copy=restored.copy,
+    )
     if execution.status != "ok" and (out.status == "ok" or execution.status in TAMPERED):
         out.status = execution.status
     out.problems += execution.problems
@@ -452,18 +513,21 @@ def recompute(restored: Restored, execution: Execution, pool=None) -> GradedSubm
     return out
 
 
-def grade_one(sub: Submission, cell_timeout: int = 60, notebook_timeout: int = 600,
-              memory_mb: int = 3072, pool=None) -> GradedSubmission:
+def grade_one(
+    sub: Submission, cell_timeout: int = 60, notebook_timeout: int = 600, memory_mb: int = 3072, pool=None
+) -> GradedSubmission:
     started = time.monotonic()
     restored = restore(sub)
     if restored.notebook is None:
-        out = GradedSubmission(sub, status=restored.status, problems=restored.problems, isolation=containment.isolation())
+        out = GradedSubmission(
+            sub, status=restored.status, problems=restored.problems, isolation=containment.isolation()
+        )
         out.units = [None]
         out.unit = restored.unit
     else:
         try:
             execution = execute(restored, cell_timeout, notebook_timeout, memory_mb, pool)
-        except Exception as exc:   # the grader's own failure: still a row
+        except Exception as exc:  # the grader's own failure: still a row
             execution = Execution(status="could not run", problems=[f"{type(exc).__name__}: {str(exc)[:200]}"])
         out = recompute(restored, execution, pool)
         if not out.units:
@@ -471,31 +535,53 @@ def grade_one(sub: Submission, cell_timeout: int = 60, notebook_timeout: int = 6
         out.unit = restored.unit
         try:
             out.facts = [report.facts_of(sub.learner, restored.unit, restored.notebook, execution.events)]
-        except Exception as exc:   # the report's facts never cost a learner a row
-            out.facts = [{"learner": sub.learner, "unit": restored.unit, "wrong": {}, "minutes": None,
-                          "problem": f"{type(exc).__name__}: {str(exc)[:100]}"}]
+        except Exception as exc:  # the report's facts never cost a learner a row
+            out.facts = [
+                {
+                    "learner": sub.learner,
+                    "unit": restored.unit,
+                    "wrong": {},
+                    "minutes": None,
+                    "problem": f"{type(exc).__name__}: {str(exc)[:100]}",
+                }
+            ]
     out.seconds = time.monotonic() - started
     return out
 
 
 # --- step 5: write (grader/instructor/grading/gradebook.py) ----------------------------------------------------
 
+
 def _adopt_orphans() -> None:
     """Become the subreaper of everything the submissions start, so a detached process cannot slip away."""
     if sys.platform.startswith("linux"):
         try:
             import ctypes
-            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
+
+            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
             containment.ADOPTING = True
         except (OSError, AttributeError):
             pass
 
 
-def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, notebook_timeout: int = 600,
-          memory_mb: int = 3072, html_dir: Path | None = None, progress_to=sys.stderr,
-          weights: scores.Weights | None = None, ids: dict | None = None, times: dict | None = None,
-          wide: Path | None = None, merge_into: Path | None = None,
-          shard: tuple[int, int] | None = None, resume: bool = False, report_to: Path | None = None) -> list[dict]:
+def grade(
+    paths: list[str],
+    out: Path,
+    jobs: int = 1,
+    cell_timeout: int = 60,
+    notebook_timeout: int = 600,
+    memory_mb: int = 3072,
+    html_dir: Path | None = None,
+    progress_to=sys.stderr,
+    weights: scores.Weights | None = None,
+    ids: dict | None = None,
+    times: dict | None = None,
+    wide: Path | None = None,
+    merge_into: Path | None = None,
+    shard: tuple[int, int] | None = None,
+    resume: bool = False,
+    report_to: Path | None = None,
+) -> list[dict]:
     """Grade every submission found (or one shard of them), reusing a journal's work with ``resume``.
 
     Notebooks run in processes forked from ``jobs`` warm parents (:mod:`grader.instructor.grading.workers`); with
@@ -503,11 +589,21 @@ def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, no
     _adopt_orphans()
     found = find(paths)
     subs = [s for s in found if shard is None or shards.shard_of(s.learner, shard[1]) == shard[0]]
-    options = {"cell_timeout": cell_timeout, "notebook_timeout": notebook_timeout, "memory_mb": memory_mb,
-               "shard": list(shard) if shard else None,
-               # rows in the journal carry points and student ids: a change of weights, roster or times redoes them
-               "rows": repr((vars(weights) if weights is not None else None, sorted((ids or {}).items()),
-                             sorted((times or {}).items()), bool(html_dir)))}
+    options = {
+        "cell_timeout": cell_timeout,
+        "notebook_timeout": notebook_timeout,
+        "memory_mb": memory_mb,
+        "shard": list(shard) if shard else None,
+        # rows in the journal carry points and student ids: a change of weights, roster or times redoes them
+        "rows": repr(
+            (
+                vars(weights) if weights is not None else None,
+                sorted((ids or {}).items()),
+                sorted((times or {}).items()),
+                bool(html_dir),
+            )
+        ),
+    }
     journal = shards.Journal(out, options, resume)
     rows: list[dict] = []
     facts: list[dict] = []
@@ -523,29 +619,38 @@ def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, no
             todo.append((s, sha))
     if progress_to is not None:
         if shard:
-            print(f"shard {shard[0]}/{shard[1]}: {len(subs)} of {len(found)} notebooks "
-                  f"({len({s.learner for s in subs})} of {len({s.learner for s in found})} learners)", file=progress_to)
+            print(
+                f"shard {shard[0]}/{shard[1]}: {len(subs)} of {len(found)} notebooks "
+                f"({len({s.learner for s in subs})} of {len({s.learner for s in found})} learners)",
+                file=progress_to,
+            )
         if resume:
-            print(journal.note or f"resuming: {len(subs) - len(todo)} notebook(s) already graded and unchanged, "
-                                   f"{len(todo)} to grade", file=progress_to)
+            print(
+                journal.note
+                or f"resuming: {len(subs) - len(todo)} notebook(s) already graded and unchanged, {len(todo)} to grade",
+                file=progress_to,
+            )
     done = 0
     needs_worker = any(not s.problem for s, _ in todo)
     warm = None
     try:
         if needs_worker and not os.environ.get("AGL_GRADE_COLD"):
-            units = {s.path.name[:2] for s, _ in todo}     # a hint: the exercises whose cases to build first
-            warm = workers.Pool(min(max(1, jobs), len(todo)), workers.base_env(),
-                                units=sorted(units) if units <= set(UNITS) else None)
+            units = {s.path.name[:2] for s, _ in todo}  # a hint: the exercises whose cases to build first
+            warm = workers.Pool(
+                min(max(1, jobs), len(todo)), workers.base_env(), units=sorted(units) if units <= set(UNITS) else None
+            )
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = {pool.submit(grade_one, s, cell_timeout, notebook_timeout, memory_mb, warm): (s, sha)
-                       for s, sha in todo}
+            futures = {
+                pool.submit(grade_one, s, cell_timeout, notebook_timeout, memory_mb, warm): (s, sha) for s, sha in todo
+            }
             for future in as_completed(futures):
                 sub, sha = futures[future]
                 try:
                     result = future.result()
-                except Exception as exc:   # a grader bug on one notebook: a row that says so, and the run goes on
-                    result = GradedSubmission(sub, status="grader error",
-                                     problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None])
+                except Exception as exc:  # a grader bug on one notebook: a row that says so, and the run goes on
+                    result = GradedSubmission(
+                        sub, status="grader error", problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None]
+                    )
                 mine = gradebook.rows_of(result, weights, ids, times, feedback=bool(html_dir))
                 rows += mine
                 facts += result.facts
@@ -554,9 +659,13 @@ def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, no
                 if progress_to is not None:
                     width = 30
                     filled = int(width * done / max(1, len(todo)))
-                    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{len(todo)} "
-                          f"{result.submission.learner}: {result.status} ({result.seconds:.1f} s)   ",
-                          end="" if done < len(todo) else "\n", file=progress_to, flush=True)
+                    print(
+                        f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{len(todo)} "
+                        f"{result.submission.learner}: {result.status} ({result.seconds:.1f} s)   ",
+                        end="" if done < len(todo) else "\n",
+                        file=progress_to,
+                        flush=True,
+                    )
     finally:
         if warm is not None:
             warm.close()
@@ -576,8 +685,11 @@ def grade(paths: list[str], out: Path, jobs: int = 1, cell_timeout: int = 60, no
         report.write_report(rows, facts, report_to)
     if progress_to is not None:
         elapsed = time.monotonic() - started
-        print(f"graded {len(todo)} notebooks in {elapsed:.1f} s ({60 * len(todo) / max(elapsed, 1e-9):.1f} per minute) "
-              f"-> {out}" + (f"; report {report_to}" if report_to else ""), file=progress_to)
+        print(
+            f"graded {len(todo)} notebooks in {elapsed:.1f} s ({60 * len(todo) / max(elapsed, 1e-9):.1f} per minute) "
+            f"-> {out}" + (f"; report {report_to}" if report_to else ""),
+            file=progress_to,
+        )
     return rows
 
 

@@ -15,6 +15,7 @@ misconception. Hints and attempts are the gradebook's. Learner time per unit
 is read from cell timing metadata where the notebook carries it (JupyterLab's
 "Record timing" setting); otherwise the page says it was not recorded.
 """
+
 from __future__ import annotations
 
 import html
@@ -33,9 +34,10 @@ ANSWER_CHARS = 120
 
 # --- facts of one graded notebook ----------------------------------------------------------------
 
+
 def _canonical(value) -> str:
     text = json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= ANSWER_CHARS else text[:ANSWER_CHARS - 1] + "…"
+    return text if len(text) <= ANSWER_CHARS else text[: ANSWER_CHARS - 1] + "…"
 
 
 def _wrong(q, answer):
@@ -83,8 +85,9 @@ def facts_of(learner: str, unit: str, notebook, events: list) -> dict:
         q = questions.get(e.qid) if e.unit == unit else None
         if q is None or e.answer is None:
             continue
-        if (q.role == "predict" and e.action == "predict" and e.verdict == "recorded") or \
-                (q.role == "self-test" and e.action == "check"):
+        if (q.role == "predict" and e.action == "predict" and e.verdict == "recorded") or (
+            q.role == "self-test" and e.action == "check"
+        ):
             bad, note = _wrong(q, e.answer)
             if bad:
                 wrong[q.qid].setdefault(_canonical(e.answer), note)
@@ -93,6 +96,7 @@ def facts_of(learner: str, unit: str, notebook, events: list) -> dict:
 
 
 # --- the page ----------------------------------------------------------------------------------------
+
 
 def _good(record: str, role: str) -> bool:
     return record == "predicted, correct" if role == "predict" else record.startswith("correct")
@@ -130,22 +134,31 @@ def summary(rows: list[dict], facts: list[dict]) -> dict:
                 for answer, note in f.get("wrong", {}).get(q.qid, []):
                     wrong[answer] += 1
                     notes.setdefault(answer, note)
-            questions.append({
-                "qid": q.qid, "role": q.role, "prompt": q.prompt,
-                "learners": len(mine), "attempted": sum(_attempted(x) for x in records),
-                "correct": sum(_good(x, q.role) for x in records),
-                "hints": hints, "attempts_mean": round(statistics.mean(tries), 2) if tries else None,
-                "wrong": [{"answer": a, "learners": n, "note": notes[a]} for a, n in wrong.most_common(5)],
-            })
-        units[unit] = {"title": UNITS[unit].title, "notebooks": len(mine),
-                       "learners": len({r["learner"] for r in mine}),
-                       "passed": sum(r.get("marked passed") == "yes" for r in mine),
-                       "learner_minutes_median": round(statistics.median(minutes), 1) if minutes else None,
-                       "timed": len(minutes),
-                       "grading_seconds_median": round(statistics.median(float(r["seconds"]) for r in mine
-                                                                         if r.get("seconds")), 1)
-                       if any(r.get("seconds") for r in mine) else None,
-                       "questions": questions}
+            questions.append(
+                {
+                    "qid": q.qid,
+                    "role": q.role,
+                    "prompt": q.prompt,
+                    "learners": len(mine),
+                    "attempted": sum(_attempted(x) for x in records),
+                    "correct": sum(_good(x, q.role) for x in records),
+                    "hints": hints,
+                    "attempts_mean": round(statistics.mean(tries), 2) if tries else None,
+                    "wrong": [{"answer": a, "learners": n, "note": notes[a]} for a, n in wrong.most_common(5)],
+                }
+            )
+        units[unit] = {
+            "title": UNITS[unit].title,
+            "notebooks": len(mine),
+            "learners": len({r["learner"] for r in mine}),
+            "passed": sum(r.get("marked passed") == "yes" for r in mine),
+            "learner_minutes_median": round(statistics.median(minutes), 1) if minutes else None,
+            "timed": len(minutes),
+            "grading_seconds_median": round(statistics.median(float(r["seconds"]) for r in mine if r.get("seconds")), 1)
+            if any(r.get("seconds") for r in mine)
+            else None,
+            "questions": questions,
+        }
     return units
 
 
@@ -153,14 +166,15 @@ def _svg(fig) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
     text = buf.getvalue()
-    text = text[text.index("<svg"):]
+    text = text[text.index("<svg") :]
     start, end = text.find("<metadata>"), text.find("</metadata>")
-    return text[:start] + text[end + len("</metadata>"):] if 0 <= start < end else text
+    return text[:start] + text[end + len("</metadata>") :] if 0 <= start < end else text
 
 
 def _unit_chart(unit: str, data: dict) -> str:
     """Bars: per question, the share of the unit's learners who got it right; each bar labelled k/n."""
     import matplotlib
+
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
@@ -186,6 +200,7 @@ def _unit_chart(unit: str, data: dict) -> str:
 
 def _overview_chart(units: dict) -> str:
     import matplotlib
+
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
@@ -222,44 +237,60 @@ def write_report(rows: list[dict], facts: list[dict], path: Path) -> dict:
     units = summary(rows, facts)
     learners = len({r["learner"] for r in rows})
     e = html.escape
-    parts = ["<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-             "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-             "<title>autograd-lab: class report</title>", f"<style>{STYLE}</style></head><body>",
-             "<h1>Class report</h1>",
-             f"<p id='totals' data-learners='{learners}' data-notebooks='{len(rows)}'>{learners} learners, "
-             f"{len(rows)} notebooks graded. Every verdict was recomputed with live torch; "
-             "<em>predicted correctly</em> counts predictions locked in before torch's answer was shown.</p>"]
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        "<title>autograd-lab: class report</title>",
+        f"<style>{STYLE}</style></head><body>",
+        "<h1>Class report</h1>",
+        f"<p id='totals' data-learners='{learners}' data-notebooks='{len(rows)}'>{learners} learners, "
+        f"{len(rows)} notebooks graded. Every verdict was recomputed with live torch; "
+        "<em>predicted correctly</em> counts predictions locked in before torch's answer was shown.</p>",
+    ]
     if units:
         parts.append(f"<figure id='overview'>{_overview_chart(units)}</figure>")
     for unit, u in units.items():
-        minutes = (f"median {u['learner_minutes_median']} minutes (from {u['timed']} notebook(s) with cell timing)"
-                   if u["learner_minutes_median"] is not None else
-                   "not recorded (turn on JupyterLab's Settings → Notebook → Record timing to see it)")
+        minutes = (
+            f"median {u['learner_minutes_median']} minutes (from {u['timed']} notebook(s) with cell timing)"
+            if u["learner_minutes_median"] is not None
+            else "not recorded (turn on JupyterLab's Settings → Notebook → Record timing to see it)"
+        )
         parts.append(f"<section class='unit' id='unit-{e(unit)}' data-unit='{e(unit)}'>")
         parts.append(f"<h2>Unit {e(unit)}: {e(u['title'])}</h2>")
-        parts.append(f"<p>{u['learners']} learner(s), {u['notebooks']} notebook(s); marked passed: "
-                     f"<b class='passed'>{u['passed']}</b>. Learner time: {minutes}. "
-                     f"Grading took a median {u['grading_seconds_median']} s per notebook.</p>")
+        parts.append(
+            f"<p>{u['learners']} learner(s), {u['notebooks']} notebook(s); marked passed: "
+            f"<b class='passed'>{u['passed']}</b>. Learner time: {minutes}. "
+            f"Grading took a median {u['grading_seconds_median']} s per notebook.</p>"
+        )
         parts.append(f"<figure class='chart' data-unit='{e(unit)}'>{_unit_chart(unit, u)}</figure>")
-        parts.append("<table><tr><th>question</th><th>kind</th><th class='num'>right</th>"
-                     "<th class='num'>tried</th><th class='num'>hints</th><th class='num'>attempts (mean)</th>"
-                     "<th>most common wrong answers (learners)</th></tr>")
+        parts.append(
+            "<table><tr><th>question</th><th>kind</th><th class='num'>right</th>"
+            "<th class='num'>tried</th><th class='num'>hints</th><th class='num'>attempts (mean)</th>"
+            "<th>most common wrong answers (learners)</th></tr>"
+        )
         for q in u["questions"]:
             kind = {"predict": "prediction", "self-test": "self-test", "exercise": "exercise"}.get(q["role"], q["role"])
-            wrong = "".join(f"<li><code>{e(w['answer'])}</code> ({w['learners']})"
-                            + (f"<div class='note'>{e(w['note'])}</div>" if w["note"] else "") + "</li>"
-                            for w in q["wrong"])
-            parts.append(f"<tr class='question' data-qid='{e(q['qid'])}' data-correct='{q['correct']}' "
-                         f"data-learners='{q['learners']}'><td title='{e(q['prompt'])}'><code>{e(q['qid'])}</code></td>"
-                         f"<td>{kind}</td><td class='num right'>{q['correct']}/{q['learners']}</td>"
-                         f"<td class='num'>{q['attempted']}</td><td class='num'>{q['hints']}</td>"
-                         f"<td class='num'>{q['attempts_mean'] if q['attempts_mean'] is not None else ''}</td>"
-                         f"<td>{'<ul>' + wrong + '</ul>' if wrong else ''}</td></tr>")
+            wrong = "".join(
+                f"<li><code>{e(w['answer'])}</code> ({w['learners']})"
+                + (f"<div class='note'>{e(w['note'])}</div>" if w["note"] else "")
+                + "</li>"
+                for w in q["wrong"]
+            )
+            parts.append(
+                f"<tr class='question' data-qid='{e(q['qid'])}' data-correct='{q['correct']}' "
+                f"data-learners='{q['learners']}'><td title='{e(q['prompt'])}'><code>{e(q['qid'])}</code></td>"
+                f"<td>{kind}</td><td class='num right'>{q['correct']}/{q['learners']}</td>"
+                f"<td class='num'>{q['attempted']}</td><td class='num'>{q['hints']}</td>"
+                f"<td class='num'>{q['attempts_mean'] if q['attempts_mean'] is not None else ''}</td>"
+                f"<td>{'<ul>' + wrong + '</ul>' if wrong else ''}</td></tr>"
+            )
         parts.append("</table></section>")
     other = [r for r in rows if r.get("unit") not in UNITS]
     if other:
-        parts.append(f"<h2>Not graded as a unit</h2><p>{len(other)} notebook(s) could not be matched to a unit or "
-                     "read: " + ", ".join(e(r["learner"]) for r in other[:30]) + ".</p>")
+        parts.append(
+            f"<h2>Not graded as a unit</h2><p>{len(other)} notebook(s) could not be matched to a unit or "
+            "read: " + ", ".join(e(r["learner"]) for r in other[:30]) + ".</p>"
+        )
     parts.append("</body></html>")
     path.write_text("\n".join(parts), encoding="utf-8")
     return units

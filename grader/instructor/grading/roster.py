@@ -19,6 +19,7 @@ Submission times come from the file's modification time, or from a CSV the LMS e
 (``--times``: a column ``file`` or ``path`` and a column ``time`` or ``submitted``), written as
 the LMS wrote them.
 """
+
 from __future__ import annotations
 
 import csv
@@ -63,8 +64,10 @@ def _table(path: Path, what: str, first: tuple, second: tuple) -> dict[str, str]
     a = next((heads[h] for h in first if h in heads), None)
     b = next((heads[h] for h in second if h in heads), None)
     if a is None or b is None:
-        raise RosterError(f"{what} {path} needs a header with a column {' / '.join(first)} and a column "
-                          f"{' / '.join(second)}; it has {', '.join(reader.fieldnames or []) or 'none'}")
+        raise RosterError(
+            f"{what} {path} needs a header with a column {' / '.join(first)} and a column "
+            f"{' / '.join(second)}; it has {', '.join(reader.fieldnames or []) or 'none'}"
+        )
     table = {}
     for row in reader:
         key, value = (row.get(a) or "").strip(), (row.get(b) or "").strip()

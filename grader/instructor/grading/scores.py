@@ -17,6 +17,7 @@ A prediction earns its participation points when it was made before the reveal
 (not after a reset, not left as the placeholder), and its correctness points
 when torch agreed. A self-test or exercise earns its points when it passed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ class WeightsError(ValueError):
 @dataclass
 class Weights:
     role: dict = field(default_factory=lambda: dict(DEFAULTS))
-    questions: dict = field(default_factory=dict)     # qid -> {part: weight}
+    questions: dict = field(default_factory=dict)  # qid -> {part: weight}
     count_absent: bool = False
 
     def of(self, qid: str, role: str) -> dict:
@@ -80,23 +81,29 @@ def load(path: Path | None) -> Weights:
                 if isinstance(own, dict):
                     wrong = [p for p in own if p not in parts]
                     if wrong:
-                        raise WeightsError(f"{qid} is a {q.role} question; its weights are {', '.join(parts)}, "
-                                           f"not {', '.join(wrong)}")
+                        raise WeightsError(
+                            f"{qid} is a {q.role} question; its weights are {', '.join(parts)}, not {', '.join(wrong)}"
+                        )
                     weights.questions[qid] = {p: _number(v, f"{qid}.{p}") for p, v in own.items()}
                 elif len(parts) == 1:
                     weights.questions[qid] = {parts[0]: _number(own, qid)}
                 else:
                     raise WeightsError(f"{qid} is a prediction: give {{ participation = .., correctness = .. }}")
         else:
-            raise WeightsError(f"unknown setting {key!r}; the settings are "
-                               f"{', '.join([*DEFAULTS, 'count-absent', '[questions]'])}")
+            raise WeightsError(
+                f"unknown setting {key!r}; the settings are {', '.join([*DEFAULTS, 'count-absent', '[questions]'])}"
+            )
     return weights
 
 
 def honest(state, flag: str) -> bool:
     """A prediction locked in before torch's answer was shown (never after a reset that followed a reveal)."""
-    return state.predicted and flag not in ("predicted after reveal", "revealed without prediction") \
-        and not state.predicted_after_reveal and (state.predicted_before_reveal or not state.revealed)
+    return (
+        state.predicted
+        and flag not in ("predicted after reveal", "revealed without prediction")
+        and not state.predicted_after_reveal
+        and (state.predicted_before_reveal or not state.revealed)
+    )
 
 
 def correct(role: str, state, flag: str) -> bool:
@@ -109,8 +116,10 @@ def correct(role: str, state, flag: str) -> bool:
 def earned(role: str, state, flag: str, weights: dict) -> dict:
     """{part: points earned} for one recomputed question (``state`` is its progress.QuestionState)."""
     if role == "predict":
-        return {"participation": weights["participation"] if honest(state, flag) else 0.0,
-                "correctness": weights["correctness"] if correct(role, state, flag) else 0.0}
+        return {
+            "participation": weights["participation"] if honest(state, flag) else 0.0,
+            "correctness": weights["correctness"] if correct(role, state, flag) else 0.0,
+        }
     part = PARTS[role][0]
     return {part: weights[part] if state.passed else 0.0}
 

@@ -12,6 +12,7 @@
   soon as it is graded. ``--resume`` reuses every line whose notebook is
   unchanged, and grades only the rest.
 """
+
 from __future__ import annotations
 
 import csv
@@ -64,6 +65,7 @@ def journal_path(out: Path) -> Path:
 
 # --- the journal (resume) ---------------------------------------------------------------------
 
+
 class Journal:
     """Append-only record of graded notebooks; what ``--resume`` reads back."""
 
@@ -75,7 +77,7 @@ class Journal:
         if resume:
             self._read()
         keep = list(self.done.values())
-        with open(self.path, "w", encoding="utf-8") as f:   # rewritten: only what is still valid
+        with open(self.path, "w", encoding="utf-8") as f:  # rewritten: only what is still valid
             f.write(json.dumps({"journal": JOURNAL_VERSION, "options": options}) + "\n")
             for entry in keep:
                 f.write(json.dumps(entry) + "\n")
@@ -97,7 +99,7 @@ class Journal:
             return
         for line in lines[1:]:
             try:
-                entry = json.loads(line)   # the last line may be cut short by the interruption
+                entry = json.loads(line)  # the last line may be cut short by the interruption
             except ValueError:
                 continue
             if isinstance(entry, dict) and entry.get("sha256") and isinstance(entry.get("rows"), list):
@@ -118,10 +120,15 @@ class Journal:
 
 # --- partial gradebooks -----------------------------------------------------------------------
 
+
 def write_sidecar(out: Path, shard: tuple[int, int], everyone: list[str], mine: list[str], facts: list) -> Path:
     path = sidecar(out)
-    path.write_text(json.dumps({"shard": list(shard), "class": sorted(set(everyone)), "learners": sorted(set(mine)),
-                                "facts": facts}), encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {"shard": list(shard), "class": sorted(set(everyone)), "learners": sorted(set(mine)), "facts": facts}
+        ),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -144,8 +151,10 @@ def read_partials(paths: list[Path]) -> tuple[list[dict], list[dict]]:
         raise MergeError("no partial gradebooks given")
     sizes = {n for _, _, _, n in metas}
     if len(sizes) > 1:
-        raise MergeError("the partials were cut into different numbers of shards: " + ", ".join(
-            f"{p.name} is {i}/{n}" for p, _, i, n in metas))
+        raise MergeError(
+            "the partials were cut into different numbers of shards: "
+            + ", ".join(f"{p.name} is {i}/{n}" for p, _, i, n in metas)
+        )
     n = sizes.pop()
     seen: dict[int, Path] = {}
     for p, _, i, _ in metas:

@@ -9,6 +9,7 @@ from the per-case results that :mod:`grader.instructor.grading.learner_function`
 :meth:`grader.engine.progress.UnitState.missing` on the recomputed events, never from
 a ``mark`` event. Anything the kernel recorded differently is a finding.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ from grader.engine.kinds import BadAnswer, Function, Unanswered
 from grader.engine.question import of_unit
 from grader.engine.store import Event
 
-LOCK = threading.Lock()       # torch's global state: one recomputation at a time
+LOCK = threading.Lock()  # torch's global state: one recomputation at a time
 _TRUTHS: dict[Any, Any] = {}
 
 
@@ -36,10 +37,10 @@ def truth_of(q, *case, key=None):
 
 @dataclass
 class ExerciseVerdict:
-    verdict: str            # correct, incorrect, unanswered, invalid, not recomputed
+    verdict: str  # correct, incorrect, unanswered, invalid, not recomputed
     note: str = ""
-    case: int = -1          # the smallest failing case's index, where one failed
-    got: Any = None         # what the learner's function returned on it (read by its kind), if it returned
+    case: int = -1  # the smallest failing case's index, where one failed
+    got: Any = None  # what the learner's function returned on it (read by its kind), if it returned
 
 
 @dataclass
@@ -48,11 +49,11 @@ class Recomputed:
     state: progress.UnitState
     missing: list
     passed: bool
-    flags: dict = field(default_factory=dict)      # qid -> verdict override ("predicted after reveal")
-    findings: list = field(default_factory=list)   # sentences for the gradebook
-    attempts: dict = field(default_factory=dict)   # qid -> checks until correct (or all, if never)
-    hints: dict = field(default_factory=dict)      # qid -> hints shown
-    answers: dict = field(default_factory=dict)    # qid -> the learner's answer (JSON form): prediction or last check
+    flags: dict = field(default_factory=dict)  # qid -> verdict override ("predicted after reveal")
+    findings: list = field(default_factory=list)  # sentences for the gradebook
+    attempts: dict = field(default_factory=dict)  # qid -> checks until correct (or all, if never)
+    hints: dict = field(default_factory=dict)  # qid -> hints shown
+    answers: dict = field(default_factory=dict)  # qid -> the learner's answer (JSON form): prediction or last check
     exercises: dict = field(default_factory=dict)  # qid -> ExerciseVerdict
 
 
@@ -79,17 +80,21 @@ def judge_exercise(q, lines: list) -> ExerciseVerdict:
             return ExerciseVerdict("incorrect", f"{passed} of {len(cases)} cases passed; case {i + 1} did not run")
         if line.get("problem") or line.get("not_written"):
             words = str(line.get("problem") or "it raised NotImplementedError")[:200]
-            return ExerciseVerdict("incorrect", f"{passed} of {len(cases)} cases passed; case {i + 1}: {words}",
-                                   case=i)
+            return ExerciseVerdict("incorrect", f"{passed} of {len(cases)} cases passed; case {i + 1}: {words}", case=i)
         try:
             value = kind.returns.read(line.get("value"))
         except (BadAnswer, Unanswered, Exception):
-            return ExerciseVerdict("incorrect", f"{passed} of {len(cases)} cases passed; case {i + 1}'s result "
-                                                "could not be read", case=i)
+            return ExerciseVerdict(
+                "incorrect", f"{passed} of {len(cases)} cases passed; case {i + 1}'s result could not be read", case=i
+            )
         truth = truth_of(q, cases[i], key=i)
         if not kind.returns.agrees(truth, value):
-            return ExerciseVerdict("incorrect", f"{passed} of {len(cases)} cases passed; case {i + 1} differs "
-                                                "from torch", case=i, got=value)
+            return ExerciseVerdict(
+                "incorrect",
+                f"{passed} of {len(cases)} cases passed; case {i + 1} differs from torch",
+                case=i,
+                got=value,
+            )
         passed += 1
     return ExerciseVerdict("correct", f"passed all {len(cases)} cases")
 
@@ -116,8 +121,8 @@ def recompute(unit: str, events: list[Event], exercises: dict[str, ExerciseVerdi
     hints: dict[str, int] = {}
     answers: dict[str, Any] = {}
     ever_revealed: set[str] = set()
-    prediction: dict[str, Any] = {}      # the prediction in force, per question
-    revealed: set[str] = set()           # revealed since the last reset
+    prediction: dict[str, Any] = {}  # the prediction in force, per question
+    revealed: set[str] = set()  # revealed since the last reset
     rebuilt: list[Event] = []
     kernel_marked = False
     exercise_seen: set[str] = set()
@@ -195,8 +200,11 @@ def recompute(unit: str, events: list[Event], exercises: dict[str, ExerciseVerdi
             emit(e, verdict, e.answer)
         elif e.action == "check" and q.role == "exercise":
             mine = exercises.get(q.qid, ExerciseVerdict("not recomputed"))
-            if mine.verdict != e.verdict and e.verdict in ("correct", "incorrect") and \
-                    mine.verdict in ("correct", "incorrect"):
+            if (
+                mine.verdict != e.verdict
+                and e.verdict in ("correct", "incorrect")
+                and mine.verdict in ("correct", "incorrect")
+            ):
                 differs.add(q.qid)
             if q.qid not in solved:
                 attempts[q.qid] = attempts.get(q.qid, 0) + 1
@@ -223,11 +231,21 @@ def recompute(unit: str, events: list[Event], exercises: dict[str, ExerciseVerdi
         if q.role == "predict" and qid not in flags and st.revealed and not st.predicted_before_reveal:
             flags[qid] = "revealed without prediction"
     if any(f == "predicted after reveal" for f in flags.values()):
-        findings.append("predicted after reveal: " + ", ".join(q for q, f in flags.items()
-                                                                 if f == "predicted after reveal"))
-    return Recomputed(unit, state, missing, passed=not missing, flags=flags,
-                      findings=list(dict.fromkeys(findings)), attempts=attempts, hints=hints, answers=answers,
-                      exercises=dict(exercises))
+        findings.append(
+            "predicted after reveal: " + ", ".join(q for q, f in flags.items() if f == "predicted after reveal")
+        )
+    return Recomputed(
+        unit,
+        state,
+        missing,
+        passed=not missing,
+        flags=flags,
+        findings=list(dict.fromkeys(findings)),
+        attempts=attempts,
+        hints=hints,
+        answers=answers,
+        exercises=dict(exercises),
+    )
 
 
 def decode_lines(raw: bytes, limit: int = 100_000) -> tuple[dict, list[str]]:

@@ -32,6 +32,7 @@ cannot be trusted), and the pool starts a new one.
 Verdicts are never computed here: the child's store is read, and every
 answer recomputed, by the grading process, exactly as for the cold path.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,11 +50,12 @@ from pathlib import Path
 
 from grader.instructor.grading import containment
 
-MESSAGE_CAP = 8 * 2 ** 20
+MESSAGE_CAP = 8 * 2**20
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 4, 36, 1, 38
 
 
 # --- the grading process's side -------------------------------------------------------------------
+
 
 class Worker:
     """One warm parent, started contained, answering one job at a time."""
@@ -71,17 +73,31 @@ class Worker:
         env = dict(self.env, **{containment.TOKEN_VAR: self.token})
         for name in ("home", "tmp", "mpl", "ipython"):
             (self.folder / name).mkdir(exist_ok=True)
-        env.update(HOME=str(self.folder / "home"), TMPDIR=str(self.folder / "tmp"),
-                   MPLCONFIGDIR=str(self.folder / "mpl"), IPYTHONDIR=str(self.folder / "ipython"),
-                   MPLBACKEND="Agg", PYTHONUNBUFFERED="1")
+        env.update(
+            HOME=str(self.folder / "home"),
+            TMPDIR=str(self.folder / "tmp"),
+            MPLCONFIGDIR=str(self.folder / "mpl"),
+            IPYTHONDIR=str(self.folder / "ipython"),
+            MPLBACKEND="Agg",
+            PYTHONUNBUFFERED="1",
+        )
         self.reply_r, reply_w = os.pipe()
         env[containment.RESULT_FD_VAR] = str(reply_w)
         units = ",".join(self.units) if self.units is not None else "all"
-        cmd = containment.sandboxed([sys.executable, "-m", "grader.instructor.grading.workers", str(self.folder), units], self.folder)
+        cmd = containment.sandboxed(
+            [sys.executable, "-m", "grader.instructor.grading.workers", str(self.folder), units], self.folder
+        )
         with containment._LIVE_LOCK:
-            self.proc = subprocess.Popen(cmd, cwd=self.folder, env=env, stdin=subprocess.PIPE,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(reply_w,),
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd,
+                cwd=self.folder,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                pass_fds=(reply_w,),
+                start_new_session=True,
+            )
             containment._LIVE.add(self.proc.pid)
         os.close(reply_w)
         self.stderr = containment._Drain(os.dup(self.proc.stderr.fileno()), 64 * 1024)
@@ -154,14 +170,17 @@ class Worker:
             self.stop()
             return Finished_died(started)
         reply = self._reply(started + timeout + 60)
-        if not reply:   # the warm parent died (a child killed it) or stopped answering: never trust this one
+        if not reply:  # the warm parent died (a child killed it) or stopped answering: never trust this one
             self.stop()
             return Finished_died(started, timed_out=reply is None)
-        out = containment.Finished(returncode=reply.get("returncode"), timed_out=bool(reply.get("timed_out")),
-                                   result=str(reply.get("result", "")).encode("utf-8", "surrogateescape"),
-                                   result_overflow=bool(reply.get("result_overflow")),
-                                   output_bytes=int(reply.get("output_bytes", 0)),
-                                   leftovers=int(reply.get("leftovers", 0)))
+        out = containment.Finished(
+            returncode=reply.get("returncode"),
+            timed_out=bool(reply.get("timed_out")),
+            result=str(reply.get("result", "")).encode("utf-8", "surrogateescape"),
+            result_overflow=bool(reply.get("result_overflow")),
+            output_bytes=int(reply.get("output_bytes", 0)),
+            leftovers=int(reply.get("leftovers", 0)),
+        )
         out.seconds = time.monotonic() - started
         return out
 
@@ -216,9 +235,11 @@ def base_env() -> dict:
 
 # --- the warm parent (runs contained) ------------------------------------------------------------
 
+
 def _prctl(option: int, value: int) -> None:
     try:
         import ctypes
+
         ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
     except (OSError, AttributeError):
         pass
@@ -236,9 +257,10 @@ def _warm(units: list | None = None) -> None:
     import grader  # noqa: F401
     from grader.engine import question
     from grader.engine.kinds import Function
+
     for q in question.load().values():
         if isinstance(q.kind, Function) and (units is None or q.unit in units):
-            q.kind.cases()            # inputs only, never an answer; a child may see them anyway
+            q.kind.cases()  # inputs only, never an answer; a child may see them anyway
     try:
         import matplotlib.pyplot  # noqa: F401
     except ImportError:
@@ -338,9 +360,10 @@ def _under(base: str, folder: Path) -> str:
 def _clear_ipc() -> None:
     """Remove the System V shared memory, queues and semaphores a child left in this IPC namespace."""
     if not _sandboxed():
-        return   # outside a namespace these belong to everyone; leave them
+        return  # outside a namespace these belong to everyone; leave them
     try:
         import ctypes
+
         libc = ctypes.CDLL(None, use_errno=True)
     except OSError:
         return
@@ -353,7 +376,7 @@ def _clear_ipc() -> None:
         for line in lines:
             try:
                 ident = int(line.split()[1])
-                call(ident, 0, 0) if table == "sem" else call(ident, 0, None)   # IPC_RMID
+                call(ident, 0, 0) if table == "sem" else call(ident, 0, None)  # IPC_RMID
             except (ValueError, IndexError, OSError):
                 pass
 
@@ -363,6 +386,7 @@ def _clean(folder: Path, keep: str) -> None:
     _empty(folder, keep)
     if _sandboxed():
         from grader.instructor.grading.containment import code_paths
+
         _empty(Path("/tmp"), keep={_under("/tmp", folder)} | {_under("/tmp", p) for p in code_paths()})
         _empty(Path("/dev/shm"))
     _clear_ipc()
@@ -388,9 +412,10 @@ def _child(job: dict, work: Path, fds: dict, cells: list) -> None:
         os.environ.clear()
         os.environ.update(env)
         os.chdir(work)
-        limit = int(job.get("memory_mb", 0)) * 2 ** 20
+        limit = int(job.get("memory_mb", 0)) * 2**20
         if limit:
             import resource
+
             resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
         sys.stdout = open(1, "w", closefd=False, buffering=1)
         sys.stderr = open(2, "w", closefd=False, buffering=1)
@@ -401,6 +426,7 @@ def _child(job: dict, work: Path, fds: dict, cells: list) -> None:
             sys.stdin = open(0, closefd=False)
             os.environ[containment.RESULT_FD_VAR] = str(msg)
             from grader.instructor.grading import learner_function as run_learner_function
+
             code = run_learner_function.main()
     except BaseException:  # noqa: BLE001 - the child's end, whatever happened
         code = 1
@@ -443,7 +469,7 @@ def _run_cells(cells: list, cell_timeout: int, msg: int) -> None:
         if error is not None:
             send({"cell": index, "ename": type(error).__name__, "evalue": str(error)[:200]})
         if getattr(shell, "exit_now", False):
-            os._exit(0)   # exit() in a cell ends a kernel: the report says so
+            os._exit(0)  # exit() in a cell ends a kernel: the report says so
     send({"done": True})
 
 
@@ -466,7 +492,7 @@ def _watch(pid: int, fds: dict, timeout: float) -> dict:
             return
         if open_fds[fd] == "msg":
             room = MESSAGE_CAP - len(messages)
-            messages.extend(chunk[:max(room, 0)])
+            messages.extend(chunk[: max(room, 0)])
             overflow = overflow or len(chunk) > room
         else:
             output += len(chunk)
@@ -492,8 +518,15 @@ def _watch(pid: int, fds: dict, timeout: float) -> dict:
         except OSError:
             pass
         _, status = os.waitpid(pid, 0)
-    return {"status": status, "timed_out": timed_out, "open": open_fds, "output": output,
-            "messages": messages, "overflow": overflow, "read": read}
+    return {
+        "status": status,
+        "timed_out": timed_out,
+        "open": open_fds,
+        "output": output,
+        "messages": messages,
+        "overflow": overflow,
+        "read": read,
+    }
 
 
 def _job(job: dict, folder: Path) -> dict:
@@ -502,8 +535,10 @@ def _job(job: dict, folder: Path) -> dict:
     cells = []
     if job["kind"] == "notebook":
         import nbformat
-        nb = nbformat.reads(containment.read_capped(work / "submission.ipynb", 64 * 2 ** 20).decode("utf-8"),
-                            as_version=4)
+
+        nb = nbformat.reads(
+            containment.read_capped(work / "submission.ipynb", 64 * 2**20).decode("utf-8"), as_version=4
+        )
         total = len(nb.cells)
         for index, cell in enumerate(nb.cells):
             if cell.get("cell_type") == "code":
@@ -522,7 +557,7 @@ def _job(job: dict, folder: Path) -> dict:
     w = _watch(pid, {"out_r": out_r, "err_r": err_r, "msg_r": msg_r}, float(job.get("timeout", 600)))
     leftovers = _kill_rest(b"%s=%s" % (containment.TOKEN_VAR.encode(), token))
     end = time.monotonic() + 5
-    while w["open"] and time.monotonic() < end:   # everything that held the pipes is dead: read to the end
+    while w["open"] and time.monotonic() < end:  # everything that held the pipes is dead: read to the end
         ready, _, _ = select.select(list(w["open"]), [], [], 0.2)
         for fd in ready:
             w["read"](fd)
@@ -535,8 +570,9 @@ def _job(job: dict, folder: Path) -> dict:
         if w["timed_out"]:
             reply["returncode"] = -signal.SIGKILL
         else:
-            reply["result"] = json.dumps(_report(w["messages"], code, total, int(job.get("cell_timeout", 60)),
-                                                 leftovers)) + "\n"
+            reply["result"] = (
+                json.dumps(_report(w["messages"], code, total, int(job.get("cell_timeout", 60)), leftovers)) + "\n"
+            )
         reply["leftovers"] = 0
     else:
         reply["returncode"] = code

@@ -1,4 +1,5 @@
 """Unit 01's exercise cases: generated programs (:class:`grader.units.programs.Program`) for ``01.graph-walk``."""
+
 from grader.units import programs
 
 

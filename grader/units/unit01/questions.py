@@ -1,4 +1,5 @@
 """Unit 01, what the forward pass records: the three flags, grad_fn nodes and their edges."""
+
 import torch
 
 from grader import probes
@@ -9,10 +10,11 @@ from grader.units.unit01.support import branchy, chain, closed_book, mm_as_addmm
 
 
 @predict_then_run(
-    "01.x-is-leaf", Boolean(),
+    "01.x-is-leaf",
+    Boolean(),
     prompt="w = torch.tensor(2.0, requires_grad=True); x = w * 3. Is x a leaf (x.is_leaf)?",
     explain="x was produced by an operation autograd recorded (it has a grad_fn), so it is not a leaf; "
-            "only w, which you created, is.",
+    "only w, which you created, is.",
 )
 def x_is_leaf():
     w, x, y = chain()
@@ -20,10 +22,11 @@ def x_is_leaf():
 
 
 @predict_then_run(
-    "01.constant-is-leaf", Boolean(),
+    "01.constant-is-leaf",
+    Boolean(),
     prompt="c = torch.tensor([1.0, 2.0]) * 5, where nothing requires grad. Is c a leaf?",
     explain="A tensor that does not require grad is a leaf by convention, however it was computed: "
-            "nothing was recorded, so there is nothing upstream of it.",
+    "nothing was recorded, so there is nothing upstream of it.",
 )
 def constant_is_leaf():
     c = torch.tensor([1.0, 2.0]) * 5
@@ -31,7 +34,8 @@ def constant_is_leaf():
 
 
 @predict_then_run(
-    "01.pow-node", Name(),
+    "01.pow-node",
+    Name(),
     prompt="y = (w * 3) ** 2 with w = 2.0 a leaf that requires grad. What is the class name of y.grad_fn?",
     explain="Each recorded operation leaves one node named after its backward: ** gives a power node.",
 )
@@ -41,11 +45,12 @@ def pow_node():
 
 
 @predict_then_run(
-    "01.mul-edges", Sequence(),
+    "01.mul-edges",
+    Sequence(),
     prompt="x = w * 3. List the node each entry of x.grad_fn.next_functions points to, in order, writing "
-           "'None' for an input that has no node.",
+    "'None' for an input that has no node.",
     explain="A multiplication has two inputs, so its node has two edges. The first leads to w's "
-            "AccumulateGrad; the second is None because the constant 3 needs no gradient.",
+    "AccumulateGrad; the second is None because the constant 3 needs no gradient.",
 )
 def mul_edges():
     w, x, y = chain()
@@ -53,15 +58,21 @@ def mul_edges():
 
 
 @predict_then_run(
-    "01.split-slots", Number(tol=0),
+    "01.split-slots",
+    Number(tol=0),
     prompt="x = torch.tensor([1.0, 2.0], requires_grad=True); a, b = x.split(1); p = b * a. "
-           "p.grad_fn.next_functions holds two (node, number) pairs, both pointing at the same SplitBackward0 "
-           "node. What are the two numbers, in order? Answer [first, second].",
+    "p.grad_fn.next_functions holds two (node, number) pairs, both pointing at the same SplitBackward0 "
+    "node. What are the two numbers, in order? Answer [first, second].",
     explain="The number is the slot: which output of the producing node the input came from. p's first "
-            "input is b, the split's output 1; its second is a, output 0. The position in next_functions "
-            "is this operation's input order; the slot is the producer's output index.",
-    misconceptions=[([0, 1], "that is the order of p's own inputs (first, second); the number says which "
-                             "output of SplitBackward0 each input is, and b is the split's second output.")],
+    "input is b, the split's output 1; its second is a, output 0. The position in next_functions "
+    "is this operation's input order; the slot is the producer's output index.",
+    misconceptions=[
+        (
+            [0, 1],
+            "that is the order of p's own inputs (first, second); the number says which "
+            "output of SplitBackward0 each input is, and b is the split's second output.",
+        )
+    ],
 )
 def split_slots():
     x = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -71,11 +82,12 @@ def split_slots():
 
 
 @predict_then_run(
-    "01.variable-is-w", Boolean(),
+    "01.variable-is-w",
+    Boolean(),
     prompt="acc = y.grad_fn.next_functions[0][0].next_functions[0][0]. Is acc.variable the very same "
-           "object as w (acc.variable is w)?",
+    "object as w (acc.variable is w)?",
     explain="AccumulateGrad holds the leaf itself, not a copy: it is the node that adds arriving "
-            "gradients into w.grad.",
+    "gradients into w.grad.",
 )
 def variable_is_w():
     w, x, y = chain()
@@ -84,11 +96,12 @@ def variable_is_w():
 
 
 @predict_then_run(
-    "01.walk-y", Sequence(),
+    "01.walk-y",
+    Sequence(),
     prompt="Walk y.grad_fn for y = (w * 3) ** 2: every node once, depth first, following "
-           "next_functions in order and skipping None. Which nodes, in order?",
+    "next_functions in order and skipping None. Which nodes, in order?",
     explain="The record is the computation reversed: the power, then the multiplication, then the leaf's "
-            "AccumulateGrad.",
+    "AccumulateGrad.",
 )
 def walk_y():
     w, x, y = chain()
@@ -96,11 +109,12 @@ def walk_y():
 
 
 @predict_then_run(
-    "01.branch-plus", Name(),
+    "01.branch-plus",
+    Name(),
     prompt="branchy(x) computes x ** 2 + 2 * x when x > 0 and (x + 3).abs() otherwise. For "
-           "x = torch.tensor(1.0, requires_grad=True), what is the class name of branchy(x).grad_fn?",
+    "x = torch.tensor(1.0, requires_grad=True), what is the class name of branchy(x).grad_fn?",
     explain="Only the operations that run are recorded; for x = +1 the first formula ran, and its last "
-            "operation, the addition, made the result, so the result's grad_fn is the addition's node.",
+    "operation, the addition, made the result, so the result's grad_fn is the addition's node.",
 )
 def branch_plus():
     x = torch.tensor(1.0, requires_grad=True)
@@ -108,11 +122,12 @@ def branch_plus():
 
 
 @predict_then_run(
-    "01.branch-minus", Name(),
+    "01.branch-minus",
+    Name(),
     prompt="The same branchy(x), now with x = torch.tensor(-1.0, requires_grad=True). What is the class "
-           "name of branchy(x).grad_fn?",
+    "name of branchy(x).grad_fn?",
     explain="A different input took the other branch, so a different graph was built: the graph is "
-            "rebuilt by every forward pass from what actually ran.",
+    "rebuilt by every forward pass from what actually ran.",
 )
 def branch_minus():
     x = torch.tensor(-1.0, requires_grad=True)
@@ -120,11 +135,12 @@ def branch_minus():
 
 
 @predict_then_run(
-    "01.branch-grads", Number(),
+    "01.branch-grads",
+    Number(),
     prompt="branchy(x).backward() for x = +1 and, separately, for x = -1. What are the two x.grad "
-           "values? Answer [grad at +1, grad at -1].",
+    "values? Answer [grad at +1, grad at -1].",
     explain="Each backward differentiates the branch that ran: 2x + 2 = 4 at +1, and the slope of "
-            "|x + 3| at -1, which is +1.",
+    "|x + 3| at -1, which is +1.",
 )
 def branch_grads():
     grads = []
@@ -136,11 +152,12 @@ def branch_grads():
 
 
 @predict_then_run(
-    "01.times-two-grad", Boolean(),
+    "01.times-two-grad",
+    Boolean(),
     prompt="p = torch.ones(3, requires_grad=True) * 2; then p.sum().backward(). Is p.grad None?",
     explain="requires_grad=True made the ones tensor a leaf, but p is the product: a non-leaf, whose "
-            "gradient is computed and passed on but not stored. .to() and .cuda() do the same when they change "
-            "the dtype or device; when nothing changes they return the very same tensor, still the leaf.",
+    "gradient is computed and passed on but not stored. .to() and .cuda() do the same when they change "
+    "the dtype or device; when nothing changes they return the very same tensor, still the leaf.",
 )
 def times_two_grad():
     p = torch.ones(3, requires_grad=True) * 2
@@ -152,16 +169,22 @@ _RECORDED_POOL = ("argmax", "max", "gt", "long", "double", "round")
 
 
 @predict_then_run(
-    "01.which-recorded", Names(pool=_RECORDED_POOL),
+    "01.which-recorded",
+    Names(pool=_RECORDED_POOL),
     prompt="v = torch.tensor([1.0, -2.0, 3.0], requires_grad=True). Six results: argmax = v.argmax(), "
-           "max = v.max(), gt = v > 0, long = v.long(), double = v.double(), round = v.round(). Which of "
-           "them have a grad_fn (are recorded)? Answer a set of the six labels.",
+    "max = v.max(), gt = v > 0, long = v.long(), double = v.double(), round = v.round(). Which of "
+    "them have a grad_fn (are recorded)? Answer a set of the six labels.",
     explain="A result can carry a gradient only if its dtype is floating point (or complex). argmax gives "
-            "an integer index, v > 0 a bool, .long() an integer tensor: nothing is recorded for them, and "
-            "no error says so. max, a cast to float64 and round are recorded (round's slope is zero, as "
-            "unit 02 shows).",
-    misconceptions=[({"max", "double"}, "round is recorded too: its result is floating point, so it gets a "
-                                        "node, even though its slope is zero almost everywhere.")],
+    "an integer index, v > 0 a bool, .long() an integer tensor: nothing is recorded for them, and "
+    "no error says so. max, a cast to float64 and round are recorded (round's slope is zero, as "
+    "unit 02 shows).",
+    misconceptions=[
+        (
+            {"max", "double"},
+            "round is recorded too: its result is floating point, so it gets a "
+            "node, even though its slope is zero almost everywhere.",
+        )
+    ],
 )
 def which_recorded():
     v = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
@@ -169,14 +192,19 @@ def which_recorded():
 
 
 @predict_then_run(
-    "01.argmax-silent", Number(),
+    "01.argmax-silent",
+    Number(),
     prompt="w = torch.tensor([1.0, 3.0, 2.0], requires_grad=True); loss = (w * w.argmax()).sum(); "
-           "loss.backward(). What is w.grad? Answer a list of three numbers.",
+    "loss.backward(). What is w.grad? Answer a list of three numbers.",
     explain="w.argmax() is the integer 1, recorded by nothing: to autograd it is a constant. The "
-            "product's node multiplies by it, so every element's gradient is 1, and no error or warning "
-            "says that a path through argmax was cut.",
-    misconceptions=[([0.0, 1.0, 0.0], "argmax does not pick an element here: it returns the index 1, which "
-                                      "multiplies every element of w.")],
+    "product's node multiplies by it, so every element's gradient is 1, and no error or warning "
+    "says that a path through argmax was cut.",
+    misconceptions=[
+        (
+            [0.0, 1.0, 0.0],
+            "argmax does not pick an element here: it returns the index 1, which multiplies every element of w.",
+        )
+    ],
 )
 def argmax_silent():
     w = torch.tensor([1.0, 3.0, 2.0], requires_grad=True)
@@ -185,11 +213,12 @@ def argmax_silent():
 
 
 @predict_then_run(
-    "01.neuron-slope", Number(),
+    "01.neuron-slope",
+    Number(),
     prompt="One neuron: z = w * x - 0.5, s = sigmoid(z), at x = 1, w = 2. After s.backward(), what is "
-           "x.grad? (4 decimals)",
+    "x.grad? (4 decimals)",
     explain="The chain rule node by node: ds/dz = s(1 - s) from the sigmoid node, times dz/dx = w from "
-            "the multiplication.",
+    "the multiplication.",
 )
 def neuron_slope():
     x, w, z, s = neuron()
@@ -198,11 +227,10 @@ def neuron_slope():
 
 
 @predict_then_run(
-    "01.neuron-sigmoid-saves", Names(key=saved_key, pool=("_saved_self", "_saved_other")),
-    prompt="For s = torch.sigmoid(z), which _saved_ attributes does s.grad_fn have? Answer a set of "
-           "names.",
-    explain="The sigmoid's local rule is s(1 - s): it needs its own output, so it keeps the result, "
-            "not its input.",
+    "01.neuron-sigmoid-saves",
+    Names(key=saved_key, pool=("_saved_self", "_saved_other")),
+    prompt="For s = torch.sigmoid(z), which _saved_ attributes does s.grad_fn have? Answer a set of names.",
+    explain="The sigmoid's local rule is s(1 - s): it needs its own output, so it keeps the result, not its input.",
 )
 def neuron_sigmoid_saves():
     x, w, z, s = neuron()
@@ -210,9 +238,10 @@ def neuron_sigmoid_saves():
 
 
 @predict_then_run(
-    "01.neuron-mul-saves", Names(key=saved_key, pool=("_saved_result", "_saved_alpha")),
+    "01.neuron-mul-saves",
+    Names(key=saved_key, pool=("_saved_result", "_saved_alpha")),
     prompt="For the product w * x, with both requiring grad, which tensor-valued _saved_ attributes "
-           "does its grad_fn have?",
+    "does its grad_fn have?",
     explain="d(wx)/dw = x and d(wx)/dx = w: each input's gradient needs the other input, so both are kept.",
 )
 def neuron_mul_saves():
@@ -223,23 +252,34 @@ def neuron_mul_saves():
 
 # --- self-test ------------------------------------------------------------------------
 
+
 @self_test(
-    "01.closed-book-walk", Sequence(),
+    "01.closed-book-walk",
+    Sequence(),
     prompt="y = (x @ W + b).relu().sum(), with x 2x3, W 3x4 and b of 4, all requiring grad. Walk "
-           "y.grad_fn: every node once, depth first, next_functions in order. Which nodes, in order?",
+    "y.grad_fn: every node once, depth first, next_functions in order. Which nodes, in order?",
     explain="Sum, then ReLU, then the addition of b, then the matrix product; its two edges lead to the "
-            "AccumulateGrad of x and of W, and the addition's second edge to b's.",
-    hints=("Write the expression as the operations that ran, last first: .sum(), .relu(), +, @. Each ran "
-           "as its own operation and left its own node.",
-           "x @ W on two 2-D tensors runs a matrix-matrix product (Mm); + b then runs separately (Add). "
-           "Each leaf ends the walk with one AccumulateGrad, met in next_functions order: Mm's x, W, then "
-           "Add's b."),
-    misconceptions=[(mm_as_addmm, "AddmmBackward0 is what nn.Linear (torch.addmm) records: one fused "
-                                  "operation. x @ W + b is two operations, a matrix product and then an "
-                                  "addition, so it leaves two nodes."),
-                    (lambda truth: [n for n in truth if n != "AccumulateGrad"],
-                     "the walk goes on past the operations: every leaf that requires grad ends in an "
-                     "AccumulateGrad node, and the walker lists those too.")],
+    "AccumulateGrad of x and of W, and the addition's second edge to b's.",
+    hints=(
+        "Write the expression as the operations that ran, last first: .sum(), .relu(), +, @. Each ran "
+        "as its own operation and left its own node.",
+        "x @ W on two 2-D tensors runs a matrix-matrix product (Mm); + b then runs separately (Add). "
+        "Each leaf ends the walk with one AccumulateGrad, met in next_functions order: Mm's x, W, then "
+        "Add's b.",
+    ),
+    misconceptions=[
+        (
+            mm_as_addmm,
+            "AddmmBackward0 is what nn.Linear (torch.addmm) records: one fused "
+            "operation. x @ W + b is two operations, a matrix product and then an "
+            "addition, so it leaves two nodes.",
+        ),
+        (
+            lambda truth: [n for n in truth if n != "AccumulateGrad"],
+            "the walk goes on past the operations: every leaf that requires grad ends in an "
+            "AccumulateGrad node, and the walker lists those too.",
+        ),
+    ],
 )
 def closed_book_walk():
     *_, y = closed_book()
@@ -247,15 +287,19 @@ def closed_book_walk():
 
 
 @self_test(
-    "01.closed-book-leaves", Names(pool=("x", "W", "b", "y")),
+    "01.closed-book-leaves",
+    Names(pool=("x", "W", "b", "y")),
     prompt="In the same graph, which of x, W, b, y have an AccumulateGrad node? Answer a set of names.",
     explain="Every leaf that requires grad and was used gets one AccumulateGrad node; y is the output, "
-            "whose grad_fn is the sum's node.",
-    hints=("An AccumulateGrad node belongs to a leaf. Which of the four are leaves?",
-           "x, W and b were created with requires_grad=True and used; y was produced by .sum(), so its "
-           "grad_fn is SumBackward0, not an AccumulateGrad."),
-    misconceptions=[({"W", "b"}, "x requires grad too here, so it is a leaf that gets its own AccumulateGrad, "
-                                 "data or not.")],
+    "whose grad_fn is the sum's node.",
+    hints=(
+        "An AccumulateGrad node belongs to a leaf. Which of the four are leaves?",
+        "x, W and b were created with requires_grad=True and used; y was produced by .sum(), so its "
+        "grad_fn is SumBackward0, not an AccumulateGrad.",
+    ),
+    misconceptions=[
+        ({"W", "b"}, "x requires grad too here, so it is a leaf that gets its own AccumulateGrad, data or not.")
+    ],
 )
 def closed_book_leaves():
     x, W, b, y = closed_book()
@@ -264,17 +308,25 @@ def closed_book_leaves():
 
 
 @self_test(
-    "01.closed-book-saves", Names(key=saved_key, pool=("_saved_self", "_saved_other", "_saved_result")),
+    "01.closed-book-saves",
+    Names(key=saved_key, pool=("_saved_self", "_saved_other", "_saved_result")),
     prompt="a = torch.randn(3, requires_grad=True); b = torch.randn(3) (no grad); y = a * b. Which "
-           "_saved_ attributes of y.grad_fn hold a tensor (not None)? Answer a set of names.",
+    "_saved_ attributes of y.grad_fn hold a tensor (not None)? Answer a set of names.",
     explain="Only a needs a gradient, and d(a*b)/da = b: the node keeps b (_saved_other). a itself would be "
-            "needed only for b's gradient, which nobody asked for, so _saved_self stays None.",
-    hints=("Which inputs need a gradient, and what does each one's local rule read?",
-           "For a product, the gradient for one factor is the other factor. Only a requires grad, so only "
-           "one factor has to be kept."),
-    misconceptions=[({"_saved_self", "_saved_other"}, "both are kept only when both inputs need a gradient "
-                                                      "(the neuron's w * x); here b needs none, so a is not "
-                                                      "kept.")],
+    "needed only for b's gradient, which nobody asked for, so _saved_self stays None.",
+    hints=(
+        "Which inputs need a gradient, and what does each one's local rule read?",
+        "For a product, the gradient for one factor is the other factor. Only a requires grad, so only "
+        "one factor has to be kept.",
+    ),
+    misconceptions=[
+        (
+            {"_saved_self", "_saved_other"},
+            "both are kept only when both inputs need a gradient "
+            "(the neuron's w * x); here b needs none, so a is not "
+            "kept.",
+        )
+    ],
 )
 def closed_book_saves():
     a = torch.randn(3, requires_grad=True)
@@ -284,20 +336,31 @@ def closed_book_saves():
 
 
 @self_test(
-    "01.who-keeps-grad", Names(pool=("p", "u", "q", "s")),
+    "01.who-keeps-grad",
+    Names(pool=("p", "u", "q", "s")),
     prompt="p = torch.ones(2, requires_grad=True); u = torch.zeros(2, requires_grad=True).double(); "
-           "q = p * 2 + u; s = torch.tensor(3.0); (q * s).sum().backward(). Which of p, u, q, s have a "
-           ".grad that is not None afterwards?",
+    "q = p * 2 + u; s = torch.tensor(3.0); (q * s).sum().backward(). Which of p, u, q, s have a "
+    ".grad that is not None afterwards?",
     explain="Only leaves that require grad store a gradient. p is one. u is the output of a float32 to "
-            "float64 copy, a non-leaf (the zeros tensor is the leaf, and no name holds it); q is computed; "
-            "s needs no gradient.",
-    hints=("Print the three flags in your head for each name: requires_grad, is_leaf, grad_fn.",
-           "A cast that changes the dtype is a recorded operation: u is its output, not the tensor created "
-           "with requires_grad=True."),
-    misconceptions=[({"p", "u"}, "u was made by .double(), which changed the dtype and so recorded a copy: "
-                                 "u is that copy's output, a non-leaf, and its gradient is not stored."),
-                    ({"p", "q"}, "q is computed by the addition, so it is not a leaf: its gradient passes "
-                                 "through on the way to p and is not stored.")],
+    "float64 copy, a non-leaf (the zeros tensor is the leaf, and no name holds it); q is computed; "
+    "s needs no gradient.",
+    hints=(
+        "Print the three flags in your head for each name: requires_grad, is_leaf, grad_fn.",
+        "A cast that changes the dtype is a recorded operation: u is its output, not the tensor created "
+        "with requires_grad=True.",
+    ),
+    misconceptions=[
+        (
+            {"p", "u"},
+            "u was made by .double(), which changed the dtype and so recorded a copy: "
+            "u is that copy's output, a non-leaf, and its gradient is not stored.",
+        ),
+        (
+            {"p", "q"},
+            "q is computed by the addition, so it is not a leaf: its gradient passes "
+            "through on the way to p and is not stored.",
+        ),
+    ],
 )
 def who_keeps_grad():
     return {name for name, t in who_keeps().items() if t.grad is not None}
@@ -305,19 +368,22 @@ def who_keeps_grad():
 
 # --- exercise -------------------------------------------------------------------------
 
+
 @exercise(
     "01.graph-walk",
     Function(returns=Sequence(), cases=walk_cases),
     prompt="Write graph_nodes(t): the class names of every node reachable from t.grad_fn, each node "
-           "once, depth first, visiting next_functions in order and skipping None; [] when t has no "
-           "grad_fn. It is checked on generated programs.",
+    "once, depth first, visiting next_functions in order and skipping None; [] when t has no "
+    "grad_fn. It is checked on generated programs.",
     explain="The graph is a real object: grad_fn and next_functions are all you need to walk it. "
-            "Shared nodes (a leaf used twice) are one object, so a seen-set keeps them once.",
-    hints=("Start from t.grad_fn (it may be None) and follow next_functions; each entry is a pair "
-           "(node or None, slot) and only the node matters here.",
-           "Visit a node, record type(node).__name__, then visit its children in order (recursion or an "
-           "explicit stack popped from the end, children pushed in reverse). Keep a set of nodes already "
-           "visited: a leaf used twice is one AccumulateGrad object reached by two edges."),
+    "Shared nodes (a leaf used twice) are one object, so a seen-set keeps them once.",
+    hints=(
+        "Start from t.grad_fn (it may be None) and follow next_functions; each entry is a pair "
+        "(node or None, slot) and only the node matters here.",
+        "Visit a node, record type(node).__name__, then visit its children in order (recursion or an "
+        "explicit stack popped from the end, children pushed in reverse). Keep a set of nodes already "
+        "visited: a leaf used twice is one AccumulateGrad object reached by two edges.",
+    ),
 )
 def graph_walk(case):
     ns = case.fresh()

@@ -1,25 +1,32 @@
 """Unit 01's helpers: the running examples its experiments build (the chain w -> 3w -> squared, the
 neuron, the closed-book graph) and ``branchy``, the function whose graph records the branch that ran."""
+
 import torch
 
 
 def chain():
     w = torch.tensor(2.0, requires_grad=True)
     x = w * 3
-    y = x ** 2
+    y = x**2
     return w, x, y
 
 
 def branchy(x):
     """A function whose formula depends on its input's sign: the graph records the branch that ran."""
     if x.item() > 0:
-        return x ** 2 + 2 * x
+        return x**2 + 2 * x
     return (x + 3).abs()
 
 
 def recorded_results(v):
-    return {"argmax": v.argmax(), "max": v.max(), "gt": v > 0, "long": v.long(),
-            "double": v.double(), "round": v.round()}
+    return {
+        "argmax": v.argmax(),
+        "max": v.max(),
+        "gt": v > 0,
+        "long": v.long(),
+        "double": v.double(),
+        "round": v.round(),
+    }
 
 
 def neuron(x_value=1.0, w_value=2.0):

@@ -1,5 +1,6 @@
 """Unit 02's exercise cases: generated programs re-run by a ``forward()`` (``02.grad-timeline``) and non-scalar
 outputs with the element whose seed is asked for (``02.isolating-seed``)."""
+
 from __future__ import annotations
 
 import functools
@@ -42,8 +43,9 @@ class TimelineCase(Case):
     def source(self) -> str:
         count = len(self.leaf_names)
         lines = self.program.lines
-        return "\n".join(lines[:count] + ["# forward() runs these lines on those leaves and returns out:"]
-                         + lines[count:])
+        return "\n".join(
+            lines[:count] + ["# forward() runs these lines on those leaves and returns out:"] + lines[count:]
+        )
 
     def fresh(self) -> dict[str, Any]:
         ns: dict[str, Any] = {"torch": torch}
@@ -109,7 +111,7 @@ class SeedCase(Case):
         rng = random.Random(seed)
         n, m, p = rng.choice([2, 3]), rng.choice([2, 3]), rng.choice([2, 3])
         if template in (4, 6) and n == m:
-            m = 5 - n          # non-square, so row-major and column-major orders differ
+            m = 5 - n  # non-square, so row-major and column-major orders differ
         if template == 8 and n == p:
             p = 5 - n
         sizes = {"n": n, "m": m, "p": p, "k": n * m, "j": 2 * n * m}
@@ -119,9 +121,11 @@ class SeedCase(Case):
         numel = math.prod(self.shape)
         self.index = rng.randrange(numel)
         a_shape, b_shape = eval(a_shape), eval(b_shape)
-        self.lines = [f"a = torch.tensor({_values(rng, a_shape)}, requires_grad=True)",
-                      f"b = torch.tensor({_values(rng, b_shape)}, requires_grad=True)",
-                      text]
+        self.lines = [
+            f"a = torch.tensor({_values(rng, a_shape)}, requires_grad=True)",
+            f"b = torch.tensor({_values(rng, b_shape)}, requires_grad=True)",
+            text,
+        ]
         self._code = compile("\n".join(self.lines), f"<seed case #{seed}>", "exec")
 
     @property
@@ -142,8 +146,13 @@ class SeedCase(Case):
 
     @property
     def source(self) -> str:
-        return "\n".join(self.lines + [f"# isolating_seed(out, {self.index}): out has shape {self.shape}; "
-                                       f"out.flatten()[{self.index}] is {self.element}"])
+        return "\n".join(
+            self.lines
+            + [
+                f"# isolating_seed(out, {self.index}): out has shape {self.shape}; "
+                f"out.flatten()[{self.index}] is {self.element}"
+            ]
+        )
 
     def fresh(self) -> dict[str, Any]:
         ns: dict[str, Any] = {"torch": torch}
@@ -173,13 +182,14 @@ def call_seed(fn, case, ns):
 def seed_result(raw, case, ns):
     """Run out.backward(raw) on a fresh build of the case and read the leaves' gradients."""
     if not isinstance(raw, torch.Tensor):
-        raise BadAnswer(f"a seed is a tensor shaped like out {case.shape}; the function returned "
-                        f"{type_words(raw)}")
+        raise BadAnswer(f"a seed is a tensor shaped like out {case.shape}; the function returned {type_words(raw)}")
     fresh = case.fresh()
     with torch_state.clean_room():
         try:
             fresh["out"].backward(raw.detach())
         except Exception as exc:
-            raise BadAnswer(f"out.backward(seed) raised {type(exc).__name__}: {stable_part(str(exc))} "
-                            f"(your seed has shape {tuple(raw.shape)}, out has shape {case.shape})") from None
+            raise BadAnswer(
+                f"out.backward(seed) raised {type(exc).__name__}: {stable_part(str(exc))} "
+                f"(your seed has shape {tuple(raw.shape)}, out has shape {case.shape})"
+            ) from None
     return leaf_grads({"a": fresh["a"], "b": fresh["b"]})

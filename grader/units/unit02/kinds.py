@@ -1,5 +1,6 @@
 """Unit 02's answer kind: gradients read off named leaves (``02.grad-timeline``, ``02.isolating-seed``,
 ``02.flat-steps``, ``02.where-nan``)."""
+
 from __future__ import annotations
 
 import math
@@ -34,8 +35,10 @@ class LeafGrads(Kind):
 
     def describe(self):
         if self.steps:
-            return ("a dict {leaf name: [" + ", ".join(self.steps) + "]}, each entry a tensor (a copy "
-                    "taken at that moment) or None")
+            return (
+                "a dict {leaf name: [" + ", ".join(self.steps) + "]}, each entry a tensor (a copy "
+                "taken at that moment) or None"
+            )
         return "a dict {leaf name: gradient}, each gradient a tensor or None"
 
     # reading ---------------------------------------------------------------------------
@@ -84,12 +87,14 @@ class LeafGrads(Kind):
             if not self.steps:
                 out[name] = self._numbers(entry, f"the gradient of {name!r}")
                 continue
-            if isinstance(entry, torch.Tensor) or not isinstance(entry, (list, tuple)) or \
-                    len(entry) != len(self.steps):
-                raise BadAnswer(f"{name!r} needs a list of {len(self.steps)} entries ("
-                                + ", ".join(self.steps) + "); got "
-                                + ("None" if entry is None else type_words(entry))
-                                + (f" of {len(entry)}" if isinstance(entry, (list, tuple)) else ""))
+            if isinstance(entry, torch.Tensor) or not isinstance(entry, (list, tuple)) or len(entry) != len(self.steps):
+                raise BadAnswer(
+                    f"{name!r} needs a list of {len(self.steps)} entries ("
+                    + ", ".join(self.steps)
+                    + "); got "
+                    + ("None" if entry is None else type_words(entry))
+                    + (f" of {len(entry)}" if isinstance(entry, (list, tuple)) else "")
+                )
             out[name] = tuple(self._numbers(e, f"{name!r} {step}") for e, step in zip(entry, self.steps))
         return out
 
@@ -121,8 +126,10 @@ class LeafGrads(Kind):
     def agrees(self, truth, value):
         if set(truth) != set(value):
             return False
-        return all(self._same(g, value[name][self.steps.index(step)] if self.steps else value[name])
-                   for name, step, g in self._entries(truth))
+        return all(
+            self._same(g, value[name][self.steps.index(step)] if self.steps else value[name])
+            for name, step, g in self._entries(truth)
+        )
 
     def _one(self, g) -> str:
         if g is None:

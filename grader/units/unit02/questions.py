@@ -1,5 +1,6 @@
 """Unit 02, backward and why gradients add: the seed, the chain rule node by node, shared
 AccumulateGrad nodes, broadcasting, accumulation across calls, zero_grad() and None."""
+
 from __future__ import annotations
 
 import torch
@@ -23,13 +24,15 @@ from grader.units.unit02.support import (
 
 # --- 1. the chain rule, node by node -------------------------------------------------------
 
+
 @predict_then_run(
-    "02.chain-arrivals", Number(),
+    "02.chain-arrivals",
+    Number(),
     prompt="y = (w * 3) ** 2 with w = torch.tensor(2.0, requires_grad=True); y.backward(). Backward hands a "
-           "gradient to PowBackward0, then to MulBackward0, then to w's AccumulateGrad. Which number arrives at "
-           "each? Answer [into Pow, into Mul, into AccumulateGrad].",
+    "gradient to PowBackward0, then to MulBackward0, then to w's AccumulateGrad. Which number arrives at "
+    "each? Answer [into Pow, into Mul, into AccumulateGrad].",
     explain="A scalar output starts from the seed dy/dy = 1. The power node multiplies by its local derivative "
-            "2x = 12, the multiplication by its constant 3, giving 36: the chain rule applied one node at a time.",
+    "2x = 12, the multiplication by its constant 3, giving 36: the chain rule applied one node at a time.",
 )
 def chain_arrivals():
     w, x, y = chain()
@@ -40,31 +43,39 @@ def chain_arrivals():
 
 # --- 2. non-scalar outputs need a seed ----------------------------------------------------------
 
+
 @predict_then_run(
-    "02.nonscalar-backward", Error("at the square", "at backward", needs_message=True, terms=("scalar",)),
+    "02.nonscalar-backward",
+    Error("at the square", "at backward", needs_message=True, terms=("scalar",)),
     prompt="v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True); z = v ** 2; z.backward(). Where does it "
-           "fail, if anywhere ('at the square', 'at backward' or 'no error'), and why? Answer (place, your "
-           "words for what the message says). The place is graded exactly; your words are graded on the key "
-           "idea, what kind of output backward() can start from on its own, not on torch's exact wording.",
+    "fail, if anywhere ('at the square', 'at backward' or 'no error'), and why? Answer (place, your "
+    "words for what the message says). The place is graded exactly; your words are graded on the key "
+    "idea, what kind of output backward() can start from on its own, not on torch's exact wording.",
     explain="backward() with no argument needs a starting gradient; it can make one up (1) only for a single "
-            "number, a scalar. For three outputs it cannot guess how to weigh them, so it refuses.",
-    misconceptions=[("no error", "backward() with no argument seeds the output with 1, and a 1 fits only an "
-                                 "output holding a single number; z holds three.")],
+    "number, a scalar. For three outputs it cannot guess how to weigh them, so it refuses.",
+    misconceptions=[
+        (
+            "no error",
+            "backward() with no argument seeds the output with 1, and a 1 fits only an "
+            "output holding a single number; z holds three.",
+        )
+    ],
 )
 def nonscalar_backward():
     v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     yield "at the square"
-    z = v ** 2
+    z = v**2
     yield "at backward"
     z.backward()
 
 
 @predict_then_run(
-    "02.ones-seed", Number(),
+    "02.ones-seed",
+    Number(),
     prompt="v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True); z = v ** 2; "
-           "z.backward(torch.ones_like(z)). What is v.grad? Answer a list of three numbers.",
+    "z.backward(torch.ones_like(z)). What is v.grad? Answer a list of three numbers.",
     explain="The seed weighs each output's gradient: a seed of ones adds them all up, the same as "
-            "z.sum().backward(). Each z_i depends only on v_i, so v.grad = 2v.",
+    "z.sum().backward(). Each z_i depends only on v_i, so v.grad = 2v.",
 )
 def ones_seed():
     v, z = squares()
@@ -73,11 +84,12 @@ def ones_seed():
 
 
 @predict_then_run(
-    "02.one-hot-seed", Number(),
+    "02.one-hot-seed",
+    Number(),
     prompt="The same z = v ** 2 on a fresh v = [1.0, 2.0, 3.0]; z.backward(torch.tensor([0.0, 1.0, 0.0])). "
-           "What is v.grad?",
+    "What is v.grad?",
     explain="backward(seed) computes seed · (Jacobian of z): a one-hot seed picks one row, the gradient of "
-            "that one output element z[1] alone.",
+    "that one output element z[1] alone.",
 )
 def one_hot_seed():
     v, z = squares()
@@ -87,17 +99,23 @@ def one_hot_seed():
 
 # --- 2b. each node is a vector-Jacobian product; reverse mode counts rows -----------------------
 
+
 @predict_then_run(
-    "02.jacobian-calls", Number(tol=0),
+    "02.jacobian-calls",
+    Number(tol=0),
     prompt="f(x) = torch.stack([x.sum(), (x * x).sum(), x.prod()]) maps x, 5 numbers that require grad, to 3 "
-           "numbers. A hook on f's output counts the backward passes that go through it. How many passes "
-           "does torch.autograd.functional.jacobian(f, x) make to build the 3x5 Jacobian, and how many does "
-           "f(x).sum().backward() make? Answer [for the Jacobian, for the sum].",
+    "numbers. A hook on f's output counts the backward passes that go through it. How many passes "
+    "does torch.autograd.functional.jacobian(f, x) make to build the 3x5 Jacobian, and how many does "
+    "f(x).sum().backward() make? Answer [for the Jacobian, for the sum].",
     explain="One backward pass computes one vector-Jacobian product: one row of the Jacobian per one-hot "
-            "seed, so 3 passes for 3 outputs; a scalar output needs a single pass whatever the number of "
-            "inputs. Forward mode gets one column per pass instead: 5 here.",
-    misconceptions=[(lambda truth: [5.0, truth[1]], "one pass per input is forward mode, a column at a time; "
-                                                    "backward gives a row per pass, one per output.")],
+    "seed, so 3 passes for 3 outputs; a scalar output needs a single pass whatever the number of "
+    "inputs. Forward mode gets one column per pass instead: 5 here.",
+    misconceptions=[
+        (
+            lambda truth: [5.0, truth[1]],
+            "one pass per input is forward mode, a column at a time; backward gives a row per pass, one per output.",
+        )
+    ],
 )
 def jacobian_calls():
     counts = []
@@ -117,12 +135,14 @@ def jacobian_calls():
 
 # --- 3. two routes to one leaf ---------------------------------------------------------------
 
+
 @predict_then_run(
-    "02.two-routes", Number(),
+    "02.two-routes",
+    Number(),
     prompt="w = torch.tensor(2.0, requires_grad=True); a = 3 * w; b = w ** 2; loss = a + b; loss.backward(). "
-           "What is w.grad?",
+    "What is w.grad?",
     explain="w reaches the loss by two routes, and the chain rule adds their contributions: 3 through a, "
-            "2w = 4 through b.",
+    "2w = 4 through b.",
 )
 def two_routes():
     w, a, b, loss = two_route_loss()
@@ -131,10 +151,11 @@ def two_routes():
 
 
 @predict_then_run(
-    "02.same-accumulate", Boolean(),
+    "02.same-accumulate",
+    Boolean(),
     prompt="In that graph, left = loss.grad_fn.next_functions[0][0].next_functions[0][0] and right = "
-           "loss.grad_fn.next_functions[1][0].next_functions[0][0]: the node under each branch. "
-           "Is left the very same object as right (left is right)?",
+    "loss.grad_fn.next_functions[1][0].next_functions[0][0]: the node under each branch. "
+    "Is left the very same object as right (left is right)?",
     explain="A leaf has one AccumulateGrad node, however many operations use it; both branches lead to it.",
 )
 def same_accumulate():
@@ -144,12 +165,13 @@ def same_accumulate():
 
 
 @predict_then_run(
-    "02.accumulate-runs", Number(),
+    "02.accumulate-runs",
+    Number(),
     prompt="During loss.backward() for loss = 3 * w + w ** 2 at w = 2, how many times does w's AccumulateGrad "
-           "node run, and what gradient does it receive? Answer [times it runs, gradient it receives] "
-           "(a pre-hook on the node records each run).",
+    "node run, and what gradient does it receive? Answer [times it runs, gradient it receives] "
+    "(a pre-hook on the node records each run).",
     explain="Backward runs a node once, after every gradient headed for it has arrived; arrivals for the same "
-            "input are added first (3 from the multiplication, 4 from the power). The adding is the engine's.",
+    "input are added first (3 from the multiplication, 4 from the power). The adding is the engine's.",
 )
 def accumulate_runs():
     w, a, b, loss = two_route_loss()
@@ -162,13 +184,15 @@ def accumulate_runs():
 
 # --- 4. broadcasting ---------------------------------------------------------------------------
 
+
 @predict_then_run(
-    "02.broadcast-grad", Number(),
+    "02.broadcast-grad",
+    Number(),
     prompt="X = torch.arange(12.0).view(4, 3) (no grad); b = torch.ones(3, requires_grad=True); "
-           "loss = (X * b).sum(); loss.backward(). What is b.grad? Answer a list.",
+    "loss = (X * b).sum(); loss.backward(). What is b.grad? Answer a list.",
     explain="X * b records no expand node: MulBackward0's edge leads straight to b's AccumulateGrad. The "
-            "node computes b's gradient in the broadcast shape (4, 3), X itself, and the engine sums it over "
-            "the broadcast rows down to b's shape (3,): the column sums of X.",
+    "node computes b's gradient in the broadcast shape (4, 3), X itself, and the engine sums it over "
+    "the broadcast rows down to b's shape (3,): the column sums of X.",
 )
 def broadcast_grad():
     X = torch.arange(12.0).view(4, 3)
@@ -179,12 +203,14 @@ def broadcast_grad():
 
 # --- 5. accumulation across backward calls ---------------------------------------------------------
 
+
 @predict_then_run(
-    "02.second-step", Number(),
+    "02.second-step",
+    Number(),
     prompt="w = torch.tensor(2.0, requires_grad=True). Twice: build loss = 3 * w + w ** 2 and call "
-           "loss.backward(), with nothing in between. What is w.grad after the second time?",
+    "loss.backward(), with nothing in between. What is w.grad after the second time?",
     explain="A plain backward() adds into .grad whatever is there. Nothing cleared the first 7, so the second 7 "
-            "was added to it.",
+    "was added to it.",
 )
 def second_step():
     w = torch.tensor(2.0, requires_grad=True)
@@ -194,11 +220,12 @@ def second_step():
 
 
 @predict_then_run(
-    "02.snapshot-alias", Number(),
+    "02.snapshot-alias",
+    Number(),
     prompt="The same two steps, but after the first one g = w.grad is kept (no clone). After the second "
-           "step, what number does g hold?",
+    "step, what number does g hold?",
     explain="The second backward added into the existing .grad tensor in place, and g is that tensor, not a "
-            "copy. Keep w.grad.clone() when you want the value at that moment.",
+    "copy. Keep w.grad.clone() when you want the value at that moment.",
 )
 def snapshot_alias():
     w = torch.tensor(2.0, requires_grad=True)
@@ -210,15 +237,17 @@ def snapshot_alias():
 
 # --- 6. zero_grad() and None ---------------------------------------------------------------------
 
+
 @predict_then_run(
-    "02.zero-grad-none", Error("at zero_grad", "at the manual clear", "at the next backward"),
+    "02.zero-grad-none",
+    Error("at zero_grad", "at the manual clear", "at the next backward"),
     prompt="w = torch.tensor(2.0, requires_grad=True); opt = torch.optim.SGD([w], lr=0.1); one step "
-           "(loss = 3 * w + w ** 2; loss.backward(); opt.step()); then opt.zero_grad(); then code written for "
-           "older torch clears again by hand: for p in [w]: p.grad.zero_(); then the next loss.backward(). "
-           "Where does it fail, if anywhere: 'at zero_grad', 'at the manual clear', 'at the next backward' or "
-           "'no error'? You may add words you expect in the message.",
+    "(loss = 3 * w + w ** 2; loss.backward(); opt.step()); then opt.zero_grad(); then code written for "
+    "older torch clears again by hand: for p in [w]: p.grad.zero_(); then the next loss.backward(). "
+    "Where does it fail, if anywhere: 'at zero_grad', 'at the manual clear', 'at the next backward' or "
+    "'no error'? You may add words you expect in the message.",
     explain="Since torch 2.0, zero_grad() sets each .grad to None by default (set_to_none=True); "
-            "None has no zero_() method. zero_grad(set_to_none=False) keeps zero tensors.",
+    "None has no zero_() method. zero_grad(set_to_none=False) keeps zero tensors.",
 )
 def zero_grad_none():
     w = torch.tensor(2.0, requires_grad=True)
@@ -238,12 +267,13 @@ _ZERO_CHOICES = ("w None, b 2", "w 0, b 2", "w None, b None", "w 0, b 0", "w 2, 
 
 
 @predict_then_run(
-    "02.zero-not-none", Choice(*_ZERO_CHOICES),
+    "02.zero-not-none",
+    Choice(*_ZERO_CHOICES),
     prompt="w = torch.tensor(2.0, requires_grad=True); b = torch.tensor(2.0, requires_grad=True); "
-           "x = torch.tensor(0.0); loss = (w * x + b - 1) ** 2; loss.backward(). What are w.grad and b.grad? "
-           "Answer one of " + ", ".join(repr(c) for c in _ZERO_CHOICES) + ".",
+    "x = torch.tensor(0.0); loss = (w * x + b - 1) ** 2; loss.backward(). What are w.grad and b.grad? "
+    "Answer one of " + ", ".join(repr(c) for c in _ZERO_CHOICES) + ".",
     explain="w is connected to the loss, so backward reached it and stored its gradient, which is 2(wx + b - 1)x "
-            "= 0 because x = 0. A zero is a computed answer; None means no gradient arrived at all.",
+    "= 0 because x = 0. A zero is a computed answer; None means no gradient arrived at all.",
 )
 def zero_not_none():
     w = torch.tensor(2.0, requires_grad=True)
@@ -255,15 +285,22 @@ def zero_not_none():
 
 # --- 7b. zeros and NaNs that arrive quietly ---------------------------------------------------------
 
+
 @predict_then_run(
-    "02.flat-steps", LeafGrads(),
+    "02.flat-steps",
+    LeafGrads(),
     prompt="x = torch.tensor([0.4, 1.6, -2.3], requires_grad=True); loss = (x.round() + x.floor() + "
-           "x.sign()).sum(); loss.backward(). What is x.grad? Answer {'x': a list of three numbers, or None}.",
+    "x.sign()).sum(); loss.backward(). What is x.grad? Answer {'x': a list of three numbers, or None}.",
     explain="round, floor and sign are recorded (their results are floating point), so backward reaches x; "
-            "their local derivative is zero wherever it exists, so x.grad is zeros. Connected, and nothing "
-            "to learn through them.",
-    misconceptions=[({"x": None}, "None would mean no gradient arrived; round, floor and sign each have a "
-                                  "node, and backward sends zeros through them to x.")],
+    "their local derivative is zero wherever it exists, so x.grad is zeros. Connected, and nothing "
+    "to learn through them.",
+    misconceptions=[
+        (
+            {"x": None},
+            "None would mean no gradient arrived; round, floor and sign each have a "
+            "node, and backward sends zeros through them to x.",
+        )
+    ],
 )
 def flat_steps():
     x = torch.tensor([0.4, 1.6, -2.3], requires_grad=True)
@@ -272,16 +309,20 @@ def flat_steps():
 
 
 @predict_then_run(
-    "02.kink-conventions", Number(tol=1e-6),
+    "02.kink-conventions",
+    Number(tol=1e-6),
     prompt="At z = 0.0 (a fresh leaf that requires grad each time): torch.relu(z).backward(), "
-           "F.leaky_relu(z, 0.1).backward(), z.abs().backward(). What is z.grad after each? Answer "
-           "[after relu, after leaky_relu, after abs].",
+    "F.leaky_relu(z, 0.1).backward(), z.abs().backward(). What is z.grad after each? Answer "
+    "[after relu, after leaky_relu, after abs].",
     explain="At a kink the derivative does not exist, and each backward formula picks a value: relu sends 0 at "
-            "0, leaky_relu sends its negative slope 0.1 (0 is not > 0, so the negative side's slope applies), "
-            "abs sends sign(0) = 0. The choice belongs to each operation's formula.",
-    misconceptions=[(lambda truth: [truth[0], 1.0, truth[2]],
-                     "leaky_relu's backward tests x > 0, and 0 is not: at 0 it sends the negative side's slope, "
-                     "not 1.")],
+    "0, leaky_relu sends its negative slope 0.1 (0 is not > 0, so the negative side's slope applies), "
+    "abs sends sign(0) = 0. The choice belongs to each operation's formula.",
+    misconceptions=[
+        (
+            lambda truth: [truth[0], 1.0, truth[2]],
+            "leaky_relu's backward tests x > 0, and 0 is not: at 0 it sends the negative side's slope, not 1.",
+        )
+    ],
 )
 def kink_conventions():
     grads = []
@@ -293,15 +334,21 @@ def kink_conventions():
 
 
 @predict_then_run(
-    "02.where-nan", LeafGrads(),
+    "02.where-nan",
+    LeafGrads(),
     prompt="x = torch.tensor([-1.0, 4.0], requires_grad=True); y = torch.where(x > 0, x.sqrt(), 0.0); "
-           "y.sum().backward(). What is x.grad? Answer {'x': a list of two numbers}, or {'x': None}; write "
-           "float('nan') for NaN (numbers to 4 decimals).",
+    "y.sum().backward(). What is x.grad? Answer {'x': a list of two numbers}, or {'x': None}; write "
+    "float('nan') for NaN (numbers to 4 decimals).",
     explain="where picks values, but backward runs through both branches: sqrt ran on every element, and its "
-            "local derivative 0.5 / sqrt(x) is NaN at x = -1. where sends that element 0, and 0 * NaN is NaN.",
-    misconceptions=[(lambda truth: {"x": [0.0, truth["x"][1]]}, "where does send the masked element a zero, but that zero "
-                                                    "then meets sqrt's own local derivative at -1, which is "
-                                                    "NaN; 0 * NaN is NaN.")],
+    "local derivative 0.5 / sqrt(x) is NaN at x = -1. where sends that element 0, and 0 * NaN is NaN.",
+    misconceptions=[
+        (
+            lambda truth: {"x": [0.0, truth["x"][1]]},
+            "where does send the masked element a zero, but that zero "
+            "then meets sqrt's own local derivative at -1, which is "
+            "NaN; 0 * NaN is NaN.",
+        )
+    ],
 )
 def where_nan():
     x = torch.tensor([-1.0, 4.0], requires_grad=True)
@@ -311,21 +358,30 @@ def where_nan():
 
 # --- self-test ---------------------------------------------------------------------------------
 
+
 @self_test(
-    "02.closed-book-seed", Number(),
+    "02.closed-book-seed",
+    Number(),
     prompt="v = torch.tensor([2.0, -1.0, 1.0], requires_grad=True); m = v * v.sum(); "
-           "m.backward(torch.tensor([1.0, 0.0, 0.0])). What is v.grad?",
+    "m.backward(torch.tensor([1.0, 0.0, 0.0])). What is v.grad?",
     explain="The one-hot seed keeps only m[0] = v[0] * (v[0] + v[1] + v[2]). Its gradient is v.sum() + v[0] "
-            "for v[0] (two routes add) and v[0] for the others.",
-    hints=("The seed [1, 0, 0] keeps a single output element. Write that element out in terms of v[0], v[1] "
-           "and v[2].",
-           "m[0] = v[0] * (v[0] + v[1] + v[2]). v[0] reaches it by two routes (the left factor and the sum), "
-           "and the two contributions add; v[1] and v[2] only through the sum."),
-    misconceptions=[(lambda truth: [truth[0] - truth[1], truth[1], truth[2]],
-                     "that counts v[0] once; it reaches m[0] by two routes, the left factor and the sum, and "
-                     "backward adds both."),
-                    (lambda truth: [truth[0], 0.0, 0.0], "v[1] and v[2] reach m[0] through v.sum(), so the "
-                                                         "one-hot seed does not cut them off.")],
+    "for v[0] (two routes add) and v[0] for the others.",
+    hints=(
+        "The seed [1, 0, 0] keeps a single output element. Write that element out in terms of v[0], v[1] and v[2].",
+        "m[0] = v[0] * (v[0] + v[1] + v[2]). v[0] reaches it by two routes (the left factor and the sum), "
+        "and the two contributions add; v[1] and v[2] only through the sum.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: [truth[0] - truth[1], truth[1], truth[2]],
+            "that counts v[0] once; it reaches m[0] by two routes, the left factor and the sum, and "
+            "backward adds both.",
+        ),
+        (
+            lambda truth: [truth[0], 0.0, 0.0],
+            "v[1] and v[2] reach m[0] through v.sum(), so the one-hot seed does not cut them off.",
+        ),
+    ],
 )
 def closed_book_seed():
     v = torch.tensor([2.0, -1.0, 1.0], requires_grad=True)
@@ -335,21 +391,31 @@ def closed_book_seed():
 
 
 @self_test(
-    "02.closed-book-broadcast", Number(),
+    "02.closed-book-broadcast",
+    Number(),
     prompt="X = torch.randn(4, 3); b = torch.zeros(1, 3, requires_grad=True); loss = (X + b).mean(); "
-           "loss.backward(). What is b.grad? Answer its three numbers as a flat list (4 decimals).",
+    "loss.backward(). What is b.grad? Answer its three numbers as a flat list (4 decimals).",
     explain="Each element of b is added to the 4 rows of one column, 4 of the 12 averaged entries: the "
-            "engine sums 4 gradients of 1/12 down to b's shape (1, 3). The sum comes from broadcasting, the "
-            "1/12 from the mean.",
-    hints=("X's values do not matter: the gradient of X + b with respect to b is 1 everywhere. What does the "
-           "mean multiply every entry's gradient by?",
-           "The mean of 12 entries sends 1/12 to each. b has shape (1, 3), so each of its elements was "
-           "broadcast over 4 rows, and the 4 gradients of its column are summed into it."),
-    misconceptions=[(lambda truth: [t / 4 for t in truth], "that is one entry's share, 1/12; b's element is "
-                                                           "broadcast over 4 rows, and their 4 gradients are "
-                                                           "summed into it."),
-                    (lambda truth: [t * 12 for t in truth], "4 per element would be the gradient of the sum; "
-                                                            "the mean divides every entry's gradient by 12.")],
+    "engine sums 4 gradients of 1/12 down to b's shape (1, 3). The sum comes from broadcasting, the "
+    "1/12 from the mean.",
+    hints=(
+        "X's values do not matter: the gradient of X + b with respect to b is 1 everywhere. What does the "
+        "mean multiply every entry's gradient by?",
+        "The mean of 12 entries sends 1/12 to each. b has shape (1, 3), so each of its elements was "
+        "broadcast over 4 rows, and the 4 gradients of its column are summed into it.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: [t / 4 for t in truth],
+            "that is one entry's share, 1/12; b's element is "
+            "broadcast over 4 rows, and their 4 gradients are "
+            "summed into it.",
+        ),
+        (
+            lambda truth: [t * 12 for t in truth],
+            "4 per element would be the gradient of the sum; the mean divides every entry's gradient by 12.",
+        ),
+    ],
 )
 def closed_book_broadcast():
     X = torch.randn(4, 3)
@@ -359,44 +425,56 @@ def closed_book_broadcast():
 
 
 @self_test(
-    "02.closed-book-steps", Number(),
+    "02.closed-book-steps",
+    Number(),
     prompt="w = torch.tensor(-1.0, requires_grad=True); opt = torch.optim.SGD([w], lr=0.0). For step in 0, 1, 2: "
-           "(w ** 3).backward(), and after step 1 only, opt.zero_grad(). What is w.grad at the end?",
+    "(w ** 3).backward(), and after step 1 only, opt.zero_grad(). What is w.grad at the end?",
     explain="Steps 0 and 1 add 3 + 3; zero_grad() then sets .grad to None; step 2 starts again from "
-            "nothing and stores 3.",
-    hints=("What is one backward call's gradient of w ** 3 at w = -1? Then follow .grad through the three steps.",
-           "Each backward adds 3 into .grad. lr=0.0 keeps w at -1. zero_grad() (set_to_none=True by default) "
-           "runs after step 1 only, so only what step 2 adds is left."),
-    misconceptions=[(lambda truth: truth * 3, "that adds all three steps; zero_grad() after step 1 dropped "
-                                              "the first two, so only step 2's gradient is left."),
-                    (lambda truth: truth * 0, "zero_grad() ran before step 2, not after it: step 2's backward "
-                                              "stored a fresh gradient.")],
+    "nothing and stores 3.",
+    hints=(
+        "What is one backward call's gradient of w ** 3 at w = -1? Then follow .grad through the three steps.",
+        "Each backward adds 3 into .grad. lr=0.0 keeps w at -1. zero_grad() (set_to_none=True by default) "
+        "runs after step 1 only, so only what step 2 adds is left.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: truth * 3,
+            "that adds all three steps; zero_grad() after step 1 dropped "
+            "the first two, so only step 2's gradient is left.",
+        ),
+        (
+            lambda truth: truth * 0,
+            "zero_grad() ran before step 2, not after it: step 2's backward stored a fresh gradient.",
+        ),
+    ],
 )
 def closed_book_steps():
     w = torch.tensor(-1.0, requires_grad=True)
     opt = torch.optim.SGD([w], lr=0.0)
     for step in range(3):
-        (w ** 3).backward()
+        (w**3).backward()
         if step == 1:
             opt.zero_grad()
     return w.grad.item()
 
 
 @self_test(
-    "02.closed-book-none", Names(pool=("a", "b", "c", "d")),
+    "02.closed-book-none",
+    Names(pool=("a", "b", "c", "d")),
     prompt="a = torch.tensor(1.0, requires_grad=True); b = torch.tensor(-1.0, requires_grad=True); "
-           "c = torch.tensor(1.0, requires_grad=True); d = torch.tensor(1.0); loss = a * 0 + b.relu() + d; "
-           "loss.backward(). Which of a, b, c, d have a .grad that is None? Answer a set of names.",
+    "c = torch.tensor(1.0, requires_grad=True); d = torch.tensor(1.0); loss = a * 0 + b.relu() + d; "
+    "loss.backward(). Which of a, b, c, d have a .grad that is None? Answer a set of names.",
     explain="a and b are connected: their gradients were computed and are zero (times 0, and relu's slope "
-            "below zero). c was never used, so nothing reached it; d does not require grad.",
-    hints=("None means no gradient arrived at all; zero means one arrived and was zero. Which leaves did "
-           "backward reach?",
-           "a * 0 and b.relu() are recorded operations with edges to a and b, so both receive a gradient (here "
-           "zero). c appears nowhere in loss; d was created without requires_grad."),
-    misconceptions=[({"a", "b", "c", "d"}, "a and b were reached: their gradients are zeros, which is not "
-                                           "None."),
-                    ({"c"}, "d does not require grad, so backward never stores a gradient in it: its .grad "
-                            "stays None.")],
+    "below zero). c was never used, so nothing reached it; d does not require grad.",
+    hints=(
+        "None means no gradient arrived at all; zero means one arrived and was zero. Which leaves did backward reach?",
+        "a * 0 and b.relu() are recorded operations with edges to a and b, so both receive a gradient (here "
+        "zero). c appears nowhere in loss; d was created without requires_grad.",
+    ),
+    misconceptions=[
+        ({"a", "b", "c", "d"}, "a and b were reached: their gradients are zeros, which is not None."),
+        ({"c"}, "d does not require grad, so backward never stores a gradient in it: its .grad stays None."),
+    ],
 )
 def closed_book_none():
     a = torch.tensor(1.0, requires_grad=True)
@@ -416,17 +494,19 @@ TIMELINE_STEPS = ("after one backward", "after two", "after zero_grad()")
     "02.grad-timeline",
     Function(returns=LeafGrads(steps=TIMELINE_STEPS), cases=timeline_cases, call=call_timeline),
     prompt="Write grad_timeline(leaves, forward): leaves is {name: leaf tensor}; forward() runs the program "
-           "once more on those leaves and returns its scalar output. Do a training-style step (forward, then "
-           "backward) twice, then an optimizer's zero_grad(). Return {name: [.grad after the first step, after "
-           "the second, after zero_grad()]} for every leaf, each entry a copy of the tensor or None.",
+    "once more on those leaves and returns its scalar output. Do a training-style step (forward, then "
+    "backward) twice, then an optimizer's zero_grad(). Return {name: [.grad after the first step, after "
+    "the second, after zero_grad()]} for every leaf, each entry a copy of the tensor or None.",
     explain="Each backward adds into .grad in place, so only a clone keeps a moment's value; two steps give "
-            "twice one step; an optimizer's zero_grad() leaves None. A leaf that needs no gradient, or that "
-            "backward never reaches, stays None throughout; a reached leaf can hold zeros.",
-    hints=("Call forward() for each step, backward on what it returns, and take your snapshot right after "
-           "each backward. What happens to a snapshot that is w.grad itself when the next backward runs?",
-           "Store t.grad.clone() (or None where t.grad is None): without the clone, the first entry is the "
-           "same tensor the second backward adds into. For the third entry, make any optimizer over the "
-           "leaves' values and call its zero_grad()."),
+    "twice one step; an optimizer's zero_grad() leaves None. A leaf that needs no gradient, or that "
+    "backward never reaches, stays None throughout; a reached leaf can hold zeros.",
+    hints=(
+        "Call forward() for each step, backward on what it returns, and take your snapshot right after "
+        "each backward. What happens to a snapshot that is w.grad itself when the next backward runs?",
+        "Store t.grad.clone() (or None where t.grad is None): without the clone, the first entry is the "
+        "same tensor the second backward adds into. For the third entry, make any optimizer over the "
+        "leaves' values and call its zero_grad().",
+    ),
 )
 def grad_timeline(case):
     ns = case.fresh()
@@ -442,20 +522,23 @@ def grad_timeline(case):
 
 # --- exercise 2: the seed that isolates one output element -----------------------------------------------
 
+
 @exercise(
     "02.isolating-seed",
     Function(returns=LeafGrads(), cases=seed_cases, call=call_seed, convert=seed_result),
     prompt="Write isolating_seed(out, index): the seed tensor s for which out.backward(s) leaves in every leaf "
-           "exactly the gradient of the single element out.flatten()[index]. It is checked on generated "
-           "outputs of several shapes, some of them transposed views.",
+    "exactly the gradient of the single element out.flatten()[index]. It is checked on generated "
+    "outputs of several shapes, some of them transposed views.",
     explain="backward(s) computes s · J, so s must be 1 at the chosen element and 0 elsewhere, shaped like out. "
-            "flatten() numbers the elements row by row (the last index fastest); writing the 1 through a "
-            "view of a fresh zeros tensor puts it in that place.",
-    hints=("backward(s) weighs each output element's gradient by s at the same place and adds them up. "
-           "Which weights keep one element alone?",
-           "Make torch.zeros(out.shape) (a fresh, contiguous tensor) and put a 1 at flat position index "
-           "through .view(-1). Writing through out's own layout, or through flatten() of a non-contiguous "
-           "tensor, can put the 1 somewhere else or nowhere."),
+    "flatten() numbers the elements row by row (the last index fastest); writing the 1 through a "
+    "view of a fresh zeros tensor puts it in that place.",
+    hints=(
+        "backward(s) weighs each output element's gradient by s at the same place and adds them up. "
+        "Which weights keep one element alone?",
+        "Make torch.zeros(out.shape) (a fresh, contiguous tensor) and put a 1 at flat position index "
+        "through .view(-1). Writing through out's own layout, or through flatten() of a non-contiguous "
+        "tensor, can put the 1 somewhere else or nowhere.",
+    ),
 )
 def isolating_seed(case):
     ns = case.fresh()

@@ -1,5 +1,6 @@
 """Unit 02's helpers: the small programs its experiments run backward through, and what they read off
 the leaves afterwards."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ def leaf_grads(leaves: Mapping[str, torch.Tensor]) -> dict:
 def chain():
     w = torch.tensor(2.0, requires_grad=True)
     x = w * 3
-    y = x ** 2
+    y = x**2
     return w, x, y
 
 
@@ -33,7 +34,7 @@ def record_arrivals(out):
 
 def squares():
     v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
-    return v, v ** 2
+    return v, v**2
 
 
 def three_of_five(x):
@@ -43,7 +44,7 @@ def three_of_five(x):
 def two_route_loss():
     w = torch.tensor(2.0, requires_grad=True)
     a = 3 * w
-    b = w ** 2
+    b = w**2
     return w, a, b, a + b
 
 
@@ -54,7 +55,7 @@ def accumulate_nodes(loss):
 
 
 def backward_step(w):
-    (3 * w + w ** 2).backward()
+    (3 * w + w**2).backward()
 
 
 def grad_word(t: torch.Tensor) -> str:

@@ -1,6 +1,7 @@
 """Unit 03's exercise cases: generated programs with an intermediate to observe (``03.three-ways``), and
 seeded training loops with non-finite targets planted at some steps (``03.nonfinite-watch``), with the
 loop that runs a learner's watch on them."""
+
 from __future__ import annotations
 
 import math
@@ -23,10 +24,10 @@ from grader.units.unit03.kinds import Watched
 class ProgramWithIntermediate(Case):
     """A generated program, one of whose intermediates is the tensor to observe."""
 
-    drawing_label = None        # a class attribute, not a field: drawing() is the program's graph
+    drawing_label = None  # a class attribute, not a field: drawing() is the program's graph
 
     program: programs.Program
-    target: str                 # the intermediate's name in the program
+    target: str  # the intermediate's name in the program
     output: str = "out"
 
     @property
@@ -66,9 +67,14 @@ def three_ways_cases():
     for prog in programs.programs(60, seed=303, max_ops=7, need_backward=True):
         ns = prog.fresh()
         on_path = set(probes.nodes(ns[prog.output]))
-        candidates = [name for name in ns
-                      if name.startswith("t") and name[1:].isdigit()
-                      and isinstance(ns[name], torch.Tensor) and ns[name].grad_fn in on_path]
+        candidates = [
+            name
+            for name in ns
+            if name.startswith("t")
+            and name[1:].isdigit()
+            and isinstance(ns[name], torch.Tensor)
+            and ns[name].grad_fn in on_path
+        ]
         if not candidates:
             continue
         rng = random.Random(prog.seed)
@@ -86,14 +92,14 @@ DECOYS = (1e12, -1e12)
 class LoopCase(Case):
     """A seeded training loop with faults planted in the targets of some steps."""
 
-    drawing_label = None        # a class attribute, not a field; drawing() is the targets step by step
+    drawing_label = None  # a class attribute, not a field; drawing() is the targets step by step
 
     seed: int
     steps: int
     batch: int
     width: int
-    faults: dict = field(default_factory=dict)   # step -> (row, value): nan, inf or -inf
-    decoys: dict = field(default_factory=dict)   # step -> (row, value): large but finite
+    faults: dict = field(default_factory=dict)  # step -> (row, value): nan, inf or -inf
+    decoys: dict = field(default_factory=dict)  # step -> (row, value): large but finite
     output: str = "loop"
 
     @property
@@ -102,20 +108,32 @@ class LoopCase(Case):
 
     @property
     def label(self) -> str:
-        planted = (f"targets planted at steps {', '.join(map(str, sorted(self.faults)))}"
-                   if self.faults else "no fault planted")
+        planted = (
+            f"targets planted at steps {', '.join(map(str, sorted(self.faults)))}"
+            if self.faults
+            else "no fault planted"
+        )
         return f"loop #{self.seed} ({self.steps} steps, {planted})"
 
     @staticmethod
     def _word(value):
-        return "nan" if math.isnan(value) else "inf" if value == math.inf else "-inf" if value == -math.inf \
+        return (
+            "nan"
+            if math.isnan(value)
+            else "inf"
+            if value == math.inf
+            else "-inf"
+            if value == -math.inf
             else f"{value:g}"
+        )
 
     @property
     def source(self) -> str:
         plants = [f"target[{row}] = {self._word(v)} at step {s}" for s, (row, v) in sorted(self.faults.items())]
-        plants += [f"target[{row}] = {self._word(v)} at step {s} (large, but finite)"
-                   for s, (row, v) in sorted(self.decoys.items())]
+        plants += [
+            f"target[{row}] = {self._word(v)} at step {s} (large, but finite)"
+            for s, (row, v) in sorted(self.decoys.items())
+        ]
         lines = [
             "hook, report = make_watch()",
             f"w = torch.randn({self.width}, requires_grad=True)      # seeded: loop #{self.seed}",
@@ -156,8 +174,11 @@ class LoopCase(Case):
             else:
                 cells.append("ok")
         width = max(4, *(len(c) + 1 for c in cells))
-        return ("step:   " + "".join(f"{s:<{width}}" for s in range(self.steps))).rstrip() + "\n" + \
-            ("target: " + "".join(f"{c:<{width}}" for c in cells)).rstrip()
+        return (
+            ("step:   " + "".join(f"{s:<{width}}" for s in range(self.steps))).rstrip()
+            + "\n"
+            + ("target: " + "".join(f"{c:<{width}}" for c in cells)).rstrip()
+        )
 
     def __repr__(self):
         return f"<{self.label}>"
@@ -174,7 +195,7 @@ def loop_cases():
         pool = list(range(1 if plan != "late" else steps // 2, steps))
         fault_steps = sorted(rng.sample(pool, min(how_many, len(pool))))
         if plan == "nan" and i >= 12:
-            fault_steps = [0]     # a fault at the very first step
+            fault_steps = [0]  # a fault at the very first step
         batch, width = rng.randint(3, 6), rng.randint(2, 4)
         faults = {}
         for j, step in enumerate(fault_steps):
@@ -192,15 +213,14 @@ def loop_cases():
             free = [s for s in range(steps) if s not in faults]
             for step in rng.sample(free, min(len(free), 1 + rng.randrange(2))):
                 decoys[step] = (rng.randrange(batch), rng.choice(DECOYS))
-        cases.append(LoopCase(seed=3031 + i, steps=steps, batch=batch, width=width, faults=faults,
-                              decoys=decoys))
+        cases.append(LoopCase(seed=3031 + i, steps=steps, batch=batch, width=width, faults=faults, decoys=decoys))
     cases.sort(key=lambda c: (c.steps, c.seed))
     return cases
 
 
 def run_loop(ns, hook=None, at_step=None):
     """Run the loop; returns (w.grad after each step, whether h's gradient was finite at each step)."""
-    with torch.enable_grad():    # whatever make_watch() did to grad mode; the sandbox reports that
+    with torch.enable_grad():  # whatever make_watch() did to grad mode; the sandbox reports that
         return _steps(ns, hook, at_step)
 
 
@@ -254,8 +274,9 @@ class _StepWriter(CappedWriter):
 def run_watch(fn, case, ns):
     made = fn()
     if not (isinstance(made, (tuple, list)) and len(made) == 2 and all(callable(m) for m in made)):
-        return Watched(None, (f"make_watch() returned {short(made)}; it must return a pair "
-                              "(hook, report) of functions",))
+        return Watched(
+            None, (f"make_watch() returned {short(made)}; it must return a pair (hook, report) of functions",)
+        )
     hook, report = made
     clean, finite = run_loop(case.fresh())
     first_bad = next((step for step, ok in enumerate(finite) if not ok), None)
@@ -266,8 +287,10 @@ def run_watch(fn, case, ns):
         try:
             watched, _ = run_loop(ns, hook, at_step=writer.at)
         except Exception as exc:
-            problems.append(f"the hook raised {describe_exception(exc)} at step {writer.step}; a watch "
-                            "reports and lets training go on")
+            problems.append(
+                f"the hook raised {describe_exception(exc)} at step {writer.step}; a watch "
+                "reports and lets training go on"
+            )
         writer.at(None)
         try:
             reported = report()
@@ -280,13 +303,19 @@ def run_watch(fn, case, ns):
         saved[0].write("".join(writer.kept))
     early = [s for s in writer.steps if first_bad is None or s < first_bad]
     if early:
-        when = "while every gradient was finite" if first_bad is None else \
-            f"before the first non-finite gradient (step {first_bad})"
+        when = (
+            "while every gradient was finite"
+            if first_bad is None
+            else f"before the first non-finite gradient (step {first_bad})"
+        )
         problems.insert(0, f"it printed at step {early[0]}, {when}: a watch stays silent until then")
     if watched is not None:
         changed = next((s for s, (a, b) in enumerate(zip(clean, watched)) if not _same(a, b)), None)
         if changed is not None:
-            problems.insert(0, f"the gradient reaching w differs from an unwatched run at step {changed}: "
-                               "a hook that returns a tensor replaces the gradient (so does an in-place "
-                               "edit of g); a watch returns None")
+            problems.insert(
+                0,
+                f"the gradient reaching w differs from an unwatched run at step {changed}: "
+                "a hook that returns a tensor replaces the gradient (so does an in-place "
+                "edit of g); a watch returns None",
+            )
     return Watched(reported, tuple(problems))

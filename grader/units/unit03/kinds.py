@@ -1,6 +1,7 @@
 """Unit 03's answer kinds: ``ThreeWays`` (the gradient at an intermediate read three ways, with the
 ``.grad`` fields each way left set) and ``StepReport`` (what a watch for non-finite gradients reported,
 as a :class:`Watched`)."""
+
 from __future__ import annotations
 
 import math
@@ -29,8 +30,10 @@ class ThreeWays(Kind):
         self.tol = tol
 
     def describe(self):
-        return ("a dict {'hook': (gradient, names), 'retain_grad': (gradient, names), "
-                "'autograd.grad': (gradient, names)}, names being a set")
+        return (
+            "a dict {'hook': (gradient, names), 'retain_grad': (gradient, names), "
+            "'autograd.grad': (gradient, names)}, names being a set"
+        )
 
     def _gradient(self, way, g):
         if g is None:
@@ -39,15 +42,19 @@ class ThreeWays(Kind):
             g = g.detach().reshape(-1).tolist()
         elif isinstance(g, numbers.Real) and not isinstance(g, bool):
             g = [g]
-        if not isinstance(g, (list, tuple)) or not g or \
-                not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in g):
+        if (
+            not isinstance(g, (list, tuple))
+            or not g
+            or not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in g)
+        ):
             raise BadAnswer(f"the gradient read by {way!r} should be a tensor, got {type_words(g)}")
         return tuple(float(v) for v in g)
 
     def _names(self, way, names):
         if isinstance(names, str) or not isinstance(names, (set, frozenset, list, tuple)):
-            raise BadAnswer(f"the names for {way!r} should be a set of names such as {{'a', 't1'}}, "
-                            f"got {type_words(names)}")
+            raise BadAnswer(
+                f"the names for {way!r} should be a set of names such as {{'a', 't1'}}, got {type_words(names)}"
+            )
         if not all(isinstance(n, str) for n in names):
             raise BadAnswer(f"the names for {way!r} should be strings, as in the dict build() returns")
         return frozenset(names)
@@ -59,20 +66,22 @@ class ThreeWays(Kind):
             raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
         missing = [w for w in WAYS_TO_READ if w not in answer]
         if missing:
-            raise BadAnswer(f"the dict has no entry for {', '.join(map(repr, missing))}; its keys must be "
-                            f"{', '.join(map(repr, WAYS_TO_READ))}")
+            raise BadAnswer(
+                f"the dict has no entry for {', '.join(map(repr, missing))}; its keys must be "
+                f"{', '.join(map(repr, WAYS_TO_READ))}"
+            )
         out = []
         for way in WAYS_TO_READ:
             pair = answer[way]
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise BadAnswer(f"the entry for {way!r} should be a pair (gradient, names), "
-                                f"got {type_words(pair)}")
+                raise BadAnswer(f"the entry for {way!r} should be a pair (gradient, names), got {type_words(pair)}")
             out.append(_Way(way, self._gradient(way, pair[0]), self._names(way, pair[1])))
-        return tuple(out)     # in WAYS_TO_READ order; a tuple, so that the manifest can store it
+        return tuple(out)  # in WAYS_TO_READ order; a tuple, so that the manifest can store it
 
     def _close(self, a, b):
         return len(a) == len(b) and all(
-            (math.isnan(x) and math.isnan(y)) or abs(x - y) <= self.tol * (1 + abs(x)) for x, y in zip(a, b))
+            (math.isnan(x) and math.isnan(y)) or abs(x - y) <= self.tol * (1 + abs(x)) for x, y in zip(a, b)
+        )
 
     def agrees(self, truth, value):
         return all(self._close(t.grad, v.grad) and t.stored == v.stored for t, v in zip(truth, value))
@@ -91,6 +100,7 @@ class ThreeWays(Kind):
 
         def names(s):
             return "{" + ", ".join(sorted(s)) + "}" if s else "nothing"
+
         return "\n".join(f"{v.way + ':':<15} {grad(v.grad)}, .grad set on {names(v.stored)}" for v in value)
 
     def encode(self, value):
@@ -102,7 +112,7 @@ class Watched(NamedTuple):
 
     reported: Any
     problems: tuple = ()
-    bad: tuple = ()         # in torch's answer: every step whose gradient was non-finite
+    bad: tuple = ()  # in torch's answer: every step whose gradient was non-finite
 
     def __repr__(self):
         return f"a watch whose report() gave {short(self.reported, 60)}"

@@ -12,6 +12,7 @@ Two exercises need their own cases (``cases.py``) and kinds (``kinds.py``):
   generated program by a hook, by ``retain_grad`` and by ``torch.autograd.grad``,
   and says which ``.grad`` fields each way left set.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -38,13 +39,14 @@ READ_OUTCOMES = ("None, silently", "None, with a warning", "a tensor", "an error
 
 
 @predict_then_run(
-    "03.read-x-grad", Choice(*READ_OUTCOMES),
+    "03.read-x-grad",
+    Choice(*READ_OUTCOMES),
     prompt="w = torch.tensor(2.0, requires_grad=True); x = w * 3; y = x ** 2; y.backward(). Then you "
-           "read x.grad. What do you get: 'None, silently', 'None, with a warning', 'a tensor' or "
-           "'an error'?",
+    "read x.grad. What do you get: 'None, silently', 'None, with a warning', 'a tensor' or "
+    "'an error'?",
     explain="x is not a leaf, so backward computed dy/dx, passed it on to the multiplication and kept "
-            "nothing. Reading the empty field is allowed, but torch warns, because it is almost always "
-            "a mistake.",
+    "nothing. Reading the empty field is allowed, but torch warns, because it is almost always "
+    "a mistake.",
 )
 def read_x_grad():
     w, x, y = chain()
@@ -57,35 +59,37 @@ def read_x_grad():
             return "an error"
     if value is not None:
         return "a tensor"
-    return "None, with a warning" if any(issubclass(c.category, UserWarning) for c in caught) \
-        else "None, silently"
+    return "None, with a warning" if any(issubclass(c.category, UserWarning) for c in caught) else "None, silently"
 
 
 @predict_then_run(
-    "03.retain-grad", Number(),
+    "03.retain-grad",
+    Number(),
     prompt="The same chain, but x.retain_grad() is called before y = x ** 2 and y.backward(). What are "
-           "x.grad and w.grad? Answer [x.grad, w.grad].",
+    "x.grad and w.grad? Answer [x.grad, w.grad].",
     explain="retain_grad() asks backward to keep the gradient that passes through x: dy/dx = 2x = 12. "
-            "It changes nothing that is computed, so w.grad is still 12 * 3 = 36.",
+    "It changes nothing that is computed, so w.grad is still 12 * 3 = 36.",
 )
 def retain_grad():
     w = torch.tensor(2.0, requires_grad=True)
     x = w * 3
     x.retain_grad()
-    y = x ** 2
+    y = x**2
     y.backward()
     return [x.grad.item(), w.grad.item()]
 
 
 # --- 2. tensor hooks ---------------------------------------------------------------------
 
+
 @predict_then_run(
-    "03.hook-sees", Number(),
+    "03.hook-sees",
+    Number(),
     prompt="The chain again, started at w = 1 and without retain_grad: w = torch.tensor(1.0, requires_grad=True); "
-           "x = w * 3; seen = []; x.register_hook(lambda g: seen.append(g.item())); y = x ** 2; y.backward(). "
-           "What number is in seen?",
+    "x = w * 3; seen = []; x.register_hook(lambda g: seen.append(g.item())); y = x ** 2; y.backward(). "
+    "What number is in seen?",
     explain="A tensor hook is called with the gradient with respect to that tensor as it passes, "
-            "before it is sent on: the same dy/dx that retain_grad would have kept.",
+    "before it is sent on: the same dy/dx that retain_grad would have kept.",
 )
 def hook_sees():
     w, x, y = chain(1.0)
@@ -96,14 +100,19 @@ def hook_sees():
 
 
 @predict_then_run(
-    "03.hook-returns", Number(),
+    "03.hook-returns",
+    Number(),
     prompt="The chain started at w = 3 (x = w * 3, y = x ** 2), with a hook written to 'see whether the gradient "
-           "goes past 5': x.register_hook(lambda g: g.clamp(max=5)). After y.backward(), what is w.grad?",
+    "goes past 5': x.register_hook(lambda g: g.clamp(max=5)). After y.backward(), what is w.grad?",
     explain="A hook that returns a tensor replaces the gradient with it: the 18 arriving at x became 5, "
-            "and the multiplication sent 5 * 3 on to w. A hook that only looks must return None.",
-    misconceptions=[(lambda truth: unhooked_grad(3.0),
-                     "that is w.grad without the hook. The hook returned g.clamp(max=5), and a tensor returned by "
-                     "a hook replaces the gradient for everything further down.")],
+    "and the multiplication sent 5 * 3 on to w. A hook that only looks must return None.",
+    misconceptions=[
+        (
+            lambda truth: unhooked_grad(3.0),
+            "that is w.grad without the hook. The hook returned g.clamp(max=5), and a tensor returned by "
+            "a hook replaces the gradient for everything further down.",
+        )
+    ],
 )
 def hook_returns():
     w, x, y = chain(3.0)
@@ -114,13 +123,15 @@ def hook_returns():
 
 # --- 3. torch.autograd.grad --------------------------------------------------------------
 
+
 @predict_then_run(
-    "03.autograd-grad", Number(),
+    "03.autograd-grad",
+    Number(),
     prompt="The chain started at w = -1 (w = torch.tensor(-1.0, requires_grad=True); x = w * 3; y = x ** 2), "
-           "no hooks, no retain_grad: dx, dw = torch.autograd.grad(y, [x, w]). What are dx and dw? "
-           "Answer [dx, dw].",
+    "no hooks, no retain_grad: dx, dw = torch.autograd.grad(y, [x, w]). What are dx and dw? "
+    "Answer [dx, dw].",
     explain="autograd.grad runs the same backward pass as y.backward() and hands back the gradients with "
-            "respect to the inputs you name: 2x = -6 at x, 3 * (-6) = -18 at w.",
+    "respect to the inputs you name: 2x = -6 at x, 3 * (-6) = -18 at w.",
 )
 def autograd_grad():
     w, x, y = chain(-1.0)
@@ -129,11 +140,12 @@ def autograd_grad():
 
 
 @predict_then_run(
-    "03.autograd-grad-stores", Names(pool=("w", "x", "y")),
+    "03.autograd-grad-stores",
+    Names(pool=("w", "x", "y")),
     prompt="After dx, dw = torch.autograd.grad(y, [x, w]) on that chain (w = -1), which of w, x, y have a "
-           ".grad that is not None? Answer a set of names (set() for none).",
+    ".grad that is not None? Answer a set of names (set() for none).",
     explain="autograd.grad returns gradients instead of storing them: no AccumulateGrad node writes into "
-            "w.grad, so an experiment made with it leaves the training state as it found it.",
+    "w.grad, so an experiment made with it leaves the training state as it found it.",
 )
 def autograd_grad_stores():
     w, x, y = chain(-1.0)
@@ -142,37 +154,44 @@ def autograd_grad_stores():
 
 
 @predict_then_run(
-    "03.retained-under-grad", Boolean(),
+    "03.retained-under-grad",
+    Boolean(),
     prompt="The same chain, but x.retain_grad() was called before y = x ** 2. Then torch.autograd.grad(y, w) "
-           "(only w is asked for). Is x.grad None afterwards?",
+    "(only w is asked for). Is x.grad None afterwards?",
     explain="retain_grad() is a standing order on x, not an option of backward(): it stores whatever "
-            "gradient passes through x in any backward pass, torch.autograd.grad's included. Only "
-            "leaves are protected by autograd.grad.",
+    "gradient passes through x in any backward pass, torch.autograd.grad's included. Only "
+    "leaves are protected by autograd.grad.",
 )
 def retained_under_grad():
     w = torch.tensor(2.0, requires_grad=True)
     x = w * 3
     x.retain_grad()
-    y = x ** 2
+    y = x**2
     torch.autograd.grad(y, w)
     return x.grad is None
 
 
 # --- 4. node hooks: the order backward runs --------------------------------------------------
 
+
 @predict_then_run(
-    "03.node-order", Sequence(),
+    "03.node-order",
+    Sequence(),
     prompt="w1 = torch.tensor(2.0, requires_grad=True); w2 = torch.tensor(3.0, requires_grad=True); "
-           "y = (w1.exp() * w2).sin(). A pre-hook on every node of y's graph logs, when backward runs the node, "
-           "its class name, or for an AccumulateGrad node the name of its leaf ('w1' or 'w2'). In what order "
-           "are they logged?",
+    "y = (w1.exp() * w2).sin(). A pre-hook on every node of y's graph logs, when backward runs the node, "
+    "its class name, or for an AccumulateGrad node the name of its leaf ('w1' or 'w2'). In what order "
+    "are they logged?",
     explain="A node runs once every gradient meant for it has arrived, and the engine then takes the ready "
-            "node with the highest sequence number. AccumulateGrad's is the largest there is, so a leaf's "
-            "gradient is stored as soon as it is complete: w2's right after the multiplication, before the "
-            "exp node runs.",
-    misconceptions=[(lambda truth: [n for n in truth if n not in ("w1", "w2")] + [n for n in truth if n in ("w1", "w2")],
-                     "AccumulateGrad does not wait for the rest of the graph: it has the highest priority in the "
-                     "engine and runs as soon as its leaf's gradient is complete.")],
+    "node with the highest sequence number. AccumulateGrad's is the largest there is, so a leaf's "
+    "gradient is stored as soon as it is complete: w2's right after the multiplication, before the "
+    "exp node runs.",
+    misconceptions=[
+        (
+            lambda truth: [n for n in truth if n not in ("w1", "w2")] + [n for n in truth if n in ("w1", "w2")],
+            "AccumulateGrad does not wait for the rest of the graph: it has the highest priority in the "
+            "engine and runs as soon as its leaf's gradient is complete.",
+        )
+    ],
 )
 def node_order():
     w1, w2, y = two_leaves()
@@ -181,17 +200,23 @@ def node_order():
 
 # --- 4b. hooks practitioners use: after accumulation, and on modules ------------------------------
 
+
 @predict_then_run(
-    "03.post-accumulate", Number(),
+    "03.post-accumulate",
+    Number(),
     prompt="w = torch.tensor(1.0, requires_grad=True); seen = []; w.register_hook(lambda g: seen.append(g.item())); "
-           "w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.item())); then (w * 5).backward() "
-           "twice (two fresh graphs). What is seen? Answer the list of four numbers.",
+    "w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.item())); then (w * 5).backward() "
+    "twice (two fresh graphs). What is seen? Answer the list of four numbers.",
     explain="The tensor hook runs on the gradient arriving from this pass, before AccumulateGrad adds it; the "
-            "post-accumulate hook runs after, is handed the tensor itself, and reads the running total in "
-            ".grad: 5, then 5, then 5, then 10.",
-    misconceptions=[(lambda truth: [truth[0]] * 4,
-                     "the post-accumulate hook reads p.grad after this pass was added to it: the running total, "
-                     "which is 10 after the second pass.")],
+    "post-accumulate hook runs after, is handed the tensor itself, and reads the running total in "
+    ".grad: 5, then 5, then 5, then 10.",
+    misconceptions=[
+        (
+            lambda truth: [truth[0]] * 4,
+            "the post-accumulate hook reads p.grad after this pass was added to it: the running total, "
+            "which is 10 after the second pass.",
+        )
+    ],
 )
 def post_accumulate():
     w = torch.tensor(1.0, requires_grad=True)
@@ -203,22 +228,30 @@ def post_accumulate():
     return seen
 
 
-MODULE_SEES = ("the gradients of weight and bias", "the gradient with respect to x", "None",
-               "the gradient with respect to the output")
+MODULE_SEES = (
+    "the gradients of weight and bias",
+    "the gradient with respect to x",
+    "None",
+    "the gradient with respect to the output",
+)
 
 
 @predict_then_run(
-    "03.module-hook-sees", Choice(*MODULE_SEES),
+    "03.module-hook-sees",
+    Choice(*MODULE_SEES),
     prompt="lin = torch.nn.Linear(3, 1); x = torch.randn(4, 3) (x does not require grad); "
-           "lin.register_full_backward_hook(hook), where hook(module, grad_input, grad_output) records "
-           "grad_input[0]; lin(x).sum().backward(). What is grad_input[0]: " +
-           ", ".join(repr(c) for c in MODULE_SEES) + "?",
+    "lin.register_full_backward_hook(hook), where hook(module, grad_input, grad_output) records "
+    "grad_input[0]; lin(x).sum().backward(). What is grad_input[0]: " + ", ".join(repr(c) for c in MODULE_SEES) + "?",
     explain="A module's full backward hook sees gradients with respect to the module's inputs (the tensors "
-            "passed to forward) and outputs, never its parameters. x does not require grad, so there is no "
-            "gradient for it: grad_input is (None,). The weights' gradients are read on the parameters.",
-    misconceptions=[("the gradients of weight and bias",
-                     "grad_input means the gradients with respect to the arguments of forward (here x), not the "
-                     "module's parameters; read those with a hook on each parameter.")],
+    "passed to forward) and outputs, never its parameters. x does not require grad, so there is no "
+    "gradient for it: grad_input is (None,). The weights' gradients are read on the parameters.",
+    misconceptions=[
+        (
+            "the gradients of weight and bias",
+            "grad_input means the gradients with respect to the arguments of forward (here x), not the "
+            "module's parameters; read those with a hook on each parameter.",
+        )
+    ],
 )
 def module_hook_sees():
     lin = torch.nn.Linear(3, 1)
@@ -238,12 +271,14 @@ def module_hook_sees():
 
 # --- 5. the parameter that is not a leaf ---------------------------------------------------
 
+
 @predict_then_run(
-    "03.hook-through-non-leaf", Number(),
+    "03.hook-through-non-leaf",
+    Number(),
     prompt="scale = torch.tensor([1.0, 2.0], requires_grad=True) * 2; loss = (scale ** 2).sum(). A hook on "
-           "scale records the gradient it sees during loss.backward(). What does it see?",
+    "scale records the gradient it sees during loss.backward(). What does it see?",
     explain="scale.grad stays None, yet a gradient did flow through scale: d(sum of squares)/d(scale) = "
-            "2 * scale = [4, 8]. Nothing was missing except a place to store it.",
+    "2 * scale = [4, 8]. Nothing was missing except a place to store it.",
 )
 def hook_through_non_leaf():
     scale, loss = scaled()
@@ -254,11 +289,12 @@ def hook_through_non_leaf():
 
 
 @predict_then_run(
-    "03.hidden-leaf-grad", Number(),
+    "03.hidden-leaf-grad",
+    Number(),
     prompt="Same program. leaf = scale.grad_fn.next_functions[0][0].variable is the tensor that was made "
-           "with requires_grad=True. After loss.backward(), what is leaf.grad?",
+    "with requires_grad=True. After loss.backward(), what is leaf.grad?",
     explain="The gradient went on through the multiplication by 2 into the real leaf: 2 * [4, 8]. It was "
-            "stored, on a tensor your code has no name for.",
+    "stored, on a tensor your code has no name for.",
 )
 def hidden_leaf_grad():
     scale, loss = scaled()
@@ -268,40 +304,52 @@ def hidden_leaf_grad():
 
 
 @predict_then_run(
-    "03.optimizer-non-leaf", Error("building the optimizer", "at backward", "at step"),
+    "03.optimizer-non-leaf",
+    Error("building the optimizer", "at backward", "at step"),
     prompt="Same scale. opt = torch.optim.SGD([scale], lr=0.1); (scale ** 2).sum().backward(); opt.step(). "
-           "Where does it fail: 'building the optimizer', 'at backward', 'at step', or 'no error'?",
+    "Where does it fail: 'building the optimizer', 'at backward', 'at step', or 'no error'?",
     explain="An optimizer updates tensors in place between steps, which only makes sense for leaves; "
-            "torch refuses a non-leaf when the optimizer is built, before any gradient is computed.",
+    "torch refuses a non-leaf when the optimizer is built, before any gradient is computed.",
 )
 def optimizer_non_leaf():
     scale = torch.tensor([1.0, 2.0], requires_grad=True) * 2
     yield "building the optimizer"
     opt = torch.optim.SGD([scale], lr=0.1)
     yield "at backward"
-    (scale ** 2).sum().backward()
+    (scale**2).sum().backward()
     yield "at step"
     opt.step()
 
 
 # --- self-test -----------------------------------------------------------------------------
 
+
 @self_test(
-    "03.which-untouched", Names(pool=("u", "v", "m", "out")),
+    "03.which-untouched",
+    Names(pool=("u", "v", "m", "out")),
     prompt="u = torch.tensor(1.0, requires_grad=True); v = torch.tensor(2.0, requires_grad=True); m = u * v; "
-           "m.retain_grad(); out = m.exp() + v; v.register_hook(lambda g: g * 0); "
-           "(gu,) = torch.autograd.grad(out, u). Which of u, v, m, out have a .grad that is not None afterwards? "
-           "Answer a set of names (set() for none).",
+    "m.retain_grad(); out = m.exp() + v; v.register_hook(lambda g: g * 0); "
+    "(gu,) = torch.autograd.grad(out, u). Which of u, v, m, out have a .grad that is not None afterwards? "
+    "Answer a set of names (set() for none).",
     explain="autograd.grad writes no leaf's .grad, so u and v stay None whatever the hook does (and v's hook "
-            "never even runs: v's gradient was not asked for). retain_grad() on m is a standing order, obeyed "
-            "by every backward pass, autograd.grad's included.",
-    hints=("Take the three instructions one at a time: which of them can write a .grad field at all?",
-           "torch.autograd.grad returns gradients instead of storing them in leaves; retain_grad() belongs to "
-           "the tensor and is obeyed by whichever backward pass goes through it."),
-    misconceptions=[(set(), "retain_grad() is attached to m, not to backward(): the pass that autograd.grad runs "
-                            "goes through m and stores its gradient there."),
-                    (lambda truth: set(truth) | {"u"}, "autograd.grad hands u's gradient back to you (gu) and "
-                                                        "leaves u.grad alone.")],
+    "never even runs: v's gradient was not asked for). retain_grad() on m is a standing order, obeyed "
+    "by every backward pass, autograd.grad's included.",
+    hints=(
+        "Take the three instructions one at a time: which of them can write a .grad field at all?",
+        "torch.autograd.grad returns gradients instead of storing them in leaves; retain_grad() belongs to "
+        "the tensor and is obeyed by whichever backward pass goes through it.",
+    ),
+    misconceptions=[
+        (
+            set(),
+            "retain_grad() is attached to m, not to backward(): the pass that autograd.grad runs "
+            "goes through m and stores its gradient there.",
+        ),
+        (
+            lambda truth: set(truth) | {"u"},
+            "autograd.grad hands u's gradient back to you (gu) and leaves u.grad alone.",
+        ),
+    ],
 )
 def which_untouched():
     u = torch.tensor(1.0, requires_grad=True)
@@ -315,39 +363,53 @@ def which_untouched():
 
 
 @self_test(
-    "03.hook-on-shared", Number(),
+    "03.hook-on-shared",
+    Number(),
     prompt="a = torch.tensor(0.5, requires_grad=True); h = a * 4; calls = []; "
-           "h.register_hook(lambda g: calls.append(g.item())); out = h ** 2 + 5 * h; out.backward(). How many "
-           "times is the hook called, and with what value? Answer [calls, value].",
+    "h.register_hook(lambda g: calls.append(g.item())); out = h ** 2 + 5 * h; out.backward(). How many "
+    "times is the hook called, and with what value? Answer [calls, value].",
     explain="h is used twice, but its two contributions are added before its node runs, and the hook "
-            "sees that sum once: 2h + 5 = 9.",
-    hints=("How many gradients does h receive, and does backward deliver them to h separately or together?",
-           "A tensor hook runs when the gradient with respect to that tensor is complete: the sum of what every "
-           "use of h sent back. d/dh of h ** 2 + 5 * h at h = 2."),
-    misconceptions=[(lambda truth: [2, *truth[1:]], "backward adds the contributions of both uses before h's "
-                                                     "hook runs; the hook sees the total once.")],
+    "sees that sum once: 2h + 5 = 9.",
+    hints=(
+        "How many gradients does h receive, and does backward deliver them to h separately or together?",
+        "A tensor hook runs when the gradient with respect to that tensor is complete: the sum of what every "
+        "use of h sent back. d/dh of h ** 2 + 5 * h at h = 2.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: [2, *truth[1:]],
+            "backward adds the contributions of both uses before h's hook runs; the hook sees the total once.",
+        )
+    ],
 )
 def hook_on_shared():
     a = torch.tensor(0.5, requires_grad=True)
     h = a * 4
     calls = []
     h.register_hook(lambda g: calls.append(g.item()))
-    (h ** 2 + 5 * h).backward()
+    (h**2 + 5 * h).backward()
     return [len(calls), *calls[:1]]
 
 
 @self_test(
-    "03.leaf-hook-second", Number(),
+    "03.leaf-hook-second",
+    Number(),
     prompt="p = torch.tensor(1.5, requires_grad=True); got = []; p.register_hook(lambda g: got.append(g.item())); "
-           "z = (p * 2) ** 2; z.backward(retain_graph=True); z.backward(). What did the hook receive the second "
-           "time, and what is p.grad now? Answer [second value, p.grad].",
+    "z = (p * 2) ** 2; z.backward(retain_graph=True); z.backward(). What did the hook receive the second "
+    "time, and what is p.grad now? Answer [second value, p.grad].",
     explain="A hook on a leaf sees the gradient arriving from this pass, before AccumulateGrad adds it to "
-            "p.grad; the field holds the running total of both passes.",
-    hints=("Does a tensor hook on a leaf run before or after the gradient is added into p.grad?",
-           "The hook sees what this pass brings (dz/dp = 8p); AccumulateGrad then adds it to whatever .grad "
-           "already holds."),
-    misconceptions=[(lambda truth: [truth[1], truth[1]], "the hook sees the gradient arriving from this pass, "
-                                                         "before it is added to p.grad, not the running total.")],
+    "p.grad; the field holds the running total of both passes.",
+    hints=(
+        "Does a tensor hook on a leaf run before or after the gradient is added into p.grad?",
+        "The hook sees what this pass brings (dz/dp = 8p); AccumulateGrad then adds it to whatever .grad "
+        "already holds.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: [truth[1], truth[1]],
+            "the hook sees the gradient arriving from this pass, before it is added to p.grad, not the running total.",
+        )
+    ],
 )
 def leaf_hook_second():
     p = torch.tensor(1.5, requires_grad=True)
@@ -360,21 +422,28 @@ def leaf_hook_second():
 
 
 @self_test(
-    "03.retain-accumulates", Number(),
+    "03.retain-accumulates",
+    Number(),
     prompt="q = torch.tensor(-0.5, requires_grad=True); h = q * 4; h.retain_grad(); out = h ** 2; "
-           "out.backward(retain_graph=True); out.backward(). What is h.grad?",
+    "out.backward(retain_graph=True); out.backward(). What is h.grad?",
     explain="A retained gradient behaves like a leaf's: each backward pass adds to it (2h = -4 each time), "
-            "so it needs zeroing just the same.",
-    hints=("Two backward passes go through h. Does the second replace h.grad or add to it?",
-           "retain_grad() makes h's gradient behave like a leaf's .grad: each pass adds d out / dh = 2h to it."),
-    misconceptions=[(lambda truth: truth / 2, "that is one pass's gradient. A retained gradient accumulates "
-                                              "across passes like a leaf's .grad.")],
+    "so it needs zeroing just the same.",
+    hints=(
+        "Two backward passes go through h. Does the second replace h.grad or add to it?",
+        "retain_grad() makes h's gradient behave like a leaf's .grad: each pass adds d out / dh = 2h to it.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: truth / 2,
+            "that is one pass's gradient. A retained gradient accumulates across passes like a leaf's .grad.",
+        )
+    ],
 )
 def retain_accumulates():
     q = torch.tensor(-0.5, requires_grad=True)
     h = q * 4
     h.retain_grad()
-    out = h ** 2
+    out = h**2
     out.backward(retain_graph=True)
     out.backward()
     return h.grad.item()
@@ -382,23 +451,26 @@ def retain_accumulates():
 
 # --- exercise A: the three ways on generated programs ---------------------------------------
 
+
 @exercise(
     "03.three-ways",
     Function(returns=ThreeWays(), cases=three_ways_cases, call=lambda fn, case, ns: fn(case.build)),
     prompt="Write three_ways(build): build() returns a fresh (out, t, named) each call, t an intermediate "
-           "and named a dict of the leaves and t by name. Read d out / d t three ways, each on its own "
-           "build: a hook on t and out.backward(); t.retain_grad() and out.backward(); "
-           "torch.autograd.grad(out, t). Return {'hook': (g, names), 'retain_grad': (g, names), "
-           "'autograd.grad': (g, names)}, names being the names in `named` whose .grad is not None after "
-           "that way. Checked on generated programs.",
+    "and named a dict of the leaves and t by name. Read d out / d t three ways, each on its own "
+    "build: a hook on t and out.backward(); t.retain_grad() and out.backward(); "
+    "torch.autograd.grad(out, t). Return {'hook': (g, names), 'retain_grad': (g, names), "
+    "'autograd.grad': (g, names)}, names being the names in `named` whose .grad is not None after "
+    "that way. Checked on generated programs.",
     explain="All three read the same gradient; they differ in what they leave behind. A hook stores "
-            "nothing, but the backward() that fires it fills the leaves' .grad; retain_grad adds t's own; "
-            "autograd.grad writes no .grad at all.",
-    hints=("Call build() three times, once per way: each way must start from a graph nothing has touched.",
-           "A hook must keep g somewhere you can read after backward (a list); t.retain_grad() must come before "
-           "out.backward(); torch.autograd.grad(out, t) returns a tuple.",
-           "names: the keys of `named` whose tensor's .grad is not None afterwards. Which leaves does "
-           "out.backward() write? (every leaf that requires grad and is reached)"),
+    "nothing, but the backward() that fires it fills the leaves' .grad; retain_grad adds t's own; "
+    "autograd.grad writes no .grad at all.",
+    hints=(
+        "Call build() three times, once per way: each way must start from a graph nothing has touched.",
+        "A hook must keep g somewhere you can read after backward (a list); t.retain_grad() must come before "
+        "out.backward(); torch.autograd.grad(out, t) returns a tuple.",
+        "names: the keys of `named` whose tensor's .grad is not None afterwards. Which leaves does "
+        "out.backward() write? (every leaf that requires grad and is reached)",
+    ),
 )
 def three_ways(case):
     out_ = {}
@@ -421,24 +493,26 @@ def three_ways(case):
 
 # --- exercise B: a watch for non-finite gradients -------------------------------------------
 
+
 @exercise(
     "03.nonfinite-watch",
-    Function(returns=StepReport(), cases=loop_cases, call=lambda fn, case, ns: run_watch(fn, case, ns),
-             per_case_s=3.0),
+    Function(returns=StepReport(), cases=loop_cases, call=lambda fn, case, ns: run_watch(fn, case, ns), per_case_s=3.0),
     prompt="Write make_watch(): it returns (hook, report). hook is registered on an intermediate once per "
-           "training step; it must print nothing, raise nothing and return None (leave the gradient as it "
-           "is) until it sees a gradient with a NaN or an infinity, and remember the step (the first call "
-           "is step 0). report() returns the first such step, or None if there was none. Checked on "
-           "generated loops with faults planted at random steps.",
+    "training step; it must print nothing, raise nothing and return None (leave the gradient as it "
+    "is) until it sees a gradient with a NaN or an infinity, and remember the step (the first call "
+    "is step 0). report() returns the first such step, or None if there was none. Checked on "
+    "generated loops with faults planted at random steps.",
     explain="A hook runs on every backward pass, so it can test a condition cheaply and stay silent "
-            "otherwise; torch.isfinite catches NaN and both infinities at once. Returning None is what "
-            "keeps a watch from becoming an edit.",
-    hints=("The hook needs memory that outlives each call: a step counter and the first bad step, kept in a "
-           "closure (a dict or nonlocal variables) that report() reads too.",
-           "torch.isnan misses infinities; torch.isfinite(g).all() is False for NaN, inf and -inf alike. Count "
-           "every call, good or bad, and record only the first bad one.",
-           "Return nothing from the hook and never write into g: a returned tensor, or g.zero_(), changes the "
-           "gradient that reaches w."),
+    "otherwise; torch.isfinite catches NaN and both infinities at once. Returning None is what "
+    "keeps a watch from becoming an edit.",
+    hints=(
+        "The hook needs memory that outlives each call: a step counter and the first bad step, kept in a "
+        "closure (a dict or nonlocal variables) that report() reads too.",
+        "torch.isnan misses infinities; torch.isfinite(g).all() is False for NaN, inf and -inf alike. Count "
+        "every call, good or bad, and record only the first bad one.",
+        "Return nothing from the hook and never write into g: a returned tensor, or g.zero_(), changes the "
+        "gradient that reaches w.",
+    ),
 )
 def nonfinite_watch(case):
     ns = case.fresh()

@@ -1,5 +1,6 @@
 """Unit 03's helpers: the running chain (w, x = 3w, y = x ** 2), reading ``.grad`` without the non-leaf
 warning, and ``backward_order``, which logs the nodes in the order backward runs them."""
+
 from __future__ import annotations
 
 import warnings
@@ -13,7 +14,7 @@ def chain(start=2.0):
     """The running example: w (a leaf, 2 unless told), x = 3w, y = x ** 2."""
     w = torch.tensor(start, requires_grad=True)
     x = w * 3
-    y = x ** 2
+    y = x**2
     return w, x, y
 
 
@@ -51,7 +52,7 @@ def backward_order(y, leaves=None):
 def scaled():
     """The slip: requires_grad=True on the created tensor, then one more operation."""
     scale = torch.tensor([1.0, 2.0], requires_grad=True) * 2
-    return scale, (scale ** 2).sum()
+    return scale, (scale**2).sum()
 
 
 def names_with_grad(named):

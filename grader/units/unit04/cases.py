@@ -2,6 +2,7 @@
 with a parameter whose path is asked about (``04.first-broken-edge``, :class:`EdgeCase`), and small programs
 in which a ``.grad`` is None for a planted cause (``04.why-grad-none``, :class:`WhyCase`); with the functions
 that read a learner's answer on them."""
+
 from __future__ import annotations
 
 import functools
@@ -48,10 +49,11 @@ def as_leaf_names(raw, case, ns):
         names.append(by_id.get(id(item), "an unnamed tensor"))
     for name in names:
         if names.count(name) > 1 and name != "an unnamed tensor":
-            raise BadAnswer(f"{name} is in the list {names.count(name)} times; list each leaf once "
-                            "(a shared leaf is one AccumulateGrad node reached twice)")
+            raise BadAnswer(
+                f"{name} is in the list {names.count(name)} times; list each leaf once "
+                "(a shared leaf is one AccumulateGrad node reached twice)"
+            )
     return names
-
 
 
 def line_key(text: str) -> str:
@@ -62,7 +64,7 @@ def line_key(text: str) -> str:
 class EdgeCase(Case):
     """A generated program, traced, and the parameter whose path to the loss is asked about."""
 
-    drawing_label = None        # a class attribute, not a field: drawing() is the trace and the loss's graph
+    drawing_label = None  # a class attribute, not a field: drawing() is the trace and the loss's graph
 
     seed: int
     lines: list
@@ -94,7 +96,7 @@ class EdgeCase(Case):
 def _as_loss_program(prog):
     lines = list(prog.lines)
     assert lines[-1].startswith("out = ")
-    lines[-1] = "loss = " + lines[-1][len("out = "):]
+    lines[-1] = "loss = " + lines[-1][len("out = ") :]
     return lines
 
 
@@ -126,7 +128,7 @@ def _edge_case_list():
             lines = _as_loss_program(prog)
             try:
                 tr = traces.trace("\n".join(lines))
-            except Exception:       # an inference tensor saved for backward: not a program that runs
+            except Exception:  # an inference tensor saved for backward: not a program that runs
                 continue
             names = [n for n, flag in prog.leaves.items() if flag]
             names = [n for n in names if traces._used_binding(tr, n) in traces.route(tr, n)]
@@ -161,12 +163,12 @@ def as_edge_line(raw, case, ns):
 
 @dataclass
 class WhyCase(Case):
-    drawing_label = None        # a class attribute, not a field: drawing() is the trace's table
+    drawing_label = None  # a class attribute, not a field: drawing() is the trace's table
 
     seed: int
     lines: list
     name: str
-    cause: str = field(repr=False)   # what the generator planted; the truth is diagnosed live
+    cause: str = field(repr=False)  # what the generator planted; the truth is diagnosed live
     output: str = "loss"
 
     @property
@@ -195,15 +197,17 @@ _FILL = ("{x} * 3", "{x}.sin()", "{x} ** 2", "{x}.tanh()", "{x} * 0.5", "{x} + 1
 def why_case(seed: int, cause: str) -> WhyCase:
     """One small program in which ``name``.grad is None for the planted ``cause``."""
     rng = random.Random(seed)
-    turn = seed // len(traces.CAUSES)        # the variants of a cause come in turn, not by luck
+    turn = seed // len(traces.CAUSES)  # the variants of a cause come in turn, not by luck
     n = rng.choice([2, 3])
 
     def values():
         return "[" + ", ".join(f"{rng.choice([-1, 1]) * rng.randint(1, 15) / 10:.1f}" for _ in range(n)) + "]"
 
     fill = lambda x: rng.choice(_FILL).format(x=x)  # noqa: E731
-    lines = ["w = torch.tensor(" + values() + (")" if cause == traces.NEVER_ENTERED else ", requires_grad=True)"),
-             "b = torch.tensor(" + values() + ", requires_grad=True)"]
+    lines = [
+        "w = torch.tensor(" + values() + (")" if cause == traces.NEVER_ENTERED else ", requires_grad=True)"),
+        "b = torch.tensor(" + values() + ", requires_grad=True)",
+    ]
     # an optimizer whose zero_grad() runs before backward (harmless) or after it (the cause)
     zero_first = cause == traces.NO_BACKWARD and turn % 2 == 0
     if zero_first or cause == traces.CLEARED:
@@ -226,14 +230,28 @@ def why_case(seed: int, cause: str) -> WhyCase:
         lines.append("with torch.no_grad():\n    k = " + rng.choice(["h * 2", "h.exp()", f"h * {other}", "h + w"]))
     elif cause == traces.INFERENCE:
         lines.append("with torch.inference_mode():\n    k = " + rng.choice(["h * 2", "h.exp()", "h + 1", "h.relu()"]))
-        combine = ["b + k", "k + b", "(k + b).sin()", "(b + k) ** 2"]   # nothing may save an inference tensor
+        combine = ["b + k", "k + b", "(k + b).sin()", "(b + k) ** 2"]  # nothing may save an inference tensor
     elif cause == traces.ITEM:
-        lines.append("k = " + rng.choice(["torch.tensor(h.sum().item())", "torch.tensor(h.tolist())",
-                                          "torch.tensor(h.tolist(), requires_grad=True)",
-                                          "torch.tensor(h.mean().item()) * 2"]))
+        lines.append(
+            "k = "
+            + rng.choice(
+                [
+                    "torch.tensor(h.sum().item())",
+                    "torch.tensor(h.tolist())",
+                    "torch.tensor(h.tolist(), requires_grad=True)",
+                    "torch.tensor(h.mean().item()) * 2",
+                ]
+            )
+        )
     elif cause == traces.NON_DIFFERENTIABLE:
-        forms = ["(h > 0).float()", "h.to(torch.int64) + 1", "h.argmax().float()", "two steps", "h.long() * 2",
-                 "(h < 0.5).float() * 2"]
+        forms = [
+            "(h > 0).float()",
+            "h.to(torch.int64) + 1",
+            "h.argmax().float()",
+            "two steps",
+            "h.long() * 2",
+            "(h < 0.5).float() * 2",
+        ]
         form = forms[turn % len(forms)]
         if form == "two steps":
             lines.append("m = " + rng.choice(["h > 0", "h.argmax()", "h.round().long()"]))
@@ -257,13 +275,20 @@ def why_case(seed: int, cause: str) -> WhyCase:
     else:
         lines.append("loss.backward()")
     if cause == traces.CLEARED:
-        lines.append(("opt.zero_grad()", "opt.step()\nopt.zero_grad()", "w.grad = None",
-                      "for p in (w, b):\n    p.grad = None")[turn % 4])
+        lines.append(
+            ("opt.zero_grad()", "opt.step()\nopt.zero_grad()", "w.grad = None", "for p in (w, b):\n    p.grad = None")[
+                turn % 4
+            ]
+        )
     if cause == traces.REBOUND:
-        lines.append(("with torch.no_grad():\n    w = w - 0.1 * w.grad",
-                      "w = torch.tensor(w.tolist(), requires_grad=True)",
-                      "w = w.detach().requires_grad_()",
-                      "w = w.detach().clone()")[turn % 4])
+        lines.append(
+            (
+                "with torch.no_grad():\n    w = w - 0.1 * w.grad",
+                "w = torch.tensor(w.tolist(), requires_grad=True)",
+                "w = w.detach().requires_grad_()",
+                "w = w.detach().clone()",
+            )[turn % 4]
+        )
     name = "h" if cause == traces.NOT_RETAINED else "w"
     return WhyCase(seed, lines, name, cause)
 

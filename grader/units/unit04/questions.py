@@ -1,5 +1,6 @@
 """Unit 04, where the path stops: never entered, detach, no_grad, inference_mode, .item(), and the
 procedure for "why is .grad None?"."""
+
 from __future__ import annotations
 
 import torch
@@ -32,15 +33,21 @@ from grader.units.unit04.support import (
 
 # --- 1. a loss that never entered -------------------------------------------------------------
 
+
 @predict_then_run(
-    "04.never-entered", Error("at the multiplication", "at backward", needs_message=True,
-                              terms=(("grad_fn", "require grad", "requires grad", "requires_grad"),)),
+    "04.never-entered",
+    Error(
+        "at the multiplication",
+        "at backward",
+        needs_message=True,
+        terms=(("grad_fn", "require grad", "requires grad", "requires_grad"),),
+    ),
     prompt="x = torch.tensor([2.0]) (no requires_grad); y = x * 3; loss = y.sum(); loss.backward(). Does it "
-           "raise, where ('at the multiplication' or 'at backward'), and what does the message say? Answer a pair "
-           "(place, your words). The place is graded exactly; your words are graded on the key idea: what the "
-           "loss lacks (they must mention grad_fn or requiring grad).",
+    "raise, where ('at the multiplication' or 'at backward'), and what does the message say? Answer a pair "
+    "(place, your words). The place is graded exactly; your words are graded on the key idea: what the "
+    "loss lacks (they must mention grad_fn or requiring grad).",
     explain="Nothing on the way to the loss required grad, so nothing was recorded: the loss has no grad_fn "
-            "and backward has no node to start from. The message describes that state, not its cause.",
+    "and backward has no node to start from. The message describes that state, not its cause.",
 )
 def never_entered():
     x = torch.tensor([2.0])
@@ -52,16 +59,21 @@ def never_entered():
 
 
 @predict_then_run(
-    "04.patched-loss", Number(tol=5e-3),
+    "04.patched-loss",
+    Number(tol=5e-3),
     prompt="x = [1., 2., 3.], y = 2 * x, w = torch.tensor(0.0) created without requires_grad, "
-           "opt = torch.optim.SGD([w], lr=0.05). Twenty steps of: loss = ((w * x - y) ** 2).mean(); "
-           "loss.requires_grad = True; opt.zero_grad(); loss.backward(); opt.step(). What is loss.item() "
-           "at the first step and at the last? Answer [first, last] (2 decimals).",
+    "opt = torch.optim.SGD([w], lr=0.05). Twenty steps of: loss = ((w * x - y) ** 2).mean(); "
+    "loss.requires_grad = True; opt.zero_grad(); loss.backward(); opt.step(). What is loss.item() "
+    "at the first step and at the last? Answer [first, last] (2 decimals).",
     explain="Setting requires_grad on the loss makes the loss itself a new leaf: backward runs, but the only "
-            "gradient it computes is for the loss. w.grad stays None, SGD skips w, and the loss never moves.",
-    misconceptions=[(lambda truth: [truth[0], 0.0],
-                     "the loss falls only if w learns, and w never receives a gradient: the patched loss is a "
-                     "leaf of its own, with no record of w.")],
+    "gradient it computes is for the loss. w.grad stays None, SGD skips w, and the loss never moves.",
+    misconceptions=[
+        (
+            lambda truth: [truth[0], 0.0],
+            "the loss falls only if w learns, and w never receives a gradient: the patched loss is a "
+            "leaf of its own, with no record of w.",
+        )
+    ],
 )
 def patched_loss():
     losses, _ = patched_loop(flag=False, patch=True)
@@ -70,12 +82,14 @@ def patched_loss():
 
 # --- 2. detach: one tensor, the same storage, a cut record -------------------------------------
 
+
 @predict_then_run(
-    "04.detach-write", Number(),
+    "04.detach-write",
+    Number(),
     prompt="w = torch.tensor([1.0, 4.0], requires_grad=True); h = w * 3; d = h.detach(); d[0] = 99.0. "
-           "What does h hold now? Answer [h[0], h[1]].",
+    "What does h hold now? Answer [h[0], h[1]].",
     explain="detach() copies nothing: d is a second tensor over h's storage (same data_ptr) with no "
-            "history. A write through d is a write into h.",
+    "history. A write through d is a write into h.",
 )
 def detach_write():
     w = torch.tensor([1.0, 4.0], requires_grad=True)
@@ -87,13 +101,15 @@ def detach_write():
 
 # --- 3. detach acts on a tensor, no_grad on a region -------------------------------------------
 
+
 @predict_then_run(
-    "04.detach-one-operand", Names(pool=("p", "q")),
+    "04.detach-one-operand",
+    Names(pool=("p", "q")),
     prompt="p = torch.tensor(1.5, requires_grad=True); q = torch.tensor(4.0, requires_grad=True); "
-           "out1 = p.detach() * q; out1.backward(). Which of p, q have a .grad that is not None? "
-           "Answer a set of names.",
+    "out1 = p.detach() * q; out1.backward(). Which of p, q have a .grad that is not None? "
+    "Answer a set of names.",
     explain="detach removed one operand from the record; q still required grad, so the multiplication "
-            "was recorded with one live edge, to q.",
+    "was recorded with one live edge, to q.",
 )
 def detach_one_operand():
     p, q = pq_leaves()
@@ -103,13 +119,14 @@ def detach_one_operand():
 
 
 @predict_then_run(
-    "04.no-grad-region", Sequence(),
+    "04.no-grad-region",
+    Sequence(),
     prompt="The same p and q, both requiring grad. out1 = p.detach() * q, and with torch.no_grad(): "
-           "out2 = p * q. What do out1.grad_fn and out2.grad_fn hold? Answer [class name of out1's node, "
-           "class name of out2's node], writing 'None' where there is no node.",
+    "out2 = p * q. What do out1.grad_fn and out2.grad_fn hold? Answer [class name of out1's node, "
+    "class name of out2's node], writing 'None' where there is no node.",
     explain="detach took one operand out of the record, so the product was still recorded (q needs it). "
-            "Inside no_grad no operation is recorded, whatever its operands require: out2 has no node, and "
-            "p and q still require grad once the block ends.",
+    "Inside no_grad no operation is recorded, whatever its operands require: out2 has no node, and "
+    "p and q still require grad once the block ends.",
 )
 def no_grad_region():
     p, q = pq_leaves()
@@ -121,19 +138,26 @@ def no_grad_region():
 
 # --- 4. inference_mode: a stricter region whose tensors carry the restriction ------------------
 
+
 @predict_then_run(
-    "04.inference-reuse", Error("in the helper", "at the multiplication", "at backward", needs_message=True,
-                                terms=(("inference",), ("saved", "save", "saving", "kept", "keep"))),
+    "04.inference-reuse",
+    Error(
+        "in the helper",
+        "at the multiplication",
+        "at backward",
+        needs_message=True,
+        terms=(("inference",), ("saved", "save", "saving", "kept", "keep")),
+    ),
     prompt="evaluate(w, x) returns (w * x).relu() computed inside torch.inference_mode(). "
-           "w = torch.tensor([0.5, 2.0], requires_grad=True); x = torch.tensor([1.0, 3.0]); "
-           "cached = evaluate(w, x)  (in the helper); head = torch.tensor([1.0, 1.0], requires_grad=True); "
-           "pred = cached * head  (at the multiplication); pred.sum().backward()  (at backward). "
-           "Does it raise, where, and what does the message say? Answer a pair (place, your words): the place "
-           "is graded exactly, your words on the key idea (what kind of tensor, and what may not be done "
-           "with it).",
+    "w = torch.tensor([0.5, 2.0], requires_grad=True); x = torch.tensor([1.0, 3.0]); "
+    "cached = evaluate(w, x)  (in the helper); head = torch.tensor([1.0, 1.0], requires_grad=True); "
+    "pred = cached * head  (at the multiplication); pred.sum().backward()  (at backward). "
+    "Does it raise, where, and what does the message say? Answer a pair (place, your words): the place "
+    "is graded exactly, your words on the key idea (what kind of tensor, and what may not be done "
+    "with it).",
     explain="cached is an inference tensor. Multiplying it by head needs cached saved for head's gradient, "
-            "and inference tensors may not be saved: the failure appears at the first recorded operation "
-            "that must keep it, far from the helper.",
+    "and inference tensors may not be saved: the failure appears at the first recorded operation "
+    "that must keep it, far from the helper.",
 )
 def inference_reuse():
     w = torch.tensor([0.5, 2.0], requires_grad=True)
@@ -149,19 +173,25 @@ def inference_reuse():
 
 # --- 4b. turning gradients off: the whole picture --------------------------------------------------
 
+
 @predict_then_run(
-    "04.four-offs", Names(pool=("a", "b", "c", "d")),
+    "04.four-offs",
+    Names(pool=("a", "b", "c", "d")),
     prompt="lin = torch.nn.Linear(3, 2); x = torch.randn(4, 3, requires_grad=True). with torch.no_grad(): "
-           "a = lin(x). with torch.inference_mode(): b = lin(x). Then lin.eval(); c = lin(x). Then "
-           "for p in lin.parameters(): p.requires_grad_(False); d = lin(x). Which of a, b, c, d have a grad_fn? "
-           "Answer a set of names.",
+    "a = lin(x). with torch.inference_mode(): b = lin(x). Then lin.eval(); c = lin(x). Then "
+    "for p in lin.parameters(): p.requires_grad_(False); d = lin(x). Which of a, b, c, d have a grad_fn? "
+    "Answer a set of names.",
     explain="no_grad and inference_mode are regions: nothing inside is recorded. eval() only switches layers "
-            "such as dropout and batch norm to their evaluation behaviour; autograd records as before. "
-            "requires_grad_(False) freezes the parameters, but x still requires grad, so the layer is recorded "
-            "for x's sake.",
-    misconceptions=[(lambda truth: set(truth) - {"c"},
-                     "model.eval() does not turn autograd off: it changes how layers such as dropout behave. "
-                     "The output still has a grad_fn.")],
+    "such as dropout and batch norm to their evaluation behaviour; autograd records as before. "
+    "requires_grad_(False) freezes the parameters, but x still requires grad, so the layer is recorded "
+    "for x's sake.",
+    misconceptions=[
+        (
+            lambda truth: set(truth) - {"c"},
+            "model.eval() does not turn autograd off: it changes how layers such as dropout behave. "
+            "The output still has a grad_fn.",
+        )
+    ],
 )
 def four_offs():
     made = four_ways_off()
@@ -169,18 +199,23 @@ def four_offs():
 
 
 @predict_then_run(
-    "04.nested-modes", Sequence(),
+    "04.nested-modes",
+    Sequence(),
     prompt="w = torch.tensor(2.0, requires_grad=True). with torch.no_grad(): a = w * 3; inside it, with "
-           "torch.enable_grad(): b = w * 3, and inside that, with torch.set_grad_enabled(False): c = w * 3; "
-           "back in the no_grad block (after the enable_grad block): d = b * 2. What are the class names of "
-           "a.grad_fn, b.grad_fn, c.grad_fn, d.grad_fn? Answer a list, writing 'None' where there is none.",
+    "torch.enable_grad(): b = w * 3, and inside that, with torch.set_grad_enabled(False): c = w * 3; "
+    "back in the no_grad block (after the enable_grad block): d = b * 2. What are the class names of "
+    "a.grad_fn, b.grad_fn, c.grad_fn, d.grad_fn? Answer a list, writing 'None' where there is none.",
     explain="Grad mode is one switch, and the innermost block sets it for as long as it lasts: enable_grad "
-            "turns recording back on inside no_grad, set_grad_enabled(False) turns it off again, and when a "
-            "block ends the previous setting returns. d is computed under no_grad, so it is not recorded even "
-            "though b was.",
-    misconceptions=[(lambda truth: [truth[0], truth[1], truth[2], truth[1]],
-                     "d = b * 2 runs back inside the no_grad block: whether b has a history does not matter, the "
-                     "multiplication itself is not recorded.")],
+    "turns recording back on inside no_grad, set_grad_enabled(False) turns it off again, and when a "
+    "block ends the previous setting returns. d is computed under no_grad, so it is not recorded even "
+    "though b was.",
+    misconceptions=[
+        (
+            lambda truth: [truth[0], truth[1], truth[2], truth[1]],
+            "d = b * 2 runs back inside the no_grad block: whether b has a history does not matter, the "
+            "multiplication itself is not recorded.",
+        )
+    ],
 )
 def nested_modes():
     w = torch.tensor(2.0, requires_grad=True)
@@ -196,13 +231,15 @@ def nested_modes():
 
 # --- 5. a value that left through .item() --------------------------------------------------------
 
+
 @predict_then_run(
-    "04.item-new-start", Number(),
+    "04.item-new-start",
+    Number(),
     prompt="w = torch.tensor(1.5, requires_grad=True); prediction = w * 4; "
-           "bad = torch.tensor((prediction - 5.0).item() ** 2, requires_grad=True); bad.backward(). "
-           "What is bad.grad?",
+    "bad = torch.tensor((prediction - 5.0).item() ** 2, requires_grad=True); bad.backward(). "
+    "What is bad.grad?",
     explain="bad is a brand-new leaf built from a Python number: its graph is bad alone, so backward gives "
-            "d bad / d bad = 1 and nothing reaches w.",
+    "d bad / d bad = 1 and nothing reaches w.",
 )
 def item_new_start():
     w = torch.tensor(1.5, requires_grad=True)
@@ -214,16 +251,19 @@ def item_new_start():
 
 # --- 6. asking the graph which inputs it reaches -----------------------------------------------
 
+
 @predict_then_run(
-    "04.unused-input", Error("at autograd.grad", needs_message=True,
-                             terms=(("not have been used", "not been used", "unused", "not used"),)),
+    "04.unused-input",
+    Error(
+        "at autograd.grad", needs_message=True, terms=(("not have been used", "not been used", "unused", "not used"),)
+    ),
     prompt="x = [1., 2., 3., 4.], target = 3 * x, w1 = 0.5 and w2 = 1.0 requiring grad; "
-           "f = (w1 * x).detach(); loss = ((w2 * f - target) ** 2).mean(); then "
-           "torch.autograd.grad(loss, [w1, w2]) without allow_unused. Does it raise ('at autograd.grad' or "
-           "'no error'), and what does the message say? The place is graded exactly, your words on the key "
-           "idea (what is wrong with w1 as far as this graph is concerned).",
+    "f = (w1 * x).detach(); loss = ((w2 * f - target) ** 2).mean(); then "
+    "torch.autograd.grad(loss, [w1, w2]) without allow_unused. Does it raise ('at autograd.grad' or "
+    "'no error'), and what does the message say? The place is graded exactly, your words on the key "
+    "idea (what is wrong with w1 as far as this graph is concerned).",
     explain="autograd.grad is asked for d loss / d w1, and the graph under loss has no path to w1. By "
-            "default that is an error; allow_unused=True turns it into a None in the answer.",
+    "default that is an error; allow_unused=True turns it into a None in the answer.",
 )
 def unused_input():
     w1, w2, loss = detached_stage()
@@ -235,13 +275,14 @@ def unused_input():
 
 
 @predict_then_run(
-    "04.frozen-loop", Number(),
+    "04.frozen-loop",
+    Number(),
     prompt="x = [1., 2., 3., 4.], target = 3 * x, w1 = 0.5 and w2 = 1.0 requiring grad, lr = 0.02, 400 "
-           "steps of train_frozen, whose stage one returns a detached copy of w1 * x. What are the loss at "
-           "the first step, the loss at the last step, and the final w1 and w2? Answer [first loss, last "
-           "loss, w1, w2].",
+    "steps of train_frozen, whose stage one returns a detached copy of w1 * x. What are the loss at "
+    "the first step, the loss at the last step, and the final w1 and w2? Answer [first loss, last "
+    "loss, w1, w2].",
     explain="w1 receives no gradient, so the update skips it every step; w2 alone absorbs the whole job and "
-            "settles where w1 * w2 = 0.5 * w2 = 3. The loss falls to zero anyway.",
+    "settles where w1 * w2 = 0.5 * w2 = 3. The loss falls to zero anyway.",
 )
 def frozen_loop():
     losses, w1, w2, _ = syllabus_loop(train_frozen)
@@ -252,21 +293,30 @@ REPAIRED_FACTS = ("w1 moved", "w2 moved", "w1 * w2 reached 3", "w2 reached 6")
 
 
 @predict_then_run(
-    "04.repaired-loop", Names(pool=REPAIRED_FACTS),
+    "04.repaired-loop",
+    Names(pool=REPAIRED_FACTS),
     prompt="The same loop and start (w1 = 0.5, w2 = 1.0, lr = 0.02, 400 steps), repaired: stage one logs "
-           "f.detach() but returns f itself. Which of these hold at the end: 'w1 moved', 'w2 moved', "
-           "'w1 * w2 reached 3', 'w2 reached 6' (each to 3 decimals)? Answer a set.",
+    "f.detach() but returns f itself. Which of these hold at the end: 'w1 moved', 'w2 moved', "
+    "'w1 * w2 reached 3', 'w2 reached 6' (each to 3 decimals)? Answer a set.",
     explain="Both weights now receive gradients, so both move. The target pins only the product, w1 * w2 = 3; "
-            "with w1 moving too, w2 no longer has to carry the whole job alone, so it stops short of 6.",
-    misconceptions=[(lambda truth: set(truth) | {"w2 reached 6"},
-                     "w2 reached 6 only because w1 was stuck at 0.5 (0.5 * 6 = 3). Once w1 moves, the product "
-                     "splits between them.")],
+    "with w1 moving too, w2 no longer has to carry the whole job alone, so it stops short of 6.",
+    misconceptions=[
+        (
+            lambda truth: set(truth) | {"w2 reached 6"},
+            "w2 reached 6 only because w1 was stuck at 0.5 (0.5 * 6 = 3). Once w1 moves, the product "
+            "splits between them.",
+        )
+    ],
 )
 def repaired_loop():
     _, w1, w2, _ = syllabus_loop(train_repaired)
     a, b = w1.item(), w2.item()
-    facts = {"w1 moved": abs(a - 0.5) > 1e-3, "w2 moved": abs(b - 1.0) > 1e-3,
-             "w1 * w2 reached 3": abs(a * b - 3.0) < 1e-3, "w2 reached 6": abs(b - 6.0) < 1e-3}
+    facts = {
+        "w1 moved": abs(a - 0.5) > 1e-3,
+        "w2 moved": abs(b - 1.0) > 1e-3,
+        "w1 * w2 reached 3": abs(a * b - 3.0) < 1e-3,
+        "w2 reached 6": abs(b - 6.0) < 1e-3,
+    }
     return {f for f, held in facts.items() if held}
 
 
@@ -289,18 +339,23 @@ FAKE_FIX_NAMES = ("encoder_scale", "head_weight", "features", "prediction")
 
 
 @predict_then_run(
-    "04.fake-fix-grads", Names(pool=FAKE_FIX_NAMES),
+    "04.fake-fix-grads",
+    Names(pool=FAKE_FIX_NAMES),
     prompt="encoder_scale = 2.0 and head_weight = 0.5 require grad; x = [1., 2., 3.], target = 2 * x. "
-           "with torch.no_grad(): features = encoder_scale * x; then features.requires_grad_(True) (the "
-           "'fix'); prediction = head_weight * features; loss = ((prediction - target) ** 2).mean(); "
-           "loss.backward(). Which of encoder_scale, head_weight, features, prediction have a .grad that is "
-           "not None? Answer a set of names.",
+    "with torch.no_grad(): features = encoder_scale * x; then features.requires_grad_(True) (the "
+    "'fix'); prediction = head_weight * features; loss = ((prediction - target) ** 2).mean(); "
+    "loss.backward(). Which of encoder_scale, head_weight, features, prediction have a .grad that is "
+    "not None? Answer a set of names.",
     explain="requires_grad_(True) made features a new leaf in the middle of the model: it gets a real "
-            "gradient, and so does the head, but encoder_scale.grad stays None, because the multiplication "
-            "that used it was never recorded. prediction is a non-leaf, so its gradient was passed on, not kept.",
-    misconceptions=[(lambda truth: set(truth) | {"encoder_scale"},
-                     "requires_grad_(True) makes features a new leaf from here on; it cannot reach back to the "
-                     "multiplication that ran under no_grad, so nothing leads to encoder_scale.")],
+    "gradient, and so does the head, but encoder_scale.grad stays None, because the multiplication "
+    "that used it was never recorded. prediction is a non-leaf, so its gradient was passed on, not kept.",
+    misconceptions=[
+        (
+            lambda truth: set(truth) | {"encoder_scale"},
+            "requires_grad_(True) makes features a new leaf from here on; it cannot reach back to the "
+            "multiplication that ran under no_grad, so nothing leads to encoder_scale.",
+        )
+    ],
 )
 def fake_fix_grads():
     tr = traces.trace(FAKE_FIX_SOURCE)
@@ -310,18 +365,23 @@ def fake_fix_grads():
 
 # --- self-test -------------------------------------------------------------------------------------
 
+
 @self_test(
-    "04.closed-book-shares", Names(pool=("d1", "d2", "d3", "d4")),
+    "04.closed-book-shares",
+    Names(pool=("d1", "d2", "d3", "d4")),
     prompt="h = torch.tensor([1.0, 2.0], requires_grad=True) * 2; d1 = h.detach(); d2 = h.detach().clone(); "
-           "d3 = h.data; d4 = torch.tensor(h.tolist()). Which of d1..d4 share h's storage "
-           "(same untyped_storage().data_ptr())? Answer a set of names.",
+    "d3 = h.data; d4 = torch.tensor(h.tolist()). Which of d1..d4 share h's storage "
+    "(same untyped_storage().data_ptr())? Answer a set of names.",
     explain="detach() and .data both give a new tensor over the same memory; clone() and a rebuild from "
-            "Python values make new memory.",
-    hints=("For each, ask: was any memory allocated, or is this a second view of h's numbers?",
-           "detach() and .data cut the history and copy nothing; clone() copies; .tolist() leaves tensors "
-           "altogether, so torch.tensor(...) must allocate anew."),
-    misconceptions=[({"d1"}, ".data, like detach(), is a history-free tensor over the same memory: it copies "
-                             "nothing.")],
+    "Python values make new memory.",
+    hints=(
+        "For each, ask: was any memory allocated, or is this a second view of h's numbers?",
+        "detach() and .data cut the history and copy nothing; clone() copies; .tolist() leaves tensors "
+        "altogether, so torch.tensor(...) must allocate anew.",
+    ),
+    misconceptions=[
+        ({"d1"}, ".data, like detach(), is a history-free tensor over the same memory: it copies nothing.")
+    ],
 )
 def closed_book_shares():
     h = torch.tensor([1.0, 2.0], requires_grad=True) * 2
@@ -340,20 +400,28 @@ loss = (out ** 2).sum()"""
 
 
 @self_test(
-    "04.closed-book-edge", Number(tol=0),
+    "04.closed-book-edge",
+    Number(tol=0),
     prompt="Number the statements from 1: (1) w = torch.tensor([0.5, -1.0, 2.0], requires_grad=True); "
-           "(2) b = torch.tensor(1.5, requires_grad=True); (3) h = (w * b).tanh(); (4) gate = (h > 0).float(); "
-           "(5) out = gate * b + h.detach(); (6) loss = (out ** 2).sum(). Which statement is the first broken "
-           "edge on w's path to the loss?",
+    "(2) b = torch.tensor(1.5, requires_grad=True); (3) h = (w * b).tanh(); (4) gate = (h > 0).float(); "
+    "(5) out = gate * b + h.detach(); (6) loss = (out ** 2).sum(). Which statement is the first broken "
+    "edge on w's path to the loss?",
     explain="h still leads back to w. A comparison has no derivative: gate is a bool turned float, with no "
-            "grad_fn, so statement 4 is where every route from w stops (the detach in statement 5 cuts the "
-            "other route, later). No error is raised: b gets a gradient, w gets None.",
-    hints=("List the statements that carry w's numbers towards the loss, and for each ask: does its result's "
-           "record still lead back to w?",
-           "A comparison returns a bool tensor, which cannot require grad: autograd records nothing for it, "
-           "and no error says so."),
-    misconceptions=[(lambda truth: truth + 1, "the detach in statement 5 does cut a route from w, but an earlier "
-                                              "statement has already cut the other: the comparison in 4.")],
+    "grad_fn, so statement 4 is where every route from w stops (the detach in statement 5 cuts the "
+    "other route, later). No error is raised: b gets a gradient, w gets None.",
+    hints=(
+        "List the statements that carry w's numbers towards the loss, and for each ask: does its result's "
+        "record still lead back to w?",
+        "A comparison returns a bool tensor, which cannot require grad: autograd records nothing for it, "
+        "and no error says so.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: truth + 1,
+            "the detach in statement 5 does cut a route from w, but an earlier "
+            "statement has already cut the other: the comparison in 4.",
+        )
+    ],
 )
 def closed_book_edge():
     tr = traces.trace(GATE_SOURCE)
@@ -364,18 +432,24 @@ ENC_GRAD_STATES = ("None", "a tensor of zeros", "a nonzero tensor", "an error at
 
 
 @self_test(
-    "04.closed-book-frozen-grad", Choice(*ENC_GRAD_STATES),
+    "04.closed-book-frozen-grad",
+    Choice(*ENC_GRAD_STATES),
     prompt="enc = torch.tensor(1.0, requires_grad=True); head = torch.tensor(0.5, requires_grad=True); "
-           "opt = torch.optim.SGD([enc, head], lr=0.1); x = torch.tensor([1.0, 2.0]). Three steps of: "
-           "opt.zero_grad(set_to_none=False); feats = (enc * x).detach(); loss = ((head * feats - x) ** 2).mean(); "
-           "loss.backward(); opt.step(). What is enc.grad afterwards: " + ", ".join(repr(g) for g in ENC_GRAD_STATES)
-           + "?",
+    "opt = torch.optim.SGD([enc, head], lr=0.1); x = torch.tensor([1.0, 2.0]). Three steps of: "
+    "opt.zero_grad(set_to_none=False); feats = (enc * x).detach(); loss = ((head * feats - x) ** 2).mean(); "
+    "loss.backward(); opt.step(). What is enc.grad afterwards: " + ", ".join(repr(g) for g in ENC_GRAD_STATES) + "?",
     explain="enc never reaches the loss (the detach cut it), so no backward ever created enc.grad. "
-            "zero_grad(set_to_none=False) zeroes a .grad that exists and leaves a missing one missing: None.",
-    hints=("Does any backward pass reach enc? Where does its path to the loss stop?",
-           "zero_grad(set_to_none=False) calls .zero_() on each .grad that is not None; it creates nothing."),
-    misconceptions=[("a tensor of zeros", "zero_grad(set_to_none=False) zeroes existing gradients; enc never "
-                                          "had one, so its .grad is still None.")],
+    "zero_grad(set_to_none=False) zeroes a .grad that exists and leaves a missing one missing: None.",
+    hints=(
+        "Does any backward pass reach enc? Where does its path to the loss stop?",
+        "zero_grad(set_to_none=False) calls .zero_() on each .grad that is not None; it creates nothing.",
+    ),
+    misconceptions=[
+        (
+            "a tensor of zeros",
+            "zero_grad(set_to_none=False) zeroes existing gradients; enc never had one, so its .grad is still None.",
+        )
+    ],
 )
 def closed_book_frozen_grad():
     enc = torch.tensor(1.0, requires_grad=True)
@@ -395,22 +469,28 @@ def closed_book_frozen_grad():
 
 
 @self_test(
-    "04.closed-book-allow-unused", Sequence(),
+    "04.closed-book-allow-unused",
+    Sequence(),
     prompt="a = torch.tensor(2.0, requires_grad=True), b = torch.tensor(3.0, requires_grad=True), "
-           "c = torch.tensor(4.0, requires_grad=True); out = a * 0 + b.floor() * 2 + (c > 0).float(); "
-           "g = torch.autograd.grad(out, [a, b, c], allow_unused=True). For each of g[0], g[1], g[2], is it "
-           "None, a tensor equal to zero, or a nonzero tensor? Answer a list of three words, each 'None', "
-           "'zero' or 'nonzero'.",
+    "c = torch.tensor(4.0, requires_grad=True); out = a * 0 + b.floor() * 2 + (c > 0).float(); "
+    "g = torch.autograd.grad(out, [a, b, c], allow_unused=True). For each of g[0], g[1], g[2], is it "
+    "None, a tensor equal to zero, or a nonzero tensor? Answer a list of three words, each 'None', "
+    "'zero' or 'nonzero'.",
     explain="None means 'no path from out to this input'; zero means a path whose derivative happens to be "
-            "zero. a * 0 is recorded (derivative 0); floor is recorded too, with derivative 0 almost everywhere; "
-            "the comparison records nothing, so c has no path at all.",
-    hints=("For each input, ask first whether out's record reaches it at all, and only then what the "
-           "derivative is.",
-           "Multiplying by 0 and floor() are recorded operations whose derivative is 0; a comparison gives a "
-           "bool tensor with no grad_fn."),
-    misconceptions=[(lambda truth: ["None" if w == "zero" else w for w in truth],
-                     "a zero gradient is still a path: a * 0 and floor() are recorded, and their derivative is 0. "
-                     "None is kept for inputs the graph does not reach.")],
+    "zero. a * 0 is recorded (derivative 0); floor is recorded too, with derivative 0 almost everywhere; "
+    "the comparison records nothing, so c has no path at all.",
+    hints=(
+        "For each input, ask first whether out's record reaches it at all, and only then what the derivative is.",
+        "Multiplying by 0 and floor() are recorded operations whose derivative is 0; a comparison gives a "
+        "bool tensor with no grad_fn.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: ["None" if w == "zero" else w for w in truth],
+            "a zero gradient is still a path: a * 0 and floor() are recorded, and their derivative is 0. "
+            "None is kept for inputs the graph does not reach.",
+        )
+    ],
 )
 def closed_book_allow_unused():
     a = torch.tensor(2.0, requires_grad=True)
@@ -421,23 +501,30 @@ def closed_book_allow_unused():
 
 
 @self_test(
-    "04.closed-book-modes", Names(pool=("a", "b", "c", "d")),
+    "04.closed-book-modes",
+    Names(pool=("a", "b", "c", "d")),
     prompt="w = torch.tensor(1.0, requires_grad=True). frozen(t) is decorated with @torch.no_grad() and returns "
-           "t * 2; tracked(t) is decorated with @torch.enable_grad() and returns t * 3. Then: with "
-           "torch.no_grad(): a = tracked(w). b = frozen(w) * w. with torch.set_grad_enabled(False): "
-           "c = tracked(w) + frozen(w). with torch.inference_mode(): d = tracked(w). Which of a, b, c, d have a "
-           "grad_fn? Answer a set of names.",
+    "t * 2; tracked(t) is decorated with @torch.enable_grad() and returns t * 3. Then: with "
+    "torch.no_grad(): a = tracked(w). b = frozen(w) * w. with torch.set_grad_enabled(False): "
+    "c = tracked(w) + frozen(w). with torch.inference_mode(): d = tracked(w). Which of a, b, c, d have a "
+    "grad_fn? Answer a set of names.",
     explain="A decorator is a with-block around the function's body, and the innermost setting wins while it "
-            "lasts: tracked records even inside no_grad (a), frozen's result has no history but the product "
-            "outside it is recorded (b), the addition in c runs with grad mode off, and inference_mode is not "
-            "undone by enable_grad (d).",
-    hints=("Treat each decorator as a with-block around the function's body, and ask which setting is "
-           "innermost when each multiplication or addition runs.",
-           "Only the operation that produces a tensor decides whether it has a grad_fn; and enable_grad turns "
-           "grad mode back on, but not inside inference_mode."),
-    misconceptions=[(lambda truth: set(truth) | {"d"},
-                     "enable_grad inside inference_mode switches grad mode on, yet nothing is recorded: "
-                     "inference_mode is a stronger setting that enable_grad does not undo.")],
+    "lasts: tracked records even inside no_grad (a), frozen's result has no history but the product "
+    "outside it is recorded (b), the addition in c runs with grad mode off, and inference_mode is not "
+    "undone by enable_grad (d).",
+    hints=(
+        "Treat each decorator as a with-block around the function's body, and ask which setting is "
+        "innermost when each multiplication or addition runs.",
+        "Only the operation that produces a tensor decides whether it has a grad_fn; and enable_grad turns "
+        "grad mode back on, but not inside inference_mode.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: set(truth) | {"d"},
+            "enable_grad inside inference_mode switches grad mode on, yet nothing is recorded: "
+            "inference_mode is a stronger setting that enable_grad does not undo.",
+        )
+    ],
 )
 def closed_book_modes():
     w = torch.tensor(1.0, requires_grad=True)
@@ -462,18 +549,20 @@ def closed_book_modes():
 
 # --- exercise 1: reachable leaves -----------------------------------------------------------------
 
+
 @exercise(
     "04.reachable-leaves",
     Function(returns=Names(), cases=leaf_cases, convert=as_leaf_names),
     prompt="Write reachable_leaves(loss): the leaf tensors that loss.backward() would accumulate into, each "
-           "once, as a list of tensors; [] when loss has no grad_fn. It is checked on generated programs "
-           "with detach, no_grad, inference_mode, .item() and .tolist() cuts, branches and shared leaves.",
+    "once, as a list of tensors; [] when loss has no grad_fn. It is checked on generated programs "
+    "with detach, no_grad, inference_mode, .item() and .tolist() cuts, branches and shared leaves.",
     explain="Walk grad_fn and next_functions as in unit 01; every AccumulateGrad node holds its leaf in "
-            ".variable. A leaf behind a cut has no node in this graph, however much it requires grad.",
-    hints=("Start from loss.grad_fn and follow next_functions; a None entry there is an input that needs no "
-           "gradient.",
-           "Keep a set of nodes already visited: a shared leaf is one AccumulateGrad node reached by several "
-           "routes, and must be listed once. hasattr(node, 'variable') marks an AccumulateGrad node."),
+    ".variable. A leaf behind a cut has no node in this graph, however much it requires grad.",
+    hints=(
+        "Start from loss.grad_fn and follow next_functions; a None entry there is an input that needs no gradient.",
+        "Keep a set of nodes already visited: a shared leaf is one AccumulateGrad node reached by several "
+        "routes, and must be listed once. hasattr(node, 'variable') marks an AccumulateGrad node.",
+    ),
 )
 def reachable_leaves_ex(case):
     ns = case.fresh()
@@ -482,25 +571,32 @@ def reachable_leaves_ex(case):
 
 # --- exercise 2: the first broken edge of a traced forward pass ----------------------------------
 
+
 @exercise(
     "04.first-broken-edge",
-    Function(returns=Name(key=line_key, pool=(INTACT,)), cases=edge_cases,
-             call=lambda fn, case, ns: fn(ns["trace"], ns["name"]), convert=as_edge_line),
+    Function(
+        returns=Name(key=line_key, pool=(INTACT,)),
+        cases=edge_cases,
+        call=lambda fn, case, ns: fn(ns["trace"], ns["name"]),
+        convert=as_edge_line,
+    ),
     prompt="Write first_broken_edge(trace, name): trace is a list of steps (step.line, step.name, "
-           "step.tensor, step.inputs) and trace.loss the loss tensor. Return the first step, in program "
-           "order, that lies on a route from the parameter `name` to the loss (it reads the parameter or a "
-           "value computed from it, and the loss is computed from it) and whose tensor's record no longer "
-           "leads back to the parameter. Return None when the loss's record reaches the parameter.",
+    "step.tensor, step.inputs) and trace.loss the loss tensor. Return the first step, in program "
+    "order, that lies on a route from the parameter `name` to the loss (it reads the parameter or a "
+    "value computed from it, and the loss is computed from it) and whose tensor's record no longer "
+    "leads back to the parameter. Return None when the loss's record reaches the parameter.",
     explain="The path stops where the record stops, not where .grad is found to be None: the first value "
-            "that carries the parameter's numbers but not its history. Everything after it may be intact, "
-            "which is why edits downstream cannot help.",
-    hints=("Two walks over the steps: forward, the names computed from the parameter (their inputs include "
-           "it or one of them); backward from 'loss', the names the loss was computed from. The route is where "
-           "they meet.",
-           "On the route, in program order, test each step's tensor with your reachable_leaves: does its record "
-           "lead back to the parameter? A Python number (after .item()) leads back to nothing.",
-           "Check the loss first: if its record reaches the parameter, return None, whatever cuts lie on "
-           "branches the loss never uses."),
+    "that carries the parameter's numbers but not its history. Everything after it may be intact, "
+    "which is why edits downstream cannot help.",
+    hints=(
+        "Two walks over the steps: forward, the names computed from the parameter (their inputs include "
+        "it or one of them); backward from 'loss', the names the loss was computed from. The route is where "
+        "they meet.",
+        "On the route, in program order, test each step's tensor with your reachable_leaves: does its record "
+        "lead back to the parameter? A Python number (after .item()) leads back to nothing.",
+        "Check the loss first: if its record reaches the parameter, return None, whatever cuts lie on "
+        "branches the loss never uses.",
+    ),
 )
 def first_broken_edge_ex(case):
     ns = case.fresh()
@@ -514,16 +610,21 @@ QUIET = ("top", "mask", "count", "rounded")
 
 
 @predict_then_run(
-    "04.quiet-break", Names(pool=QUIET),
+    "04.quiet-break",
+    Names(pool=QUIET),
     prompt="w = torch.tensor([0.4, -1.3, 2.6], requires_grad=True); h = w * 2; top = h.argmax(); mask = h > 0; "
-           "count = h.long(); rounded = h.round(). Which of top, mask, count, rounded have a grad_fn? Answer a "
-           "set of names.",
+    "count = h.long(); rounded = h.round(). Which of top, mask, count, rounded have a grad_fn? Answer a "
+    "set of names.",
     explain="argmax, a comparison and an integer cast return integer or bool tensors, which cannot require "
-            "grad: nothing is recorded and nothing complains. round() returns floats and is recorded "
-            "(RoundBackward0); its derivative is zero almost everywhere, so it sends zeros, not None.",
-    misconceptions=[(lambda truth: set(truth) | {"top", "mask", "count"},
-                     "an integer or bool result cannot require grad: argmax, comparisons and integer casts are "
-                     "not recorded at all, and torch raises no error.")],
+    "grad: nothing is recorded and nothing complains. round() returns floats and is recorded "
+    "(RoundBackward0); its derivative is zero almost everywhere, so it sends zeros, not None.",
+    misconceptions=[
+        (
+            lambda truth: set(truth) | {"top", "mask", "count"},
+            "an integer or bool result cannot require grad: argmax, comparisons and integer casts are "
+            "not recorded at all, and torch raises no error.",
+        )
+    ],
 )
 def quiet_break():
     w = torch.tensor([0.4, -1.3, 2.6], requires_grad=True)
@@ -534,26 +635,29 @@ def quiet_break():
 
 # --- exercise 4: why is .grad None? ----------------------------------------------------------------
 
+
 @exercise(
     "04.why-grad-none",
-    Function(returns=Choice(*traces.CAUSES), cases=why_cases,
-             call=lambda fn, case, ns: fn(ns["trace"], ns["name"])),
+    Function(returns=Choice(*traces.CAUSES), cases=why_cases, call=lambda fn, case, ns: fn(ns["trace"], ns["name"])),
     prompt="Write why_grad_none(trace, name): trace is a traced program (steps, each with step.grad_names, the "
-           "names whose leaf held a .grad right after that step; trace.names with every name's value when it "
-           "ended; trace.loss), and trace.names[name].grad is None. Return the cause, one of: "
-           + ", ".join(repr(c) for c in traces.CAUSES) + ".",
+    "names whose leaf held a .grad right after that step; trace.names with every name's value when it "
+    "ended; trace.loss), and trace.names[name].grad is None. Return the cause, one of: "
+    + ", ".join(repr(c) for c in traces.CAUSES)
+    + ".",
     explain="The procedure asks in order: is it the tensor the loss was computed from (rebound name)? does it "
-            "require grad (never entered)? is it a leaf (non-leaf not retained)? does the loss reach it? If it "
-            "does, backward either never ran or ran and its result was cleared afterwards (zero_grad(), "
-            ".grad = None): the steps' grad_names tell which. If not, what cut the path: detach, no_grad, "
-            "inference_mode, a value taken out with .item() or .tolist(), or an operation with no derivative "
-            "(argmax, a comparison, an integer cast).",
-    hints=("Ask the questions in the order of section 10, each with live evidence: `is` for the rebinding, "
-           "requires_grad, is_leaf, then your reachable_leaves(trace.loss).",
-           "When the loss reaches the tensor, the record is whole: look at step.grad_names to see whether the "
-           "gradient ever arrived (then something cleared it) or never did.",
-           "When it does not, your first_broken_edge gives the statement; read what it does: a no_grad or "
-           "inference_mode block, a detach, .item()/.tolist(), or a result with an integer or bool dtype."),
+    "require grad (never entered)? is it a leaf (non-leaf not retained)? does the loss reach it? If it "
+    "does, backward either never ran or ran and its result was cleared afterwards (zero_grad(), "
+    ".grad = None): the steps' grad_names tell which. If not, what cut the path: detach, no_grad, "
+    "inference_mode, a value taken out with .item() or .tolist(), or an operation with no derivative "
+    "(argmax, a comparison, an integer cast).",
+    hints=(
+        "Ask the questions in the order of section 10, each with live evidence: `is` for the rebinding, "
+        "requires_grad, is_leaf, then your reachable_leaves(trace.loss).",
+        "When the loss reaches the tensor, the record is whole: look at step.grad_names to see whether the "
+        "gradient ever arrived (then something cleared it) or never did.",
+        "When it does not, your first_broken_edge gives the statement; read what it does: a no_grad or "
+        "inference_mode block, a detach, .item()/.tolist(), or a result with an integer or bool dtype.",
+    ),
 )
 def why_grad_none_ex(case):
     ns = case.fresh()

@@ -1,6 +1,7 @@
 """Unit 04's helpers: the programs its experiments run (the patched loss, the loop trained with half its
 model frozen and its repair, the four ways of turning gradients off), with the grader's own copies of the
 functions the notebook defines (``evaluate``, ``stage_one``, ``train_frozen``)."""
+
 from __future__ import annotations
 
 import torch
@@ -61,9 +62,9 @@ def detached_stage():
 
 def stage_one(t, w1, feature_log):
     f = w1 * t
-    kept = f.detach()            # keep a copy for the log, without its graph
+    kept = f.detach()  # keep a copy for the log, without its graph
     feature_log.append(kept)
-    return kept                  # the fault: the copy, not the computed tensor, goes on
+    return kept  # the fault: the copy, not the computed tensor, goes on
 
 
 def train_frozen(x, target, w1, w2, lr, steps, feature_log):

@@ -1,6 +1,7 @@
 """Unit 05's exercise cases: generated models, described by an :class:`MLPSpec` (what the learner's function
 reads) and built and billed by an :class:`MLPCase`.
 """
+
 from __future__ import annotations
 
 import random
@@ -19,10 +20,10 @@ from grader.engine.cases import Case
 class Layer:
     """One nn.Linear of a generated model. Its parameters are f'{index}.weight' and f'{index}.bias'."""
 
-    index: int          # its position in the nn.Sequential (0, 2, 4, ...: a ReLU sits between two Linears)
+    index: int  # its position in the nn.Sequential (0, 2, 4, ...: a ReLU sits between two Linears)
     in_features: int
     out_features: int
-    frozen: bool        # model[index].requires_grad_(False) was called
+    frozen: bool  # model[index].requires_grad_(False) was called
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class MLPCase(Case):
     spec: MLPSpec
     output: str = "loss"
     features: set = field(default_factory=set)
-    drawing_label = None        # a verdict heads drawing() "its graph"
+    drawing_label = None  # a verdict heads drawing() "its graph"
 
     @property
     def size(self) -> int:
@@ -109,9 +110,10 @@ def _spec(rng: random.Random) -> MLPSpec:
     dtype = torch.float64 if rng.random() < 0.25 else torch.float32
     input_requires_grad = rng.random() < 0.4
     if len(frozen) == depth and not input_requires_grad and rng.random() < 0.7:
-        frozen.pop()    # keep models where nothing needs a gradient (and nothing is saved) rare
-    return MLPSpec.from_widths(widths, batch=rng.choice([1, 2, 3, 4, 8]), frozen=frozen,
-                               input_requires_grad=input_requires_grad, dtype=dtype)
+        frozen.pop()  # keep models where nothing needs a gradient (and nothing is saved) rare
+    return MLPSpec.from_widths(
+        widths, batch=rng.choice([1, 2, 3, 4, 8]), frozen=frozen, input_requires_grad=input_requires_grad, dtype=dtype
+    )
 
 
 def mlp_cases(count: int = 40, seed: int = 505) -> list[MLPCase]:
@@ -130,6 +132,7 @@ def mlp_cases(count: int = 40, seed: int = 505) -> list[MLPCase]:
     def weight(case):
         s = case.spec
         return (len(s.layers), sum(l.in_features * l.out_features for l in s.layers) + s.batch, case.seed)
+
     found.sort(key=weight)
     return found
 

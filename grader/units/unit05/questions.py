@@ -10,6 +10,7 @@ but never reach a pack hook, so they are not in the bill; the notebook shows thi
 The programs the bill questions measure (and the syllabus MLP) live in :mod:`grader.units.unit05.support`;
 the exercises' generated models in :mod:`grader.units.unit05.cases`.
 """
+
 from __future__ import annotations
 
 import torch
@@ -41,14 +42,20 @@ from grader.units.unit05.support import (
 
 # --- 1. ask the node ------------------------------------------------------------------
 
+
 @predict_then_run(
-    "05.sin-saves", Names(key=saved_key, pool=("_saved_result", "_saved_other")),
+    "05.sin-saves",
+    Names(key=saved_key, pool=("_saved_result", "_saved_other")),
     prompt="x = torch.ones(3, requires_grad=True); y = x.sin(). Which tensor-valued _saved_ attributes does "
-           "y.grad_fn have? Answer a set of names.",
-    explain="The derivative of sin is cos of the input, so the node keeps its input; the output is no use "
-            "to its rule.",
-    misconceptions=[({"_saved_result"}, "sin's slope at a point is cos of that point: the rule reads the input. "
-                                        "Knowing sin(x) alone does not tell you cos(x)'s sign.")],
+    "y.grad_fn have? Answer a set of names.",
+    explain="The derivative of sin is cos of the input, so the node keeps its input; the output is no use to its rule.",
+    misconceptions=[
+        (
+            {"_saved_result"},
+            "sin's slope at a point is cos of that point: the rule reads the input. "
+            "Knowing sin(x) alone does not tell you cos(x)'s sign.",
+        )
+    ],
 )
 def sin_saves():
     x = torch.ones(3, requires_grad=True)
@@ -64,12 +71,13 @@ _OPS = {
 
 
 @predict_then_run(
-    "05.keeps-result", Names(key=lowered, pool=tuple(_OPS)),
+    "05.keeps-result",
+    Names(key=lowered, pool=tuple(_OPS)),
     prompt="For x = torch.ones(3, requires_grad=True), consider x.sin(), x.exp(), x.relu() and x * w (w another "
-           "tensor requiring grad). Which of the operations sin, exp, relu, mul keep their own output "
-           "(a _saved_result) rather than their inputs? Answer a set such as {'sin'}.",
+    "tensor requiring grad). Which of the operations sin, exp, relu, mul keep their own output "
+    "(a _saved_result) rather than their inputs? Answer a set such as {'sin'}.",
     explain="exp's derivative is its own output, and relu's gradient only needs to know where the output "
-            "was positive, so both keep the result. sin needs its input; mul needs each operand for the other.",
+    "was positive, so both keep the result. sin needs its input; mul needs each operand for the other.",
 )
 def keeps_result():
     x = torch.ones(3, requires_grad=True)
@@ -82,14 +90,20 @@ _SAME, _SHARED, _COPY = "the same object", "another object over the same storage
 
 
 @predict_then_run(
-    "05.exp-saved-result", Choice(_SAME, _SHARED, _COPY),
+    "05.exp-saved-result",
+    Choice(_SAME, _SHARED, _COPY),
     prompt="x = torch.ones(3, requires_grad=True); y = x.exp(); s = y.grad_fn._saved_result. What is s, "
-           f"compared with y? Answer one of {_SAME!r}, {_SHARED!r}, {_COPY!r}.",
+    f"compared with y? Answer one of {_SAME!r}, {_SHARED!r}, {_COPY!r}.",
     explain="A node may not hold a strong reference to its own output (that would be a reference cycle), "
-            "so reading the saved output rebuilds a new tensor object over the same memory. Identity says "
-            "nothing; compare storages.",
-    misconceptions=[(_SAME, "y points to its node through y.grad_fn; a node holding y itself would close a "
-                            "reference cycle, so it keeps y's data and builds a new tensor object when asked.")],
+    "so reading the saved output rebuilds a new tensor object over the same memory. Identity says "
+    "nothing; compare storages.",
+    misconceptions=[
+        (
+            _SAME,
+            "y points to its node through y.grad_fn; a node holding y itself would close a "
+            "reference cycle, so it keeps y's data and builds a new tensor object when asked.",
+        )
+    ],
 )
 def exp_saved_result():
     x = torch.ones(3, requires_grad=True)
@@ -101,16 +115,19 @@ def exp_saved_result():
 
 
 @predict_then_run(
-    "05.view-bill", Number(tol=0),
+    "05.view-bill",
+    Number(tol=0),
     prompt="h = torch.randn(1000, requires_grad=True) * 2 is an activation of 1000 float32 values. "
-           "out = h[:10].sin(). How many bytes does out's graph keep for backward, counted as the bill "
-           "counts (what reaches a pack hook, each storage once at its full size)?",
+    "out = h[:10].sin(). How many bytes does out's graph keep for backward, counted as the bill "
+    "counts (what reaches a pack hook, each storage once at its full size)?",
     explain="sin saves its input, and its input is a view of h: a saved view keeps its whole base "
-            "allocation alive, 4 bytes times 1000, not the 40 bytes its shape suggests.",
+    "allocation alive, 4 bytes times 1000, not the 40 bytes its shape suggests.",
     misconceptions=[
-        (lambda truth: view_shape_bytes(),
-         "That is the slice's shape times 4 bytes. A view has no memory of its own: saving it keeps the "
-         "whole storage of h alive."),
+        (
+            lambda truth: view_shape_bytes(),
+            "That is the slice's shape times 4 bytes. A view has no memory of its own: saving it keeps the "
+            "whole storage of h alive.",
+        ),
     ],
 )
 def view_bill():
@@ -119,15 +136,22 @@ def view_bill():
 
 # --- 3. the memory bill of a small network -------------------------------------------------
 
+
 @predict_then_run(
-    "05.mul-constant-saves", Names(key=saved_key, pool=("_saved_self", "_saved_result")),
+    "05.mul-constant-saves",
+    Names(key=saved_key, pool=("_saved_self", "_saved_result")),
     prompt="x = torch.randn(3, requires_grad=True); c = torch.randn(3) (no grad). m = x * c. Which "
-           "_saved_ attributes of m.grad_fn hold a tensor (not None)?",
+    "_saved_ attributes of m.grad_fn hold a tensor (not None)?",
     explain="The gradient for x is grad * c, so c is kept. The gradient for c would need x, but c asks for "
-            "none, so x is not saved: the multiplication keeps only what the gradients actually owed will read "
-            "(not every node is this careful; the notebook shows two that are not).",
-    misconceptions=[({"_saved_self", "_saved_other"}, "A product keeps both operands only when both need a "
-                     "gradient. c needs none, so nobody will ever ask for grad * x, and x is not kept.")],
+    "none, so x is not saved: the multiplication keeps only what the gradients actually owed will read "
+    "(not every node is this careful; the notebook shows two that are not).",
+    misconceptions=[
+        (
+            {"_saved_self", "_saved_other"},
+            "A product keeps both operands only when both need a "
+            "gradient. c needs none, so nobody will ever ask for grad * x, and x is not kept.",
+        )
+    ],
 )
 def mul_constant_saves():
     x = torch.randn(3, requires_grad=True)
@@ -135,20 +159,26 @@ def mul_constant_saves():
     return tensor_saves((x * c).grad_fn)
 
 
-_MLP = ("torch.manual_seed(0); model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512), "
-        "nn.ReLU(), nn.Linear(512, 1)); x = torch.randn(256, 512); loss = model(x).sum()")
+_MLP = (
+    "torch.manual_seed(0); model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512), "
+    "nn.ReLU(), nn.Linear(512, 1)); x = torch.randn(256, 512); loss = model(x).sum()"
+)
 _PARAMS = ("0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias")
 
 
 @predict_then_run(
-    "05.mlp-saved-params", Names(pool=_PARAMS),
+    "05.mlp-saved-params",
+    Names(pool=_PARAMS),
     prompt=f"{_MLP}. Which of the model's parameters does the forward pass save for backward? Answer a "
-           "set of names such as {'0.weight'}.",
+    "set of names such as {'0.weight'}.",
     explain="Each Linear keeps its weight only if its input needs a gradient. The raw input does not, "
-            "so 0.weight is not kept; the ReLU outputs do, so 2.weight and 4.weight are. Biases never are.",
+    "so 0.weight is not kept; the ReLU outputs do, so 2.weight and 4.weight are. Biases never are.",
     misconceptions=[
-        ({"0.weight", "2.weight", "4.weight"}, "A Linear keeps its weight for one purpose: the gradient of its "
-         "input. Layer 0's input x does not require grad, so 0.weight is never needed."),
+        (
+            {"0.weight", "2.weight", "4.weight"},
+            "A Linear keeps its weight for one purpose: the gradient of its "
+            "input. Layer 0's input x does not require grad, so 0.weight is never needed.",
+        ),
     ],
 )
 def mlp_saved_params():
@@ -156,16 +186,21 @@ def mlp_saved_params():
 
 
 @predict_then_run(
-    "05.mlp-bill", Number(tol=0),
+    "05.mlp-bill",
+    Number(tol=0),
     prompt=f"The same: {_MLP}. How many distinct storages does autograd keep, and how many bytes do they "
-           "take together? Answer [storages, bytes].",
+    "take together? Answer [storages, bytes].",
     explain="The input (kept by layer 0 for its weight's gradient), both ReLU outputs (each kept by its "
-            "ReLU and by the next Linear: one storage, two saves), 2.weight and 4.weight.",
+    "ReLU and by the next Linear: one storage, two saves), 2.weight and 4.weight.",
     misconceptions=[
-        (lambda truth: [sum(e.saves for e in plain_bill().entries),
-                        sum(e.bytes * e.saves for e in plain_bill().entries)],
-         "You counted saves, not storages. Each ReLU output is saved twice (by its ReLU and by the next "
-         "Linear) but it is one block of memory, counted once."),
+        (
+            lambda truth: [
+                sum(e.saves for e in plain_bill().entries),
+                sum(e.bytes * e.saves for e in plain_bill().entries),
+            ],
+            "You counted saves, not storages. Each ReLU output is saved twice (by its ReLU and by the next "
+            "Linear) but it is one block of memory, counted once.",
+        ),
     ],
 )
 def mlp_bill():
@@ -174,15 +209,18 @@ def mlp_bill():
 
 
 @predict_then_run(
-    "05.input-grad-bill", Number(tol=0),
+    "05.input-grad-bill",
+    Number(tol=0),
     prompt="The same MLP, but the input is made with x = torch.randn(256, 512).requires_grad_(). How many "
-           "bytes are saved now?",
+    "bytes are saved now?",
     explain="The first layer now owes a gradient to its input, which needs its weight: 0.weight joins the "
-            "bill. The input was already kept (for 0.weight's gradient), so it adds nothing new.",
+    "bill. The input was already kept (for 0.weight's gradient), so it adds nothing new.",
     misconceptions=[
-        (lambda truth: truth - param_bytes("0.weight"),
-         "That is the bill as before. Layer 0 now owes a gradient to x, and that gradient is grad @ W: "
-         "0.weight must be kept."),
+        (
+            lambda truth: truth - param_bytes("0.weight"),
+            "That is the bill as before. Layer 0 now owes a gradient to x, and that gradient is grad @ W: "
+            "0.weight must be kept.",
+        ),
     ],
 )
 def input_grad_bill():
@@ -190,15 +228,18 @@ def input_grad_bill():
 
 
 @predict_then_run(
-    "05.frozen-bill", Number(tol=0),
+    "05.frozen-bill",
+    Number(tol=0),
     prompt="The same MLP with the plain input again (no grad), but the first layer frozen: "
-           "model[0].requires_grad_(False). How many bytes are saved now?",
+    "model[0].requires_grad_(False). How many bytes are saved now?",
     explain="Nothing before layer 2 needs a gradient, so layer 0 keeps nothing, its ReLU records nothing, "
-            "and layer 2 needs its input but not its weight: the input and 2.weight leave the bill at once.",
+    "and layer 2 needs its input but not its weight: the input and 2.weight leave the bill at once.",
     misconceptions=[
-        (lambda truth: truth + param_bytes("2.weight"),
-         "2.weight leaves too: layer 2 keeps its weight only for its input's gradient, and with layer 0 "
-         "frozen nothing before layer 2 needs one."),
+        (
+            lambda truth: truth + param_bytes("2.weight"),
+            "2.weight leaves too: layer 2 keeps its weight only for its input's gradient, and with layer 0 "
+            "frozen nothing before layer 2 needs one.",
+        ),
     ],
 )
 def frozen_bill():
@@ -207,13 +248,15 @@ def frozen_bill():
 
 # --- 4. a write after the forward pass: what the node saved decides ---------------------------
 
+
 @predict_then_run(
-    "05.sigmoid-write", Error("at the write", "at backward"),
+    "05.sigmoid-write",
+    Error("at the write", "at backward"),
     prompt="a = torch.tensor([1., 2., 3.], requires_grad=True); b = a.sigmoid(); then b[1] = 2 (the write); "
-           "then b.sum().backward(). Where, if anywhere, does it fail? 'at the write', 'at backward' or "
-           "'no error'.",
+    "then b.sum().backward(). Where, if anywhere, does it fail? 'at the write', 'at backward' or "
+    "'no error'.",
     explain="The sigmoid node saved its output b. The write changed b after it was saved, so the node "
-            "refuses to use it when backward reaches it.",
+    "refuses to use it when backward reaches it.",
 )
 def sigmoid_write():
     a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -225,12 +268,13 @@ def sigmoid_write():
 
 
 @predict_then_run(
-    "05.handmade-write", Error("at the write", "at backward"),
+    "05.handmade-write",
+    Error("at the write", "at backward"),
     prompt="The same values, with the sigmoid written by hand: b = 1 / ((-a).exp() + 1); b[1] = 2; "
-           "b.sum().backward(). Where, if anywhere, does it fail?",
+    "b.sum().backward(). Where, if anywhere, does it fail?",
     explain="1 / t runs as a reciprocal followed by a multiplication by 1. The last node, the "
-            "multiplication, saved no tensor of b's storage; the reciprocal saved its own output, which "
-            "is another storage. The write touches nothing any node kept.",
+    "multiplication, saved no tensor of b's storage; the reciprocal saved its own output, which "
+    "is another storage. The write touches nothing any node kept.",
 )
 def handmade_write():
     a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -245,13 +289,19 @@ def handmade_write():
 
 
 @predict_then_run(
-    "05.adam-state-ratio", Number(tol=0.005),
+    "05.adam-state-ratio",
+    Number(tol=0.005),
     prompt=f"{_MLP}; opt = torch.optim.Adam(model.parameters()); loss.backward(); opt.step(). Divide the "
-           "bytes of every tensor in opt.state by the bytes of the parameters. What is the ratio (2 decimals)?",
+    "bytes of every tensor in opt.state by the bytes of the parameters. What is the ratio (2 decimals)?",
     explain="Adam keeps two running averages shaped like each parameter (exp_avg and exp_avg_sq), plus a "
-            "one-number step count per parameter: just over twice the parameters.",
-    misconceptions=[(lambda truth: round(truth) - 1, "Adam keeps two tensors shaped like each parameter, not "
-                     "one: the running mean of the gradient and the running mean of its square.")],
+    "one-number step count per parameter: just over twice the parameters.",
+    misconceptions=[
+        (
+            lambda truth: round(truth) - 1,
+            "Adam keeps two tensors shaped like each parameter, not "
+            "one: the running mean of the gradient and the running mean of its square.",
+        )
+    ],
 )
 def adam_state_ratio():
     model, x = syllabus_mlp()
@@ -266,26 +316,35 @@ def adam_state_ratio():
 
 
 @self_test(
-    "05.closed-book-view-tanh", Number(tol=0),
+    "05.closed-book-view-tanh",
+    Number(tol=0),
     prompt="h = torch.randn(256, 512, requires_grad=True) * 2 (an activation, float32). out = h[:, :8].tanh(). "
-           "How many bytes does out's graph keep for backward, counted as the bill counts (what reaches a pack "
-           "hook, each storage once at its full size)?",
+    "How many bytes does out's graph keep for backward, counted as the bill counts (what reaches a pack "
+    "hook, each storage once at its full size)?",
     explain="tanh keeps its output, a fresh 256x8 tensor; the view of h is not saved, so h's big storage "
-            "is not held. Whether a view pins its base depends on whether a node saves the view.",
-    hints=("Which does tanh keep, its input or its output? Its slope is 1 - tanh(x)^2.",
-           "tanh's output is a new tensor of its own, 256 x 8 float32 values; the view h[:, :8] is not kept by "
-           "anyone, so h's storage is not on the bill.",
-           "The multiplication by 2 keeps the 2 as a wrapped number: kept, but outside the bill."),
+    "is not held. Whether a view pins its base depends on whether a node saves the view.",
+    hints=(
+        "Which does tanh keep, its input or its output? Its slope is 1 - tanh(x)^2.",
+        "tanh's output is a new tensor of its own, 256 x 8 float32 values; the view h[:, :8] is not kept by "
+        "anyone, so h's storage is not on the bill.",
+        "The multiplication by 2 keeps the 2 as a wrapped number: kept, but outside the bill.",
+    ),
     misconceptions=[
-        (lambda truth: view_tanh()[0].untyped_storage().nbytes(),
-         "That is all of h. It would be kept if a node saved the view h[:, :8], but tanh keeps its output, "
-         "not its input."),
-        (lambda truth: truth + view_tanh()[0].untyped_storage().nbytes(),
-         "tanh's output is all it keeps; the view of h is read once and dropped, so h's storage is not held "
-         "for backward."),
-        (lambda truth: truth + wrapped_bytes(2),
-         "You added the 2 of '* 2' (an 8-byte int64). It is kept, but as a wrapped Python number it never "
-         "reaches a pack hook, so the bill leaves it out."),
+        (
+            lambda truth: view_tanh()[0].untyped_storage().nbytes(),
+            "That is all of h. It would be kept if a node saved the view h[:, :8], but tanh keeps its output, "
+            "not its input.",
+        ),
+        (
+            lambda truth: truth + view_tanh()[0].untyped_storage().nbytes(),
+            "tanh's output is all it keeps; the view of h is read once and dropped, so h's storage is not held "
+            "for backward.",
+        ),
+        (
+            lambda truth: truth + wrapped_bytes(2),
+            "You added the 2 of '* 2' (an 8-byte int64). It is kept, but as a wrapped Python number it never "
+            "reaches a pack hook, so the bill leaves it out.",
+        ),
     ],
 )
 def closed_book_view_tanh():
@@ -302,21 +361,29 @@ _RELU_SIN = (
 
 
 @self_test(
-    "05.closed-book-relu-sin-identity", Choice(*_RELU_SIN),
+    "05.closed-book-relu-sin-identity",
+    Choice(*_RELU_SIN),
     prompt="v = torch.randn(5, requires_grad=True); y = v.relu(); z = y.sin(); r = y.grad_fn._saved_result; "
-           "s = z.grad_fn._saved_self. y is saved twice: by the ReLU that made it and by the sin that reads it. "
-           "Compared with y, what are r and s? Answer one of: " + "; ".join(repr(o) for o in _RELU_SIN) + ".",
+    "s = z.grad_fn._saved_self. y is saved twice: by the ReLU that made it and by the sin that reads it. "
+    "Compared with y, what are r and s? Answer one of: " + "; ".join(repr(o) for o in _RELU_SIN) + ".",
     explain="To the ReLU, y is its own output: holding y would close a reference cycle (y.grad_fn is that "
-            "node), so it keeps the data and rebuilds a tensor object when asked. To the sine, y is an "
-            "input, which it may hold as it is. Both share y's storage.",
-    hints=("Ask, for each node, whether y is that node's output or its input.",
-           "y.grad_fn is the ReLU node. What would happen if that node also held a strong reference to y?",
-           "A node rebuilds only its own saved output; a saved input comes back as the very object."),
+    "node), so it keeps the data and rebuilds a tensor object when asked. To the sine, y is an "
+    "input, which it may hold as it is. Both share y's storage.",
+    hints=(
+        "Ask, for each node, whether y is that node's output or its input.",
+        "y.grad_fn is the ReLU node. What would happen if that node also held a strong reference to y?",
+        "A node rebuilds only its own saved output; a saved input comes back as the very object.",
+    ),
     misconceptions=[
-        (_RELU_SIN[1], "It is the other way round: a node may not hold its own output (y -> its node -> y "
-                       "would be a cycle), but it may hold its inputs."),
-        (_RELU_SIN[4], "Saving never copies; both nodes keep y's memory, which is why an in-place write to y "
-                       "would spoil both."),
+        (
+            _RELU_SIN[1],
+            "It is the other way round: a node may not hold its own output (y -> its node -> y "
+            "would be a cycle), but it may hold its inputs.",
+        ),
+        (
+            _RELU_SIN[4],
+            "Saving never copies; both nodes keep y's memory, which is why an in-place write to y would spoil both.",
+        ),
     ],
 )
 def closed_book_relu_sin_identity():
@@ -326,24 +393,33 @@ def closed_book_relu_sin_identity():
     r, s = y.grad_fn._saved_result, z.grad_fn._saved_self
     if storage_ptr(r) != storage_ptr(y) or storage_ptr(s) != storage_ptr(y):
         return _RELU_SIN[4]
-    return {(True, True): _RELU_SIN[0], (True, False): _RELU_SIN[1],
-            (False, True): _RELU_SIN[2], (False, False): _RELU_SIN[3]}[(r is y, s is y)]
+    return {
+        (True, True): _RELU_SIN[0],
+        (True, False): _RELU_SIN[1],
+        (False, True): _RELU_SIN[2],
+        (False, False): _RELU_SIN[3],
+    }[(r is y, s is y)]
 
 
 @self_test(
-    "05.closed-book-mul-exp-storages", Names(pool=("a", "b", "m", "p")),
+    "05.closed-book-mul-exp-storages",
+    Names(pool=("a", "b", "m", "p")),
     prompt="a = torch.randn(4, requires_grad=True); b = torch.randn(4) (no grad); m = a * b; p = m.exp(). "
-           "Whose storages do the tensors kept anywhere in p's graph share: which of a, b, m, p? Answer a set "
-           "of names.",
+    "Whose storages do the tensors kept anywhere in p's graph share: which of a, b, m, p? Answer a set "
+    "of names.",
     explain="The product owes a gradient to a only, and that gradient is grad * b: it keeps b, not a. exp's "
-            "slope is its own output, so it keeps p. m is kept by nobody.",
-    hints=("Take the two nodes one at a time: MulBackward0 and ExpBackward0.",
-           "A product keeps the operand that the other operand's gradient needs, and only for operands that "
-           "require grad.",
-           "exp's slope at a point is exp of that point, which it has already computed."),
+    "slope is its own output, so it keeps p. m is kept by nobody.",
+    hints=(
+        "Take the two nodes one at a time: MulBackward0 and ExpBackward0.",
+        "A product keeps the operand that the other operand's gradient needs, and only for operands that require grad.",
+        "exp's slope at a point is exp of that point, which it has already computed.",
+    ),
     misconceptions=[
-        ({"a", "b", "p"}, "The product keeps a only if someone needs b's gradient (grad * a). b does not "
-                          "require grad, so a is not kept."),
+        (
+            {"a", "b", "p"},
+            "The product keeps a only if someone needs b's gradient (grad * a). b does not "
+            "require grad, so a is not kept.",
+        ),
         ({"b", "m"}, "exp keeps its output p, not its input m: exp's slope is exp itself."),
     ],
 )
@@ -357,23 +433,30 @@ def closed_book_mul_exp_storages():
 
 
 @self_test(
-    "05.closed-book-middle-frozen", Number(tol=0),
+    "05.closed-book-middle-frozen",
+    Number(tol=0),
     prompt="The seed-0 MLP of the bill questions (Linear(512, 512), ReLU, Linear(512, 512), ReLU, "
-           "Linear(512, 1)) on its 256x512 input that does not require grad, with the middle layer frozen: "
-           "model[2].requires_grad_(False). How many bytes does model(x).sum() save?",
+    "Linear(512, 1)) on its 256x512 input that does not require grad, with the middle layer frozen: "
+    "model[2].requires_grad_(False). How many bytes does model(x).sum() save?",
     explain="Layer 0 still trains, so everything after it carries a gradient: the frozen layer 2 must "
-            "keep its weight to pass the gradient back, and its ReLU neighbours keep their outputs. "
-            "Freezing a layer whose input needs a gradient saves nothing.",
-    hints=("Walk the layers with one flag: does the tensor entering this layer need a gradient?",
-           "Layer 0 trains, so from its output on every tensor needs a gradient, frozen layers or not.",
-           "A frozen layer whose input needs a gradient still has to send grad @ W back: it keeps its weight."),
+    "keep its weight to pass the gradient back, and its ReLU neighbours keep their outputs. "
+    "Freezing a layer whose input needs a gradient saves nothing.",
+    hints=(
+        "Walk the layers with one flag: does the tensor entering this layer need a gradient?",
+        "Layer 0 trains, so from its output on every tensor needs a gradient, frozen layers or not.",
+        "A frozen layer whose input needs a gradient still has to send grad @ W back: it keeps its weight.",
+    ),
     misconceptions=[
-        (lambda truth: truth - param_bytes("2.weight"),
-         "Freezing layer 2 stops its weight from training, not from being saved: the gradient still has to "
-         "pass through layer 2 to reach layer 0, and that takes 2.weight."),
-        (lambda truth: truth - param_bytes("2.weight") - input_bytes(),
-         "Layer 2's input is a ReLU output, kept anyway by that ReLU; and 2.weight is still needed to pass "
-         "the gradient back to layer 0."),
+        (
+            lambda truth: truth - param_bytes("2.weight"),
+            "Freezing layer 2 stops its weight from training, not from being saved: the gradient still has to "
+            "pass through layer 2 to reach layer 0, and that takes 2.weight.",
+        ),
+        (
+            lambda truth: truth - param_bytes("2.weight") - input_bytes(),
+            "Layer 2's input is a ReLU output, kept anyway by that ReLU; and 2.weight is still needed to pass "
+            "the gradient back to layer 0.",
+        ),
     ],
 )
 def closed_book_middle_frozen():
@@ -381,22 +464,28 @@ def closed_book_middle_frozen():
 
 
 @self_test(
-    "05.closed-book-kept-outputs", Number(tol=0),
+    "05.closed-book-kept-outputs",
+    Number(tol=0),
     prompt="The same seed-0 MLP and plain input, all layers training. outputs = [model(x) for _ in range(3)] "
-           "keeps three forward outputs (say, for logging) and never calls backward. Together, how many "
-           "distinct storages and bytes do their graphs keep alive? Answer [storages, bytes].",
+    "keeps three forward outputs (say, for logging) and never calls backward. Together, how many "
+    "distinct storages and bytes do their graphs keep alive? Answer [storages, bytes].",
     explain="Each pass makes two new ReLU outputs, but the input, 2.weight and 4.weight are the same "
-            "storages every time: 3 shared + 3 x 2 new storages.",
-    hints=("Which storages are new in each pass, and which are the same tensors every time?",
-           "x and the weights are one storage each, however many graphs keep them. Each pass makes its own "
-           "ReLU outputs.",
-           "One pass keeps the input, two ReLU outputs, 2.weight and 4.weight."),
+    "storages every time: 3 shared + 3 x 2 new storages.",
+    hints=(
+        "Which storages are new in each pass, and which are the same tensors every time?",
+        "x and the weights are one storage each, however many graphs keep them. Each pass makes its own ReLU outputs.",
+        "One pass keeps the input, two ReLU outputs, 2.weight and 4.weight.",
+    ),
     misconceptions=[
-        (lambda truth: [3 * plain_bill().count, 3 * plain_bill().total],
-         "The three graphs share x, 2.weight and 4.weight: one storage each, counted once. Only the ReLU "
-         "outputs are new in every pass."),
-        (lambda truth: [plain_bill().count, plain_bill().total],
-         "Each output keeps its own graph alive, with its own two ReLU outputs: three graphs, not one."),
+        (
+            lambda truth: [3 * plain_bill().count, 3 * plain_bill().total],
+            "The three graphs share x, 2.weight and 4.weight: one storage each, counted once. Only the ReLU "
+            "outputs are new in every pass.",
+        ),
+        (
+            lambda truth: [plain_bill().count, plain_bill().total],
+            "Each output keeps its own graph alive, with its own two ReLU outputs: three graphs, not one.",
+        ),
     ],
 )
 def closed_book_kept_outputs():
@@ -408,20 +497,25 @@ _WRITES = ("b", "c", "d", "e")
 
 
 @self_test(
-    "05.closed-book-which-writes", Names(pool=_WRITES),
+    "05.closed-book-which-writes",
+    Names(pool=_WRITES),
     prompt="a = torch.tensor([0.25, 0.75, 1.25], requires_grad=True); b = a * 3; c = b.relu(); d = b.sin(); "
-           "e = c.exp(); loss = (d + e).sum(). Before loss.backward(), one in-place write t.add_(1) is made to one "
-           "of b, c, d, e (a fresh program each time). For which of them does backward then fail? Answer a set "
-           "of names.",
+    "e = c.exp(); loss = (d + e).sum(). Before loss.backward(), one in-place write t.add_(1) is made to one "
+    "of b, c, d, e (a fresh program each time). For which of them does backward then fail? Answer a set "
+    "of names.",
     explain="A write spoils backward only if some node saved that storage. sin keeps its input b; relu keeps "
-            "its output c; exp keeps its output e. d is kept by nobody (sin kept b, the addition keeps "
-            "nothing), and the multiplication kept only the 3.",
-    hints=("List what each node keeps: MulBackward0, ReluBackward0, SinBackward0, ExpBackward0, AddBackward0.",
-           "For each node ask: does its local rule read its input, its output, or neither?",
-           "A write is harmless to backward when no node saved the storage written."),
+    "its output c; exp keeps its output e. d is kept by nobody (sin kept b, the addition keeps "
+    "nothing), and the multiplication kept only the 3.",
+    hints=(
+        "List what each node keeps: MulBackward0, ReluBackward0, SinBackward0, ExpBackward0, AddBackward0.",
+        "For each node ask: does its local rule read its input, its output, or neither?",
+        "A write is harmless to backward when no node saved the storage written.",
+    ),
     misconceptions=[
-        ({"b", "c", "d", "e"}, "d is written safely: sin kept its input b, not its output d, and the addition "
-                               "keeps nothing."),
+        (
+            {"b", "c", "d", "e"},
+            "d is written safely: sin kept its input b, not its output d, and the addition keeps nothing.",
+        ),
         ({"c", "e"}, "b is kept too: sin's slope is cos(b), so the sine node keeps its input b."),
     ],
 )
@@ -436,19 +530,21 @@ def closed_book_which_writes():
     "05.predict-bill",
     Function(returns=Number(tol=0), cases=mlp_cases, call=call_with_spec),
     prompt="Write predict_bill(spec): for the model the spec describes (spec.layers, spec.batch, "
-           "spec.input_requires_grad, spec.dtype), return (storages, bytes): how many distinct storages "
-           "model(x).sum() keeps for backward and their total size. Work it out from the spec by "
-           "reasoning; do not build the model and measure it. It is checked on 40 generated models.",
-    hints=("Walk the layers carrying one flag: does the tensor entering this layer need a gradient? It starts "
-           "as spec.input_requires_grad and turns true after the first layer that trains.",
-           "A Linear keeps its input when its weight trains, and its weight when its input needs a gradient; "
-           "a ReLU is recorded (and keeps its output) only when its input needs a gradient.",
-           "The ReLU output and the next Linear's input are one storage: count it once, whoever saves it. "
-           "Bytes per element are spec.dtype.itemsize."),
+    "spec.input_requires_grad, spec.dtype), return (storages, bytes): how many distinct storages "
+    "model(x).sum() keeps for backward and their total size. Work it out from the spec by "
+    "reasoning; do not build the model and measure it. It is checked on 40 generated models.",
+    hints=(
+        "Walk the layers carrying one flag: does the tensor entering this layer need a gradient? It starts "
+        "as spec.input_requires_grad and turns true after the first layer that trains.",
+        "A Linear keeps its input when its weight trains, and its weight when its input needs a gradient; "
+        "a ReLU is recorded (and keeps its output) only when its input needs a gradient.",
+        "The ReLU output and the next Linear's input are one storage: count it once, whoever saves it. "
+        "Bytes per element are spec.dtype.itemsize.",
+    ),
     explain="Walk the layers carrying one flag, 'does the tensor entering this layer need a gradient'. A "
-            "Linear keeps its input when its weight trains, and its weight when its input needs a gradient; "
-            "a ReLU keeps its output when it was recorded at all. An activation saved by a ReLU and by the "
-            "next Linear is one storage.",
+    "Linear keeps its input when its weight trains, and its weight when its input needs a gradient; "
+    "a ReLU keeps its output when it was recorded at all. An activation saved by a ReLU and by the "
+    "next Linear is one storage.",
 )
 def predict_bill(case):
     bill = case.bill()
@@ -459,14 +555,16 @@ def predict_bill(case):
     "05.saved-parameters",
     Function(returns=Names(), cases=mlp_cases, call=call_with_spec),
     prompt="Write saved_parameters(spec): the set of parameter names (such as '2.weight') whose storage "
-           "model(x).sum() keeps for backward, for the model the spec describes. Reason from the spec; do "
-           "not build the model. It is checked on 40 generated models.",
-    hints=("A weight is kept for one purpose only. Which gradient needs W?",
-           "The gradient of a Linear's input is grad @ W. It is needed when the tensor entering the layer needs "
-           "a gradient, whether the layer itself is frozen or not.",
-           "A bias's gradient is a sum of the incoming gradient: no bias is ever kept."),
+    "model(x).sum() keeps for backward, for the model the spec describes. Reason from the spec; do "
+    "not build the model. It is checked on 40 generated models.",
+    hints=(
+        "A weight is kept for one purpose only. Which gradient needs W?",
+        "The gradient of a Linear's input is grad @ W. It is needed when the tensor entering the layer needs "
+        "a gradient, whether the layer itself is frozen or not.",
+        "A bias's gradient is a sum of the incoming gradient: no bias is ever kept.",
+    ),
     explain="A weight is saved exactly when the tensor entering its layer needs a gradient, whether the "
-            "layer itself is frozen or not; a bias never is.",
+    "layer itself is frozen or not; a bias never is.",
 )
 def saved_parameters(case):
     ns = case.fresh()

@@ -2,6 +2,7 @@
 in :data:`BILL_PROGRAMS`, so that tests draw the very same programs), the syllabus MLP (unit 09 uses it too),
 and what the experiments read off a node or a storage.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from torch import nn
 from grader import probes
 
 # --- what a node keeps, and where ------------------------------------------------------------------
+
 
 def tensor_saves(fn) -> set[str]:
     """The _saved_* attributes of one node that hold a tensor (not None, not a number)."""
@@ -29,6 +31,7 @@ def lowered(name: str) -> str:
 
 
 # --- the programs whose bill a question asks for --------------------------------------------------
+
 
 @dataclass
 class BillProgram:
@@ -47,9 +50,11 @@ BILL_PROGRAMS: dict[str, Callable[[], BillProgram]] = {}
 
 def bill_program(qid: str):
     """Register the program a bill question measures, so that tests can draw the very same program."""
+
     def register(build):
         BILL_PROGRAMS[qid] = build
         return build
+
     return register
 
 
@@ -120,9 +125,14 @@ def plain_bill() -> probes.Bill:
 
 # --- the rest: an optimizer's state, the self-test programs -------------------------------------------
 
+
 def state_bytes(optimizer) -> int:
-    return sum(v.untyped_storage().nbytes() for state in optimizer.state.values()
-               for v in state.values() if isinstance(v, torch.Tensor))
+    return sum(
+        v.untyped_storage().nbytes()
+        for state in optimizer.state.values()
+        for v in state.values()
+        if isinstance(v, torch.Tensor)
+    )
 
 
 def view_tanh() -> tuple:

@@ -2,6 +2,7 @@
 Hessian-vector product; how a learner's function is called on a case, with clear messages when it raises,
 and how its result is read.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,7 +23,7 @@ from grader.units.unit06.support import as_numbers, chain, close_enough
 
 # --- exercise helpers: clear messages when a learner's function raises --------------------------
 
-_GRADER_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # grader/
+_GRADER_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # grader/
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _MESSAGES: dict[str, str] = {}
 
@@ -60,8 +61,11 @@ def _live_messages() -> dict[str, str]:
 
 def _where(exc: BaseException) -> str:
     """' (in name, line N)' for the innermost frame that is neither the grader's nor torch's."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if not os.path.abspath(f.filename).startswith((_GRADER_DIR, _TORCH_DIR))]
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not os.path.abspath(f.filename).startswith((_GRADER_DIR, _TORCH_DIR))
+    ]
     if not frames:
         return ""
     f = frames[-1]
@@ -88,21 +92,34 @@ def _relabel(exc: Exception, prefix: str, hints: dict[str, str]) -> Exception:
 # way -> (forward calls, backward passes through the shared intermediate h)
 RULES = {"retain_graph": (1, 2), "two_forwards": (2, 2), "one_call": (1, 1)}
 WAY_WORDS = {
-    "retain_graph": "runs forward once and backward twice through that one graph (retain_graph=True on the "
-                    "first)",
+    "retain_graph": "runs forward once and backward twice through that one graph (retain_graph=True on the first)",
     "two_forwards": "runs forward twice and backpropagates each loss through its own graph",
     "one_call": "runs forward once and walks the graph once: a single torch.autograd.grad call on "
-                "torch.stack([loss_a, loss_b]) with grad_outputs=torch.eye(2), is_grads_batched=True",
+    "torch.stack([loss_a, loss_b]) with grad_outputs=torch.eye(2), is_grads_batched=True",
 }
 
 
 def _times(n: int) -> str:
     return {0: "never", 1: "once", 2: "twice"}.get(n, f"{n} times")
 
-SHARED = ["(w * c).tanh()", "w.sin() * w", "(w ** 2 + 1).log()", "(w * c).sigmoid()",
-          "w.cumsum(0).sin()", "(w - c).exp() * 0.5"]
-LOSSES = ["(h ** 2).sum()", "(h * d).sum()", "h.logsumexp(0)", "(h * c).sum() + w.sin().sum()",
-          "(h - d).pow(2).mean()", "h.prod()", "(h * w).sum()"]
+
+SHARED = [
+    "(w * c).tanh()",
+    "w.sin() * w",
+    "(w ** 2 + 1).log()",
+    "(w * c).sigmoid()",
+    "w.cumsum(0).sin()",
+    "(w - c).exp() * 0.5",
+]
+LOSSES = [
+    "(h ** 2).sum()",
+    "(h * d).sum()",
+    "h.logsumexp(0)",
+    "(h * c).sum() + w.sin().sum()",
+    "(h - d).pow(2).mean()",
+    "h.prod()",
+    "(h * w).sum()",
+]
 
 
 @dataclass
@@ -118,12 +135,22 @@ class TwoLossCase(Case):
     loss_b: str
 
     def _lines(self, probe: bool) -> list[str]:
-        lines = [f"c = torch.tensor({self.c})", f"d = torch.tensor({self.d})", "",
-                 "def forward(w):", f"    h = {self.shared}          # shared by both losses"]
+        lines = [
+            f"c = torch.tensor({self.c})",
+            f"d = torch.tensor({self.d})",
+            "",
+            "def forward(w):",
+            f"    h = {self.shared}          # shared by both losses",
+        ]
         if probe:
             lines.append("    _shared(h)")
-        lines += [f"    loss_a = {self.loss_a}", f"    loss_b = {self.loss_b}", "    return loss_a, loss_b", "",
-                  f"w = torch.tensor({self.w}, requires_grad=True)"]
+        lines += [
+            f"    loss_a = {self.loss_a}",
+            f"    loss_b = {self.loss_b}",
+            "    return loss_a, loss_b",
+            "",
+            f"w = torch.tensor({self.w}, requires_grad=True)",
+        ]
         return lines
 
     @property
@@ -139,7 +166,7 @@ class TwoLossCase(Case):
         return f"case #{self.seed} (w of {len(self.w)})"
 
     output = "forward"
-    drawing_label = None        # a verdict heads drawing() "its graph"
+    drawing_label = None  # a verdict heads drawing() "its graph"
 
     def fresh(self, counter: _Counter | None = None) -> dict[str, Any]:
         ns: dict[str, Any] = {"torch": torch, "_shared": counter.saw if counter else (lambda h: None)}
@@ -153,8 +180,9 @@ class TwoLossCase(Case):
         ns = ns if ns is not None else self.fresh()
         loss_a, loss_b = ns["forward"](ns["w"])
         names = {"w": ns["w"]}
-        return ("loss_a:\n" + probes.text_tree(loss_a, names=names) +
-                "\nloss_b:\n" + probes.text_tree(loss_b, names=names))
+        return (
+            "loss_a:\n" + probes.text_tree(loss_a, names=names) + "\nloss_b:\n" + probes.text_tree(loss_b, names=names)
+        )
 
     def __repr__(self):
         return f"<{self.label}>"
@@ -183,6 +211,7 @@ class _Counter:
         def forward(w):
             self.forwards += 1
             return inner(w)
+
         forward.__name__ = "forward"
         forward.__doc__ = inner.__doc__
         ns["forward"] = forward
@@ -201,8 +230,15 @@ def _generate_two_loss_cases(count: int, seed: int) -> list[TwoLossCase]:
         rng = random.Random(seed * 10_007 + i)
         n = rng.choice([2, 3, 4])
         a, b = rng.sample(LOSSES, 2)
-        case = TwoLossCase(seed=seed * 10_007 + i, w=_literal(rng, n), c=_literal(rng, n), d=_literal(rng, n),
-                           shared=rng.choice(SHARED), loss_a=a, loss_b=b)
+        case = TwoLossCase(
+            seed=seed * 10_007 + i,
+            w=_literal(rng, n),
+            c=_literal(rng, n),
+            d=_literal(rng, n),
+            shared=rng.choice(SHARED),
+            loss_a=a,
+            loss_b=b,
+        )
         if case.source in sources:
             continue
         try:
@@ -212,8 +248,11 @@ def _generate_two_loss_cases(count: int, seed: int) -> list[TwoLossCase]:
         # keep cases whose two gradients are finite, differ, and differ from their sum
         if not all(math.isfinite(v) and abs(v) < 1e3 for v in ga + gb):
             continue
-        if close_enough(ga, gb, 1e-3) or close_enough(ga, tuple(x + y for x, y in zip(ga, gb)), 1e-3) or \
-                close_enough(gb, tuple(x + y for x, y in zip(ga, gb)), 1e-3):
+        if (
+            close_enough(ga, gb, 1e-3)
+            or close_enough(ga, tuple(x + y for x, y in zip(ga, gb)), 1e-3)
+            or close_enough(gb, tuple(x + y for x, y in zip(ga, gb)), 1e-3)
+        ):
             continue
         sources.add(case.source)
         found.append(case)
@@ -245,7 +284,7 @@ class _Results:
 
     def __init__(self):
         self.rows: list[tuple[str, Any, int, int, tuple]] = []
-        self.focus: tuple[str, Any] | None = None    # the way and value a message is about
+        self.focus: tuple[str, Any] | None = None  # the way and value a message is about
 
     def __repr__(self):
         if self.focus is None:
@@ -272,8 +311,10 @@ def call_two(fn, case: TwoLossCase, ns):
 
 def _grad_tuple(value, shape, which) -> tuple:
     if value is None:
-        raise BadAnswer(f"its {which} is None: read the gradient before it is cleared, or take it from what "
-                        "torch.autograd.grad returns")
+        raise BadAnswer(
+            f"its {which} is None: read the gradient before it is cleared, or take it from what "
+            "torch.autograd.grad returns"
+        )
     if not isinstance(value, torch.Tensor):
         raise BadAnswer(f"its {which} is {short(value)}: return tensors shaped like w")
     if tuple(value.shape) != shape:
@@ -300,7 +341,8 @@ def convert_two(raw, case, ns):
             raw.focus = (way, _Words("two gradients"))
             raise BadAnswer(
                 f"but it ran forward {_times(forwards)} and backward through the shared h {_times(passes)}; "
-                f"the {way!r} way {WAY_WORDS[way]}")
+                f"the {way!r} way {WAY_WORDS[way]}"
+            )
         out.append((way, grad_a, grad_b))
     raw.focus = None
     return tuple(out)
@@ -309,9 +351,18 @@ def convert_two(raw, case, ns):
 # --- exercise 2: a Hessian-vector product with create_graph=True ---------------------------------
 
 TERMS = [
-    "x.sin().sum()", "(x ** 3).sum() / 3", "(x * a).exp().sum()", "(x ** 2 * a).sum()",
-    "(x.cumsum(0) ** 2).sum()", "(x @ x).cos()", "x.tanh().pow(2).sum()", "torch.log1p(x ** 2).sum()",
-    "(x[0] * x[-1]).sin()", "(x * x.roll(1)).sum()", "(x @ a) ** 2", "x.logsumexp(0)",
+    "x.sin().sum()",
+    "(x ** 3).sum() / 3",
+    "(x * a).exp().sum()",
+    "(x ** 2 * a).sum()",
+    "(x.cumsum(0) ** 2).sum()",
+    "(x @ x).cos()",
+    "x.tanh().pow(2).sum()",
+    "torch.log1p(x ** 2).sum()",
+    "(x[0] * x[-1]).sin()",
+    "(x * x.roll(1)).sum()",
+    "(x @ a) ** 2",
+    "x.logsumexp(0)",
     "x.sigmoid().prod()",
 ]
 
@@ -328,9 +379,17 @@ class SmoothCase(Case):
 
     @property
     def source(self) -> str:
-        return "\n".join([f"a = torch.tensor({self.a})", "", "def f(x):",
-                          "    return " + " + ".join(self.terms), "",
-                          f"x = torch.tensor({self.x}, requires_grad=True)", f"v = torch.tensor({self.v})"])
+        return "\n".join(
+            [
+                f"a = torch.tensor({self.a})",
+                "",
+                "def f(x):",
+                "    return " + " + ".join(self.terms),
+                "",
+                f"x = torch.tensor({self.x}, requires_grad=True)",
+                f"v = torch.tensor({self.v})",
+            ]
+        )
 
     @property
     def size(self) -> int:
@@ -341,7 +400,7 @@ class SmoothCase(Case):
         return f"case #{self.seed} (x of {len(self.x)}, {len(self.terms)} term(s))"
 
     output = "f"
-    drawing_label = None        # a verdict heads drawing() "its graph"
+    drawing_label = None  # a verdict heads drawing() "its graph"
 
     def fresh(self) -> dict[str, Any]:
         ns: dict[str, Any] = {"torch": torch}
@@ -378,8 +437,13 @@ def _generate_smooth_cases(count: int, seed: int) -> list[SmoothCase]:
         rng = random.Random(seed * 10_007 + i)
         n = rng.choice([2, 3, 4])
         k = 1 if i < 8 else rng.choice([1, 2, 2, 3])
-        case = SmoothCase(seed=seed * 10_007 + i, terms=rng.sample(TERMS, k), x=_literal(rng, n),
-                          v=_literal(rng, n), a=_literal(rng, n))
+        case = SmoothCase(
+            seed=seed * 10_007 + i,
+            terms=rng.sample(TERMS, k),
+            x=_literal(rng, n),
+            v=_literal(rng, n),
+            a=_literal(rng, n),
+        )
         if case.source in sources:
             continue
         try:
@@ -395,8 +459,11 @@ def _generate_smooth_cases(count: int, seed: int) -> list[SmoothCase]:
         if not all(math.isfinite(t) and abs(t) < 1e3 for t in truth) or not close_enough(truth, as_numbers(hv)):
             continue
         # keep cases where the HVP differs from the gradient, from zero and from H @ ones
-        if close_enough(truth, plain, 1e-3) or all(abs(t) < 1e-3 for t in truth) or \
-                close_enough(truth, hvp_truth(case, ones=True), 1e-3):
+        if (
+            close_enough(truth, plain, 1e-3)
+            or all(abs(t) < 1e-3 for t in truth)
+            or close_enough(truth, hvp_truth(case, ones=True), 1e-3)
+        ):
             continue
         sources.add(case.source)
         found.append(case)
@@ -438,15 +505,22 @@ def convert_hvp(raw, case: SmoothCase, ns):
         grad = as_numbers(g)
         along_ones = hvp_truth(case, ones=True)
     if close_enough(grad, value):
-        raise BadAnswer("that is the gradient of f at x, not H @ v: differentiate (gradient * v).sum() once "
-                        "more, with respect to x")
+        raise BadAnswer(
+            "that is the gradient of f at x, not H @ v: differentiate (gradient * v).sum() once more, with respect to x"
+        )
     if all(v == 0 for v in value):
-        raise BadAnswer("all zeros: the second differentiation found no path back to x, so the first "
-                        "gradient was taken without create_graph=True or was detached")
+        raise BadAnswer(
+            "all zeros: the second differentiation found no path back to x, so the first "
+            "gradient was taken without create_graph=True or was detached"
+        )
     if close_enough(along_ones, value):
-        raise BadAnswer("that is H @ ones, the derivative of gradient.sum(): weight the gradient by v "
-                        "before differentiating, (gradient * v).sum()")
+        raise BadAnswer(
+            "that is H @ ones, the derivative of gradient.sum(): weight the gradient by v "
+            "before differentiating, (gradient * v).sum()"
+        )
     if close_enough(tuple(a + b for a, b in zip(grad, truth)), value):
-        raise BadAnswer("that is the gradient plus H @ v: x.grad still held the first gradient when the second "
-                        "backward added into it. torch.autograd.grad returns gradients and leaves x.grad alone")
+        raise BadAnswer(
+            "that is the gradient plus H @ v: x.grad still held the first gradient when the second "
+            "backward added into it. torch.autograd.grad returns gradients and leaves x.grad alone"
+        )
     return list(value)

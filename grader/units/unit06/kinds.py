@@ -1,4 +1,5 @@
 """Unit 06's own answer kind: a pair of gradients for each of the three ways of the two-losses exercise."""
+
 from __future__ import annotations
 
 from grader.engine.kinds import BadAnswer, Kind
@@ -30,8 +31,10 @@ class GradPairs(Kind):
         return tuple(out)
 
     def agrees(self, truth, value):
-        return all(close_enough(t[1], v[1], self.tol, self.rel) and close_enough(t[2], v[2], self.tol, self.rel)
-                   for t, v in zip(truth, value))
+        return all(
+            close_enough(t[1], v[1], self.tol, self.rel) and close_enough(t[2], v[2], self.tol, self.rel)
+            for t, v in zip(truth, value)
+        )
 
     @staticmethod
     def _vec(values) -> str:
@@ -51,16 +54,22 @@ class GradPairs(Kind):
                 continue
             both = tuple(x + y for x, y in zip(ta, tb))
             if close_enough(va, both) and close_enough(vb, both):
-                why = ("both are grad_a + grad_b: one torch.autograd.grad call over [loss_a, loss_b] adds "
-                       "their gradients; ask for each loss separately (is_grads_batched=True)")
+                why = (
+                    "both are grad_a + grad_b: one torch.autograd.grad call over [loss_a, loss_b] adds "
+                    "their gradients; ask for each loss separately (is_grads_batched=True)"
+                )
             elif close_enough(va, ta) and close_enough(vb, both):
-                why = ("your grad_b is grad_a + grad_b: w.grad still held the first gradient when the second "
-                       "backward added to it; clone the first and set w.grad = None between the two")
+                why = (
+                    "your grad_b is grad_a + grad_b: w.grad still held the first gradient when the second "
+                    "backward added to it; clone the first and set w.grad = None between the two"
+                )
             elif close_enough(va, tb) and close_enough(vb, ta):
                 why = "grad_a and grad_b are swapped"
             elif close_enough(va, tb) and close_enough(vb, tb):
-                why = ("your grad_a came out equal to grad_b: it was w.grad itself, which the second pass "
-                       "changed in place; keep a .clone() of the first gradient")
+                why = (
+                    "your grad_a came out equal to grad_b: it was w.grad itself, which the second pass "
+                    "changed in place; keep a .clone() of the first gradient"
+                )
             elif close_enough(va, vb):
                 why = "your two gradients have the same values"
             else:

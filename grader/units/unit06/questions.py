@@ -8,6 +8,7 @@ The programs the experiments run live in :mod:`grader.units.unit06.support`; the
 cases, and how a learner's function is called on them, in :mod:`grader.units.unit06.cases`; the answer
 kind of the two-losses exercise in :mod:`grader.units.unit06.kinds`.
 """
+
 from __future__ import annotations
 
 import torch
@@ -52,14 +53,16 @@ SAVED_STATES = ("ok", "freed", "stale", "mixed", "nothing saved")
 
 
 @predict_then_run(
-    "06.walk-after-backward", Sequence(),
+    "06.walk-after-backward",
+    Sequence(),
     prompt="w = torch.tensor(2.0, requires_grad=True); loss = (w * 3) ** 2; loss.backward(). Now walk "
-           "loss.grad_fn (every node once, depth first, next_functions in order, skipping None). Which "
-           "node names do you meet, in order? Answer [] if nothing is left to walk.",
+    "loss.grad_fn (every node once, depth first, next_functions in order, skipping None). Which "
+    "node names do you meet, in order? Answer [] if nothing is left to walk.",
     explain="backward releases the values the nodes kept, not the nodes: grad_fn and next_functions "
-            "still lead from the loss to the leaf, so walking and drawing the graph keep working.",
-    misconceptions=[([], "backward frees the values the nodes saved, not the nodes: loss.grad_fn still leads to "
-                         "the leaf")],
+    "still lead from the loss to the leaf, so walking and drawing the graph keep working.",
+    misconceptions=[
+        ([], "backward frees the values the nodes saved, not the nodes: loss.grad_fn still leads to the leaf")
+    ],
 )
 def walk_after_backward():
     w, u, loss = chain()
@@ -68,14 +71,16 @@ def walk_after_backward():
 
 
 @predict_then_run(
-    "06.saved-after-backward", Choice(*SAVED_STATES),
+    "06.saved-after-backward",
+    Choice(*SAVED_STATES),
     prompt="Same program: before backward, probes.saved_tensors(loss) reports every saved tensor as "
-           "'ok'. After loss.backward(), what does it report for them: 'ok', 'freed', 'stale', 'mixed' "
-           "(some of each) or 'nothing saved'?",
+    "'ok'. After loss.backward(), what does it report for them: 'ok', 'freed', 'stale', 'mixed' "
+    "(some of each) or 'nothing saved'?",
     explain="Each node drops its saved values as soon as it has used them, because one forward and one "
-            "backward is the common case and keeping them would only cost memory.",
-    misconceptions=[("ok", "without retain_graph=True, each node releases what it saved once its backward rule "
-                           "has used it")],
+    "backward is the common case and keeping them would only cost memory.",
+    misconceptions=[
+        ("ok", "without retain_graph=True, each node releases what it saved once its backward rule has used it")
+    ],
 )
 def saved_after_backward():
     w, u, loss = chain()
@@ -84,14 +89,14 @@ def saved_after_backward():
 
 
 @predict_then_run(
-    "06.second-backward", Error("at the first backward", "at the second backward", needs_message=True,
-                                terms=SECOND_PASS_TERMS),
+    "06.second-backward",
+    Error("at the first backward", "at the second backward", needs_message=True, terms=SECOND_PASS_TERMS),
     prompt="w = torch.tensor(2.0, requires_grad=True); loss = (w * 3) ** 2; loss.backward(); "
-           "loss.backward(). Where does it fail ('no error', 'at the first backward', 'at the second "
-           "backward'), and what does the message say? Answer a pair (place, your words for it): the place "
-           "is graded exactly, the words on the message's key idea.",
+    "loss.backward(). Where does it fail ('no error', 'at the first backward', 'at the second "
+    "backward'), and what does the message say? Answer a pair (place, your words for it): the place "
+    "is graded exactly, the words on the message's key idea.",
     explain="The second pass reaches the power node, whose saved input the first pass released; torch "
-            "refuses rather than differentiate without it.",
+    "refuses rather than differentiate without it.",
 )
 def second_backward():
     w, u, loss = chain()
@@ -102,13 +107,19 @@ def second_backward():
 
 
 @predict_then_run(
-    "06.nothing-saved", Error("at the first backward", "at the second backward"),
+    "06.nothing-saved",
+    Error("at the first backward", "at the second backward"),
     prompt="w = torch.ones(2, requires_grad=True); loss = (w + 1).sum(); loss.backward(); loss.backward(). "
-           "Where does it fail: 'no error', 'at the first backward' or 'at the second backward'?",
+    "Where does it fail: 'no error', 'at the first backward' or 'at the second backward'?",
     explain="Neither an addition nor a sum needs a forward value for its backward rule, so nothing was "
-            "saved and nothing was freed: the graph can be traversed again, and w.grad adds up to 2.",
-    misconceptions=[("at the second backward", "the error is about saved values that were freed, not about "
-                                               "walking a graph twice; an addition and a sum save none")],
+    "saved and nothing was freed: the graph can be traversed again, and w.grad adds up to 2.",
+    misconceptions=[
+        (
+            "at the second backward",
+            "the error is about saved values that were freed, not about "
+            "walking a graph twice; an addition and a sum save none",
+        )
+    ],
 )
 def nothing_saved():
     w = torch.ones(2, requires_grad=True)
@@ -123,15 +134,21 @@ def nothing_saved():
 
 
 @predict_then_run(
-    "06.shared-intermediate", Error("at loss_a.backward()", "at loss_b.backward()"),
+    "06.shared-intermediate",
+    Error("at loss_a.backward()", "at loss_b.backward()"),
     prompt="w = torch.tensor([0.5, -1.0, 2.0], requires_grad=True); c = torch.tensor([3.0, -1.0, 0.5]); "
-           "h = (w * c).tanh(); loss_a = (h ** 2).sum(); loss_b = (h * c).sum(); loss_a.backward(); "
-           "loss_b.backward(). Where does it fail: 'no error', 'at loss_a.backward()' or 'at "
-           "loss_b.backward()'?",
+    "h = (w * c).tanh(); loss_a = (h ** 2).sum(); loss_b = (h * c).sum(); loss_a.backward(); "
+    "loss_b.backward(). Where does it fail: 'no error', 'at loss_a.backward()' or 'at "
+    "loss_b.backward()'?",
     explain="Both losses lead back through the tanh node. The first backward ran it and released the "
-            "output it had kept, so the second backward finds that value gone.",
-    misconceptions=[("no error", "loss_b is a different loss, but its graph shares the tanh node with loss_a's, "
-                                 "and loss_a's pass released the output that node kept")],
+    "output it had kept, so the second backward finds that value gone.",
+    misconceptions=[
+        (
+            "no error",
+            "loss_b is a different loss, but its graph shares the tanh node with loss_a's, "
+            "and loss_a's pass released the output that node kept",
+        )
+    ],
 )
 def shared_intermediate():
     w, c, h, loss_a, loss_b = two_losses_graph()
@@ -145,36 +162,46 @@ def shared_intermediate():
 
 
 @predict_then_run(
-    "06.stale-loop", Number(tol=1e-4),
+    "06.stale-loop",
+    Number(tol=1e-4),
     prompt="x = torch.tensor([1.0, 2.0, 3.0]); target = 3 * x; w = torch.tensor(0.0, requires_grad=True); "
-           "loss = ((w * x - target) ** 2).mean() is computed ONCE, before the loop. Then 5 steps of: "
-           "loss.backward(retain_graph=True); read w.grad; w -= 0.02 * w.grad (under no_grad); "
-           "w.grad = None. What is w.grad at step 0 and at step 4? Answer [step 0, step 4].",
+    "loss = ((w * x - target) ** 2).mean() is computed ONCE, before the loop. Then 5 steps of: "
+    "loss.backward(retain_graph=True); read w.grad; w -= 0.02 * w.grad (under no_grad); "
+    "w.grad = None. What is w.grad at step 0 and at step 4? Answer [step 0, step 4].",
     explain="Every backward walks the one graph built when w was 0, with the values saved then; w moves, "
-            "but nothing re-records the loss at the new w, so the gradient never changes.",
-    misconceptions=[(lambda truth: [truth[0], truth[0] / 2],
-                     "a shrinking gradient needs a loss recorded at the new w; this loss was recorded once, at "
-                     "w = 0, and every pass reads the values saved then")],
+    "but nothing re-records the loss at the new w, so the gradient never changes.",
+    misconceptions=[
+        (
+            lambda truth: [truth[0], truth[0] / 2],
+            "a shrinking gradient needs a loss recorded at the new w; this loss was recorded once, at "
+            "w = 0, and every pass reads the values saved then",
+        )
+    ],
 )
-
 def stale_loop():
     grads, _ = run_stale_loop()
     return [grads[0], grads[4]]
 
 
 @predict_then_run(
-    "06.stale-mlp", Error("at iteration 1", "at iteration 2", "at iteration 3", terms=INPLACE_TERMS),
+    "06.stale-mlp",
+    Error("at iteration 1", "at iteration 2", "at iteration 3", terms=INPLACE_TERMS),
     prompt="torch.manual_seed(0); model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)); "
-           "opt = torch.optim.SGD(model.parameters(), lr=0.1); x, y = torch.randn(8, 3), torch.randn(8, 1); "
-           "loss = ((model(x) - y) ** 2).mean() is computed ONCE. Then 3 iterations of: opt.zero_grad(); "
-           "loss.backward(retain_graph=True); opt.step(). At which iteration's backward does it raise, if at "
-           "all ('no error', 'at iteration 1', 'at iteration 2', 'at iteration 3')? The place is graded "
-           "exactly; you may add your words for the message, graded on its key idea.",
+    "opt = torch.optim.SGD(model.parameters(), lr=0.1); x, y = torch.randn(8, 3), torch.randn(8, 1); "
+    "loss = ((model(x) - y) ** 2).mean() is computed ONCE. Then 3 iterations of: opt.zero_grad(); "
+    "loss.backward(retain_graph=True); opt.step(). At which iteration's backward does it raise, if at "
+    "all ('no error', 'at iteration 1', 'at iteration 2', 'at iteration 3')? The place is graded "
+    "exactly; you may add your words for the message, graded on its key idea.",
     explain="The second Linear kept its weight to send a gradient back to the tanh output. opt.step() writes "
-            "that weight in place, so the second pass over the retained graph finds a saved tensor whose "
-            "version moved: the stale graph is caught here only because it kept a parameter.",
-    misconceptions=[("no error", "in the scalar example the graph kept only an input and constants; this one "
-                                 "kept a Linear's weight, which opt.step() writes in place")],
+    "that weight in place, so the second pass over the retained graph finds a saved tensor whose "
+    "version moved: the stale graph is caught here only because it kept a parameter.",
+    misconceptions=[
+        (
+            "no error",
+            "in the scalar example the graph kept only an input and constants; this one "
+            "kept a Linear's weight, which opt.step() writes in place",
+        )
+    ],
 )
 def stale_mlp():
     yield from mlp_stale()
@@ -184,30 +211,42 @@ def stale_mlp():
 
 
 @predict_then_run(
-    "06.running-loss-nodes", Number(tol=0),
+    "06.running-loss-nodes",
+    Number(tol=0),
     prompt="A training loop: w = torch.randn(4, requires_grad=True); running_loss = 0.0; each step makes "
-           "X, Y = torch.randn(16, 4), torch.randn(16), computes loss = ((X @ w - Y) ** 2).mean(), "
-           "calls loss.backward(), updates w under no_grad, and does running_loss += loss. After 100 "
-           "steps, how many nodes does the graph under running_loss hold (probes.size(running_loss))?",
+    "X, Y = torch.randn(16, 4), torch.randn(16), computes loss = ((X @ w - Y) ** 2).mean(), "
+    "calls loss.backward(), updates w under no_grad, and does running_loss += loss. After 100 "
+    "steps, how many nodes does the graph under running_loss hold (probes.size(running_loss))?",
     explain="running_loss is a tensor built by additions of losses, so it holds every step's graph: five "
-            "nodes per step (the addition, mean, power, subtraction and matrix-vector product), and one "
-            "AccumulateGrad shared by all of them.",
-    misconceptions=[(lambda truth: 0, "running_loss += loss adds tensors, so running_loss is a tensor with a "
-                                      "graph; only loss.item() or loss.detach() would add none")],
+    "nodes per step (the addition, mean, power, subtraction and matrix-vector product), and one "
+    "AccumulateGrad shared by all of them.",
+    misconceptions=[
+        (
+            lambda truth: 0,
+            "running_loss += loss adds tensors, so running_loss is a tensor with a "
+            "graph; only loss.item() or loss.detach() would add none",
+        )
+    ],
 )
 def running_loss_nodes():
     return probes.size(training(100, keep=lambda loss: loss))
 
 
 @predict_then_run(
-    "06.running-loss-saved", Choice(*SAVED_STATES),
+    "06.running-loss-saved",
+    Choice(*SAVED_STATES),
     prompt="Same loop, 100 steps. What does probes.saved_tensors(running_loss) report for the saved "
-           "tensors in all those graphs: 'ok', 'freed', 'stale', 'mixed' or 'nothing saved'?",
+    "tensors in all those graphs: 'ok', 'freed', 'stale', 'mixed' or 'nothing saved'?",
     explain="Each step's backward already released that step's saved values. What running_loss keeps "
-            "alive is the chain of node objects, which grows by one graph per step and is never freed "
-            "while running_loss lives.",
-    misconceptions=[("ok", "each step's backward ran over that step's graph and released what it saved; "
-                           "running_loss keeps the nodes, not their values")],
+    "alive is the chain of node objects, which grows by one graph per step and is never freed "
+    "while running_loss lives.",
+    misconceptions=[
+        (
+            "ok",
+            "each step's backward ran over that step's graph and released what it saved; "
+            "running_loss keeps the nodes, not their values",
+        )
+    ],
 )
 def running_loss_saved():
     return state_label(training(100, keep=lambda loss: loss))
@@ -217,12 +256,13 @@ def running_loss_saved():
 
 
 @predict_then_run(
-    "06.sin-derivatives", Number(),
+    "06.sin-derivatives",
+    Number(),
     prompt="x = torch.tensor(2.0, requires_grad=True); z = torch.sin(x ** 2); "
-           "(g,) = torch.autograd.grad(z, x, create_graph=True); (h,) = torch.autograd.grad(g, x). "
-           "What are g and h (dz/dx and d2z/dx2 at x = 2)? Answer [g, h] to 4 decimals.",
+    "(g,) = torch.autograd.grad(z, x, create_graph=True); (h,) = torch.autograd.grad(g, x). "
+    "What are g and h (dz/dx and d2z/dx2 at x = 2)? Answer [g, h] to 4 decimals.",
     explain="dz/dx = 2x cos(x^2) and d2z/dx2 = 2 cos(x^2) - 4x^2 sin(x^2). create_graph=True made the "
-            "backward pass record its own operations, so g has a graph and can be differentiated again.",
+    "backward pass record its own operations, so g has a graph and can be differentiated again.",
 )
 def sin_derivatives():
     x, z = sin_square()
@@ -235,16 +275,22 @@ FLAGS = ("plain", "retain_graph", "create_graph")
 
 
 @predict_then_run(
-    "06.which-flag", Names(pool=FLAGS),
+    "06.which-flag",
+    Names(pool=FLAGS),
     prompt="For z = torch.sin(x ** 2) at x = 2, the first gradient is taken three ways: "
-           "torch.autograd.grad(z, x) ('plain'), with retain_graph=True ('retain_graph') and with "
-           "create_graph=True ('create_graph'). For which of them does the returned g have a grad_fn, "
-           "so that torch.autograd.grad(g, x) works? Answer a set of the labels.",
+    "torch.autograd.grad(z, x) ('plain'), with retain_graph=True ('retain_graph') and with "
+    "create_graph=True ('create_graph'). For which of them does the returned g have a grad_fn, "
+    "so that torch.autograd.grad(g, x) works? Answer a set of the labels.",
     explain="retain_graph only keeps the forward graph's saved values for another pass; it records "
-            "nothing. create_graph records the backward computation itself, which is what a second "
-            "derivative differentiates.",
-    misconceptions=[({"retain_graph", "create_graph"}, "retain_graph keeps the forward graph's saved values "
-                     "for another pass over it; it records nothing, so the gradient it returns has no grad_fn")],
+    "nothing. create_graph records the backward computation itself, which is what a second "
+    "derivative differentiates.",
+    misconceptions=[
+        (
+            {"retain_graph", "create_graph"},
+            "retain_graph keeps the forward graph's saved values "
+            "for another pass over it; it records nothing, so the gradient it returns has no grad_fn",
+        )
+    ],
 )
 def which_flag():
     return {flag for flag in FLAGS if differentiable_again(flag)}
@@ -254,15 +300,21 @@ def which_flag():
 
 
 @predict_then_run(
-    "06.cycle-survives", Boolean(),
+    "06.cycle-survives",
+    Boolean(),
     prompt="w = torch.randn(1000, requires_grad=True); ref = weakref.ref(w); loss = (w.sin() ** 2).sum(); "
-           "loss.backward(create_graph=True); del w, loss; gc.collect(). Is ref() still alive "
-           "(ref() is not None)?",
+    "loss.backward(create_graph=True); del w, loss; gc.collect(). Is ref() still alive "
+    "(ref() is not None)?",
     explain="w.grad now has a graph, and that graph ends at w's AccumulateGrad node, which holds w: w -> "
-            "w.grad -> its grad_fn -> ... -> AccumulateGrad -> w. Every link is a C++ reference count, with no "
-            "Python object on the cycle, so no collector ever visits it and it is never freed.",
-    misconceptions=[(lambda truth: not truth, "gc.collect() finds cycles among Python objects only; this cycle "
-                                              "is made entirely of C++ references inside torch")],
+    "w.grad -> its grad_fn -> ... -> AccumulateGrad -> w. Every link is a C++ reference count, with no "
+    "Python object on the cycle, so no collector ever visits it and it is never freed.",
+    misconceptions=[
+        (
+            lambda truth: not truth,
+            "gc.collect() finds cycles among Python objects only; this cycle "
+            "is made entirely of C++ references inside torch",
+        )
+    ],
 )
 def cycle_survives():
     return survives("backward")
@@ -270,19 +322,26 @@ def cycle_survives():
 
 # --- self-test ------------------------------------------------------------------------------------
 
+
 @self_test(
-    "06.closed-book-relu-twice", Error("at the first backward", "at the second backward", needs_message=True,
-                                       terms=SECOND_PASS_TERMS),
+    "06.closed-book-relu-twice",
+    Error("at the first backward", "at the second backward", needs_message=True, terms=SECOND_PASS_TERMS),
     prompt="x = torch.randn(5, requires_grad=True); loss = x.relu().sum(); loss.backward(); loss.backward(). "
-           "Where does it fail: 'no error', 'at the first backward' or 'at the second backward'? For an error, "
-           "answer a pair (place, your words for what the message says): the place is graded exactly, the "
-           "words on the message's key idea.",
+    "Where does it fail: 'no error', 'at the first backward' or 'at the second backward'? For an error, "
+    "answer a pair (place, your words for what the message says): the place is graded exactly, the "
+    "words on the message's key idea.",
     explain="ReLU keeps its output to know where the gradient passes; the first backward released it.",
-    hints=("Does ReLU's backward rule need any value from the forward pass?",
-           "ReLU passes the gradient where its output was positive, so it kept its output; the first backward "
-           "released what it kept."),
-    misconceptions=[("no error", "ReLU needs to know where its output was positive, so it kept its output, and "
-                                 "the first pass released it")],
+    hints=(
+        "Does ReLU's backward rule need any value from the forward pass?",
+        "ReLU passes the gradient where its output was positive, so it kept its output; the first backward "
+        "released what it kept.",
+    ),
+    misconceptions=[
+        (
+            "no error",
+            "ReLU needs to know where its output was positive, so it kept its output, and the first pass released it",
+        )
+    ],
 )
 def closed_book_relu_twice():
     x = torch.randn(5, requires_grad=True)
@@ -294,15 +353,18 @@ def closed_book_relu_twice():
 
 
 @self_test(
-    "06.closed-book-create-keeps", Choice(*SAVED_STATES),
+    "06.closed-book-create-keeps",
+    Choice(*SAVED_STATES),
     prompt="x = torch.tensor([0.5, 1.5], requires_grad=True); z = (x.exp() * x).sum(); "
-           "torch.autograd.grad(z, x, create_graph=True). What does probes.saved_tensors(z) report for "
-           "z's saved tensors now: 'ok', 'freed', 'stale', 'mixed' or 'nothing saved'?",
+    "torch.autograd.grad(z, x, create_graph=True). What does probes.saved_tensors(z) report for "
+    "z's saved tensors now: 'ok', 'freed', 'stale', 'mixed' or 'nothing saved'?",
     explain="retain_graph defaults to the value of create_graph: a pass that records itself for a second "
-            "derivative keeps the first graph's saved values, because the second pass will need them.",
-    hints=("What is retain_graph when you pass only create_graph=True?",
-           "A pass that records itself for a second derivative must keep the first graph's saved values: the "
-           "second pass reads them."),
+    "derivative keeps the first graph's saved values, because the second pass will need them.",
+    hints=(
+        "What is retain_graph when you pass only create_graph=True?",
+        "A pass that records itself for a second derivative must keep the first graph's saved values: the "
+        "second pass reads them.",
+    ),
     misconceptions=[("freed", "retain_graph defaults to create_graph, so this pass kept the saved values")],
 )
 def closed_book_create_keeps():
@@ -312,18 +374,21 @@ def closed_book_create_keeps():
 
 
 @self_test(
-    "06.closed-book-cube", Number(),
+    "06.closed-book-cube",
+    Number(),
     prompt="x = torch.tensor(1.5, requires_grad=True); z = x ** 3 - 2 * x. Using autograd twice, what is "
-           "d2z/dx2 at x = 1.5?",
+    "d2z/dx2 at x = 1.5?",
     explain="The first derivative 3x^2 - 2 must carry a graph (create_graph=True) to be differentiated "
-            "again; its derivative is 6x.",
-    hints=("The first autograd.grad must return a gradient that has a graph of its own.",
-           "dz/dx = 3x^2 - 2; differentiate that once more and evaluate at 1.5."),
+    "again; its derivative is 6x.",
+    hints=(
+        "The first autograd.grad must return a gradient that has a graph of its own.",
+        "dz/dx = 3x^2 - 2; differentiate that once more and evaluate at 1.5.",
+    ),
     misconceptions=[(lambda truth: truth * 1.5 / 2 - 2, "that is the first derivative; differentiate it once more")],
 )
 def closed_book_cube():
     x = torch.tensor(1.5, requires_grad=True)
-    z = x ** 3 - 2 * x
+    z = x**3 - 2 * x
     (g,) = torch.autograd.grad(z, x, create_graph=True)
     (h,) = torch.autograd.grad(g, x)
     return h.item()
@@ -333,26 +398,34 @@ CYCLE_WAYS = ("exp, backward", "linear, backward", "exp, autograd.grad", "exp, h
 
 
 @self_test(
-    "06.closed-book-grad-cycle", Names(pool=CYCLE_WAYS),
+    "06.closed-book-grad-cycle",
+    Names(pool=CYCLE_WAYS),
     prompt="w = torch.randn(500, requires_grad=True); ref = weakref.ref(w); c = torch.linspace(-1, 1, 500). "
-           "Four separate runs: 'exp, backward': w.exp().sum().backward(create_graph=True); 'linear, backward': "
-           "(w * c).sum().backward(create_graph=True); 'exp, autograd.grad': (g,) = torch.autograd.grad("
-           "w.exp().sum(), w, create_graph=True), then del g; 'exp, hook closure': w.register_hook(lambda grad: "
-           "grad * w.detach()), then w.exp().sum().backward(). Each run ends with del w and gc.collect(). In "
-           "which runs is ref() still alive? Answer a set of the labels.",
+    "Four separate runs: 'exp, backward': w.exp().sum().backward(create_graph=True); 'linear, backward': "
+    "(w * c).sum().backward(create_graph=True); 'exp, autograd.grad': (g,) = torch.autograd.grad("
+    "w.exp().sum(), w, create_graph=True), then del g; 'exp, hook closure': w.register_hook(lambda grad: "
+    "grad * w.detach()), then w.exp().sum().backward(). Each run ends with del w and gc.collect(). In "
+    "which runs is ref() still alive? Answer a set of the labels.",
     explain="Only a gradient that depends on w and is stored in w.grad closes the loop w -> w.grad -> its graph "
-            "-> AccumulateGrad -> w, made of C++ references that no collector visits. A loss linear in w has a "
-            "gradient with no graph; autograd.grad stores nothing on w; and a cycle through a Python closure "
-            "is made of Python objects, which gc.collect() finds and frees.",
-    hints=("For each run ask: is there a loop of references from w back to w, and is every link of it inside "
-           "torch's C++ objects?",
-           "The loop needs w.grad to hold a graph that reaches w: the gradient must depend on w and be stored on "
-           "w. A loop through a Python function (a hook's closure) is one gc.collect() can see and free."),
+    "-> AccumulateGrad -> w, made of C++ references that no collector visits. A loss linear in w has a "
+    "gradient with no graph; autograd.grad stores nothing on w; and a cycle through a Python closure "
+    "is made of Python objects, which gc.collect() finds and frees.",
+    hints=(
+        "For each run ask: is there a loop of references from w back to w, and is every link of it inside "
+        "torch's C++ objects?",
+        "The loop needs w.grad to hold a graph that reaches w: the gradient must depend on w and be stored on "
+        "w. A loop through a Python function (a hook's closure) is one gc.collect() can see and free.",
+    ),
     misconceptions=[
-        (lambda truth: set(truth) | {"linear, backward"}, "the gradient of (w * c).sum() is c: it does not depend "
-                                                          "on w, so it has no graph and nothing leads back to w"),
-        (lambda truth: set(truth) | {"exp, hook closure"}, "that cycle runs through a Python closure, which "
-                                                           "Python's collector can see and free"),
+        (
+            lambda truth: set(truth) | {"linear, backward"},
+            "the gradient of (w * c).sum() is c: it does not depend "
+            "on w, so it has no graph and nothing leads back to w",
+        ),
+        (
+            lambda truth: set(truth) | {"exp, hook closure"},
+            "that cycle runs through a Python closure, which Python's collector can see and free",
+        ),
     ],
 )
 def closed_book_grad_cycle():
@@ -360,16 +433,20 @@ def closed_book_grad_cycle():
 
 
 @self_test(
-    "06.closed-book-detached-running", Number(tol=0),
+    "06.closed-book-detached-running",
+    Number(tol=0),
     prompt="The training loop of 06.running-loss-nodes (100 steps), but instead of a running sum it keeps the "
-           "lowest loss so far: if best is None or loss < best: best = loss. After 100 steps, how many nodes "
-           "does the graph under best hold (probes.size(best))?",
+    "lowest loss so far: if best is None or loss < best: best = loss. After 100 steps, how many nodes "
+    "does the graph under best hold (probes.size(best))?",
     explain="best is one step's loss tensor: it holds that step's graph (mean, power, subtraction, "
-            "matrix-vector product and w's AccumulateGrad), no more. A comparison records nothing.",
-    hints=("Does loss < best record an operation? Does best = loss make a new tensor?",
-           "best is one step's loss, with that step's graph; count the nodes of one step's graph."),
-    misconceptions=[(lambda truth: 0, "best = loss keeps the loss tensor itself, with its grad_fn and the graph "
-                                      "under it")],
+    "matrix-vector product and w's AccumulateGrad), no more. A comparison records nothing.",
+    hints=(
+        "Does loss < best record an operation? Does best = loss make a new tensor?",
+        "best is one step's loss, with that step's graph; count the nodes of one step's graph.",
+    ),
+    misconceptions=[
+        (lambda truth: 0, "best = loss keeps the loss tensor itself, with its grad_fn and the graph under it")
+    ],
 )
 def closed_book_detached_running():
     return probes.size(best_loss(100))
@@ -377,23 +454,26 @@ def closed_book_detached_running():
 
 # --- exercise 1: two losses sharing an intermediate, three ways ----------------------------------
 
+
 @exercise(
     "06.two-losses",
     Function(returns=GradPairs(), cases=two_loss_cases, call=call_two, convert=convert_two),
     prompt="Write two_gradients(forward, w, way): forward(w) returns (loss_a, loss_b), two losses that share "
-           "an intermediate; return (gradient of loss_a, gradient of loss_b) with respect to w, computed "
-           "the named way: 'retain_graph' (one forward, two backward passes), 'two_forwards' (a forward "
-           "pass per loss) or 'one_call' (one forward and a single torch.autograd.grad call that returns "
-           "both gradients separately). Checked on generated cases against torch.func.",
+    "an intermediate; return (gradient of loss_a, gradient of loss_b) with respect to w, computed "
+    "the named way: 'retain_graph' (one forward, two backward passes), 'two_forwards' (a forward "
+    "pass per loss) or 'one_call' (one forward and a single torch.autograd.grad call that returns "
+    "both gradients separately). Checked on generated cases against torch.func.",
     explain="The three ways agree because they differentiate the same function. They differ in cost: "
-            "retain_graph keeps the saved values for a second pass; two forwards recompute the shared "
-            "part; one batched call walks the graph once with two seeds.",
-    hints=("Each way must leave w.grad alone between the two gradients, or read the gradients from "
-           "torch.autograd.grad's return value.",
-           "'retain_graph': the first backward needs retain_graph=True, and the first gradient must be cloned "
-           "before the second pass adds to w.grad. 'two_forwards': call forward once per loss.",
-           "'one_call': torch.autograd.grad(torch.stack([loss_a, loss_b]), w, grad_outputs=torch.eye(2), "
-           "is_grads_batched=True) returns one row per loss."),
+    "retain_graph keeps the saved values for a second pass; two forwards recompute the shared "
+    "part; one batched call walks the graph once with two seeds.",
+    hints=(
+        "Each way must leave w.grad alone between the two gradients, or read the gradients from "
+        "torch.autograd.grad's return value.",
+        "'retain_graph': the first backward needs retain_graph=True, and the first gradient must be cloned "
+        "before the second pass adds to w.grad. 'two_forwards': call forward once per loss.",
+        "'one_call': torch.autograd.grad(torch.stack([loss_a, loss_b]), w, grad_outputs=torch.eye(2), "
+        "is_grads_batched=True) returns one row per loss.",
+    ),
 )
 def two_losses(case):
     ga, gb = two_loss_truth(case)
@@ -402,17 +482,20 @@ def two_losses(case):
 
 # --- exercise 2: a Hessian-vector product with create_graph=True ---------------------------------
 
+
 @exercise(
     "06.hvp",
     Function(returns=Number(tol=1e-4, rel=1e-4), cases=smooth_cases, call=call_hvp, convert=convert_hvp),
     prompt="Write hvp(f, x, v): the Hessian of the scalar function f at x times the vector v, using "
-           "torch.autograd.grad twice (the first with create_graph=True). x is a leaf that requires grad. "
-           "Checked on generated smooth functions against torch.func.",
+    "torch.autograd.grad twice (the first with create_graph=True). x is a leaf that requires grad. "
+    "Checked on generated smooth functions against torch.func.",
     explain="The first gradient, recorded with create_graph=True, is a function of x with its own graph; "
-            "the derivative of its dot product with v is H v, obtained without ever forming H.",
-    hints=("H @ v is the gradient, with respect to x, of the number (gradient of f at x) · v.",
-           "Take the first gradient with create_graph=True so it has a graph; then differentiate (g * v).sum() "
-           "with respect to x."),
+    "the derivative of its dot product with v is H v, obtained without ever forming H.",
+    hints=(
+        "H @ v is the gradient, with respect to x, of the number (gradient of f at x) · v.",
+        "Take the first gradient with create_graph=True so it has a graph; then differentiate (g * v).sum() "
+        "with respect to x.",
+    ),
 )
 def hvp(case):
     return list(hvp_truth(case))

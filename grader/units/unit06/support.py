@@ -1,6 +1,7 @@
 """Unit 06's programs: the small graphs, loops and create_graph passes the experiments run, and the numeric
 helpers the exercises compare gradients with.
 """
+
 from __future__ import annotations
 
 import gc
@@ -14,6 +15,7 @@ from grader import probes
 
 # --- the programs the questions run ---------------------------------------------------------------
 
+
 def state_label(t) -> str:
     """One word for the states of every tensor the graph under ``t`` saved."""
     states = {s.state for s in probes.saved_tensors(t)}
@@ -25,7 +27,7 @@ def state_label(t) -> str:
 def chain():
     w = torch.tensor(2.0, requires_grad=True)
     u = w * 3
-    loss = u ** 2
+    loss = u**2
     return w, u, loss
 
 
@@ -33,7 +35,7 @@ def two_losses_graph():
     w = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
     c = torch.tensor([3.0, -1.0, 0.5])
     h = (w * c).tanh()
-    return w, c, h, (h ** 2).sum(), (h * c).sum()
+    return w, c, h, (h**2).sum(), (h * c).sum()
 
 
 def run_stale_loop(steps=5, lr=0.02):
@@ -57,7 +59,7 @@ def mlp_stale(iterations=3):
     model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     x, y = torch.randn(8, 3), torch.randn(8, 1)
-    loss = ((model(x) - y) ** 2).mean()          # recorded once, before the loop
+    loss = ((model(x) - y) ** 2).mean()  # recorded once, before the loop
     for i in range(1, iterations + 1):
         opt.zero_grad()
         yield f"at iteration {i}"
@@ -82,7 +84,7 @@ def training(steps, keep):
 
 def sin_square(value=2.0):
     x = torch.tensor(value, requires_grad=True)
-    return x, torch.sin(x ** 2)
+    return x, torch.sin(x**2)
 
 
 def differentiable_again(flag: str) -> bool:
@@ -155,9 +157,11 @@ def best_loss(steps: int):
 
 # --- comparing gradients (the exercises' kind and cases) ----------------------------------------------
 
+
 def close_enough(a, b, tol=1e-4, rel=1e-4) -> bool:
     return len(a) == len(b) and all(
-        math.isfinite(x) and math.isfinite(y) and abs(x - y) <= tol + rel * abs(x) for x, y in zip(a, b))
+        math.isfinite(x) and math.isfinite(y) and abs(x - y) <= tol + rel * abs(x) for x, y in zip(a, b)
+    )
 
 
 def as_numbers(t) -> tuple:

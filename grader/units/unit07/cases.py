@@ -2,6 +2,7 @@
 whose learner function reads a :class:`WriteProgram`), and programs run under a learner's saved-tensor hooks
 (``07.version-guard``); torch's own outcome for each, and how a learner's function or pair is run on one.
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,13 +26,21 @@ from grader.engine.cases import Case
 # --- the generated programs ----------------------------------------------------------------------
 
 _BINARY = {"{x} * {y}": 3, "{x} + {y}": 2, "{x} - {y}": 1}
-_UNARY = {"{x} ** 2": 2, "{x}.sin()": 1, "{x}.cos()": 1,                       # keep their input
-          "{x}.exp()": 2, "{x}.sigmoid()": 1, "{x}.tanh()": 1, "{x}.relu()": 1,  # keep their output
-          "{x} + 1": 2, "{x} * 2": 1, "-{x}": 1}                                 # keep neither
+_UNARY = {
+    "{x} ** 2": 2,
+    "{x}.sin()": 1,
+    "{x}.cos()": 1,  # keep their input
+    "{x}.exp()": 2,
+    "{x}.sigmoid()": 1,
+    "{x}.tanh()": 1,
+    "{x}.relu()": 1,  # keep their output
+    "{x} + 1": 2,
+    "{x} * 2": 1,
+    "-{x}": 1,
+}  # keep neither
 _VIEWS = {"{x}[1:]": 2, "{x}.view(-1)": 1, "{x}[:]": 1, "{x}.detach()": 1}
 _ENDINGS = ("{x}.sum()", "({x} ** 2).sum()", "({x} * {y}).sum()", "{x}.sum() + {y}.sum()")
-WRITES = ("{x}.add_(1)", "{x}.mul_(2)", "{x} += 1", "{x} *= 3", "{x}[0] = 0.5", "{x}[-1:].mul_(3)",
-          "{x}.zero_()")
+WRITES = ("{x}.add_(1)", "{x}.mul_(2)", "{x} += 1", "{x} *= 3", "{x}[0] = 0.5", "{x}[-1:].mul_(3)", "{x}.zero_()")
 
 
 def _values(rng: random.Random, n: int) -> str:
@@ -48,9 +57,11 @@ def forward_lines(seed: int, ops: int, early_write: bool = False) -> list[str]:
     ending in a scalar ``out``; views and detach() share memory with what they came from."""
     rng = random.Random(seed)
     b_grad = rng.random() < 0.5
-    lines = [f"a = torch.tensor({_values(rng, 3)}, requires_grad=True)",
-             f"b = torch.tensor({_values(rng, 3)}" + (", requires_grad=True)" if b_grad else ")"),
-             f"c = torch.tensor({_values(rng, 3)})"]
+    lines = [
+        f"a = torch.tensor({_values(rng, 3)}, requires_grad=True)",
+        f"b = torch.tensor({_values(rng, 3)}" + (", requires_grad=True)" if b_grad else ")"),
+        f"c = torch.tensor({_values(rng, 3)})",
+    ]
     if early_write:
         lines.append("c += 0.5")
     length = {"a": 3, "b": 3, "c": 3}
@@ -112,9 +123,11 @@ def saves_drawing(ns: dict[str, Any], when: str = "before the write") -> str:
             if isinstance(value, torch.Tensor):
                 kept = True
                 sharing = by_storage.get(value.untyped_storage().data_ptr(), [])
-                lines.append(f"  {probes.node_name(fn)}.{attr}: shape {tuple(value.shape)}, version "
-                             f"{value._version}, memory shared with "
-                             f"{', '.join(sharing) if sharing else 'no named tensor'}")
+                lines.append(
+                    f"  {probes.node_name(fn)}.{attr}: shape {tuple(value.shape)}, version "
+                    f"{value._version}, memory shared with "
+                    f"{', '.join(sharing) if sharing else 'no named tensor'}"
+                )
     if not kept:
         lines.append("  nothing")
     return "\n".join(lines)
@@ -155,7 +168,7 @@ class WriteCase(Case):
     target: str
     output: str = "out"
     kinds: set = field(default_factory=set)
-    drawing_label = None        # a verdict heads drawing() "its graph"
+    drawing_label = None  # a verdict heads drawing() "its graph"
 
     @property
     def lines(self) -> list[str]:
@@ -215,8 +228,7 @@ def _kinds_by_name(ns: dict[str, Any]) -> dict[str, set[str]]:
     """
     under_out = probes.nodes(ns["out"])
     seen = set(under_out)
-    kept_on_path = [v for fn in under_out for v in probes.saved_attributes(fn).values()
-                    if isinstance(v, torch.Tensor)]
+    kept_on_path = [v for fn in under_out for v in probes.saved_attributes(fn).values() if isinstance(v, torch.Tensor)]
     kept_off_path = []
     for t in _tensors(ns).values():
         for fn in probes.nodes(t):
@@ -234,8 +246,9 @@ def _kinds_by_name(ns: dict[str, Any]) -> dict[str, set[str]]:
             continue
         hit = [v for v in kept_on_path if v.untyped_storage().data_ptr() == storage]
         if hit:
-            out[name] = {"at backward"} | ({"offset alias"} if any(v.data_ptr() != t.data_ptr() for v in hit)
-                                           else set())
+            out[name] = {"at backward"} | (
+                {"offset alias"} if any(v.data_ptr() != t.data_ptr() for v in hit) else set()
+            )
             continue
         off = any(v.untyped_storage().data_ptr() == storage for v in kept_off_path)
         out[name] = {"no error"} | ({"saved off the path"} if off else set())
@@ -243,8 +256,14 @@ def _kinds_by_name(ns: dict[str, Any]) -> dict[str, set[str]]:
 
 
 # how many cases of each kind: the plain places, and the three ways a quick reading goes wrong
-_QUOTA = {"view of a leaf": 4, "offset alias": 4, "saved off the path": 4,
-          "at the write": 6, "at backward": 10, "no error": 8}
+_QUOTA = {
+    "view of a leaf": 4,
+    "offset alias": 4,
+    "saved off the path": 4,
+    "at the write": 6,
+    "at backward": 10,
+    "no error": 8,
+}
 
 
 @functools.cache
@@ -267,8 +286,9 @@ def write_cases(seed: int = 7) -> tuple[WriteCase, ...]:
             except Exception:
                 continue
             needed = [k for k in _QUOTA if taken[k] < _QUOTA[k]]
-            names = sorted(kinds_of, key=lambda n: min((needed.index(k) for k in kinds_of[n] if k in needed),
-                                                       default=len(needed)))
+            names = sorted(
+                kinds_of, key=lambda n: min((needed.index(k) for k in kinds_of[n] if k in needed), default=len(needed))
+            )
             if not names or not kinds_of[names[0]] & set(needed):
                 continue
             best = [n for n in names if kinds_of[n] & set(needed) == kinds_of[names[0]] & set(needed)]
@@ -292,11 +312,16 @@ def call_predict(fn, case: WriteCase, ns: dict[str, Any]):
     program = case.program(ns)
     before = {name: t._version for name, t in program.ns.items()}
     value = fn(program)
-    moved = [f"{name} went from version {v} to {program.ns[name]._version}"
-             for name, v in before.items() if name in program.ns and program.ns[name]._version != v]
+    moved = [
+        f"{name} went from version {v} to {program.ns[name]._version}"
+        for name, v in before.items()
+        if name in program.ns and program.ns[name]._version != v
+    ]
     if moved:
-        raise ValueError("your function wrote into the program's tensors (" + "; ".join(moved) + "): predict by "
-                         "reading the graph and the saved tensors, without running the write")
+        raise ValueError(
+            "your function wrote into the program's tensors (" + "; ".join(moved) + "): predict by "
+            "reading the graph and the saved tensors, without running the write"
+        )
     return value
 
 
@@ -313,8 +338,8 @@ class VersionGuardCase(Case):
     forward: list[str]
     write: str | None
     output: str = "out"
-    dropped: bool = False       # no backward: every name is deleted; are the tensors freed?
-    drawing_label = None        # a verdict heads drawing() "its graph"
+    dropped: bool = False  # no backward: every name is deleted; are the tensors freed?
+    drawing_label = None  # a verdict heads drawing() "its graph"
 
     @property
     def lines(self) -> list[str]:
@@ -360,8 +385,11 @@ def _assigned(lines: list[str]) -> list[str]:
 
 def _dropped_alive(ns: dict[str, Any], case: VersionGuardCase) -> bool:
     """Delete every name but the leaves; is any tensor the forward pass made still alive after gc.collect()?"""
-    refs = [weakref.ref(ns[n]) for n in _assigned(case.forward)
-            if n not in case.leaf_names and isinstance(ns.get(n), torch.Tensor)]
+    refs = [
+        weakref.ref(ns[n])
+        for n in _assigned(case.forward)
+        if n not in case.leaf_names and isinstance(ns.get(n), torch.Tensor)
+    ]
     for n in list(ns):
         if n not in case.leaf_names:
             del ns[n]
@@ -406,8 +434,10 @@ def call_guard(pair, case: VersionGuardCase, ns: dict[str, Any]) -> str:
     run_ns: dict[str, Any] = {"torch": torch}
     with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
         try:
-            exec(compile("\n".join(case.forward + ([case.write] if case.write else [])),
-                         "<unit 07 program>", "exec"), run_ns)
+            exec(
+                compile("\n".join(case.forward + ([case.write] if case.write else [])), "<unit 07 program>", "exec"),
+                run_ns,
+            )
         except NotImplementedError:
             raise
         except Exception:

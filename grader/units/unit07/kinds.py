@@ -1,6 +1,7 @@
 """Unit 07's own answer kind: where a program with one in-place write fails and, at backward, which nodes'
 saved tensors the write made stale (the answer of ``07.predict-inplace``).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -27,8 +28,10 @@ class WriteVerdict(Kind):
     label = "a place, with the broken nodes for 'at backward'"
 
     def describe(self):
-        return ("'no error', 'at the write', or ('at backward', {'PowBackward0', ...}): the place and, for "
-                "an error at backward, the class names of the nodes whose saved tensors the write made stale")
+        return (
+            "'no error', 'at the write', or ('at backward', {'PowBackward0', ...}): the place and, for "
+            "an error at backward, the class names of the nodes whose saved tensors the write made stale"
+        )
 
     def read(self, answer):
         reject_common(answer, self.describe())
@@ -40,11 +43,12 @@ class WriteVerdict(Kind):
             raise BadAnswer(f"expected {self.describe()}; got {type_words(answer)} {short(answer)}")
         if place == "at backward":
             if names is None:
-                raise BadAnswer("for 'at backward', also name the node(s) whose saved tensor broke, as in "
-                                "('at backward', {'PowBackward0'})")
+                raise BadAnswer(
+                    "for 'at backward', also name the node(s) whose saved tensor broke, as in "
+                    "('at backward', {'PowBackward0'})"
+                )
             return place, self._names(names)
-        if names is not None and names != "" and not (isinstance(names, (set, frozenset, list, tuple))
-                                                       and not names):
+        if names is not None and names != "" and not (isinstance(names, (set, frozenset, list, tuple)) and not names):
             raise BadAnswer(f"'{place}' names no node: return just '{place}'")
         return place, frozenset()
 
@@ -78,8 +82,10 @@ class WriteVerdict(Kind):
         t, v = {node_key(n) for n in truth[1]}, {node_key(n) for n in value[1]}
         parts = []
         if v - t:
-            parts.append("these nodes kept nothing the write touched: " +
-                         ", ".join(sorted(n for n in value[1] if node_key(n) in v - t)))
+            parts.append(
+                "these nodes kept nothing the write touched: "
+                + ", ".join(sorted(n for n in value[1] if node_key(n) in v - t))
+            )
         if t - v:
             parts.append(f"{len(t - v)} node(s) whose saved tensor went stale are missing")
         return "; ".join(parts)

@@ -4,6 +4,7 @@ The programs the experiments run (the GAN round, the small blocks) live in :mod:
 the exercises' generated programs, and how a learner's function is run on them, in
 :mod:`grader.units.unit07.cases`; the answer kind of ``07.predict-inplace`` in :mod:`grader.units.unit07.kinds`.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,10 +33,11 @@ INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
 
 
 @predict_then_run(
-    "07.version-count", Number(tol=0),
+    "07.version-count",
+    Number(tol=0),
     prompt="t = torch.zeros(3); t.add_(1); t.mul_(2); t[0] = 5; t += 1; u = t + 1. What is t._version?",
     explain="Each in-place write adds one, whatever it writes: add_, mul_, the index assignment (a copy "
-            "into a view of t) and +=. t + 1 makes a new tensor and leaves t's counter alone.",
+    "into a view of t) and +=. t + 1 makes a new tensor and leaves t's counter alone.",
     misconceptions=[
         (lambda truth: truth + 1, "u = t + 1 reads t and makes a new tensor; only writes into t's memory count"),
     ],
@@ -52,14 +54,21 @@ def version_count():
 
 # --- 2. a write autograd allows ----------------------------------------------------------------
 
+
 @predict_then_run(
-    "07.mul-add-node", Name(),
+    "07.mul-add-node",
+    Name(),
     prompt="x = torch.ones(3, requires_grad=True); y = x * 2; y.add_(1). What is the class name of "
-           "y.grad_fn after the write?",
+    "y.grad_fn after the write?",
     explain="An in-place operation on a tensor that requires grad is recorded like any other: y's history "
-            "now ends in the addition, whose input is the old MulBackward0.",
-    misconceptions=[("MulBackward0", "the write is recorded like any operation: y's grad_fn becomes the "
-                                      "in-place addition's node, and MulBackward0 is now its input")],
+    "now ends in the addition, whose input is the old MulBackward0.",
+    misconceptions=[
+        (
+            "MulBackward0",
+            "the write is recorded like any operation: y's grad_fn becomes the "
+            "in-place addition's node, and MulBackward0 is now its input",
+        )
+    ],
 )
 def mul_add_node():
     x = torch.ones(3, requires_grad=True)
@@ -70,16 +79,21 @@ def mul_add_node():
 
 # --- 3. the same write after exp -------------------------------------------------------------
 
+
 @predict_then_run(
-    "07.exp-add", Error("at the write", "at backward", terms=INPLACE_TERMS),
+    "07.exp-add",
+    Error("at the write", "at backward", terms=INPLACE_TERMS),
     prompt="a = torch.ones(3, requires_grad=True); b = a.exp(); b.add_(1); b.sum().backward(). Does it "
-           "raise, and where? The place is graded exactly; you may add your words for the message, graded "
-           "on its key idea (a write, versions).",
+    "raise, and where? The place is graded exactly; you may add your words for the message, graded "
+    "on its key idea (a write, versions).",
     explain="exp's backward is grad * exp(a), and it kept its own output b for that. The write moved b's "
-            "counter from 0 to 1, and backward refuses a saved tensor whose version moved since it was saved.",
+    "counter from 0 to 1, and backward refuses a saved tensor whose version moved since it was saved.",
     misconceptions=[
-        ("no error", "exp's backward rule multiplies by exp(a), and exp kept its own output b for it: the write "
-                     "changed the very tensor it kept"),
+        (
+            "no error",
+            "exp's backward rule multiplies by exp(a), and exp kept its own output b for it: the write "
+            "changed the very tensor it kept",
+        ),
     ],
 )
 def exp_add():
@@ -95,13 +109,19 @@ def exp_add():
 
 
 @predict_then_run(
-    "07.consumer-add", Error("at the write", "at backward"),
+    "07.consumer-add",
+    Error("at the write", "at backward"),
     prompt="w = torch.tensor([2.0], requires_grad=True); u = w * 3; v = u + 1; u.add_(10); "
-           "v.sum().backward(). Does it raise, and where?",
+    "v.sum().backward(). Does it raise, and where?",
     explain="The derivative of u + 1 is 1 whatever u was, so AddBackward0 saved nothing of u; a write to u "
-            "cannot spoil a value nobody kept. w.grad comes out 3.",
-    misconceptions=[("at backward", "the addition's slope is 1 whatever u was, so AddBackward0 kept no tensor "
-                                    "of u; a write cannot spoil what nobody kept")],
+    "cannot spoil a value nobody kept. w.grad comes out 3.",
+    misconceptions=[
+        (
+            "at backward",
+            "the addition's slope is 1 whatever u was, so AddBackward0 kept no tensor "
+            "of u; a write cannot spoil what nobody kept",
+        )
+    ],
 )
 def consumer_add():
     w, u, v = consumer("add")
@@ -116,17 +136,21 @@ MESSAGE_OPS = {"Mul": "w * 3", "Add": "u.add_(10)", "Pow": "u ** 2", "Sum": "v.s
 
 
 @predict_then_run(
-    "07.consumer-pow-message", Choice(*MESSAGE_OPS.values()),
+    "07.consumer-pow-message",
+    Choice(*MESSAGE_OPS.values()),
     prompt="The same, with v = u ** 2: w = torch.tensor([2.0], requires_grad=True); u = w * 3; v = u ** 2; "
-           "u.add_(10); v.sum().backward() raises at backward, and its message says the modified tensor "
-           "'is output 0 of' an operation. Which line made that operation: 'w * 3', 'u.add_(10)', 'u ** 2' or "
-           "'v.sum()'?",
+    "u.add_(10); v.sum().backward() raises at backward, and its message says the modified tensor "
+    "'is output 0 of' an operation. Which line made that operation: 'w * 3', 'u.add_(10)', 'u ** 2' or "
+    "'v.sum()'?",
     explain="The power node saved u (the derivative is 2u), so the write breaks it. The message describes the "
-            "tensor it found modified by what produced it now: after u.add_(10) that is the in-place addition "
-            "('output 0 of Add').",
+    "tensor it found modified by what produced it now: after u.add_(10) that is the in-place addition "
+    "('output 0 of Add').",
     misconceptions=[
-        ("u ** 2", "the power is the node that kept u and trips over it, but the message does not name that node: "
-                   "it names what produced the modified tensor"),
+        (
+            "u ** 2",
+            "the power is the node that kept u and trips over it, but the message does not name that node: "
+            "it names what produced the modified tensor",
+        ),
     ],
 )
 def consumer_pow_message():
@@ -143,13 +167,19 @@ def consumer_pow_message():
 
 
 @predict_then_run(
-    "07.pow-broken-node", Name(pool=("AddBackward0", "MulBackward0", "PowBackward0", "AccumulateGrad")),
+    "07.pow-broken-node",
+    Name(pool=("AddBackward0", "MulBackward0", "PowBackward0", "AccumulateGrad")),
     prompt="In that program (u = w * 3; v = u ** 2; u.add_(10)), which node holds the saved tensor that the "
-           "write made stale? Give its class name.",
+    "write made stale? Give its class name.",
     explain="The node that kept u is the consumer, the power. The message named Add because it describes "
-            "the tensor by its current history, not the node that tripped over it.",
-    misconceptions=[("AddBackward0", "Add is what the message names: the modified tensor's latest history. The "
-                                     "node that kept u, and so broke, is its consumer")],
+    "the tensor by its current history, not the node that tripped over it.",
+    misconceptions=[
+        (
+            "AddBackward0",
+            "Add is what the message names: the modified tensor's latest history. The "
+            "node that kept u, and so broke, is its consumer",
+        )
+    ],
 )
 def pow_broken_node():
     w, u, v = consumer("pow")
@@ -162,17 +192,24 @@ def pow_broken_node():
 
 # --- 5. leaves -----------------------------------------------------------------------------------
 
+
 @predict_then_run(
-    "07.leaf-write", Error("at the write", "at backward", terms=(("leaf",),)),
+    "07.leaf-write",
+    Error("at the write", "at backward", terms=(("leaf",),)),
     prompt="w = torch.ones(3, requires_grad=True); w.add_(1); (w * 2).sum().backward(). Does it raise, "
-           "and where? The place is graded exactly; you may add your words for the message, graded on its "
-           "key idea.",
+    "and where? The place is graded exactly; you may add your words for the message, graded on its "
+    "key idea.",
     explain="Recording a write gives the written tensor a new grad_fn. For a leaf that requires grad that "
-            "would replace its AccumulateGrad node, the one place its gradient is collected, so torch refuses "
-            "the write itself. Optimizers write under torch.no_grad(), where nothing is recorded (the counter "
-            "still moves).",
-    misconceptions=[("at backward", "the refusal comes at the write itself: recording it would take the place of "
-                                    "the leaf's AccumulateGrad node, so it is never allowed to happen")],
+    "would replace its AccumulateGrad node, the one place its gradient is collected, so torch refuses "
+    "the write itself. Optimizers write under torch.no_grad(), where nothing is recorded (the counter "
+    "still moves).",
+    misconceptions=[
+        (
+            "at backward",
+            "the refusal comes at the write itself: recording it would take the place of "
+            "the leaf's AccumulateGrad node, so it is never allowed to happen",
+        )
+    ],
 )
 def leaf_write():
     w = torch.ones(3, requires_grad=True)
@@ -186,16 +223,22 @@ def leaf_write():
 
 
 @predict_then_run(
-    "07.gan-step", Error("at the step", "at backward", terms=INPLACE_TERMS),
+    "07.gan-step",
+    Error("at the step", "at backward", terms=INPLACE_TERMS),
     prompt="torch.manual_seed(0); G = nn.Linear(2, 2); D = nn.Linear(2, 1); "
-           "opt_D = torch.optim.SGD(D.parameters(), lr=0.1); fake = G(torch.randn(4, 2)); "
-           "d_loss = D(fake.detach()).mean(); g_loss = -D(fake).mean(); then opt_D.zero_grad(); "
-           "d_loss.backward(); opt_D.step(); g_loss.backward(). Does it raise, and where? The place is graded "
-           "exactly; you may add your words for the message, graded on its key idea.",
+    "opt_D = torch.optim.SGD(D.parameters(), lr=0.1); fake = G(torch.randn(4, 2)); "
+    "d_loss = D(fake.detach()).mean(); g_loss = -D(fake).mean(); then opt_D.zero_grad(); "
+    "d_loss.backward(); opt_D.step(); g_loss.backward(). Does it raise, and where? The place is graded "
+    "exactly; you may add your words for the message, graded on its key idea.",
     explain="g_loss's graph saved D.weight (to send a gradient back to fake), and opt_D.step() wrote D.weight "
-            "in place. There is no in-place call in the program text, but the optimizer's update is one.",
-    misconceptions=[("no error", "opt_D.step() writes D.weight in place (under no_grad, but the counter still "
-                                 "moves), and g_loss's graph kept D.weight to send a gradient back to fake")],
+    "in place. There is no in-place call in the program text, but the optimizer's update is one.",
+    misconceptions=[
+        (
+            "no error",
+            "opt_D.step() writes D.weight in place (under no_grad, but the counter still "
+            "moves), and g_loss's graph kept D.weight to send a gradient back to fake",
+        )
+    ],
 )
 def gan_step():
     G, D, opt_D, d_loss, g_loss = gan_models()
@@ -211,15 +254,17 @@ def gan_step():
 
 
 @predict_then_run(
-    "07.relu-inplace-off", Error("at the write", "at backward"),
+    "07.relu-inplace-off",
+    Error("at the write", "at backward"),
     prompt="torch.manual_seed(0); fc1, fc2 = nn.Linear(3, 3), nn.Linear(3, 1); h = nn.ReLU(inplace=False)"
-           "(fc1(torch.randn(2, 3))); h += 0.5; fc2(h).sum().backward(). With inplace=True this raised at "
-           "backward, the message pointing at the ReLU's output. With inplace=False, does it still raise, "
-           "and where?",
+    "(fc1(torch.randn(2, 3))); h += 0.5; fc2(h).sum().backward(). With inplace=True this raised at "
+    "backward, the message pointing at the ReLU's output. With inplace=False, does it still raise, "
+    "and where?",
     explain="ReLU keeps its output to know where the gradient passes, inplace or not. The += wrote that output "
-            "after it was saved: the culprit is the +=, and h = h + 0.5 fixes it with inplace=True kept.",
-    misconceptions=[("no error", "ReLU keeps its output whether inplace or not, and h is that output: the += "
-                                 "writes it either way")],
+    "after it was saved: the culprit is the +=, and h = h + 0.5 fixes it with inplace=True kept.",
+    misconceptions=[
+        ("no error", "ReLU keeps its output whether inplace or not, and h is that output: the += writes it either way")
+    ],
 )
 def relu_inplace_off():
     fc1, fc2, h = inplace_block(False)
@@ -231,16 +276,23 @@ def relu_inplace_off():
 
 # --- 8. trap: sigmoid versus a hand-written one ------------------------------------------------
 
+
 @predict_then_run(
-    "07.handmade-sigmoid", Error("at the write", "at backward"),
+    "07.handmade-sigmoid",
+    Error("at the write", "at backward"),
     prompt="a = torch.tensor([0.5, -1.0], requires_grad=True); s = 1 / (1 + torch.exp(-a)); s.mul_(2); "
-           "s.sum().backward(). (With s = torch.sigmoid(a) the same lines raise at backward.) Does the "
-           "hand-written version raise, and where?",
+    "s.sum().backward(). (With s = torch.sigmoid(a) the same lines raise at backward.) Does the "
+    "hand-written version raise, and where?",
     explain="SigmoidBackward0 keeps its output s, so writing s breaks it. The hand-written formula ends in a "
-            "multiplication by the constant 1 whose node keeps only that constant; the reciprocal keeps its own "
-            "result, a different tensor. Nothing kept s, so the write is harmless.",
-    misconceptions=[("at backward", "same values, different keepers: no node of the hand-written graph kept s "
-                                    "itself, so nothing it kept went stale")],
+    "multiplication by the constant 1 whose node keeps only that constant; the reciprocal keeps its own "
+    "result, a different tensor. Nothing kept s, so the write is harmless.",
+    misconceptions=[
+        (
+            "at backward",
+            "same values, different keepers: no node of the hand-written graph kept s "
+            "itself, so nothing it kept went stale",
+        )
+    ],
 )
 def handmade_sigmoid():
     a = torch.tensor([0.5, -1.0], requires_grad=True)
@@ -253,16 +305,20 @@ def handmade_sigmoid():
 
 # --- 9. when nothing checks: .data and saved-tensor hooks ---------------------------------------
 
+
 @predict_then_run(
-    "07.data-write", Number(),
+    "07.data-write",
+    Number(),
     prompt="a = torch.tensor([1.0, 2.0], requires_grad=True); e = a.exp(); e.data.mul_(2); "
-           "e.sum().backward(). What are e._version and a.grad[0]? Answer [version, grad] (4 decimals).",
+    "e.sum().backward(). What are e._version and a.grad[0]? Answer [version, grad] (4 decimals).",
     explain="e.data is a second tensor over the same memory with a counter of its own, so the write changes "
-            "what exp saved without moving e's counter. Backward finds version 0 as saved, trusts the doubled "
-            "value and returns 2e instead of e: no error, a wrong number.",
+    "what exp saved without moving e's counter. Backward finds version 0 as saved, trusts the doubled "
+    "value and returns 2e instead of e: no error, a wrong number.",
     misconceptions=[
-        (lambda truth: [truth[0] + 1, truth[1]], "e.data has a counter of its own: the write through it leaves "
-                                                 "e._version where it was"),
+        (
+            lambda truth: [truth[0] + 1, truth[1]],
+            "e.data has a counter of its own: the write through it leaves e._version where it was",
+        ),
     ],
 )
 def data_write():
@@ -275,15 +331,20 @@ def data_write():
 
 
 @predict_then_run(
-    "07.hooks-grad", Number(),
+    "07.hooks-grad",
+    Number(),
     prompt="p = torch.ones(3, requires_grad=True); def keep(t): return t. Under "
-           "torch.autograd.graph.saved_tensors_hooks(keep, keep): q = p.exp(); q.add_(1); q.sum().backward(). "
-           "What is p.grad[0]? And what is it for the same program without the q.add_(1)? Answer "
-           "[with the write, without] (4 decimals).",
+    "torch.autograd.graph.saved_tensors_hooks(keep, keep): q = p.exp(); q.add_(1); q.sum().backward(). "
+    "What is p.grad[0]? And what is it for the same program without the q.add_(1)? Answer "
+    "[with the write, without] (4 decimals).",
     explain="With hooks installed, torch cannot know what pack returned, so it skips the version check. "
-            "Backward multiplies by the written value exp(1) + 1 instead of exp(1): no error, a wrong gradient.",
-    misconceptions=[(lambda truth: [truth[1], truth[1]], "the hooks hand back the tensor itself, written by "
-                                                         "q.add_(1), and nothing compares versions under hooks")],
+    "Backward multiplies by the written value exp(1) + 1 instead of exp(1): no error, a wrong gradient.",
+    misconceptions=[
+        (
+            lambda truth: [truth[1], truth[1]],
+            "the hooks hand back the tensor itself, written by q.add_(1), and nothing compares versions under hooks",
+        )
+    ],
 )
 def hooks_grad():
     grads = []
@@ -300,17 +361,24 @@ def hooks_grad():
 
 # --- self-test -----------------------------------------------------------------------------------
 
+
 @self_test(
-    "07.self-view-versions", Number(tol=0),
+    "07.self-view-versions",
+    Number(tol=0),
     prompt="b = torch.zeros(4); v = b[1:3]; v.add_(1); b.mul_(2). What are b._version and v._version? "
-           "Answer [b's, v's].",
-    explain="A view and its base share one counter: each write, through either name, moves the number both "
-            "report.",
-    hints=("Count the writes, then ask whose counter each one moves.",
-           "A slice is a view: it and its base read one shared counter, so a write through either name moves "
-           "the number both report."),
-    misconceptions=[(lambda truth: [truth[0] - 1, truth[1] - 1],
-                     "each name seeing only its own write would give one each; a view shares its base's counter")],
+    "Answer [b's, v's].",
+    explain="A view and its base share one counter: each write, through either name, moves the number both report.",
+    hints=(
+        "Count the writes, then ask whose counter each one moves.",
+        "A slice is a view: it and its base read one shared counter, so a write through either name moves "
+        "the number both report.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: [truth[0] - 1, truth[1] - 1],
+            "each name seeing only its own write would give one each; a view shares its base's counter",
+        )
+    ],
 )
 def self_view_versions():
     b = torch.zeros(4)
@@ -324,23 +392,31 @@ KEEPER_NAMES = ("a", "t", "c", "y")
 
 
 @self_test(
-    "07.self-mul-constant", Names(pool=KEEPER_NAMES),
+    "07.self-mul-constant",
+    Names(pool=KEEPER_NAMES),
     prompt="a = torch.tensor([0.5, 1.0], requires_grad=True); c = torch.tensor([2.0, 3.0]); t = a.sin(); "
-           "y = t * c. On a fresh build for each name, one write x.add_(1) under torch.no_grad() (so even the "
-           "leaf a may be written), then y.sum().backward(). For which of a, t, c, y does backward raise? "
-           "Answer a set of names.",
+    "y = t * c. On a fresh build for each name, one write x.add_(1) under torch.no_grad() (so even the "
+    "leaf a may be written), then y.sum().backward(). For which of a, t, c, y does backward raise? "
+    "Answer a set of names.",
     explain="Each node keeps what its backward rule reads. sin keeps its input a (its slope is cos a). The "
-            "product needs the other operand for each gradient it must produce; only t needs one, and its "
-            "gradient is c, so MulBackward0 kept c and not t. Nothing kept y. Writing a or c breaks a kept "
-            "tensor; writing t or y breaks nothing.",
-    hints=("For each node, ask what its backward rule reads: that is what it kept.",
-           "The slope of sin(a) is cos(a). In t * c only t needs a gradient, and that gradient is c times the "
-           "incoming one: which operand does MulBackward0 need, and which does it not?"),
+    "product needs the other operand for each gradient it must produce; only t needs one, and its "
+    "gradient is c, so MulBackward0 kept c and not t. Nothing kept y. Writing a or c breaks a kept "
+    "tensor; writing t or y breaks nothing.",
+    hints=(
+        "For each node, ask what its backward rule reads: that is what it kept.",
+        "The slope of sin(a) is cos(a). In t * c only t needs a gradient, and that gradient is c times the "
+        "incoming one: which operand does MulBackward0 need, and which does it not?",
+    ),
     misconceptions=[
-        (lambda truth: set(truth) | {"t"}, "MulBackward0 kept c, the slope for t, and not t itself: c needs no "
-                                           "gradient, so t's value is never read"),
-        (lambda truth: set(truth) - {"a"}, "SinBackward0 kept a, its input, to compute cos(a); under no_grad the "
-                                           "write to the leaf is allowed and still moves a's counter"),
+        (
+            lambda truth: set(truth) | {"t"},
+            "MulBackward0 kept c, the slope for t, and not t itself: c needs no gradient, so t's value is never read",
+        ),
+        (
+            lambda truth: set(truth) - {"a"},
+            "SinBackward0 kept a, its input, to compute cos(a); under no_grad the "
+            "write to the leaf is allowed and still moves a's counter",
+        ),
     ],
 )
 def self_mul_constant():
@@ -357,18 +433,24 @@ def self_mul_constant():
 
 
 @self_test(
-    "07.self-relu-own-output", Number(tol=0),
+    "07.self-relu-own-output",
+    Number(tol=0),
     prompt="x = torch.tensor([-3.0, 1.5], requires_grad=True); h = x * 4; h.relu_(); h.add_(1). The in-place "
-           "ReLU kept h for its backward rule. At which version of h did it keep it, and at which version is h "
-           "when h.sum().backward() reads it? Answer [kept at, now].",
+    "ReLU kept h for its backward rule. At which version of h did it keep it, and at which version is h "
+    "when h.sum().backward() reads it? Answer [kept at, now].",
     explain="The in-place ReLU wrote h first (version 1) and then kept its result, at the version its own write "
-            "produced, so its own write never trips the check. h.add_(1) moves h to 2, and backward refuses.",
-    hints=("Count the writes into h: which ones happen before the ReLU keeps its result, which after?",
-           "relu_ writes h and then keeps its own result as it now is; only a write after that makes the kept "
-           "version and the current one differ."),
-    misconceptions=[(lambda truth: [truth[0] - 1, truth[1]],
-                     "relu_ keeps its result after writing it, so the version it keeps already counts its own "
-                     "write")],
+    "produced, so its own write never trips the check. h.add_(1) moves h to 2, and backward refuses.",
+    hints=(
+        "Count the writes into h: which ones happen before the ReLU keeps its result, which after?",
+        "relu_ writes h and then keeps its own result as it now is; only a write after that makes the kept "
+        "version and the current one differ.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: [truth[0] - 1, truth[1]],
+            "relu_ keeps its result after writing it, so the version it keeps already counts its own write",
+        )
+    ],
 )
 def self_relu_own_output():
     x = torch.tensor([-3.0, 1.5], requires_grad=True)
@@ -377,23 +459,32 @@ def self_relu_own_output():
     h.add_(1)
     kept = [s for s in probes.saved_tensors(h) if s.node.startswith("Threshold") or s.node.startswith("Relu")]
     if len(kept) != 1:
-        raise RuntimeError(f"expected one tensor kept by the in-place ReLU, torch shows "
-                           f"{[(s.node, s.attribute) for s in probes.saved_tensors(h)]}")
+        raise RuntimeError(
+            f"expected one tensor kept by the in-place ReLU, torch shows "
+            f"{[(s.node, s.attribute) for s in probes.saved_tensors(h)]}"
+        )
     return [kept[0].version_saved, h._version]
 
 
 @self_test(
-    "07.self-detach-write", Error("at the write", "at backward", needs_message=True, terms=INPLACE_TERMS),
+    "07.self-detach-write",
+    Error("at the write", "at backward", needs_message=True, terms=INPLACE_TERMS),
     prompt="a = torch.tensor([1.0, 2.0], requires_grad=True); e = a.exp(); e.detach().add_(1); "
-           "e.sum().backward(). Does it raise, and where? Answer a place ('no error', 'at the write', 'at "
-           "backward'), or for an error a pair (place, your words for what the message says): the place is "
-           "graded exactly, the words on the message's key idea.",
+    "e.sum().backward(). Does it raise, and where? Answer a place ('no error', 'at the write', 'at "
+    "backward'), or for an error a pair (place, your words for what the message says): the place is "
+    "graded exactly, the words on the message's key idea.",
     explain="detach() cuts the history but shares both the memory and the version counter, so the write is "
-            "seen. (.data shares the memory only, which is why it goes unseen.)",
-    hints=("What does detach() share with e, and what does it cut?",
-           "A detached alias shares e's memory and e's version counter; exp kept e, its own output."),
-    misconceptions=[("no error", "detach() cuts the history, not the counter: the write through it moves e's "
-                                 "version, and exp kept e")],
+    "seen. (.data shares the memory only, which is why it goes unseen.)",
+    hints=(
+        "What does detach() share with e, and what does it cut?",
+        "A detached alias shares e's memory and e's version counter; exp kept e, its own output.",
+    ),
+    misconceptions=[
+        (
+            "no error",
+            "detach() cuts the history, not the counter: the write through it moves e's version, and exp kept e",
+        )
+    ],
 )
 def self_detach_write():
     a = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -405,16 +496,20 @@ def self_detach_write():
 
 
 @self_test(
-    "07.self-which-node", Name(pool=("MulBackward0", "SinBackward0", "AccumulateGrad", "AddBackward0")),
+    "07.self-which-node",
+    Name(pool=("MulBackward0", "SinBackward0", "AccumulateGrad", "AddBackward0")),
     prompt="w = torch.tensor([2.0], requires_grad=True); u = w * 3; s = u.sin(); u.mul_(2); s.sum().backward() "
-           "raises at backward, its message naming u by its latest operation, the in-place multiplication. "
-           "Which node's saved tensor broke? Give its class name.",
+    "raises at backward, its message naming u by its latest operation, the in-place multiplication. "
+    "Which node's saved tensor broke? Give its class name.",
     explain="sin's derivative is cos(u), so SinBackward0 kept u; the write made that copy stale. Mul is only "
-            "u's history after the write.",
-    hints=("The message names the written tensor's history, not the node that failed.",
-           "Which node's backward rule reads u's value? That node kept u."),
-    misconceptions=[("MulBackward0", "Mul is u's latest history, which the message names; the node that kept u "
-                                     "is its consumer")],
+    "u's history after the write.",
+    hints=(
+        "The message names the written tensor's history, not the node that failed.",
+        "Which node's backward rule reads u's value? That node kept u.",
+    ),
+    misconceptions=[
+        ("MulBackward0", "Mul is u's latest history, which the message names; the node that kept u is its consumer")
+    ],
 )
 def self_which_node():
     w = torch.tensor([2.0], requires_grad=True)
@@ -428,17 +523,24 @@ def self_which_node():
 
 
 @self_test(
-    "07.self-param-version", Number(tol=0),
+    "07.self-param-version",
+    Number(tol=0),
     prompt="torch.manual_seed(0); D = nn.Linear(2, 1); opt = torch.optim.SGD(D.parameters(), lr=0.1); "
-           "D(torch.ones(1, 2)).sum().backward(); opt.step(). What is D.weight._version right after "
-           "nn.Linear(2, 1), and after the step? Answer [after construction, after the step].",
+    "D(torch.ones(1, 2)).sum().backward(); opt.step(). What is D.weight._version right after "
+    "nn.Linear(2, 1), and after the step? Answer [after construction, after the step].",
     explain="Initialisation fills the weight in place (under no_grad), so a fresh layer is already at version "
-            "1; each optimizer step is one more write.",
-    hints=("Which of these lines write into D.weight's memory? Backward writes only .grad.",
-           "A layer's weights are filled in place by its initialiser, and an optimizer step updates them in "
-           "place: each is one write."),
-    misconceptions=[(lambda truth: [0, truth[1] - 1], "a fresh layer is not at version 0: its initialiser fills "
-                                                       "the weight in place")],
+    "1; each optimizer step is one more write.",
+    hints=(
+        "Which of these lines write into D.weight's memory? Backward writes only .grad.",
+        "A layer's weights are filled in place by its initialiser, and an optimizer step updates them in "
+        "place: each is one write.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: [0, truth[1] - 1],
+            "a fresh layer is not at version 0: its initialiser fills the weight in place",
+        )
+    ],
 )
 def self_param_version():
     torch.manual_seed(0)
@@ -454,25 +556,27 @@ def self_param_version():
 # Exercise 1: predict where a program with one in-place write fails, and which node's save broke.
 # =====================================================================================================
 
+
 @exercise(
     "07.predict-inplace",
-    Function(returns=WriteVerdict(), cases=write_cases, call=call_predict,
-             convert=lambda raw, case, ns: raw),
+    Function(returns=WriteVerdict(), cases=write_cases, call=call_predict, convert=lambda raw, case, ns: raw),
     prompt="Write predict_inplace(program): program.ns holds the tensors of a forward pass just before one "
-           "in-place write (program.write, into program.target); after it the program calls out.backward(). "
-           "Without running the write, return 'no error', 'at the write', or ('at backward', {names of the "
-           "nodes whose saved tensors the write makes stale}). It is checked on generated programs.",
+    "in-place write (program.write, into program.target); after it the program calls out.backward(). "
+    "Without running the write, return 'no error', 'at the write', or ('at backward', {names of the "
+    "nodes whose saved tensors the write makes stale}). It is checked on generated programs.",
     explain="A write on a leaf that requires grad (or on a view of one) is refused on the spot. Any other write "
-            "moves one counter, shared by every view and detach() of the same memory; backward fails exactly "
-            "when a node on out's graph kept a tensor over that memory, and that node, not the one the "
-            "message names, is where the saved value broke.",
-    hints=("Two rules decide it: one about the tensor written (is it, or its base, a leaf that requires "
-           "grad?), one about what the nodes on out's graph kept.",
-           "A view and detach() share memory with the tensor they came from: compare "
-           "untyped_storage().data_ptr() of the written tensor with that of every tensor a node kept "
-           "(its _saved_* attributes), walking from out.grad_fn through next_functions.",
-           "Name the node that kept the tensor, not the one the message would name: the message describes the "
-           "written tensor by its latest history."),
+    "moves one counter, shared by every view and detach() of the same memory; backward fails exactly "
+    "when a node on out's graph kept a tensor over that memory, and that node, not the one the "
+    "message names, is where the saved value broke.",
+    hints=(
+        "Two rules decide it: one about the tensor written (is it, or its base, a leaf that requires "
+        "grad?), one about what the nodes on out's graph kept.",
+        "A view and detach() share memory with the tensor they came from: compare "
+        "untyped_storage().data_ptr() of the written tensor with that of every tensor a node kept "
+        "(its _saved_* attributes), walking from out.grad_fn through next_functions.",
+        "Name the node that kept the tensor, not the one the message would name: the message describes the "
+        "written tensor by its latest history.",
+    ),
 )
 def predict_inplace(case):
     return write_outcome(case)
@@ -482,28 +586,36 @@ def predict_inplace(case):
 # Exercise 2: a pack/unpack pair that does the version check torch skips under hooks.
 # =====================================================================================================
 
-GUARD_LABELS = ("raised at backward", "no error", "no error, wrong gradients", "raised before backward",
-                "freed without backward", "kept alive after del")
+GUARD_LABELS = (
+    "raised at backward",
+    "no error",
+    "no error, wrong gradients",
+    "raised before backward",
+    "freed without backward",
+    "kept alive after del",
+)
 
 
 @exercise(
     "07.version-guard",
     FunctionPair(returns=Choice(*GUARD_LABELS), cases=guard_cases, call=call_guard),
     prompt="Write pack(t) and unpack(packed) for torch.autograd.graph.saved_tensors_hooks that do the check "
-           "torch skips under hooks: unpack raises when the saved tensor was written in place after it was "
-           "packed, and otherwise gives back the tensor. Pass the pair: check('07.version-guard', (pack, unpack)). "
-           "It is run on generated programs: silent with the right gradients where torch's own check passes, "
-           "raising at backward where it fails.",
+    "torch skips under hooks: unpack raises when the saved tensor was written in place after it was "
+    "packed, and otherwise gives back the tensor. Pass the pair: check('07.version-guard', (pack, unpack)). "
+    "It is run on generated programs: silent with the right gradients where torch's own check passes, "
+    "raising at backward where it fails.",
     explain="Torch's check is one integer taken at save time and compared at use: pack keeps t.detach() with t's "
-            "_version, unpack compares. detach() shares the counter, so the check still fires; keeping t itself "
-            "would tie an op's output to its own node in a cycle that only backward breaks. The version at save "
-            "need not be 0, and a copy taken at pack would never see the write at all.",
-    hints=("torch's own check compares two integers: the version when the tensor was kept, and its version "
-           "when it is read. Where can each be taken?",
-           "pack runs when the forward pass keeps the tensor, unpack when backward reads it: pack stores the tensor "
-           "with t._version, unpack compares it with the tensor's _version now.",
-           "Store t.detach(), not t: the saved-tensor hooks documentation warns that keeping the input tensor "
-           "itself makes a reference cycle. detach() shares t's memory and its version counter."),
+    "_version, unpack compares. detach() shares the counter, so the check still fires; keeping t itself "
+    "would tie an op's output to its own node in a cycle that only backward breaks. The version at save "
+    "need not be 0, and a copy taken at pack would never see the write at all.",
+    hints=(
+        "torch's own check compares two integers: the version when the tensor was kept, and its version "
+        "when it is read. Where can each be taken?",
+        "pack runs when the forward pass keeps the tensor, unpack when backward reads it: pack stores the tensor "
+        "with t._version, unpack compares it with the tensor's _version now.",
+        "Store t.detach(), not t: the saved-tensor hooks documentation warns that keeping the input tensor "
+        "itself makes a reference cycle. detach() shares t's memory and its version counter.",
+    ),
 )
 def version_guard(case):
     return guard_outcome(case)

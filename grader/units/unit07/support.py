@@ -2,6 +2,7 @@
 step between a forward pass and its backward) run in the orders the notebook compares (``tests/test_unit07.py``
 checks the notebook's claims with :func:`gan_round`).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,7 +14,7 @@ from torch import nn
 def consumer(op: str):
     w = torch.tensor([2.0], requires_grad=True)
     u = w * 3
-    v = u + 1 if op == "add" else u ** 2
+    v = u + 1 if op == "add" else u**2
     return w, u, v
 
 
@@ -48,8 +49,10 @@ def gan_round(order: str) -> dict[str, Any]:
     far each parameter moved. ``order``: 'both backward first' (the tempting repair that is wrong),
     'inputs=' (g_loss.backward(inputs=G's parameters) first), or 'autograd.grad' (G's gradients returned)."""
     G, D, opt_D, opt_G, d_loss, g_loss = _gan_with_g_opt()
-    before = {name: p.detach().clone() for name, p in (("D.weight", D.weight), ("D.bias", D.bias),
-                                                       ("G.weight", G.weight), ("G.bias", G.bias))}
+    before = {
+        name: p.detach().clone()
+        for name, p in (("D.weight", D.weight), ("D.bias", D.bias), ("G.weight", G.weight), ("G.bias", G.bias))
+    }
     opt_G.zero_grad()
     opt_D.zero_grad()
     if order == "both backward first":

@@ -1,6 +1,7 @@
 """Unit 08's exercise cases: seeded sequences (the unit's loop, then generated linear and tanh recurrences) with a
 chunk length k, and how the learner's gradients are read.
 """
+
 from __future__ import annotations
 
 import random
@@ -17,6 +18,7 @@ from grader.units.unit08.support import STEPS, Recurrence, chunked_grads, chunks
 
 # --- the exercise's cases ---------------------------------------------------------------------------
 
+
 @dataclass
 class TBPTTCase(Case):
     """One seeded sequence and a chunk length k; ``fresh()`` builds it anew (fresh leaves, no .grad)."""
@@ -31,7 +33,7 @@ class TBPTTCase(Case):
     output: str = "seq"
     note: str = ""
     features: set = field(default_factory=set)
-    drawing_label = None        # a verdict heads drawing() "its graph"
+    drawing_label = None  # a verdict heads drawing() "its graph"
 
     @property
     def size(self) -> int:
@@ -64,11 +66,17 @@ class TBPTTCase(Case):
         parts = chunks(self.steps, self.k)
         spans = " | ".join(f"{c.start + 1}-{c.stop}" if len(c) > 1 else f"{c.start + 1}" for c in parts)
         cuts = [str(c.start + 1) for c in parts[1:]]
-        lines = [f"{self.steps} step{'s' if self.steps > 1 else ''}, k = {self.k}: chunks of steps " + spans +
-                 (f"; the state enters step{'s' if len(cuts) > 1 else ''} {', '.join(cuts)} detached"
-                  if cuts else "; one chunk, nothing detached"),
-                 f"gradients in the order {', '.join(self.names)}, flattened",
-                 "torch's answer on this sequence for the two extremes:"]
+        lines = [
+            f"{self.steps} step{'s' if self.steps > 1 else ''}, k = {self.k}: chunks of steps "
+            + spans
+            + (
+                f"; the state enters step{'s' if len(cuts) > 1 else ''} {', '.join(cuts)} detached"
+                if cuts
+                else "; one chunk, nothing detached"
+            ),
+            f"gradients in the order {', '.join(self.names)}, flattened",
+            "torch's answer on this sequence for the two extremes:",
+        ]
         number = Number()
         for k, words in ((1, "detach every step"), (self.steps, "full history")):
             lines.append(f"  k = {k} ({words}): {number.show(tuple(self.answer(k)))}")
@@ -96,8 +104,17 @@ def _the_loop_case(k: int) -> TBPTTCase:
         "                 loss=lambda h, t: h ** 2)",
         f"k = {k}",
     ]
-    return TBPTTCase(seed=0, lines=lines, steps=5, width=1, k=k, names=["w"], shapes=[()],
-                     note="the unit's loop", features={"the loop"})
+    return TBPTTCase(
+        seed=0,
+        lines=lines,
+        steps=5,
+        width=1,
+        k=k,
+        names=["w"],
+        shapes=[()],
+        note="the unit's loop",
+        features={"the loop"},
+    )
 
 
 def generate_case(seed: int) -> TBPTTCase:
@@ -136,8 +153,9 @@ def generate_case(seed: int) -> TBPTTCase:
         f"                 loss=lambda h, t: {loss})",
         f"k = {k}",
     ]
-    return TBPTTCase(seed=seed, lines=lines, steps=steps, width=width, k=k, names=names, shapes=shapes,
-                     features={style})
+    return TBPTTCase(
+        seed=seed, lines=lines, steps=steps, width=width, k=k, names=names, shapes=shapes, features={style}
+    )
 
 
 def tbptt_cases(count: int = 30, seed: int = 808) -> list[TBPTTCase]:
@@ -171,8 +189,9 @@ def flatten_tbptt_grads(raw, case: TBPTTCase, ns) -> list[float]:
         values = [raw[n] for n in names]
     elif isinstance(raw, (list, tuple)):
         if len(raw) != len(names):
-            raise BadAnswer(f"expected {wanted}, or a list of {len(names)} gradients in that order; "
-                            f"got a list of {len(raw)}")
+            raise BadAnswer(
+                f"expected {wanted}, or a list of {len(names)} gradients in that order; got a list of {len(raw)}"
+            )
         values = list(raw)
     elif isinstance(raw, torch.Tensor) and len(names) == 1:
         values = [raw]
@@ -194,7 +213,6 @@ def flatten_tbptt_grads(raw, case: TBPTTCase, ns) -> list[float]:
             except Exception:
                 raise BadAnswer(f"the gradient for {name}, {short(value)}, cannot be read as numbers") from None
         if tuple(value.shape) != tuple(shape):
-            raise BadAnswer(f"the gradient for {name} has shape {tuple(value.shape)}; {name} has shape "
-                            f"{tuple(shape)}")
+            raise BadAnswer(f"the gradient for {name} has shape {tuple(value.shape)}; {name} has shape {tuple(shape)}")
         out.extend(float(x) for x in value.detach().reshape(-1).tolist())
     return out

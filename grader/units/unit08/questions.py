@@ -11,6 +11,7 @@ of each chunk's summed losses, the state entering the chunk held constant). The 
 chunking live in :mod:`grader.units.unit08.support`; the exercise's generated sequences in
 :mod:`grader.units.unit08.cases`.
 """
+
 from __future__ import annotations
 
 import torch
@@ -31,44 +32,59 @@ from grader.units.unit08.support import (
 )
 
 PLACES = tuple(f"at step {n}'s backward" for n in range(1, STEPS + 1))
-LOOP = ("w = torch.tensor(0.9, requires_grad=True), hidden = torch.tensor(1.0), and each step "
-        "hidden = hidden * w + 0.1; loss = hidden ** 2")
+LOOP = (
+    "w = torch.tensor(0.9, requires_grad=True), hidden = torch.tensor(1.0), and each step "
+    "hidden = hidden * w + 0.1; loss = hidden ** 2"
+)
 RETAINED = LOOP + "; loss.backward(retain_graph=True), nothing detached"
 DETACHED = LOOP + "; loss.backward(); hidden = hidden.detach()"
 
 
 # --- the error, and the retain_graph "fix" ------------------------------------------------
 
+
 @predict_then_run(
-    "08.second-backward", Error(*PLACES, terms=(("second time", "twice", "freed"),)),
+    "08.second-backward",
+    Error(*PLACES, terms=(("second time", "twice", "freed"),)),
     prompt="w = torch.tensor(0.9, requires_grad=True); hidden = torch.tensor(1.0). Five times: "
-           "hidden = hidden * w + 0.1; loss = hidden ** 2; loss.backward(). Nothing is detached and "
-           "retain_graph is not passed. Where does it fail, if anywhere? Answer a place, or "
-           "(place, your words for what the message says). The place is graded exactly; your words "
-           "only on the message's key idea.",
+    "hidden = hidden * w + 0.1; loss = hidden ** 2; loss.backward(). Nothing is detached and "
+    "retain_graph is not passed. Where does it fail, if anywhere? Answer a place, or "
+    "(place, your words for what the message says). The place is graded exactly; your words "
+    "only on the message's key idea.",
     explain="Step 2's hidden was computed from step 1's, so step 2's graph runs back through step 1's "
-            "nodes, whose saved values step 1's backward already freed.",
-    misconceptions=[("no error", "Each step builds a new loss, but not a new history: step 2's hidden was "
-                     "computed from step 1's, so its graph contains step 1's nodes.")],
+    "nodes, whose saved values step 1's backward already freed.",
+    misconceptions=[
+        (
+            "no error",
+            "Each step builds a new loss, but not a new history: step 2's hidden was "
+            "computed from step 1's, so its graph contains step 1's nodes.",
+        )
+    ],
 )
 def second_backward():
     w = torch.tensor(0.9, requires_grad=True)
     hidden = torch.tensor(1.0)
     for place in PLACES:
         hidden = hidden * w + 0.1
-        loss = hidden ** 2
+        loss = hidden**2
         yield place
         loss.backward()
 
 
 @predict_then_run(
-    "08.retain-depths", Number(tol=0),
+    "08.retain-depths",
+    Number(tol=0),
     prompt=RETAINED + ". probes.depth(loss) counts the nodes on the longest path from loss.grad_fn down "
-           "to a leaf's AccumulateGrad. What is it at steps 1 to 5? Answer a list of five numbers.",
+    "to a leaf's AccumulateGrad. What is it at steps 1 to 5? Answer a list of five numbers.",
     explain="Nothing cuts hidden, so each step's loss sits on top of every earlier step: a power node, "
-            "then one add and one multiply per step, then w's AccumulateGrad. Two nodes more per step.",
-    misconceptions=[(lambda truth: [truth[0]] * len(truth), "That is a graph that starts afresh each step. "
-                     "Nothing detaches hidden here, so every step's graph contains all the earlier ones.")],
+    "then one add and one multiply per step, then w's AccumulateGrad. Two nodes more per step.",
+    misconceptions=[
+        (
+            lambda truth: [truth[0]] * len(truth),
+            "That is a graph that starts afresh each step. "
+            "Nothing detaches hidden here, so every step's graph contains all the earlier ones.",
+        )
+    ],
 )
 def retain_depths():
     depths = []
@@ -76,19 +92,29 @@ def retain_depths():
     return depths
 
 
-RETAIN_GRAD = ("exactly 5 times step 1's w.grad", "more than 5 times step 1's w.grad",
-               "less than 5 times step 1's w.grad", "it raises at step 2")
+RETAIN_GRAD = (
+    "exactly 5 times step 1's w.grad",
+    "more than 5 times step 1's w.grad",
+    "less than 5 times step 1's w.grad",
+    "it raises at step 2",
+)
 
 
 @predict_then_run(
-    "08.retain-grad", Choice(*RETAIN_GRAD),
+    "08.retain-grad",
+    Choice(*RETAIN_GRAD),
     prompt=RETAINED + ". After step 1's backward, w.grad is 2.0 (section 1 printed it). After five steps, "
-           "how does w.grad compare with 5 times that? One of " + ", ".join(repr(c) for c in RETAIN_GRAD) + ".",
+    "how does w.grad compare with 5 times that? One of " + ", ".join(repr(c) for c in RETAIN_GRAD) + ".",
     explain="Each backward differentiates that step's loss through the whole history back to step 1, and "
-            "every earlier step adds one more route from w to the loss, so later steps contribute more than "
-            "step 1 did; the five results add up in w.grad.",
-    misconceptions=[(RETAIN_GRAD[0], "That would be true if every step's loss saw only its own step. With "
-                     "the history connected, step n's loss reaches w through n multiplications.")],
+    "every earlier step adds one more route from w to the loss, so later steps contribute more than "
+    "step 1 did; the five results add up in w.grad.",
+    misconceptions=[
+        (
+            RETAIN_GRAD[0],
+            "That would be true if every step's loss saw only its own step. With "
+            "the history connected, step n's loss reaches w through n multiplications.",
+        )
+    ],
 )
 def retain_grad():
     first = carried_loop(1, retain=True).grad.item()
@@ -98,27 +124,37 @@ def retain_grad():
     return RETAIN_GRAD[1] if total > 5 * first else RETAIN_GRAD[2]
 
 
-SUM_OF_LOSSES = ("the same as the retained loop's w.grad", "larger than the retained loop's w.grad",
-                 "smaller than the retained loop's w.grad", "it raises at total.backward()")
+SUM_OF_LOSSES = (
+    "the same as the retained loop's w.grad",
+    "larger than the retained loop's w.grad",
+    "smaller than the retained loop's w.grad",
+    "it raises at total.backward()",
+)
 
 
 @predict_then_run(
-    "08.sum-of-losses", Choice(*SUM_OF_LOSSES),
+    "08.sum-of-losses",
+    Choice(*SUM_OF_LOSSES),
     prompt="w = torch.tensor(0.9, requires_grad=True), hidden = torch.tensor(1.0), total = 0; five steps of "
-           "hidden = hidden * w + 0.1; total = total + hidden ** 2, with no backward inside; then "
-           "total.backward() once. How does w.grad compare with the retained loop's (one "
-           "backward(retain_graph=True) per step)? One of " + ", ".join(repr(c) for c in SUM_OF_LOSSES) + ".",
+    "hidden = hidden * w + 0.1; total = total + hidden ** 2, with no backward inside; then "
+    "total.backward() once. How does w.grad compare with the retained loop's (one "
+    "backward(retain_graph=True) per step)? One of " + ", ".join(repr(c) for c in SUM_OF_LOSSES) + ".",
     explain="Gradients are linear: differentiating each loss through its full history and adding is "
-            "the gradient of the sum of the losses. One backward over one graph gives the same number.",
-    misconceptions=[(SUM_OF_LOSSES[2], "One backward over the summed losses still follows every loss "
-                     "through its full history; nothing here is detached.")],
+    "the gradient of the sum of the losses. One backward over one graph gives the same number.",
+    misconceptions=[
+        (
+            SUM_OF_LOSSES[2],
+            "One backward over the summed losses still follows every loss "
+            "through its full history; nothing here is detached.",
+        )
+    ],
 )
 def sum_of_losses():
     w = torch.tensor(0.9, requires_grad=True)
     hidden, total = torch.tensor(1.0), 0
     for _ in range(STEPS):
         hidden = hidden * w + 0.1
-        total = total + hidden ** 2
+        total = total + hidden**2
     total.backward()
     once, retained = w.grad.item(), carried_loop(retain=True).grad.item()
     if abs(once - retained) < 1e-4:
@@ -127,51 +163,72 @@ def sum_of_losses():
 
 
 @predict_then_run(
-    "08.retain-mul-runs", Number(tol=0),
+    "08.retain-mul-runs",
+    Number(tol=0),
     prompt=RETAINED + ", for five steps. A prehook on each step's multiplication node counts its runs. "
-           "Over the five backward calls together, how many times does a MulBackward0 node run?",
+    "Over the five backward calls together, how many times does a MulBackward0 node run?",
     explain="Step n's backward walks back through all n multiplications made so far: 1 + 2 + 3 + 4 + 5. "
-            "The work per step grows with the step, so the whole sequence costs the square of its length.",
-    misconceptions=[(lambda truth: STEPS, "One run per backward is the detached loop. Here step n's backward "
-                     "walks back through every multiplication made so far, not just the newest.")],
+    "The work per step grows with the step, so the whole sequence costs the square of its length.",
+    misconceptions=[
+        (
+            lambda truth: STEPS,
+            "One run per backward is the detached loop. Here step n's backward "
+            "walks back through every multiplication made so far, not just the newest.",
+        )
+    ],
 )
 def retain_mul_runs():
     return mul_runs(STEPS, retain=True, detach=False)
 
 
 @predict_then_run(
-    "08.bytes-per-step", Number(tol=0),
+    "08.bytes-per-step",
+    Number(tol=0),
     prompt="w = torch.tensor(0.9, requires_grad=True), hidden = torch.ones(256), and each step "
-           "hidden = hidden * w + 0.1; loss = (hidden ** 2).sum(); loss.backward(retain_graph=True), nothing "
-           "detached. Count the bytes of the tensors the graph under each step's loss "
-           "keeps for backward, each storage once. How many bytes more at step 11 than at step 10?",
+    "hidden = hidden * w + 0.1; loss = (hidden ** 2).sum(); loss.backward(retain_graph=True), nothing "
+    "detached. Count the bytes of the tensors the graph under each step's loss "
+    "keeps for backward, each storage once. How many bytes more at step 11 than at step 10?",
     explain="Each new step's multiplication saves the 256 float32 values of the state it received "
-            "(1,024 bytes); w is one storage, already counted, and the addition saves nothing. The bill "
-            "grows by one state per step, for as long as the loop runs.",
-    misconceptions=[(lambda truth: 2 * truth, "Twice too much: the addition saves nothing, and w is one "
-                     "storage that the graph already counted.")],
+    "(1,024 bytes); w is one storage, already counted, and the addition saves nothing. The bill "
+    "grows by one state per step, for as long as the loop runs.",
+    misconceptions=[
+        (
+            lambda truth: 2 * truth,
+            "Twice too much: the addition saves nothing, and w is one storage that the graph already counted.",
+        )
+    ],
 )
 def bytes_per_step():
     found = {}
-    carried_loop(11, retain=True, width=256,
-                 each=lambda step, loss: found.__setitem__(step, kept_bytes(loss)) if step >= 10 else None)
+    carried_loop(
+        11,
+        retain=True,
+        width=256,
+        each=lambda step, loss: found.__setitem__(step, kept_bytes(loss)) if step >= 10 else None,
+    )
     return found[11] - found[10]
 
 
 @predict_then_run(
-    "08.retain-then-step", Error(*PLACES, terms=(("inplace", "in-place", "in place"),)),
+    "08.retain-then-step",
+    Error(*PLACES, terms=(("inplace", "in-place", "in place"),)),
     prompt="w = torch.tensor(0.9, requires_grad=True), opt = torch.optim.SGD([w], lr=0.01), "
-           "hidden = torch.tensor(1.0); each step: hidden = hidden * w + 0.1; loss = hidden ** 2; "
-           "opt.zero_grad(); loss.backward(retain_graph=True); opt.step(). Where does it fail, if anywhere? "
-           "Answer a place, or (place, your words for what the message says): the place is graded exactly, "
-           "the words on the message's key idea.",
+    "hidden = torch.tensor(1.0); each step: hidden = hidden * w + 0.1; loss = hidden ** 2; "
+    "opt.zero_grad(); loss.backward(retain_graph=True); opt.step(). Where does it fail, if anywhere? "
+    "Answer a place, or (place, your words for what the message says): the place is graded exactly, "
+    "the words on the message's key idea.",
     explain="opt.step() writes w in place, bumping its version. Step 2's multiplication saved w (its other "
-            "operand, hidden, required grad); step 3's backward runs back into that node and finds w "
-            "changed. Step 1's multiplication never saved w, since its hidden did not require grad, so "
-            "step 2's backward still ran.",
-    misconceptions=[("at step 2's backward", "Step 2's backward walks into step 1's multiplication, and that "
-                     "one never saved w: its other operand, the first hidden, did not require grad. The first "
-                     "node that saved w is step 2's own, and only step 3's backward reaches it after a write.")],
+    "operand, hidden, required grad); step 3's backward runs back into that node and finds w "
+    "changed. Step 1's multiplication never saved w, since its hidden did not require grad, so "
+    "step 2's backward still ran.",
+    misconceptions=[
+        (
+            "at step 2's backward",
+            "Step 2's backward walks into step 1's multiplication, and that "
+            "one never saved w: its other operand, the first hidden, did not require grad. The first "
+            "node that saved w is step 2's own, and only step 3's backward reaches it after a write.",
+        )
+    ],
 )
 def retain_then_step():
     w = torch.tensor(0.9, requires_grad=True)
@@ -179,7 +236,7 @@ def retain_then_step():
     hidden = torch.tensor(1.0)
     for place in PLACES:
         hidden = hidden * w + 0.1
-        loss = hidden ** 2
+        loss = hidden**2
         opt.zero_grad()
         yield place
         loss.backward(retain_graph=True)
@@ -188,13 +245,20 @@ def retain_then_step():
 
 # --- the way out: detach ----------------------------------------------------------------------------
 
+
 @predict_then_run(
-    "08.detach-grad", Number(),
+    "08.detach-grad",
+    Number(),
     prompt=DETACHED + " at the end of every step. What is w.grad after five steps? (4 decimals)",
     explain="Each loss is differentiated through its own step only: the earlier steps' dependence on w "
-            "was cut, so the five (smaller) contributions add to a different number.",
-    misconceptions=[(lambda truth: retained_grad_value(), "That is the retained loop's figure. The detach "
-                     "cuts each step's graph at the state it received, so no loss reaches the earlier steps.")],
+    "was cut, so the five (smaller) contributions add to a different number.",
+    misconceptions=[
+        (
+            lambda truth: retained_grad_value(),
+            "That is the retained loop's figure. The detach "
+            "cuts each step's graph at the state it received, so no loss reaches the earlier steps.",
+        )
+    ],
 )
 def detach_grad():
     return carried_loop(detach=True).grad.item()
@@ -202,20 +266,25 @@ def detach_grad():
 
 # --- k-step truncation ---------------------------------------------------------------------------------
 
-BETWEEN = ("below the k=1 value", "between the k=1 and k=5 values", "above the k=5 value",
-           "equal to one of them")
+BETWEEN = ("below the k=1 value", "between the k=1 and k=5 values", "above the k=5 value", "equal to one of them")
 
 
 @predict_then_run(
-    "08.k2-between", Choice(*BETWEEN),
+    "08.k2-between",
+    Choice(*BETWEEN),
     prompt=LOOP + ", five steps, truncated in chunks of k = 2: run steps 1-2, backward the sum of their two "
-           "losses, detach hidden; steps 3-4 likewise; then step 5 alone. Compare its w.grad with k = 1 "
-           "(detach every step) and k = 5 (one chunk, the full history). Where does it fall?",
+    "losses, detach hidden; steps 3-4 likewise; then step 5 alone. Compare its w.grad with k = 1 "
+    "(detach every step) and k = 5 (one chunk, the full history). Where does it fall?",
     explain="Truncation drops the terms that reach back across a chunk boundary. Here every such term is "
-            "positive (w, hidden and the losses are all positive), so keeping some of them lands strictly "
-            "between keeping none (k = 1) and keeping all (k = 5).",
-    misconceptions=[(BETWEEN[3], "k = 2 keeps the routes that stay inside a chunk (step 2's loss back to "
-                     "step 1, step 4's back to step 3) and drops the rest: some of the history, not none or all.")],
+    "positive (w, hidden and the losses are all positive), so keeping some of them lands strictly "
+    "between keeping none (k = 1) and keeping all (k = 5).",
+    misconceptions=[
+        (
+            BETWEEN[3],
+            "k = 2 keeps the routes that stay inside a chunk (step 2's loss back to "
+            "step 1, step 4's back to step 3) and drops the rest: some of the history, not none or all.",
+        )
+    ],
 )
 def k2_between():
     one, two, full = (first_w_grad((the_loop(), k)) for k in (1, 2, STEPS))
@@ -228,23 +297,26 @@ def k2_between():
 
 # --- the exercise: k-step truncated BPTT on generated sequences ----------------------------------------
 
+
 @exercise(
     "08.tbptt",
     Function(returns=Number(tol=1e-4, rel=1e-4), cases=tbptt_cases, call=call_tbptt, convert=flatten_tbptt_grads),
     prompt="Write tbptt_grads(seq, k): run the sequence from seq.h0 (state = seq.step(state, "
-           "seq.inputs[t]), loss seq.loss(state, t)), backpropagating every k steps the losses of those k "
-           "steps, with the carried state detached at each chunk boundary (a shorter last chunk when k does "
-           "not divide the length). Return the accumulated gradients: {name: p.grad} for seq.params.",
+    "seq.inputs[t]), loss seq.loss(state, t)), backpropagating every k steps the losses of those k "
+    "steps, with the carried state detached at each chunk boundary (a shorter last chunk when k does "
+    "not divide the length). Return the accumulated gradients: {name: p.grad} for seq.params.",
     explain="k-step truncation is a choice of what each gradient may see: k = 1 differentiates each loss "
-            "through its own step, k = the sequence length through the whole history, and the memory the "
-            "graph holds is bounded by k steps instead of the whole sequence.",
-    hints=("Keep a running sum of the losses of the current chunk, and count steps: something happens "
-           "after every k-th step, and once more after the last step.",
-           "At a chunk's end, call backward() on the chunk's summed losses, start a new sum, and replace the "
-           "state by state.detach(), so the next chunk starts from a constant. Never detach inside a chunk.",
-           "Compare with the failing case's two extremes: matching k = 1 means you detach too often (every "
-           "step); matching the full history means the detach never takes effect, or the last, shorter "
-           "chunk never reached backward."),
+    "through its own step, k = the sequence length through the whole history, and the memory the "
+    "graph holds is bounded by k steps instead of the whole sequence.",
+    hints=(
+        "Keep a running sum of the losses of the current chunk, and count steps: something happens "
+        "after every k-th step, and once more after the last step.",
+        "At a chunk's end, call backward() on the chunk's summed losses, start a new sum, and replace the "
+        "state by state.detach(), so the next chunk starts from a constant. Never detach inside a chunk.",
+        "Compare with the failing case's two extremes: matching k = 1 means you detach too often (every "
+        "step); matching the full history means the detach never takes effect, or the last, shorter "
+        "chunk never reached backward.",
+    ),
 )
 def tbptt(case):
     ns = case.fresh()
@@ -257,17 +329,21 @@ WHICH_K = ("k=1", "k=2", "k=3", "k=6")
 
 
 @self_test(
-    "08.which-k", Choice(*WHICH_K),
+    "08.which-k",
+    Choice(*WHICH_K),
     prompt="A loop carries hidden across 6 steps (w = 0.7, hidden from 1.0, hidden = hidden * w + 0.1, "
-           "loss = hidden ** 2), never detaches, and calls loss.backward(retain_graph=True) every step. "
-           "Its w.grad equals the k-step truncation with which k?",
+    "loss = hidden ** 2), never detaches, and calls loss.backward(retain_graph=True) every step. "
+    "Its w.grad equals the k-step truncation with which k?",
     explain="Never detaching lets every loss see the whole history, and the per-step gradients add to "
-            "the gradient of the summed losses: the one-chunk case, k = the sequence length.",
-    hints=("Ask, for each loss, how far back its backward can reach when nothing is ever detached.",
-           "Gradients are linear: a backward per step through the full history adds up to one backward of "
-           "the summed losses through the full history. Which k makes one chunk of the whole sequence?"),
-    misconceptions=[("k=1", "k = 1 detaches every step, so each loss sees only its own step; this loop "
-                     "never detaches.")],
+    "the gradient of the summed losses: the one-chunk case, k = the sequence length.",
+    hints=(
+        "Ask, for each loss, how far back its backward can reach when nothing is ever detached.",
+        "Gradients are linear: a backward per step through the full history adds up to one backward of "
+        "the summed losses through the full history. Which k makes one chunk of the whole sequence?",
+    ),
+    misconceptions=[
+        ("k=1", "k = 1 detaches every step, so each loss sees only its own step; this loop never detaches.")
+    ],
 )
 def which_k():
     retained = carried_loop(6, w=0.7, retain=True).grad.item()
@@ -279,24 +355,31 @@ def which_k():
 
 
 @self_test(
-    "08.chunk-depth", Number(tol=0),
+    "08.chunk-depth",
+    Number(tol=0),
     prompt=LOOP + ", for 7 steps in chunks of k = 3: backward the chunk's summed losses "
-           "after steps 3 and 6 and at the end, and detach hidden after each backward. What is "
-           "probes.depth(loss) for step 6's own loss, loss = hidden ** 2, before the backward?",
+    "after steps 3 and 6 and at the end, and detach hidden after each backward. What is "
+    "probes.depth(loss) for step 6's own loss, loss = hidden ** 2, before the backward?",
     explain="Step 6 is the third step of the chunk that starts at step 4, whose state entered detached: "
-            "three add-multiply pairs, the power node and w's AccumulateGrad.",
-    hints=("Find the chunk that step 6 belongs to, and where the state entering it was detached.",
-           "Within a chunk, a loss's graph holds one add and one multiply for each step of the chunk so far, "
-           "plus the power node and w's AccumulateGrad."),
-    misconceptions=[(lambda truth: 2 * 6 + 2, "That is the depth with nothing detached: the detach after "
-                     "step 3 cut everything before step 4.")],
+    "three add-multiply pairs, the power node and w's AccumulateGrad.",
+    hints=(
+        "Find the chunk that step 6 belongs to, and where the state entering it was detached.",
+        "Within a chunk, a loss's graph holds one add and one multiply for each step of the chunk so far, "
+        "plus the power node and w's AccumulateGrad.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: 2 * 6 + 2,
+            "That is the depth with nothing detached: the detach after step 3 cut everything before step 4.",
+        )
+    ],
 )
 def chunk_depth():
     w = torch.tensor(0.9, requires_grad=True)
     hidden, pending, found = torch.tensor(1.0), 0, {}
     for step in range(1, 8):
         hidden = hidden * w + 0.1
-        loss = hidden ** 2
+        loss = hidden**2
         found[step] = probes.depth(loss)
         pending = pending + loss
         if step % 3 == 0 or step == 7:
@@ -305,21 +388,33 @@ def chunk_depth():
     return found[6]
 
 
-RETAIN_K1 = ("unchanged", "it becomes the full-history value", "it lands between the two",
-             "it raises at step 2's backward")
+RETAIN_K1 = (
+    "unchanged",
+    "it becomes the full-history value",
+    "it lands between the two",
+    "it raises at step 2's backward",
+)
 
 
 @self_test(
-    "08.retain-k1", Choice(*RETAIN_K1),
+    "08.retain-k1",
+    Choice(*RETAIN_K1),
     prompt=DETACHED + " at the end of every step (k = 1), five steps. Add retain_graph=True to that backward. "
-           "What happens to w.grad after five steps? One of " + ", ".join(repr(c) for c in RETAIN_K1) + ".",
+    "What happens to w.grad after five steps? One of " + ", ".join(repr(c) for c in RETAIN_K1) + ".",
     explain="retain_graph only decides whether the saved values survive a backward; which history each "
-            "loss can reach is decided by detach. The cut graphs are never walked again, so nothing changes.",
-    hints=("Which line decides how far back each loss's backward can reach: the detach, or the flag?",
-           "retain_graph=True keeps saved values alive after a backward. Does any later backward in this "
-           "loop walk an earlier step's graph?"),
-    misconceptions=[(RETAIN_K1[1], "The flag keeps saved values; it does not reconnect anything. The detach "
-                     "still cuts every step's graph at the state it received.")],
+    "loss can reach is decided by detach. The cut graphs are never walked again, so nothing changes.",
+    hints=(
+        "Which line decides how far back each loss's backward can reach: the detach, or the flag?",
+        "retain_graph=True keeps saved values alive after a backward. Does any later backward in this "
+        "loop walk an earlier step's graph?",
+    ),
+    misconceptions=[
+        (
+            RETAIN_K1[1],
+            "The flag keeps saved values; it does not reconnect anything. The detach "
+            "still cuts every step's graph at the state it received.",
+        )
+    ],
 )
 def retain_k1():
     plain = carried_loop(detach=True).grad.item()
@@ -333,18 +428,22 @@ def retain_k1():
 
 
 @self_test(
-    "08.detach-early", Error(*PLACES),
+    "08.detach-early",
+    Error(*PLACES),
     prompt="A smoother carries c across five steps, with a = torch.tensor(0.5, requires_grad=True) and "
-           "c = torch.tensor(2.0). Each step: c = (c * a).tanh(); c = c.detach(); err = (c - 1) ** 2; "
-           "err.backward(). Where does it fail, if anywhere? (The place is graded.)",
+    "c = torch.tensor(2.0). Each step: c = (c * a).tanh(); c = c.detach(); err = (c - 1) ** 2; "
+    "err.backward(). Where does it fail, if anywhere? (The place is graded.)",
     explain="The detach comes before err uses c, so err is computed from a tensor with no history at all: "
-            "there is no path from the very first err to a.",
-    hints=("Draw the graph of step 1's err: what is c, right before err = (c - 1) ** 2 runs?",
-           "detach() returns a tensor with no grad_fn that does not require grad. A loss computed only from "
-           "it has nothing for backward to walk, at any step."),
-    misconceptions=[("no error", "The detach is taken before err uses c, so err has no history at all; "
-                     "backward has no path to a."),
-                    ("at step 2's backward", "Step 1's err is already computed from the detached copy.")],
+    "there is no path from the very first err to a.",
+    hints=(
+        "Draw the graph of step 1's err: what is c, right before err = (c - 1) ** 2 runs?",
+        "detach() returns a tensor with no grad_fn that does not require grad. A loss computed only from "
+        "it has nothing for backward to walk, at any step.",
+    ),
+    misconceptions=[
+        ("no error", "The detach is taken before err uses c, so err has no history at all; backward has no path to a."),
+        ("at step 2's backward", "Step 1's err is already computed from the detached copy."),
+    ],
 )
 def detach_early():
     a = torch.tensor(0.5, requires_grad=True)

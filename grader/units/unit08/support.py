@@ -2,6 +2,7 @@
 as the exercise hands it to the learner (:class:`Recurrence`), and k-step truncated BPTT by chunks
 (:func:`chunked_grads`), torch's answer to the exercise.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -21,14 +22,21 @@ def kept_bytes(t: torch.Tensor) -> int:
     return sum(storages.values())
 
 
-def carried_loop(steps: int = STEPS, *, w: float = 0.9, retain: bool = False, detach: bool = False,
-                 width: int | None = None, each: Callable | None = None) -> torch.Tensor:
+def carried_loop(
+    steps: int = STEPS,
+    *,
+    w: float = 0.9,
+    retain: bool = False,
+    detach: bool = False,
+    width: int | None = None,
+    each: Callable | None = None,
+) -> torch.Tensor:
     """Run the unit's loop; ``each(step, loss)`` sees every step's loss before its backward. Returns w."""
     w = torch.tensor(w, requires_grad=True)
     hidden = torch.tensor(1.0) if width is None else torch.ones(width)
     for step in range(1, steps + 1):
         hidden = hidden * w + 0.1
-        loss = hidden ** 2 if width is None else (hidden ** 2).sum()
+        loss = hidden**2 if width is None else (hidden**2).sum()
         if each is not None:
             each(step, loss)
         loss.backward(retain_graph=retain)
@@ -54,7 +62,7 @@ def mul_runs(steps: int, retain: bool, detach: bool) -> int:
         product = hidden * w
         product.grad_fn.register_prehook(count)
         hidden = product + 0.1
-        (hidden ** 2).backward(retain_graph=retain)
+        (hidden**2).backward(retain_graph=retain)
         if detach:
             hidden = hidden.detach()
     return runs[0]
@@ -69,12 +77,12 @@ def depth_200():
 
 # --- k-step truncation ---------------------------------------------------------------------------------
 
+
 class Recurrence:
     """A recurrent computation: ``params`` (name -> leaf), a first state ``h0``, one input per step,
     ``step(h, x)`` giving the next state and ``loss(h, t)`` the loss of the state made at step t (from 0)."""
 
-    def __init__(self, params: Mapping[str, torch.Tensor], h0: torch.Tensor, inputs, step: Callable,
-                 loss: Callable):
+    def __init__(self, params: Mapping[str, torch.Tensor], h0: torch.Tensor, inputs, step: Callable, loss: Callable):
         self.params = dict(params)
         self.h0 = h0
         self.inputs = list(inputs)
@@ -114,8 +122,13 @@ def chunked_grads(seq: Recurrence, k: int) -> list[torch.Tensor]:
 def the_loop(w: float = 0.9, steps: int = STEPS) -> Recurrence:
     """The unit's loop as a Recurrence: hidden = hidden * w + 0.1, loss = hidden ** 2."""
     wt = torch.tensor(w, requires_grad=True)
-    return Recurrence({"w": wt}, torch.tensor(1.0), [torch.tensor(0.1) for _ in range(steps)],
-                      step=lambda h, x: h * wt + x, loss=lambda h, t: h ** 2)
+    return Recurrence(
+        {"w": wt},
+        torch.tensor(1.0),
+        [torch.tensor(0.1) for _ in range(steps)],
+        step=lambda h, x: h * wt + x,
+        loss=lambda h, t: h**2,
+    )
 
 
 def first_w_grad(seq_k) -> float:

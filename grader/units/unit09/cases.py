@@ -2,6 +2,7 @@
 learner's float16 pair; torch's own run, the grader's float16 reference, the memory a pair may hold, and the
 programs the exercise was searched for (:data:`CHOSEN`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,11 +24,12 @@ from grader.units.unit09.support import MemoryWatch
 # Exercise: a float16 pair that keeps the version check
 # =====================================================================================================
 
-RTOL, ATOL = 1e-2, 1e-3          # gradient tolerance: see gradients_close
-HALF_BYTES = 2                   # float16 bytes per value: the memory allowed per saved floating value
+RTOL, ATOL = 1e-2, 1e-3  # gradient tolerance: see gradients_close
+HALF_BYTES = 2  # float16 bytes per value: the memory allowed per saved floating value
 
 
 # --- the generated programs ----------------------------------------------------------------------
+
 
 def _numbers(rng: random.Random, n: int) -> list[str]:
     return [f"{rng.choice([-1, 1]) * rng.randint(1, 12) / 10:.1f}" for _ in range(n)]
@@ -39,14 +41,26 @@ def _matrix(rng: random.Random, rows: int, cols: int) -> str:
 
 # each template makes one new activation from live ones; {x} and {y} have the same shape
 _OPS = {
-    "{x}.sin()": 2, "{x}.cos()": 1, "{x} ** 2": 1,                          # keep their input
-    "{x}.tanh()": 2, "{x}.sigmoid()": 1, "{x}.relu()": 1,                   # keep their output
-    "{x} * {y}": 2, "{x} * s": 2, "{x} / (1 + {y} ** 2)": 1,                # keep both
-    "{x} + {y}": 1, "{x} - 0.5": 1,                                         # keep nothing
-    "{x} @ w2": 2, "{x} @ w1.T": 1, "{x}.index_select(1, idx)": 1,          # a parameter, a view, an index
-    "({x} * 0.5).sin()": 1, "({x} + {y}).cos()": 1, "({x} @ w2).tanh()": 1,  # keep a temporary
-    "{x}[1:].sin()": 2, "{x}[1:] ** 2": 1,                                  # keep a temporary view
-    "{x}[1:]": 1,                                                           # a named view
+    "{x}.sin()": 2,
+    "{x}.cos()": 1,
+    "{x} ** 2": 1,  # keep their input
+    "{x}.tanh()": 2,
+    "{x}.sigmoid()": 1,
+    "{x}.relu()": 1,  # keep their output
+    "{x} * {y}": 2,
+    "{x} * s": 2,
+    "{x} / (1 + {y} ** 2)": 1,  # keep both
+    "{x} + {y}": 1,
+    "{x} - 0.5": 1,  # keep nothing
+    "{x} @ w2": 2,
+    "{x} @ w1.T": 1,
+    "{x}.index_select(1, idx)": 1,  # a parameter, a view, an index
+    "({x} * 0.5).sin()": 1,
+    "({x} + {y}).cos()": 1,
+    "({x} @ w2).tanh()": 1,  # keep a temporary
+    "{x}[1:].sin()": 2,
+    "{x}[1:] ** 2": 1,  # keep a temporary view
+    "{x}[1:]": 1,  # a named view
 }
 _ENDINGS = ("{x}.sum()", "({x} ** 2).sum()", "({x} * {y}).sum()")
 _WRITES = ("{x}.add_(1)", "{x}.mul_(2)", "{x}[0] = 0.5", "{x} += 1")
@@ -63,12 +77,11 @@ class HalfGuardCase(Case):
     write: str | None
     output: str = "out"
     kinds: set = field(default_factory=set)
-    drawing_label = None        # a verdict heads drawing() "its graph"
+    drawing_label = None  # a verdict heads drawing() "its graph"
 
     @property
     def lines(self) -> list[str]:
-        return self.setup + self.forward + ([self.write + "    # the write"] if self.write else []) + \
-            ["out.backward()"]
+        return self.setup + self.forward + ([self.write + "    # the write"] if self.write else []) + ["out.backward()"]
 
     @property
     def size(self) -> int:
@@ -97,8 +110,10 @@ class HalfGuardCase(Case):
             by_storage.setdefault(t.untyped_storage().data_ptr(), []).append(name)
         for s in probes.saved_tensors(ns["out"]):
             sharing = by_storage.get(s.storage, [])
-            lines.append(f"  {s.node}.{s.attribute}: {s.dtype} {s.shape}, version {s.version_now}, memory of "
-                         f"{', '.join(sharing) if sharing else 'no named tensor (a temporary)'}")
+            lines.append(
+                f"  {s.node}.{s.attribute}: {s.dtype} {s.shape}, version {s.version_now}, memory of "
+                f"{', '.join(sharing) if sharing else 'no named tensor (a temporary)'}"
+            )
         return "\n".join(lines)
 
     def __repr__(self):
@@ -114,11 +129,13 @@ def _exec(lines: list[str], ns: dict[str, Any] | None = None) -> dict[str, Any]:
 def _leaves(rng: random.Random, dtype: str) -> list[str]:
     perm = list(range(4))
     rng.shuffle(perm)
-    return [f"x = torch.tensor({_matrix(rng, 3, 4)}, dtype={dtype})",
-            f"w1 = torch.tensor({_matrix(rng, 4, 4)}, dtype={dtype}, requires_grad=True)",
-            f"w2 = torch.tensor({_matrix(rng, 4, 4)}, dtype={dtype}, requires_grad=True)",
-            f"s = torch.tensor([{', '.join(_numbers(rng, 4))}], dtype={dtype}, requires_grad=True)",
-            f"idx = torch.tensor({perm})"]
+    return [
+        f"x = torch.tensor({_matrix(rng, 3, 4)}, dtype={dtype})",
+        f"w1 = torch.tensor({_matrix(rng, 4, 4)}, dtype={dtype}, requires_grad=True)",
+        f"w2 = torch.tensor({_matrix(rng, 4, 4)}, dtype={dtype}, requires_grad=True)",
+        f"s = torch.tensor([{', '.join(_numbers(rng, 4))}], dtype={dtype}, requires_grad=True)",
+        f"idx = torch.tensor({perm})",
+    ]
 
 
 def forward_program(seed: int, ops: int) -> tuple[list[str], list[str], set[str]]:
@@ -129,12 +146,12 @@ def forward_program(seed: int, ops: int) -> tuple[list[str], list[str], set[str]
     kinds = {"float64"} if dtype.endswith("64") else set()
     forward = []
     if rng.random() < 0.2:
-        forward.append("x.mul_(0.5)")            # a write before anything is saved: saved at version 1
+        forward.append("x.mul_(0.5)")  # a write before anything is saved: saved at version 1
         kinds.add("saved after a write")
     forward.append("h1 = x @ w1")
     rows = {"h1": 3}
     if rng.random() < 0.25:
-        forward.append("h1.add_(0.1)")          # mm kept x and w1, not h1: h1 is saved later at version 1
+        forward.append("h1.add_(0.1)")  # mm kept x and w1, not h1: h1 is saved later at version 1
         kinds.add("saved after a write")
     live = ["h1"]
     for i in range(2, ops + 2):
@@ -176,8 +193,9 @@ def _plain(case: HalfGuardCase, write: bool = True):
     return CLEAN, {n: ns[n].grad for n in ("w1", "w2", "s") if ns[n].grad is not None}
 
 
-def gradients_close(exact: dict[str, torch.Tensor], mine: dict[str, torch.Tensor],
-                    rounded: dict[str, torch.Tensor] | None = None) -> str:
+def gradients_close(
+    exact: dict[str, torch.Tensor], mine: dict[str, torch.Tensor], rounded: dict[str, torch.Tensor] | None = None
+) -> str:
     """'' when every gradient is close enough to torch's exact one, else what is off.
 
     Close enough: within RTOL of the largest exact value plus ATOL, or, where the program amplifies
@@ -265,7 +283,7 @@ def leak_run(case: HalfGuardCase, pair) -> int:
         for name in [n for n in ns if n not in leaves]:
             del ns[name]
         left = watch.held(collect=False)
-        return watch.held(collect=True) if left else 0     # the collector only when something is left
+        return watch.held(collect=True) if left else 0  # the collector only when something is left
 
 
 def run_guard(pair, case: HalfGuardCase) -> tuple[str, str]:
@@ -288,20 +306,25 @@ def run_guard(pair, case: HalfGuardCase) -> tuple[str, str]:
             return RAISED, f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
     if truth == RAISED:
         return CLEAN, "the write after the save went unnoticed"
-    problem = gradients_close(exact, {n: ns[n].grad for n in ("w1", "w2", "s") if ns[n].grad is not None},
-                              float16_grads(case))
+    problem = gradients_close(
+        exact, {n: ns[n].grad for n in ("w1", "w2", "s") if ns[n].grad is not None}, float16_grads(case)
+    )
     if problem:
         return WRONG, problem
     left = leak_run(case, pair)
     if left:
-        return LEAKS, (f"{left:,} bytes still alive after del of every name and gc.collect(), backward never "
-                       "run: what pack returned holds a tensor whose own node saved it (a reference cycle "
-                       "through C++ that the collector cannot see); keep t.detach() or a weak reference")
+        return LEAKS, (
+            f"{left:,} bytes still alive after del of every name and gc.collect(), backward never "
+            "run: what pack returned holds a tensor whose own node saved it (a reference cycle "
+            "through C++ that the collector cannot see); keep t.detach() or a weak reference"
+        )
     held, allowed = memory_run(case, pair)
     if held > allowed:
         plain, _ = plain_held(case)
-        return TOO_MUCH, (f"{held:,} bytes held after the forward pass; float16 copies need {allowed:,}; "
-                          f"the plain run holds {plain:,}")
+        return TOO_MUCH, (
+            f"{held:,} bytes held after the forward pass; float16 copies need {allowed:,}; "
+            f"the plain run holds {plain:,}"
+        )
     return CLEAN, ""
 
 
@@ -324,6 +347,7 @@ def call_guard(pair, case: HalfGuardCase, ns: dict[str, Any]):
 def _weak_view_pair():
     """A grader-side pair that watches the tensor handed to pack, not its base: used to find programs
     where only the base of a temporary view carries the write."""
+
     def pack(t):
         return weakref.ref(t), t._version, t.detach().clone()
 
@@ -333,6 +357,7 @@ def _weak_view_pair():
         if alive is not None and alive._version != version:
             raise RuntimeError("written")
         return copy
+
     return pack, unpack
 
 
@@ -343,6 +368,7 @@ def _dies(case: HalfGuardCase) -> bool:
     def pack(t):
         refs.append(weakref.ref(t._base if t._base is not None else t))
         return t.detach().clone()
+
     ns = _exec(case.setup)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         _exec(case.forward, ns)
@@ -350,8 +376,17 @@ def _dies(case: HalfGuardCase) -> bool:
     return any(r() is None for r in refs)
 
 
-_QUOTA = {"temporary view, base written": 4, "parameter written": 2, "input written": 2, "raised": 4,
-          "write nobody kept": 3, "saved after a write": 3, "temporary": 3, "index": 2, "clean": 3}
+_QUOTA = {
+    "temporary view, base written": 4,
+    "parameter written": 2,
+    "input written": 2,
+    "raised": 4,
+    "write nobody kept": 3,
+    "saved after a write": 3,
+    "temporary": 3,
+    "index": 2,
+    "clean": 3,
+}
 
 
 def _classify_case(case: HalfGuardCase) -> set[str]:
@@ -391,39 +426,41 @@ def _sane(case: HalfGuardCase) -> bool:
     if any(not torch.isfinite(t).all() or t.abs().max() > 50 for t in values):
         return False
     ns["out"].backward()
-    return all(ns[n].grad is None or (torch.isfinite(ns[n].grad).all() and ns[n].grad.abs().max() < 1e4)
-               for n in ("w1", "w2", "s"))
+    return all(
+        ns[n].grad is None or (torch.isfinite(ns[n].grad).all() and ns[n].grad.abs().max() < 1e4)
+        for n in ("w1", "w2", "s")
+    )
 
 
 # What search_guard_cases(909) picks: (program seed, write). Searching takes a few seconds, rebuilding
 # the picks a fraction of one; tests/test_unit09.py checks that the search still picks exactly these.
 CHOSEN = (
-    (909001, 'x.mul_(2)'),
-    (909002, 'h1 += 1'),
-    (909003, 'h3 += 1'),
-    (909004, 'h3 += 1'),
-    (909005, 'h7.mul_(2)'),
-    (909006, 'h2.add_(1)'),
-    (909007, 'with torch.no_grad(): w1.mul_(0.9)'),
-    (909009, 'h2[0] = 0.5'),
-    (909010, 'x += 1'),
-    (909011, 'h4[0] = 0.5'),
-    (909012, 'with torch.no_grad(): s.mul_(0.9)'),
-    (909013, 'h6[0] = 0.5'),
-    (909014, 'h1.mul_(2)'),
-    (909015, 'h1.add_(1)'),
-    (909016, 'h4.mul_(2)'),
-    (909017, 'with torch.no_grad(): w1.mul_(0.9)'),
-    (909018, 'h2 += 1'),
-    (909019, 'h6.mul_(2)'),
+    (909001, "x.mul_(2)"),
+    (909002, "h1 += 1"),
+    (909003, "h3 += 1"),
+    (909004, "h3 += 1"),
+    (909005, "h7.mul_(2)"),
+    (909006, "h2.add_(1)"),
+    (909007, "with torch.no_grad(): w1.mul_(0.9)"),
+    (909009, "h2[0] = 0.5"),
+    (909010, "x += 1"),
+    (909011, "h4[0] = 0.5"),
+    (909012, "with torch.no_grad(): s.mul_(0.9)"),
+    (909013, "h6[0] = 0.5"),
+    (909014, "h1.mul_(2)"),
+    (909015, "h1.add_(1)"),
+    (909016, "h4.mul_(2)"),
+    (909017, "with torch.no_grad(): w1.mul_(0.9)"),
+    (909018, "h2 += 1"),
+    (909019, "h6.mul_(2)"),
     (909020, None),
     (909021, None),
     (909022, None),
-    (909023, 'h3.mul_(2)'),
-    (909026, 'with torch.no_grad(): w2.mul_(0.9)'),
-    (909029, 'h1[0] = 0.5'),
-    (909030, 'h2.mul_(2)'),
-    (909043, 'h1[0] = 0.5'),
+    (909023, "h3.mul_(2)"),
+    (909026, "with torch.no_grad(): w2.mul_(0.9)"),
+    (909029, "h1[0] = 0.5"),
+    (909030, "h2.mul_(2)"),
+    (909043, "h1[0] = 0.5"),
 )
 
 
@@ -461,11 +498,20 @@ def search_guard_cases(seed: int = 909) -> tuple[HalfGuardCase, ...]:
                 continue
             wanted = [k for k in _QUOTA if taken[k] < _QUOTA[k]]
             options = [None]
-            if any(k in wanted for k in ("temporary view, base written", "parameter written", "input written",
-                                         "raised", "write nobody kept")):
+            if any(
+                k in wanted
+                for k in (
+                    "temporary view, base written",
+                    "parameter written",
+                    "input written",
+                    "raised",
+                    "write nobody kept",
+                )
+            ):
                 names = [line.split(" = ")[0] for line in forward if " = " in line and line[0] == "h"]
-                options = [w.format(x=n) for n in names + ["x"] for w in _WRITES] + \
-                          [_PARAM_WRITE.format(x=p) for p in ("w1", "w2", "s")]
+                options = [w.format(x=n) for n in names + ["x"] for w in _WRITES] + [
+                    _PARAM_WRITE.format(x=p) for p in ("w1", "w2", "s")
+                ]
                 rng.shuffle(options)
                 options = options[:8] + [None]
             for write in options:
@@ -473,7 +519,7 @@ def search_guard_cases(seed: int = 909) -> tuple[HalfGuardCase, ...]:
                 try:
                     got = _classify_case(candidate)
                 except Exception:
-                    continue            # refused at the write, or otherwise not a program for this exercise
+                    continue  # refused at the write, or otherwise not a program for this exercise
                 need = [k for k in wanted if k in got]
                 if need:
                     taken[need[0]] += 1

@@ -1,6 +1,7 @@
 """Unit 09's own answer kind: what a program did under a learner's pair (``09.half-guard``), one of
 :data:`GUARD_LABELS` with a line of detail for people.
 """
+
 from __future__ import annotations
 
 from grader.engine.kinds import BadAnswer, Kind, short

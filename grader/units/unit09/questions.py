@@ -11,6 +11,7 @@ The instruments, models and pairs live in :mod:`grader.units.unit09.support`; th
 and how a learner's pair is run on them, in :mod:`grader.units.unit09.cases`; its answer kind in
 :mod:`grader.units.unit09.kinds`.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -52,15 +53,21 @@ from grader.units.unit09.support import (
 # 1. One pair at a time
 # =====================================================================================================
 
+
 @predict_then_run(
-    "09.innermost-pair", Number(tol=0),
+    "09.innermost-pair",
+    Number(tol=0),
     prompt="a = torch.ones(4, requires_grad=True). Two pairs, outer and inner, each pack adding 1 to its own "
-           "counter and returning t.detach(). with saved_tensors_hooks(*outer): with saved_tensors_hooks(*inner): "
-           "b = a.exp(); c = b.sin(). How many times did each pack run? Answer [outer's count, inner's count].",
+    "counter and returning t.detach(). with saved_tensors_hooks(*outer): with saved_tensors_hooks(*inner): "
+    "b = a.exp(); c = b.sin(). How many times did each pack run? Answer [outer's count, inner's count].",
     explain="Pairs do not stack: the innermost pair in force receives every save, and the outer one is not "
-            "called at all. exp kept its output and sin kept its input, the same b, so inner counted 2.",
-    misconceptions=[(lambda truth: [truth[1], truth[1]], "Pairs do not stack: while the inner pair is in force, "
-                     "the outer pack is never called.")],
+    "called at all. exp kept its output and sin kept its input, the same b, so inner counted 2.",
+    misconceptions=[
+        (
+            lambda truth: [truth[1], truth[1]],
+            "Pairs do not stack: while the inner pair is in force, the outer pack is never called.",
+        )
+    ],
 )
 def innermost_pair():
     counts = {"outer": 0, "inner": 0}
@@ -69,6 +76,7 @@ def innermost_pair():
         def pack(t):
             counts[name] += 1
             return t.detach()
+
         return pack
 
     a = torch.ones(4, requires_grad=True)
@@ -79,20 +87,27 @@ def innermost_pair():
     return [counts["outer"], counts["inner"]]
 
 
-_MLP = ("unit 05's MLP: torch.manual_seed(0); model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), "
-        "nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 1)); x = torch.randn(256, 512) (no grad)")
+_MLP = (
+    "unit 05's MLP: torch.manual_seed(0); model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), "
+    "nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 1)); x = torch.randn(256, 512) (no grad)"
+)
 
 
 @predict_then_run(
-    "09.held-vs-bill", Number(tol=0),
+    "09.held-vs-bill",
+    Number(tol=0),
     prompt=f"{_MLP}. probes.bill says its forward pass keeps 5 storages, 2,623,488 bytes. with MemoryWatch() as "
-           "watch: loss = model(x).sum(); then watch.held(): the bytes created inside the block that are still "
-           "alive (the 4-byte loss included). What is it?",
+    "watch: loss = model(x).sum(); then watch.held(): the bytes created inside the block that are still "
+    "alive (the 4-byte loss included). What is it?",
     explain="The bill counts everything the graph keeps, x and the weights included; those existed before "
-            "the forward pass and would exist without it. What the forward pass added and still holds is "
-            "the two ReLU outputs, 256 x 512 x 4 bytes each, and the loss.",
-    misconceptions=[(lambda truth: truth - 4, "4 bytes short: the loss itself, a 0-dim float32 made by sum() "
-                     "inside the block, is new memory too.")],
+    "the forward pass and would exist without it. What the forward pass added and still holds is "
+    "the two ReLU outputs, 256 x 512 x 4 bytes each, and the loss.",
+    misconceptions=[
+        (
+            lambda truth: truth - 4,
+            "4 bytes short: the loss itself, a 0-dim float32 made by sum() inside the block, is new memory too.",
+        )
+    ],
 )
 def held_vs_bill():
     model, x = syllabus_mlp()
@@ -105,15 +120,21 @@ def held_vs_bill():
 
 
 @predict_then_run(
-    "09.alias-copy-held", Number(tol=0),
+    "09.alias-copy-held",
+    Number(tol=0),
     prompt=f"{_MLP}. Two pairs: alias, pack(t) = t.detach(); copy, pack(t) = t.detach().clone(); both unpack "
-           "by returning what pack kept. Bytes held after the forward pass (MemoryWatch, loss included) under "
-           "each? Without hooks it is 1,048,580. Answer [alias, copy].",
+    "by returning what pack kept. Bytes held after the forward pass (MemoryWatch, loss included) under "
+    "each? Without hooks it is 1,048,580. Answer [alias, copy].",
     explain="detach() shares the memory, so the alias pair keeps exactly what plain autograd keeps. The copy "
-            "pair allocates once per save: x, each ReLU output twice (kept by the ReLU and by the next "
-            "Linear), 2.weight and 4.weight, while the ReLU outputs themselves are freed.",
-    misconceptions=[(lambda truth: [truth[0], truth[0]], "clone() allocates new memory at every save, and "
-                     "pack is handed tensors that existed before the forward pass too (x, the weights).")],
+    "pair allocates once per save: x, each ReLU output twice (kept by the ReLU and by the next "
+    "Linear), 2.weight and 4.weight, while the ReLU outputs themselves are freed.",
+    misconceptions=[
+        (
+            lambda truth: [truth[0], truth[0]],
+            "clone() allocates new memory at every save, and "
+            "pack is handed tensors that existed before the forward pass too (x, the weights).",
+        )
+    ],
 )
 def alias_copy_held():
     model, x = syllabus_mlp()
@@ -121,16 +142,21 @@ def alias_copy_held():
 
 
 @predict_then_run(
-    "09.alias-copy-grad", Number(),
+    "09.alias-copy-grad",
+    Number(),
     prompt="p = torch.ones(3, requires_grad=True); under a pair: q = p.exp(); after the block q.add_(1); "
-           "q.sum().backward(). Without hooks this raises at backward. What is p.grad[0] under the alias pair "
-           "(pack(t) = t.detach()) and under the copy pair (pack(t) = t.detach().clone())? Answer "
-           "[alias, copy], 4 decimals.",
+    "q.sum().backward(). Without hooks this raises at backward. What is p.grad[0] under the alias pair "
+    "(pack(t) = t.detach()) and under the copy pair (pack(t) = t.detach().clone())? Answer "
+    "[alias, copy], 4 decimals.",
     explain="Under hooks nobody checks versions. The alias pair kept q's own memory, so backward reads the "
-            "written value exp(1) + 1; the copy pair kept a copy taken before the write, so backward reads "
-            "exp(1). Neither raises.",
-    misconceptions=[(lambda truth: [truth[1], truth[1]], "The alias pair kept q's own memory (detach() "
-                     "shares it), so the write reached what backward reads.")],
+    "written value exp(1) + 1; the copy pair kept a copy taken before the write, so backward reads "
+    "exp(1). Neither raises.",
+    misconceptions=[
+        (
+            lambda truth: [truth[1], truth[1]],
+            "The alias pair kept q's own memory (detach() shares it), so the write reached what backward reads.",
+        )
+    ],
 )
 def alias_copy_grad():
     return [write_after_save(ALIAS_PAIR), write_after_save(COPY_PAIR)]
@@ -143,46 +169,50 @@ def alias_copy_grad():
 _ERROR_SIZES = ("about 1e-1", "about 1e-2", "about 1e-3", "about 1e-4", "about 1e-5")
 
 
-_CHAIN = ("four Blocks (Linear(128, 512), GELU, Linear(512, 128)) in an nn.Sequential, torch.manual_seed(0), "
-          "input x = torch.randn(64, 128) without grad")
+_CHAIN = (
+    "four Blocks (Linear(128, 512), GELU, Linear(512, 128)) in an nn.Sequential, torch.manual_seed(0), "
+    "input x = torch.randn(64, 128) without grad"
+)
 
 
 @predict_then_run(
-    "09.half-error-size", Choice(*_ERROR_SIZES),
+    "09.half-error-size",
+    Choice(*_ERROR_SIZES),
     prompt=f"{_CHAIN}; loss = model(x).sum(). Under the pair pack(t) = (t.dtype, t.detach().to(torch.float16)), "
-           "unpack((dtype, h)) = h.to(dtype), every saved tensor is kept in half precision. Over all parameters, "
-           "the largest |gradient error| divided by the largest |exact gradient| of the same parameter: about "
-           "how large is it? One of " + ", ".join(repr(s) for s in _ERROR_SIZES) + ".",
+    "unpack((dtype, h)) = h.to(dtype), every saved tensor is kept in half precision. Over all parameters, "
+    "the largest |gradient error| divided by the largest |exact gradient| of the same parameter: about "
+    "how large is it? One of " + ", ".join(repr(s) for s in _ERROR_SIZES) + ".",
     explain="float16 keeps 11 significant bits, so each saved value is off by at most 2^-11, about 5e-4, of "
-            "itself. The gradients are sums of products of such values, and the errors add up to the same "
-            "order: about 1e-3 of the gradient's size.",
+    "itself. The gradients are sums of products of such values, and the errors add up to the same "
+    "order: about 1e-3 of the gradient's size.",
 )
 def half_error_size():
     return decade(half_error_on_chain())
 
 
 @predict_then_run(
-    "09.half-held", Choice(*SHARES),
+    "09.half-held",
+    Choice(*SHARES),
     prompt=f"The same {_CHAIN}. Memory held after the forward pass (MemoryWatch) under that float16 pair, "
-           "compared with the plain run: " + ", ".join(repr(s) for s in SHARES) + ".",
+    "compared with the plain run: " + ", ".join(repr(s) for s in SHARES) + ".",
     explain="pack is also handed the parameters: each Linear keeps weight.t() (a view of the parameter) to "
-            "send a gradient to its input. The parameter stays alive for the optimizer anyway, so its float16 "
-            "copy is memory added, and with a batch of 64 the weights outweigh the activations.",
+    "send a gradient to its input. The parameter stays alive for the optimizer anyway, so its float16 "
+    "copy is memory added, and with a batch of 64 the weights outweigh the activations.",
 )
 def half_held():
     return share(chain_held((half_pack, half_unpack)) / chain_held())
 
 
 @predict_then_run(
-    "09.relu-twice", Number(tol=0),
+    "09.relu-twice",
+    Number(tol=0),
     prompt=f"{_MLP}. Plain, the forward pass holds 1,048,580 bytes (two ReLU outputs and the loss). Under the "
-           "float16 pair that leaves parameters (and views of them) alone and compresses everything else, how "
-           "many bytes does it hold?",
+    "float16 pair that leaves parameters (and views of them) alone and compresses everything else, how "
+    "many bytes does it hold?",
     explain="pack runs once per save, not once per storage. Each ReLU output is kept by the ReLU and by the "
-            "next Linear, so it is copied twice at 2 bytes a value, as many bytes as the float32 original. "
-            "The half copy of x is new memory too (x was not counted before), and the loss adds 4.",
-    misconceptions=[(lambda truth: truth - 4, "4 bytes short: the loss, made inside the block, is new memory "
-                     "too.")],
+    "next Linear, so it is copied twice at 2 bytes a value, as many bytes as the float32 original. "
+    "The half copy of x is new memory too (x was not counted before), and the loss adds 4.",
+    misconceptions=[(lambda truth: truth - 4, "4 bytes short: the loss, made inside the block, is new memory too.")],
 )
 def relu_twice():
     model, x = syllabus_mlp()
@@ -190,12 +220,14 @@ def relu_twice():
 
 
 @predict_then_run(
-    "09.half-overflow", Choice(*OVERFLOW),
+    "09.half-overflow",
+    Choice(*OVERFLOW),
     prompt="x = torch.tensor([10.0, 12.0], requires_grad=True); under the float16 pair, y = x.exp(); "
-           "y.sum().backward(). What is x.grad[1] (exactly, it is exp(12) = 162754.79)? One of " +
-           ", ".join(repr(s) for s in OVERFLOW) + ".",
+    "y.sum().backward(). What is x.grad[1] (exactly, it is exp(12) = 162754.79)? One of "
+    + ", ".join(repr(s) for s in OVERFLOW)
+    + ".",
     explain="exp kept its output to use as its own derivative. float16 tops out at 65504, so the saved "
-            "exp(12) became inf, and so did the gradient. exp(10) = 22026 fits, rounded to 22032.",
+    "exp(12) became inf, and so did the gradient. exp(10) = 22026 fits, rounded to 22032.",
 )
 def half_overflow():
     return exp_grad(torch.float16)
@@ -209,13 +241,14 @@ _CHAIN256 = _CHAIN.replace("torch.randn(64, 128)", "torch.randn(256, 128)")
 
 
 @predict_then_run(
-    "09.checkpoint-calls", Number(tol=0),
+    "09.checkpoint-calls",
+    Number(tol=0),
     prompt=f"{_CHAIN}; each Block counts its forward calls. Every block runs under "
-           "torch.utils.checkpoint.checkpoint(block, h, use_reentrant=False). How many Block forward calls, "
-           "summed over the four, after loss = ...sum(), and after loss.backward()? Answer [after forward, "
-           "after backward].",
+    "torch.utils.checkpoint.checkpoint(block, h, use_reentrant=False). How many Block forward calls, "
+    "summed over the four, after loss = ...sum(), and after loss.backward()? Answer [after forward, "
+    "after backward].",
     explain="checkpoint runs the block without keeping what its operations save, and during backward runs it "
-            "again to rebuild them: one extra forward per checkpointed block, the compute paid for the memory.",
+    "again to rebuild them: one extra forward per checkpointed block, the compute paid for the memory.",
 )
 def checkpoint_calls():
     model, x = block_chain(batch=64)
@@ -226,14 +259,19 @@ def checkpoint_calls():
 
 
 @predict_then_run(
-    "09.checkpoint-held", Number(tol=0),
+    "09.checkpoint-held",
+    Number(tol=0),
     prompt=f"{_CHAIN256}. Bytes held after the forward pass (MemoryWatch, the 4-byte loss included), plain and "
-           "with every block checkpointed (use_reentrant=False)? Answer [plain, checkpointed].",
+    "with every block checkpointed (use_reentrant=False)? Answer [plain, checkpointed].",
     explain="Plain, each block keeps its 256 x 512 Linear output (for GELU) and GELU output (for the second "
-            "Linear), and blocks 1 to 3 keep their input. Checkpointed, a block keeps only its input: x "
-            "existed already, so three 256 x 128 inputs and the loss remain.",
-    misconceptions=[(lambda truth: [truth[0] - 4, truth[1] - 4], "4 bytes short in both: the loss, made "
-                     "inside the watch, is new memory too.")],
+    "Linear), and blocks 1 to 3 keep their input. Checkpointed, a block keeps only its input: x "
+    "existed already, so three 256 x 128 inputs and the loss remain.",
+    misconceptions=[
+        (
+            lambda truth: [truth[0] - 4, truth[1] - 4],
+            "4 bytes short in both: the loss, made inside the watch, is new memory too.",
+        )
+    ],
 )
 def checkpoint_held():
     model, x = block_chain(batch=256)
@@ -243,13 +281,14 @@ def checkpoint_held():
 
 
 @predict_then_run(
-    "09.reentrant-grads", Names(pool=("1.up.weight", "3.down.bias", "0.act")),
+    "09.reentrant-grads",
+    Names(pool=("1.up.weight", "3.down.bias", "0.act")),
     prompt=f"{_CHAIN}. h = checkpoint(model[0], x, use_reentrant=True); loss = model[1:](h).sum(); "
-           "loss.backward(). Which parameters' .grad is still None? Answer a set of names such as "
-           "{'0.up.weight'} (set() for none).",
+    "loss.backward(). Which parameters' .grad is still None? Answer a set of names such as "
+    "{'0.up.weight'} (set() for none).",
     explain="The reentrant version is an autograd Function whose output requires grad only if one of its "
-            "tensor inputs does. x does not, so block 0's output is cut from the graph: its parameters get no "
-            "gradient, with only a warning. use_reentrant=False records the block's parameters as usual.",
+    "tensor inputs does. x does not, so block 0's output is cut from the graph: its parameters get no "
+    "gradient, with only a warning. use_reentrant=False records the block's parameters as usual.",
 )
 def reentrant_grads():
     model, x = block_chain(batch=64)
@@ -259,16 +298,22 @@ def reentrant_grads():
 
 
 @predict_then_run(
-    "09.checkpoint-bn", Number(tol=0),
+    "09.checkpoint-bn",
+    Number(tol=0),
     prompt="torch.manual_seed(0); model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)) (training mode); "
-           "x = torch.randn(8, 4). y = checkpoint(model, x, use_reentrant=False); y.sum().backward(). The "
-           "BatchNorm counts the batches it has seen in model[1].num_batches_tracked. What is it after the "
-           "forward pass, and after backward? Answer [after forward, after backward].",
+    "x = torch.randn(8, 4). y = checkpoint(model, x, use_reentrant=False); y.sum().backward(). The "
+    "BatchNorm counts the batches it has seen in model[1].num_batches_tracked. What is it after the "
+    "forward pass, and after backward? Answer [after forward, after backward].",
     explain="checkpoint reruns the function during backward, and the rerun is a real forward call: every side "
-            "effect happens again. The BatchNorm counts a second batch (and updates its running statistics "
-            "a second time), exactly as the Block's call counter did.",
-    misconceptions=[(lambda truth: [truth[0], truth[0]], "Backward reruns the checkpointed function, and the "
-                     "rerun is an ordinary forward call: the BatchNorm counts it.")],
+    "effect happens again. The BatchNorm counts a second batch (and updates its running statistics "
+    "a second time), exactly as the Block's call counter did.",
+    misconceptions=[
+        (
+            lambda truth: [truth[0], truth[0]],
+            "Backward reruns the checkpointed function, and the "
+            "rerun is an ordinary forward call: the BatchNorm counts it.",
+        )
+    ],
 )
 def checkpoint_bn():
     model, x = bn_block()
@@ -282,17 +327,25 @@ def checkpoint_bn():
 # Self-test
 # =====================================================================================================
 
+
 @self_test(
-    "09.self-bill-under-offload", Number(tol=0),
+    "09.self-bill-under-offload",
+    Number(tol=0),
     prompt=f"{_MLP}. def forward(): with torch.autograd.graph.save_on_cpu(): return model(x).sum(). "
-           "How many bytes does probes.bill(forward).total report?",
+    "How many bytes does probes.bill(forward).total report?",
     explain="bill counts with a pack hook of its own, installed outside; save_on_cpu's pair is the innermost, "
-            "so it receives every save and bill's pack never runs.",
-    hints=("bill counts by installing a pair of its own. Where is that pair, relative to save_on_cpu's?",
-           "Only the innermost pair in force receives saves (section 1)."),
-    misconceptions=[(lambda truth: probes.bill(lambda: syllabus_mlp()[0](syllabus_mlp()[1]).sum()).total,
-                     "That is the plain bill. Under save_on_cpu the innermost pair is save_on_cpu's, and "
-                     "bill's own pack is never called.")],
+    "so it receives every save and bill's pack never runs.",
+    hints=(
+        "bill counts by installing a pair of its own. Where is that pair, relative to save_on_cpu's?",
+        "Only the innermost pair in force receives saves (section 1).",
+    ),
+    misconceptions=[
+        (
+            lambda truth: probes.bill(lambda: syllabus_mlp()[0](syllabus_mlp()[1]).sum()).total,
+            "That is the plain bill. Under save_on_cpu the innermost pair is save_on_cpu's, and "
+            "bill's own pack is never called.",
+        )
+    ],
 )
 def self_bill_under_offload():
     model, x = syllabus_mlp()
@@ -300,22 +353,29 @@ def self_bill_under_offload():
     def forward():
         with torch.autograd.graph.save_on_cpu():
             return model(x).sum()
+
     return probes.bill(forward).total
 
 
 @self_test(
-    "09.self-saved-three-times", Number(tol=0),
+    "09.self-saved-three-times",
+    Number(tol=0),
     prompt="a = torch.randn(1000, requires_grad=True); h = a.exp(); out = (h * h).sum(). The plain bill, and "
-           "the total bytes of the float16 tensors the naive pack (t.detach().to(torch.float16)) creates? "
-           "Answer [bill bytes, float16 bytes].",
+    "the total bytes of the float16 tensors the naive pack (t.detach().to(torch.float16)) creates? "
+    "Answer [bill bytes, float16 bytes].",
     explain="One storage, h, saved three times: by exp (its output) and twice by the product (each factor). "
-            "The bill counts it once, 4,000 bytes; pack runs once per save and makes three 2,000-byte copies.",
-    hints=("List the saves: what does exp keep, and what does a product keep when both factors are the same "
-           "tensor?",
-           "The bill counts storages once; pack is called once per save, and each call makes its own copy "
-           "at 2 bytes a value."),
-    misconceptions=[(lambda truth: [truth[0], truth[0] // 2], "pack runs once per save, not once per storage: "
-                     "h is saved three times and copied three times.")],
+    "The bill counts it once, 4,000 bytes; pack runs once per save and makes three 2,000-byte copies.",
+    hints=(
+        "List the saves: what does exp keep, and what does a product keep when both factors are the same tensor?",
+        "The bill counts storages once; pack is called once per save, and each call makes its own copy "
+        "at 2 bytes a value.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: [truth[0], truth[0] // 2],
+            "pack runs once per save, not once per storage: h is saved three times and copied three times.",
+        )
+    ],
 )
 def self_saved_three_times():
     a = torch.randn(1000, requires_grad=True)
@@ -329,6 +389,7 @@ def self_saved_three_times():
     def forward():
         h = a.exp()
         return (h * h).sum()
+
     total = probes.bill(forward).total
     under_hooks((pack, half_unpack), forward)
     return [total, sum(made)]
@@ -338,18 +399,21 @@ _PLAN_BUDGET = 700_000
 
 
 @self_test(
-    "09.self-checkpoint-plan", Names(pool=("0", "1", "2", "3")),
+    "09.self-checkpoint-plan",
+    Names(pool=("0", "1", "2", "3")),
     prompt="Four Blocks with hidden widths 256, 1024, 512, 2048 (width 128, torch.manual_seed(0)), input "
-           f"torch.randn(64, 128) without grad. Checkpoint as few blocks as you can (use_reentrant=False) so "
-           f"that the memory held after the forward pass (MemoryWatch, loss included) is at most "
-           f"{_PLAN_BUDGET:,} bytes. Which blocks? Answer a set of their indices as strings, such as {{'0'}}.",
+    f"torch.randn(64, 128) without grad. Checkpoint as few blocks as you can (use_reentrant=False) so "
+    f"that the memory held after the forward pass (MemoryWatch, loss included) is at most "
+    f"{_PLAN_BUDGET:,} bytes. Which blocks? Answer a set of their indices as strings, such as {{'0'}}.",
     explain="A block's own saves are its two 64 x hidden activations, 512 x hidden bytes; checkpointing it "
-            "leaves only its input, which the previous block's output already is. The widest block alone does "
-            "not bring the total under the budget; the two widest together do, and no other pair does.",
-    hints=("Work out what each block holds on its own: which of its activations does it keep, and how big "
-           "are they at batch 64?",
-           "Checkpointing a block leaves only its input, which the previous block's output already is. Remove "
-           "the biggest blocks' activations first and add up until you are under the budget."),
+    "leaves only its input, which the previous block's output already is. The widest block alone does "
+    "not bring the total under the budget; the two widest together do, and no other pair does.",
+    hints=(
+        "Work out what each block holds on its own: which of its activations does it keep, and how big "
+        "are they at batch 64?",
+        "Checkpointing a block leaves only its input, which the previous block's output already is. Remove "
+        "the biggest blocks' activations first and add up until you are under the budget.",
+    ),
 )
 def self_checkpoint_plan():
     blocks = range(len(PLAN_HIDDEN))
@@ -366,17 +430,23 @@ def self_checkpoint_plan():
     "09.self-checkpoint-input-write",
     Error("at the write", "at backward", needs_message=True, terms=(("inplace", "in-place", "in place"),)),
     prompt=f"{_CHAIN}. h = model[0](x); y = checkpoint(model[1], h, use_reentrant=False); h.add_(1); "
-           "y.sum().backward(). Backward recomputes block 1 from h. Does anything raise, and where? Answer "
-           "'no error', or a pair (place, your words for what the message says); the place is graded "
-           "exactly, the words on the message's key idea.",
+    "y.sum().backward(). Backward recomputes block 1 from h. Does anything raise, and where? Answer "
+    "'no error', or a pair (place, your words for what the message says); the place is graded "
+    "exactly, the words on the message's key idea.",
     explain="checkpoint keeps its inputs as ordinary saved tensors, with their versions; the write moved h's "
-            "counter, so backward refuses to recompute from the written value.",
-    hints=("checkpoint must keep something to recompute from. What, and is it kept like any other saved "
-           "tensor?",
-           "A saved tensor carries the version it was saved at (unit 07). What does h.add_(1) do to h's "
-           "version, and when is it compared?"),
-    misconceptions=[("no error", "checkpoint's input is a saved tensor like any other, with its version: the "
-                     "write after the save is caught when backward unpacks it.")],
+    "counter, so backward refuses to recompute from the written value.",
+    hints=(
+        "checkpoint must keep something to recompute from. What, and is it kept like any other saved tensor?",
+        "A saved tensor carries the version it was saved at (unit 07). What does h.add_(1) do to h's "
+        "version, and when is it compared?",
+    ),
+    misconceptions=[
+        (
+            "no error",
+            "checkpoint's input is a saved tensor like any other, with its version: the "
+            "write after the save is caught when backward unpacks it.",
+        )
+    ],
 )
 def self_checkpoint_input_write():
     model, x = block_chain(batch=64)
@@ -389,21 +459,31 @@ def self_checkpoint_input_write():
 
 
 @self_test(
-    "09.self-unpack-count", Number(tol=0),
+    "09.self-unpack-count",
+    Number(tol=0),
     prompt="a = torch.randn(5, requires_grad=True). A pair whose pack counts its calls and returns t.detach(), "
-           "whose unpack counts its calls and returns what pack kept. Under it: b = a * a; c = b.tanh(); "
-           "loss = c.sum(). Then loss.backward(retain_graph=True); loss.backward(). How many times did pack "
-           "run, and unpack? Answer [pack, unpack].",
+    "whose unpack counts its calls and returns what pack kept. Under it: b = a * a; c = b.tanh(); "
+    "loss = c.sum(). Then loss.backward(retain_graph=True); loss.backward(). How many times did pack "
+    "run, and unpack? Answer [pack, unpack].",
     explain="mul keeps both factors, a twice, and tanh keeps its output: three saves, three packs. Each "
-            "backward unpacks every saved tensor it reads, and the retained second pass reads them all "
-            "again: six unpacks.",
-    hints=("Count the saves first: what does a product keep, when both factors are the same tensor, and what "
-           "does tanh keep?",
-           "pack runs at the save, once; unpack runs whenever a backward reads the saved tensor."),
-    misconceptions=[(lambda truth: [truth[0], truth[0]], "unpack runs on every backward that reads the saved "
-                     "tensor, and retain_graph=True lets the second pass read them all again."),
-                    (lambda truth: [truth[0] - 1, truth[1] - 2], "a * a saves a twice, as its self and as "
-                     "its other: pack runs once per save.")],
+    "backward unpacks every saved tensor it reads, and the retained second pass reads them all "
+    "again: six unpacks.",
+    hints=(
+        "Count the saves first: what does a product keep, when both factors are the same tensor, and what "
+        "does tanh keep?",
+        "pack runs at the save, once; unpack runs whenever a backward reads the saved tensor.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: [truth[0], truth[0]],
+            "unpack runs on every backward that reads the saved "
+            "tensor, and retain_graph=True lets the second pass read them all again.",
+        ),
+        (
+            lambda truth: [truth[0] - 1, truth[1] - 2],
+            "a * a saves a twice, as its self and as its other: pack runs once per save.",
+        ),
+    ],
 )
 def self_unpack_count():
     counts = [0, 0]
@@ -429,28 +509,31 @@ def self_unpack_count():
 # Exercise: a float16 pair that keeps the version check
 # =====================================================================================================
 
+
 @exercise(
     "09.half-guard",
     FunctionPair(returns=GuardVerdict(), cases=guard_cases, call=call_guard),
     prompt="Write pack(t) and unpack(packed) for torch.autograd.graph.saved_tensors_hooks that keep each saved "
-           "floating-point tensor in float16 (2 bytes a value, without keeping the original's memory alive), "
-           "give it back in its own dtype, leave other tensors (indices) exact, and bring back the check "
-           "hooks switch off: unpack raises when the saved tensor was written in place after it was packed. "
-           "check('09.half-guard', (pack, unpack)) runs generated programs under your pair: where torch's own "
-           "check passes, it must be silent, with gradients within 1% of torch's (plus 1e-3, or three times "
-           "the error float16 storage itself causes on that program, if larger) and at most 2 bytes held per "
-           "saved value once the forward pass is over; where torch's check fails, it must raise at backward.",
+    "floating-point tensor in float16 (2 bytes a value, without keeping the original's memory alive), "
+    "give it back in its own dtype, leave other tensors (indices) exact, and bring back the check "
+    "hooks switch off: unpack raises when the saved tensor was written in place after it was packed. "
+    "check('09.half-guard', (pack, unpack)) runs generated programs under your pair: where torch's own "
+    "check passes, it must be silent, with gradients within 1% of torch's (plus 1e-3, or three times "
+    "the error float16 storage itself causes on that program, if larger) and at most 2 bytes held per "
+    "saved value once the forward pass is over; where torch's check fails, it must raise at backward.",
     explain="pack stores the float16 copy, the dtype, the version at save time and a weak reference to the "
-            "tensor whose counter the write would move (the base of a view): the weak reference reads the "
-            "counter later without keeping the memory. A dead reference means the tensor object is gone; only "
-            "an alias that outlived it (a detach() made elsewhere) could still write the memory.",
-    hints=("Three jobs: store a float16 copy (t.detach().to(torch.float16)), remember the dtype, and remember "
-           "enough to tell at unpack time whether t was written since. Leave non-floating tensors exact.",
-           "The version counter lives on the tensor, so unpack must be able to read t._version later without "
-           "keeping t's memory alive, and without holding t itself (a pack that returns t can make a "
-           "reference cycle). weakref.ref reads a tensor while something else keeps it alive.",
-           "Whose counter moves when a view is written? A temporary view (h[1:]) dies at once, while its base "
-           "lives on and shares the counter: watch t._base when there is one. A dead reference is not a write."),
+    "tensor whose counter the write would move (the base of a view): the weak reference reads the "
+    "counter later without keeping the memory. A dead reference means the tensor object is gone; only "
+    "an alias that outlived it (a detach() made elsewhere) could still write the memory.",
+    hints=(
+        "Three jobs: store a float16 copy (t.detach().to(torch.float16)), remember the dtype, and remember "
+        "enough to tell at unpack time whether t was written since. Leave non-floating tensors exact.",
+        "The version counter lives on the tensor, so unpack must be able to read t._version later without "
+        "keeping t's memory alive, and without holding t itself (a pack that returns t can make a "
+        "reference cycle). weakref.ref reads a tensor while something else keeps it alive.",
+        "Whose counter moves when a view is written? A temporary view (h[1:]) dies at once, while its base "
+        "lives on and shares the counter: watch t._base when there is one. A dead reference is not a write.",
+    ),
 )
 def half_guard(case):
     return guard_truth(case)[0]

@@ -2,6 +2,7 @@
 operation creates, as the allocator would), the :class:`Block` chain the checkpointing questions run, and the
 pack/unpack pairs the notebook builds (alias, copy, float16), with what the experiments measure through them.
 """
+
 from __future__ import annotations
 
 import gc
@@ -18,6 +19,7 @@ from torch.utils.checkpoint import checkpoint
 # =====================================================================================================
 # Instruments and models
 # =====================================================================================================
+
 
 class MemoryWatch(TorchDispatchMode):
     """Bytes of tensor memory created while the watch is active: alive now (``held()``) and at most (``peak``).
@@ -58,14 +60,13 @@ class MemoryWatch(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        given = {t.untyped_storage().data_ptr() for t in tree_flatten((args, kwargs))[0]
-                 if isinstance(t, torch.Tensor)}
+        given = {t.untyped_storage().data_ptr() for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
         for t in tree_flatten(out)[0]:
             if not isinstance(t, torch.Tensor):
                 continue
             storage = t.untyped_storage()
             if storage.nbytes() == 0 or storage.data_ptr() in given:
-                continue              # a view of an input, or an in-place write: no new memory
+                continue  # a view of an input, or an in-place write: no new memory
             key = storage._cdata
             if key not in self._live or self._live[key][0].expired():
                 self._live[key] = (StorageWeakRef(storage), storage.nbytes())
@@ -112,6 +113,7 @@ def checkpointed(model: nn.Sequential, x: torch.Tensor, which=None, use_reentran
 
 
 # --- the pairs the notebook builds ----------------------------------------------------------------
+
 
 def half_pack(t):
     """Naive compression: every saved tensor kept in float16, with its dtype to restore."""
@@ -160,6 +162,7 @@ def relative_error(exact: dict[str, torch.Tensor], approx: dict[str, torch.Tenso
 
 # --- offloading: a pair that keeps an alias, one that keeps a copy --------------------------------
 
+
 def alias_pack(t):
     """Keeps the very tensor it is handed (detached, so no reference cycle): what save_on_cpu() does on a CPU."""
     return t.detach()
@@ -198,6 +201,7 @@ def leaks(pack) -> bool:
 
 
 # --- compression: what float16 costs in accuracy and memory ---------------------------------------
+
 
 def decade(error: float) -> str:
     exponent = min(5, max(1, round(-math.log10(error))))
@@ -256,6 +260,7 @@ def exp_grad(dtype) -> str:
 
 
 # --- checkpointing --------------------------------------------------------------------------------
+
 
 def bn_block(seed: int = 0):
     torch.manual_seed(seed)

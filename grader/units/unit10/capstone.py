@@ -23,6 +23,7 @@ The tools read torch's record, never the generator's label:
   gradients equal an independent reference (:meth:`TrainingProgram.reference`, computed with
   ``torch.autograd.grad`` from the program's specification, not from its text).
 """
+
 from __future__ import annotations
 
 import ast
@@ -60,12 +61,13 @@ MOVES = "every parameter moves"
 DEPTH = "depth is the same at every step"
 GRADS = "every step's gradients equal the reference"
 FACTS = (RUNS, MOVES, DEPTH, GRADS)
-TOLERANCE = (1e-5, 1e-4)      # absolute, relative: how close a gradient must be to the reference
+TOLERANCE = (1e-5, 1e-4)  # absolute, relative: how close a gradient must be to the reference
 
 
 # =================================================================================================
 # Programs
 # =================================================================================================
+
 
 @dataclass(frozen=True)
 class TrainingProgram:
@@ -120,6 +122,7 @@ class TrainingProgram:
 # Walking a program statement by statement
 # =================================================================================================
 
+
 @dataclass(repr=False, eq=False)
 class StatementEvent(traces.Step):
     """One statement as it ran. ``number`` is its first line in the listing, ``line`` its text.
@@ -137,7 +140,7 @@ class StatementEvent(traces.Step):
     stale: tuple = ()
     error: BaseException | None = None
 
-    __eq__ = object.__eq__          # events are compared by identity, never by their tensors
+    __eq__ = object.__eq__  # events are compared by identity, never by their tensors
     __hash__ = object.__hash__
 
     @property
@@ -158,7 +161,7 @@ class Run:
         self.program = program
         self.events = events
         self.names = names
-        self._after = after          # step -> a shallow copy of the names when that step ended
+        self._after = after  # step -> a shallow copy of the names when that step ended
 
     @property
     def error(self) -> StatementEvent | None:
@@ -219,16 +222,19 @@ class Run:
 
     def table(self, step: int | None = None) -> str:
         """One row per statement run: line, step, the flags of the value it bound, stale saves so far."""
-        rows = [f"{'line':>4}  {'step':>4}  {'statement':<38}  {'requires_grad':<13}  {'is_leaf':<7}  "
-                f"{'grad_fn':<18}  stale"]
+        rows = [
+            f"{'line':>4}  {'step':>4}  {'statement':<38}  {'requires_grad':<13}  {'is_leaf':<7}  "
+            f"{'grad_fn':<18}  stale"
+        ]
         for e in self.events:
             if step is not None and e.step not in (step,):
                 continue
             text = traces._one_line(e.line)
             text = text if len(text) <= 38 else text[:37] + "…"
             if e.error is not None:
-                rows.append(f"{e.number:>4}  {e.step:>4}  {text:<38}  raised {type(e.error).__name__}: "
-                            f"{stable_part(e.error)}")
+                rows.append(
+                    f"{e.number:>4}  {e.step:>4}  {text:<38}  raised {type(e.error).__name__}: {stable_part(e.error)}"
+                )
                 continue
             if isinstance(e.tensor, torch.Tensor) and e.name is not None:
                 flags = f"{e.requires_grad!s:<13}  {e.is_leaf!s:<7}  {e.grad_fn:<18}"
@@ -308,11 +314,18 @@ def step_through(program: TrainingProgram | str, steps: int | None = None) -> Ru
     def one(stmt: ast.stmt, step: int) -> bool:
         read_first = [n for n in traces._read(stmt) if n in ns and not isinstance(ns[n], type(torch))]
         code = compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec")
-        event = StatementEvent(number=stmt.lineno, line=_statement_text(source, stmt), name=None, tensor=None,
-                      inputs=tuple(read_first), last=stmt.end_lineno or stmt.lineno, step=step)
+        event = StatementEvent(
+            number=stmt.lineno,
+            line=_statement_text(source, stmt),
+            name=None,
+            tensor=None,
+            inputs=tuple(read_first),
+            last=stmt.end_lineno or stmt.lineno,
+            step=step,
+        )
         try:
             exec(code, ns)
-        except Exception as exc:          # torch raised: that is the observation
+        except Exception as exc:  # torch raised: that is the observation
             event.error = exc
             events.append(event)
             return False
@@ -358,6 +371,7 @@ def step_through(program: TrainingProgram | str, steps: int | None = None) -> Ru
 # The grader's audit
 # =================================================================================================
 
+
 @dataclass
 class AuditFinding:
     """A diagnosis: the fault kind, the statement it sits in (None for no fault), and the evidence."""
@@ -398,7 +412,7 @@ def audit(program: TrainingProgram | Run) -> AuditFinding:
 
     # 1. the tensor each name held when step 1's loss was computed: is it the one the optimizer updates?
     for name in params:
-        binding = next((e for e in reversed(upto[:loss_at + 1]) if name in e.names), None)
+        binding = next((e for e in reversed(upto[: loss_at + 1]) if name in e.names), None)
         if binding is not None and not any(binding.tensor is p for p in held):
             return AuditFinding(REBOUND, binding, f"{name} as the loss used it is not a tensor the optimizer holds")
 
@@ -424,8 +438,11 @@ def audit(program: TrainingProgram | Run) -> AuditFinding:
     # 4. does step 2's loss reach a graph made before the loop, or in step 1?
     for _reader, name, b in crossings(run, 2)[:1]:
         when = "before the loop" if b.step == 0 else f"at step {b.step}"
-        return AuditFinding(STALE if b.step == 0 else CARRIED, b,
-                       f"step 2 reads {name} as bound {when}, and its loss reaches that graph")
+        return AuditFinding(
+            STALE if b.step == 0 else CARRIED,
+            b,
+            f"step 2 reads {name} as bound {when}, and its loss reaches that graph",
+        )
 
     # 5. is .grad clear when step 2's backward adds into it?
     bw = run.backward_event(2)
@@ -449,8 +466,13 @@ def crossings(run: Run, n: int = 2) -> list[tuple[StatementEvent, str, Statement
     for e in run.step(n):
         for name in e.inputs:
             b = run.bound_before(e, name)
-            if (b is not None and b.step < n and isinstance(b.tensor, torch.Tensor)
-                    and b.tensor.grad_fn is not None and b.tensor.grad_fn in reached):
+            if (
+                b is not None
+                and b.step < n
+                and isinstance(b.tensor, torch.Tensor)
+                and b.tensor.grad_fn is not None
+                and b.tensor.grad_fn in reached
+            ):
                 found.append((e, name, b))
         if "loss" in e.names:
             break
@@ -493,12 +515,15 @@ def checklist(run: Run) -> str:
             binding = next((s for s in reversed(tr.steps) if name in getattr(s, "names", ())), None)
             used[name] = binding
         rebound = [n for n, b in used.items() if b is not None and not any(b.tensor is p for p in held)]
-        lines.append("step 1's parameters are the optimizer's: " +
-                     ("yes" if not rebound else "no, not " + ", ".join(rebound)))
+        lines.append(
+            "step 1's parameters are the optimizer's: " + ("yes" if not rebound else "no, not " + ", ".join(rebound))
+        )
         reached = [n for n in params if used.get(n) is not None and traces.reaches(loss1, used[n].tensor)]
-        lines.append("step 1's loss reaches: " + (", ".join(reached) or "none") +
-                     ("" if len(reached) == len(params) else
-                      "; not " + ", ".join(n for n in params if n not in reached)))
+        lines.append(
+            "step 1's loss reaches: "
+            + (", ".join(reached) or "none")
+            + ("" if len(reached) == len(params) else "; not " + ", ".join(n for n in params if n not in reached))
+        )
         stale = next((e for e in run.step(1) if e.stale and not e.backward), None)
         bw1 = run.backward_event(1)
         if stale is not None and (bw1 is None or run.events.index(stale) < run.events.index(bw1)):
@@ -510,22 +535,33 @@ def checklist(run: Run) -> str:
         lines.append("depth of each step's loss: " + ", ".join(map(str, depths)))
     if isinstance(run.loss(2), torch.Tensor):
         found = crossings(run, 2)
-        lines.append("step 2's loss reaches an earlier graph: " + (
-            "no" if not found else "; ".join(
-                f"{name} as bound at line {b.number} " + ("before the loop" if b.step == 0 else f"at step {b.step}")
-                for _, name, b in found)))
+        lines.append(
+            "step 2's loss reaches an earlier graph: "
+            + (
+                "no"
+                if not found
+                else "; ".join(
+                    f"{name} as bound at line {b.number} " + ("before the loop" if b.step == 0 else f"at step {b.step}")
+                    for _, name, b in found
+                )
+            )
+        )
     bw = run.backward_event(2)
     if bw is not None:
         grads = run.before(bw).grads
-        lines.append(".grad just before step 2's backward: " +
-                     ", ".join(f"{n} {'None' if g is None else ('zero' if not _nonzero(g) else 'nonzero')}"
-                               for n, g in grads.items()))
+        lines.append(
+            ".grad just before step 2's backward: "
+            + ", ".join(
+                f"{n} {'None' if g is None else ('zero' if not _nonzero(g) else 'nonzero')}" for n, g in grads.items()
+            )
+        )
     return "\n".join(lines)
 
 
 # =================================================================================================
 # Proving a repair by the quantities it restores
 # =================================================================================================
+
 
 @dataclass
 class Proof:
@@ -534,10 +570,10 @@ class Proof:
     facts: frozenset
     error: str = ""
     depths: list = field(default_factory=list)
-    matches: list = field(default_factory=list)      # per opt.step: do the gradients equal the reference?
+    matches: list = field(default_factory=list)  # per opt.step: do the gradients equal the reference?
     moved: dict = field(default_factory=dict)
     losses: list = field(default_factory=list)
-    steps: int = 0                                   # opt.step() calls seen
+    steps: int = 0  # opt.step() calls seen
     expected_steps: int = 0
 
     def details(self) -> list[str]:
@@ -550,8 +586,10 @@ class Proof:
         if self.moved:
             out.append("moved: " + ", ".join(f"{n} {'yes' if m else 'no'}" for n, m in self.moved.items()))
         if self.matches:
-            out.append("gradients equal the reference at step(s): " +
-                       (", ".join(str(i + 1) for i, ok in enumerate(self.matches) if ok) or "none"))
+            out.append(
+                "gradients equal the reference at step(s): "
+                + (", ".join(str(i + 1) for i, ok in enumerate(self.matches) if ok) or "none")
+            )
         return out
 
     def __repr__(self):
@@ -586,19 +624,22 @@ def prove(program: TrainingProgram, source: str | None = None) -> Proof:
     reference = program.reference()
     ns: dict[str, Any] = {"torch": torch}
     start: dict[str, torch.Tensor] = {}
-    seen: list[tuple] = []           # (grads, depth, loss) at each opt.step(), before it updates
+    seen: list[tuple] = []  # (grads, depth, loss) at each opt.step(), before it updates
     filename = "<repaired program>"
 
     def before_step(optimizer, args, kwargs):
         current = {n: ns.get(n) for n in names}
         if not seen:
             start.update({n: t.detach().clone() for n, t in current.items() if isinstance(t, torch.Tensor)})
-        grads = {n: (t.grad.detach().clone() if isinstance(t, torch.Tensor) and t.grad is not None else None)
-                 for n, t in current.items()}
+        grads = {
+            n: (t.grad.detach().clone() if isinstance(t, torch.Tensor) and t.grad is not None else None)
+            for n, t in current.items()
+        }
         loss = ns.get("loss")
         is_tensor = isinstance(loss, torch.Tensor)
-        seen.append((grads, probes.depth(loss) if is_tensor else 0,
-                     float(loss.detach().sum()) if is_tensor else math.nan))
+        seen.append(
+            (grads, probes.depth(loss) if is_tensor else 0, float(loss.detach().sum()) if is_tensor else math.nan)
+        )
 
     error = ""
     handle = _optimizer.register_optimizer_step_pre_hook(before_step)
@@ -612,8 +653,12 @@ def prove(program: TrainingProgram, source: str | None = None) -> Proof:
     moved = {}
     for n in names:
         now = ns.get(n)
-        moved[n] = (n in start and isinstance(now, torch.Tensor) and now.shape == start[n].shape and
-                    bool((now.detach() - start[n]).abs().max() > 1e-7))
+        moved[n] = (
+            n in start
+            and isinstance(now, torch.Tensor)
+            and now.shape == start[n].shape
+            and bool((now.detach() - start[n]).abs().max() > 1e-7)
+        )
     matches = [all(_close(grads.get(n), ref.get(n)) for n in names) for (grads, _, _), ref in zip(seen, reference)]
     depths = [d for _, d, _ in seen]
     facts = set()
@@ -625,19 +670,19 @@ def prove(program: TrainingProgram, source: str | None = None) -> Proof:
         facts.add(DEPTH)
     if len(seen) == len(reference) and all(matches):
         facts.add(GRADS)
-    return Proof(frozenset(facts), error, depths, matches, moved, [l for _, _, l in seen], len(seen),
-                 len(reference))
+    return Proof(frozenset(facts), error, depths, matches, moved, [l for _, _, l in seen], len(seen), len(reference))
 
 
 # =================================================================================================
 # Generating programs
 # =================================================================================================
 
+
 @dataclass(frozen=True)
 class Spec:
     """The intended computation a program is written from (never handed to a learner as such)."""
 
-    template: str                      # "batch": one fixed batch; "sequence": one input per step, a carried state
+    template: str  # "batch": one fixed batch; "sequence": one input per step, a carried state
     x: tuple
     y: tuple
     w_enc: tuple
@@ -650,13 +695,13 @@ class Spec:
     names: tuple = ("w_enc", "w_head", "b_head")
     hname: str = "h"
     sname: str = "state"
-    log: bool = False                  # decoy: a detached copy of the features kept in a list
-    metric: bool = False               # decoy: a metric computed under no_grad after the loss
-    shift: bool = False                # decoy: a harmless in-place shift of the pre-activation
-    retain: bool = False               # decoy (sequence): retain_graph=True, the state still detached
-    zero_first: bool = False           # opt.zero_grad() opens the step instead of preceding backward
-    post: tuple | None = None          # ("add" | "mul" | "clamp", c): a transform of the features
-    clamp_state: bool = False          # sequence: the state is clamped to [-1, 1] after the prediction
+    log: bool = False  # decoy: a detached copy of the features kept in a list
+    metric: bool = False  # decoy: a metric computed under no_grad after the loss
+    shift: bool = False  # decoy: a harmless in-place shift of the pre-activation
+    retain: bool = False  # decoy (sequence): retain_graph=True, the state still detached
+    zero_first: bool = False  # opt.zero_grad() opens the step instead of preceding backward
+    post: tuple | None = None  # ("add" | "mul" | "clamp", c): a transform of the features
+    clamp_state: bool = False  # sequence: the state is clamped to [-1, 1] after the prediction
 
     @property
     def params(self) -> tuple:
@@ -669,10 +714,10 @@ class Fault:
     """One planted fault and its spelling."""
 
     kind: str
-    form: str = ""            # detach: "call" | "copy" | "line"; in-place: "features" | "state"; rebind: how
-    target: str = ""          # the parameter a rebinding hits
-    retain: bool = False      # stale graph / carried state: the author silenced the error with retain_graph
-    op: str = ""              # in-place on the features: "+=" | "method"
+    form: str = ""  # detach: "call" | "copy" | "line"; in-place: "features" | "state"; rebind: how
+    target: str = ""  # the parameter a rebinding hits
+    retain: bool = False  # stale graph / carried state: the author silenced the error with retain_graph
+    op: str = ""  # in-place on the features: "+=" | "method"
 
 
 def _num(v: float) -> str:
@@ -687,9 +732,14 @@ def _mat(rows) -> str:
     return "[" + ", ".join(_vec(r) for r in rows) + "]"
 
 
-_INPLACE = {("add", "+="): "{h} += {c}", ("add", "method"): "{h}.add_({c})",
-            ("mul", "+="): "{h} *= {c}", ("mul", "method"): "{h}.mul_({c})",
-            ("clamp", "+="): "{h}.clamp_(max={c})", ("clamp", "method"): "{h}.clamp_(max={c})"}
+_INPLACE = {
+    ("add", "+="): "{h} += {c}",
+    ("add", "method"): "{h}.add_({c})",
+    ("mul", "+="): "{h} *= {c}",
+    ("mul", "method"): "{h}.mul_({c})",
+    ("clamp", "+="): "{h}.clamp_(max={c})",
+    ("clamp", "method"): "{h}.clamp_(max={c})",
+}
 _OUTOFPLACE = {"add": "{h} = {h} + {c}", "mul": "{h} = {h} * {c}", "clamp": "{h} = {h}.clamp(max={c})"}
 _REBINDS = {
     "copy": "{p} = {p}.detach().clone().requires_grad_()",
@@ -762,8 +812,9 @@ def render(spec: Spec, fault: Fault | None = None, title: str = "program") -> Tr
         feed = st
     body.append(f"pred = {feed} @ {head}" + (f" + {bias}" if spec.bias is not None else ""))
     if spec.clamp_state:
-        body.append(f"{st}.clamp_(-1.0, 1.0)" if kind == IN_PLACE and fault.form == "state"
-                    else f"{st} = {st}.clamp(-1.0, 1.0)")
+        body.append(
+            f"{st}.clamp_(-1.0, 1.0)" if kind == IN_PLACE and fault.form == "state" else f"{st} = {st}.clamp(-1.0, 1.0)"
+        )
     target = "ys[step]" if seq else "y"
     body.append("loss = (pred - ys[step]) ** 2" if seq else "loss = ((pred - y) ** 2).mean()")
     if spec.metric:
@@ -786,8 +837,7 @@ _ACT = {"tanh": torch.tanh, "sigmoid": torch.sigmoid}
 def reference_grads(spec: Spec) -> list[dict[str, torch.Tensor]]:
     """Each step's gradients for the intended computation, by torch.autograd.grad, with plain SGD between
     steps and the carried state entering each step as a constant. Independent of any program text."""
-    params = {n: torch.tensor(v, requires_grad=True)
-              for n, v in zip(spec.params, (spec.w_enc, spec.w_head, spec.bias))}
+    params = {n: torch.tensor(v, requires_grad=True) for n, v in zip(spec.params, (spec.w_enc, spec.w_head, spec.bias))}
     enc, head, bias = spec.names
     x, y = torch.tensor(spec.x), torch.tensor(spec.y)
     state = torch.zeros(len(spec.w_head))
@@ -847,16 +897,25 @@ def random_spec(rng: random.Random, kind: str) -> Spec:
         op = rng.choice(["add", "mul", "clamp"])
         post = (op, {"add": rng.choice([0.1, 0.2]), "mul": rng.choice([0.5, 2.0]), "clamp": 0.5}[op])
     return Spec(
-        template=template, x=x, y=y,
-        w_enc=tuple(_values(rng, k) for _ in range(d)), w_head=_values(rng, k),
-        steps=steps, lr=rng.choice([0.1, 0.2, 0.3]), act=rng.choice(["tanh", "tanh", "sigmoid"]),
+        template=template,
+        x=x,
+        y=y,
+        w_enc=tuple(_values(rng, k) for _ in range(d)),
+        w_head=_values(rng, k),
+        steps=steps,
+        lr=rng.choice([0.1, 0.2, 0.3]),
+        act=rng.choice(["tanh", "tanh", "sigmoid"]),
         bias=round(rng.uniform(-0.5, 0.5), 1) if rng.random() < 0.3 else None,
-        decay=rng.choice([0.5, 0.8]), names=names,
-        hname=rng.choice(["h", "feats"]), sname=rng.choice(["state", "memory"]),
-        log=rng.random() < 0.4, metric=rng.random() < 0.25,
+        decay=rng.choice([0.5, 0.8]),
+        names=names,
+        hname=rng.choice(["h", "feats"]),
+        sname=rng.choice(["state", "memory"]),
+        log=rng.random() < 0.4,
+        metric=rng.random() < 0.25,
         shift=kind != STALE and rng.random() < 0.25,
         retain=template == "sequence" and kind not in (STALE, CARRIED) and rng.random() < 0.3,
-        zero_first=rng.random() < 0.3, post=post,
+        zero_first=rng.random() < 0.3,
+        post=post,
         clamp_state=template == "sequence" and rng.random() < 0.3,
     )
 

@@ -5,6 +5,7 @@
 :func:`~grader.units.unit10.capstone.render`; :func:`cases` keeps those whose intended version trains and whose
 fault shows. The planted fault stays on the :class:`AuditCase` and never reaches the program a learner is given.
 """
+
 from __future__ import annotations
 
 import functools
@@ -37,7 +38,7 @@ class AuditCase(Case):
     clean: TrainingProgram = field(repr=False)
     fault: Fault | None = field(repr=False, default=None)
     output: str = "program"
-    drawing_label = None            # a class attribute, not a field: drawing() is headed "its graph"
+    drawing_label = None  # a class attribute, not a field: drawing() is headed "its graph"
 
     @property
     def planted(self) -> str:
@@ -61,7 +62,7 @@ class AuditCase(Case):
     def drawing(self, ns=None) -> str:
         try:
             return "the audit's readings (two steps):\n" + checklist(step_through(self.program, steps=2))
-        except Exception as exc:      # a drawing must never stop a verdict
+        except Exception as exc:  # a drawing must never stop a verdict
             return f"(the readings could not be taken: {type(exc).__name__})"
 
     def __repr__(self):

@@ -1,4 +1,5 @@
 """The answer kinds only unit 10 uses: a fault at a line of a training program, and the facts a repair restored."""
+
 from __future__ import annotations
 
 import numbers
@@ -14,13 +15,15 @@ class FaultAtLine(Kind):
     label = "a fault kind and a line number"
 
     def describe(self):
-        return ("a pair (fault kind, line number), the kind one of " + ", ".join(repr(k) for k in KINDS) +
-                "; or 'no fault'")
+        return (
+            "a pair (fault kind, line number), the kind one of " + ", ".join(repr(k) for k in KINDS) + "; or 'no fault'"
+        )
 
     def _kind(self, text):
         if not isinstance(text, str):
-            raise BadAnswer(f"the fault kind must be a string, one of {', '.join(map(repr, VERDICTS))}; "
-                            f"got {type_words(text)}")
+            raise BadAnswer(
+                f"the fault kind must be a string, one of {', '.join(map(repr, VERDICTS))}; got {type_words(text)}"
+            )
         for k in VERDICTS:
             if text.strip().lower() == k:
                 return k

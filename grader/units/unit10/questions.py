@@ -7,6 +7,7 @@ cases of :mod:`grader.units.unit10.cases`, graded by :class:`grader.units.unit10
 loss reaches, which saved tensors went stale, which graphs a later step reaches, what ``.grad`` holds,
 which parameters moved, and how each step's gradients compare with an independent reference.
 """
+
 from __future__ import annotations
 
 from grader.engine.kinds import Choice, Error, Function, Names, Number
@@ -32,14 +33,27 @@ from grader.units.unit10.support import line_of, module_loop
 
 # --- the worked example: a script that runs, trains, and carries its history -------------------------
 
-WORKED = render(Spec(template="sequence", x=((0.5, -1.0), (1.2, 0.3), (-0.4, 0.8), (0.9, -0.6)),
-                     y=(0.4, -0.3, 0.6, 0.1), w_enc=((0.8, -0.5), (0.3, 0.9)), w_head=(0.6, -0.7), steps=4,
-                     lr=0.2, shift=True, log=True, metric=True),
-                Fault(CARRIED, retain=True), "the worked example")
+WORKED = render(
+    Spec(
+        template="sequence",
+        x=((0.5, -1.0), (1.2, 0.3), (-0.4, 0.8), (0.9, -0.6)),
+        y=(0.4, -0.3, 0.6, 0.1),
+        w_enc=((0.8, -0.5), (0.3, 0.9)),
+        w_head=(0.6, -0.7),
+        steps=4,
+        lr=0.2,
+        shift=True,
+        log=True,
+        metric=True,
+    ),
+    Fault(CARRIED, retain=True),
+    "the worked example",
+)
 
 # The repair the notebook makes: a plain backward, and the carried state detached once the step is done.
-WORKED_REPAIRED = (WORKED.source.replace("loss.backward(retain_graph=True)", "loss.backward()")
-                   + "\n    state = state.detach()")
+WORKED_REPAIRED = (
+    WORKED.source.replace("loss.backward(retain_graph=True)", "loss.backward()") + "\n    state = state.detach()"
+)
 
 PLACES4 = tuple(f"at step {n}'s backward" for n in range(1, 5))
 
@@ -49,27 +63,34 @@ def _worked_run(steps=None):
 
 
 @predict_then_run(
-    "10.worked-runs", Error(*PLACES4),
+    "10.worked-runs",
+    Error(*PLACES4),
     prompt="The worked example, lines numbered: " + WORKED.inline() + ". Run as written, does it raise, and "
-           "if so at which step's backward? Answer 'no error' or \"at step n's backward\" (the place is graded).",
-    misconceptions=[("at step 2's backward", "That is the error this loop would raise without the flag: "
-                     "retain_graph=True keeps step 1's saved values, so step 2's walk back into them succeeds.")],
+    "if so at which step's backward? Answer 'no error' or \"at step n's backward\" (the place is graded).",
+    misconceptions=[
+        (
+            "at step 2's backward",
+            "That is the error this loop would raise without the flag: "
+            "retain_graph=True keeps step 1's saved values, so step 2's walk back into them succeeds.",
+        )
+    ],
     explain="Nothing cuts the carried state, so each step's graph runs back through every earlier step; "
-            "retain_graph=True keeps those older saved values alive, so every backward finds what it needs. "
-            "The flag silenced the error that would have pointed at the fault.",
+    "retain_graph=True keeps those older saved values alive, so every backward finds what it needs. "
+    "The flag silenced the error that would have pointed at the fault.",
 )
 def worked_runs():
     yield from capstone.backward_places(WORKED)
 
 
 @predict_then_run(
-    "10.worked-reached", Names(pool=WORKED.params),
+    "10.worked-reached",
+    Names(pool=WORKED.params),
     prompt=f"In the worked example, line {line_of(WORKED, 'log.append')} appends h.detach() to a log and line "
-           f"{line_of(WORKED, 'no_grad')} opens a block that computes a metric under torch.no_grad(). Which parameters does step 1's loss reach (backward from it would accumulate into "
-           "them)? Answer a set of names.",
+    f"{line_of(WORKED, 'no_grad')} opens a block that computes a metric under torch.no_grad(). Which parameters does step 1's loss reach (backward from it would accumulate into "
+    "them)? Answer a set of names.",
     explain="A cut matters only on a route to the loss. The detached copy goes into a list and the no_grad "
-            "metric is computed after the loss from its inputs; the loss itself is computed from h and the "
-            "state, which carry the record of both parameters.",
+    "metric is computed after the loss from its inputs; the loss itself is computed from h and the "
+    "state, which carry the record of both parameters.",
 )
 def worked_reached():
     run = _worked_run(steps=1)
@@ -78,26 +99,28 @@ def worked_reached():
 
 
 @predict_then_run(
-    "10.worked-depths", Number(tol=0),
+    "10.worked-depths",
+    Number(tol=0),
     prompt="The worked example runs 4 steps. probes.depth(loss) counts the nodes on the longest path from "
-           "loss.grad_fn down to a leaf; for step 1's loss it is " +
-           str(capstone.step_through(WORKED, steps=1).depths()[0]) +
-           ". What is it for the losses of steps 1 to 4? Answer four numbers.",
+    "loss.grad_fn down to a leaf; for step 1's loss it is "
+    + str(capstone.step_through(WORKED, steps=1).depths()[0])
+    + ". What is it for the losses of steps 1 to 4? Answer four numbers.",
     explain="state = 0.5 * state + h carries the previous state with its graph: every step puts one more "
-            "multiplication and one more addition under the new state, on top of all earlier steps.",
+    "multiplication and one more addition under the new state, on top of all earlier steps.",
 )
 def worked_depths():
     return _worked_run().depths()
 
 
 @predict_then_run(
-    "10.worked-carrier", Number(tol=0),
+    "10.worked-carrier",
+    Number(tol=0),
     prompt="Step 2's loss in the worked example reaches nodes that were made at step 1. Step 2 reads a name "
-           "whose value, with its graph, was bound at step 1: on which line was it bound? Answer the line "
-           "number.",
+    "whose value, with its graph, was bound at step 1: on which line was it bound? Answer the line "
+    "number.",
     explain="At step 2 the state line reads state as step 1 left it, and step 1's state has a grad_fn. That "
-            "binding is where the history crosses from one step into the next: the first broken edge of a "
-            "carried-state leak, and the place a detach belongs (after the step has used it).",
+    "binding is where the history crosses from one step into the next: the first broken edge of a "
+    "carried-state leak, and the place a detach belongs (after the step has used it).",
 )
 def worked_carrier():
     found = capstone.crossings(_worked_run(steps=2), 2)
@@ -105,12 +128,13 @@ def worked_carrier():
 
 
 @predict_then_run(
-    "10.worked-first-differs", Number(tol=0),
+    "10.worked-first-differs",
+    Number(tol=0),
     prompt="A reference computes each step's gradients for the computation the script means (the state entering "
-           "each step as a constant) with torch.autograd.grad. At opt.step() of each of the 4 steps, the script's "
-           "w_enc.grad and w_head.grad are compared with it (to within 1e-5). At which step do they first differ?",
+    "each step as a constant) with torch.autograd.grad. At opt.step() of each of the 4 steps, the script's "
+    "w_enc.grad and w_head.grad are compared with it (to within 1e-5). At which step do they first differ?",
     explain="At step 1 there is no history yet, so the leak changes nothing. From step 2 on, each backward also "
-            "differentiates through the earlier steps, and the gradient becomes that of a different quantity.",
+    "differentiates through the earlier steps, and the gradient becomes that of a different quantity.",
 )
 def worked_first_differs():
     matches = capstone.prove(WORKED).matches
@@ -118,12 +142,13 @@ def worked_first_differs():
 
 
 @predict_then_run(
-    "10.worked-repaired-depths", Number(tol=0),
+    "10.worked-repaired-depths",
+    Number(tol=0),
     prompt="Repair the worked example: replace loss.backward(retain_graph=True) by loss.backward() and add "
-           "state = state.detach() as the last statement of the loop body (after opt.step()). What is "
-           "probes.depth(loss) at steps 1 to 4 now? Answer four numbers.",
+    "state = state.detach() as the last statement of the loop body (after opt.step()). What is "
+    "probes.depth(loss) at steps 1 to 4 now? Answer four numbers.",
     explain="The detached state enters each step as a leaf with no history, so every step's graph is one step "
-            "long: the quantity the fault broke, restored, along with the gradients.",
+    "long: the quantity the fault broke, restored, along with the gradients.",
 )
 def worked_repaired_depths():
     return capstone.prove(WORKED, WORKED_REPAIRED).depths
@@ -131,12 +156,24 @@ def worked_repaired_depths():
 
 # --- trap 1: "the loss went down, so it is fixed" ---------------------------------------------------
 
-FROZEN = render(Spec(template="batch", x=((1.0, 0.5), (-0.5, 1.5), (0.8, -1.0)), y=(0.9, -0.4, 0.6),
-                     w_enc=((0.4, -0.6), (0.7, 0.2)), w_head=(0.5, 0.9), steps=6, lr=0.3),
-                Fault(DETACHED, form="copy"), "the frozen encoder")
+FROZEN = render(
+    Spec(
+        template="batch",
+        x=((1.0, 0.5), (-0.5, 1.5), (0.8, -1.0)),
+        y=(0.9, -0.4, 0.6),
+        w_enc=((0.4, -0.6), (0.7, 0.2)),
+        w_head=(0.5, 0.9),
+        steps=6,
+        lr=0.3,
+    ),
+    Fault(DETACHED, form="copy"),
+    "the frozen encoder",
+)
 FROZEN_RUNS = {
     "as found": FROZEN.source,
-    "fake repair": FROZEN.source.replace("    log.append(kept)\n", "    log.append(kept)\n    kept.requires_grad_(True)\n"),
+    "fake repair": FROZEN.source.replace(
+        "    log.append(kept)\n", "    log.append(kept)\n    kept.requires_grad_(True)\n"
+    ),
     "real repair": FROZEN.source.replace("    pred = kept @", "    pred = h @"),
 }
 
@@ -146,11 +183,12 @@ def _frozen_proofs():
 
 
 @predict_then_run(
-    "10.trap-moved", Names(pool=tuple(FROZEN_RUNS)),
+    "10.trap-moved",
+    Names(pool=tuple(FROZEN_RUNS)),
     prompt="The same three runs of the frozen encoder. In which of them does w_enc move from its starting value?",
     explain="requires_grad_(True) on kept makes a new leaf in the middle of the model; it cannot reconnect the "
-            "path to w_enc, which the detach cut. Only sending the computed h on restores the path, and the "
-            "proof is the quantity the fault broke: w_enc moves.",
+    "path to w_enc, which the detach cut. Only sending the computed h on restores the path, and the "
+    "proof is the quantity the fault broke: w_enc moves.",
 )
 def trap_moved():
     return {label for label, proof in _frozen_proofs().items() if proof.moved.get("w_enc")}
@@ -158,34 +196,49 @@ def trap_moved():
 
 # --- trap 2: retain_graph=True on a stale graph -----------------------------------------------------
 
-STALE_SPEC = Spec(template="batch", x=((0.6, -1.2), (1.1, 0.4)), y=(0.5, -0.7), w_enc=((0.9, 0.3), (-0.4, 0.8)),
-                  w_head=(0.7, -0.5), steps=4, lr=0.3)
+STALE_SPEC = Spec(
+    template="batch",
+    x=((0.6, -1.2), (1.1, 0.4)),
+    y=(0.5, -0.7),
+    w_enc=((0.9, 0.3), (-0.4, 0.8)),
+    w_head=(0.7, -0.5),
+    steps=4,
+    lr=0.3,
+)
 STALE_EX = render(STALE_SPEC, Fault(STALE), "the cached encoder")
 STALE_RETAINED = STALE_EX.source.replace("loss.backward()", "loss.backward(retain_graph=True)")
 
 
 @predict_then_run(
-    "10.stale-where", Error(*PLACES4, terms=(("second time", "freed"),)),
+    "10.stale-where",
+    Error(*PLACES4, terms=(("second time", "freed"),)),
     prompt="The cached encoder: " + STALE_EX.inline() + ". Does it raise, and if so at which step's backward? "
-           "Answer a place, or (place, your words for what the message says): the place is graded exactly, "
-           "the words on the message's key idea.",
-    misconceptions=[("no error", "h was computed once, before the loop: every step's loss walks back into the "
-                     "same tanh and matmul nodes, whose saved values step 1's backward freed.")],
+    "Answer a place, or (place, your words for what the message says): the place is graded exactly, "
+    "the words on the message's key idea.",
+    misconceptions=[
+        (
+            "no error",
+            "h was computed once, before the loop: every step's loss walks back into the "
+            "same tanh and matmul nodes, whose saved values step 1's backward freed.",
+        )
+    ],
     explain="h was computed once, before the loop, so every step's loss runs back through the same tanh and "
-            "matmul nodes. Step 1's backward freed what they saved; step 2's backward needs it again.",
+    "matmul nodes. Step 1's backward freed what they saved; step 2's backward needs it again.",
 )
 def stale_where():
     yield from capstone.backward_places(STALE_EX)
 
 
 @predict_then_run(
-    "10.stale-retain-facts", Names(pool=FACTS),
-    prompt="Add retain_graph=True to the cached encoder's backward and run its 4 steps. Which of these hold: '" +
-           "', '".join(FACTS) + "'? (The reference is the computation with the encoder inside the loop.)",
+    "10.stale-retain-facts",
+    Names(pool=FACTS),
+    prompt="Add retain_graph=True to the cached encoder's backward and run its 4 steps. Which of these hold: '"
+    + "', '".join(FACTS)
+    + "'? (The reference is the computation with the encoder inside the loop.)",
     explain="The flag keeps step 1's saved values, so the old graph can be walked again: nothing raises, both "
-            "parameters get gradients and move, and the depth never changes. But every step differentiates the "
-            "loss at the features of step 1's w_enc, so from step 2 on the gradients are not those of the "
-            "model as it now is. Only the comparison with the reference shows it.",
+    "parameters get gradients and move, and the depth never changes. But every step differentiates the "
+    "loss at the features of step 1's w_enc, so from step 2 on the gradients are not those of the "
+    "model as it now is. Only the comparison with the reference shows it.",
 )
 def stale_retain_facts():
     return set(capstone.prove(STALE_EX, STALE_RETAINED).facts)
@@ -193,16 +246,22 @@ def stale_retain_facts():
 
 # --- checks on an nn.Module loop, written without the course's helpers ----------------------------------
 
+
 @predict_then_run(
-    "10.module-unheld", Names(pool=("0.weight", "0.bias", "2.weight", "2.bias")),
+    "10.module-unheld",
+    Names(pool=("0.weight", "0.bias", "2.weight", "2.bias")),
     prompt="torch.manual_seed(0); model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)); "
-           "opt = torch.optim.SGD(model.parameters(), lr=0.1); then model[2] = nn.Linear(4, 1). Which of "
-           "model.named_parameters() are not among the tensors in opt.param_groups? Answer a set of names.",
+    "opt = torch.optim.SGD(model.parameters(), lr=0.1); then model[2] = nn.Linear(4, 1). Which of "
+    "model.named_parameters() are not among the tensors in opt.param_groups? Answer a set of names.",
     explain="opt.param_groups holds the tensors model.parameters() yielded when opt was built. Assigning a new "
-            "Linear replaces the module, and its weight and bias are new tensors that opt never saw: they get "
-            "gradients and never move.",
-    misconceptions=[(lambda truth: set(), "opt keeps the tensors it was given, not the model: the new head's "
-                     "tensors were made after it.")],
+    "Linear replaces the module, and its weight and bias are new tensors that opt never saw: they get "
+    "gradients and never move.",
+    misconceptions=[
+        (
+            lambda truth: set(),
+            "opt keeps the tensors it was given, not the model: the new head's tensors were made after it.",
+        )
+    ],
 )
 def module_unheld():
     model, opt = module_loop()
@@ -212,83 +271,167 @@ def module_unheld():
 
 # --- the self-test programs --------------------------------------------------------------------------
 
-SELF_A = render(Spec(template="batch", x=((0.3, 1.0), (-0.8, 0.5)), y=(0.2, -0.6), w_enc=((1.0, -0.3), (0.5, 0.6)),
-                     w_head=(-0.4, 0.8), steps=3, lr=0.2, zero_first=True),
-                Fault(REBOUND, form="in loop", target="w_head"), "program A")
-SELF_B = render(Spec(template="sequence", x=((1.0, 0.2), (0.7, -0.9), (-0.3, 1.1)), y=(0.5, 0.3, -0.4),
-                     w_enc=((1.2, 0.4), (-0.6, 0.9)), w_head=(0.8, 0.6), steps=3, lr=0.2, clamp_state=True),
-                Fault(IN_PLACE, form="state"), "program B")
-SELF_C = render(Spec(template="batch", x=((0.5, 0.5), (1.0, -1.0)), y=(0.3, 0.8), w_enc=((0.6, -0.2), (0.1, 0.7)),
-                     w_head=(1.0, -0.5), steps=3, lr=0.1, log=True),
-                Fault(NOT_CLEARED), "program C")
-SELF_D = render(Spec(template="sequence", x=((0.4, -0.7), (1.0, 0.6), (-0.9, 0.2)), y=(0.3, -0.5, 0.2),
-                     w_enc=((0.7, 0.5), (-0.3, 1.1)), w_head=(0.9, -0.4), steps=3, lr=0.2, retain=True,
-                     metric=True, log=True),
-                None, "program D")
+SELF_A = render(
+    Spec(
+        template="batch",
+        x=((0.3, 1.0), (-0.8, 0.5)),
+        y=(0.2, -0.6),
+        w_enc=((1.0, -0.3), (0.5, 0.6)),
+        w_head=(-0.4, 0.8),
+        steps=3,
+        lr=0.2,
+        zero_first=True,
+    ),
+    Fault(REBOUND, form="in loop", target="w_head"),
+    "program A",
+)
+SELF_B = render(
+    Spec(
+        template="sequence",
+        x=((1.0, 0.2), (0.7, -0.9), (-0.3, 1.1)),
+        y=(0.5, 0.3, -0.4),
+        w_enc=((1.2, 0.4), (-0.6, 0.9)),
+        w_head=(0.8, 0.6),
+        steps=3,
+        lr=0.2,
+        clamp_state=True,
+    ),
+    Fault(IN_PLACE, form="state"),
+    "program B",
+)
+SELF_C = render(
+    Spec(
+        template="batch",
+        x=((0.5, 0.5), (1.0, -1.0)),
+        y=(0.3, 0.8),
+        w_enc=((0.6, -0.2), (0.1, 0.7)),
+        w_head=(1.0, -0.5),
+        steps=3,
+        lr=0.1,
+        log=True,
+    ),
+    Fault(NOT_CLEARED),
+    "program C",
+)
+SELF_D = render(
+    Spec(
+        template="sequence",
+        x=((0.4, -0.7), (1.0, 0.6), (-0.9, 0.2)),
+        y=(0.3, -0.5, 0.2),
+        w_enc=((0.7, 0.5), (-0.3, 1.1)),
+        w_head=(0.9, -0.4),
+        steps=3,
+        lr=0.2,
+        retain=True,
+        metric=True,
+        log=True,
+    ),
+    None,
+    "program D",
+)
 
 
 @self_test(
-    "10.self-kind-a", Choice(*VERDICTS),
-    prompt="Program A: " + SELF_A.inline() + ". Which fault does it have? One of " +
-           ", ".join(repr(v) for v in VERDICTS) + ".",
+    "10.self-kind-a",
+    Choice(*VERDICTS),
+    prompt="Program A: "
+    + SELF_A.inline()
+    + ". Which fault does it have? One of "
+    + ", ".join(repr(v) for v in VERDICTS)
+    + ".",
     explain="opt holds the w_head made before the loop. The first lines of the body bind the name to a new leaf every step; the loss "
-            "reaches that one, so the optimizer finds no gradient on its own tensor and the model's w_head "
-            "never moves.",
-    hints=("Run the checklist in order and stop at the first item that finds something. Item 3 asks whether "
-           "the tensors the loss used are the ones opt updates.",
-           "Which tensor does opt hold for w_head: the one made on line 4, or the one the loop binds? Which one "
-           "does the loss reach?"),
-    misconceptions=[("detached stage", "The detach here makes a new leaf that the loss does reach; what it "
-                     "breaks is the link to the tensor the optimizer holds.")],
+    "reaches that one, so the optimizer finds no gradient on its own tensor and the model's w_head "
+    "never moves.",
+    hints=(
+        "Run the checklist in order and stop at the first item that finds something. Item 3 asks whether "
+        "the tensors the loss used are the ones opt updates.",
+        "Which tensor does opt hold for w_head: the one made on line 4, or the one the loop binds? Which one "
+        "does the loss reach?",
+    ),
+    misconceptions=[
+        (
+            "detached stage",
+            "The detach here makes a new leaf that the loss does reach; what it "
+            "breaks is the link to the tensor the optimizer holds.",
+        )
+    ],
 )
 def self_kind_a():
     return capstone.audit(SELF_A).kind
 
 
 @self_test(
-    "10.self-kind-b", Choice(*VERDICTS),
-    prompt="Program B: " + SELF_B.inline() + ". Which fault does it have? One of " +
-           ", ".join(repr(v) for v in VERDICTS) + ".",
+    "10.self-kind-b",
+    Choice(*VERDICTS),
+    prompt="Program B: "
+    + SELF_B.inline()
+    + ". Which fault does it have? One of "
+    + ", ".join(repr(v) for v in VERDICTS)
+    + ".",
     explain="pred = state @ w_head saved state (the gradient for w_head is state); clamping state in place "
-            "afterwards moves its version, and step 1's backward finds the saved copy stale.",
-    hints=("Look for a write in place (a method ending in _) and ask which node kept the tensor it writes.",
-           "A product keeps each factor for the other's gradient: pred = state @ w_head keeps state. What does "
-           "the clamp on the next line do to state's version before backward reads it?"),
-    misconceptions=[("carried state leak", "The state is detached at the end of every step, so no later step "
-                     "reaches an earlier graph; the trouble is inside step 1.")],
+    "afterwards moves its version, and step 1's backward finds the saved copy stale.",
+    hints=(
+        "Look for a write in place (a method ending in _) and ask which node kept the tensor it writes.",
+        "A product keeps each factor for the other's gradient: pred = state @ w_head keeps state. What does "
+        "the clamp on the next line do to state's version before backward reads it?",
+    ),
+    misconceptions=[
+        (
+            "carried state leak",
+            "The state is detached at the end of every step, so no later step "
+            "reaches an earlier graph; the trouble is inside step 1.",
+        )
+    ],
 )
 def self_kind_b():
     return capstone.audit(SELF_B).kind
 
 
 @self_test(
-    "10.self-broken-c", Names(pool=FACTS),
-    prompt="Program C: " + SELF_C.inline() + ". Which of these quantities does it break: '" + "', '".join(FACTS) +
-           "'? Answer a set.",
+    "10.self-broken-c",
+    Names(pool=FACTS),
+    prompt="Program C: "
+    + SELF_C.inline()
+    + ". Which of these quantities does it break: '"
+    + "', '".join(FACTS)
+    + "'? Answer a set.",
     explain="Without zero_grad each backward adds into what the last one left, so from step 2 on opt.step() "
-            "uses a sum of gradients. It runs, both weights move and the graph stays the same size: only the "
-            "gradient itself is wrong.",
-    hints=("Which line that a training loop usually has is missing from this one?",
-           "Without it, each backward adds into what the previous step left in .grad. Which of the four "
-           "quantities can see a gradient that is a sum of several steps'?"),
+    "uses a sum of gradients. It runs, both weights move and the graph stays the same size: only the "
+    "gradient itself is wrong.",
+    hints=(
+        "Which line that a training loop usually has is missing from this one?",
+        "Without it, each backward adds into what the previous step left in .grad. Which of the four "
+        "quantities can see a gradient that is a sum of several steps'?",
+    ),
 )
 def self_broken_c():
     return set(FACTS) - set(capstone.prove(SELF_C).facts)
 
 
 @self_test(
-    "10.self-kind-d", Choice(*VERDICTS),
-    prompt="Program D: " + SELF_D.inline() + ". Which fault does it have? One of " +
-           ", ".join(repr(v) for v in VERDICTS) + ".",
+    "10.self-kind-d",
+    Choice(*VERDICTS),
+    prompt="Program D: "
+    + SELF_D.inline()
+    + ". Which fault does it have? One of "
+    + ", ".join(repr(v) for v in VERDICTS)
+    + ".",
     explain="Every suspicious line is harmless here: the detach feeds only a log, the no_grad block only a "
-            "metric, and retain_graph=True keeps a graph no later step walks, because the state is detached "
-            "at the end of each step.",
-    hints=("Each suspicious line is harmless unless it sits on a route to the loss, or a later step walks "
-           "what it kept. Check them one by one.",
-           "retain_graph=True matters only if a later backward walks this step's graph. Does anything carry "
-           "this step's graph into the next one, given the last line of the loop?"),
-    misconceptions=[("carried state leak", "The last line of the loop detaches the state, so the next step "
-                     "starts from a constant; retain_graph=True only keeps a graph nothing walks again.")],
+    "metric, and retain_graph=True keeps a graph no later step walks, because the state is detached "
+    "at the end of each step.",
+    hints=(
+        "Each suspicious line is harmless unless it sits on a route to the loss, or a later step walks "
+        "what it kept. Check them one by one.",
+        "retain_graph=True matters only if a later backward walks this step's graph. Does anything carry "
+        "this step's graph into the next one, given the last line of the loop?",
+    ),
+    misconceptions=[
+        (
+            "carried state leak",
+            "The last line of the loop detaches the state, so the next step "
+            "starts from a constant; retain_graph=True only keeps a graph nothing walks again.",
+        )
+    ],
 )
 def self_kind_d():
     return capstone.audit(SELF_D).kind
@@ -296,27 +439,30 @@ def self_kind_d():
 
 # --- exercise 1: diagnose a program ----------------------------------------------------------------
 
+
 @exercise(
     "10.diagnose",
     Function(returns=FaultAtLine(), cases=exercise_cases, call=lambda fn, case, ns: fn(ns["program"])),
     prompt="Write diagnose(program): audit a generated training program (program.source, program.lines, "
-           "program.params; step_through(program, steps=2) walks it) and return (fault kind, line number), the "
-           "kind one of " + ", ".join(repr(k) for k in capstone.KINDS) + ", or 'no fault'. The line is where the "
-           "fault sits: the first broken edge of a cut, the in-place write, the statement whose value a later "
-           "step reads with its graph, the rebinding, or the backward that adds into an uncleared .grad.",
+    "program.params; step_through(program, steps=2) walks it) and return (fault kind, line number), the "
+    "kind one of " + ", ".join(repr(k) for k in capstone.KINDS) + ", or 'no fault'. The line is where the "
+    "fault sits: the first broken edge of a cut, the in-place write, the statement whose value a later "
+    "step reads with its graph, the rebinding, or the backward that adds into an uncleared .grad.",
     explain="Each fault leaves its own evidence in torch's record: a tensor the optimizer does not hold, a "
-            "parameter the loss does not reach, a saved tensor whose version moved, a later step's loss that "
-            "reaches an earlier graph, a .grad that was not empty when backward added into it. Asked in that "
-            "order, they name the fault and its statement, given the one intent the audit assumes: each step "
-            "differentiates its own step.",
-    hints=("Follow the checklist of section 2 in order and return at the first item that finds something: "
-           "the optimizer's tensors, what step 1's loss reaches, stale saves before step 1's backward, graphs "
-           "step 2 reaches, .grad before step 2's backward.",
-           "The worked example's cells are the checklist as code: the identity test against run.held(), "
-           "first_broken_edge(run.trace(1), name), e.stale before backward, run.bound_before(e, name) with "
-           "nodes(run.loss(2)), and run.before(run.backward_event(2)).grads.",
-           "A value bound before the loop (step 0) that step 2's loss reaches is a stale graph; one bound at "
-           "step 1 is a carried state. A cut inside a with torch.no_grad() block is the no_grad encoder."),
+    "parameter the loss does not reach, a saved tensor whose version moved, a later step's loss that "
+    "reaches an earlier graph, a .grad that was not empty when backward added into it. Asked in that "
+    "order, they name the fault and its statement, given the one intent the audit assumes: each step "
+    "differentiates its own step.",
+    hints=(
+        "Follow the checklist of section 2 in order and return at the first item that finds something: "
+        "the optimizer's tensors, what step 1's loss reaches, stale saves before step 1's backward, graphs "
+        "step 2 reaches, .grad before step 2's backward.",
+        "The worked example's cells are the checklist as code: the identity test against run.held(), "
+        "first_broken_edge(run.trace(1), name), e.stale before backward, run.bound_before(e, name) with "
+        "nodes(run.loss(2)), and run.before(run.backward_event(2)).grads.",
+        "A value bound before the loop (step 0) that step 2's loss reaches is a stale graph; one bound at "
+        "step 1 is a carried state. A cut inside a with torch.no_grad() block is the no_grad encoder.",
+    ),
 )
 def diagnose_program(case):
     return capstone.audit(case.fresh()["program"])

@@ -1,4 +1,5 @@
 """Unit 10's helpers outside the audit kit: a program's line numbers for prompts, and the notebook's nn.Module loop."""
+
 from __future__ import annotations
 
 import torch
@@ -12,8 +13,9 @@ def line_of(program, text: str) -> int:
 def module_loop():
     """The notebook's nn.Module program: the head is replaced after the optimizer was built."""
     from torch import nn
+
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    model[2] = nn.Linear(4, 1)                      # "a fresh head" after opt was made
+    model[2] = nn.Linear(4, 1)  # "a fresh head" after opt was made
     return model, opt

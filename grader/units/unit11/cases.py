@@ -1,4 +1,5 @@
 """The generated inputs of unit 11's three exercises: a float64 input and an output gradient per case."""
+
 from __future__ import annotations
 
 import functools
@@ -25,7 +26,7 @@ class OpCase(Case):
     grads: tuple
     step: float = 0.5
     drawing_label = "the live op"
-    output = None               # the exercise's call hands the learner's Function the case, not an entry of fresh()
+    output = None  # the exercise's call hands the learner's Function the case, not an entry of fresh()
 
     @property
     def size(self) -> int:
@@ -41,32 +42,44 @@ class OpCase(Case):
         g = f"g = torch.tensor([{', '.join(format_value(v) for v in self.grads)}], dtype=torch.float64)"
         name = CLASS_NAMES[self.op]
         if self.op == "sigmoid_":
-            return (f"a = {x}\n{g}\nh = a * 1\nout = {name}.apply(h)    # h itself must become sigmoid(a)\n"
-                    "torch.autograd.grad(h, a, g)")
+            return (
+                f"a = {x}\n{g}\nh = a * 1\nout = {name}.apply(h)    # h itself must become sigmoid(a)\n"
+                "torch.autograd.grad(h, a, g)"
+            )
         call = f"{name}.apply(x, {self.step})" if self.op == "ste" else f"{name}.apply(x)"
         return f"x = {x}\n{g}\ny = {call}\ntorch.autograd.grad(y, x, g)"
 
     def fresh(self) -> dict[str, Any]:
-        return {"x": torch.tensor(self.values, dtype=torch.float64, requires_grad=True),
-                "g": torch.tensor(self.grads, dtype=torch.float64)}
+        return {
+            "x": torch.tensor(self.values, dtype=torch.float64, requires_grad=True),
+            "g": torch.tensor(self.grads, dtype=torch.float64),
+        }
 
     def drawing(self, ns=None) -> str:
         ns = self.fresh()
         x, g = ns["x"], ns["g"]
         y = live_apply(self.op, self.step)(x * 1 if self.op == "sigmoid_" else x)
         (gx,) = torch.autograd.grad(y, x, g)
-        ref = {"softplus": "torch.nn.functional.softplus(x)", "sigmoid_": "h.sigmoid_()",
-               "ste": f"x + (torch.round(x / {self.step}) * {self.step} - x).detach()"}[self.op]
-        return (f"{ref}\n  value:    {[round(v, 4) for v in y.tolist()]}\n"
-                f"  gradient: {[round(v, 4) for v in gx.tolist()]}")
+        ref = {
+            "softplus": "torch.nn.functional.softplus(x)",
+            "sigmoid_": "h.sigmoid_()",
+            "ste": f"x + (torch.round(x / {self.step}) * {self.step} - x).detach()",
+        }[self.op]
+        return (
+            f"{ref}\n  value:    {[round(v, 4) for v in y.tolist()]}\n  gradient: {[round(v, 4) for v in gx.tolist()]}"
+        )
 
     def __repr__(self):
         return f"<{self.op} {self.label}>"
 
 
 _HANDMADE = {
-    "softplus": [((0.5, -1.25), (1.5, -0.5)), ((2.0, -0.5, 1.5), (0.5, -2.0, 1.0)),
-                 ((750.0, 1.0), (1.0, 1.0)), ((-900.0, 3.0), (1.0, 0.5))],
+    "softplus": [
+        ((0.5, -1.25), (1.5, -0.5)),
+        ((2.0, -0.5, 1.5), (0.5, -2.0, 1.0)),
+        ((750.0, 1.0), (1.0, 1.0)),
+        ((-900.0, 3.0), (1.0, 0.5)),
+    ],
     "sigmoid_": [((0.5, -1.25), (1.5, -0.5)), ((2.0, -0.5, 1.5), (0.5, -2.0, 1.0))],
     "ste": [((0.3, 1.1), (1.5, -0.5)), ((1.6, -0.45, 2.2), (0.5, -2.0, 1.0))],
 }

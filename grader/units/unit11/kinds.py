@@ -1,4 +1,5 @@
 """The answer kinds only unit 11 uses: a learner's ``torch.autograd.Function`` class, and the report that grades it."""
+
 from __future__ import annotations
 
 from torch.autograd import Function as AutogradFunction
@@ -54,14 +55,18 @@ class Report(Kind):
                 break
             if key == "keeps":
                 if got[3]:
-                    notes.append("a tensor stashed on ctx escapes the version check: keep tensors with "
-                                 "ctx.save_for_backward")
+                    notes.append(
+                        "a tensor stashed on ctx escapes the version check: keep tensors with ctx.save_for_backward"
+                    )
                 elif got[1] > want[1]:
-                    notes.append(f"it keeps a new tensor of {got[1]} bytes for backward, where torch's op keeps "
-                                 "only its input or output")
+                    notes.append(
+                        f"it keeps a new tensor of {got[1]} bytes for backward, where torch's op keeps "
+                        "only its input or output"
+                    )
                 elif got[0] > want[0]:
-                    notes.append(f"it keeps {got[0]} bytes where torch's op keeps {want[0]}: save only what "
-                                 "backward reads")
+                    notes.append(
+                        f"it keeps {got[0]} bytes where torch's op keeps {want[0]}: save only what backward reads"
+                    )
             elif got != want:
                 notes.append(f"{key}: {got} (torch's op: {want})")
         return "; ".join(notes)
@@ -92,6 +97,10 @@ class FunctionClass(Function):
 
 
 def exercise_kind(op: str) -> FunctionClass:
-    return FunctionClass(returns=Report(), cases=lambda: op_cases(op),
-                         call=lambda cls, case, ns: function_report(op, cls.apply, case),
-                         per_case_s=4.0, budget_s=40.0)
+    return FunctionClass(
+        returns=Report(),
+        cases=lambda: op_cases(op),
+        call=lambda cls, case, ns: function_report(op, cls.apply, case),
+        per_case_s=4.0,
+        budget_s=40.0,
+    )

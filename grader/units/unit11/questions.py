@@ -4,6 +4,7 @@ The Functions the experiments use and the report that grades a learner's Functio
 :mod:`grader.units.unit11.support`, the exercises' generated inputs in :mod:`grader.units.unit11.cases`, the
 kinds that read a report in :mod:`grader.units.unit11.kinds`.
 """
+
 from __future__ import annotations
 
 import gc
@@ -36,18 +37,24 @@ INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
 
 # --- 1. every node is a vector–Jacobian product -----------------------------------------------------
 
+
 @predict_then_run(
-    "11.count-work", Number(tol=0),
+    "11.count-work",
+    Number(tol=0),
     prompt="x = torch.randn(300, requires_grad=True); loss = (x.sin() ** 2).sum(), one number. To build its whole "
-           "gradient one pass at a time: how many reverse passes (each a vector–Jacobian product: one row of "
-           "the Jacobian) and how many forward-mode passes (each a Jacobian–vector product: one column)? "
-           "Answer [reverse passes, forward passes].",
+    "gradient one pass at a time: how many reverse passes (each a vector–Jacobian product: one row of "
+    "the Jacobian) and how many forward-mode passes (each a Jacobian–vector product: one column)? "
+    "Answer [reverse passes, forward passes].",
     explain="The Jacobian of a scalar loss is one row of as many columns as inputs. A reverse pass gives a "
-            "whole row, so one backward gives the gradient; a forward-mode pass gives one column, the "
-            "derivative along one input, so it takes as many passes as there are inputs.",
-    misconceptions=[(lambda truth: [truth[0], truth[0]],
-                     "a forward-mode pass carries one direction of the inputs through the program: it gives "
-                     "one column, the derivative along that one input, not the whole gradient")],
+    "whole row, so one backward gives the gradient; a forward-mode pass gives one column, the "
+    "derivative along one input, so it takes as many passes as there are inputs.",
+    misconceptions=[
+        (
+            lambda truth: [truth[0], truth[0]],
+            "a forward-mode pass carries one direction of the inputs through the program: it gives "
+            "one column, the derivative along that one input, not the whole gradient",
+        )
+    ],
 )
 def count_work():
     x = torch.randn(300, requires_grad=True)
@@ -56,34 +63,48 @@ def count_work():
 
 # --- 2. torch.autograd.Function -------------------------------------------------------------------------
 
+
 @predict_then_run(
-    "11.fn-node-name", Choice("CubeBackward0", "CubeBackward", "PowBackward0", "BackwardCFunction"),
+    "11.fn-node-name",
+    Choice("CubeBackward0", "CubeBackward", "PowBackward0", "BackwardCFunction"),
     prompt="class Cube(torch.autograd.Function) with forward(x): return x ** 3, setup_context saving x, and "
-           "backward returning grad * 3 * x ** 2. x = torch.tensor([1.5], requires_grad=True); "
-           "y = Cube.apply(x). What is type(y.grad_fn).__name__: 'CubeBackward0', 'CubeBackward', "
-           "'PowBackward0' or 'BackwardCFunction'?",
+    "backward returning grad * 3 * x ** 2. x = torch.tensor([1.5], requires_grad=True); "
+    "y = Cube.apply(x). What is type(y.grad_fn).__name__: 'CubeBackward0', 'CubeBackward', "
+    "'PowBackward0' or 'BackwardCFunction'?",
     explain="apply records one node for the whole Function, a class torch makes from yours and names "
-            "<YourClass>Backward, without the number built-in nodes carry. The x ** 3 inside forward is not "
-            "recorded.",
-    misconceptions=[("PowBackward0", "forward runs with grad mode off: the x ** 3 inside it records nothing, "
-                                     "and the whole Function is one node, your backward")],
+    "<YourClass>Backward, without the number built-in nodes carry. The x ** 3 inside forward is not "
+    "recorded.",
+    misconceptions=[
+        (
+            "PowBackward0",
+            "forward runs with grad mode off: the x ** 3 inside it records nothing, "
+            "and the whole Function is one node, your backward",
+        )
+    ],
 )
 def fn_node_name():
     class Cube(CubeSaved):
         pass
+
     x = torch.tensor([1.5], requires_grad=True)
     y = Cube.apply(x)
     return type(y.grad_fn).__name__
 
 
 @predict_then_run(
-    "11.forward-grad-mode", Boolean(),
+    "11.forward-grad-mode",
+    Boolean(),
     prompt="Inside Cube's forward (called through Cube.apply(x), x requiring grad, grad mode on outside), what "
-           "does torch.is_grad_enabled() return?",
+    "does torch.is_grad_enabled() return?",
     explain="apply runs forward with grad mode off: autograd will not look inside, because your backward "
-            "replaces whatever the ops in forward would have recorded.",
-    misconceptions=[(True, "apply switches grad mode off for forward: nothing inside it is recorded, "
-                           "your backward stands for all of it")],
+    "replaces whatever the ops in forward would have recorded.",
+    misconceptions=[
+        (
+            True,
+            "apply switches grad mode off for forward: nothing inside it is recorded, "
+            "your backward stands for all of it",
+        )
+    ],
 )
 def forward_grad_mode():
     seen = []
@@ -110,15 +131,21 @@ NEEDS_OPTIONS = ("(True, True, True)", "(True, False, False)", "(True, False)", 
 
 
 @predict_then_run(
-    "11.needs-input-grad", Choice(*NEEDS_OPTIONS),
+    "11.needs-input-grad",
+    Choice(*NEEDS_OPTIONS),
     prompt="class Scale(torch.autograd.Function) with forward(a, b, k): return a * b * k. "
-           "a = torch.ones(2, requires_grad=True); b = torch.ones(2); Scale.apply(a, b, 3.0). What is "
-           "ctx.needs_input_grad in setup_context? One of " + ", ".join(NEEDS_OPTIONS) + ".",
+    "a = torch.ones(2, requires_grad=True); b = torch.ones(2); Scale.apply(a, b, 3.0). What is "
+    "ctx.needs_input_grad in setup_context? One of " + ", ".join(NEEDS_OPTIONS) + ".",
     explain="One entry per argument of forward, True where that input is a tensor requiring grad: b does "
-            "not, and the Python number 3.0 never can. Backward may skip the work for a False entry and return "
-            "None there.",
-    misconceptions=[("(True, False)", "there is one entry for every argument of forward, tensors or not: "
-                                      "the number 3.0 gets one too, always False")],
+    "not, and the Python number 3.0 never can. Backward may skip the work for a False entry and return "
+    "None there.",
+    misconceptions=[
+        (
+            "(True, False)",
+            "there is one entry for every argument of forward, tensors or not: "
+            "the number 3.0 gets one too, always False",
+        )
+    ],
 )
 def needs_input_grad():
     seen = []
@@ -144,15 +171,21 @@ def needs_input_grad():
 
 
 @predict_then_run(
-    "11.saved-write", Error("at the write", "at backward", terms=INPLACE_TERMS),
+    "11.saved-write",
+    Error("at the write", "at backward", terms=INPLACE_TERMS),
     prompt="Cube saves x with ctx.save_for_backward. a = torch.tensor([1.5], requires_grad=True); x = a * 1; "
-           "y = Cube.apply(x); x.add_(1); y.backward(). Does it raise, and where: 'no error', 'at the write' "
-           "or 'at backward'? The place is graded exactly; you may add words for the message (its key idea: "
-           "a write, versions).",
+    "y = Cube.apply(x); x.add_(1); y.backward(). Does it raise, and where: 'no error', 'at the write' "
+    "or 'at backward'? The place is graded exactly; you may add words for the message (its key idea: "
+    "a write, versions).",
     explain="save_for_backward keeps x with its version, as a built-in node does (unit 07): the write moves "
-            "x to version 1 and backward refuses the stale value.",
-    misconceptions=[("no error", "a tensor kept through save_for_backward gets the same version check as a "
-                                 "built-in node's saved tensor: the write is caught at backward")],
+    "x to version 1 and backward refuses the stale value.",
+    misconceptions=[
+        (
+            "no error",
+            "a tensor kept through save_for_backward gets the same version check as a "
+            "built-in node's saved tensor: the write is caught at backward",
+        )
+    ],
 )
 def saved_write():
     a = torch.tensor([1.5], requires_grad=True)
@@ -165,16 +198,21 @@ def saved_write():
 
 
 @predict_then_run(
-    "11.stashed-write", Number(tol=1e-4),
+    "11.stashed-write",
+    Number(tol=1e-4),
     prompt="The same Cube, but setup_context stashes x as ctx.x = x and backward returns grad * 3 * ctx.x ** 2. "
-           "a = torch.tensor([1.5], requires_grad=True); x = a * 1; y = Cube.apply(x); x.add_(1); "
-           "y.backward(). What is a.grad[0] (to 4 decimals)?",
+    "a = torch.tensor([1.5], requires_grad=True); x = a * 1; y = Cube.apply(x); x.add_(1); "
+    "y.backward(). What is a.grad[0] (to 4 decimals)?",
     explain="A tensor stashed on ctx is an ordinary Python attribute: no version is recorded and nothing is "
-            "checked. Backward reads x as it is now, 2.5, and returns 3 * 2.5 ** 2 = 18.75 instead of 6.75, "
-            "without a word.",
-    misconceptions=[(lambda truth: truth * (1.5 / 2.5) ** 2,
-                     "that is the right slope at 1.5, but ctx.x is the written tensor: a stash has no version "
-                     "check, so backward computes with 2.5")],
+    "checked. Backward reads x as it is now, 2.5, and returns 3 * 2.5 ** 2 = 18.75 instead of 6.75, "
+    "without a word.",
+    misconceptions=[
+        (
+            lambda truth: truth * (1.5 / 2.5) ** 2,
+            "that is the right slope at 1.5, but ctx.x is the written tensor: a stash has no version "
+            "check, so backward computes with 2.5",
+        )
+    ],
 )
 def stashed_write():
     a = torch.tensor([1.5], requires_grad=True)
@@ -186,14 +224,19 @@ def stashed_write():
 
 
 @predict_then_run(
-    "11.stash-output-alive", Boolean(),
+    "11.stash-output-alive",
+    Boolean(),
     prompt="class Square(torch.autograd.Function) whose setup_context stashes its output, ctx.y = output "
-           "(backward uses it). With Python's cyclic collector paused (gc.disable()): x = torch.ones(1000, "
-           "requires_grad=True); y = Square.apply(x); r = weakref.ref(y); del y. Is r() still alive?",
+    "(backward uses it). With Python's cyclic collector paused (gc.disable()): x = torch.ones(1000, "
+    "requires_grad=True); y = Square.apply(x); r = weakref.ref(y); del y. Is r() still alive?",
     explain="ctx is y.grad_fn, so ctx.y = y makes y hold ctx and ctx hold y: a reference cycle that only "
-            "Python's cyclic collector frees. save_for_backward keeps an output without that cycle.",
-    misconceptions=[(False, "y.grad_fn is ctx itself: stashing y on it makes a cycle, and reference counting "
-                            "alone cannot free a cycle")],
+    "Python's cyclic collector frees. save_for_backward keeps an output without that cycle.",
+    misconceptions=[
+        (
+            False,
+            "y.grad_fn is ctx itself: stashing y on it makes a cycle, and reference counting alone cannot free a cycle",
+        )
+    ],
 )
 def stash_output_alive():
     class Square(AutogradFunction):
@@ -225,16 +268,21 @@ def stash_output_alive():
 
 
 @predict_then_run(
-    "11.no-mark-dirty", Number(tol=1e-4),
+    "11.no-mark-dirty",
+    Number(tol=1e-4),
     prompt="class DoubleInPlace(torch.autograd.Function): forward(x) returns x.mul_(2); setup_context does "
-           "nothing (no mark_dirty); backward returns grad * 2. a = torch.tensor([1.5, -2.0], requires_grad=True); "
-           "h = a * 1; DoubleInPlace.apply(h); h.sum().backward(). What is a.grad? Answer [a.grad[0], a.grad[1]].",
+    "nothing (no mark_dirty); backward returns grad * 2. a = torch.tensor([1.5, -2.0], requires_grad=True); "
+    "h = a * 1; DoubleInPlace.apply(h); h.sum().backward(). What is a.grad? Answer [a.grad[0], a.grad[1]].",
     explain="Without mark_dirty, autograd is not told that h was written: h keeps its old history (MulBackward0) "
-            "while holding the doubled values, and apply hands back a new view of h carrying the Function's "
-            "node. Backward through h never meets your node: the slope 2 is lost.",
-    misconceptions=[(lambda truth: [2 * v for v in truth],
-                     "2 is the right slope, and you get it with ctx.mark_dirty(x); without it h's history still "
-                     "ends in a * 1, and the values were doubled behind autograd's back")],
+    "while holding the doubled values, and apply hands back a new view of h carrying the Function's "
+    "node. Backward through h never meets your node: the slope 2 is lost.",
+    misconceptions=[
+        (
+            lambda truth: [2 * v for v in truth],
+            "2 is the right slope, and you get it with ctx.mark_dirty(x); without it h's history still "
+            "ends in a * 1, and the values were doubled behind autograd's back",
+        )
+    ],
 )
 def no_mark_dirty():
     class DoubleInPlace(AutogradFunction):
@@ -261,16 +309,22 @@ MATERIALIZE = ("None", "a tensor of zeros", "a tensor of ones", "another tensor"
 
 
 @predict_then_run(
-    "11.materialize", Choice(*MATERIALIZE),
+    "11.materialize",
+    Choice(*MATERIALIZE),
     prompt="class SplitPair(torch.autograd.Function): forward(x) returns (x * 2, x ** 2); setup_context calls "
-           "ctx.set_materialize_grads(False) and saves x; backward(ctx, g_double, g_square). "
-           "x = torch.ones(2, requires_grad=True); d, s = SplitPair.apply(x); d.sum().backward(). What does "
-           "backward receive as g_square? One of " + ", ".join(repr(m) for m in MATERIALIZE) + ".",
+    "ctx.set_materialize_grads(False) and saves x; backward(ctx, g_double, g_square). "
+    "x = torch.ones(2, requires_grad=True); d, s = SplitPair.apply(x); d.sum().backward(). What does "
+    "backward receive as g_square? One of " + ", ".join(repr(m) for m in MATERIALIZE) + ".",
     explain="s is not on the path to the loss, so no gradient flows into it. By default torch materializes "
-            "that missing gradient as zeros of s's shape; set_materialize_grads(False) passes None instead, "
-            "and backward must handle it.",
-    misconceptions=[("a tensor of zeros", "zeros are what backward gets by default; set_materialize_grads(False) "
-                                          "turns that off and passes None for an output no gradient reached")],
+    "that missing gradient as zeros of s's shape; set_materialize_grads(False) passes None instead, "
+    "and backward must handle it.",
+    misconceptions=[
+        (
+            "a tensor of zeros",
+            "zeros are what backward gets by default; set_materialize_grads(False) "
+            "turns that off and passes None for an output no gradient reached",
+        )
+    ],
 )
 def materialize():
     SplitPair.seen.clear()
@@ -285,16 +339,22 @@ def materialize():
 
 
 @predict_then_run(
-    "11.once-diff", Error("at the first grad", "at the second grad", terms=(("require grad", "requires grad"),)),
+    "11.once-diff",
+    Error("at the first grad", "at the second grad", terms=(("require grad", "requires grad"),)),
     prompt="Cube's backward decorated with @once_differentiable. x = torch.tensor([1.5], requires_grad=True); "
-           "(g,) = torch.autograd.grad(Cube.apply(x), x, create_graph=True) (the first grad); "
-           "g.backward() (the second grad). Does it raise, and where: 'no error', 'at the first grad' or "
-           "'at the second grad'? The place is graded exactly; you may add words for the message (its key "
-           "idea: what g lacks).",
+    "(g,) = torch.autograd.grad(Cube.apply(x), x, create_graph=True) (the first grad); "
+    "g.backward() (the second grad). Does it raise, and where: 'no error', 'at the first grad' or "
+    "'at the second grad'? The place is graded exactly; you may add words for the message (its key "
+    "idea: what g lacks).",
     explain="once_differentiable runs backward with grad mode off, so create_graph records nothing: g comes "
-            "back as a plain number, and the second backward finds no graph to go through.",
-    misconceptions=[("no error", "once_differentiable runs backward under no_grad: g has no grad_fn, so there "
-                                 "is nothing for the second backward to differentiate")],
+    "back as a plain number, and the second backward finds no graph to go through.",
+    misconceptions=[
+        (
+            "no error",
+            "once_differentiable runs backward under no_grad: g has no grad_fn, so there "
+            "is nothing for the second backward to differentiate",
+        )
+    ],
 )
 def once_diff():
     x = torch.tensor([1.5], requires_grad=True)
@@ -305,15 +365,20 @@ def once_diff():
 
 
 @predict_then_run(
-    "11.double-value", Number(tol=1e-4),
+    "11.double-value",
+    Number(tol=1e-4),
     prompt="Cube as first written: backward returns grad * 3 * x ** 2 in torch ops, no decorator. "
-           "x = torch.tensor([1.5], requires_grad=True); (g,) = torch.autograd.grad(Cube.apply(x), x, "
-           "create_graph=True); (gg,) = torch.autograd.grad(g, x). Answer [g, gg] (4 decimals).",
+    "x = torch.tensor([1.5], requires_grad=True); (g,) = torch.autograd.grad(Cube.apply(x), x, "
+    "create_graph=True); (gg,) = torch.autograd.grad(g, x). Answer [g, gg] (4 decimals).",
     explain="With create_graph=True, autograd records the ops backward runs, like any forward pass (unit 06): "
-            "grad * 3 * x ** 2 is differentiable in x, so the second grad gives 6x = 9 at 1.5.",
-    misconceptions=[(lambda truth: [truth[0], 0.0],
-                     "the backward was written in torch ops and recorded under create_graph: its own "
-                     "derivative, 6x, comes out, not zero")],
+    "grad * 3 * x ** 2 is differentiable in x, so the second grad gives 6x = 9 at 1.5.",
+    misconceptions=[
+        (
+            lambda truth: [truth[0], 0.0],
+            "the backward was written in torch ops and recorded under create_graph: its own "
+            "derivative, 6x, comes out, not zero",
+        )
+    ],
 )
 def double_value():
     x = torch.tensor([1.5], requires_grad=True)
@@ -326,15 +391,22 @@ VMAP_OPTIONS = ("runs", "raises: it needs setup_context", "raises: no vmap rule"
 
 
 @predict_then_run(
-    "11.vmap-rule", Choice(*VMAP_OPTIONS),
+    "11.vmap-rule",
+    Choice(*VMAP_OPTIONS),
     prompt="Cube as written (forward(x) alone, setup_context saving x, backward), without generate_vmap_rule "
-           "and without a vmap staticmethod. torch.func.vmap(Cube.apply)(torch.ones(3, 2)): what happens? One of "
-           + ", ".join(repr(o) for o in VMAP_OPTIONS) + ".",
+    "and without a vmap staticmethod. torch.func.vmap(Cube.apply)(torch.ones(3, 2)): what happens? One of "
+    + ", ".join(repr(o) for o in VMAP_OPTIONS)
+    + ".",
     explain="The setup_context form lets torch.func see forward apart from ctx, which every torch.func "
-            "transform needs; vmap then still needs a batching rule: set generate_vmap_rule = True (torch "
-            "vmaps your forward and backward) or write a vmap staticmethod.",
-    misconceptions=[("runs", "setup_context is needed, not enough: vmap also needs a rule, generated "
-                             "(generate_vmap_rule = True) or written")],
+    "transform needs; vmap then still needs a batching rule: set generate_vmap_rule = True (torch "
+    "vmaps your forward and backward) or write a vmap staticmethod.",
+    misconceptions=[
+        (
+            "runs",
+            "setup_context is needed, not enough: vmap also needs a rule, generated "
+            "(generate_vmap_rule = True) or written",
+        )
+    ],
 )
 def vmap_rule():
     try:
@@ -350,15 +422,22 @@ FLOAT32_OPTIONS = ("passes", "passes, with a warning", "fails: Jacobian mismatch
 
 
 @predict_then_run(
-    "11.gradcheck-float32", Choice(*FLOAT32_OPTIONS),
+    "11.gradcheck-float32",
+    Choice(*FLOAT32_OPTIONS),
     prompt="Cube is right. torch.autograd.gradcheck(Cube.apply, (torch.tensor([1.0, 2.0], requires_grad=True),)) "
-           "with float32 input and the default eps (1e-6) and tolerances: what happens? One of "
-           + ", ".join(repr(o) for o in FLOAT32_OPTIONS) + ".",
+    "with float32 input and the default eps (1e-6) and tolerances: what happens? One of "
+    + ", ".join(repr(o) for o in FLOAT32_OPTIONS)
+    + ".",
     explain="float32 keeps about 7 digits; a difference of two values 2e-6 apart loses most of them, so the "
-            "numerical Jacobian is off by more than atol + rtol * |analytical| allows. gradcheck warns that the "
-            "input is not float64 and then fails: run it in float64.",
-    misconceptions=[("passes, with a warning", "it does warn, and then the check itself fails: central "
-                                               "differences 2e-6 apart in float32 have only a digit or two left")],
+    "numerical Jacobian is off by more than atol + rtol * |analytical| allows. gradcheck warns that the "
+    "input is not float64 and then fails: run it in float64.",
+    misconceptions=[
+        (
+            "passes, with a warning",
+            "it does warn, and then the check itself fails: central "
+            "differences 2e-6 apart in float32 have only a digit or two left",
+        )
+    ],
 )
 def gradcheck_float32():
     x = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -374,12 +453,13 @@ def gradcheck_float32():
 
 
 @predict_then_run(
-    "11.relu-kink", Number(tol=1e-4),
+    "11.relu-kink",
+    Number(tol=1e-4),
     prompt="torch.autograd.gradcheck(torch.relu, (torch.tensor([0.0, 1.0, -2.0], dtype=torch.float64, "
-           "requires_grad=True),)) raises a GradcheckError that prints the numerical and the analytical "
-           "Jacobians. What is the numerical Jacobian's entry [0][0], for the input at 0 (4 decimals)?",
+    "requires_grad=True),)) raises a GradcheckError that prints the numerical and the analytical "
+    "Jacobians. What is the numerical Jacobian's entry [0][0], for the input at 0 (4 decimals)?",
     explain="The numerical Jacobian is a central difference, (f(x + eps) - f(x - eps)) / (2 eps). At the kink, "
-            "relu(eps) - relu(-eps) = eps, so the entry is 0.5, while relu's backward says 0 there.",
+    "relu(eps) - relu(-eps) = eps, so the entry is 0.5, while relu's backward says 0 there.",
     misconceptions=[(0.0, "0 is the analytical entry (relu's backward at 0); the numerical one straddles the kink")],
 )
 def relu_kink():
@@ -393,24 +473,27 @@ def relu_kink():
 
 # --- 4. exercises ------------------------------------------------------------------------------------
 
+
 @exercise(
     "11.stable-softplus",
     exercise_kind("softplus"),
     prompt="Write StableSoftplus, a torch.autograd.Function in the setup_context form: forward(x) gives "
-           "log(1 + exp(x)) without overflow for any float64 x (inputs reach 950), backward the gradient for "
-           "the output's gradient, written in torch ops so that double backward works, keeping one tensor of "
-           "x's size at most, through ctx.save_for_backward; it must also run under torch.func.vmap. It is "
-           "checked on generated inputs against torch.nn.functional.softplus: value, gradient, gradcheck, "
-           "gradgradcheck, vmap, and what it keeps.",
+    "log(1 + exp(x)) without overflow for any float64 x (inputs reach 950), backward the gradient for "
+    "the output's gradient, written in torch ops so that double backward works, keeping one tensor of "
+    "x's size at most, through ctx.save_for_backward; it must also run under torch.func.vmap. It is "
+    "checked on generated inputs against torch.nn.functional.softplus: value, gradient, gradcheck, "
+    "gradgradcheck, vmap, and what it keeps.",
     explain="log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)): the exponent is never positive. The slope is "
-            "sigmoid(x), which torch.sigmoid computes without overflow; saving x (or the output) is enough, and "
-            "a backward in torch ops is itself differentiable.",
-    hints=("Naive log(1 + exp(x)) overflows once exp(x) does (x > 709 in float64): rewrite it so that exp only "
-           "ever sees a number <= 0.",
-           "For x > 0, log(1 + exp(x)) = x + log(1 + exp(-x)). torch.log1p and x.abs() give one formula for "
-           "both signs. The derivative is sigmoid(x): do not build it from exp(x) / (1 + exp(x)).",
-           "Keep only x (or the output) with ctx.save_for_backward, nothing on ctx; no @once_differentiable; "
-           "set generate_vmap_rule = True on the class so vmap works."),
+    "sigmoid(x), which torch.sigmoid computes without overflow; saving x (or the output) is enough, and "
+    "a backward in torch ops is itself differentiable.",
+    hints=(
+        "Naive log(1 + exp(x)) overflows once exp(x) does (x > 709 in float64): rewrite it so that exp only "
+        "ever sees a number <= 0.",
+        "For x > 0, log(1 + exp(x)) = x + log(1 + exp(-x)). torch.log1p and x.abs() give one formula for "
+        "both signs. The derivative is sigmoid(x): do not build it from exp(x) / (1 + exp(x)).",
+        "Keep only x (or the output) with ctx.save_for_backward, nothing on ctx; no @once_differentiable; "
+        "set generate_vmap_rule = True on the class so vmap works.",
+    ),
 )
 def stable_softplus(case):
     return function_report("softplus", live_apply("softplus"), case)
@@ -420,18 +503,20 @@ def stable_softplus(case):
     "11.sigmoid-inplace",
     exercise_kind("sigmoid_"),
     prompt="Write SigmoidInPlace, a torch.autograd.Function in the setup_context form that writes sigmoid(x) "
-           "into x itself and returns it, telling autograd so with ctx.mark_dirty, and whose backward keeps "
-           "what it needs without a copy of the input. It is checked on generated inputs against h.sigmoid_(): "
-           "h is a non-leaf, and the gradient is taken through h itself.",
+    "into x itself and returns it, telling autograd so with ctx.mark_dirty, and whose backward keeps "
+    "what it needs without a copy of the input. It is checked on generated inputs against h.sigmoid_(): "
+    "h is a non-leaf, and the gradient is taken through h itself.",
     explain="mark_dirty rewrites h's history so that h's grad_fn is your node. After the write the input is "
-            "gone, but sigmoid's slope is y * (1 - y): save the output. Saving 'the input' saves the same "
-            "tensor, already overwritten; a clone of it doubles what is kept.",
-    hints=("forward writes with an in-place op (it ends in _) and returns that same tensor; setup_context must "
-           "tell autograd which input was written.",
-           "ctx.mark_dirty(inputs[0]) in setup_context. Without it, h keeps its old history and a gradient "
-           "through h skips your node.",
-           "Once forward has run, inputs[0] and output are the same tensor and hold sigmoid(x): the original x "
-           "is gone. Write the slope from the output: y * (1 - y)."),
+    "gone, but sigmoid's slope is y * (1 - y): save the output. Saving 'the input' saves the same "
+    "tensor, already overwritten; a clone of it doubles what is kept.",
+    hints=(
+        "forward writes with an in-place op (it ends in _) and returns that same tensor; setup_context must "
+        "tell autograd which input was written.",
+        "ctx.mark_dirty(inputs[0]) in setup_context. Without it, h keeps its old history and a gradient "
+        "through h skips your node.",
+        "Once forward has run, inputs[0] and output are the same tensor and hold sigmoid(x): the original x "
+        "is gone. Write the slope from the output: y * (1 - y).",
+    ),
 )
 def sigmoid_inplace(case):
     return function_report("sigmoid_", live_apply("sigmoid_"), case)
@@ -441,18 +526,20 @@ def sigmoid_inplace(case):
     "11.round-ste",
     exercise_kind("ste"),
     prompt="Write RoundSTE, a torch.autograd.Function in the setup_context form: forward(x, step) returns x "
-           "rounded to the nearest multiple of step (a Python float), backward passes the output's gradient "
-           "straight through to x, as if forward were the identity (a straight-through estimator). It keeps "
-           "nothing. It is checked on generated inputs against x + (torch.round(x / step) * step - x).detach(), "
-           "whose gradient autograd works out itself.",
+    "rounded to the nearest multiple of step (a Python float), backward passes the output's gradient "
+    "straight through to x, as if forward were the identity (a straight-through estimator). It keeps "
+    "nothing. It is checked on generated inputs against x + (torch.round(x / step) * step - x).detach(), "
+    "whose gradient autograd works out itself.",
     explain="Rounding has slope 0 almost everywhere, which would stop all learning; the straight-through "
-            "estimator uses the identity's slope instead. Backward needs nothing from forward, and must return "
-            "None for step, which is not a tensor.",
-    hints=("backward returns one entry per input of forward: x and step.",
-           "The gradient for x is the output's gradient unchanged. step is a Python float: its entry must be "
-           "None, or backward raises.",
-           "The identity's backward reads nothing from forward: save nothing. The true slope of round, zero, "
-           "is what a straight-through estimator replaces."),
+    "estimator uses the identity's slope instead. Backward needs nothing from forward, and must return "
+    "None for step, which is not a tensor.",
+    hints=(
+        "backward returns one entry per input of forward: x and step.",
+        "The gradient for x is the output's gradient unchanged. step is a Python float: its entry must be "
+        "None, or backward raises.",
+        "The identity's backward reads nothing from forward: save nothing. The true slope of round, zero, "
+        "is what a straight-through estimator replaces.",
+    ),
 )
 def round_ste(case):
     return function_report("ste", lambda x, step: live_apply("ste", step)(x), case)
@@ -460,17 +547,25 @@ def round_ste(case):
 
 # --- self-test (closed book) ------------------------------------------------------------------------------
 
+
 @self_test(
-    "11.self-stash", Number(tol=1e-4),
+    "11.self-stash",
+    Number(tol=1e-4),
     prompt="class Sq(torch.autograd.Function): forward(t) returns t * t; setup_context stashes ctx.inp = "
-           "inputs[0]; backward returns grad * 2 * ctx.inp. b = torch.tensor([3.0], requires_grad=True); "
-           "u = b - 1; out = Sq.apply(u); u.mul_(4); out.backward(). What is b.grad[0] (4 decimals)?",
+    "inputs[0]; backward returns grad * 2 * ctx.inp. b = torch.tensor([3.0], requires_grad=True); "
+    "u = b - 1; out = Sq.apply(u); u.mul_(4); out.backward(). What is b.grad[0] (4 decimals)?",
     explain="Nothing checks a stash: backward reads u as it is after the write, 8, and returns 2 * 8 = 16 "
-            "instead of the slope 4. save_for_backward would have raised at backward.",
-    hints=("Which way of keeping a tensor records its version?",
-           "ctx.inp is a plain attribute: backward reads the tensor's current values, after the write."),
-    misconceptions=[(lambda truth: truth / 4, "4 is the right slope at u = 2; a stash has no version check, so "
-                                        "backward used u after u.mul_(4)")],
+    "instead of the slope 4. save_for_backward would have raised at backward.",
+    hints=(
+        "Which way of keeping a tensor records its version?",
+        "ctx.inp is a plain attribute: backward reads the tensor's current values, after the write.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: truth / 4,
+            "4 is the right slope at u = 2; a stash has no version check, so backward used u after u.mul_(4)",
+        )
+    ],
 )
 def self_stash():
     class Sq(AutogradFunction):
@@ -495,18 +590,25 @@ def self_stash():
 
 
 @self_test(
-    "11.self-decoder-passes", Number(tol=0),
+    "11.self-decoder-passes",
+    Number(tol=0),
     prompt="decode maps z (4 numbers) to an image of 250 numbers: decode(z) = torch.tanh(W @ z) with W of shape "
-           "(250, 4). Building its whole Jacobian at one z, one pass at a time: how many reverse passes "
-           "(vector–Jacobian products) and how many forward-mode passes (Jacobian–vector products)? Answer "
-           "[reverse passes, forward passes].",
+    "(250, 4). Building its whole Jacobian at one z, one pass at a time: how many reverse passes "
+    "(vector–Jacobian products) and how many forward-mode passes (Jacobian–vector products)? Answer "
+    "[reverse passes, forward passes].",
     explain="The Jacobian is 250 rows by 4 columns. A reverse pass gives one row (one output's gradient), a "
-            "forward-mode pass one column (one input's direction): with few inputs and many outputs, forward "
-            "mode is the cheap way.",
-    hints=("Draw the Jacobian: one row per output, one column per input.",
-           "A vector–Jacobian product gives one row of the Jacobian, a Jacobian–vector product one column."),
-    misconceptions=[(lambda truth: [1, truth[1]], "one reverse pass gives the gradient of one output number; "
-                                                  "there are many outputs here")],
+    "forward-mode pass one column (one input's direction): with few inputs and many outputs, forward "
+    "mode is the cheap way.",
+    hints=(
+        "Draw the Jacobian: one row per output, one column per input.",
+        "A vector–Jacobian product gives one row of the Jacobian, a Jacobian–vector product one column.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: [1, truth[1]],
+            "one reverse pass gives the gradient of one output number; there are many outputs here",
+        )
+    ],
 )
 def self_decoder_passes():
     torch.manual_seed(3)
@@ -519,14 +621,17 @@ LEAF_OPTIONS = ("runs, w.grad right", "runs, w.grad wrong", "raises at apply", "
 
 
 @self_test(
-    "11.self-leaf-inplace", Choice(*LEAF_OPTIONS),
+    "11.self-leaf-inplace",
+    Choice(*LEAF_OPTIONS),
     prompt="SigmoidInPlace (forward x.sigmoid_(), mark_dirty on the input, saves the output) applied straight "
-           "to a leaf: w = torch.tensor([0.2, -0.7], requires_grad=True); SigmoidInPlace.apply(w); "
-           "w.sum().backward(). What happens? One of " + ", ".join(repr(o) for o in LEAF_OPTIONS) + ".",
+    "to a leaf: w = torch.tensor([0.2, -0.7], requires_grad=True); SigmoidInPlace.apply(w); "
+    "w.sum().backward(). What happens? One of " + ", ".join(repr(o) for o in LEAF_OPTIONS) + ".",
     explain="A leaf that requires grad may not be written in place while grad mode is on, whoever writes it: "
-            "mark_dirty on a leaf is refused at apply, before any backward.",
-    hints=("Unit 07 met this rule for built-in in-place ops.",
-           "Where would the leaf's gradient accumulate if its values were replaced by the op's output?"),
+    "mark_dirty on a leaf is refused at apply, before any backward.",
+    hints=(
+        "Unit 07 met this rule for built-in in-place ops.",
+        "Where would the leaf's gradient accumulate if its values were replaced by the op's output?",
+    ),
 )
 def self_leaf_inplace():
     w = torch.tensor([0.2, -0.7], requires_grad=True)
@@ -541,29 +646,35 @@ def self_leaf_inplace():
     return LEAF_OPTIONS[0]
 
 
-GRADGRAD_OPTIONS = ("passes", "fails: the analytical second derivative is all zeros",
-                    "fails: the numerical second derivative is all zeros",
-                    "raises: once_differentiable refuses create_graph")
+GRADGRAD_OPTIONS = (
+    "passes",
+    "fails: the analytical second derivative is all zeros",
+    "fails: the numerical second derivative is all zeros",
+    "raises: once_differentiable refuses create_graph",
+)
 
 
 @self_test(
-    "11.self-gradgrad-once", Choice(*GRADGRAD_OPTIONS),
+    "11.self-gradgrad-once",
+    Choice(*GRADGRAD_OPTIONS),
     prompt="class Quart(torch.autograd.Function): forward(t) returns t ** 4; setup_context saves t; backward, "
-           "decorated with @once_differentiable, returns grad * 4 * t ** 3. "
-           "torch.autograd.gradgradcheck(Quart.apply, (torch.tensor([0.5, -1.5], dtype=torch.float64, "
-           "requires_grad=True),)): what happens? One of " + ", ".join(repr(o) for o in GRADGRAD_OPTIONS) + ".",
+    "decorated with @once_differentiable, returns grad * 4 * t ** 3. "
+    "torch.autograd.gradgradcheck(Quart.apply, (torch.tensor([0.5, -1.5], dtype=torch.float64, "
+    "requires_grad=True),)): what happens? One of " + ", ".join(repr(o) for o in GRADGRAD_OPTIONS) + ".",
     explain="gradgradcheck's analytical side differentiates what your backward returned, and under "
-            "once_differentiable that is not recorded: it comes out all zeros. The numerical side only calls "
-            "backward at nearby points and finds 12t²: a Jacobian mismatch.",
-    hints=("What does gradgradcheck compare, and which of the two depends on your backward being recorded?",
-           "The numerical side only calls backward at nearby points; the analytical side needs a graph of "
-           "backward, which once_differentiable does not record."),
+    "once_differentiable that is not recorded: it comes out all zeros. The numerical side only calls "
+    "backward at nearby points and finds 12t²: a Jacobian mismatch.",
+    hints=(
+        "What does gradgradcheck compare, and which of the two depends on your backward being recorded?",
+        "The numerical side only calls backward at nearby points; the analytical side needs a graph of "
+        "backward, which once_differentiable does not record.",
+    ),
 )
 def self_gradgrad_once():
     class Quart(AutogradFunction):
         @staticmethod
         def forward(t):
-            return t ** 4
+            return t**4
 
         @staticmethod
         def setup_context(ctx, inputs, output):
@@ -573,7 +684,7 @@ def self_gradgrad_once():
         @once_differentiable
         def backward(ctx, grad):
             (t,) = ctx.saved_tensors
-            return grad * 4 * t ** 3
+            return grad * 4 * t**3
 
     t = torch.tensor([0.5, -1.5], dtype=torch.float64, requires_grad=True)
     try:

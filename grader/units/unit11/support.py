@@ -9,6 +9,7 @@ where declared ``gradgradcheck`` and ``vmap``) accept it, and what it keeps for 
 exercises' generated inputs are in :mod:`grader.units.unit11.cases`, the kinds that read a report in
 :mod:`grader.units.unit11.kinds`.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,12 +31,13 @@ from grader.engine.limits import describe_exception
 # Functions the experiments use (the notebook writes its own; these are for the live answers)
 # =====================================================================================================
 
+
 class CubeSaved(AutogradFunction):
     """x ** 3, keeping x through save_for_backward; backward in differentiable ops."""
 
     @staticmethod
     def forward(x):
-        return x ** 3
+        return x**3
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -44,7 +46,7 @@ class CubeSaved(AutogradFunction):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        return grad * 3 * x ** 2
+        return grad * 3 * x**2
 
 
 class CubeStashed(CubeSaved):
@@ -56,7 +58,7 @@ class CubeStashed(CubeSaved):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad * 3 * ctx.x ** 2
+        return grad * 3 * ctx.x**2
 
 
 class CubeOnce(CubeSaved):
@@ -64,7 +66,7 @@ class CubeOnce(CubeSaved):
     @once_differentiable
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        return grad * 3 * x ** 2
+        return grad * 3 * x**2
 
 
 class SigmoidInPlaceFn(AutogradFunction):
@@ -93,7 +95,7 @@ class SplitPair(AutogradFunction):
 
     @staticmethod
     def forward(x):
-        return x * 2, x ** 2
+        return x * 2, x**2
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -126,6 +128,7 @@ def describe_received(g) -> str:
 # Building a whole Jacobian, and reading gradcheck's message
 # =====================================================================================================
 
+
 def passes_for_whole_jacobian(f, x):
     """Build f's Jacobian at x row by row (one reverse pass each) and column by column (one forward-mode
     pass each); check both agree and count the passes each took."""
@@ -156,10 +159,10 @@ def matrix_after(label: str, message: str) -> list[float]:
 # The live op, and the report
 # =====================================================================================================
 
+
 def format_value(v: float) -> str:
     text = f"{v:.2f}".rstrip("0")
     return text + "0" if text.endswith(".") else text
-
 
 
 def live_apply(op: str, step: float = 0.5) -> Callable:
@@ -251,8 +254,16 @@ def function_report(op: str, apply: Callable, case: Case, live: bool = False) ->
         return (("forward", _short_error(exc)),)
     target = h if op == "sigmoid_" else out
     if op == "sigmoid_":
-        facts.append(("returns", "h itself" if out is h else
-                      "a view of h" if isinstance(out, torch.Tensor) and out._base is h else "a new tensor"))
+        facts.append(
+            (
+                "returns",
+                "h itself"
+                if out is h
+                else "a view of h"
+                if isinstance(out, torch.Tensor) and out._base is h
+                else "a new tensor",
+            )
+        )
         facts.append(("h", "written in place" if h._version > 0 else "untouched"))
     if not isinstance(target, torch.Tensor):
         return tuple(facts) + (("forward", f"returned {short(target)}, not a tensor"),)
@@ -261,7 +272,9 @@ def function_report(op: str, apply: Callable, case: Case, live: bool = False) ->
     stashed = _tensors_on_ctx(ctx) if ctx is not None else []
     own = {t.untyped_storage().data_ptr() for t in (x, h, out) if isinstance(t, torch.Tensor)}
     copies = sum(n for ptr, n in kept.items() if ptr not in own)
-    facts.append(("keeps", (sum(kept.values()), copies, sum(t.untyped_storage().nbytes() for t in stashed), len(stashed))))
+    facts.append(
+        ("keeps", (sum(kept.values()), copies, sum(t.untyped_storage().nbytes() for t in stashed), len(stashed)))
+    )
     try:
         if target.grad_fn is None:
             raise RuntimeError("the output has no grad_fn: nothing to differentiate")
@@ -302,5 +315,10 @@ def _vmap(apply: Callable, truth_fn: Callable, case: Case) -> str:
     except Exception as exc:
         return _short_error(exc)
     want = torch.stack([truth_fn(row) for row in batch])
-    return "works" if isinstance(got, torch.Tensor) and got.shape == want.shape and \
-        bool(torch.isclose(got, want, rtol=1e-7, atol=1e-8).all()) else "gives other values"
+    return (
+        "works"
+        if isinstance(got, torch.Tensor)
+        and got.shape == want.shape
+        and bool(torch.isclose(got, want, rtol=1e-7, atol=1e-8).all())
+        else "gives other values"
+    )

@@ -6,6 +6,7 @@ Linear), a loss and a few batches. The special module is one of the classes belo
 what the learner's function is given. A setup is kept only if :func:`~grader.units.unit12.support.find_fault`,
 reading torch's record, finds its fault.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -222,8 +223,14 @@ PLANTS = {
     LEAK: [(Recorder, False, "any"), (Tally, False, "any")],
     FROZEN: [(Probe, True, "any"), (StopInput, True, "any"), (NoGradMix, True, "any")],
     STALE: [(CachedShift, True, "any"), (CachedScale, True, "any"), (Smoother, True, "any")],
-    NO_FAULT: [(SafeRoot, False, "lin"), (DetachedSmoother, True, "any"), (CopyRecorder, False, "any"),
-               (LoggedMix, True, "any"), (FreshShift, True, "any"), (ItemTally, False, "any")],
+    NO_FAULT: [
+        (SafeRoot, False, "lin"),
+        (DetachedSmoother, True, "any"),
+        (CopyRecorder, False, "any"),
+        (LoggedMix, True, "any"),
+        (FreshShift, True, "any"),
+        (ItemTally, False, "any"),
+    ],
 }
 SPECIAL_NAMES = ("mid", "block", "extra", "layer")
 
@@ -253,7 +260,7 @@ class SetupCase(Case):
     width: int
     inputs: int
     act: str
-    after: str              # "lin" (right after the first Linear) or "act" (after the activation)
+    after: str  # "lin" (right after the first Linear) or "act" (after the activation)
     special: str
     loss_name: str
     rows: int
@@ -282,14 +289,19 @@ class SetupCase(Case):
 
     @property
     def source(self) -> str:
-        lines = [inspect.getsource(self.cls).rstrip(), "",
-                 f"torch.manual_seed({self.seed})",
-                 "model = Model(OrderedDict(["]
+        lines = [
+            inspect.getsource(self.cls).rstrip(),
+            "",
+            f"torch.manual_seed({self.seed})",
+            "model = Model(OrderedDict([",
+        ]
         lines += [f"    ({name!r}, {code})," for name, code in self.layer_code()]
-        lines += ["]))", f"loss_fn = {self.loss_name}",
-                  f"batches = [(torch.randn({self.rows}, {self.inputs}), torch.randn({self.rows})) "
-                  f"for _ in range({STEPS})]",
-                  "diagnose(model, loss_fn, batches)"]
+        lines += [
+            "]))",
+            f"loss_fn = {self.loss_name}",
+            f"batches = [(torch.randn({self.rows}, {self.inputs}), torch.randn({self.rows})) for _ in range({STEPS})]",
+            "diagnose(model, loss_fn, batches)",
+        ]
         return "\n".join(lines)
 
     def fresh(self) -> dict:
@@ -304,7 +316,7 @@ class SetupCase(Case):
         try:
             with torch_state.clean_room():
                 return readings(**self.fresh())
-        except Exception as exc:          # a drawing never stops a verdict
+        except Exception as exc:  # a drawing never stops a verdict
             return f"(the readings could not be taken: {type(exc).__name__})"
 
     drawing_label = "the checklist's readings"
@@ -313,11 +325,21 @@ class SetupCase(Case):
         return f"<{self.label}>"
 
 
-_TAKES_WIDTH = {Smoother, DetachedSmoother, Probe, StopInput, NoGradMix, LoggedMix, CachedShift, FreshShift,
-                CachedScale}
+_TAKES_WIDTH = {
+    Smoother,
+    DetachedSmoother,
+    Probe,
+    StopInput,
+    NoGradMix,
+    LoggedMix,
+    CachedShift,
+    FreshShift,
+    CachedScale,
+}
 
 
 # --- generation ---------------------------------------------------------------------------------
+
 
 def generate_setup_case(seed: int, kind: str, cls: type | None = None, variant: int | None = None) -> SetupCase:
     rng = random.Random(seed)
@@ -332,9 +354,18 @@ def generate_setup_case(seed: int, kind: str, cls: type | None = None, variant: 
             act = "tanh"
     else:
         after = rng.choice(["lin", "act"])
-    return SetupCase(seed=seed, planted=kind, cls=cls, width=rng.choice([3, 4, 5]), inputs=rng.choice([2, 3]),
-                     act=act, after=after, special=rng.choice(SPECIAL_NAMES), loss_name=rng.choice(["mse", "mae"]),
-                     rows=rng.choice([4, 6]))
+    return SetupCase(
+        seed=seed,
+        planted=kind,
+        cls=cls,
+        width=rng.choice([3, 4, 5]),
+        inputs=rng.choice([2, 3]),
+        act=act,
+        after=after,
+        special=rng.choice(SPECIAL_NAMES),
+        loss_name=rng.choice(["mse", "mae"]),
+        rows=rng.choice([4, 6]),
+    )
 
 
 def _shows(case: SetupCase) -> bool:

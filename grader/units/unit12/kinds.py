@@ -1,4 +1,5 @@
 """The answer kind only unit 12 uses: a fault and the module it sits in, read from a training setup."""
+
 from __future__ import annotations
 
 from torch import nn
@@ -13,13 +14,13 @@ class FaultInModule(Kind):
     label = "a fault and a module name"
 
     def describe(self):
-        return "a pair (fault, module name), the fault one of " + ", ".join(repr(k) for k in FAULTS) + \
-            "; or 'no fault'"
+        return "a pair (fault, module name), the fault one of " + ", ".join(repr(k) for k in FAULTS) + "; or 'no fault'"
 
     def _kind(self, text):
         if not isinstance(text, str):
-            raise BadAnswer(f"the fault must be a string, one of {', '.join(map(repr, VERDICTS))}; "
-                            f"got {type_words(text)}")
+            raise BadAnswer(
+                f"the fault must be a string, one of {', '.join(map(repr, VERDICTS))}; got {type_words(text)}"
+            )
         for k in VERDICTS:
             if text.strip().lower() == k:
                 return k

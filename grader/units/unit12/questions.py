@@ -7,6 +7,7 @@ answer is read from torch at check time: what anomaly mode raised and named, whi
 module hooks saw a non-finite gradient, what the objects a loop keeps hold, what the collector's observer found,
 which parameters the optimizer holds and which a loss reaches.
 """
+
 from __future__ import annotations
 
 import gc
@@ -38,18 +39,25 @@ from grader.units.unit12.support import (
 # --- 1. anomaly mode --------------------------------------------------------------------------------
 
 GRAD_STATES = ("every entry finite", "NaN in x.grad, no error", "backward raises")
-PROGRAM = ("x = torch.tensor([4.0, -1.0, 9.0], requires_grad=True); mask = torch.tensor([1.0, 0.0, 1.0]); "
-           "y = x.sqrt(); loss = (y * mask).sum(); loss.backward()")
+PROGRAM = (
+    "x = torch.tensor([4.0, -1.0, 9.0], requires_grad=True); mask = torch.tensor([1.0, 0.0, 1.0]); "
+    "y = x.sqrt(); loss = (y * mask).sum(); loss.backward()"
+)
 
 
 @predict_then_run(
-    "12.plain-nan", Choice(*GRAD_STATES),
+    "12.plain-nan",
+    Choice(*GRAD_STATES),
     prompt=PROGRAM + ". Without anomaly mode, what happens: " + ", ".join(repr(s) for s in GRAD_STATES) + "?",
     explain="The mask stops nothing: sqrt's backward divides the incoming gradient by 2*sqrt(x), and at "
-            "x = -1 that is 0 / NaN, which is NaN. Plain autograd never checks a value, so the NaN lands in "
-            "x.grad silently.",
-    misconceptions=[("every entry finite", "multiplying by 0 does not cancel a NaN: sqrt's backward computes "
-                                           "0 / (2 * sqrt(-1)), and sqrt(-1) is NaN")],
+    "x = -1 that is 0 / NaN, which is NaN. Plain autograd never checks a value, so the NaN lands in "
+    "x.grad silently.",
+    misconceptions=[
+        (
+            "every entry finite",
+            "multiplying by 0 does not cancel a NaN: sqrt's backward computes 0 / (2 * sqrt(-1)), and sqrt(-1) is NaN",
+        )
+    ],
 )
 def plain_nan():
     return masked_root_outcome(anomaly=False)
@@ -59,13 +67,19 @@ ANOMALY_PLACES = ("at y = x.sqrt()", "at loss.backward()")
 
 
 @predict_then_run(
-    "12.anomaly-place", Error(*ANOMALY_PLACES),
+    "12.anomaly-place",
+    Error(*ANOMALY_PLACES),
     prompt="The same program inside `with torch.autograd.detect_anomaly():`. Does it raise, and where: "
-           "'no error', 'at y = x.sqrt()' or 'at loss.backward()'?",
+    "'no error', 'at y = x.sqrt()' or 'at loss.backward()'?",
     explain="Anomaly mode checks what each backward node returns and raises at the first NaN. It does not "
-            "check forward results: sqrt(-1) = NaN in the forward pass goes through without a word.",
-    misconceptions=[("at y = x.sqrt()", "anomaly mode checks the outputs of backward nodes, not forward "
-                                        "results; the NaN from sqrt(-1) passes the forward silently")],
+    "check forward results: sqrt(-1) = NaN in the forward pass goes through without a word.",
+    misconceptions=[
+        (
+            "at y = x.sqrt()",
+            "anomaly mode checks the outputs of backward nodes, not forward "
+            "results; the NaN from sqrt(-1) passes the forward silently",
+        )
+    ],
 )
 def anomaly_place():
     with torch.autograd.detect_anomaly():
@@ -76,45 +90,62 @@ def anomaly_place():
 
 
 @predict_then_run(
-    "12.anomaly-node", Name(),
+    "12.anomaly-node",
+    Name(),
     prompt="Under detect_anomaly, the same program raises in backward. Anomaly mode names the node whose "
-           "backward returned the NaN, as 'Error detected in <node>'. Which node is it? Answer its class name.",
+    "backward returned the NaN, as 'Error detected in <node>'. Which node is it? Answer its class name.",
     explain="Backward runs from the loss: SumBackward0 passes ones, MulBackward0 passes ones * mask = "
-            "[1, 0, 1] (finite) to y, and sqrt's backward turns the 0 at x = -1 into 0 / NaN. The first node "
-            "whose output holds a NaN is the one named, with the forward line that created it.",
-    misconceptions=[("MulBackward0", "the product's backward returns mask * 1 = [1, 0, 1] for y: finite. "
-                                     "The NaN first appears one node later")],
+    "[1, 0, 1] (finite) to y, and sqrt's backward turns the 0 at x = -1 into 0 / NaN. The first node "
+    "whose output holds a NaN is the one named, with the forward line that created it.",
+    misconceptions=[
+        (
+            "MulBackward0",
+            "the product's backward returns mask * 1 = [1, 0, 1] for y: finite. The NaN first appears one node later",
+        )
+    ],
 )
 def anomaly_node():
     return masked_root_report().node
 
 
-ADDS = ("the stack of the forward line, kept on each node", "a copy of every saved tensor",
-        "a NaN check of every forward output", "nothing until backward fails")
+ADDS = (
+    "the stack of the forward line, kept on each node",
+    "a copy of every saved tensor",
+    "a NaN check of every forward output",
+    "nothing until backward fails",
+)
 
 
 @predict_then_run(
-    "12.anomaly-cost", Choice(*ADDS),
+    "12.anomaly-cost",
+    Choice(*ADDS),
     prompt="A small MLP's forward pass (Linear(8, 16), Tanh, Linear(16, 16), Tanh, Linear(16, 1) on a 32 x 8 "
-           "batch; loss = out.pow(2).mean()) runs under torch.autograd.set_detect_anomaly(True). What does "
-           "anomaly mode add during the forward pass, before any backward: " + ", ".join(repr(a) for a in ADDS)
-           + "?",
+    "batch; loss = out.pow(2).mean()) runs under torch.autograd.set_detect_anomaly(True). What does "
+    "anomaly mode add during the forward pass, before any backward: " + ", ".join(repr(a) for a in ADDS) + "?",
     explain="Anomaly mode records, for every node the forward pass makes, the Python stack that made it (in "
-            "node.metadata), so that a failure in backward can name the forward line. Forward values are not "
-            "checked (NaN checks run on backward's outputs) and nothing is copied. Capturing a stack for every "
-            "op is what makes anomaly mode slow on a model of small ops.",
-    misconceptions=[(ADDS[2], "the NaN checks run in backward, on what each node returns; a NaN made in the "
-                              "forward pass goes through silently"),
-                    (ADDS[3], "the stacks are captured while the forward pass runs: that is what lets the error "
-                              "name the forward line later")],
+    "node.metadata), so that a failure in backward can name the forward line. Forward values are not "
+    "checked (NaN checks run on backward's outputs) and nothing is copied. Capturing a stack for every "
+    "op is what makes anomaly mode slow on a model of small ops.",
+    misconceptions=[
+        (
+            ADDS[2],
+            "the NaN checks run in backward, on what each node returns; a NaN made in the "
+            "forward pass goes through silently",
+        ),
+        (
+            ADDS[3],
+            "the stacks are captured while the forward pass runs: that is what lets the error "
+            "name the forward line later",
+        ),
+    ],
 )
 def anomaly_cost():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 1))
     x = torch.randn(32, 8)
-    x[0, 0] = float("nan")                     # a NaN in the forward pass: is it checked there?
+    x[0, 0] = float("nan")  # a NaN in the forward pass: is it checked there?
     with torch.autograd.set_detect_anomaly(True):
-        loss = model(x).pow(2).mean()         # no error: forward outputs are not checked
+        loss = model(x).pow(2).mean()  # no error: forward outputs are not checked
     ops = [n for n in probes.nodes(loss) if not hasattr(n, "variable")]
     if ops and all("traceback_" in n.metadata for n in ops):
         return ADDS[0]
@@ -127,17 +158,26 @@ WHERE_ENTRIES = ("x[0]", "x[1]", "x[2]")
 
 
 @predict_then_run(
-    "12.where-nan", Names(pool=WHERE_ENTRIES),
+    "12.where-nan",
+    Names(pool=WHERE_ENTRIES),
     prompt="x = torch.tensor([-4.0, 0.0, 4.0], requires_grad=True); y = torch.where(x > 0, x.sqrt(), 0.0); "
-           "y.sum().backward(). Which entries of x.grad are NaN? Answer a set of 'x[0]', 'x[1]', 'x[2]' "
-           "(an empty set if none).",
+    "y.sum().backward(). Which entries of x.grad are NaN? Answer a set of 'x[0]', 'x[1]', 'x[2]' "
+    "(an empty set if none).",
     explain="torch.where sends a zero gradient to the branch it did not pick, but sqrt's backward still runs "
-            "on every entry: 0 / (2 * sqrt(-4)) is 0 / NaN, and at x = 0 it is 0 / 0. Both are NaN. The branch "
-            "not taken must be given an input on which its backward is finite.",
-    misconceptions=[({"x[0]"}, "x = 0 is not picked either (0 > 0 is False), and sqrt's backward there is "
-                               "0 / (2 * sqrt(0)) = 0 / 0, also NaN"),
-                    (set(), "where does send zero to the branch not taken, but sqrt's backward divides that "
-                            "zero by 2 * sqrt(x), which is NaN or 0 at the masked entries")],
+    "on every entry: 0 / (2 * sqrt(-4)) is 0 / NaN, and at x = 0 it is 0 / 0. Both are NaN. The branch "
+    "not taken must be given an input on which its backward is finite.",
+    misconceptions=[
+        (
+            {"x[0]"},
+            "x = 0 is not picked either (0 > 0 is False), and sqrt's backward there is "
+            "0 / (2 * sqrt(0)) = 0 / 0, also NaN",
+        ),
+        (
+            set(),
+            "where does send zero to the branch not taken, but sqrt's backward divides that "
+            "zero by 2 * sqrt(x), which is NaN or 0 at the masked entries",
+        ),
+    ],
 )
 def where_nan_entries():
     x = where_trap()
@@ -148,19 +188,25 @@ HOOK_MODULES = ("enc", "act", "gate", "head")
 
 
 @predict_then_run(
-    "12.hook-nonfinite", Names(pool=HOOK_MODULES),
+    "12.hook-nonfinite",
+    Names(pool=HOOK_MODULES),
     prompt="model = nn.Sequential(OrderedDict(enc=nn.Linear(3, 4), act=nn.Tanh(), gate=<a module returning "
-           "torch.where(h > 0, h.sqrt(), 0.0)>, head=nn.Linear(4, 1))), a 6 x 3 input x (not requiring grad) "
-           "with negative values after tanh. register_full_backward_hook(hook) on each of the four modules; "
-           "model(x).sum().backward(). Which modules' hooks see a non-finite gradient in grad_input (the "
-           "gradient the module sends back to its input)? Answer a set of module names.",
+    "torch.where(h > 0, h.sqrt(), 0.0)>, head=nn.Linear(4, 1))), a 6 x 3 input x (not requiring grad) "
+    "with negative values after tanh. register_full_backward_hook(hook) on each of the four modules; "
+    "model(x).sum().backward(). Which modules' hooks see a non-finite gradient in grad_input (the "
+    "gradient the module sends back to its input)? Answer a set of module names.",
     explain="Hooks fire from the loss backwards: head sends back a finite gradient; gate's backward makes "
-            "the NaN, so it goes out of gate and into tanh, which passes it on. enc's input is the data, "
-            "which needs no gradient: its grad_input is (None,). The NaN still lands in enc.weight.grad, "
-            "which a module hook does not show.",
-    misconceptions=[(set(HOOK_MODULES[:3]), "enc's input x does not require grad, so enc's grad_input is "
-                                            "(None,); the NaN reaches enc.weight.grad instead"),
-                    ({"gate"}, "tanh's backward multiplies the NaN by 1 - tanh^2: NaN goes out of act too")],
+    "the NaN, so it goes out of gate and into tanh, which passes it on. enc's input is the data, "
+    "which needs no gradient: its grad_input is (None,). The NaN still lands in enc.weight.grad, "
+    "which a module hook does not show.",
+    misconceptions=[
+        (
+            set(HOOK_MODULES[:3]),
+            "enc's input x does not require grad, so enc's grad_input is "
+            "(None,); the NaN reaches enc.weight.grad instead",
+        ),
+        ({"gate"}, "tanh's backward multiplies the NaN by 1 - tanh^2: NaN goes out of act too"),
+    ],
 )
 def hook_nonfinite():
     model, x = hook_model()
@@ -174,22 +220,29 @@ def hook_nonfinite():
 LOOPS = ("list of val losses", "running total", "list of floats")
 
 
-LOOP_CODE = ("model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 1)); each of 4 steps trains on "
-             "a batch (loss.backward(); opt.step()) and then computes val = model(xv).pow(2).mean() on a "
-             "32 x 16 validation batch, with grad mode on. Three loops keep val differently: 'list of val "
-             "losses': vals.append(val); 'running total': total = val at step 1, then total = total + val; "
-             "'list of floats': vals.append(val.item()).")
+LOOP_CODE = (
+    "model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 1)); each of 4 steps trains on "
+    "a batch (loss.backward(); opt.step()) and then computes val = model(xv).pow(2).mean() on a "
+    "32 x 16 validation batch, with grad mode on. Three loops keep val differently: 'list of val "
+    "losses': vals.append(val); 'running total': total = val at step 1, then total = total + val; "
+    "'list of floats': vals.append(val.item())."
+)
 
 
 @predict_then_run(
-    "12.leak-held", Names(pool=LOOPS),
+    "12.leak-held",
+    Names(pool=LOOPS),
     prompt=LOOP_CODE + " In which loops do the bytes that the kept objects' graphs hold for backward "
-           "(saved tensors not yet freed) grow from step 1 to step 4? Answer a set of the labels.",
+    "(saved tensors not yet freed) grow from step 1 to step 4? Answer a set of the labels.",
     explain="Nobody calls backward on val, so its graph keeps everything its forward saved (the input, the "
-            "hidden activations, a weight). Keeping the tensor, in a list or in a sum, keeps one such graph "
-            "per step. .item() keeps a Python float and lets the graph go.",
-    misconceptions=[({"list of val losses"}, "the sum total + val has a graph that reaches every earlier val: "
-                                             "it keeps all their graphs too")],
+    "hidden activations, a weight). Keeping the tensor, in a list or in a sum, keeps one such graph "
+    "per step. .item() keeps a Python float and lets the graph go.",
+    misconceptions=[
+        (
+            {"list of val losses"},
+            "the sum total + val has a graph that reaches every earlier val: it keeps all their graphs too",
+        )
+    ],
 )
 def leak_held():
     out = set()
@@ -201,12 +254,13 @@ def leak_held():
 
 
 @predict_then_run(
-    "12.leak-depth", Names(pool=LOOPS),
+    "12.leak-depth",
+    Names(pool=LOOPS),
     prompt=LOOP_CODE + " In which loops does the depth (probes.depth, the longest path to a leaf) of the "
-           "deepest graph kept grow from step 1 to step 4? Answer a set of the labels.",
+    "deepest graph kept grow from step 1 to step 4? Answer a set of the labels.",
     explain="A list keeps graphs side by side: each val is one forward pass deep. The running total chains "
-            "them: every step puts one more addition on top of all earlier ones, so its depth grows with "
-            "the step count, like unit 08's carried state.",
+    "them: every step puts one more addition on top of all earlier ones, so its depth grows with "
+    "the step count, like unit 08's carried state.",
     misconceptions=[(set(LOOPS[:2]), "a list holds many graphs side by side; each of them is one step deep")],
 )
 def leak_depth():
@@ -219,19 +273,24 @@ def leak_depth():
 
 
 @predict_then_run(
-    "12.cycle-seen", Names(pool=CYCLES),
+    "12.cycle-seen",
+    Names(pool=CYCLES),
     prompt="torch.utils.viz._cycles.observe_garbage(observer) makes Python's collector hand every object it "
-           "finds in an unreachable reference cycle to observer before freeing it. Two cycles, each holding a "
-           "1000-float tensor, with every name dropped: 'dict that holds itself': state = {'acts': "
-           "torch.randn(1000)}; state['self'] = state; 'backward(create_graph=True)': w = torch.randn(1000, "
-           "requires_grad=True); (w.sin() ** 2).sum().backward(create_graph=True) (unit 06). Then gc.collect(). "
-           "For which cycles does the observer receive the tensor? Answer a set of the labels.",
+    "finds in an unreachable reference cycle to observer before freeing it. Two cycles, each holding a "
+    "1000-float tensor, with every name dropped: 'dict that holds itself': state = {'acts': "
+    "torch.randn(1000)}; state['self'] = state; 'backward(create_graph=True)': w = torch.randn(1000, "
+    "requires_grad=True); (w.sin() ** 2).sum().backward(create_graph=True) (unit 06). Then gc.collect(). "
+    "For which cycles does the observer receive the tensor? Answer a set of the labels.",
     explain="The collector walks Python objects only. The dict's cycle is made of Python references, so the "
-            "collector finds it, shows it to the observer and frees the tensor. The create_graph cycle (w -> "
-            "w.grad -> its graph -> AccumulateGrad -> w) is made of C++ references inside torch: no collector "
-            "visits it, so no observer built on the collector can report it.",
-    misconceptions=[(set(CYCLES), "the create_graph cycle runs through C++ references inside torch, which "
-                                  "Python's collector never visits")],
+    "collector finds it, shows it to the observer and frees the tensor. The create_graph cycle (w -> "
+    "w.grad -> its graph -> AccumulateGrad -> w) is made of C++ references inside torch: no collector "
+    "visits it, so no observer built on the collector can report it.",
+    misconceptions=[
+        (
+            set(CYCLES),
+            "the create_graph cycle runs through C++ references inside torch, which Python's collector never visits",
+        )
+    ],
 )
 def cycle_seen():
     out = set()
@@ -249,16 +308,22 @@ THEIR_PARAMS = their_param_names()
 
 
 @predict_then_run(
-    "12.not-in-optimizer", Names(pool=THEIR_PARAMS),
+    "12.not-in-optimizer",
+    Names(pool=THEIR_PARAMS),
     prompt="their_setup() (its source is printed in the notebook) builds model = Regressor(), then opt = "
-           "torch.optim.SGD(model.parameters(), lr=0.05), then model.head = nn.Linear(6, 1). Which of the "
-           "model's parameters (model.named_parameters()) are not among the tensors in opt.param_groups? "
-           "Answer a set of names.",
+    "torch.optim.SGD(model.parameters(), lr=0.05), then model.head = nn.Linear(6, 1). Which of the "
+    "model's parameters (model.named_parameters()) are not among the tensors in opt.param_groups? "
+    "Answer a set of names.",
     explain="model.parameters() was read when the optimizer was made: it holds the tensors of that moment. "
-            "Assigning a new Linear to model.head puts new tensors in the model that the optimizer has never "
-            "seen; they get gradients and never move.",
-    misconceptions=[(set(), "the optimizer keeps the tensors it was given, not a view of the model: a module "
-                            "assigned later brings tensors it has never seen")],
+    "Assigning a new Linear to model.head puts new tensors in the model that the optimizer has never "
+    "seen; they get gradients and never move.",
+    misconceptions=[
+        (
+            set(),
+            "the optimizer keeps the tensors it was given, not a view of the model: a module "
+            "assigned later brings tensors it has never seen",
+        )
+    ],
 )
 def not_in_optimizer():
     model, opt, _ = kit.their_setup()
@@ -267,15 +332,20 @@ def not_in_optimizer():
 
 
 @predict_then_run(
-    "12.unused-params", Names(pool=THEIR_PARAMS),
+    "12.unused-params",
+    Names(pool=THEIR_PARAMS),
     prompt="With their_setup()'s model and first batch (x, y), loss = ((model(x) - y) ** 2).mean(); grads = "
-           "torch.autograd.grad(loss, list(model.parameters()), allow_unused=True). For which parameters is the "
-           "gradient None? Answer a set of names.",
+    "torch.autograd.grad(loss, list(model.parameters()), allow_unused=True). For which parameters is the "
+    "gradient None? Answer a set of names.",
     explain="Encoder multiplies by sigmoid(gate(x)).detach(): the detach cuts the only path from the loss to "
-            "gate's weight and bias, so autograd.grad reports them unused (None). Without allow_unused it "
-            "would raise instead.",
-    misconceptions=[({"head.weight", "head.bias"}, "the new head is on the loss's path: it gets a gradient, "
-                                                   "whatever the optimizer holds")],
+    "gate's weight and bias, so autograd.grad reports them unused (None). Without allow_unused it "
+    "would raise instead.",
+    misconceptions=[
+        (
+            {"head.weight", "head.bias"},
+            "the new head is on the loss's path: it gets a gradient, whatever the optimizer holds",
+        )
+    ],
 )
 def unused_params():
     model, _, batches = kit.their_setup()
@@ -288,30 +358,37 @@ def unused_params():
 
 # --- the exercise -----------------------------------------------------------------------------------
 
+
 @exercise(
     "12.diagnose",
-    Function(returns=FaultInModule(), cases=setup_cases,
-             call=lambda fn, case, ns: fn(ns["model"], ns["loss_fn"], ns["batches"]), per_case_s=3.0),
+    Function(
+        returns=FaultInModule(),
+        cases=setup_cases,
+        call=lambda fn, case, ns: fn(ns["model"], ns["loss_fn"], ns["batches"]),
+        per_case_s=3.0,
+    ),
     prompt="Write diagnose(model, loss_fn, batches): train the model with torch.optim.SGD(model.parameters(), "
-           "lr=0.1) for one step per batch (loss = loss_fn(model(x), y)) and return the first fault found, as "
-           "(fault, module name): " + ", ".join(repr(k) for k in FAULTS) + "; or 'no fault'. The module is "
-           "where the evidence points: for a non-finite gradient the module whose backward first made one; for "
-           "a frozen parameter a module owning a parameter that step 1's backward leaves without .grad; for a "
-           "stale graph or growing memory the module whose attribute keeps a graph from step to step. Restore "
-           "any global state you change.",
+    "lr=0.1) for one step per batch (loss = loss_fn(model(x), y)) and return the first fault found, as "
+    "(fault, module name): " + ", ".join(repr(k) for k in FAULTS) + "; or 'no fault'. The module is "
+    "where the evidence points: for a non-finite gradient the module whose backward first made one; for "
+    "a frozen parameter a module owning a parameter that step 1's backward leaves without .grad; for a "
+    "stale graph or growing memory the module whose attribute keeps a graph from step to step. Restore "
+    "any global state you change.",
     explain="Each fault leaves its own evidence in torch's record: a backward that raises because it walks a "
-            "graph an earlier step freed; a module whose full backward hook sees a finite gradient come in "
-            "and a non-finite one go out; a parameter whose .grad is still None after backward; a module "
-            "attribute that still holds a tensor with a grad_fn after the steps. Asked in that order, step by "
-            "step, they name the fault and its module.",
-    hints=("Run the steps yourself, and after each backward ask: did it raise? is any gradient non-finite? is "
-           "any .grad still None? After the last step: does any module keep a tensor with a grad_fn?",
-           "For the non-finite origin, register_full_backward_hook on every module (model.named_modules()); hooks "
-           "fire from the loss backwards, so the first hook whose grad_output is finite and grad_input is not "
-           "names the module. For the graph kept, look in vars(module) for tensors (or lists of them) with a "
-           "grad_fn; remove your hooks when you are done.",
-           "A stale graph raises at step 2's backward ('backward through the graph a second time'); growing memory "
-           "never raises: the graph is kept but never walked again."),
+    "graph an earlier step freed; a module whose full backward hook sees a finite gradient come in "
+    "and a non-finite one go out; a parameter whose .grad is still None after backward; a module "
+    "attribute that still holds a tensor with a grad_fn after the steps. Asked in that order, step by "
+    "step, they name the fault and its module.",
+    hints=(
+        "Run the steps yourself, and after each backward ask: did it raise? is any gradient non-finite? is "
+        "any .grad still None? After the last step: does any module keep a tensor with a grad_fn?",
+        "For the non-finite origin, register_full_backward_hook on every module (model.named_modules()); hooks "
+        "fire from the loss backwards, so the first hook whose grad_output is finite and grad_input is not "
+        "names the module. For the graph kept, look in vars(module) for tensors (or lists of them) with a "
+        "grad_fn; remove your hooks when you are done.",
+        "A stale graph raises at step 2's backward ('backward through the graph a second time'); growing memory "
+        "never raises: the graph is kept but never walked again.",
+    ),
 )
 def diagnose_setup(case):
     return kit.find_fault(**case.fresh())
@@ -319,46 +396,63 @@ def diagnose_setup(case):
 
 # --- self-test ----------------------------------------------------------------------------------------
 
+
 @self_test(
-    "12.self-anomaly-node", Name(),
+    "12.self-anomaly-node",
+    Name(),
     prompt="x = torch.tensor([0.0, 3.0], requires_grad=True); inside torch.autograd.detect_anomaly(): y = "
-           "(x ** 2).sqrt(); y.sum().backward(). It raises. Which node does anomaly mode name ('Error detected in "
-           "<node>')? Answer its class name.",
+    "(x ** 2).sqrt(); y.sum().backward(). It raises. Which node does anomaly mode name ('Error detected in "
+    "<node>')? Answer its class name.",
     explain="At x = 0 sqrt's backward computes 1 / (2 * sqrt(0)) = inf: not NaN, and anomaly mode checks for "
-            "NaN only. The power's backward then multiplies inf by 2 * x = 0, and inf * 0 is the first NaN.",
-    hints=("Walk backward from y node by node and compute what each returns at x = 0.",
-           "Anomaly mode raises on NaN, not on inf. What does sqrt's backward give at 0, and what does the next "
-           "node do with it?"),
-    misconceptions=[("SqrtBackward0", "sqrt's backward returns inf at 0 (1 / 0), not NaN; anomaly mode only "
-                                      "checks for NaN. The NaN appears in the next node: inf * 0")],
+    "NaN only. The power's backward then multiplies inf by 2 * x = 0, and inf * 0 is the first NaN.",
+    hints=(
+        "Walk backward from y node by node and compute what each returns at x = 0.",
+        "Anomaly mode raises on NaN, not on inf. What does sqrt's backward give at 0, and what does the next "
+        "node do with it?",
+    ),
+    misconceptions=[
+        (
+            "SqrtBackward0",
+            "sqrt's backward returns inf at 0 (1 / 0), not NaN; anomaly mode only "
+            "checks for NaN. The NaN appears in the next node: inf * 0",
+        )
+    ],
 )
 def self_anomaly_node():
     def run():
         x = torch.tensor([0.0, 3.0], requires_grad=True)
-        (x ** 2).sqrt().sum().backward()
+        (x**2).sqrt().sum().backward()
+
     return kit.anomaly_report(run).node
 
 
-FIXES = ("torch.where(x > 0, x.sqrt(), 0.0)", "torch.where(x > 0, x, 0.0).sqrt()", "x.abs().sqrt()",
-         "x.relu().sqrt()")
+FIXES = ("torch.where(x > 0, x.sqrt(), 0.0)", "torch.where(x > 0, x, 0.0).sqrt()", "x.abs().sqrt()", "x.relu().sqrt()")
 
 
 @self_test(
-    "12.self-finite-fix", Names(pool=FIXES),
+    "12.self-finite-fix",
+    Names(pool=FIXES),
     prompt="x = torch.tensor([-1.0, 0.0, 2.0], requires_grad=True); y = <expression>; y.sum().backward(). For "
-           "which of these expressions is every entry of x.grad finite: " + "; ".join(repr(f) for f in FIXES) +
-           "? Answer a set of the expressions.",
+    "which of these expressions is every entry of x.grad finite: "
+    + "; ".join(repr(f) for f in FIXES)
+    + "? Answer a set of the expressions.",
     explain="Where the expression's backward divides by sqrt(0), the result is inf, and what happens next "
-            "decides. An outer where runs sqrt's backward on NaN and 0 (NaN out); a where or relu before "
-            "sqrt sends inf into a backward that selects zero for masked entries (finite); abs's backward "
-            "multiplies by sign(x), and at x = 0 that is 0 * inf = NaN.",
-    hints=("For each expression, list the backward nodes from y to x and what each computes at x = -1 and "
-           "x = 0.",
-           "sqrt's backward at 0 gives inf. A where or a relu backward picks 0 for masked entries, whatever "
-           "came in; abs's backward multiplies by the sign instead."),
-    misconceptions=[(lambda truth: set(truth) | {FIXES[2]}, "abs keeps every value non-negative, but its "
-                                                            "backward multiplies by sign(0) = 0, and 0 times "
-                                                            "sqrt's inf at 0 is NaN")],
+    "decides. An outer where runs sqrt's backward on NaN and 0 (NaN out); a where or relu before "
+    "sqrt sends inf into a backward that selects zero for masked entries (finite); abs's backward "
+    "multiplies by sign(x), and at x = 0 that is 0 * inf = NaN.",
+    hints=(
+        "For each expression, list the backward nodes from y to x and what each computes at x = -1 and x = 0.",
+        "sqrt's backward at 0 gives inf. A where or a relu backward picks 0 for masked entries, whatever "
+        "came in; abs's backward multiplies by the sign instead.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: set(truth) | {FIXES[2]},
+            "abs keeps every value non-negative, but its "
+            "backward multiplies by sign(0) = 0, and 0 times "
+            "sqrt's inf at 0 is NaN",
+        )
+    ],
 )
 def self_finite_fix():
     return {label for label in FIXES if kit.finite(fix_grad(label))}
@@ -368,50 +462,64 @@ GROWTH = ("nothing grows", "only held bytes grow", "only depth grows", "both gro
 
 
 @self_test(
-    "12.self-ema", Choice(*GROWTH),
+    "12.self-ema",
+    Choice(*GROWTH),
     prompt="net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1)); ema = torch.tensor(0.0); each "
-           "of 4 steps: loss = ((net(x) - y) ** 2).mean(); opt.zero_grad(); loss.backward(); opt.step(); "
-           "ema = 0.9 * ema + 0.1 * loss. From step 1 to step 4, what happens to ema's graph: the bytes it "
-           "holds for backward (saved tensors not yet freed) and its depth? One of " +
-           ", ".join(repr(g) for g in GROWTH) + ".",
+    "of 4 steps: loss = ((net(x) - y) ** 2).mean(); opt.zero_grad(); loss.backward(); opt.step(); "
+    "ema = 0.9 * ema + 0.1 * loss. From step 1 to step 4, what happens to ema's graph: the bytes it "
+    "holds for backward (saved tensors not yet freed) and its depth? One of "
+    + ", ".join(repr(g) for g in GROWTH)
+    + ".",
     explain="ema chains every step's loss, so its depth grows by the two nodes of the update each step. But "
-            "each loss.backward() already freed what the loss's graph saved, and multiplying by a Python "
-            "number saves nothing that a pack hook sees: the chain keeps nodes, not activations.",
-    hints=("Is ema's graph ever walked by backward? Which graphs does it reach, and were they walked?",
-           "backward frees the saved tensors of the nodes it runs; the nodes themselves stay while something "
-           "reaches them. What does 0.9 * ema + 0.1 * loss save?"),
-    misconceptions=[("both grow", "each loss.backward() freed the activations of its graph before ema reached "
-                                  "it; the chain keeps nodes, and the scalar multiplications save nothing a "
-                                  "pack hook sees")],
+    "each loss.backward() already freed what the loss's graph saved, and multiplying by a Python "
+    "number saves nothing that a pack hook sees: the chain keeps nodes, not activations.",
+    hints=(
+        "Is ema's graph ever walked by backward? Which graphs does it reach, and were they walked?",
+        "backward frees the saved tensors of the nodes it runs; the nodes themselves stay while something "
+        "reaches them. What does 0.9 * ema + 0.1 * loss save?",
+    ),
+    misconceptions=[
+        (
+            "both grow",
+            "each loss.backward() freed the activations of its graph before ema reached "
+            "it; the chain keeps nodes, and the scalar multiplications save nothing a "
+            "pack hook sees",
+        )
+    ],
 )
 def self_ema():
     seen = ema_loop()
     held = seen[-1][0] > seen[0][0]
     deep = seen[-1][1] > seen[0][1]
-    return {(False, False): GROWTH[0], (True, False): GROWTH[1], (False, True): GROWTH[2],
-            (True, True): GROWTH[3]}[(held, deep)]
+    return {(False, False): GROWTH[0], (True, False): GROWTH[1], (False, True): GROWTH[2], (True, True): GROWTH[3]}[
+        (held, deep)
+    ]
 
 
 ORIGINS = ("n", "r", "h", "none of them")
 
 
 @self_test(
-    "12.self-first-hook", Choice(*ORIGINS),
+    "12.self-first-hook",
+    Choice(*ORIGINS),
     prompt="x = torch.tensor([[1.0, 2.0], [-1.0, -3.0]]); w1 = torch.tensor([[1.0, 0.5], [0.5, 1.0]], "
-           "requires_grad=True); w2 = torch.tensor([[1.0], [-1.0]], requires_grad=True); h = x @ w1; r = h.relu(); "
-           "n = r / r.norm(dim=1, keepdim=True); out = n @ w2. A hook (tensor.register_hook) on each of h, r and "
-           "n records whether the gradient it sees is finite; out.sum().backward(). Which is the first hook, in "
-           "the order they fire, to see a non-finite gradient: " + ", ".join(repr(o) for o in ORIGINS) + "?",
+    "requires_grad=True); w2 = torch.tensor([[1.0], [-1.0]], requires_grad=True); h = x @ w1; r = h.relu(); "
+    "n = r / r.norm(dim=1, keepdim=True); out = n @ w2. A hook (tensor.register_hook) on each of h, r and "
+    "n records whether the gradient it sees is finite; out.sum().backward(). Which is the first hook, in "
+    "the order they fire, to see a non-finite gradient: " + ", ".join(repr(o) for o in ORIGINS) + "?",
     explain="The second row of h is negative, so r's second row is all zeros and its norm is 0. n's gradient "
-            "comes from the product with w2: finite. The division's backward divides by that zero norm: r's "
-            "gradient is non-finite. relu's backward then picks 0 where h was negative, so h's gradient, and "
-            "w1.grad, are finite again: a NaN can start and vanish inside one backward.",
-    hints=("Compute r for the second row first. What is its norm?",
-           "Hooks fire from out back to h. The division's backward divides by the norm; relu's backward keeps "
-           "the gradient only where h > 0."),
-    misconceptions=[("h", "relu's backward selects 0 where h was negative, which replaces the NaN: h's gradient "
-                          "is finite"),
-                    ("none of them", "the division's backward divides by r's zero norm for the second row")],
+    "comes from the product with w2: finite. The division's backward divides by that zero norm: r's "
+    "gradient is non-finite. relu's backward then picks 0 where h was negative, so h's gradient, and "
+    "w1.grad, are finite again: a NaN can start and vanish inside one backward.",
+    hints=(
+        "Compute r for the second row first. What is its norm?",
+        "Hooks fire from out back to h. The division's backward divides by the norm; relu's backward keeps "
+        "the gradient only where h > 0.",
+    ),
+    misconceptions=[
+        ("h", "relu's backward selects 0 where h was negative, which replaces the NaN: h's gradient is finite"),
+        ("none of them", "the division's backward divides by r's zero norm for the second row"),
+    ],
 )
 def self_first_hook():
     x = torch.tensor([[1.0, 2.0], [-1.0, -3.0]])

@@ -20,6 +20,7 @@ Tools a learner uses in the notebook (each a thin layer over a torch API, so the
 12.diagnose; the exercise's generated setups (small models with one planted fault among four kinds, or none)
 are in :mod:`grader.units.unit12.cases`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -47,10 +48,10 @@ from grader import probes
 
 @dataclass
 class AnomalyReport:
-    raised: str = ""          # the error's first line, or '' when nothing raised
-    node: str = ""            # the node anomaly mode named ("Error detected in X")
-    forward_line: str = ""    # the last source line of the forward traceback it printed
-    warned: tuple = ()        # the first sentence of every warning it gave
+    raised: str = ""  # the error's first line, or '' when nothing raised
+    node: str = ""  # the node anomaly mode named ("Error detected in X")
+    forward_line: str = ""  # the last source line of the forward traceback it printed
+    warned: tuple = ()  # the first sentence of every warning it gave
 
     def __str__(self):
         rows = [f"raised:       {self.raised or 'nothing'}"]
@@ -81,14 +82,18 @@ def anomaly_report(fn: Callable[[], Any], check_nan: bool = True, anomaly: bool 
         found = _DETECTED.search(text)
         if found:
             out.node = found.group(1)
-            code = [line.strip() for line in text.split("\n")
-                    if line.startswith("    ") and not line.strip().startswith("File ")]
+            code = [
+                line.strip()
+                for line in text.split("\n")
+                if line.startswith("    ") and not line.strip().startswith("File ")
+            ]
             out.forward_line = code[-1] if code else ""
     return out
 
 
 def step_ratio(step: Callable[[], Any], repeats: int = 3, number: int = 10) -> float:
     """Best time of ``number`` calls of ``step`` with anomaly mode on, over the best time without it."""
+
     def best(anomaly):
         times = []
         for _ in range(repeats):
@@ -98,9 +103,10 @@ def step_ratio(step: Callable[[], Any], repeats: int = 3, number: int = 10) -> f
                     step()
             times.append(time.perf_counter() - started)
         return min(times)
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        step()                                  # warm up
+        step()  # warm up
         plain = best(False)
         slow = best(True)
     return slow / plain
@@ -121,6 +127,7 @@ def masked_root_outcome(anomaly: bool, check_nan: bool = True) -> str:
         x, loss = masked_root()
         holder["x"] = x
         loss.backward()
+
     report = anomaly_report(run, check_nan=check_nan, anomaly=anomaly)
     if report.raised:
         return "backward raises"
@@ -130,6 +137,7 @@ def masked_root_outcome(anomaly: bool, check_nan: bool = True) -> str:
 def masked_root_report(check_nan=True):
     def run():
         masked_root()[1].backward()
+
     return anomaly_report(run, check_nan=check_nan)
 
 
@@ -144,6 +152,7 @@ def cost_band(ratio: float) -> str:
 # Where a non-finite gradient starts
 # =================================================================================================
 
+
 def finite(t) -> bool:
     """True for None (no gradient is not a bad gradient) and for a tensor with only finite entries."""
     return t is None or bool(torch.isfinite(t).all())
@@ -157,8 +166,10 @@ class HookEvent:
 
     def __repr__(self):
         ok = lambda b: "finite" if b else "NON-FINITE"
-        return f"{self.module or '(the whole model)'}: gradient in {ok(self.grad_output_finite)}, " \
-               f"out {ok(self.grad_input_finite)}"
+        return (
+            f"{self.module or '(the whole model)'}: gradient in {ok(self.grad_output_finite)}, "
+            f"out {ok(self.grad_input_finite)}"
+        )
 
 
 class BackwardWatch:
@@ -193,8 +204,8 @@ class BackwardWatch:
 
     def _hook(self, name):
         def hook(module, grad_input, grad_output):
-            self.events.append(HookEvent(name, all(finite(g) for g in grad_output),
-                                         all(finite(g) for g in grad_input)))
+            self.events.append(HookEvent(name, all(finite(g) for g in grad_output), all(finite(g) for g in grad_input)))
+
         return hook
 
     def origin(self) -> str | None:
@@ -239,8 +250,9 @@ class _RootWhere(nn.Module):
 
 def hook_model():
     torch.manual_seed(3)
-    model = nn.Sequential(OrderedDict([("enc", nn.Linear(3, 4)), ("act", nn.Tanh()), ("gate", _RootWhere()),
-                                       ("head", nn.Linear(4, 1))]))
+    model = nn.Sequential(
+        OrderedDict([("enc", nn.Linear(3, 4)), ("act", nn.Tanh()), ("gate", _RootWhere()), ("head", nn.Linear(4, 1))])
+    )
     return model, torch.randn(6, 3)
 
 
@@ -254,6 +266,7 @@ def fix_grad(label):
 # =================================================================================================
 # Memory that grows
 # =================================================================================================
+
 
 def _tensors_in(obj, seen=None) -> list[torch.Tensor]:
     """Tensors held by ``obj``: itself, or inside lists, tuples, dicts, or a module's plain attributes."""
@@ -313,7 +326,7 @@ class ModuleBill:
     def __init__(self, model: nn.Module):
         self.model = model
         self.bytes: dict[str, int] = {}
-        self._owner: dict[int, tuple] = {}     # storage address -> (module that saved it first, bytes, tensor)
+        self._owner: dict[int, tuple] = {}  # storage address -> (module that saved it first, bytes, tensor)
         self._stack: list[str] = []
         self._stack_ctx = contextlib.ExitStack()
 
@@ -321,10 +334,12 @@ class ModuleBill:
         for name, module in self.model.named_modules():
             if not name:
                 continue
-            self._stack_ctx.callback(module.register_forward_pre_hook(
-                lambda m, args, name=name: self._stack.append(name)).remove)
-            self._stack_ctx.callback(module.register_forward_hook(
-                lambda m, args, out: self._stack.pop() and None).remove)
+            self._stack_ctx.callback(
+                module.register_forward_pre_hook(lambda m, args, name=name: self._stack.append(name)).remove
+            )
+            self._stack_ctx.callback(
+                module.register_forward_hook(lambda m, args, out: self._stack.pop() and None).remove
+            )
         self._stack_ctx.enter_context(torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t))
         return self
 
@@ -336,7 +351,7 @@ class ModuleBill:
         storage = t.untyped_storage()
         key = storage.data_ptr()
         before = self._owner.get(key)
-        if before is None or before[2]() is None:       # a storage not seen yet (or its address reused)
+        if before is None or before[2]() is None:  # a storage not seen yet (or its address reused)
             who = self._stack[-1] if self._stack else "(outside any module)"
             self._owner[key] = (who, storage.nbytes(), weakref.ref(t))
             self.bytes[who] = self.bytes.get(who, 0) + storage.nbytes()
@@ -384,6 +399,7 @@ def quiet_profile():
     profiler's native log lines (written straight to file descriptors 1 and 2, with timestamps) kept out
     of the notebook for the whole window. Yields the profiler. Python's own print still shows in a notebook."""
     from torch.profiler import ProfilerActivity, profile
+
     with _quiet_fds(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         yield prof
 
@@ -401,11 +417,13 @@ def gc_tensor_cycles(make: Callable[[], Any]) -> tuple[list[tuple], bool]:
     reference to is still alive afterwards. A tensor still alive has its ``.grad`` set to None, which
     breaks a create_graph cycle, so the call leaks nothing."""
     from torch.utils.viz._cycles import observe_garbage
+
     gc.collect()
     found: list[tuple] = []
 
     def observer(garbage):
         found.extend(tuple(o.shape) for o in garbage if isinstance(o, torch.Tensor))
+
     ref = make()
     remove = observe_garbage(observer)
     try:
@@ -441,15 +459,21 @@ def leak_loop(kind: str, steps: int = 4, bill=None):
             opt.zero_grad()
             loss.backward()
             opt.step()
-            val = model(xv).pow(2).mean()          # no torch.no_grad() around it
+            val = model(xv).pow(2).mean()  # no torch.no_grad() around it
             if kind == "list of val losses":
                 kept.append(val)
             elif kind == "running total":
                 kept = val if kept is None else kept + val
             else:
                 kept.append(val.item())
-            after.append((held_bytes(kept), probes.depth(kept) if isinstance(kept, torch.Tensor) else
-                          max((probes.depth(v) for v in kept if isinstance(v, torch.Tensor)), default=0)))
+            after.append(
+                (
+                    held_bytes(kept),
+                    probes.depth(kept)
+                    if isinstance(kept, torch.Tensor)
+                    else max((probes.depth(v) for v in kept if isinstance(v, torch.Tensor)), default=0),
+                )
+            )
     return after, kept, ctx, model
 
 
@@ -488,6 +512,7 @@ def ema_loop(steps=4):
 # A loop someone else wrote (the checklist's subject; no course helper wraps it)
 # =================================================================================================
 
+
 class Encoder(nn.Module):
     def __init__(self):
         super().__init__()
@@ -516,7 +541,7 @@ def their_setup(seed: int = 12):
     torch.manual_seed(seed)
     model = Regressor()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    model.head = nn.Linear(6, 1)           # "a fresh head for the new task", after the optimizer was made
+    model.head = nn.Linear(6, 1)  # "a fresh head for the new task", after the optimizer was made
     batches = [(torch.randn(8, 4), torch.randn(8)) for _ in range(4)]
     return model, opt, batches
 
@@ -551,7 +576,7 @@ VERDICTS = FAULTS + (NO_FAULT,)
 @dataclass
 class Finding:
     kind: str
-    where: frozenset = frozenset()     # module names, any of which is accepted
+    where: frozenset = frozenset()  # module names, any of which is accepted
     evidence: str = ""
 
     def __repr__(self):
@@ -583,6 +608,7 @@ def _cuts(model: nn.Module, loss_fn, x, y) -> set[str]:
         def backward_hook(m, grad_input, grad_output, name=name):
             if entered.get(name) and all(g is None for g in grad_input):
                 found.add(name)
+
         handles.append(module.register_forward_hook(forward_hook))
         handles.append(module.register_full_backward_hook(backward_hook))
     try:

@@ -1,5 +1,6 @@
 """The generated cases of unit 13's two exercises: small seeded models for 13.per-sample-grads, and small
 programs for 13.eager-vs-compiled, with how each case is handed to the learner's function."""
+
 from __future__ import annotations
 
 import random
@@ -17,6 +18,7 @@ from grader.units.unit13.support import kept_by_compile, loop_grads
 # Exercise 13.per-sample-grads: generated models
 # =====================================================================================================
 
+
 @dataclass(eq=False)
 class PerSampleCase(Case):
     """A small seeded MLP, a batch (x, y), and the per-sample loss ((model(x_i) - y_i) ** 2).sum()."""
@@ -28,7 +30,7 @@ class PerSampleCase(Case):
     batch: int
     bias: bool = True
     output = "model"
-    drawing_label = None        # drawing() shows the loop's per-sample gradients under "its graph"
+    drawing_label = None  # drawing() shows the loop's per-sample gradients under "its graph"
 
     @property
     def size(self) -> int:
@@ -41,16 +43,21 @@ class PerSampleCase(Case):
     @property
     def source(self) -> str:
         b = "" if self.bias else ", bias=False"
-        return (f"# weights, x and y drawn from torch.Generator().manual_seed({self.seed})\n"
-                f"model = torch.nn.Sequential(torch.nn.Linear({self.d_in}, {self.hidden}{b}), torch.nn.Tanh(),\n"
-                f"                            torch.nn.Linear({self.hidden}, {self.d_out}{b}))\n"
-                f"x = torch.randn({self.batch}, {self.d_in})\ny = torch.randn({self.batch}, {self.d_out})\n"
-                "grads = per_sample_grads(model, x, y)   # {name: tensor of shape (batch, *param.shape)}")
+        return (
+            f"# weights, x and y drawn from torch.Generator().manual_seed({self.seed})\n"
+            f"model = torch.nn.Sequential(torch.nn.Linear({self.d_in}, {self.hidden}{b}), torch.nn.Tanh(),\n"
+            f"                            torch.nn.Linear({self.hidden}, {self.d_out}{b}))\n"
+            f"x = torch.randn({self.batch}, {self.d_in})\ny = torch.randn({self.batch}, {self.d_out})\n"
+            "grads = per_sample_grads(model, x, y)   # {name: tensor of shape (batch, *param.shape)}"
+        )
 
     def fresh(self) -> dict[str, Any]:
         gen = torch.Generator().manual_seed(self.seed)
-        model = torch.nn.Sequential(torch.nn.Linear(self.d_in, self.hidden, bias=self.bias), torch.nn.Tanh(),
-                                    torch.nn.Linear(self.hidden, self.d_out, bias=self.bias))
+        model = torch.nn.Sequential(
+            torch.nn.Linear(self.d_in, self.hidden, bias=self.bias),
+            torch.nn.Tanh(),
+            torch.nn.Linear(self.hidden, self.d_out, bias=self.bias),
+        )
         with torch.no_grad():
             for p in model.parameters():
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.7)
@@ -63,7 +70,9 @@ class PerSampleCase(Case):
         grads = loop_grads(ns["model"], ns["x"], ns["y"])
         lines = ["per-sample gradients from a loop, one backward per sample:"]
         for name, g in grads.items():
-            lines.append(f"  {name}: shape {tuple(g.shape)}, sample 0 starts {[round(v, 4) for v in g[0].reshape(-1)[:3].tolist()]}")
+            lines.append(
+                f"  {name}: shape {tuple(g.shape)}, sample 0 starts {[round(v, 4) for v in g[0].reshape(-1)[:3].tolist()]}"
+            )
         return "\n".join(lines)
 
     def __repr__(self):
@@ -74,8 +83,16 @@ def per_sample_cases() -> list[PerSampleCase]:
     rng = random.Random(1313)
     cases = [PerSampleCase(1, 2, 3, 1, 2), PerSampleCase(2, 3, 2, 2, 2)]
     for seed in range(3, 9):
-        cases.append(PerSampleCase(seed, rng.randint(2, 5), rng.randint(2, 6), rng.randint(1, 3), rng.randint(2, 7),
-                               bias=rng.random() < 0.7))
+        cases.append(
+            PerSampleCase(
+                seed,
+                rng.randint(2, 5),
+                rng.randint(2, 6),
+                rng.randint(1, 3),
+                rng.randint(2, 7),
+                bias=rng.random() < 0.7,
+            )
+        )
     return sorted(cases, key=lambda c: c.size)
 
 
@@ -117,7 +134,7 @@ class ChainCase(Case):
     rows: int
     width: int
     output = "f"
-    drawing_label = None        # drawing() shows what each run keeps under "its graph"
+    drawing_label = None  # drawing() shows what each run keeps under "its graph"
 
     @property
     def size(self) -> int:
@@ -137,30 +154,39 @@ class ChainCase(Case):
     @property
     def source(self) -> str:
         inner = "\n".join("    " + line for line in self.body)
-        return (f"def f(x, w1, w2):\n{inner}\n\n"
-                f"# x, w1, w2 drawn in this order from torch.Generator().manual_seed({self.seed})\n"
-                f"x = torch.randn({self.rows}, {self.width})\n"
-                f"w1 = torch.randn({self.width}, {self.width}, requires_grad=True)\n"
-                f"w2 = torch.randn({self.width}, {self.width}, requires_grad=True)\n"
-                "kept_bytes(f, (x, w1, w2))   # [eager bytes, compiled bytes]")
+        return (
+            f"def f(x, w1, w2):\n{inner}\n\n"
+            f"# x, w1, w2 drawn in this order from torch.Generator().manual_seed({self.seed})\n"
+            f"x = torch.randn({self.rows}, {self.width})\n"
+            f"w1 = torch.randn({self.width}, {self.width}, requires_grad=True)\n"
+            f"w2 = torch.randn({self.width}, {self.width}, requires_grad=True)\n"
+            "kept_bytes(f, (x, w1, w2))   # [eager bytes, compiled bytes]"
+        )
 
     def fresh(self) -> dict[str, Any]:
         ns: dict[str, Any] = {"torch": torch}
         # a new code object each time: Dynamo's cache, keyed on code, never mixes two cases
-        exec(compile("def f(x, w1, w2):\n" + "\n".join("    " + ln for ln in self.body),
-                     f"<program {self.seed}>", "exec"), ns)
+        exec(
+            compile(
+                "def f(x, w1, w2):\n" + "\n".join("    " + ln for ln in self.body), f"<program {self.seed}>", "exec"
+            ),
+            ns,
+        )
         gen = torch.Generator().manual_seed(self.seed)
-        ns["args"] = (torch.randn(self.rows, self.width, generator=gen),
-                      torch.randn(self.width, self.width, generator=gen).requires_grad_(),
-                      torch.randn(self.width, self.width, generator=gen).requires_grad_())
+        ns["args"] = (
+            torch.randn(self.rows, self.width, generator=gen),
+            torch.randn(self.width, self.width, generator=gen).requires_grad_(),
+            torch.randn(self.width, self.width, generator=gen).requires_grad_(),
+        )
         return ns
 
     def drawing(self, ns=None) -> str:
         ns = self.fresh()
         kept = kept_by_compile(ns["f"], *ns["args"])
         eager = probes.bill(lambda: ns["f"](*ns["args"]))
-        return (f"eager keeps {len(eager.entries)} storages; the compiled forward keeps the results of: "
-                f"{', '.join(kept)}")
+        return (
+            f"eager keeps {len(eager.entries)} storages; the compiled forward keeps the results of: {', '.join(kept)}"
+        )
 
     def __repr__(self):
         return f"<{self.label}>"

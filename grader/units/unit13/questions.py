@@ -4,6 +4,7 @@ The compile instruments (a graph-counting backend, the partitioned forward graph
 functions the experiments compile live in :mod:`grader.units.unit13.support`, the exercises' generated cases in
 :mod:`grader.units.unit13.cases`.
 """
+
 from __future__ import annotations
 
 import torch
@@ -36,17 +37,22 @@ GRAD_OPTIONS = ("None", "equal to g", "twice g", "a tensor of zeros")
 
 
 @predict_then_run(
-    "13.func-grad-no-grad", Choice(*GRAD_OPTIONS),
+    "13.func-grad-no-grad",
+    Choice(*GRAD_OPTIONS),
     prompt="w = torch.tensor([1.0, -2.0, 0.5], requires_grad=True); g = torch.func.grad(lambda t: (t ** 3).sum())(w). "
-           "What is w.grad afterwards? One of " + ", ".join(repr(o) for o in GRAD_OPTIONS) + ".",
+    "What is w.grad afterwards? One of " + ", ".join(repr(o) for o in GRAD_OPTIONS) + ".",
     explain="torch.func.grad returns the gradient as a value, like torch.autograd.grad: it writes no .grad and "
-            "accumulates nothing.",
-    misconceptions=[("equal to g", "that is what .backward() would leave; torch.func.grad returns the gradient "
-                                   "and writes nothing into w.grad")],
+    "accumulates nothing.",
+    misconceptions=[
+        (
+            "equal to g",
+            "that is what .backward() would leave; torch.func.grad returns the gradient and writes nothing into w.grad",
+        )
+    ],
 )
 def func_grad_no_grad():
     w = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
-    g = torch.func.grad(lambda t: (t ** 3).sum())(w)
+    g = torch.func.grad(lambda t: (t**3).sum())(w)
     if w.grad is None:
         return GRAD_OPTIONS[0]
     if torch.equal(w.grad, g):
@@ -55,15 +61,17 @@ def func_grad_no_grad():
 
 
 @predict_then_run(
-    "13.per-sample-shape", Number(tol=0),
+    "13.per-sample-shape",
+    Number(tol=0),
     prompt="model = torch.nn.Linear(3, 2); params = dict(model.named_parameters()); "
-           "loss(p, xi, yi) = ((torch.func.functional_call(model, p, (xi,)) - yi) ** 2).sum(); x of shape (5, 3), "
-           "y of shape (5, 2); grads = torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(params, x, y). "
-           "What is the shape of grads['weight']? Answer it as a list of numbers.",
+    "loss(p, xi, yi) = ((torch.func.functional_call(model, p, (xi,)) - yi) ** 2).sum(); x of shape (5, 3), "
+    "y of shape (5, 2); grads = torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(params, x, y). "
+    "What is the shape of grads['weight']? Answer it as a list of numbers.",
     explain="grad(loss) gives, for one sample, a dict shaped like params; vmap maps it over dimension 0 of x "
-            "and y (in_dims None: the same params for all) and stacks the results along a new first dimension.",
-    misconceptions=[(lambda truth: list(truth[1:]), "that is one sample's gradient; vmap stacks one per sample "
-                                                    "in front")],
+    "and y (in_dims None: the same params for all) and stacks the results along a new first dimension.",
+    misconceptions=[
+        (lambda truth: list(truth[1:]), "that is one sample's gradient; vmap stacks one per sample in front")
+    ],
 )
 def per_sample_shape():
     model = torch.nn.Linear(3, 2)
@@ -72,46 +80,60 @@ def per_sample_shape():
     def loss(p, xi, yi):
         return ((torch.func.functional_call(model, p, (xi,)) - yi) ** 2).sum()
 
-    grads = torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(params, torch.randn(5, 3),
-                                                                           torch.randn(5, 2))
+    grads = torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(params, torch.randn(5, 3), torch.randn(5, 2))
     return list(grads["weight"].shape)
 
 
 # --- 2. forward mode ------------------------------------------------------------------------------------
 
+
 @predict_then_run(
-    "13.dual-tangent", Number(tol=1e-4),
+    "13.dual-tangent",
+    Number(tol=1e-4),
     prompt="with torch.autograd.forward_ad.dual_level(): x = fwAD.make_dual(torch.tensor(2.0), torch.tensor(0.5)); "
-           "y = x ** 3; t = fwAD.unpack_dual(y).tangent. What is t (4 decimals)?",
+    "y = x ** 3; t = fwAD.unpack_dual(y).tangent. What is t (4 decimals)?",
     explain="A dual number carries a value and a tangent; every op moves the tangent by its derivative as it "
-            "computes the value: the tangent of x ** 3 is 3 x ** 2 times x's tangent, 3 * 4 * 0.5.",
-    misconceptions=[(lambda truth: truth * 2, "that is the derivative 3 x ** 2 alone; the tangent is the "
-                                              "derivative times the tangent x came in with, 0.5")],
+    "computes the value: the tangent of x ** 3 is 3 x ** 2 times x's tangent, 3 * 4 * 0.5.",
+    misconceptions=[
+        (
+            lambda truth: truth * 2,
+            "that is the derivative 3 x ** 2 alone; the tangent is the "
+            "derivative times the tangent x came in with, 0.5",
+        )
+    ],
 )
 def dual_tangent():
     with fwAD.dual_level():
         x = fwAD.make_dual(torch.tensor(2.0), torch.tensor(0.5))
-        y = x ** 3
+        y = x**3
         return fwAD.unpack_dual(y).tangent.item()
 
 
 # --- 3. torch.compile ------------------------------------------------------------------------------------
 
+
 @predict_then_run(
-    "13.compile-saves", Number(tol=0),
+    "13.compile-saves",
+    Number(tol=0),
     prompt="f(x, w) = (x @ w).sin().cos().sum() with x = torch.randn(4, 3) and w = torch.randn(3, 5, "
-           "requires_grad=True). Count the activations kept for backward (storages that are neither x nor w, as "
-           "unit 05's bill labels them), run eagerly and through torch.compile(f, backend='aot_eager'). "
-           "Answer [eager, compiled].",
+    "requires_grad=True). Count the activations kept for backward (storages that are neither x nor w, as "
+    "unit 05's bill labels them), run eagerly and through torch.compile(f, backend='aot_eager'). "
+    "Answer [eager, compiled].",
     explain="Eagerly each node keeps its own input: the matmul's result for sin, sin's result for cos. "
-            "AOTAutograd traces forward and backward as one graph and its partitioner keeps the least memory it "
-            "can: it keeps the matmul's result and recomputes sin from it in the backward graph, as checkpointing "
-            "would, chosen automatically.",
-    misconceptions=[(lambda truth: [truth[0], truth[0]], "the compiled forward does not keep what eager nodes keep: "
-                                                        "the partitioner recomputes cheap pointwise results")],
+    "AOTAutograd traces forward and backward as one graph and its partitioner keeps the least memory it "
+    "can: it keeps the matmul's result and recomputes sin from it in the backward graph, as checkpointing "
+    "would, chosen automatically.",
+    misconceptions=[
+        (
+            lambda truth: [truth[0], truth[0]],
+            "the compiled forward does not keep what eager nodes keep: "
+            "the partitioner recomputes cheap pointwise results",
+        )
+    ],
 )
 def compile_saves():
     import torch._dynamo
+
     x, w = torch.randn(4, 3), torch.randn(3, 5, requires_grad=True)
     eager = probes.bill(lambda: sin_cos(x, w), names={"x": x, "w": w})
     torch._dynamo.reset()
@@ -124,13 +146,14 @@ def compile_saves():
 
 
 @predict_then_run(
-    "13.item-graphs", Number(tol=0),
+    "13.item-graphs",
+    Number(tol=0),
     prompt="def f(x): h = x.sin(); scale = h.sum().item(); return h * scale. torch.compile(f) with a backend that "
-           "counts the graphs it is handed, called once on x = torch.randn(3, requires_grad=True) (default "
-           "settings). How many graphs does Dynamo make?",
+    "counts the graphs it is handed, called once on x = torch.randn(3, requires_grad=True) (default "
+    "settings). How many graphs does Dynamo make?",
     explain=".item() turns a tensor into a Python number, which a graph of tensor ops cannot hold (by default): "
-            "Dynamo ends the graph there (a graph break), runs .item() in Python, and starts a second graph for "
-            "the rest. Autograd still links the two: the gradient flows through both.",
+    "Dynamo ends the graph there (a graph break), runs .item() in Python, and starts a second graph for "
+    "the rest. Autograd still links the two: the gradient flows through both.",
     misconceptions=[(1, "a Python number cannot live in the graph by default: .item() breaks it in two")],
 )
 def item_graphs():
@@ -138,21 +161,29 @@ def item_graphs():
 
 
 @predict_then_run(
-    "13.hook-graphs", Number(tol=0),
+    "13.hook-graphs",
+    Number(tol=0),
     prompt="def f(x): h = x * 2; h.register_hook(record); return (h * h).sum(), where record appends each "
-           "gradient it sees to a list. torch.compile(f) with a graph-counting backend, one call on "
-           "x = torch.randn(3, requires_grad=True), then .backward() on the result. Answer [graphs Dynamo "
-           "makes, times record ran].",
+    "gradient it sees to a list. torch.compile(f) with a graph-counting backend, one call on "
+    "x = torch.randn(3, requires_grad=True), then .backward() on the result. Answer [graphs Dynamo "
+    "makes, times record ran].",
     explain="A hook on a tensor made inside the compiled function is a graph break: Dynamo compiles the part "
-            "before it, lets Python register the hook on the real h, and compiles the rest. The hook still runs, "
-            "once, at backward: compiling kept autograd's promise at the price of two graphs.",
-    misconceptions=[(lambda truth: [truth[0], 0], "the hook is not lost: the graph break lets Python register it, "
-                                                  "and it runs at backward"),
-                    (lambda truth: [1, truth[1]], "one graph cannot register a Python hook on a tensor it makes: "
-                                                  "Dynamo breaks the graph there")],
+    "before it, lets Python register the hook on the real h, and compiles the rest. The hook still runs, "
+    "once, at backward: compiling kept autograd's promise at the price of two graphs.",
+    misconceptions=[
+        (
+            lambda truth: [truth[0], 0],
+            "the hook is not lost: the graph break lets Python register it, and it runs at backward",
+        ),
+        (
+            lambda truth: [1, truth[1]],
+            "one graph cannot register a Python hook on a tensor it makes: Dynamo breaks the graph there",
+        ),
+    ],
 )
 def hook_graphs():
     import torch._dynamo
+
     seen, graphs = [], []
 
     def f(x):
@@ -168,19 +199,26 @@ def hook_graphs():
 
 
 @predict_then_run(
-    "13.compile-version", Error("at the write", "at backward", terms=INPLACE_TERMS),
+    "13.compile-version",
+    Error("at the write", "at backward", terms=INPLACE_TERMS),
     prompt="f(t) = t.sin(), compiled with torch.compile(f, backend='aot_eager'). a = torch.randn(3, "
-           "requires_grad=True); b = a * 1; y = compiled(b); b.add_(1); y.sum().backward(). Does it raise, and "
-           "where: 'no error', 'at the write' or 'at backward'? The place is graded exactly; you may add words "
-           "for the message (its key idea: versions, an in-place write).",
+    "requires_grad=True); b = a * 1; y = compiled(b); b.add_(1); y.sum().backward(). Does it raise, and "
+    "where: 'no error', 'at the write' or 'at backward'? The place is graded exactly; you may add words "
+    "for the message (its key idea: versions, an in-place write).",
     explain="The compiled function is one autograd node (CompiledFunctionBackward) that keeps what its forward "
-            "graph returned through save_for_backward, versions and all: the write moves b to version 1 and "
-            "backward refuses, as in eager (unit 07).",
-    misconceptions=[("no error", "compiling does not drop the version check: the compiled node saves b with "
-                                 "save_for_backward, and backward finds it written")],
+    "graph returned through save_for_backward, versions and all: the write moves b to version 1 and "
+    "backward refuses, as in eager (unit 07).",
+    misconceptions=[
+        (
+            "no error",
+            "compiling does not drop the version check: the compiled node saves b with "
+            "save_for_backward, and backward finds it written",
+        )
+    ],
 )
 def compile_version():
     import torch._dynamo
+
     torch._dynamo.reset()
     with quiet_dynamo():
         compiled = torch.compile(lambda t: t.sin(), backend="aot_eager")
@@ -198,24 +236,33 @@ def compile_version():
 
 # --- 4. exercises ------------------------------------------------------------------------------------
 
+
 @exercise(
     "13.per-sample-grads",
-    Function(returns=Number(tol=1e-4), cases=per_sample_cases, call=call_per_sample, convert=flatten_grads,
-             per_case_s=10.0, budget_s=60.0),
+    Function(
+        returns=Number(tol=1e-4),
+        cases=per_sample_cases,
+        call=call_per_sample,
+        convert=flatten_grads,
+        per_case_s=10.0,
+        budget_s=60.0,
+    ),
     prompt="Write per_sample_grads(model, x, y) with torch.func: for each sample i, the gradient of "
-           "((model(x[i]) - y[i]) ** 2).sum() with respect to every parameter, returned as a dict "
-           "{name: tensor of shape (batch, *param.shape)} keyed by model.named_parameters()'s names. It is "
-           "checked on generated models (Linear, Tanh, Linear) against a loop of one autograd.grad per "
-           "sample, to 1e-4.",
+    "((model(x[i]) - y[i]) ** 2).sum() with respect to every parameter, returned as a dict "
+    "{name: tensor of shape (batch, *param.shape)} keyed by model.named_parameters()'s names. It is "
+    "checked on generated models (Linear, Tanh, Linear) against a loop of one autograd.grad per "
+    "sample, to 1e-4.",
     explain="functional_call(model, params, (xi,)) makes the loss a function of the parameters; grad "
-            "differentiates it for one sample, and vmap(..., in_dims=(None, 0, 0)) runs that for every sample at "
-            "once, the same params for all.",
-    hints=("Write the loss of one sample as a function of a dict of parameters: torch.func.functional_call(model, "
-           "params, (xi,)) runs the model with them.",
-           "torch.func.grad(loss) returns a function giving a dict shaped like params; torch.func.vmap maps it "
-           "over the batch: which arguments are batched, and which are shared?",
-           "in_dims=(None, 0, 0): params shared, x and y batched on dimension 0. Take params as "
-           "{k: v.detach() for k, v in model.named_parameters()}, and sum (not mean) the squared error."),
+    "differentiates it for one sample, and vmap(..., in_dims=(None, 0, 0)) runs that for every sample at "
+    "once, the same params for all.",
+    hints=(
+        "Write the loss of one sample as a function of a dict of parameters: torch.func.functional_call(model, "
+        "params, (xi,)) runs the model with them.",
+        "torch.func.grad(loss) returns a function giving a dict shaped like params; torch.func.vmap maps it "
+        "over the batch: which arguments are batched, and which are shared?",
+        "in_dims=(None, 0, 0): params shared, x and y batched on dimension 0. Take params as "
+        "{k: v.detach() for k, v in model.named_parameters()}, and sum (not mean) the squared error.",
+    ),
 )
 def per_sample_grads(case):
     ns = case.fresh()
@@ -226,19 +273,21 @@ def per_sample_grads(case):
     "13.eager-vs-compiled",
     Function(returns=Number(tol=0), cases=chain_cases, call=call_kept_bytes, per_case_s=20.0, budget_s=120.0),
     prompt="Write kept_bytes(f, args) returning [eager bytes, compiled bytes]: what one call f(*args) keeps for "
-           "backward, counted as unit 05's bill counts it (distinct storages, each at its full size, inputs and "
-           "parameters included), run eagerly, and run through torch.compile(f, backend='aot_eager') (count a "
-           "call after the first, which compiles). It is checked on generated programs (x @ w1, pointwise ops, "
-           "maybe @ w2 and more ops, .sum()) against the live runs.",
+    "backward, counted as unit 05's bill counts it (distinct storages, each at its full size, inputs and "
+    "parameters included), run eagerly, and run through torch.compile(f, backend='aot_eager') (count a "
+    "call after the first, which compiles). It is checked on generated programs (x @ w1, pointwise ops, "
+    "maybe @ w2 and more ops, .sum()) against the live runs.",
     explain="The compiled function is one autograd node that keeps what the partitioned forward graph returns, "
-            "through save_for_backward, so the same pack hook sees both. Eager keeps one input per node; the "
-            "partitioner keeps fewer where a pointwise result can be recomputed.",
-    hints=("Reuse unit 05's instrument: probes.bill(lambda: ...) (from grader import probes) runs a forward and "
-           "counts what reaches a pack hook, by storage; .total is the bytes.",
-           "torch.compile(f, backend='aot_eager') gives a function; call it once to compile, then measure a "
-           "second call, with grad mode on.",
-           "Count storages, not saves: a tensor saved twice (h * h), or saved beside a transpose of itself, is one "
-           "storage. The compiled run must really go through AOTAutograd: backend='eager' keeps what eager keeps."),
+    "through save_for_backward, so the same pack hook sees both. Eager keeps one input per node; the "
+    "partitioner keeps fewer where a pointwise result can be recomputed.",
+    hints=(
+        "Reuse unit 05's instrument: probes.bill(lambda: ...) (from grader import probes) runs a forward and "
+        "counts what reaches a pack hook, by storage; .total is the bytes.",
+        "torch.compile(f, backend='aot_eager') gives a function; call it once to compile, then measure a "
+        "second call, with grad mode on.",
+        "Count storages, not saves: a tensor saved twice (h * h), or saved beside a transpose of itself, is one "
+        "storage. The compiled run must really go through AOTAutograd: backend='eager' keeps what eager keeps.",
+    ),
 )
 def eager_vs_compiled(case):
     ns = case.fresh()
@@ -247,18 +296,28 @@ def eager_vs_compiled(case):
 
 # --- self-test (closed book) ----------------------------------------------------------------------------
 
+
 @self_test(
-    "13.self-accumulate", Number(tol=1e-4),
+    "13.self-accumulate",
+    Number(tol=1e-4),
     prompt="w = torch.tensor([1.0, 3.0], requires_grad=True); f = lambda t: (t * t).sum(); f(w).backward(); "
-           "g = torch.func.grad(f)(w); f(w).backward(). What is w.grad afterwards? Answer [w.grad[0], w.grad[1]].",
+    "g = torch.func.grad(f)(w); f(w).backward(). What is w.grad afterwards? Answer [w.grad[0], w.grad[1]].",
     explain="Each .backward() adds 2w into w.grad; torch.func.grad in between returns 2w and writes nothing: "
-            "two backward calls, 4w.",
-    hints=("Which of the three calls write into w.grad, and do they overwrite or add?",
-           "torch.func.grad returns its gradient; .backward() accumulates into .grad."),
-    misconceptions=[(lambda truth: [v * 1.5 for v in truth], "torch.func.grad adds nothing to w.grad: only the two "
-                                                             "backward calls do"),
-                    (lambda truth: [v / 2 for v in truth], ".backward() adds into w.grad: the second call does not "
-                                                           "replace the first")],
+    "two backward calls, 4w.",
+    hints=(
+        "Which of the three calls write into w.grad, and do they overwrite or add?",
+        "torch.func.grad returns its gradient; .backward() accumulates into .grad.",
+    ),
+    misconceptions=[
+        (
+            lambda truth: [v * 1.5 for v in truth],
+            "torch.func.grad adds nothing to w.grad: only the two backward calls do",
+        ),
+        (
+            lambda truth: [v / 2 for v in truth],
+            ".backward() adds into w.grad: the second call does not replace the first",
+        ),
+    ],
 )
 def self_accumulate():
     w = torch.tensor([1.0, 3.0], requires_grad=True)
@@ -273,12 +332,15 @@ def self_accumulate():
 
 
 @self_test(
-    "13.self-dual", Number(tol=1e-4),
+    "13.self-dual",
+    Number(tol=1e-4),
     prompt="with fwAD.dual_level(): x = fwAD.make_dual(torch.tensor(0.0), torch.tensor(3.0)); "
-           "y = x.exp() * (x + 1); what is fwAD.unpack_dual(y).tangent (4 decimals)?",
+    "y = x.exp() * (x + 1); what is fwAD.unpack_dual(y).tangent (4 decimals)?",
     explain="The tangent is the derivative times x's tangent: (exp(x)(x + 1) + exp(x)) * 3 = 2 * 3 at 0.",
-    hints=("A dual number's tangent is moved by each op's derivative: the product rule applies.",
-           "Differentiate exp(x) * (x + 1) at 0, then multiply by the tangent x came in with."),
+    hints=(
+        "A dual number's tangent is moved by each op's derivative: the product rule applies.",
+        "Differentiate exp(x) * (x + 1) at 0, then multiply by the tangent x came in with.",
+    ),
     misconceptions=[(lambda truth: truth / 3, "that is the derivative alone; multiply by the tangent x carries")],
 )
 def self_dual():
@@ -292,20 +354,29 @@ KEEP_OPTIONS = ("the matmul's result", "exp's result", "both", "neither: it reco
 
 
 @self_test(
-    "13.self-compiled-keeps", Choice(*KEEP_OPTIONS),
+    "13.self-compiled-keeps",
+    Choice(*KEEP_OPTIONS),
     prompt="f(x, w) = (x @ w).exp().sum(), x = torch.randn(4, 6), w = torch.randn(6, 3, requires_grad=True), "
-           "compiled with AOTAutograd (aot_eager, the default min-cut partitioner). Besides x (kept for w's "
-           "gradient), what does the compiled forward keep? One of " + ", ".join(repr(o) for o in KEEP_OPTIONS) + ".",
+    "compiled with AOTAutograd (aot_eager, the default min-cut partitioner). Besides x (kept for w's "
+    "gradient), what does the compiled forward keep? One of " + ", ".join(repr(o) for o in KEEP_OPTIONS) + ".",
     explain="exp's derivative is exp itself: keeping exp's result serves backward directly, and nothing needs the "
-            "matmul's result again. One tensor of the same size either way, and no recomputation is needed.",
-    hints=("What does exp's backward need? Could the same tensor serve for anything else?",
-           "The partitioner keeps the fewest bytes that let backward run; count what each choice would need."),
-    misconceptions=[("the matmul's result", "that would work, but backward would then recompute exp from it; "
-                                            "exp's own result is exactly what its derivative needs")],
+    "matmul's result again. One tensor of the same size either way, and no recomputation is needed.",
+    hints=(
+        "What does exp's backward need? Could the same tensor serve for anything else?",
+        "The partitioner keeps the fewest bytes that let backward run; count what each choice would need.",
+    ),
+    misconceptions=[
+        (
+            "the matmul's result",
+            "that would work, but backward would then recompute exp from it; "
+            "exp's own result is exactly what its derivative needs",
+        )
+    ],
 )
 def self_compiled_keeps():
-    kept = [k for k in kept_by_compile(mm_exp, torch.randn(4, 6), torch.randn(6, 3, requires_grad=True))
-            if k != "input"]
+    kept = [
+        k for k in kept_by_compile(mm_exp, torch.randn(4, 6), torch.randn(6, 3, requires_grad=True)) if k != "input"
+    ]
     if kept == ["mm"]:
         return KEEP_OPTIONS[0]
     if kept == ["exp"]:
@@ -316,14 +387,17 @@ def self_compiled_keeps():
 
 
 @self_test(
-    "13.self-branch-graphs", Number(tol=0),
+    "13.self-branch-graphs",
+    Number(tol=0),
     prompt="def f(x): h = x.cos(); if h.sum() > 0: h = h * 3; return h.tanh(). torch.compile(f) with a "
-           "graph-counting backend, one call on x = torch.zeros(4, requires_grad=True). How many graphs does "
-           "Dynamo make?",
+    "graph-counting backend, one call on x = torch.zeros(4, requires_grad=True). How many graphs does "
+    "Dynamo make?",
     explain="`if` on a tensor needs its value in Python: a graph break, like .item(). Dynamo compiles the part "
-            "before the test, Python takes the branch, and the rest after it is a graph of its own.",
-    hints=("Can a graph of tensor ops hold a Python `if` that depends on a tensor's value?",
-           "Where does Dynamo stop, and what does it compile after Python has taken the branch?"),
+    "before the test, Python takes the branch, and the rest after it is a graph of its own.",
+    hints=(
+        "Can a graph of tensor ops hold a Python `if` that depends on a tensor's value?",
+        "Where does Dynamo stop, and what does it compile after Python has taken the branch?",
+    ),
     misconceptions=[(1, "the branch depends on a tensor's value: Dynamo cannot trace through it, the graph breaks")],
 )
 def self_branch_graphs():

@@ -6,6 +6,7 @@ models for per-sample gradients, small programs whose eager and compiled bills a
 torch._dynamo is imported inside the functions: importing it costs about a second and a half, and every unit
 module is imported whenever the grader loads its questions.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -18,6 +19,7 @@ from grader import probes
 # =====================================================================================================
 # Compiling quietly and counting
 # =====================================================================================================
+
 
 @contextlib.contextmanager
 def quiet_dynamo():
@@ -35,15 +37,18 @@ def quiet_dynamo():
 
 def counting_backend(graphs: list):
     """A torch.compile backend that records each graph Dynamo hands it and runs it as it is (no AOTAutograd)."""
+
     def backend(gm, example_inputs):
         graphs.append(gm)
         return gm.forward
+
     return backend
 
 
 def graphs_made(f, *args) -> int:
     """How many graphs torch.compile makes for one call of f (a graph break makes more than one)."""
     import torch._dynamo
+
     graphs: list = []
     torch._dynamo.reset()
     with quiet_dynamo():
@@ -104,11 +109,12 @@ def bill_pair(f, args) -> list[int]:
     """[eager bytes, compiled bytes]: what one call of f keeps for backward, by distinct storage (the course's
     bill), run eagerly and through torch.compile(backend='aot_eager')."""
     import torch._dynamo
+
     eager = probes.bill(lambda: f(*args)).total
     torch._dynamo.reset()
     with quiet_dynamo():
         compiled = torch.compile(f, backend="aot_eager")
-        compiled(*args)                                   # the first call compiles
+        compiled(*args)  # the first call compiles
         kept = probes.bill(lambda: compiled(*args)).total
     torch._dynamo.reset()
     return [eager, kept]
@@ -117,6 +123,7 @@ def bill_pair(f, args) -> list[int]:
 # =====================================================================================================
 # Per-sample gradients the plain way (the exercise's reference), and the programs the experiments compile
 # =====================================================================================================
+
 
 def sample_loss(model, xi, yi):
     return ((model(xi) - yi) ** 2).sum()
