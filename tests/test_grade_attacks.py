@@ -213,3 +213,23 @@ def test_a_deleted_store_is_reported(graded):
 def test_a_broken_link_gets_a_row(graded):
     r = graded[0]["linky"]
     assert r["run"] == "unreadable" and "broken symbolic link" in r["problems"]
+
+
+def test_the_notebook_after_one_that_killed_its_worker_is_graded_as_usual(tmp_path):
+    """One warm worker, two learners in order: the first forges a report on every pipe of its worker and kills
+    it; the second, an honest solution, must be graded normally (never charged with the first one's kill)."""
+    folder = tmp_path / "pair"
+    killer = with_cell(SOLVED_00, (ATTACKS / "fake_result_kill.py").read_text(), "end")
+    for name, nb in (("a-killer", killer), ("b-honest", nbformat.read(SOLVED_00, as_version=4))):
+        (folder / name).mkdir(parents=True)
+        nbformat.write(nb, folder / name / "00_start_here.ipynb")
+    out = tmp_path / "grades.csv"
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "-j", "1",
+                           "--cell-timeout", "60"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(out, newline="") as f:
+        rows = {r["learner"]: r for r in csv.DictReader(f)}
+    assert rows["a-killer"]["run"] == "worker died" and rows["a-killer"]["marked passed"] == "no"
+    assert "signal 9" in rows["a-killer"]["problems"], "its forged report was taken for the worker's reply"
+    honest = rows["b-honest"]
+    assert honest["run"] == "ok" and honest["marked passed"] == "yes" and not honest["findings"], honest

@@ -63,7 +63,11 @@ def isolation() -> str:
 
 
 def _bwrap_base() -> list[str]:
+    # Run by root, bubblewrap leaves the sandboxed process every capability unless told otherwise; with them
+    # it could open /proc/<parent>/fd/* of a non-dumpable parent (a warm worker's pipes) or ptrace it.
+    drop = ["--cap-drop", "ALL"] if os.geteuid() == 0 else []
     return [
+        *drop,
         "--ro-bind",
         "/",
         "/",

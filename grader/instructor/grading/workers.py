@@ -51,6 +51,7 @@ from pathlib import Path
 from grader.instructor.grading import containment
 
 MESSAGE_CAP = 8 * 2**20
+ACCEPT_S = 300.0  # a warm parent takes a job at once, once warm; (re)starting one imports torch and every unit first
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 4, 36, 1, 38
 
 
@@ -135,42 +136,58 @@ class Worker:
         path.mkdir(mode=0o700)
         return path
 
-    def _reply(self, deadline: float) -> dict | None:
-        while b"\n" not in self.buffer:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            ready, _, _ = select.select([self.reply_r], [], [], left)
-            if not ready:
+    def _reply(self, deadline: float, wanted) -> dict | None:
+        """The next line on the reply pipe that ``wanted`` accepts (others are skipped); None when the deadline
+        passes, {} when the pipe ends or floods."""
+        while True:
+            while b"\n" not in self.buffer:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                ready, _, _ = select.select([self.reply_r], [], [], left)
+                if not ready:
+                    continue
+                chunk = os.read(self.reply_r, 1 << 16)
+                if not chunk:
+                    return {}
+                self.buffer += chunk
+                if len(self.buffer) > 2 * MESSAGE_CAP:
+                    return {}
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            try:
+                reply = json.loads(line)
+            except ValueError:
                 continue
-            chunk = os.read(self.reply_r, 1 << 16)
-            if not chunk:
-                return {}
-            self.buffer += chunk
-            if len(self.buffer) > 2 * MESSAGE_CAP:
-                return {}
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        try:
-            reply = json.loads(line)
-        except ValueError:
-            return {}
-        return reply if isinstance(reply, dict) else {}
+            if isinstance(reply, dict) and wanted(reply):
+                return reply
 
     def run(self, job: dict, timeout: float) -> containment.Finished:
-        """Send one job; a :class:`containment.Finished` as if the job had run in a process of its own."""
+        """Send one job; a :class:`containment.Finished` as if the job had run in a process of its own.
+
+        Each job carries a fresh nonce. The warm parent answers ``{"accepted": nonce}`` when it takes the job
+        and puts the nonce in its reply; any other line on the reply pipe is not this job's and is skipped.
+        A warm parent that is dead before it accepted the job (the previous job killed it) is replaced and
+        the job sent again, so a learner is never charged with what the notebook before theirs did."""
         started = time.monotonic()
-        if self.proc is None or self.proc.poll() is not None:
-            self.stop()
-            self.start()
-        job = dict(job, timeout=timeout)
-        try:
-            self.proc.stdin.write((json.dumps(job) + "\n").encode())
-            self.proc.stdin.flush()
-        except (OSError, ValueError):
-            self.stop()
-            return Finished_died(started)
-        reply = self._reply(started + timeout + 60)
-        if not reply:  # the warm parent died (a child killed it) or stopped answering: never trust this one
+        job = dict(job, timeout=timeout, nonce=secrets.token_hex(16))
+        for attempt in (1, 2):
+            if self.proc is None or self.proc.poll() is not None:
+                self.stop()
+                self.start()
+            try:
+                self.proc.stdin.write((json.dumps(job) + "\n").encode())
+                self.proc.stdin.flush()
+            except (OSError, ValueError):
+                accepted = {}
+            else:
+                accepted = self._reply(time.monotonic() + ACCEPT_S, lambda r: r.get("accepted") == job["nonce"])
+            if accepted:
+                break
+            self.stop()  # dead, or not answering, before this job began: not this job's doing
+            if attempt == 2:
+                return Finished_died(started)
+        reply = self._reply(started + timeout + 60, lambda r: r.get("nonce") == job["nonce"])
+        if not reply:  # the warm parent died (this job's notebook killed it) or stopped answering
             self.stop()
             return Finished_died(started, timed_out=reply is None)
         out = containment.Finished(
@@ -631,13 +648,25 @@ def serve(folder: Path, units: list | None = None) -> int:
                 return 0
             pending += chunk
         line, pending = pending.split(b"\n", 1)
-        job = json.loads(line)
-        _clean(folder, str(job["dir"]))
+        try:
+            job = json.loads(line)
+            if not (
+                isinstance(job, dict)
+                and isinstance(job.get("nonce"), str)
+                and isinstance(job.get("dir"), str)
+                and job.get("kind") in ("notebook", "exercises")
+            ):
+                raise ValueError
+        except ValueError:
+            continue  # not a job the grading process sent
+        containment.send(reply_fd, (json.dumps({"accepted": job["nonce"]}) + "\n").encode())
+        _clean(folder, job["dir"])
         try:
             reply = _job(job, folder)
         except Exception as exc:  # noqa: BLE001 - the worker's own failure: the job cannot be trusted
             reply = {"returncode": 70, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
         _reap()
+        reply["nonce"] = job["nonce"]
         containment.send(reply_fd, (json.dumps(reply) + "\n").encode())
 
 
