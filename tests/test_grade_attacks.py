@@ -224,8 +224,12 @@ def test_the_notebook_after_one_that_killed_its_worker_is_graded_as_usual(tmp_pa
         (folder / name).mkdir(parents=True)
         nbformat.write(nb, folder / name / "00_start_here.ipynb")
     out = tmp_path / "grades.csv"
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "-j", "1",
-                           "--cell-timeout", "60"], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "-j", "1", "--cell-timeout", "60"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     with open(out, newline="") as f:
         rows = {r["learner"]: r for r in csv.DictReader(f)}

@@ -177,7 +177,7 @@ def test_every_derived_wrong_answer_is_refused(kind, truth):
 
 
 def test_an_answer_is_read_once_from_a_plain_copy():
-    from grader.engine.kinds import MAX_ITEMS, snapshot
+    from grader.engine.kinds import MAX_ITEMS, plain_copy
 
     class Liar(list):
         def __len__(self):
@@ -187,13 +187,13 @@ def test_an_answer_is_read_once_from_a_plain_copy():
             yield "AccumulateGrad"
 
     big = Liar(["MulBackward0"] * (MAX_ITEMS + 50))
-    copy = snapshot(big)
+    copy = plain_copy(big)
     assert type(copy) is list and len(copy) == MAX_ITEMS + 1
     with pytest.raises(BadAnswer, match="too many"):
         Sequence().read(copy)
     # what is graded is what the list holds, never what a custom __iter__ says the second time
     two = Liar(["PowBackward0", "MulBackward0"])
-    assert Sequence().read(snapshot(two)) == ("PowBackward0", "MulBackward0")
+    assert Sequence().read(plain_copy(two)) == ("PowBackward0", "MulBackward0")
 
     class Shifty(str):
         def strip(self, *a):
@@ -204,13 +204,13 @@ def test_an_answer_is_read_once_from_a_plain_copy():
 
         __hash__ = str.__hash__
 
-    assert type(snapshot(Shifty("MulBackward0"))) is str
-    assert Name().read(snapshot(Shifty("MulBackward0"))) == "MulBackward0"
+    assert type(plain_copy(Shifty("MulBackward0"))) is str
+    assert Name().read(plain_copy(Shifty("MulBackward0"))) == "MulBackward0"
     nested = []
     for _ in range(30):
         nested = [nested]
     with pytest.raises(BadAnswer, match="nested"):
-        snapshot(nested)
+        plain_copy(nested)
 
 
 def test_the_learner_api_reads_the_copy(home):

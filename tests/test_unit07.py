@@ -8,7 +8,7 @@ import torch
 
 from grader import check, probes
 from grader.engine import question as registry
-from grader.units.unit07.cases import _QUOTA, _saved_at_nonzero_version, guard_cases, guard_outcome, write_cases
+from grader.units.unit07.cases import _QUOTA, _saved_at_nonzero_version, guard_outcome, version_guard_cases, write_cases
 from grader.units.unit07.support import gan_reference, gan_round
 from tests.reference.unit07 import (
     REFERENCE,
@@ -60,7 +60,7 @@ def test_write_cases_cover_every_kind_and_start_small():
 
 
 def test_guard_cases_start_with_the_exp_program_and_include_an_early_write():
-    cases = guard_cases()
+    cases = version_guard_cases()
     assert "q = p.exp()" in "\n".join(c.source for c in cases[:3])
     outcomes = [guard_outcome(c) for c in cases]
     assert outcomes.count("raised at backward") >= 8 and outcomes.count("no error") >= 8

@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any, cast
 
 from grader.engine import limits, torch_state
-from grader.engine.kinds import BadAnswer, Function, Unanswered, short, snapshot
+from grader.engine.kinds import BadAnswer, Function, Unanswered, plain_copy, short
 from grader.engine.results import Result
 
 if TYPE_CHECKING:  # for the annotation only: the engine's modules load as they did
@@ -62,7 +62,7 @@ def run_exercise(q: Question, answer: Any) -> Result:
                 break  # one endless loop is enough to report; do not spend the whole budget on it
             continue
         try:
-            value = kind.returns.read(kind.convert(snapshot(outcome.value), case, ns))
+            value = kind.returns.read(kind.convert(plain_copy(outcome.value), case, ns))
         except Unanswered:
             failures.append(
                 (case, f"it returned {short(outcome.value)}; did you forget a return statement?", None, outcome)

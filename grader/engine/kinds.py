@@ -102,7 +102,7 @@ def _grader_made(cls: type) -> bool:
     )
 
 
-def snapshot(value: Any, _depth: int = 0) -> Any:
+def plain_copy(value: Any, _depth: int = 0) -> Any:
     """A plain copy of an answer, made in one pass: what every kind then reads.
 
     Containers are walked once with the base type's own iteration (a subclass's ``__len__``,
@@ -135,14 +135,14 @@ def snapshot(value: Any, _depth: int = 0) -> Any:
         if isinstance(value, base):
             items = []
             for item in iterate(value):
-                items.append(snapshot(item, _depth + 1))
+                items.append(plain_copy(item, _depth + 1))
                 if len(items) > MAX_ITEMS:
                     break
             return base(items) if base is not list else items
     if isinstance(value, dict):
         items = []
         for key, item in dict.items(value):
-            items.append((snapshot(key, _depth + 1), snapshot(item, _depth + 1)))
+            items.append((plain_copy(key, _depth + 1), plain_copy(item, _depth + 1)))
             if len(items) > MAX_ITEMS:
                 break
         try:

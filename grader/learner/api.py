@@ -20,7 +20,7 @@ from grader.engine import progress
 from grader.engine import question as registry
 from grader.engine.course import UNITS, leads_to, unit_id
 from grader.engine.exercises import run_exercise
-from grader.engine.kinds import BadAnswer, Function, Unanswered, short, snapshot
+from grader.engine.kinds import BadAnswer, Function, Unanswered, plain_copy, short
 from grader.engine.results import GraderCheckFailed, Result
 from grader.engine.store import current as store
 
@@ -155,7 +155,7 @@ def predict(qid: Any, answer: Any = _ASK) -> Any:
         )
     else:
         try:
-            value = q.kind.read(snapshot(answer))
+            value = q.kind.read(plain_copy(answer))
         except Unanswered:
             asked = _finish(
                 Result(
@@ -302,7 +302,7 @@ def check(qid: Any, answer: Any = _ASK) -> Result:
 def _check_value(q, answer) -> Result:
     rows = [("question", q.prompt)]
     try:
-        value = q.kind.read(snapshot(answer))
+        value = q.kind.read(plain_copy(answer))
     except Unanswered:
         return Result("check", q.qid, "unanswered", f"replace ... with your answer: {q.kind.describe()}", rows=rows)
     except BadAnswer as exc:

@@ -331,6 +331,6 @@ def diagnose(tr: Trace, name: str) -> str:
     return kind
 
 
-def leaf_names(leaves: Iterable[torch.Tensor], names: Mapping[str, Any]) -> list[str]:
+def names_of_leaves(leaves: Iterable[torch.Tensor], names: Mapping[str, Any]) -> list[str]:
     by_id = {id(v): k for k, v in names.items() if isinstance(v, torch.Tensor)}
     return [by_id.get(id(t), "an unnamed tensor") for t in leaves]

@@ -566,7 +566,7 @@ def closed_book_modes():
 )
 def reachable_leaves_ex(case):
     ns = case.fresh()
-    return traces.leaf_names(probes.reachable_leaves(ns[case.output]), ns)
+    return traces.names_of_leaves(probes.reachable_leaves(ns[case.output]), ns)
 
 
 # --- exercise 2: the first broken edge of a traced forward pass ----------------------------------

@@ -412,7 +412,7 @@ def guard_outcome(case: VersionGuardCase) -> str:
     return "no error"
 
 
-def call_guard(pair, case: VersionGuardCase, ns: dict[str, Any]) -> str:
+def call_version_guard(pair, case: VersionGuardCase, ns: dict[str, Any]) -> str:
     pack, unpack = pair
     if case.dropped:
         run_ns: dict[str, Any] = {"torch": torch}
@@ -480,7 +480,7 @@ def _saved_at_nonzero_version(case: VersionGuardCase) -> bool:
 
 
 @functools.cache
-def guard_cases(count: int = 24, seed: int = 77) -> tuple[VersionGuardCase, ...]:
+def version_guard_cases(count: int = 24, seed: int = 77) -> tuple[VersionGuardCase, ...]:
     rng = random.Random(seed)
     found: list[VersionGuardCase] = list(_HANDMADE_GUARD)
     wanted = ("raised at backward", "no error", "saved after a write", "raised at backward")

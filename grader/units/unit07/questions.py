@@ -16,10 +16,10 @@ from grader import probes
 from grader.engine.kinds import Choice, Error, Function, FunctionPair, Name, Names, Number
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.unit07.cases import (
-    call_guard,
     call_predict,
-    guard_cases,
+    call_version_guard,
     guard_outcome,
+    version_guard_cases,
     write_cases,
     write_outcome,
 )
@@ -598,7 +598,7 @@ GUARD_LABELS = (
 
 @exercise(
     "07.version-guard",
-    FunctionPair(returns=Choice(*GUARD_LABELS), cases=guard_cases, call=call_guard),
+    FunctionPair(returns=Choice(*GUARD_LABELS), cases=version_guard_cases, call=call_version_guard),
     prompt="Write pack(t) and unpack(packed) for torch.autograd.graph.saved_tensors_hooks that do the check "
     "torch skips under hooks: unpack raises when the saved tensor was written in place after it was "
     "packed, and otherwise gives back the tensor. Pass the pair: check('07.version-guard', (pack, unpack)). "

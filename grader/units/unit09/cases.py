@@ -340,7 +340,7 @@ def plain_held(case: HalfGuardCase) -> tuple[int, int]:
         return memory_run(case)
 
 
-def call_guard(pair, case: HalfGuardCase, ns: dict[str, Any]):
+def call_half_guard(pair, case: HalfGuardCase, ns: dict[str, Any]):
     return run_guard(pair, case)
 
 
@@ -465,7 +465,7 @@ CHOSEN = (
 
 
 @functools.cache
-def guard_cases() -> tuple[HalfGuardCase, ...]:
+def half_guard_cases() -> tuple[HalfGuardCase, ...]:
     """The exercise's programs, rebuilt from CHOSEN and run through torch again, smallest first."""
     found = []
     with torch_state.clean_room():

@@ -23,7 +23,7 @@ from grader import probes
 from grader.engine.kinds import Choice, Error, FunctionPair, Names, Number
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.unit05.support import syllabus_mlp  # unit 05's very MLP: 09's prompts quote its bill
-from grader.units.unit09.cases import call_guard, guard_cases, guard_truth
+from grader.units.unit09.cases import call_half_guard, guard_truth, half_guard_cases
 from grader.units.unit09.kinds import GuardVerdict
 from grader.units.unit09.support import (
     ALIAS_PAIR,
@@ -512,7 +512,7 @@ def self_unpack_count():
 
 @exercise(
     "09.half-guard",
-    FunctionPair(returns=GuardVerdict(), cases=guard_cases, call=call_guard),
+    FunctionPair(returns=GuardVerdict(), cases=half_guard_cases, call=call_half_guard),
     prompt="Write pack(t) and unpack(packed) for torch.autograd.graph.saved_tensors_hooks that keep each saved "
     "floating-point tensor in float16 (2 bytes a value, without keeping the original's memory alive), "
     "give it back in its own dtype, leave other tensors (indices) exact, and bring back the check "
