@@ -1,11 +1,11 @@
 """JupyterHub configuration for autograd-lab: the local hub of `make hub` and of tests/test_hub.py.
 
-`python -m grader.hub start` (what `make hub` runs) sets the AGL_HUB_* variables below and starts
+`python -m grader.instructor.hub start` (what `make hub` runs) sets the AGL_HUB_* variables below and starts
 `jupyterhub -f hub/jupyterhub_config.py` as a child. Read this file as the excerpt to copy into an
 existing hub's own configuration: the spawner part (cmd, default_url, umask) is what the course needs;
 the authenticator and the ports are for the local demo only.
 
-* Every user's server runs `python -m grader.hub singleuser` from the course's environment (installed
+* Every user's server runs `python -m grader.instructor.hub singleuser` from the course's environment (installed
   once for everybody). That command, already running as the user, creates or updates the user's own
   workspace ~/autograd-lab from the course's notebooks/, keeps the workspace and the progress folder
   (~/.local/share/autograd-lab) private to the user (0700, umask 077), then becomes
@@ -33,7 +33,7 @@ USERS = [u for u in os.environ.get("AGL_HUB_USERS", "").split(",") if u]
 
 class DemoPasswords(Authenticator):
     """Throwaway logins for the local hub: each demo user has a random password of their own
-    (written by `python -m grader.hub start` to a root-only file). Not for a real class."""
+    (written by `python -m grader.instructor.hub start` to a root-only file). Not for a real class."""
 
     passwords = Dict(config=True, help="user name -> password")
 
@@ -66,7 +66,7 @@ c.Authenticator.allowed_users = set(USERS)
 
 # --- what the course needs from any hub -------------------------------------------------------------
 # Each user's server: their own workspace made or updated on start, then jupyterhub-singleuser.
-c.Spawner.cmd = [PYTHON, "-m", "grader.hub", "singleuser"]
+c.Spawner.cmd = [PYTHON, "-m", "grader.instructor.hub", "singleuser"]
 c.Spawner.default_url = "/lab/tree/00_start_here.ipynb"
 c.Spawner.start_timeout = 180  # a busy machine: JupyterLab and torch load slowly
 c.Spawner.http_timeout = 180
