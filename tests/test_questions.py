@@ -1,8 +1,11 @@
-"""Every question: its live experiment runs, torch's answer is accepted, and wrong answers are refused.
+"""Every question: wrong answers are refused, with the note of a known misconception.
+
+That torch's own answer passes every question (and the reference implementation every exercise) is
+tested in tests/test_isolation.py, in two unusual learner states at once with the state's survival.
 
 Wrong answers are derived from the live truth by each kind (every other choice, numbers outside
 tolerance, a name added or removed, a sequence cut or reordered, the opposite boolean, the wrong
-place of an error). Exercises are tried with a known-good implementation and with plausible bugs.
+place of an error). Exercises are tried with plausible bugs, each of which must be refused.
 """
 
 import pytest
@@ -16,17 +19,19 @@ QUESTIONS = [q for q in all_questions() if not isinstance(q.kind, Function)]
 EXERCISES = [q for q in all_questions() if isinstance(q.kind, Function)]
 
 
+def _reads(q, answer) -> bool:
+    try:
+        q.kind.read(answer)
+    except BadAnswer:
+        return False
+    return True
+
+
 def grade(q, answer):
     if q.role == "predict":
         predict(q.qid, answer)
         return reveal(q.qid)
     return check(q.qid, answer)
-
-
-@pytest.mark.parametrize("q", QUESTIONS, ids=lambda q: q.qid)
-def test_torchs_own_answer_passes(q):
-    truth = q.run()
-    assert grade(q, q.kind.encode(truth)).passed
 
 
 @pytest.mark.parametrize("q", QUESTIONS, ids=lambda q: q.qid)
@@ -40,18 +45,13 @@ def test_wrong_answers_derived_from_the_truth_are_refused(q):
         except BadAnswer:
             continue
         assert not q.kind.agrees(truth, q.kind.read(answer)), f"{q.qid} accepted {answer!r}"
-    if q.role != "predict":
-        assert not any(check(q.qid, a).passed for a in wrong)
+    if q.role != "predict":  # through the whole check path too, once (each check runs the experiment again)
+        readable = [a for a in wrong if _reads(q, a)]
+        assert readable and not check(q.qid, readable[0]).passed
 
 
 def test_every_exercise_has_known_good_and_known_bad_implementations():
     assert {q.qid for q in EXERCISES} == set(REFERENCE) == set(BUGGY)
-
-
-@pytest.mark.parametrize("q", EXERCISES, ids=lambda q: q.qid)
-def test_exercise_reference_passes(q):
-    result = check(q.qid, REFERENCE[q.qid])
-    assert result.passed, str(result)
 
 
 @pytest.mark.parametrize(
