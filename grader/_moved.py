@@ -30,7 +30,7 @@ MOVED: dict[str, tuple[str, ...]] = {
     "isolation": ("engine.torch_state",),
     "traces": ("probes.traces",),
     "programs": ("units.programs",),
-    "widgets": ("learner.widgets",),
+    "widgets": ("learner.widgets", "learner.panels", "learner.display"),
     "drawing": ("learner.drawing",),
     "stepping": ("learner.stepper",),
     "labs": ("learner.labs",),

@@ -15,8 +15,9 @@ from grader.engine.kinds import Choice, Error
 from grader.engine.question import Question, get
 from grader.engine.results import Result
 from grader.engine.store import current
-from grader.learner import display, widgets
-from grader.learner.widgets import CourseMap, PredictionWidget, UnitPanel
+from grader.learner import display, panels, widgets
+from grader.learner.panels import CourseMap, UnitPanel
+from grader.learner.widgets import PredictionWidget
 
 
 def events(unit):
@@ -265,7 +266,7 @@ def test_unit_panel_lists_progress_and_marks_passed_through_its_button():
 
 
 def test_unit_panel_is_text_outside_a_kernel():
-    panel = widgets.unit_panel("01")
+    panel = panels.unit_panel("01")
     assert panel.widget is None
     bundle = panel._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "text/html"}
@@ -308,7 +309,7 @@ def test_without_ipywidgets_everything_is_text(monkeypatch):
     assert widgets.ask(get("01.pow-node")) is None
     r = predict("01.pow-node", ...)
     assert type(r) is Result and r.verdict == "unanswered"
-    assert widgets.unit_panel("01").widget is None and widgets.course_map().widget is None
+    assert panels.unit_panel("01").widget is None and panels.course_map().widget is None
     assert labs.neuron_lab().widget is None
     w = torch.tensor(2.0, requires_grad=True)
     assert stepper((w * 3) ** 2).widget is None
