@@ -14,6 +14,7 @@ from grader import check, predict, reveal
 from grader.engine.kinds import BadAnswer, Function
 from grader.engine.question import all_questions
 from tests.reference import BUGGY, REFERENCE
+from tests.truths import truth_of
 
 QUESTIONS = [q for q in all_questions() if not isinstance(q.kind, Function)]
 EXERCISES = [q for q in all_questions() if isinstance(q.kind, Function)]
@@ -36,7 +37,7 @@ def grade(q, answer):
 
 @pytest.mark.parametrize("q", QUESTIONS, ids=lambda q: q.qid)
 def test_wrong_answers_derived_from_the_truth_are_refused(q):
-    truth = q.run()
+    truth = truth_of(q)
     wrong = q.kind.wrong_answers(truth)
     assert wrong, f"{q.qid}: no wrong answers could be derived"
     for answer in wrong:
@@ -92,7 +93,7 @@ def test_exercises_and_self_tests_have_graded_hints(q):
 
 @pytest.mark.parametrize("q", WITH_NOTES, ids=lambda q: q.qid)
 def test_misconception_answers_are_wrong_and_get_their_note(q):
-    truth = q.run()
+    truth = truth_of(q)
     from grader import reset
 
     for wrong, note in q.misconceptions:
