@@ -47,17 +47,12 @@ CUTS = {
 ENDINGS = ("{x}.sum()", "{x}.mean()", "({x} ** 2).sum()")
 
 
-@dataclass
-class Program(Case):
-    """One generated case. ``fresh()`` runs it and returns its namespace (new tensors each time)."""
-
-    drawing_label = None  # a class attribute, not a field: drawing() is its graph
+class LinesCase(Case):
+    """A case whose program is its ``lines`` (a field or a property) and whose name is its ``seed``: its size
+    is the number of lines, its source their text. Units 01-04 and 07 build their cases on it."""
 
     seed: int
     lines: list[str]
-    leaves: dict[str, bool] = field(default_factory=dict)  # leaf name -> requires_grad
-    output: str = "out"
-    features: set[str] = field(default_factory=set)
 
     @property
     def size(self) -> int:
@@ -70,6 +65,19 @@ class Program(Case):
     @property
     def label(self) -> str:
         return f"program #{self.seed} ({self.size} lines)"
+
+
+@dataclass
+class Program(LinesCase):
+    """One generated case. ``fresh()`` runs it and returns its namespace (new tensors each time)."""
+
+    drawing_label = None  # a class attribute, not a field: drawing() is its graph
+
+    seed: int
+    lines: list[str]
+    leaves: dict[str, bool] = field(default_factory=dict)  # leaf name -> requires_grad
+    output: str = "out"
+    features: set[str] = field(default_factory=set)
 
     def fresh(self) -> dict[str, Any]:
         ns: dict[str, Any] = {"torch": torch}

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 import torch
 
 from grader import probes
-from grader.engine.cases import Case
 from grader.engine.kinds import BadAnswer, short, type_words
 from grader.probes import traces
 from grader.units import programs
@@ -61,7 +60,7 @@ def line_key(text: str) -> str:
 
 
 @dataclass
-class EdgeCase(Case):
+class EdgeCase(programs.LinesCase):
     """A generated program, traced, and the parameter whose path to the loss is asked about."""
 
     drawing_label = None  # a class attribute, not a field: drawing() is the trace and the loss's graph
@@ -70,10 +69,6 @@ class EdgeCase(Case):
     lines: list
     name: str
     output: str = "loss"
-
-    @property
-    def size(self):
-        return len(self.lines)
 
     @property
     def source(self):
@@ -162,7 +157,7 @@ def as_edge_line(raw, case, ns):
 
 
 @dataclass
-class WhyCase(Case):
+class WhyCase(programs.LinesCase):
     drawing_label = None  # a class attribute, not a field: drawing() is the trace's table
 
     seed: int
@@ -170,10 +165,6 @@ class WhyCase(Case):
     name: str
     cause: str = field(repr=False)  # what the generator planted; the truth is diagnosed live
     output: str = "loss"
-
-    @property
-    def size(self):
-        return len(self.lines)
 
     @property
     def source(self):

@@ -16,7 +16,7 @@ import torch
 
 from grader import probes
 from grader.engine import torch_state
-from grader.engine.cases import Case
+from grader.units.programs import LinesCase
 
 # =====================================================================================================
 # Exercise 1: predict where a program with one in-place write fails, and which node's save broke.
@@ -159,7 +159,7 @@ def write_program(forward: str, write: str, target: str) -> WriteProgram:
 
 
 @dataclass(eq=False)
-class WriteCase(Case):
+class WriteCase(LinesCase):
     """A forward pass ending in ``out``, then exactly one in-place write, then ``out.backward()``."""
 
     seed: int
@@ -173,18 +173,6 @@ class WriteCase(Case):
     @property
     def lines(self) -> list[str]:
         return self.forward + [self.write + "    # the write", "out.backward()"]
-
-    @property
-    def size(self) -> int:
-        return len(self.lines)
-
-    @property
-    def source(self) -> str:
-        return "\n".join(self.lines)
-
-    @property
-    def label(self) -> str:
-        return f"program #{self.seed} ({self.size} lines)"
 
     def fresh(self) -> dict[str, Any]:
         """The namespace just before the write (running the forward pass never raises)."""
@@ -331,7 +319,7 @@ def call_predict(fn, case: WriteCase, ns: dict[str, Any]):
 
 
 @dataclass(eq=False)
-class VersionGuardCase(Case):
+class VersionGuardCase(LinesCase):
     """A forward pass, at most one later in-place write, then out.backward(); run under the learner's hooks."""
 
     seed: int
@@ -351,18 +339,6 @@ class VersionGuardCase(Case):
     @property
     def leaf_names(self) -> list[str]:
         return [line.split("=")[0].strip() for line in self.forward if "requires_grad=True" in line]
-
-    @property
-    def size(self) -> int:
-        return len(self.lines)
-
-    @property
-    def source(self) -> str:
-        return "\n".join(self.lines)
-
-    @property
-    def label(self) -> str:
-        return f"program #{self.seed} ({self.size} lines)"
 
     def fresh(self) -> dict[str, Any]:
         with torch_state.clean_room():
