@@ -127,6 +127,13 @@ class StepReport(Kind):
         return "report() returning the first step (an int, counting from 0) or None"
 
     def read(self, answer):
+        if isinstance(answer, dict) and set(answer) == {"reported", "problems", "bad"}:  # the encoded form
+            problems, bad = answer["problems"], answer["bad"]
+            if not (isinstance(problems, list) and all(isinstance(p, str) for p in problems)):
+                raise BadAnswer("expected the outcome of a watched loop")
+            if not (isinstance(bad, list) and all(isinstance(b, int) and not isinstance(b, bool) for b in bad)):
+                raise BadAnswer("expected the outcome of a watched loop")
+            answer = Watched(answer["reported"], tuple(problems), tuple(bad))
         if not isinstance(answer, Watched):
             raise BadAnswer("expected the outcome of a watched loop")
         reported, problems, bad = answer

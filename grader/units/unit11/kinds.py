@@ -15,7 +15,11 @@ class Report(Kind):
     label = "a report"
 
     def read(self, answer):
-        if not (isinstance(answer, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in answer)):
+        answer = _tuples(answer)  # the encoded form (JSON lists) reads back as the report's tuples
+        if not (
+            isinstance(answer, tuple)
+            and all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in answer)
+        ):
             raise BadAnswer(f"expected a report, got {type_words(answer)}")
         return answer
 
@@ -72,7 +76,19 @@ class Report(Kind):
         return "; ".join(notes)
 
     def encode(self, value):
-        return repr(value)
+        return _lists(value)
+
+
+def _tuples(value, depth: int = 0):
+    if depth > 4:
+        return value
+    if isinstance(value, (list, tuple)):
+        return tuple(_tuples(v, depth + 1) for v in value)
+    return value
+
+
+def _lists(value):
+    return [_lists(v) for v in value] if isinstance(value, tuple) else value
 
 
 class FunctionClass(Function):

@@ -1,0 +1,57 @@
+"""Every exercise's result survives the trip the gradebook sends it on: the learner's function runs in a
+contained process, its result is encoded, crosses as JSON, and is read and judged in the grading process.
+
+A kind whose ``encode`` writes something its ``read`` refuses makes every case "could not be read" in the
+gradebook while ``check`` passes it in the notebook (03.nonfinite-watch and unit 11's three exercises did).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grader.engine import limits, torch_state
+from grader.engine.kinds import Function
+from grader.engine.question import all_questions
+from grader.instructor.grading.verify import judge_exercise
+from tests.reference import REFERENCE
+
+EXERCISES = [q for q in all_questions() if isinstance(q.kind, Function)]
+
+
+def _lines(q, fn, cases: int) -> list[dict]:
+    """What learner_function.main sends back for ``fn`` on the first ``cases`` cases, as the JSON it writes."""
+    kind = q.kind
+    lines = []
+    for i, case in enumerate(kind.cases()[:cases]):
+        with torch_state.clean_room():
+            ns = case.fresh()
+        outcome = limits.call(kind.call, fn, case, ns, seconds=60)
+        assert outcome.ok, f"{q.qid} case {i + 1}: {outcome.problem}"
+        value = kind.returns.encode(kind.returns.read(kind.convert(outcome.value, case, ns)))
+        lines.append(json.loads(json.dumps({"qid": q.qid, "i": i, "value": value})))
+    return lines
+
+
+def test_every_exercise_has_a_reference():
+    assert {q.qid for q in EXERCISES} <= set(REFERENCE)
+
+
+@pytest.mark.parametrize("q", EXERCISES, ids=lambda q: q.qid)
+def test_the_reference_result_reads_back_and_agrees(q):
+    kind = q.kind
+    n = min(4, len(kind.cases()))
+    lines = _lines(q, REFERENCE[q.qid], n)
+    # judge_exercise wants every case; judge the first n through the same reading and agreement
+    for line in lines:
+        value = kind.returns.read(line["value"])
+        truth = q.run(kind.cases()[line["i"]])
+        assert kind.returns.agrees(truth, value), f"{q.qid} case {line['i'] + 1}: {kind.returns.show(value)}"
+
+
+@pytest.mark.parametrize("q", [q for q in EXERCISES if q.qid in ("03.nonfinite-watch", "11.round-ste")], ids=str)
+def test_the_whole_judgement_passes_the_reference(q):
+    lines = _lines(q, REFERENCE[q.qid], len(q.kind.cases()))
+    verdict = judge_exercise(q, lines)
+    assert verdict.verdict == "correct", verdict.note
