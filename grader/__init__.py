@@ -16,6 +16,7 @@ The interactive layer: ``draw(y, names=...)`` (the graph with its saved tensors)
 """
 
 import importlib
+import os
 import warnings
 
 # Deprecation notices that torch raises from its own modules (torch 2.15's torch.func.hessian, via
@@ -34,6 +35,12 @@ from grader.learner.api import check, hint, mark_passed, predict, reset, reveal,
 _moved.install()
 # the widgets plug their inputs, reveal lock and action buttons into the API (ipywidgets loads on first use)
 from grader.learner import widgets as _widgets  # noqa: E402,F401
+
+# A grading run (grade's contained notebook run sets it): the answer key is sealed before any cell asks
+if os.environ.get("AGL_SEAL") == "1":
+    from grader.learner.api import seal_for_grading as _seal
+
+    _seal()
 
 # The interactive tools load on first use, so `import grader` costs little beyond `import torch`.
 _LAZY = {

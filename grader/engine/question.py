@@ -91,6 +91,43 @@ def run_experiment(experiment: Callable, *args: Any) -> Any:
 
 REGISTRY: dict[str, Question] = {}
 _loaded = False
+SEALED = False  # set by seal(): the answer key is out of reach in this process (a grading sandbox)
+
+
+class AnswerKeySealed(RuntimeError):
+    """Raised by any question's experiment once the registry is sealed."""
+
+
+def seal(on_call: Callable[[str], None] | None = None) -> None:
+    """Put every question's experiment out of reach of the code this process runs next.
+
+    Used where submitted code runs for the gradebook (the notebook's run, the exercise runner): torch's
+    answers are computed by the grading process, never here. Every experiment, wherever a module holds
+    it, and ``Question.run`` then raise :class:`AnswerKeySealed`; ``on_call(qid)`` hears each attempt.
+    The learner's API records answers without computing a verdict while sealed."""
+    global SEALED
+
+    def refusal(qid: str) -> Callable[..., Any]:
+        def sealed(*args: Any, **kwargs: Any) -> Any:
+            if on_call is not None:
+                on_call(qid)
+            raise AnswerKeySealed(f"the answer key of {qid} is not available while grading")
+
+        return sealed
+
+    for q in load().values():
+        gone = refusal(q.qid)
+        module = importlib.import_module(getattr(q.experiment, "__module__", "") or "builtins")
+        for name, value in list(vars(module).items()):
+            if value is q.experiment:
+                setattr(module, name, gone)
+        q.experiment = gone
+
+    def run(self: Question, *case: Any) -> Any:
+        return self.experiment(*case)
+
+    Question.run = run  # type: ignore[method-assign]
+    SEALED = True
 
 
 def _declare(

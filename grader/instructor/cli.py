@@ -273,6 +273,13 @@ def _grade(args) -> int:
         times = roster.read_times(Path(args.times)) if args.times else None
     except (scores.WeightsError, roster.RosterError) as exc:
         problems.append(str(exc))
+    if args.handed_out:
+        from grader.instructor.grading import versions
+
+        try:
+            versions.check(args.handed_out)
+        except versions.UnknownVersion as exc:
+            problems.append(f"--handed-out: {exc}")
     report_to = Path(args.report) if args.report else None
     if report_to and (report_to.is_dir() or not report_to.parent.is_dir()):
         problems.append(f"--report {args.report}: give an HTML file to write in an existing folder")
@@ -326,6 +333,7 @@ def _grade(args) -> int:
         shard=shard,
         resume=args.resume,
         report_to=report_to,
+        handed_out=args.handed_out,
     )
     return 0 if rows or shard else 2
 
@@ -410,7 +418,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--count-absent",
         action="store_true",
-        help="count questions an older copy does not have (0 points) instead of leaving them out",
+        help="with --handed-out: count the questions added since (0 points in a copy without them) instead of "
+        "leaving them out",
+    )
+    p.add_argument(
+        "--handed-out",
+        metavar="VERSION",
+        help="the course version the class was handed (e.g. 0.2.0): a copy may lack the questions added after it "
+        '("not in this copy"); without it every question of today\'s course counts',
     )
     p.add_argument("--wide", help="also write one row per learner, every unit as columns, to this CSV")
     p.add_argument("--roster", help="a CSV mapping learner (folder or file) names to student IDs")

@@ -1,15 +1,14 @@
 """What a learner's copy of a unit holds, compared with the unit's notebook today (used by ``grade``'s restore step).
 
-A copy may come from an older version of the course: a question added after it
-was handed out is in ``notebooks/`` but not in the copy. Such a question is
-*not in this copy* (excluded from the maximum unless the instructor counts it)
-only when the copy has exactly that shape: none of the question's cells, nor
-any cell between its first and last cell, is in the copy, and every other cell
-of the unit is. A copy that lost other cells too was edited, so nothing is
-excused: every question counts and every absent cell is a *missing cell*,
-named. (Deleting one whole question and nothing else cannot be told from an
-older copy; the gradebook names such questions, and ``--count-absent`` counts
-them.)
+Only the cells of a question matter: a cell that names one of the unit's question ids (its
+predict, reveal or check cell) belongs to it. A missing question cell is a *missing cell*, named;
+its question counts in the maximum, as not answered. A missing or changed cell that belongs to no
+question (prose, an experiment, a drawing) is no one's fault and is not mentioned.
+
+A question may be *not in this copy* (left out of the maximum unless the instructor counts it)
+only when the instructor names the course version the class was handed (``grade --handed-out``)
+and the question was added after it (:mod:`grader.instructor.grading.versions`), and none of its
+cells is in the copy. Deleting a question from a copy therefore never removes it from the maximum.
 """
 
 from __future__ import annotations
@@ -21,9 +20,10 @@ from dataclasses import dataclass, field
 @dataclass
 class CopyContents:
     absent: list = field(default_factory=list)  # question ids not in this copy (added after it was handed out)
-    missing: list = field(default_factory=list)  # (cell id, its first line) of cells really deleted
-    expected: int = 0  # cells of the unit this copy should hold
+    missing: list = field(default_factory=list)  # (cell id, its first line) of question cells deleted
+    expected: int = 0  # question cells of the unit this copy should hold
     unanswered: list = field(default_factory=list)  # predict questions whose answer cell is still the placeholder
+    question_cells: set = field(default_factory=set)  # ids of the unit's cells that belong to a question
 
     def missing_words(self, limit: int = 8) -> str:
         """The deleted cells, named: 'c013 reveal("00.warmup-flag"), c011 ...'."""
@@ -49,38 +49,25 @@ def _names(text: str, qids) -> set:
     return {q for q in qids if re.search(r"(?<![\w.-])" + re.escape(q) + r"(?![\w-])", text)}
 
 
-def what_the_copy_holds(qids: list[str], predict_qids: list[str], template: list[dict], cells: list) -> CopyContents:
-    """Compare a copy's cells (read before anything is restored) with the unit's notebook, by cell id."""
+def what_the_copy_holds(
+    qids: list[str], predict_qids: list[str], template: list[dict], cells: list, excusable=()
+) -> CopyContents:
+    """Compare a copy's cells (read before anything is restored) with the unit's notebook, by cell id;
+    ``excusable`` are the questions added after the version the class was handed."""
     ids = {c.get("id") for c in cells if isinstance(c, dict) and c.get("id")}
-    copy_text = "\n".join(_source(c) for c in cells if isinstance(c, dict))
-    named_in_copy = _names(copy_text, qids)
-    order = [c.get("id", "") for c in template]
-    named_at = {q: [i for i, c in enumerate(template) if q in _names(_source(c), [q])] for q in qids}
-    candidates = []
-    for q in qids:
-        where = named_at[q]
-        if q in named_in_copy or not where:
-            continue
-        span = order[min(where) : max(where) + 1]
-        if not any(cid in ids for cid in span):
-            candidates.append(q)
-    missing_at = [i for i, cid in enumerate(order) if cid and cid not in ids]
-    # runs of consecutive missing cells; each must hold a candidate's cell for the copy to be an older version
-    runs, run = [], []
-    for i in missing_at:
-        if run and i != run[-1] + 1:
-            runs.append(run)
-            run = []
-        run.append(i)
-    if run:
-        runs.append(run)
-    cand_cells = {i for q in candidates for i in named_at[q]}
-    older = bool(candidates) and all(any(i in cand_cells for i in r) for r in runs)
-    out = CopyContents()
-    excused = {i for r in runs for i in r} if older else set()
-    out.absent = candidates if older else []
-    out.missing = [(order[i], _first_line(template[i])) for i in missing_at if i not in excused]
-    out.expected = sum(1 for i, cid in enumerate(order) if cid and i not in excused)
+    belongs = {c.get("id"): _names(_source(c), qids) for c in template if c.get("id")}
+    belongs = {cid: named for cid, named in belongs.items() if named}
+    out = CopyContents(question_cells=set(belongs))
+    excusable = set(excusable)
+    out.absent = [
+        q for q in qids if q in excusable and not any(q in named and cid in ids for cid, named in belongs.items())
+    ]
+    gone = set(out.absent)
+    order = [c.get("id") for c in template if c.get("id") in belongs and not belongs[c.get("id")] <= gone]
+    out.missing = [
+        (cid, _first_line(next(c for c in template if c.get("id") == cid))) for cid in order if cid not in ids
+    ]
+    out.expected = len(order)
     by_id = {c.get("id"): c for c in cells if isinstance(c, dict) and c.get("id")}
     for q in predict_qids:
         if q in out.absent:

@@ -50,6 +50,8 @@ FIXED = [
     "seconds",
 ]
 TAMPERED = ("worker died", "worker lied")
+# runs that did not go to the end: what was recorded before is scored, but the unit is never marked passed
+UNFINISHED = (*TAMPERED, "kernel died", "killed", "could not run", "could not be restored", "grader error")
 NOT_IN_COPY = "not in this copy"
 
 
@@ -102,6 +104,7 @@ def _feedback(q, r, verdict: str, earned: float, maximum: float) -> dict:
                 case = q.kind.cases()[v.case]
                 item["case"] = case.source
                 item["yours"] = q.kind.returns.show(v.got) if v.got is not None else v.note
+                item["returned"] = v.got is not None  # else it raised, or never ran: the note says which
                 item["torch"] = q.kind.returns.show(truth_of(q, case, key=v.case))
             elif v is not None:
                 item["yours"] = v.note
@@ -132,7 +135,6 @@ def rows_of(
     rows = []
     for r in out.units:
         unit = r.unit if r is not None else out.unit
-        trusted = out.status not in TAMPERED
         student = lookup(ids, learner, notebook) if ids else None
         row = {
             "learner": learner,
@@ -167,7 +169,7 @@ def rows_of(
         details = {}
         points = maximum = 0.0
         done = correct = counted = 0
-        complete = trusted
+        complete = out.status not in UNFINISHED
         for q in of_unit(unit):
             st = r.state.questions[q.qid]
             missing = q.qid in absent
@@ -196,6 +198,13 @@ def rows_of(
             complete = complete and is_done
             if feedback:
                 details[q.qid] = _feedback(q, r, verdict, scores.number(q_points), scores.number(q_max))
+        if not counted:
+            complete = False
+            row["problems"] = "; ".join(p for p in (row["problems"], "no question of the unit counts") if p)
+        elif out.status in UNFINISHED:
+            row["problems"] = "; ".join(
+                p for p in (row["problems"], f"the run did not finish ({out.status}): not marked passed") if p
+            )
         row.update(
             {
                 "marked passed": "yes" if complete else "no",
@@ -439,8 +448,13 @@ def _page(learner: str, rows: list[dict]) -> str:
             if d.get("case"):
                 body.append(
                     "<div class='failing'><b>Smallest failing case</b><pre class='case'>"
-                    f"{_esc(d['case'])}</pre>your function returned <code>{_esc(d['yours'])}</code>; "
-                    f"torch says <code>{_esc(d['torch'])}</code></div>"
+                    f"{_esc(d['case'])}</pre>"
+                    + (
+                        f"your function returned <code>{_esc(d['yours'])}</code>; "
+                        if d.get("returned", True)
+                        else f"your function did not return an answer: {_esc(d['yours'])}; "
+                    )
+                    + f"torch says <code>{_esc(d['torch'])}</code></div>"
                 )
             if d.get("explain"):
                 body.append(f"<div class='explain'><b>Why:</b> {_esc(d['explain'])}</div>")

@@ -4,7 +4,9 @@ Started by the grader in a contained process (``python -m
 grader.instructor.grading.learner_function``), never in the learner's kernel. The request
 comes on stdin as JSON: for each exercise, its id, the recovered source (the
 definitions and imports of the learner's notebook, never its other
-statements) and the names of the function(s). Each case's result goes back
+statements), the course's own definitions it stands on (the prelude, from ``notebooks/``), the
+grader modules the course's cells import, and the names of the function(s): see
+:mod:`grader.instructor.grading.exercise_sources`. Each case's result goes back
 through the result pipe as one JSON line ``{"qid", "i", "value"}`` (or
 ``"problem"`` / ``"not_written"``). No truth is computed here: torch's answers
 are computed by the grading process, which compares. A function that walks
@@ -31,30 +33,27 @@ def _gone(*args, **kwargs):
 
 
 def _kinds_only(qids: list) -> dict:
-    """Each exercise's kind and cases; then every experiment is taken out of reach of the learner's code."""
+    """Each exercise's kind and cases; then every experiment is sealed, out of reach of the learner's code."""
     from grader.engine import question
 
     registry = question.load()
     wanted = {qid: registry[qid].kind for qid in qids}
     for kind in wanted.values():
         kind.cases()  # made now, cached in the kind
-    for q in registry.values():
-        module = sys.modules.get(getattr(q.experiment, "__module__", ""), None)
-        for name, value in list(vars(module).items()) if module else []:
-            if value is q.experiment:
-                setattr(module, name, _gone)
-        q.experiment = _gone
-    question.Question.run = _gone
+    question.seal()
     question.run_experiment = _gone
     return wanted
 
 
-def _learner_builtins() -> dict:
-    """Builtins whose import gives the learner's code only the public names of ``grader``, no internals."""
+def _learner_builtins(allowed: list | tuple = ()) -> dict:
+    """Builtins whose import gives the learner's code the public names of ``grader`` and the grader modules
+    the course's own cells import (``allowed``), no other internals."""
     import builtins
+    import importlib
     import types
 
     real = builtins.__import__
+    allowed = {str(a) for a in allowed}
     public = types.ModuleType("grader")
     for name in (
         "predict",
@@ -74,12 +73,44 @@ def _learner_builtins() -> dict:
         "depth_lab",
     ):
         setattr(public, name, _gone)
+    for module in sorted(allowed):
+        parent, _, child = module.rpartition(".")
+        if parent == "grader" and module in sys.modules:  # `from grader import probes`, as the course writes it
+            setattr(public, child, sys.modules[module])
+
+    def reachable(name: str) -> bool:
+        return not (name == "grader" or name.startswith("grader.")) or name in allowed
+
+    class Modules(dict):
+        """sys.modules as the learner's code sees it: the grader's modules it was not given are not there."""
+
+    class SysView(types.ModuleType):
+        def __getattr__(self, attr):
+            if attr == "modules":
+                return Modules((k, v) for k, v in sys.modules.items() if reachable(k))
+            return getattr(sys, attr)
+
+    class ImportlibView(types.ModuleType):
+        def __getattr__(self, attr):
+            if attr == "import_module":
+                return lambda name, package=None: guarded(name, fromlist=("*",))
+            if attr in ("reload", "__import__", "util", "machinery", "_bootstrap"):
+                raise AttributeError(f"importlib.{attr} is not available to an exercise function")
+            return getattr(importlib, attr)
+
+    views = {"sys": SysView("sys"), "importlib": ImportlibView("importlib")}
 
     def guarded(name, globals=None, locals=None, fromlist=(), level=0):
+        root = name.split(".")[0]
+        if level == 0 and root in views and (name == root or not fromlist):
+            return views[root]  # `import importlib.util` binds importlib: the view
         if level == 0 and (name == "grader" or name.startswith("grader.")):
-            if name != "grader":
+            if name == "grader":
+                return public
+            if not reachable(name):
                 raise ImportError(f"{name} is not available to an exercise function")
-            return public
+            module = importlib.import_module(name)
+            return module if fromlist else public
         return real(name, globals, locals, fromlist, level)
 
     return dict(vars(builtins), __import__=guarded)
@@ -96,13 +127,22 @@ def main() -> int:
         qid = item["qid"]
         kind = kinds[qid]
         cases = kind.cases()
-        ns: dict = {"__name__": "__learner__", "__builtins__": _learner_builtins()}
+        ns: dict = {"__name__": "__learner__"}
+        try:  # the course's own definitions, from notebooks/ (trusted), with the real import
+            exec(compile(str(item.get("prelude", "")), "<the course's cells>", "exec"), ns)
+        except BaseException as exc:  # noqa: BLE001 - a course cell that no longer runs here: the grader's fault
+            _line(fd, {"qid": qid, "i": 0, "problem": f"the course's cells raised {limits.describe_exception(exc)}"})
+            continue
+        for name in list(ns):  # the course's API as the prelude imported it: nothing that records or reveals
+            if getattr(ns[name], "__module__", "").startswith("grader.learner"):
+                ns[name] = _gone
+        ns["__builtins__"] = _learner_builtins(item.get("allowed", ()))
         try:
-            exec(compile(item["source"], "<your notebook>", "exec"), ns)
+            exec(compile(str(item["source"]), "<your notebook>", "exec"), ns)
         except BaseException as exc:  # noqa: BLE001 - the learner's code, whatever it raised
             _line(
                 fd,
-                {"qid": qid, "i": 0, "problem": f"the notebook's definitions raised {limits.describe_exception(exc)}"},
+                {"qid": qid, "i": 0, "problem": f"your notebook's definitions raised {limits.describe_exception(exc)}"},
             )
             continue
         names = item["names"]

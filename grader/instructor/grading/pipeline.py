@@ -30,7 +30,6 @@ holds it), the same whatever subset is graded.
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
@@ -47,17 +46,30 @@ from pathlib import Path
 from grader.engine.course import UNITS
 from grader.engine.question import of_unit
 from grader.engine.store import FILENAME, SCHEMA_VERSION, Event
-from grader.instructor.grading import containment, gradebook, report, roster, scores, shards, workers
+from grader.instructor.grading import (
+    containment,
+    gradebook,
+    reach,
+    report,
+    roster,
+    scores,
+    shards,
+    slicing,
+    versions,
+    workers,
+)
 from grader.instructor.grading import verify as verify_submission
 from grader.instructor.grading.copies import what_the_copy_holds
+from grader.instructor.grading.exercise_sources import exercise_sources, grader_owned
 
 ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOK_CAP = 32 * 2**20  # bytes of a submitted notebook read at most
 STORE_CAP = 64 * 2**20  # bytes of a progress store (and of its WAL) read at most
 EVENTS_CAP = 100_000  # events read at most
 ANSWER_CAP = 100_000  # characters of one recorded answer
-PLACEHOLDERS = ("YOUR ANSWER HERE", "YOUR CODE HERE", "NotImplementedError")
 TAMPERED = ("worker died", "worker lied")
+NOT_RESTORED = "could not be restored"
+CELL_CAP = 5_000  # cells of a submitted notebook graded at most (a unit's notebook has about 100)
 
 
 @dataclass
@@ -75,8 +87,9 @@ class Restored:
     status: str = "ok"
     problems: list = field(default_factory=list)
     findings: list = field(default_factory=list)
-    exercises: dict = field(default_factory=dict)  # qid -> {"source", "names"}
+    exercises: dict = field(default_factory=dict)  # qid -> exercise_sources.ExerciseSource
     copy: object = None  # copies.CopyContents: what the copy holds
+    runs: list = field(default_factory=list)  # per cell: whether the grading run executes it (slicing.needed)
 
 
 @dataclass
@@ -149,11 +162,6 @@ def _template(unit: str) -> list[dict]:
     return json.loads(path.read_text(encoding="utf-8")).get("cells", [])
 
 
-def grader_owned(cell: dict) -> bool:
-    """A code cell of notebooks/ with no solution placeholder: the grader's, restored before execution."""
-    return cell.get("cell_type") == "code" and not any(p in _source(cell) for p in PLACEHOLDERS)
-
-
 def _unit_of(sub: Submission, cells: list) -> str:
     prefix = sub.path.name[:2]
     if prefix in UNITS:
@@ -164,8 +172,13 @@ def _unit_of(sub: Submission, cells: list) -> str:
     return max(set(found), key=found.count) if found else "?"
 
 
-def restore(sub: Submission) -> Restored:
-    """Read the submission safely and put every grader-owned cell back from notebooks/ by cell id."""
+def restore(sub: Submission, handed_out: str | None = None) -> Restored:
+    """Read the submission safely and put every grader-owned cell back from notebooks/ by cell id.
+
+    A copy whose cells cannot be matched to the unit's notebook (no cell ids, as nbformat 4.4 and older
+    write; another notebook; an empty one) is *not restored*: it gets a row that says why and no score.
+    ``handed_out`` names the course version the class was given (:mod:`.versions`): only questions
+    added after it may be "not in this copy"."""
     out = Restored(sub)
     if sub.problem:
         out.status, out.problems = "unreadable", [f"the notebook is {sub.problem}"]
@@ -188,89 +201,74 @@ def restore(sub: Submission) -> Restored:
         return out
     out.unit = _unit_of(sub, cells)
     template = _template(out.unit)
-    out.copy = _what_the_copy_holds(out.unit, template, cells)
     owned = {c.get("id"): c for c in template if c.get("id") and grader_owned(c)}
-    edited = 0
+    ids = [c.get("id") for c in cells if isinstance(c, dict)]
+    why = ""
+    if out.unit not in UNITS:
+        why = "it is not a notebook of this course (no unit in its file name or its code)"
+    elif len(cells) > CELL_CAP:
+        why = f"it has {len(cells):,} cells (the unit's notebook has {len(template)}; at most {CELL_CAP:,} are read)"
+    elif not any(ids):
+        why = (
+            "its cells carry no ids (nbformat 4.4 or older, or a tool that drops them), so the grader's cells "
+            "cannot be matched and put back"
+        )
+    elif not owned.keys() & set(ids):
+        why = "none of its cells is a cell of the unit's notebook (matched by cell id)"
+    if why:
+        out.status, out.problems = NOT_RESTORED, [f"not graded: {why}"]
+        return out
+    out.copy = _what_the_copy_holds(out.unit, template, cells, handed_out)
+    out.findings += reach.findings(template, cells)
+    edited = []
     for cell in cells:
         mine = owned.get(cell.get("id"))
         if mine is None:
             continue
         if cell.get("cell_type") != "code" or _source(cell) != _source(mine):
-            edited += 1
+            edited.append(cell.get("id"))
         cell["cell_type"] = "code"
         cell["source"] = _source(mine)
         cell.setdefault("outputs", [])
         cell.setdefault("execution_count", None)
         cell.setdefault("metadata", {})
-    if edited:
-        out.findings.append(f"{edited} grader cell(s) had been edited and were restored")
+    edited_questions = [cid for cid in edited if cid in out.copy.question_cells]
+    if edited_questions:
+        out.findings.append(
+            f"{len(edited_questions)} grader cell(s) of a question had been edited and were restored: "
+            + ", ".join(edited_questions[:8])
+        )
     if out.copy.missing:
         out.problems.append(
-            f"{len(out.copy.missing)} of the unit's {out.copy.expected} cells are missing: " + out.copy.missing_words()
+            f"{len(out.copy.missing)} cell(s) of the unit's questions are missing (their questions count as "
+            "not answered): " + out.copy.missing_words()
         )
         out.status = "missing cells"
     out.notebook = nb
-    out.exercises = _exercise_sources(out.unit, cells)
+    out.exercises = _exercise_sources(out.unit, template, cells)
+    out.runs = slicing.needed(cells, [c.get("id") not in owned for c in cells])
     return out
 
 
-def _what_the_copy_holds(unit: str, template: list, cells: list):
-    """Which of the unit's questions and cells this copy holds (an older copy lacks questions added since)."""
+def _what_the_copy_holds(unit: str, template: list, cells: list, handed_out: str | None = None):
+    """Which of the unit's questions and cells this copy holds; only questions added after the version the
+    class was handed (``handed_out``) may be absent without counting."""
     qs = of_unit(unit) if unit in UNITS else []
     return what_the_copy_holds(
         [q.qid for q in qs],
         [q.qid for q in qs if q.role == "predict"],
         template,
         [c for c in cells if isinstance(c, dict)],
+        excusable=versions.added_since(handed_out, unit) if handed_out else (),
     )
 
 
-def _exercise_sources(unit: str, cells: list) -> dict:
-    """For each exercise, its function name(s) (from the grader's check cell) and the notebook's definitions."""
+def _exercise_sources(unit: str, template: list, cells: list) -> dict:
+    """For each exercise of the unit, its function rebuilt from the copy (see :mod:`.exercise_sources`)."""
     from grader.engine.kinds import Function
 
-    exercises = {q.qid: q for q in of_unit(unit) if isinstance(q.kind, Function)} if unit in UNITS else {}
-    found = {}
-    for index, cell in enumerate(cells):
-        if cell.get("cell_type") != "code":
-            continue
-        try:
-            tree = ast.parse(_source(cell))
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "check" and len(node.args) == 2):
-                continue
-            first, second = node.args
-            if not (isinstance(first, ast.Constant) and first.value in exercises) or first.value in found:
-                continue
-            items = second.elts if isinstance(second, (ast.Tuple, ast.List)) else [second]
-            if all(isinstance(i, ast.Name) for i in items):
-                found[first.value] = {"names": [i.id for i in items], "source": _definitions(cells[:index])}
-    return found
-
-
-def _definitions(cells: list) -> str:
-    """The imports, function and class definitions and literal constants of these cells, in order."""
-    parts = []
-    for cell in cells:
-        if cell.get("cell_type") != "code":
-            continue
-        try:
-            tree = ast.parse(_source(cell))
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            keep = isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            if isinstance(node, ast.Assign):
-                try:
-                    ast.literal_eval(node.value)
-                    keep = True
-                except ValueError:
-                    keep = False
-            if keep:
-                parts.append(ast.get_source_segment(_source(cell), node) or ast.unparse(node))
-    return "\n\n".join(parts)
+    qids = [q.qid for q in of_unit(unit) if isinstance(q.kind, Function)] if unit in UNITS else []
+    return exercise_sources(qids, template, cells)
 
 
 # --- step 3: execute ------------------------------------------------------------------------
@@ -291,6 +289,17 @@ def _contained_env(work: Path) -> dict:
     for name in ("home", "runtime", "ipython", "mpl", "tmp"):
         (work / name).mkdir(exist_ok=True)
     return env
+
+
+def _to_run(restored: Restored):
+    """The restored notebook as the run executes it: the cells its verdicts do not need left empty (:mod:`.slicing`)."""
+    import copy
+
+    nb = copy.deepcopy(restored.notebook)
+    for cell, keep in zip(nb.cells, restored.runs or [True] * len(nb.cells)):
+        if cell.get("cell_type") == "code" and not keep:
+            cell["source"] = ""
+    return nb
 
 
 def read_events(home: Path, scratch: Path) -> tuple[list[Event], list[str]]:
@@ -373,8 +382,9 @@ def execute(
     scratch = containment.private_folder("agl-read-")
     try:
         env = _contained_env(work)
+        env["AGL_SEAL"] = "1"  # the answer key is sealed in the run (grader/__init__.py, workers._run_cells)
         copy = work / "submission.ipynb"
-        nbformat.write(restored.notebook, str(copy))
+        nbformat.write(_to_run(restored), str(copy))
         if worker:
             env[containment.TOKEN_VAR] = secrets.token_hex(16)
             run = worker.run(
@@ -451,7 +461,7 @@ def run_exercises(restored: Restored, timeout: float = 0, pool=None) -> tuple[di
     if not restored.exercises:
         return verdicts, []
     qs = {qid: get(qid) for qid in restored.exercises}
-    request = {"exercises": [{"qid": qid, **item} for qid, item in restored.exercises.items()]}
+    request = {"exercises": [item.request() for item in restored.exercises.values()]}
     timeout = timeout or 60 + sum(q.kind.budget_s for q in qs.values())
     worker = pool.borrow() if pool is not None else None
     work = worker.job_folder() if worker else containment.private_folder("agl-run-")
@@ -514,10 +524,15 @@ def recompute(restored: Restored, execution: Execution, pool=None) -> GradedSubm
 
 
 def grade_one(
-    sub: Submission, cell_timeout: int = 60, notebook_timeout: int = 600, memory_mb: int = 3072, pool=None
+    sub: Submission,
+    cell_timeout: int = 60,
+    notebook_timeout: int = 600,
+    memory_mb: int = 3072,
+    pool=None,
+    handed_out: str | None = None,
 ) -> GradedSubmission:
     started = time.monotonic()
-    restored = restore(sub)
+    restored = restore(sub, handed_out)
     if restored.notebook is None:
         out = GradedSubmission(
             sub, status=restored.status, problems=restored.problems, isolation=containment.isolation()
@@ -581,6 +596,7 @@ def grade(
     shard: tuple[int, int] | None = None,
     resume: bool = False,
     report_to: Path | None = None,
+    handed_out: str | None = None,
 ) -> list[dict]:
     """Grade every submission found (or one shard of them), reusing a journal's work with ``resume``.
 
@@ -594,6 +610,7 @@ def grade(
         "notebook_timeout": notebook_timeout,
         "memory_mb": memory_mb,
         "shard": list(shard) if shard else None,
+        "handed_out": handed_out,
         # rows in the journal carry points and student ids: a change of weights, roster or times redoes them
         "rows": repr(
             (
@@ -641,7 +658,8 @@ def grade(
             )
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = {
-                pool.submit(grade_one, s, cell_timeout, notebook_timeout, memory_mb, warm): (s, sha) for s, sha in todo
+                pool.submit(grade_one, s, cell_timeout, notebook_timeout, memory_mb, warm, handed_out): (s, sha)
+                for s, sha in todo
             }
             for future in as_completed(futures):
                 sub, sha = futures[future]

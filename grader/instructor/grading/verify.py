@@ -180,7 +180,7 @@ def recompute(unit: str, events: list[Event], exercises: dict[str, ExerciseVerdi
                 verdict = "incorrect" if bad else ("correct" if q.kind.agrees(truth_of(q), value) else "incorrect")
             else:
                 verdict = "revealed"
-            if q.qid not in revealed and verdict != e.verdict:
+            if q.qid not in revealed and verdict != e.verdict and e.verdict != "recorded":  # recorded: sealed run
                 differs.add(q.qid)
             revealed.add(q.qid)
             emit(e, verdict, prediction.get(q.qid))
@@ -191,7 +191,7 @@ def recompute(unit: str, events: list[Event], exercises: dict[str, ExerciseVerdi
             else:
                 value, bad = _read(q, e.answer)
                 verdict = bad or ("correct" if q.kind.agrees(truth_of(q), value) else "incorrect")
-            if verdict != e.verdict:
+            if verdict != e.verdict and e.verdict != "recorded":  # recorded: a sealed run gives no verdict
                 differs.add(q.qid)
             if q.qid not in solved:
                 attempts[q.qid] = attempts.get(q.qid, 0) + 1
@@ -212,6 +212,8 @@ def recompute(unit: str, events: list[Event], exercises: dict[str, ExerciseVerdi
                     solved.add(q.qid)
             exercise_seen.add(q.qid)
             emit(e, mine.verdict)
+        elif e.action == "answer-key":
+            findings.append(f"a cell called the experiment of {q.qid} (its answer key), sealed while grading")
         else:
             findings.append(f"an event {str(e.action)[:20]!r} that {q.qid} does not take")
     for qid, mine in exercises.items():

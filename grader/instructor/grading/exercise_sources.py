@@ -1,0 +1,153 @@
+"""An exercise's function rebuilt from a submitted notebook: the learner's own definitions on top of the course's.
+
+Grading re-runs each learner function in a contained process
+(:mod:`grader.instructor.grading.learner_function`), never trusting what the kernel
+recorded. That process needs the function's source and what it stands on:
+
+* the **prelude**, from the unit's notebook in ``notebooks/`` (never from the copy): the imports,
+  function and class definitions and literal constants of every *grader-owned* cell (a code cell
+  with no solution placeholder) that comes before the exercise's check cell. These are the course's
+  own names (``from grader.probes.traces import trace``, a ``watch`` helper), and the prelude runs
+  with the real ``import``;
+* the **learner's part**, from the copy: the same kinds of statement from every *learner-owned* cell
+  (one whose id is, in ``notebooks/``, a cell with a placeholder) and every cell the learner added
+  (an id the unit's notebook does not have), in the copy's order, up to the check cell. It runs with
+  an ``import`` that refuses the grader's internals except the modules the course's own cells import
+  (``allowed``), so copying one of the course's import lines into an answer cell works.
+
+Statements other than imports, definitions and assignments of a literal to plain names (an
+attribute or item assignment such as ``w.grad = None``, a call, a loop) are left out: they are the
+notebook's experiments, not the function. The check cell's function names come from the unit's
+notebook too, so a copy whose check cell was edited or deleted still has its function graded.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+PLACEHOLDERS = ("YOUR ANSWER HERE", "YOUR CODE HERE", "NotImplementedError")
+
+
+def source_of(cell) -> str:
+    src = cell.get("source", "") if isinstance(cell, dict) else ""
+    return "".join(src) if isinstance(src, list) else str(src)
+
+
+def grader_owned(cell: dict) -> bool:
+    """A code cell of notebooks/ with no solution placeholder: the grader's, restored before execution."""
+    return cell.get("cell_type") == "code" and not any(p in source_of(cell) for p in PLACEHOLDERS)
+
+
+@dataclass
+class ExerciseSource:
+    qid: str
+    names: list[str]  # the function (or class) names the check cell passes
+    prelude: str = ""  # the course's definitions, from notebooks/
+    source: str = ""  # the learner's definitions, from the copy
+    allowed: list[str] = field(default_factory=list)  # grader modules the course's cells import
+
+    def request(self) -> dict:
+        return {
+            "qid": self.qid,
+            "names": self.names,
+            "prelude": self.prelude,
+            "source": self.source,
+            "allowed": self.allowed,
+        }
+
+
+def _literal_to_names(node: ast.Assign) -> bool:
+    def plain(target: ast.expr) -> bool:
+        if isinstance(target, ast.Name):
+            return True
+        return isinstance(target, (ast.Tuple, ast.List)) and all(plain(t) for t in target.elts)
+
+    if not all(plain(t) for t in node.targets):
+        return False
+    try:
+        ast.literal_eval(node.value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def definitions(text: str) -> list[str]:
+    """The imports, function and class definitions and literal constants of one cell's code, in order."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return []
+    parts = []
+    for node in tree.body:
+        keep = isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        if isinstance(node, ast.Assign):
+            keep = _literal_to_names(node)
+        if keep:
+            parts.append(ast.get_source_segment(text, node) or ast.unparse(node))
+    return parts
+
+
+def grader_modules(text: str) -> set[str]:
+    """The grader modules one cell imports (``grader``, ``grader.probes``...)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return set()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name == "grader" or a.name.startswith("grader.")}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "grader" or node.module.startswith("grader."):
+                found.add(node.module)
+                found |= {f"{node.module}.{a.name}" for a in node.names}
+    return found
+
+
+def check_calls(text: str, qids: set[str]) -> dict[str, list[str]]:
+    """``check("qid", name)`` / ``check("qid", (a, b))`` calls in one cell: qid -> names."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return {}
+    found: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "check" and len(node.args) == 2):
+            continue
+        first, second = node.args
+        if not (isinstance(first, ast.Constant) and first.value in qids) or first.value in found:
+            continue
+        items = second.elts if isinstance(second, (ast.Tuple, ast.List)) else [second]
+        if all(isinstance(i, ast.Name) for i in items):
+            found[first.value] = [i.id for i in items]  # type: ignore[attr-defined]
+    return found
+
+
+def exercise_sources(exercise_qids: list[str], template: list[dict], cells: list) -> dict[str, ExerciseSource]:
+    """For each exercise of the unit, its function rebuilt from ``cells`` (the copy, as submitted)."""
+    wanted = set(exercise_qids)
+    template = [c for c in template if isinstance(c, dict)]
+    cells = [c for c in cells if isinstance(c, dict)]
+    owned_ids = {c.get("id") for c in template if c.get("id") and grader_owned(c)}
+    allowed: set[str] = set()
+    for c in template:
+        if grader_owned(c):
+            allowed |= grader_modules(source_of(c))
+    out: dict[str, ExerciseSource] = {}
+    for index, cell in enumerate(template):
+        if not grader_owned(cell):
+            continue
+        for qid, names in check_calls(source_of(cell), wanted - set(out)).items():
+            prelude = [p for c in template[:index] if grader_owned(c) for p in definitions(source_of(c))]
+            cell_id = cell.get("id")
+            stop = next((i for i, c in enumerate(cells) if cell_id and c.get("id") == cell_id), len(cells))
+            mine = []
+            for c in cells[:stop]:
+                if c.get("cell_type") != "code":
+                    continue
+                if c.get("id") in owned_ids:
+                    continue  # the course's cell: its definitions come from notebooks/, in the prelude
+                mine += definitions(source_of(c))  # a learner-owned cell, or one the learner added
+            out[qid] = ExerciseSource(qid, names, "\n\n".join(prelude), "\n\n".join(mine), sorted(allowed))
+    return out

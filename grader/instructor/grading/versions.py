@@ -1,0 +1,53 @@
+"""The questions each released version of the course held, so that an older copy is judged by what it was given.
+
+``versions.json`` beside this file maps a course version (``grader.__version__``) to the question ids
+of each unit in that release. A class handed version V (``grade --handed-out V``) may lack the
+questions added after V: those, and only those, can be "not in this copy". Without
+``--handed-out`` every question of today's course counts. A test keeps the entry of the current
+version equal to the registry, so adding a question means a new version and a new entry here
+(``python -m grader.instructor.grading.versions`` prints the entry for the current registry).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+from grader.engine.question import of_unit
+
+FILE = Path(__file__).with_name("versions.json")
+
+
+class UnknownVersion(ValueError):
+    pass
+
+
+@lru_cache(maxsize=1)
+def released() -> dict[str, dict[str, list[str]]]:
+    return json.loads(FILE.read_text(encoding="utf-8"))
+
+
+def check(version: str) -> str:
+    """``version`` if it is a released version; else UnknownVersion naming the ones there are."""
+    if version not in released():
+        raise UnknownVersion(f"no course version {version!r} was released; released: {', '.join(released())}")
+    return version
+
+
+def added_since(version: str, unit: str) -> list[str]:
+    """The questions of ``unit`` today that version ``version`` did not have."""
+    held = set(released()[check(version)].get(unit, []))
+    return [q.qid for q in of_unit(unit) if q.qid not in held]
+
+
+def current_entry() -> dict[str, list[str]]:
+    from grader.engine.course import UNITS
+
+    return {unit: [q.qid for q in of_unit(unit)] for unit in UNITS}
+
+
+if __name__ == "__main__":
+    json.dump(current_entry(), sys.stdout, indent=1)
+    print()
