@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -40,11 +41,11 @@ def answer_key_copy() -> nbformat.NotebookNode:
     nb = read("notebooks", U00)
     for cell in nb.cells:
         if cell.cell_type == "code" and "answer = ..." in cell.source:
-            qid = cell.source.split('predict("')[1].split('"')[0]
+            call, qid = re.search(r'(predict|check)\("(\d\d\.[a-z0-9-]+)"', cell.source).groups()
             cell.source = (
                 "from grader.engine.question import get\n"
                 f"answer = get({qid!r}).kind.encode(get({qid!r}).run())\n"
-                f"predict({qid!r}, answer)"
+                f"{call}({qid!r}, answer)"
             )
     return nb
 
@@ -193,7 +194,8 @@ def test_only_questions_added_after_the_handed_out_version_may_be_absent(monkeyp
     assert pipeline.restore(sub).copy.absent == []  # no version named: it counts
     assert pipeline.restore(sub, "0.2.0").copy.absent == []  # 0.2.0 had it: it counts
     older = {u: [q for q in qs if q != "00.warmup-flag"] for u, qs in versions.current_entry().items()}
-    monkeypatch.setattr(versions, "released", lambda: {"0.1.9": older, **versions.released.__wrapped__()})
+    released = {"0.1.9": older, **versions.released()}
+    monkeypatch.setattr(versions, "released", lambda: released)
     restored = pipeline.restore(sub, "0.1.9")
     assert restored.copy.absent == ["00.warmup-flag"]
     assert restored.copy.missing == []
