@@ -8,6 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from grader.instructor.grading.gradebook import page_name
+
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = ROOT / "solutions" / "00_start_here.ipynb"
 UNTOUCHED = ROOT / "notebooks" / "00_start_here.ipynb"
@@ -131,7 +133,7 @@ def test_a_file_that_is_not_json_gets_a_row(gradebook):
 def test_feedback_pages_and_progress(gradebook):
     rows, html, stderr = gradebook
     assert len(rows) == 8
-    page = (html / "carol.html").read_text()
+    page = (html / page_name("carol")).read_text()
     assert "00.warmup-square" in page and "incorrect" in page
     assert "8/8" in stderr and "per minute" in stderr
 

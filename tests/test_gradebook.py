@@ -121,9 +121,10 @@ def test_an_untouched_copy_says_not_answered(graded):
 
 
 def test_flat_file_names_are_one_learner_and_an_older_copy_grades(graded):
-    frank = [r for r in graded["before"] if r["learner"] == "frank"]
+    frank = [r for r in graded["before"] if r["learner"] == "class/frank"]  # named by the folder and the file
     assert sorted(r["unit"] for r in frank) == ["00", "01"]
-    old = by(frank, "frank", "00")
+    assert {r["student id"] for r in frank} == {"S-003"}  # the roster's "frank"
+    old = by(frank, "class/frank", "00")
     assert old["run"] == "ok" and "missing" not in old["problems"] and old["marked passed"] == "yes"
     assert old["00.warmup-flag"] == "not in this copy" and old["not in copy"] == "00.warmup-flag"
     assert (old["points"], old["max"], old["percent"]) == ("5", "5", "100")
@@ -131,7 +132,7 @@ def test_flat_file_names_are_one_learner_and_an_older_copy_grades(graded):
 
 
 def test_an_exercise_failure_costs_its_points_and_the_submission_time_is_a_column(graded):
-    ex = by(graded["before"], "frank", "01")
+    ex = by(graded["before"], "class/frank", "01")
     assert ex["01.graph-walk"].startswith("incorrect")
     assert ex["submitted"] == "2026-03-02 23:59:00"  # from the LMS's times file
     assert by(graded["before"], "alice", "00")["submitted"][:2] == "20"  # from the file's own time
@@ -139,9 +140,9 @@ def test_an_exercise_failure_costs_its_points_and_the_submission_time_is_a_colum
 
 def test_the_wide_file_has_one_row_per_learner_in_numbers(graded):
     wide = {r["learner"]: r for r in graded["wide"]}
-    assert set(wide) == {"alice", "bob", "frank", "zoe"}
+    assert set(wide) == {"alice", "bob", "class/frank", "zoe"}
     assert wide["zoe"]["student id"] == "S-004" and wide["zoe"]["00 passed"] == "not submitted"
-    frank = wide["frank"]
+    frank = wide["class/frank"]
     assert frank["student id"] == "S-003" and frank["00 percent"] == "100"
     for row in wide.values():  # every number a spreadsheet reads as a number, no "5/18"
         for key in ("points", "max", "percent", "00 points", "00 max"):
@@ -160,12 +161,12 @@ def test_a_regrade_of_one_learner_merges(graded):
 
 
 def test_the_feedback_page_shows_answers_explanation_and_the_failing_case(graded):
-    page = (graded["top"] / "feedback" / "frank.html").read_text()
+    page = (graded["top"] / "feedback" / gradebook.page_name("class/frank")).read_text()
     assert page.index("Unit 00") < page.index("Unit 01")
     assert "Smallest failing case" in page and "torch says" in page
     assert html.escape(get("01.graph-walk").prompt[:40]) in page and "Why:" in page
     assert "http://" not in page and "https://" not in page  # opens offline
-    alice = (graded["top"] / "feedback" / "alice.html").read_text()
+    alice = (graded["top"] / "feedback" / gradebook.page_name("alice")).read_text()
     assert "[2, 4]" in alice and "[2, 3]" in alice  # her answer beside torch's
     assert "class='verdict partial'>predicted, incorrect" in alice
 
@@ -177,13 +178,19 @@ def test_the_feedback_page_shows_answers_explanation_and_the_failing_case(graded
     "given, notebook, learner",
     [
         ("class", "class/alice/01_what_the_forward_pass_records.ipynb", "alice"),
-        ("class", "class/frank_01.ipynb", "frank"),
-        ("class", "class/frank_02_backward_and_why_gradients_add.ipynb", "frank"),
-        ("class/frank_01.ipynb", "class/frank_01.ipynb", "frank"),
+        ("class", "class/frank_01.ipynb", "class/frank"),
+        ("class", "class/frank_02_backward_and_why_gradients_add.ipynb", "class/frank"),
+        ("class/frank_01.ipynb", "class/frank_01.ipynb", "class/frank"),
+        ("class", "class/frank/frank_01.ipynb", "frank"),
+        ("class", "class/mallory/alice_00.ipynb", "mallory/alice"),
+        ("class/mallory", "class/mallory/alice_00.ipynb", "mallory/alice"),
+        ("class/mallory/alice_00.ipynb", "class/mallory/alice_00.ipynb", "mallory/alice"),
+        ("class", "class/alice/week1/01_what_the_forward_pass_records.ipynb", "alice"),
         ("class/dave", "class/dave/00_start_here.ipynb", "dave"),
         ("class/dave/00_start_here.ipynb", "class/dave/00_start_here.ipynb", "dave"),
-        ("class", "class/erin.ipynb", "erin"),
-        ("class", "class/h_99.ipynb", "h_99"),
+        ("class", "class/erin/scratch.ipynb", "erin"),
+        ("class", "class/erin.ipynb", "class"),
+        ("class", "class/h_99.ipynb", "class"),
     ],
 )
 def test_learner_names_are_found_the_same_way_whatever_is_graded(given, notebook, learner):

@@ -9,7 +9,17 @@
   replaced, so one learner can be regraded alone;
 * feedback pages (``--html``): for each question the learner's answer beside torch's, the
   explanation, and for an exercise the smallest failing case as the notebook shows it; one page per
-  learner, units in order, every verdict coloured, nothing loaded from the network.
+  learner, units in order, every verdict coloured, nothing loaded from the network. A page is named
+  :func:`page_name`: the learner's name kept as UTF-8 where a file name can hold it (letters and
+  digits of any script), then 8 hex digits of the SHA-256 of the learner's name (``Zoé-….html``,
+  ``Zoë-….html``, ``李明-….html``), so two learners never share a page; nothing else links to it.
+
+Every CSV is written by :mod:`grader.instructor.grading.csv_cells`: every field quoted, and every
+text cell that a spreadsheet would run (one beginning with ``=``, ``+``, ``-``, ``@``, tab or
+carriage return: a learner's folder named ``=HYPERLINK(...)``, a notebook path, a finding) written
+with a single quote in front. The grader's own numbers (points, max, percent, counts, seconds) and any
+cell that is only a plain number are written as numbers. :func:`read_csv` takes the quote off again,
+so ``--merge-into`` matches a learner named ``=1+2`` with their own rows.
 
 A question's record in the gradebook says what the learner did, not what the re-run did: the
 grader runs every cell, so a reveal cell always runs; a prediction left as the placeholder is
@@ -18,14 +28,15 @@ grader runs every cell, so a reveal cell always runs; a prediction left as the p
 
 from __future__ import annotations
 
-import csv
+import hashlib
 import html
 import re
+import unicodedata
 from pathlib import Path
 
 from grader.engine.course import UNITS
 from grader.engine.question import of_unit
-from grader.instructor.grading import scores
+from grader.instructor.grading import csv_cells, scores
 
 FIXED = [
     "learner",
@@ -250,8 +261,8 @@ def _unit_key(unit: str):
 
 
 def read_csv(path: Path) -> list[dict]:
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+    """A gradebook as :func:`write_csv` wrote it: every cell as it was before it was made safe."""
+    return csv_cells.read(path)
 
 
 def merge(old: list[dict], new: list[dict]) -> list[dict]:
@@ -272,13 +283,8 @@ def write_csv(rows: list[dict], path: Path) -> None:
     for unit in sorted({r["unit"] for r in rows}, key=_unit_key):
         questions += [q.qid for q in of_unit(unit)] if unit in UNITS else []
     extra = [k for r in rows for k in r if k not in FIXED and k not in questions and not k.startswith("_")]
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(
-            f, fieldnames=FIXED + questions + list(dict.fromkeys(extra)), restval="", extrasaction="ignore"
-        )
-        writer.writeheader()
-        for r in sorted(rows, key=lambda r: (r["learner"], _unit_key(r["unit"]), r["notebook"])):
-            writer.writerow(r)
+    ordered = sorted(rows, key=lambda r: (r["learner"], _unit_key(r["unit"]), r["notebook"]))
+    csv_cells.write(path, FIXED + questions + list(dict.fromkeys(extra)), ordered)
 
 
 # --- the wide gradebook: one row per learner ------------------------------------------------
@@ -367,10 +373,7 @@ def _roster_only(ids: dict | None, rows: list[dict]) -> list[str]:
 
 def write_wide(rows: list[dict], path: Path, weights: scores.Weights | None = None, ids: dict | None = None) -> None:
     columns, table = wide_rows(rows, weights, ids)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=columns, restval="", extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(table)
+    csv_cells.write(path, columns, table)
 
 
 # --- feedback pages -------------------------------------------------------------------------
@@ -465,16 +468,50 @@ def _page(learner: str, rows: list[dict]) -> str:
 
 
 def write_html(rows: list[dict], folder: Path) -> list[Path]:
-    """One page per learner in ``rows`` (give it the rows graded now: rows read back from a CSV carry no answers)."""
+    """One page per learner in ``rows`` (give it the rows graded now: rows read back from a CSV carry no answers),
+    named by :func:`page_name`; two learners never share a page."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     fresh = list(rows)
-    for learner in sorted({r["learner"] for r in fresh}):
-        page = folder / f"{file_name(learner)}.html"
+    learners = sorted({r["learner"] for r in fresh})
+    names = page_names(learners)
+    for learner in learners:
+        page = folder / names[learner]
         page.write_text(_page(learner, [r for r in fresh if r["learner"] == learner]), encoding="utf-8")
         written.append(page)
     return written
 
 
-def file_name(learner: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", learner).lstrip(".") or "learner"
+PAGE_NAME_CHARS = 48  # characters of the learner's name kept in a page's file name (then the hash)
+HASH_CHARS = 8
+
+
+def _identity_hash(learner: str, chars: int = HASH_CHARS) -> str:
+    return hashlib.sha256(learner.encode("utf-8", "surrogateescape")).hexdigest()[:chars]
+
+
+def _readable(learner: str) -> str:
+    """The learner's name as a file name can hold it on any system: letters, digits and marks of any
+    script (kept as UTF-8, in NFC), ``-`` and ``_``; every other character (path separators, dots,
+    spaces, control and direction marks) becomes ``_``; at most PAGE_NAME_CHARS characters."""
+    text = unicodedata.normalize("NFC", learner)
+    kept = "".join(ch if ch.isalnum() or ch in "-_" or unicodedata.category(ch) in ("Mn", "Mc") else "_" for ch in text)
+    kept = re.sub(r"_+", "_", kept).strip("_-")
+    return kept[:PAGE_NAME_CHARS].rstrip("_-") or "learner"
+
+
+def page_name(learner: str, chars: int = HASH_CHARS) -> str:
+    """A learner's feedback page: the readable name, then the first hex digits of the SHA-256 of the
+    learner's name as the gradebook holds it: ``Zoé`` -> ``Zoé-<8 hex>.html``, ``Zoë`` another page."""
+    return f"{_readable(learner)}-{_identity_hash(learner, chars)}.html"
+
+
+def page_names(learners) -> dict[str, str]:
+    """Each learner's page; where two short names would meet (on a case-blind file system too), both
+    take the whole hash, so no page ever holds two learners."""
+    learners = sorted(set(learners))
+    short = {name: page_name(name) for name in learners}
+    seen: dict[str, int] = {}
+    for name in short.values():
+        seen[name.casefold()] = seen.get(name.casefold(), 0) + 1
+    return {learner: name if seen[name.casefold()] == 1 else page_name(learner, 64) for learner, name in short.items()}

@@ -1,0 +1,61 @@
+"""CSV files a spreadsheet and an LMS can open safely, and read back as they were written.
+
+A cell of a gradebook can hold text a learner chose: their folder's name (``=HYPERLINK(...)``), a
+notebook's path, a finding that quotes what their store held. A spreadsheet runs a cell that begins
+with ``=``, ``+``, ``-`` or ``@`` as a formula (and tab or carriage return can hide one), so every
+cell is written by OWASP's rule for CSV injection:
+
+* every field is quoted;
+* a text cell that begins with ``=``, ``+``, ``-``, ``@``, tab or carriage return is written with a
+  single quote in front (``'=1+2``), which a spreadsheet shows as text and never runs; a text cell
+  that begins with a single quote gets one more, so that reading strips exactly one back;
+* a number stays a number: a Python int or float (the grader's points, max, percent, counts and
+  seconds), or text that is nothing but a plain decimal number (``-1``, ``2.5``, ``1e3``: a
+  spreadsheet reads it as that number and runs nothing) is written as it is.
+
+:func:`read` undoes the quote, so a gradebook merged with ``--merge-into`` (or joined from shards)
+names a learner called ``=1+2`` as ``=1+2`` again and finds the same learner's rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+QUOTE = "'"
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def safe(value):
+    """The cell as written: numbers as they are, text neutralised where a spreadsheet would run it."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    text = "" if value is None else str(value)
+    if _PLAIN_NUMBER.fullmatch(text):
+        return text
+    if text.startswith(FORMULA_STARTS + (QUOTE,)):
+        return QUOTE + text
+    return text
+
+
+def restore(text: str) -> str:
+    """The cell as it was before :func:`safe` (one leading quote taken off)."""
+    return text[1:] if text.startswith(QUOTE) else text
+
+
+def write(path: Path, fieldnames: list[str], rows) -> None:
+    """Write rows (dicts; keys outside ``fieldnames`` ignored, missing ones empty), every cell safe."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f, quoting=csv.QUOTE_ALL)
+        writer.writerow([safe(name) for name in fieldnames])
+        for row in rows:
+            writer.writerow([safe(row.get(name, "")) for name in fieldnames])
+
+
+def read(path: Path) -> list[dict]:
+    """The rows of a CSV written by :func:`write` (or by an older grader), each cell as it was given."""
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    return [{restore(k) if k else k: restore(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
