@@ -22,10 +22,9 @@ tested alone:
 * ``write``: the gradebook (long and wide CSV, merged into an existing one
   where asked) and feedback pages: :mod:`grader.instructor.grading.gradebook`.
 
-Where learners come from: :func:`grader.instructor.grading.roster.learner_of` (a sub-folder of a
-given folder, else the file name less the course's part: ``frank_01.ipynb``
--> ``frank``; a file named as the course names it belongs to the folder that
-holds it), the same whatever subset is graded.
+Where learners come from: :func:`grader.instructor.grading.roster.learner_of` (the folder that
+holds the notebook; a file named for a learner inside a folder of another name is
+``folder/learner``), the same whatever path is given on the command line.
 """
 
 from __future__ import annotations
