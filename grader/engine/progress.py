@@ -1,13 +1,24 @@
-"""Status, derived from the event log: what each question and unit has reached."""
+"""Status, derived from the event log: what each question and unit has reached.
+
+:func:`replay` is the one reading of the log. The learner's panel, ``status`` and the class view call it
+through :func:`unit_state` with a judge that trusts the recorded verdicts; the gradebook calls it with a
+judge that recomputes each verdict with live torch. Both read resets, predictions after a reveal, hints
+and attempts the same way.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from grader.engine import question as registry
 from grader.engine.course import UNITS
 from grader.engine.store import Event, Store
+from grader.engine.verdicts import GRADED, Action, Verdict
+
+# Where a predict-then-run question stands; its record (the words) and the panel's counts both come from it.
+Standing = Literal["not attempted", "predicted", "predicted, revealed", "predicted after reveal", "revealed only"]
 
 
 @dataclass
@@ -19,11 +30,12 @@ class QuestionState:
     revealed: bool = False
     predicted_before_reveal: bool = False
     predicted_after_reveal: bool = False  # predicted once torch's answer had been shown (after a reset)
-    reveal_verdict: str = ""  # 'correct', 'incorrect' or 'revealed' (without a prediction)
+    reveal_verdict: Verdict | Literal[""] = ""  # 'correct', 'incorrect' or 'revealed' (without a prediction)
     passed: bool = False  # a check passed (self-test and exercises)
-    last_check: str = ""  # the latest check verdict
+    last_check: Verdict | Literal[""] = ""  # the latest check verdict
     hints: int = 0  # how many hints were shown (kept across resets)
     attempts: int = 0  # graded checks, up to and including the first pass (kept across resets)
+    peeked: bool = False  # a prediction was locked in after torch's answer had been shown, ever (kept across resets)
 
     @property
     def attempted(self) -> bool:
@@ -37,16 +49,28 @@ class QuestionState:
         return self.passed
 
     @property
+    def standing(self) -> Standing:
+        """Where a predict-then-run question stands (the record's words and the panel's counts read this)."""
+        if self.revealed and not self.predicted_before_reveal:
+            return "revealed only"
+        if self.predicted_after_reveal:
+            return "predicted after reveal"
+        if self.revealed:
+            return "predicted, revealed"
+        return "predicted" if self.predicted else "not attempted"
+
+    @property
     def record(self) -> str:
         """The honest record of this question, in words (panel, status and gradebook say the same)."""
         if self.role == "predict":
-            if self.revealed and not self.predicted_before_reveal:
+            standing = self.standing
+            if standing == "revealed only":
                 return "revealed without prediction"
-            if self.predicted_after_reveal:
+            if standing == "predicted after reveal":
                 return "predicted after reveal" + (f", {self.reveal_verdict}" if self.revealed else ", not revealed")
-            if self.revealed:
+            if standing == "predicted, revealed":
                 return f"predicted, {self.reveal_verdict}"
-            return "predicted, not revealed yet" if self.predicted else "not attempted"
+            return "predicted, not revealed yet" if standing == "predicted" else "not attempted"
         if self.passed:
             text = f"correct on attempt {self.attempts}" if self.attempts > 1 else "correct"
         elif self.last_check in ("", "unanswered"):
@@ -87,7 +111,7 @@ class UnitState:
         return {
             "questions": len(qs),
             "done": sum(q.done for q in qs),
-            "predicted": sum(q.predicted_before_reveal for q in qs if q.role == "predict"),
+            "predicted": sum(q.standing == "predicted, revealed" for q in qs if q.role == "predict"),
             "revealed": sum(q.revealed for q in qs if q.role == "predict"),
             "predict_total": sum(q.role == "predict" for q in qs),
             "checked": sum(q.passed for q in qs if q.role != "predict"),
@@ -95,19 +119,57 @@ class UnitState:
         }
 
 
-def unit_state(unit: str, events: list[Event]) -> UnitState:
-    """Replay the log. Resets forget answers, never history: a reveal, the hints shown and the
-    attempts made stay on the record, so a reset cannot launder a reveal into a prediction."""
+class Judge:
+    """How a replay decides each event: this one trusts the verdicts the learner's own kernel recorded
+    (the learner's panel, ``status``, the class view). The gradebook's judge recomputes each one with
+    live torch (:mod:`grader.instructor.grading.verify`). The replay calls ``prediction`` for each
+    prediction that could be locked in, ``reveal`` for each reveal that counts (the first since a
+    reset), ``check`` for every check, ``mark`` for every mark and ``stray`` for an event no question
+    of the unit takes."""
+
+    def prediction(self, q: registry.Question, e: Event) -> bool:
+        """Whether ``e`` locks a prediction in."""
+        return e.verdict == "recorded"
+
+    def reveal(self, q: registry.Question, e: Event, state: QuestionState) -> Verdict:
+        """The reveal's verdict, given the prediction in force (``state.prediction``, if ``state.predicted``)."""
+        return e.verdict
+
+    def check(self, q: registry.Question, e: Event) -> Verdict:
+        return e.verdict
+
+    def mark(self, e: Event) -> bool:
+        """Whether ``e`` marks the unit passed."""
+        return e.verdict == "passed"
+
+    def stray(self, e: Event, q: registry.Question | None) -> None:
+        """An event that names no question of the unit (``q`` is None), or one its question does not take."""
+
+
+TRUST = Judge()
+TAKES: dict[str, tuple[Action, ...]] = {
+    "predict": ("predict", "reveal", "hint"),
+    "self-test": ("check", "hint"),
+    "exercise": ("check", "hint"),
+}
+
+
+def replay(unit: str, events: Iterable[Event], judge: Judge = TRUST) -> UnitState:
+    """The one reading of the log, for the learner and the gradebook alike. Resets forget answers, never
+    history: a reveal, the hints shown and the attempts made stay on the record, so a reset cannot launder
+    a reveal into a prediction. Attempts are graded checks (correct or incorrect) up to and including the
+    first pass."""
+    questions = {q.qid: q for q in registry.of_unit(unit)}
     state = UnitState(unit)
     shown: set[str] = set()  # questions whose answer torch has shown, ever
-    hints: dict[str, int] = {}
-    attempts: dict[str, int] = {}
+    kept: dict[str, tuple[int, int, bool]] = {}  # qid -> (hints, attempts, peeked): what a reset keeps
 
     def blank(q: registry.Question | QuestionState) -> QuestionState:
-        return QuestionState(q.qid, q.role, hints=hints.get(q.qid, 0), attempts=attempts.get(q.qid, 0))
+        hints, attempts, peeked = kept.get(q.qid, (0, 0, False))
+        return QuestionState(q.qid, q.role, hints=hints, attempts=attempts, peeked=peeked)
 
     def fresh() -> None:
-        state.questions = {q.qid: blank(q) for q in registry.of_unit(unit)}
+        state.questions = {qid: blank(q) for qid, q in questions.items()}
 
     fresh()
     for e in events:
@@ -119,34 +181,51 @@ def unit_state(unit: str, events: list[Event]) -> UnitState:
                 state.passed = state.started = False
             elif e.qid in state.questions:
                 state.questions[e.qid] = blank(state.questions[e.qid])
+            else:
+                judge.stray(e, None)
             continue
         if e.action == "mark":
-            if e.verdict == "passed":
+            if judge.mark(e):
                 state.passed = state.started = True
             continue
         if e.qid is None:  # a unit-wide event other than reset and mark: no question to update
             continue
-        q = state.questions.get(e.qid)
-        if q is None:
+        s, q = state.questions.get(e.qid), questions.get(e.qid)
+        if s is None or q is None:
+            judge.stray(e, None)
+            continue
+        if e.action not in TAKES.get(q.role, ()):
+            judge.stray(e, q)
             continue
         state.started = True
-        if e.action == "predict" and e.verdict == "recorded" and not q.revealed:
-            q.prediction, q.predicted = e.answer, True
-            q.predicted_after_reveal = q.predicted_after_reveal or e.qid in shown
+        if e.action == "predict":
+            if not judge.prediction(q, e):
+                continue
+            s.peeked = s.peeked or q.qid in shown
+            if not s.revealed:
+                s.prediction, s.predicted = e.answer, True
+                s.predicted_after_reveal = s.predicted_after_reveal or q.qid in shown
         elif e.action == "reveal":
-            shown.add(e.qid)
-            if not q.revealed:
-                q.revealed = True
-                q.reveal_verdict = e.verdict
-                q.predicted_before_reveal = e.verdict in ("correct", "incorrect")
+            shown.add(q.qid)
+            if not s.revealed:
+                s.reveal_verdict = judge.reveal(q, e, s)
+                s.revealed = True
+                s.predicted_before_reveal = s.reveal_verdict in GRADED
         elif e.action == "hint":
-            hints[e.qid] = q.hints = max(q.hints, int(e.answer or 0))
+            number = e.answer if isinstance(e.answer, int) and not isinstance(e.answer, bool) else s.hints + 1
+            s.hints = max(s.hints, min(number, len(q.hints)))
         elif e.action == "check":
-            q.last_check = e.verdict
-            if e.verdict in ("correct", "incorrect") and not q.passed:
-                attempts[e.qid] = q.attempts = q.attempts + 1
-            q.passed = q.passed or e.verdict == "correct"
+            s.last_check = verdict = judge.check(q, e)
+            if verdict in GRADED and not s.passed:
+                s.attempts += 1
+            s.passed = s.passed or verdict == "correct"
+        kept[q.qid] = (s.hints, s.attempts, s.peeked)
     return state
+
+
+def unit_state(unit: str, events: list[Event]) -> UnitState:
+    """The learner's reading of the log: :func:`replay` trusting the recorded verdicts."""
+    return replay(unit, events, TRUST)
 
 
 def course_state(store: Store) -> dict[str, UnitState]:

@@ -12,7 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-MARKS = {
+from grader.engine.verdicts import Action, Verdict
+
+MARKS: dict[Verdict, str] = {
     "correct": "✓",
     "passed": "✓",
     "recorded": "•",
@@ -26,7 +28,7 @@ MARKS = {
     "info": "≡",
 }
 
-HEADLINES = {
+HEADLINES: dict[Verdict, str] = {
     "correct": "correct",
     "passed": "passed",
     "recorded": "prediction locked in",
@@ -53,9 +55,9 @@ _COLOURS = {
 
 @dataclass
 class Result:
-    action: str  # 'predict', 'reveal', 'check', 'mark'
+    action: Action  # 'predict', 'reveal', 'check', 'mark', ...
     subject: str  # a question id or a unit id
-    verdict: str
+    verdict: Verdict
     message: str = ""
     expected: Any = None  # torch's live answer (normalised), when shown
     got: Any = None  # the learner's answer (normalised), when read

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from grader.engine.verdicts import Action, Verdict, action_of, verdict_of
+
 FILENAME = "progress.sqlite3"
 
 # Each step brings a file from version i to i + 1; never edit a step once shipped.
@@ -55,13 +57,16 @@ class StoreWarning(UserWarning):
 
 @dataclass
 class Event:
+    """One entry of the log. ``action`` and ``verdict`` are stored as their plain names; a name this
+    version does not know reads as ``"unknown"`` (see :mod:`grader.engine.verdicts`)."""
+
     id: int
     time: float
     unit: str
     qid: str | None
-    action: str
+    action: Action
     answer: Any
-    verdict: str
+    verdict: Verdict
     torch: str
     session: str = ""
     detail: dict | None = None
@@ -229,7 +234,13 @@ class Store:
 
     # -- writing and reading --------------------------------------------------------
     def append(
-        self, unit: str, qid: str | None, action: str, verdict: str, answer: Any = None, detail: dict | None = None
+        self,
+        unit: str,
+        qid: str | None,
+        action: Action,
+        verdict: Verdict,
+        answer: Any = None,
+        detail: dict | None = None,
     ) -> None:
         row = (
             time.time(),
@@ -279,7 +290,7 @@ def event_of(r: tuple) -> Event:
         detail = json.loads(r[9]) if r[9] else {}
     except ValueError:
         detail = {}
-    return Event(r[0], r[1], r[2], r[3], r[4], answer, r[6], r[7], r[8], detail)
+    return Event(r[0], r[1], r[2], r[3], action_of(r[4]), answer, verdict_of(r[6]), r[7], r[8], detail)
 
 
 _STORE: Store | None = None

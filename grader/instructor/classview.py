@@ -178,6 +178,14 @@ def _answer_text(q, answer) -> tuple[str, str]:
     return text[:120], note
 
 
+_STANDING_COUNT = {
+    "revealed only": "revealed_without_prediction",
+    "predicted after reveal": "predicted_after_reveal",
+    "predicted": "predicted_not_revealed",
+    "not attempted": "not_attempted",
+}
+
+
 def _question_row(q, learners: list[Learner], states: dict[str, dict[str, progress.UnitState]]) -> dict:
     row = {"qid": q.qid, "role": q.role, "prompt": q.prompt, "records": Counter()}
     wrong: Counter = Counter()
@@ -206,16 +214,10 @@ def _question_row(q, learners: list[Learner], states: dict[str, dict[str, progre
         hinted += s.hints > 0
         hints += s.hints
         if q.role == "predict":
-            if s.revealed and not s.predicted_before_reveal:
-                counts["revealed_without_prediction"] += 1
-            elif s.predicted_after_reveal:
-                counts["predicted_after_reveal"] += 1
-            elif s.revealed:
+            if s.standing == "predicted, revealed":
                 counts["predicted_correct" if s.reveal_verdict == "correct" else "predicted_wrong"] += 1
-            elif s.predicted:
-                counts["predicted_not_revealed"] += 1
-            else:
-                counts["not_attempted"] += 1
+            else:  # the same standing the learner's panel and its record read
+                counts[_STANDING_COUNT[s.standing]] += 1
             if s.revealed and s.reveal_verdict == "incorrect" and s.prediction is not None:
                 text, note = _answer_text(q, s.prediction)
                 wrong[text] += 1

@@ -21,6 +21,7 @@ from grader.engine import progress
 from grader.engine.kinds import BadAnswer, Function, Unanswered
 from grader.engine.question import of_unit
 from grader.engine.store import Event
+from grader.engine.verdicts import GRADED, Verdict
 
 LOCK = threading.Lock()  # torch's global state: one recomputation at a time
 _TRUTHS: dict[Any, Any] = {}
@@ -37,7 +38,7 @@ def truth_of(q, *case, key=None):
 
 @dataclass
 class ExerciseVerdict:
-    verdict: str  # correct, incorrect, unanswered, invalid, not recomputed
+    verdict: Verdict  # correct, incorrect, unanswered, invalid, not recomputed
     note: str = ""
     case: int = -1  # the smallest failing case's index, where one failed
     got: Any = None  # what the learner's function returned on it (read by its kind), if it returned
@@ -51,7 +52,7 @@ class Recomputed:
     passed: bool
     flags: dict = field(default_factory=dict)  # qid -> verdict override ("predicted after reveal")
     findings: list = field(default_factory=list)  # sentences for the gradebook
-    attempts: dict = field(default_factory=dict)  # qid -> checks until correct (or all, if never)
+    attempts: dict = field(default_factory=dict)  # qid -> graded checks up to and including the first pass
     hints: dict = field(default_factory=dict)  # qid -> hints shown
     answers: dict = field(default_factory=dict)  # qid -> the learner's answer (JSON form): prediction or last check
     exercises: dict = field(default_factory=dict)  # qid -> ExerciseVerdict
@@ -99,9 +100,9 @@ def judge_exercise(q, lines: list) -> ExerciseVerdict:
     return ExerciseVerdict("correct", f"passed all {len(cases)} cases")
 
 
-def _read(q, answer):
+def _read(q, answer) -> tuple[Any, Verdict | None]:
     try:
-        return q.kind.read(answer), ""
+        return q.kind.read(answer), None
     except Unanswered:
         return None, "unanswered"
     except BadAnswer:
@@ -110,132 +111,104 @@ def _read(q, answer):
         return None, "invalid"
 
 
+class Recomputing(progress.Judge):
+    """The gradebook's judge for :func:`grader.engine.progress.replay`: every verdict recomputed with live
+    torch from the recorded answer; where it differs from the kernel's record, the question is noted."""
+
+    def __init__(self, exercises: dict[str, ExerciseVerdict]):
+        self.exercises = exercises
+        self.differs: set[str] = set()
+        self.findings: list[str] = []
+        self.answers: dict[str, Any] = {}
+        self.kernel_marked = False
+
+    def prediction(self, q, e: Event) -> bool:
+        if e.verdict != "recorded":
+            return False
+        if _read(q, e.answer)[1]:  # the kernel never records a prediction it cannot read
+            self.differs.add(q.qid)
+            return False
+        self.answers[q.qid] = e.answer
+        return True
+
+    def reveal(self, q, e: Event, state: progress.QuestionState) -> Verdict:
+        verdict: Verdict = "revealed"
+        if state.predicted:
+            value, bad = _read(q, state.prediction)
+            verdict = "incorrect" if bad else ("correct" if q.kind.agrees(truth_of(q), value) else "incorrect")
+        if verdict != e.verdict and e.verdict != "recorded":  # a sealed grading run records, it does not judge
+            self.differs.add(q.qid)
+        return verdict
+
+    def check(self, q, e: Event) -> Verdict:
+        if q.role == "exercise":
+            mine = self.exercises.get(q.qid, ExerciseVerdict("not recomputed"))
+            if mine.verdict != e.verdict and e.verdict in GRADED and mine.verdict in GRADED:
+                self.differs.add(q.qid)
+            return mine.verdict
+        self.answers[q.qid] = e.answer
+        if e.answer is None:
+            verdict = e.verdict if e.verdict in ("unanswered", "invalid", "error") else "unanswered"
+        else:
+            value, bad = _read(q, e.answer)
+            verdict = bad or ("correct" if q.kind.agrees(truth_of(q), value) else "incorrect")
+        if verdict != e.verdict and e.verdict != "recorded":  # a sealed grading run records, it does not judge
+            self.differs.add(q.qid)
+        return verdict
+
+    def mark(self, e: Event) -> bool:
+        """A mark event is never a pass here: "marked passed" comes from what is missing."""
+        self.kernel_marked = self.kernel_marked or e.verdict == "passed"
+        return False
+
+    def stray(self, e: Event, q) -> None:
+        if e.action == "answer-key":
+            self.findings.append(f"a cell called the experiment of {e.qid} (its answer key), sealed while grading")
+        elif q is not None:
+            self.findings.append(f"an event {str(e.action)[:20]!r} that {q.qid} does not take")
+        elif e.qid is not None:
+            self.findings.append(f"an event names {str(e.qid)[:40]!r}, not a question of this unit")
+
+
 def recompute(unit: str, events: list[Event], exercises: dict[str, ExerciseVerdict]) -> Recomputed:
-    """The unit's verdicts from the recorded data alone (see the module's text)."""
+    """The unit's verdicts from the recorded data alone (see the module's text): the learner's own replay
+    of the log (:func:`grader.engine.progress.replay`) with the :class:`Recomputing` judge."""
     questions = {q.qid: q for q in of_unit(unit)}
     findings: list[str] = []
-    flags: dict[str, str] = {}
-    differs: set[str] = set()
-    attempts: dict[str, int] = {}
-    solved: set[str] = set()
-    hints: dict[str, int] = {}
-    answers: dict[str, Any] = {}
-    ever_revealed: set[str] = set()
-    prediction: dict[str, Any] = {}  # the prediction in force, per question
-    revealed: set[str] = set()  # revealed since the last reset
-    rebuilt: list[Event] = []
-    kernel_marked = False
-    exercise_seen: set[str] = set()
+    mine = [e for e in events if e.unit == unit]
     last_time = None
-    sessions = set()
-
-    def emit(e: Event, verdict: str, answer=None):
-        rebuilt.append(Event(e.id, e.time, unit, e.qid, e.action, answer, verdict, e.torch, e.session, {}))
-
-    for e in events:
-        if e.unit != unit:
-            continue
-        sessions.add(e.session)
+    for e in mine:
         if last_time is not None and e.time < last_time:
             findings.append("events out of order: a later event carries an earlier time")
         last_time = e.time if last_time is None else max(last_time, e.time)
-        if e.action == "mark":
-            kernel_marked = kernel_marked or e.verdict == "passed"
-            continue
-        if e.action == "reset":
-            if e.qid is None:
-                prediction.clear()
-                revealed.clear()
-            else:
-                prediction.pop(e.qid, None)
-                revealed.discard(e.qid)
-            emit(e, "recorded")
-            continue
-        q = questions.get(e.qid)
-        if q is None:
-            if e.qid is not None:
-                findings.append(f"an event names {str(e.qid)[:40]!r}, not a question of this unit")
-            continue
-        if e.action == "hint":
-            hints[q.qid] = hints.get(q.qid, 0) + 1
-            emit(e, "recorded", e.answer)
-        elif e.action == "predict" and q.role == "predict":
-            if e.verdict != "recorded":
-                continue
-            if q.qid in ever_revealed:
-                flags[q.qid] = "predicted after reveal"
-                continue
-            if q.qid in revealed:
-                continue
-            value, bad = _read(q, e.answer)
-            if bad:
-                differs.add(q.qid)
-                continue
-            prediction[q.qid] = answers[q.qid] = e.answer
-            emit(e, "recorded", e.answer)
-        elif e.action == "reveal" and q.role == "predict":
-            ever_revealed.add(q.qid)
-            if q.qid in prediction:
-                value, bad = _read(q, prediction[q.qid])
-                verdict = "incorrect" if bad else ("correct" if q.kind.agrees(truth_of(q), value) else "incorrect")
-            else:
-                verdict = "revealed"
-            if q.qid not in revealed and verdict != e.verdict and e.verdict != "recorded":  # recorded: sealed run
-                differs.add(q.qid)
-            revealed.add(q.qid)
-            emit(e, verdict, prediction.get(q.qid))
-        elif e.action == "check" and q.role == "self-test":
-            answers[q.qid] = e.answer
-            if e.answer is None:
-                verdict = e.verdict if e.verdict in ("unanswered", "invalid", "error") else "unanswered"
-            else:
-                value, bad = _read(q, e.answer)
-                verdict = bad or ("correct" if q.kind.agrees(truth_of(q), value) else "incorrect")
-            if verdict != e.verdict and e.verdict != "recorded":  # recorded: a sealed run gives no verdict
-                differs.add(q.qid)
-            if q.qid not in solved:
-                attempts[q.qid] = attempts.get(q.qid, 0) + 1
-                if verdict == "correct":
-                    solved.add(q.qid)
-            emit(e, verdict, e.answer)
-        elif e.action == "check" and q.role == "exercise":
-            mine = exercises.get(q.qid, ExerciseVerdict("not recomputed"))
-            if (
-                mine.verdict != e.verdict
-                and e.verdict in ("correct", "incorrect")
-                and mine.verdict in ("correct", "incorrect")
-            ):
-                differs.add(q.qid)
-            if q.qid not in solved:
-                attempts[q.qid] = attempts.get(q.qid, 0) + 1
-                if mine.verdict == "correct":
-                    solved.add(q.qid)
-            exercise_seen.add(q.qid)
-            emit(e, mine.verdict)
-        elif e.action == "answer-key":
-            findings.append(f"a cell called the experiment of {q.qid} (its answer key), sealed while grading")
-        else:
-            findings.append(f"an event {str(e.action)[:20]!r} that {q.qid} does not take")
-    for qid, mine in exercises.items():
-        if qid in questions and qid not in exercise_seen and mine.verdict == "correct":
+    sessions = {e.session for e in mine}
+    checked = {e.qid for e in mine if e.action == "check"}
+    for qid, verdict in exercises.items():
+        q = questions.get(qid)
+        if q is not None and q.role == "exercise" and qid not in checked and verdict.verdict == "correct":
             # the check cell never recorded (the kernel died or was stopped first): the function still counts
-            rebuilt.append(Event(0, 0.0, unit, qid, "check", None, mine.verdict, "", "", {}))
-    state = progress.unit_state(unit, rebuilt)
+            mine.append(Event(0, 0.0, unit, qid, "check", None, "correct", "", "", {}))
+    judge = Recomputing(exercises)
+    state = progress.replay(unit, mine, judge)
+    findings += judge.findings
     missing = state.missing()
-    if differs:
-        findings.append("verdict recomputed: differs from the kernel's record for " + ", ".join(sorted(differs)))
-    if kernel_marked and missing:
+    if judge.differs:
+        findings.append("verdict recomputed: differs from the kernel's record for " + ", ".join(sorted(judge.differs)))
+    if judge.kernel_marked and missing:
         findings.append("the kernel's record says marked passed; the recomputed verdicts do not")
     if len(sessions) > 1:
         findings.append(f"events from {len(sessions)} kernel sessions (one run has one)")
-    for qid, q in questions.items():
-        st = state.questions[qid]
-        if q.role == "predict" and qid not in flags and st.revealed and not st.predicted_before_reveal:
+    flags: dict[str, str] = {}
+    for qid, st in state.questions.items():
+        if st.role != "predict":
+            continue
+        if st.peeked:
+            flags[qid] = "predicted after reveal"
+        elif st.revealed and not st.predicted_before_reveal:
             flags[qid] = "revealed without prediction"
-    if any(f == "predicted after reveal" for f in flags.values()):
-        findings.append(
-            "predicted after reveal: " + ", ".join(q for q, f in flags.items() if f == "predicted after reveal")
-        )
+    late = [qid for qid, flag in flags.items() if flag == "predicted after reveal"]
+    if late:
+        findings.append("predicted after reveal: " + ", ".join(late))
     return Recomputed(
         unit,
         state,
@@ -243,9 +216,9 @@ def recompute(unit: str, events: list[Event], exercises: dict[str, ExerciseVerdi
         passed=not missing,
         flags=flags,
         findings=list(dict.fromkeys(findings)),
-        attempts=attempts,
-        hints=hints,
-        answers=answers,
+        attempts={qid: st.attempts for qid, st in state.questions.items() if st.attempts},
+        hints={qid: st.hints for qid, st in state.questions.items() if st.hints},
+        answers=judge.answers,
         exercises=dict(exercises),
     )
 
