@@ -171,8 +171,14 @@ def test_restore_puts_grader_cells_back_and_reports_deleted_ones(tmp_path):
     restored = restore(Submission("x", tmp_path / "00_start_here.ipynb"))
     sources = {c["id"]: c["source"] for c in restored.notebook.cells}
     assert sources["c017"] == 'mark_passed("00")' and "answer = 6.0" in sources["c015"]
-    assert restored.status == "missing cells" and "1 of the unit's" in restored.problems[0]
-    assert restored.findings == ["1 grader cell(s) had been edited and were restored"]
+    assert restored.status == "missing cells" and "1 cell(s) of the unit's questions" in restored.problems[0]
+    assert restored.findings == []  # the mark cell belongs to no question: restored, and not the learner's business
+    nb.cells[1].source += "\n# edited"  # the import cell: no question either
+    asked = next(c for c in nb.cells if c.source.startswith('reveal("00.warmup-add")'))
+    asked.source = "print('no reveal')"
+    nbformat.write(nb, tmp_path / "00_start_here.ipynb")
+    restored = restore(Submission("x", tmp_path / "00_start_here.ipynb"))
+    assert restored.findings == [f"1 grader cell(s) of a question had been edited and were restored: {asked.id}"]
 
 
 def test_a_store_is_read_as_data(tmp_path):

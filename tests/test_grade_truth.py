@@ -221,3 +221,20 @@ def test_copies_names_only_question_cells_as_missing():
     asked = next(c for c in template if "reveal(" in c.source)
     held = copies.what_the_copy_holds(qids, [], template, [c for c in template if c is not asked])
     assert [cid for cid, _ in held.missing] == [asked.id]
+
+
+def test_a_copy_handed_out_before_a_question_grades_without_it(monkeypatch, tmp_path):
+    older = {u: [q for q in qs if q != "00.warmup-flag"] for u, qs in versions.current_entry().items()}
+    released = {"0.1.9": older, **versions.released()}
+    monkeypatch.setattr(versions, "released", lambda: released)
+    nb = without(read("solutions", U00), lambda c: "00.warmup-flag" not in c.source)
+    (tmp_path / "dave").mkdir()
+    nbformat.write(nb, tmp_path / "dave" / U00)
+    out = tmp_path / "grades.csv"
+    pipeline.grade([str(tmp_path / "dave")], out, jobs=1, progress_to=None, handed_out="0.1.9")
+    with open(out, newline="", encoding="utf-8") as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["00.warmup-flag"] == "not in this copy" and row["not in copy"] == "00.warmup-flag", _why(row)
+    assert row["run"] == "ok" and row["marked passed"] == "yes", _why(row)
+    assert float(row["points"]) == float(row["max"]) == gradebook.unit_maximum("00", scores.Weights()) - 2
+    assert "not in this copy" in row["findings"]
