@@ -50,6 +50,7 @@ from grader.engine.store import FILENAME, SCHEMA_VERSION, Event
 from grader.instructor.grading import containment, gradebook, report, roster, scores, shards, workers
 from grader.instructor.grading import verify as verify_submission
 from grader.instructor.grading.copies import what_the_copy_holds
+from grader.instructor.grading.locks import apply_locks
 
 ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOK_CAP = 32 * 2**20  # bytes of a submitted notebook read at most
@@ -188,6 +189,7 @@ def restore(sub: Submission) -> Restored:
         return out
     out.unit = _unit_of(sub, cells)
     template = _template(out.unit)
+    out.findings += apply_locks(cells, template)  # predictions locked with the widget, into their cells
     out.copy = _what_the_copy_holds(out.unit, template, cells)
     owned = {c.get("id"): c for c in template if c.get("id") and grader_owned(c)}
     edited = 0
