@@ -184,6 +184,8 @@ def predict(qid: Any, answer: Any = _ASK) -> Any:
 
 def _as_it_stands(q, state: progress.QuestionState) -> Result:
     """What a predict cell shows when it runs again after the reveal: the record, and torch's answer."""
+    if FRONT_END.carry is not None:  # the cell carries its record again, whatever follows
+        FRONT_END.carry(q, state)
     rows = [("question", q.prompt)]
     value = None
     if state.predicted:
@@ -203,8 +205,6 @@ def _as_it_stands(q, state: progress.QuestionState) -> Result:
             f" To predict it anyway: reset('{q.qid}'), then run this cell again "
             "(your record will say the prediction came after the reveal)."
         )
-    if FRONT_END.carry is not None:
-        FRONT_END.carry(q, state)
     return Result("predict", q.qid, "info", message, expected=truth, got=value, rows=rows)
 
 
