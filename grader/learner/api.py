@@ -199,7 +199,7 @@ def _as_it_stands(q, state: progress.QuestionState) -> Result:
     if failed:
         return failed
     rows.append(("torch says", q.kind.show(truth)))
-    message = f"already revealed; your record reads: {state.record}. Running this cell again changes nothing."
+    message = f"Already revealed; your record reads: {state.record}. Running this cell again changes nothing."
     if not state.predicted_before_reveal:
         message += (
             f" To predict it anyway: reset('{q.qid}'), then run this cell again "
