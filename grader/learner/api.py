@@ -32,9 +32,11 @@ OK = ("recorded", "correct", "passed", "info")
 class FrontEnd:
     """What a front end plugs in (grader.learner.widgets does, when it is imported): ``ask`` turns an
     unanswered question into an input the learner can fill in, or returns None where none can show;
-    each of ``revealed`` hears the id of a question whose answer was just revealed."""
+    each of ``revealed`` hears the id of a question whose answer was just revealed; ``carry`` shows, in the
+    notebook, the record of a question's locked prediction that batch grading reads (grader.engine.locked)."""
 
     ask: Callable[..., Result | None] | None = None
+    carry: Callable[[Any, progress.QuestionState], None] | None = None
     revealed: list[Callable[[str], None]] = field(default_factory=list)
 
 
@@ -102,6 +104,8 @@ def _state(q) -> progress.QuestionState:
 
 
 def _run_truth(q, action):
+    if registry.SEALED:  # a grading run: torch's answer is the gradebook's to compute (never an answer-key call)
+        return None, Result(action, q.qid, "info", SEALED_NOTE)
     try:
         return q.run(), None
     except Exception as exc:  # torch changed, or a grader bug: say so, plainly
@@ -135,7 +139,10 @@ def predict(qid: Any, answer: Any = _ASK) -> Any:
 
     Without an answer, or with the notebook's placeholder ``...``, it shows an input that suits the
     question (in a Jupyter kernel with ipywidgets) whose "Lock in" button records the same event as
-    ``predict(qid, answer)``; elsewhere it says what to write.
+    ``predict(qid, answer)``, prefilled with the prediction locked so far; elsewhere it says what to
+    write. Once torch's answer is revealed, the placeholder records nothing and shows the question as
+    it stands (the locked prediction beside torch's answer), so re-running the notebook never changes
+    the record; a real answer then is refused.
     """
     q, bad = _lookup(qid, "predict")
     if bad:
@@ -145,6 +152,8 @@ def predict(qid: Any, answer: Any = _ASK) -> Any:
             Result("predict", q.qid, "invalid", f"{q.qid} is a {q.role} question: answer it with check('{q.qid}', ...)")
         )
     state = _state(q)
+    if (answer is _ASK or answer is Ellipsis) and state.revealed:
+        return _finish(_as_it_stands(q, state))  # a re-run of the cell: it records nothing, it shows the record
     if answer is _ASK:
         asked = Result(
             "predict",
@@ -186,6 +195,32 @@ def predict(qid: Any, answer: Any = _ASK) -> Any:
     # the same question as an input with a "Lock in" button, where a front end can draw one
     shown = FRONT_END.ask(q, state, asked) if FRONT_END.ask is not None else None
     return shown if shown is not None else _finish(asked)
+
+
+def _as_it_stands(q, state: progress.QuestionState) -> Result:
+    """What a predict cell shows when it runs again after the reveal: the record, and torch's answer."""
+    if FRONT_END.carry is not None:  # the cell carries its record again, whatever follows
+        FRONT_END.carry(q, state)
+    rows = [("question", q.prompt)]
+    value = None
+    if state.predicted:
+        try:
+            value = q.kind.read(state.prediction)
+            shown = q.kind.show(value)
+        except (BadAnswer, Unanswered):  # a prediction stored by an older version, no longer readable
+            shown = short(state.prediction)
+        rows.append(("you predicted after a reveal" if state.predicted_after_reveal else "your prediction", shown))
+    truth, failed = _run_truth(q, "predict")
+    if failed:
+        return failed
+    rows.append(("torch says", q.kind.show(truth)))
+    message = f"Already revealed; your record reads: {state.record}. Running this cell again changes nothing."
+    if not state.predicted_before_reveal:
+        message += (
+            f" To predict it anyway: reset('{q.qid}'), then run this cell again "
+            "(your record will say the prediction came after the reveal)."
+        )
+    return Result("predict", q.qid, "info", message, expected=truth, got=value, rows=rows)
 
 
 def commit_prediction(q, value, replaced: bool = False) -> Result:

@@ -9,7 +9,9 @@ they have to say goes into HTML widgets, so nothing reaches a cell's stdout.
   that suits the question's kind and a "Lock in" button. Locking reads the
   input through ``kind.read`` (so bad input gets the same one-line message as
   in code) and records it with :func:`grader.learner.api.commit_prediction`, the
-  same event as ``predict(qid, answer)``.
+  same event as ``predict(qid, answer)``. Above it the cell shows a small record output,
+  :class:`Carried`, that Lock in updates: what JupyterLab saves of it is what batch grading reads
+  of a prediction locked with the button (:mod:`grader.engine.locked`).
 * :func:`action_box` turns a refusal that names an action (reset, hint) into a
   button that does it.
 
@@ -25,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
-from grader.engine import results
+from grader.engine import locked, results
 from grader.engine.results import Result
 from grader.learner import api
 from grader.learner.display import css_name, view_of, widgets_available
@@ -406,6 +408,54 @@ def make_input(kind) -> Input:
     return _text_input()
 
 
+# --- the record a predict cell carries of its locked prediction ----------------------------
+
+
+class Carried:
+    """The record output of a predict cell (:mod:`grader.engine.locked`): display data under ``locked.MIME``
+    with a display id, updated in place when the prediction is locked, so the saved notebook holds it."""
+
+    def __init__(self, q, handle):
+        self.q, self.handle = q, handle
+
+    @staticmethod
+    def data(q, state) -> dict:
+        """The record of ``state``'s locked prediction; one locked after a reveal says so."""
+        if not state.predicted:
+            return locked.bundle(locked.unlocked(q.qid))
+        try:
+            shown = q.kind.show(q.kind.read(state.prediction))
+        except Exception:
+            shown = repr(state.prediction)
+        payload = locked.record(q.qid, state.prediction, before_reveal=not state.predicted_after_reveal)
+        return locked.bundle(payload, shown)
+
+    @classmethod
+    def show(cls, q, state=None) -> Carried | None:
+        """Display the record of ``q`` as it stands; None where nothing can be displayed."""
+        if not widgets_available():
+            return None
+        try:
+            from IPython.display import display
+
+            state = state if state is not None else api._state(q)
+            handle = display(cls.data(q, state), raw=True, display_id=f"agl-prediction-{css_name(q.qid)}")
+        except Exception:  # a display that fails must not cost the learner the question
+            return None
+        return cls(q, handle) if handle is not None else None
+
+    def update(self, state=None) -> None:
+        try:
+            self.handle.update(self.data(self.q, state if state is not None else api._state(self.q)), raw=True)
+        except Exception:
+            pass
+
+
+def carry(q, state=None) -> None:
+    """What ``predict(qid, ...)`` shows of the record when it runs again after the reveal."""
+    Carried.show(q, state)
+
+
 # --- the prediction widget ------------------------------------------------------------------
 
 _LIVE: dict[str, list] = {}  # qid -> weak references to the prediction widgets on screen
@@ -432,13 +482,14 @@ class PredictionWidget:
     ``check(qid, answer)``, the same event as in code.
     """
 
-    def __init__(self, q, state=None, mode: str = "predict"):
+    def __init__(self, q, state=None, mode: str = "predict", carried: Carried | None = None):
         import weakref
 
         import ipywidgets as W
 
         self.q = q
         self.mode = mode
+        self.carried = carried  # the record output Lock in updates, where one is displayed
         self.input = make_input(q.kind)
         if mode == "check":
             self.button = W.Button(
@@ -528,6 +579,8 @@ class PredictionWidget:
             self.input.disable(False)
             self.button.disabled = False
             self._show(api._state(self.q))
+            if self.carried is not None:
+                self.carried.update()
         except Exception as exc:
             result = Result("reset", self.q.qid, "error", f"{type(exc).__name__}: {exc}")
         self.last = result
@@ -564,6 +617,8 @@ class PredictionWidget:
                     result = Result("predict", q.qid, "invalid", str(exc), rows=[("question", q.prompt)])
                 else:
                     result = api.commit_prediction(q, value, replaced=state.predicted)
+                    if self.carried is not None:
+                        self.carried.update()
         except Exception as exc:  # strict mode, a store that cannot be written: say it, never raise
             result = Result("predict", q.qid, "error", f"{type(exc).__name__}: {exc}")
         self.last = result
@@ -601,12 +656,13 @@ def ask(q, state=None, result: Result | None = None) -> Asked | None:
             rows=[("question", q.prompt)],
         )
     try:
-        return Asked(result, PredictionWidget(q, state))
+        return Asked(result, PredictionWidget(q, state, carried=Carried.show(q, state)))
     except Exception:  # a widget library that misbehaves must not cost the learner the question
         return None
 
 
 # Plug the inputs, the reveal lock and the action buttons into the learner's API and its results.
 api.FRONT_END.ask = ask
+api.FRONT_END.carry = carry
 api.FRONT_END.revealed.append(after_reveal)
 results.EXTRA_VIEWS.append(action_view)

@@ -60,6 +60,7 @@ from grader.instructor.grading import (
 from grader.instructor.grading import verify as verify_submission
 from grader.instructor.grading.copies import what_the_copy_holds
 from grader.instructor.grading.exercise_sources import exercise_sources, grader_owned
+from grader.instructor.grading.locks import apply_locks
 
 ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOK_CAP = 32 * 2**20  # bytes of a submitted notebook read at most
@@ -217,6 +218,7 @@ def restore(sub: Submission, handed_out: str | None = None) -> Restored:
     if why:
         out.status, out.problems = NOT_RESTORED, [f"not graded: {why}"]
         return out
+    out.findings += apply_locks(cells, template)  # predictions locked with the widget, into their cells
     out.copy = _what_the_copy_holds(out.unit, template, cells, handed_out)
     out.findings += reach.findings(template, cells)
     edited = []

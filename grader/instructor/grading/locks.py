@@ -1,0 +1,135 @@
+"""Predictions locked in with the widget, written back into their cells before a notebook is graded.
+
+A prediction locked with the "Lock in" button is not in the cell's source, which still reads
+``answer = ...``; the cell's saved outputs carry it instead, as the record output the widget updates
+(:mod:`grader.engine.locked`). :func:`apply_locks` runs in ``pipeline.restore`` before the notebook is
+re-run: each learner-owned predict cell that still holds the placeholder and whose outputs record a
+prediction locked for the question that cell's template predicts gets ``answer = <that answer>`` in
+place of the placeholder. The re-run then predicts where the learner did, before the reveal below it.
+
+Never carried, and noted: a record of another question than the cell's own, a malformed one, and one
+locked after torch's answer was revealed (a reveal never passes for a prediction).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from grader.engine import locked
+
+MARK = "  # locked in with the widget"
+
+
+def _source(cell: Any) -> str:
+    src = cell.get("source", "") if isinstance(cell, dict) else ""
+    return "".join(src) if isinstance(src, list) else str(src)
+
+
+def predicted_qid(source: str) -> str | None:
+    """The question a predict cell's source predicts: the first ``predict("qid", ...)`` call's literal id."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "predict"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            return node.args[0].value
+    return None
+
+
+def _placeholders(source: str) -> list[ast.Assign]:
+    """The top-level ``answer = ...`` statements of a cell."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    return [
+        node
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id == "answer"
+        and isinstance(node.value, ast.Constant)
+        and node.value.value is Ellipsis
+    ]
+
+
+def literal(encoded: Any) -> str:
+    """A Python literal of a JSON answer, checked to read back as the same value."""
+    text = repr(encoded)
+    if ast.literal_eval(text) != encoded:
+        raise ValueError("the answer has no exact Python literal")
+    return text
+
+
+def with_answer(source: str, encoded: Any) -> str | None:
+    """``source`` with each top-level ``answer = ...`` replaced by ``answer = <encoded>``; None if it has none."""
+    nodes = _placeholders(source)
+    if not nodes:
+        return None
+    lines = source.splitlines(keepends=True)
+    text = f"answer = {literal(encoded)}"
+    for node in reversed(nodes):  # from the bottom, so earlier offsets stay right
+        first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+        start = lines[first].encode("utf-8")[: node.col_offset]
+        end = lines[last].encode("utf-8")[node.end_col_offset :]
+        rest = end.decode("utf-8")
+        if not rest.strip() or rest.strip().startswith("#"):  # the placeholder's own comment goes
+            rest = MARK + ("\n" if rest.endswith("\n") else "")
+        lines[first : last + 1] = [start.decode("utf-8") + text + rest]
+    return "".join(lines)
+
+
+def apply_locks(cells: list, template: list) -> list[str]:
+    """Write the predictions the outputs record as locked into their cells' placeholders; the notes.
+
+    ``cells`` are the submission's cells (changed in place), ``template`` the unit's cells in
+    ``notebooks/``; a cell is matched to its template by cell id.
+    """
+    asks = {}
+    for cell in template:
+        if isinstance(cell, dict) and cell.get("cell_type") == "code" and cell.get("id"):
+            qid = predicted_qid(_source(cell))
+            if qid and _placeholders(_source(cell)):
+                asks[cell["id"]] = qid
+    notes: list[str] = []
+    for cell in cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        outputs = cell.get("outputs")
+        if not isinstance(outputs, list) or not outputs:
+            continue
+        own = asks.get(cell.get("id")) if isinstance(cell.get("id"), str) else None
+        found = None
+        for output in outputs:
+            try:
+                read = locked.read(output)
+            except locked.Unusable as exc:
+                notes.append(f"a lock record was ignored: {exc}")
+                continue
+            if read is None:
+                continue
+            if read[0] != own:
+                where = f"the cell of {own}" if own else "a cell that predicts nothing"
+                notes.append(f"a lock record of {read[0]} in {where} was ignored")
+                continue
+            found = read
+        if found is None:
+            continue
+        try:
+            rewritten = with_answer(_source(cell), found[1])
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            notes.append(f"the prediction locked for {own} could not be written into its cell and was ignored")
+            continue
+        if rewritten is not None:
+            cell["source"] = rewritten
+    return notes

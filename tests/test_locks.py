@@ -1,0 +1,254 @@
+"""A prediction locked with the widget is carried by the notebook, and batch grading grades it.
+
+The predict cell shows a record output (grader.engine.locked) that "Lock in" updates; grading writes the
+recorded answer into the cell's ``answer = ...`` before the re-run (grader.instructor.grading.locks).
+A lock made after torch's answer was revealed is kept as such and is never carried as a prediction.
+Re-running a predict cell never changes the record and shows the question as it stands.
+"""
+
+import copy
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+pytest.importorskip("ipywidgets")
+
+from grader import predict, reset, reveal
+from grader.engine import locked
+from grader.engine.store import current
+from grader.instructor.grading.locks import apply_locks, with_answer
+from grader.learner import widgets
+
+ROOT = Path(__file__).resolve().parent.parent
+UNTOUCHED = ROOT / "notebooks" / "00_start_here.ipynb"
+ADD, FLAG = "c006", "c011"  # unit 00's predict cells: 00.warmup-add and 00.warmup-flag
+
+
+def events(unit):
+    return [(e.qid, e.action, e.verdict, e.answer) for e in current().events(unit)]
+
+
+class Handle:
+    """What IPython.display.display returns for a display_id: update() replaces the output's data."""
+
+    def __init__(self, data, display_id):
+        self.data, self.display_id = data, display_id
+
+    def update(self, data, raw=False):
+        assert raw
+        self.data = data
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    """A kernel, as far as the widgets can tell; every display the record makes, in order."""
+    displays = []
+
+    def display(data, raw=False, display_id=None):
+        assert raw and display_id
+        displays.append(Handle(data, display_id))
+        return displays[-1]
+
+    monkeypatch.setattr("IPython.display.display", display)
+    monkeypatch.setattr(widgets, "widgets_available", lambda: True)
+    return displays
+
+
+def as_saved(data) -> dict:
+    """The output as JupyterLab saves it in the notebook."""
+    return {"output_type": "display_data", "data": json.loads(json.dumps(data)), "metadata": {}}
+
+
+# --- the record the predict cell carries ----------------------------------------------------------
+
+
+def test_lock_in_updates_the_record_the_cell_carries(shown):
+    asked = predict("01.x-is-leaf", ...)
+    assert isinstance(asked, widgets.Asked) and len(shown) == 1
+    record = shown[0]
+    assert record.data["text/plain"] == "01.x-is-leaf: not locked yet"
+    assert locked.read(as_saved(record.data)) is None
+    asked.widget.input.box.value = False
+    assert asked.widget.lock().verdict == "recorded"
+    assert record.data[locked.MIME] == {"qid": "01.x-is-leaf", "locked": True, "answer": False, "before_reveal": True}
+    assert record.data["text/plain"] == "01.x-is-leaf: locked in: False"
+    assert locked.read(as_saved(record.data)) == ("01.x-is-leaf", False)
+    asked.widget.input.box.value = True  # replaced before the reveal: the record follows
+    asked.widget.lock()
+    assert locked.read(as_saved(record.data)) == ("01.x-is-leaf", True)
+
+
+def test_a_lock_after_the_reveal_is_recorded_as_such_and_never_read_as_a_prediction(shown):
+    reveal("01.x-is-leaf")
+    reset("01.x-is-leaf")
+    asked = predict("01.x-is-leaf", ...)
+    asked.widget.input.box.value = False
+    assert asked.widget.lock().verdict == "recorded"
+    payload = shown[-1].data[locked.MIME]
+    assert payload["locked"] and payload["before_reveal"] is False and payload["answer"] is False
+    assert "after torch's answer was revealed" in shown[-1].data["text/plain"]
+    with pytest.raises(locked.Unusable, match="after torch's answer was revealed"):
+        locked.read(as_saved(shown[-1].data))
+
+
+def test_a_reset_from_the_widget_leaves_the_record_unlocked(shown):
+    asked = predict("01.pow-node", ...)
+    asked.widget.input.box.value = "PowBackward0"
+    asked.widget.lock()
+    assert locked.read(as_saved(shown[0].data)) == ("01.pow-node", "PowBackward0")
+    asked.widget.start_again()
+    assert locked.read(as_saved(shown[0].data)) is None
+
+
+@pytest.mark.parametrize(
+    "payload, words",
+    [
+        ("not an object", "not an object"),
+        ({"locked": True, "answer": 1, "before_reveal": True}, "names no question"),
+        ({"qid": "../etc", "locked": True, "answer": 1, "before_reveal": True}, "names no question"),
+        ({"qid": "01.x-is-leaf", "locked": True, "before_reveal": True}, "malformed"),
+        ({"qid": "01.x-is-leaf", "locked": "yes", "answer": 1, "before_reveal": True}, "malformed"),
+        ({"qid": "01.x-is-leaf", "locked": True, "answer": 1, "before_reveal": 1}, "malformed"),
+        ({"qid": "01.x-is-leaf", "locked": True, "answer": float("nan"), "before_reveal": True}, "not finite"),
+        ({"qid": "01.x-is-leaf", "locked": True, "answer": ["x"] * 5000, "before_reveal": True}, "too large"),
+        ({"qid": "01.x-is-leaf", "locked": True, "answer": [[[[[[[[1]]]]]]]], "before_reveal": True}, "too deep"),
+    ],
+)
+def test_a_malformed_record_is_unusable(payload, words):
+    with pytest.raises(locked.Unusable, match=words):
+        locked.read({"output_type": "display_data", "data": {locked.MIME: payload}})
+
+
+def test_outputs_without_a_record_read_as_none():
+    for output in ({"output_type": "stream", "text": "x"}, {"data": {"text/plain": "x"}}, "x", None):
+        assert locked.read(output) is None
+
+
+# --- re-running a predict cell (issue 27, item 2) --------------------------------------------------
+
+
+def test_rerunning_an_answered_predict_cell_after_the_reveal_shows_the_record_and_records_nothing(shown, monkeypatch):
+    asked = predict("01.x-is-leaf", ...)
+    asked.widget.input.box.value = False
+    asked.widget.lock()
+    assert reveal("01.x-is-leaf").verdict == "correct"
+    before = events("01")
+    monkeypatch.setenv("AUTOGRAD_LAB_STRICT", "1")  # what a Run All meets: never a refusal, never raises
+    for again in (predict("01.x-is-leaf", ...), predict("01.x-is-leaf")):
+        assert again.verdict == "info" and again.actions == []
+        rows = dict(again.rows)
+        assert rows["your prediction"] == "False" and rows["torch says"] == "False"
+        assert "predicted, correct" in again.message and "reset(" not in again.message
+        assert "Start" not in json.dumps(again._repr_mimebundle_().get("text/plain", ""))
+        assert locked.read(as_saved(shown[-1].data)) == ("01.x-is-leaf", False)  # the re-run carries it again
+    assert events("01") == before
+    monkeypatch.delenv("AUTOGRAD_LAB_STRICT")
+    refused = predict("01.x-is-leaf", True)  # a real answer after the reveal is still refused
+    assert refused.verdict == "locked" and events("01") == before
+
+
+def test_rerunning_before_the_reveal_shows_the_locked_prediction_in_the_input(shown):
+    asked = predict("01.pow-node", ...)
+    asked.widget.input.box.value = "PowBackward0"
+    asked.widget.lock()
+    before = events("01")
+    again = predict("01.pow-node", ...)
+    assert isinstance(again, widgets.Asked) and again.widget.input.value() == "PowBackward0"
+    assert not again.widget.button.disabled  # it may still be changed
+    assert locked.read(as_saved(shown[-1].data)) == ("01.pow-node", "PowBackward0")
+    assert events("01") == before
+
+
+def test_rerunning_after_a_reveal_without_prediction_says_so_without_a_button(shown):
+    reveal("01.x-is-leaf")
+    again = predict("01.x-is-leaf", ...)
+    assert again.verdict == "info" and again.actions == [] and "revealed without prediction" in again.message
+    assert "reset('01.x-is-leaf')" in again.message and "your prediction" not in dict(again.rows)
+    assert locked.read(as_saved(shown[-1].data)) is None
+    assert [e[1] for e in events("01")] == ["reveal"]
+
+
+# --- grading reads the record ------------------------------------------------------------------------
+
+
+def with_records(records: dict) -> nbformat.NotebookNode:
+    """Unit 00's learner notebook as JupyterLab saves it after the widget locked ``records``:
+    {cell id: (qid, encoded answer, before_reveal)}."""
+    nb = nbformat.read(UNTOUCHED, as_version=4)
+    for cell in nb.cells:
+        if cell.get("id") in records:
+            qid, answer, before = records[cell["id"]]
+            data = locked.bundle(locked.record(qid, answer, before), json.dumps(answer))
+            cell.outputs = [nbformat.from_dict(as_saved(data))]
+            cell.execution_count = 1
+    return nb
+
+
+def test_apply_locks_writes_the_locked_answer_into_the_placeholder():
+    template = nbformat.read(UNTOUCHED, as_version=4).cells
+    nb = with_records({ADD: ("00.warmup-add", [2.0, 3.0], True), FLAG: ("00.warmup-flag", False, True)})
+    assert apply_locks(nb.cells, copy.deepcopy(template)) == []
+    sources = {c.get("id"): c.source for c in nb.cells}
+    assert sources[ADD].splitlines()[0] == "answer = [2.0, 3.0]  # locked in with the widget"
+    assert sources[ADD].splitlines()[1] == 'predict("00.warmup-add", answer)'
+    assert sources[FLAG].startswith("answer = False")
+
+
+def test_apply_locks_ignores_and_notes_what_it_cannot_carry():
+    template = nbformat.read(UNTOUCHED, as_version=4).cells
+    nb = with_records(
+        {
+            ADD: ("00.warmup-flag", False, True),  # a record of another question than the cell's own
+            FLAG: ("00.warmup-flag", False, False),  # locked after the reveal
+            "c008": ("00.warmup-add", [2.0, 3.0], True),  # in a cell that predicts nothing
+        }
+    )
+    untouched = {c.get("id"): c.source for c in nb.cells}
+    notes = apply_locks(nb.cells, template)
+    assert {c.get("id"): c.source for c in nb.cells} == untouched
+    assert len(notes) == 3
+    assert any("00.warmup-flag in the cell of 00.warmup-add was ignored" in n for n in notes)
+    assert any("after torch's answer was revealed" in n for n in notes)
+    assert any("a cell that predicts nothing" in n for n in notes)
+
+
+def test_an_answer_typed_in_the_cell_wins_over_a_record():
+    assert with_answer('answer = True\npredict("01.x-is-leaf", answer)', False) is None
+    assert with_answer('x = 1; answer = ...  # YOUR ANSWER HERE\npredict("q", answer)', "é") == (
+        "x = 1; answer = 'é'  # locked in with the widget\npredict(\"q\", answer)"
+    )
+
+
+def test_grading_grades_the_predictions_locked_with_the_widget(tmp_path):
+    """The same gradebook run as tests/test_grade.py, on learner copies whose predictions were locked with
+    the widget: a true lock grades "predicted, correct"; a forged one and a lock after the reveal earn nothing."""
+    folder = tmp_path / "class"
+    learners = {
+        "lock": with_records({ADD: ("00.warmup-add", [2.0, 3.0], True), FLAG: ("00.warmup-flag", False, True)}),
+        "forge": with_records({ADD: ("00.warmup-flag", False, True)}),
+        "late": with_records({ADD: ("00.warmup-add", [2.0, 3.0], False)}),
+    }
+    for name, nb in learners.items():
+        (folder / name).mkdir(parents=True)
+        nbformat.write(nb, folder / name / "00_start_here.ipynb")
+    out = folder / "grades.csv"
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "-j", "2", "--cell-timeout", "60"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(out, newline="") as f:
+        rows = {r["learner"]: r for r in csv.DictReader(f)}
+    assert rows["lock"]["run"] == "ok", rows["lock"]
+    assert rows["lock"]["00.warmup-add"] == "predicted, correct"
+    assert rows["lock"]["00.warmup-flag"] == "predicted, correct"
+    for name in ("forge", "late"):
+        assert rows[name]["00.warmup-add"] == "not answered", (name, rows[name])
+        assert rows[name]["points"] == "0", (name, rows[name])
