@@ -49,11 +49,19 @@ system-deps:
 
 # The learner works in a workspace of their own (my-work/, ignored by git; AUTOGRAD_LAB_WORKSPACE moves
 # it), made from notebooks/ and updated without overwriting their files; JupyterLab opens there.
-lab: install
+# The server runs with the venv's bin first on PATH, so JupyterLab's terminal finds the course's python and its
+# `grader` command (`grader status`). The URL is printed again once the server answers, below its start-up log.
+lab: install system-deps
 	@dir=$$($(BIN)/python -m grader workspace --port $(PORT) --print-dir) || exit 1; \
 	token=$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(24))'); \
 	flags=""; [ "$$(id -u)" = 0 ] && flags="--allow-root"; \
-	echo "autograd-lab: http://127.0.0.1:$(PORT)/lab/tree/00_start_here.ipynb?token=$$token"; \
+	url="http://127.0.0.1:$(PORT)/lab/tree/00_start_here.ipynb?token=$$token"; \
+	echo "autograd-lab: $$url"; \
+	PATH="$(CURDIR)/$(BIN):$$PATH"; export PATH; \
+	( for i in $$(seq 120); do sleep 1; \
+		if $(BIN)/python -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' \
+			$(PORT) 2>/dev/null; then sleep 2; printf '\nautograd-lab is ready: %s\n\n' "$$url"; break; fi; \
+	done ) & \
 	exec $(BIN)/jupyter lab $$flags --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--ServerApp.port_retries=0 --IdentityProvider.token="$$token" \
 		--ServerApp.root_dir="$$dir" "$$dir/00_start_here.ipynb"
