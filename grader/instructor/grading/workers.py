@@ -51,6 +51,8 @@ from pathlib import Path
 from grader.instructor.grading import containment
 
 MESSAGE_CAP = 8 * 2**20
+EVENTS_CAP = 8 * 2**20  # bytes of one job's event stream kept
+BORROW_S = 3600.0  # a job waits this long for a free warm parent at most (each of its jobs has a timeout)
 ACCEPT_S = 300.0  # a warm parent takes a job at once, once warm; (re)starting one imports torch and every unit first
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 4, 36, 1, 38
 
@@ -64,6 +66,7 @@ class Worker:
     def __init__(self, env: dict, units: list | None = None):
         self.units = sorted(units) if units is not None else None
         self.folder = containment.private_folder("agl-warm-")
+        self.uid = containment.fresh_uid()  # the warm parent and its jobs run as a user of their own
         self.env = dict(env)
         self.jobs = 0
         self.proc = None
@@ -85,8 +88,11 @@ class Worker:
         self.reply_r, reply_w = os.pipe()
         env[containment.RESULT_FD_VAR] = str(reply_w)
         units = ",".join(self.units) if self.units is not None else "all"
+        containment.give_to(self.folder, self.uid)
         cmd = containment.sandboxed(
-            [sys.executable, "-m", "grader.instructor.grading.workers", str(self.folder), units], self.folder
+            [sys.executable, "-m", "grader.instructor.grading.workers", str(self.folder), units],
+            self.folder,
+            uid=self.uid,
         )
         with containment._LIVE_LOCK:
             self.proc = subprocess.Popen(
@@ -131,10 +137,16 @@ class Worker:
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def job_folder(self) -> Path:
+        """A fresh folder for one job, named so that no submission can guess or make it first."""
         self.jobs += 1
-        path = self.folder / f"job-{self.jobs}"
-        path.mkdir(mode=0o700)
-        return path
+        for _ in range(5):
+            path = self.folder / f"job-{secrets.token_hex(12)}"
+            try:
+                path.mkdir(mode=0o700)
+                return path
+            except FileExistsError:
+                continue
+        raise OSError("no fresh job folder could be made")
 
     def _reply(self, deadline: float, wanted) -> dict | None:
         """The next line on the reply pipe that ``wanted`` accepts (others are skipped); None when the deadline
@@ -151,7 +163,7 @@ class Worker:
                 if not chunk:
                     return {}
                 self.buffer += chunk
-                if len(self.buffer) > 2 * MESSAGE_CAP:
+                if len(self.buffer) > 2 * MESSAGE_CAP + 3 * EVENTS_CAP:
                     return {}
             line, self.buffer = self.buffer.split(b"\n", 1)
             try:
@@ -170,6 +182,7 @@ class Worker:
         the job sent again, so a learner is never charged with what the notebook before theirs did."""
         started = time.monotonic()
         job = dict(job, timeout=timeout, nonce=secrets.token_hex(16))
+        containment.give_to(self.folder / str(job["dir"]), self.uid)
         for attempt in (1, 2):
             if self.proc is None or self.proc.poll() is not None:
                 self.stop()
@@ -198,6 +211,8 @@ class Worker:
             output_bytes=int(reply.get("output_bytes", 0)),
             leftovers=int(reply.get("leftovers", 0)),
         )
+        if isinstance(reply.get("events"), str):
+            out.events = reply["events"].encode("utf-8", "surrogateescape")
         out.seconds = time.monotonic() - started
         return out
 
@@ -206,6 +221,10 @@ def Finished_died(started: float, timed_out: bool = False) -> containment.Finish
     out = containment.Finished(returncode=-signal.SIGKILL, timed_out=timed_out)
     out.seconds = time.monotonic() - started
     return out
+
+
+class NoWorker(RuntimeError):
+    """Every warm parent stayed busy past the borrowing timeout."""
 
 
 class Pool:
@@ -228,8 +247,12 @@ class Pool:
         self.all.append(w)
         self.idle.put(w)
 
-    def borrow(self) -> Worker:
-        return self.idle.get()
+    def borrow(self, timeout: float = BORROW_S) -> Worker:
+        """An idle warm parent; :class:`NoWorker` when none comes free within ``timeout`` seconds."""
+        try:
+            return self.idle.get(timeout=timeout)
+        except queue.Empty:
+            raise NoWorker(f"no grading worker came free within {timeout:g} s") from None
 
     def give_back(self, worker: Worker) -> None:
         self.idle.put(worker)
@@ -419,21 +442,24 @@ def _child(job: dict, work: Path, fds: dict, cells: list) -> None:
         os.dup2(fds["out"], 1)
         os.dup2(fds["err"], 2)
         msg = fds["msg"]
-        keep = sorted({0, 1, 2, msg})
+        events = fds.get("events")
+        keep = sorted({0, 1, 2, msg} | ({events} if events is not None else set()))
         for low, high in zip(keep, keep[1:] + [65536]):
             os.closerange(low + 1, high)
         os.set_inheritable(msg, False)
+        if events is not None:
+            os.set_inheritable(events, False)
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         _prctl(PR_SET_NO_NEW_PRIVS, 1)
         env = {str(k): str(v) for k, v in job.get("env", {}).items()}
         os.environ.clear()
         os.environ.update(env)
+        if events is not None:
+            os.environ[containment.EVENT_FD_VAR] = str(events)
         os.chdir(work)
-        limit = int(job.get("memory_mb", 0)) * 2**20
-        if limit:
-            import resource
-
-            resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+        memory = int(job.get("memory_mb", 0))
+        space = containment.address_space_now() + memory if memory else 0  # beyond what the warm parent maps
+        containment.set_limits(memory, float(job.get("timeout", 600)), space)
         sys.stdout = open(1, "w", closefd=False, buffering=1)
         sys.stderr = open(2, "w", closefd=False, buffering=1)
         if job["kind"] == "notebook":
@@ -494,7 +520,9 @@ def _watch(pid: int, fds: dict, timeout: float) -> dict:
     """Drain the child's pipes (counting output, keeping messages up to a cap) until it ends or time runs out."""
     deadline = time.monotonic() + timeout
     open_fds = {fds["out_r"]: "out", fds["err_r"]: "err", fds["msg_r"]: "msg"}
-    output, messages, overflow = 0, bytearray(), False
+    if "events_r" in fds:
+        open_fds[fds["events_r"]] = "events"
+    output, messages, overflow, events = 0, bytearray(), False, bytearray()
     status, timed_out = None, False
 
     def read(fd):
@@ -507,7 +535,9 @@ def _watch(pid: int, fds: dict, timeout: float) -> dict:
             open_fds.pop(fd, None)
             os.close(fd)
             return
-        if open_fds[fd] == "msg":
+        if open_fds[fd] == "events":
+            events.extend(chunk[: max(EVENTS_CAP - len(events), 0)])
+        elif open_fds[fd] == "msg":
             room = MESSAGE_CAP - len(messages)
             messages.extend(chunk[: max(room, 0)])
             overflow = overflow or len(chunk) > room
@@ -542,6 +572,7 @@ def _watch(pid: int, fds: dict, timeout: float) -> dict:
         "output": output,
         "messages": messages,
         "overflow": overflow,
+        "events": events,
         "read": read,
     }
 
@@ -564,14 +595,18 @@ def _job(job: dict, folder: Path) -> dict:
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     msg_r, msg_w = os.pipe()
+    ends = {"out": out_w, "err": err_w, "msg": msg_w}
+    reads = {"out_r": out_r, "err_r": err_r, "msg_r": msg_r}
+    if job["kind"] == "notebook":  # the progress store writes each event there as it happens
+        reads["events_r"], ends["events"] = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        _child(job, work, {"out": out_w, "err": err_w, "msg": msg_w}, cells)
-    for fd in (out_w, err_w, msg_w):
+        _child(job, work, ends, cells)
+    for fd in ends.values():
         os.close(fd)
-    w = _watch(pid, {"out_r": out_r, "err_r": err_r, "msg_r": msg_r}, float(job.get("timeout", 600)))
+    w = _watch(pid, reads, float(job.get("timeout", 600)))
     leftovers = _kill_rest(b"%s=%s" % (containment.TOKEN_VAR.encode(), token))
     end = time.monotonic() + 5
     while w["open"] and time.monotonic() < end:  # everything that held the pipes is dead: read to the end
@@ -590,6 +625,7 @@ def _job(job: dict, folder: Path) -> dict:
             reply["result"] = (
                 json.dumps(_report(w["messages"], code, total, int(job.get("cell_timeout", 60)), leftovers)) + "\n"
             )
+            reply["events"] = bytes(w["events"]).decode("utf-8", "surrogateescape")
         reply["leftovers"] = 0
     else:
         reply["returncode"] = code
