@@ -167,7 +167,7 @@ def give_to(path: Path, uid: int | None) -> None:
             os.lchown(os.path.join(top, name), uid, uid)
 
 
-def set_limits(memory_mb: int = 0, cpu_s: float = 0, address_space_mb: int = 0) -> None:
+def set_limits(memory_mb: int = 0, cpu_s: float = 0, address_space_mb: int = 0, write_mb: int = 0) -> None:
     """In a contained process, before it runs submitted code: rlimits on processes, file size, CPU time and
     memory (RLIMIT_DATA, and RLIMIT_AS, which also counts shared mappings). RLIMIT_NPROC holds only for a
     user other than root: the sandbox's own (see sandboxed())."""
@@ -185,7 +185,7 @@ def set_limits(memory_mb: int = 0, cpu_s: float = 0, address_space_mb: int = 0) 
     cap(resource.RLIMIT_CORE, 0)
     if os.geteuid() >= FIRST_UID:  # a user of its own (fresh_uid()); the count would include others' otherwise
         cap(resource.RLIMIT_NPROC, NPROC_CAP)
-    cap(resource.RLIMIT_FSIZE, writable_mb() * 2**20)
+    cap(resource.RLIMIT_FSIZE, (write_mb or writable_mb()) * 2**20)
     if cpu_s:
         cap(resource.RLIMIT_CPU, int(cpu_s) + 1)
     if memory_mb:
@@ -420,6 +420,9 @@ def sandboxed(cmd: list[str], workdir: Path, sandbox: bool | None = None, uid: i
         "--setenv",
         "AGL_SANDBOX",
         "bwrap",
+        "--setenv",
+        "AGL_WRITABLE_MB",
+        str(writable_mb()),
         "--setenv",
         "PYTHONPATH",
         str(package_root),

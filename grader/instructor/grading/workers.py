@@ -181,7 +181,7 @@ class Worker:
         A warm parent that is dead before it accepted the job (the previous job killed it) is replaced and
         the job sent again, so a learner is never charged with what the notebook before theirs did."""
         started = time.monotonic()
-        job = dict(job, timeout=timeout, nonce=secrets.token_hex(16))
+        job = dict(job, timeout=timeout, nonce=secrets.token_hex(16), write_mb=containment.writable_mb())
         containment.give_to(self.folder / str(job["dir"]), self.uid)
         for attempt in (1, 2):
             if self.proc is None or self.proc.poll() is not None:
@@ -459,7 +459,7 @@ def _child(job: dict, work: Path, fds: dict, cells: list) -> None:
         os.chdir(work)
         memory = int(job.get("memory_mb", 0))
         space = containment.address_space_now() + memory if memory else 0  # beyond what the warm parent maps
-        containment.set_limits(memory, float(job.get("timeout", 600)), space)
+        containment.set_limits(memory, float(job.get("timeout", 600)), space, int(job.get("write_mb", 0)))
         sys.stdout = open(1, "w", closefd=False, buffering=1)
         sys.stderr = open(2, "w", closefd=False, buffering=1)
         if job["kind"] == "notebook":
