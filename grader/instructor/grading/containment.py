@@ -9,10 +9,19 @@ When it ends, or runs past ``timeout``, everything it started is killed: its
 process group, its session, and any process carrying its private token in the
 environment.
 
-Where bubblewrap (``bwrap``) works, the process runs with no network, a
-private ``/tmp``, its own PID namespace (whatever it leaves behind dies with
-it) and the whole file system read-only except its own folder. ``isolation()``
-names what is in use; the gradebook reports it.
+Where bubblewrap (``bwrap``) works, the process runs with no network and its
+own PID namespace (whatever it leaves behind dies with it), and sees only an
+allow-list bound read-only (``_system_binds``: /usr, the library folders, a few
+/etc files; ``code_paths``: this Python, its environment and the ``grader``
+package folder alone, never the repository's solutions/, tests/ or .git); its
+own folder is its only writable place besides a private ``/tmp`` and
+``/dev/shm``, each a tmpfs of ``writable_mb()`` MB. No /run, /var or host socket
+is there. Run by root, it becomes a fresh unprivileged user of its own
+(``fresh_uid``, through ``setpriv``: no capabilities, no_new_privs), so
+root-only files are closed to it and ``RLIMIT_NPROC`` holds. ``set_limits``
+caps, in the contained process, processes, file size, CPU time and memory
+(``RLIMIT_AS`` counts shared mappings too). ``isolation()`` names what is in
+use; the gradebook reports it.
 """
 
 from __future__ import annotations
@@ -60,7 +69,7 @@ def bwrap_works() -> bool:
 def isolation() -> str:
     """The words the gradebook uses for the isolation in force."""
     if bwrap_works():
-        return "bubblewrap: no network, private /tmp, own PID namespace, read-only file system"
+        return "bubblewrap: no network, private capped /tmp, own PID namespace, allow-listed read-only file system"
     return "process session only (no bubblewrap): network and file system reachable"
 
 

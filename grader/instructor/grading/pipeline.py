@@ -12,8 +12,10 @@ tested alone:
 * ``execute``: the restored notebook runs headless in a worker and a fresh
   kernel, contained by :mod:`grader.instructor.grading.containment` (own session, private 0700
   folder, capped output, result through a pipe, everything it started killed
-  at the end; with bubblewrap also no network, a private /tmp and a read-only
-  file system); the progress store it wrote is then read as plain data;
+  at the end; with bubblewrap also no network, a private capped /tmp and an
+  allow-listed read-only file system); its events come out as they happen
+  (an event stream), and the progress store it wrote is then read as untrusted
+  data (:mod:`grader.instructor.grading.untrusted_store`) and compared;
 * ``recompute``: each learner function is re-run on the generated cases in
   another contained process (:mod:`grader.instructor.grading.learner_function`), and every
   answer is compared with torch's live answer computed here

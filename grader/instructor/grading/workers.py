@@ -6,13 +6,19 @@ for every notebook with exercises one more process importing torch and
 generating the exercises' cases (several seconds more). Here a :class:`Pool`
 keeps ``jobs`` long-lived *warm parents*. Each is started once, contained the
 way :mod:`grader.instructor.grading.containment` contains one submission (with bubblewrap: no
-network, its own PID and IPC namespaces, a private ``/tmp``, a read-only file
-system except its own 0700 folder), imports torch, the grader, every
-question and IPython, and generates the exercises' cases. It never runs
-submitted code itself: for each job it forks a child that
+network, its own PID and IPC namespaces, a private capped ``/tmp``, an
+allow-listed read-only file system except its own 0700 folder, a user of its
+own), imports torch, the grader, every question and IPython, and generates the
+exercises' cases. It never runs submitted code itself: for each job (in a
+folder with an unpredictable name, see :meth:`Worker.job_folder`) it forks a
+child that
 
 * starts a new session, closes every descriptor but its own pipes, takes the
-  job's environment (its own home, a memory limit) and folder;
+  job's environment (its own home) and folder, and its limits
+  (:func:`grader.instructor.grading.containment.set_limits`: processes, file
+  size, CPU time, memory beyond what the warm parent maps);
+* for a notebook, gets an event stream (``AGL_EVENT_FD``): the progress store
+  writes each event there as it happens, and the reply carries it (capped);
 * runs the restored notebook's code cells one by one in a fresh IPython shell
   (the same code a kernel runs; a cell past its time limit is interrupted with
   KeyboardInterrupt, as nbclient interrupts a kernel), or the exercise runner
@@ -228,7 +234,7 @@ class NoWorker(RuntimeError):
 
 
 class Pool:
-    """``size`` warm parents; ``run(job, timeout)`` borrows an idle one."""
+    """``size`` warm parents; ``borrow()`` one (with a timeout), ``give_back()`` it when the job is over."""
 
     def __init__(self, size: int, env: dict, units: list | None = None):
         """``units``: the units whose exercise cases the warm parents build first (None: every unit)."""
