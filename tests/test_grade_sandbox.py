@@ -307,6 +307,7 @@ def test_writes_processes_and_shared_memory_are_capped(outside):
     )
     rows = grade(folder, "--memory-mb", "512", env={"AGL_WRITABLE_MB": "64"})
     assert set(rows) == {"tmpfill", "jobfill", "forkbomb", "sharedmap"}
+    print({name: r["problems"] for name, r in rows.items()})
     for name in ("tmpfill", "jobfill"):
         assert _count(rows[name]["problems"], "wrote") <= 64, rows[name]
     assert _count(rows["forkbomb"]["problems"], "forked") <= containment.NPROC_CAP, rows["forkbomb"]
