@@ -2,7 +2,8 @@
 
 On a hub each learner's progress store lies in their home
 (``~/.local/share/autograd-lab/progress.sqlite3``). This reads every such store, never writes
-to one (each is opened with SQLite's ``mode=ro``, and never in a way that leaves a file beside it),
+to one (each is opened with SQLite's ``mode=ro``, and never in a way that leaves a file beside it; each is read
+as untrusted data, see :mod:`grader.instructor.grading.untrusted_store`),
 never runs a notebook, and reports:
 
 * per unit and question: how many predicted correctly, wrongly, revealed without predicting or predicted
@@ -28,7 +29,6 @@ import pwd
 import sqlite3
 import sys
 import time
-import urllib.parse
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +36,8 @@ from pathlib import Path
 from grader.engine import progress
 from grader.engine.course import UNITS
 from grader.engine.question import of_unit
-from grader.engine.store import FILENAME, Event, event_of
+from grader.engine.store import FILENAME, Event
+from grader.instructor.grading import untrusted_store
 
 ROOT = Path(__file__).resolve().parents[2]
 STORE_IN_HOME = Path(".local") / "share" / "autograd-lab" / FILENAME
@@ -47,40 +48,24 @@ MISSING_SHOWN = 8  # items of a learner's missing list shown on the page (the JS
 # --- reading the stores --------------------------------------------------------------------
 
 
-def _connect_read_only(path: Path) -> sqlite3.Connection:
-    """A read-only connection that creates nothing beside the learner's file.
-
-    ``mode=ro`` alone would create the ``-wal`` and ``-shm`` files of a WAL database when they are
-    absent (as they are whenever no kernel is writing) and leave them, owned by whoever reads: run as
-    root, that would stop the learner's own kernel from writing. So: when both exist (a kernel is
-    writing), read through them; otherwise open the file as immutable, which touches nothing.
-    """
-    quoted = urllib.parse.quote(str(path))
-    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
-    query = "mode=ro" if wal.exists() and shm.exists() else "mode=ro&immutable=1"
-    return sqlite3.connect(f"file:{quoted}?{query}", uri=True, timeout=5)
-
-
 def read_events(path: Path) -> list[Event]:
-    """Every event in the store at ``path``, read-only; a store caught mid-write is read again."""
+    """Every event in the store at ``path``, read-only and as untrusted data
+    (:mod:`grader.instructor.grading.untrusted_store`: only a plain ``events`` table, ``trusted_schema`` off, an
+    operation budget, a size cap). It creates nothing beside the learner's file: when a kernel is writing (both
+    ``-wal`` and ``-shm`` exist) it reads through them, otherwise it opens the file as immutable (``mode=ro``
+    alone would leave a ``-wal`` and ``-shm`` owned by whoever reads, which, run as root, would stop the learner's
+    own kernel from writing). A store caught mid-write is read again; one refused raises
+    :class:`untrusted_store.Refused` (an ``sqlite3.DatabaseError``) saying why."""
     for attempt in range(4):
-        con = _connect_read_only(path)
         try:
-            columns = {row[1] for row in con.execute("PRAGMA table_info(events)")}
-            extra = [c if c in columns else f"'' AS {c}" for c in ("session", "detail")]
-            rows = con.execute(
-                "SELECT id, time, unit, qid, action, answer, verdict, torch, "
-                + ", ".join(extra)
-                + " FROM events ORDER BY id"
-            ).fetchall()
-            break
-        except sqlite3.DatabaseError:
-            if attempt == 3:
+            events, _ = untrusted_store.read(path, live=True)
+            return events
+        except untrusted_store.Refused as exc:
+            busy = "locked" in str(exc) or "busy" in str(exc) or "malformed" in str(exc)
+            if attempt == 3 or not busy:
                 raise
             time.sleep(0.2 * (attempt + 1))
-        finally:
-            con.close()
-    return [event_of(r) for r in rows]
+    return []
 
 
 @dataclass

@@ -9,10 +9,19 @@ When it ends, or runs past ``timeout``, everything it started is killed: its
 process group, its session, and any process carrying its private token in the
 environment.
 
-Where bubblewrap (``bwrap``) works, the process runs with no network, a
-private ``/tmp``, its own PID namespace (whatever it leaves behind dies with
-it) and the whole file system read-only except its own folder. ``isolation()``
-names what is in use; the gradebook reports it.
+Where bubblewrap (``bwrap``) works, the process runs with no network and its
+own PID namespace (whatever it leaves behind dies with it), and sees only an
+allow-list bound read-only (``_system_binds``: /usr, the library folders, a few
+/etc files; ``code_paths``: this Python, its environment and the ``grader``
+package folder alone, never the repository's solutions/, tests/ or .git); its
+own folder is its only writable place besides a private ``/tmp`` and
+``/dev/shm``, each a tmpfs of ``writable_mb()`` MB. No /run, /var or host socket
+is there. Run by root, it becomes a fresh unprivileged user of its own
+(``fresh_uid``, through ``setpriv``: no capabilities, no_new_privs), so
+root-only files are closed to it and ``RLIMIT_NPROC`` holds. ``set_limits``
+caps, in the contained process, processes, file size, CPU time and memory
+(``RLIMIT_AS`` counts shared mappings too). ``isolation()`` names what is in
+use; the gradebook reports it.
 """
 
 from __future__ import annotations
@@ -32,6 +41,8 @@ from pathlib import Path
 
 TOKEN_VAR = "AGL_CONTAINED"
 RESULT_FD_VAR = "AGL_RESULT_FD"
+EVENT_FD_VAR = "AGL_EVENT_FD"  # the progress store writes each event there as a line, as it happens
+EVENTS_STREAM_CAP = 64 * 2**20  # bytes of streamed events kept
 
 _bwrap_ok: bool | None = None
 ADOPTING = False  # set when this process is a subreaper (grade does it): orphans come to us
@@ -58,25 +69,84 @@ def bwrap_works() -> bool:
 def isolation() -> str:
     """The words the gradebook uses for the isolation in force."""
     if bwrap_works():
-        return "bubblewrap: no network, private /tmp, own PID namespace, read-only file system"
+        return "bubblewrap: no network, private capped /tmp, own PID namespace, allow-listed read-only file system"
     return "process session only (no bubblewrap): network and file system reachable"
+
+
+WRITABLE_MB = 256  # default size of each writable place in the sandbox (/tmp, /dev/shm); AGL_WRITABLE_MB overrides
+NPROC_CAP = 256  # processes and threads of one sandbox's own user (a warm parent and its job together)
+FIRST_UID = 200_000  # sandbox users are drawn from FIRST_UID up (no passwd entry; never a real user)
+AS_ALLOWANCE_MB = 1024  # address space a fresh interpreter needs for torch before the notebook's own memory
+_ETC = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "timezone",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "ssl",
+    "ca-certificates",
+    "mime.types",
+    "os-release",
+)
+
+
+def writable_mb() -> int:
+    """The size of each writable tmpfs (/tmp, /dev/shm, a job's folder cap): AGL_WRITABLE_MB, else WRITABLE_MB."""
+    try:
+        return max(8, int(os.environ.get("AGL_WRITABLE_MB", "")))
+    except ValueError:
+        return WRITABLE_MB
+
+
+def _system_binds() -> list[str]:
+    """Read-only binds of what a Python process needs from the host: /usr, the library folders, a few /etc files."""
+    out: list[str] = ["--perms", "0755", "--dir", "/etc"]
+    for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        path = Path(top)
+        if path.is_symlink():
+            out += ["--symlink", os.readlink(path), top]
+        elif path.is_dir():
+            out += ["--ro-bind", top, top]
+    for name in _ETC:
+        path = Path("/etc") / name
+        if path.is_symlink():
+            out += ["--symlink", os.readlink(path), str(path)]
+        elif path.exists():
+            out += ["--ro-bind", str(path), str(path)]
+    return out
 
 
 def _bwrap_base() -> list[str]:
     # Run by root, bubblewrap leaves the sandboxed process every capability unless told otherwise; with them
-    # it could open /proc/<parent>/fd/* of a non-dumpable parent (a warm worker's pipes) or ptrace it.
+    # it could open /proc/<parent>/fd/* of a non-dumpable parent (a warm worker's pipes) or ptrace it. Only
+    # those it needs to enter its folder and become its own unprivileged user (see sandboxed()) are kept, and
+    # lost at that step (a change to a user other than root clears every capability).
     drop = ["--cap-drop", "ALL"] if os.geteuid() == 0 else []
+    if drop and _drop_to() is not None:
+        drop += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_DAC_OVERRIDE"]
+    size = str(writable_mb() * 2**20)
     return [
         *drop,
-        "--ro-bind",
-        "/",
-        "/",
+        *_system_binds(),
         "--dev",
         "/dev",
         "--proc",
         "/proc",
+        "--perms",
+        "1777",
+        "--size",
+        size,
         "--tmpfs",
         "/tmp",
+        "--perms",
+        "1777",
+        "--size",
+        size,
+        "--tmpfs",
+        "/dev/shm",
         "--unshare-pid",
         "--unshare-net",
         "--unshare-ipc",
@@ -84,6 +154,64 @@ def _bwrap_base() -> list[str]:
         "--die-with-parent",
         "--new-session",
     ]
+
+
+def _drop_to() -> str | None:
+    """setpriv, when this process is root and can hand the sandbox to a user of its own; else None."""
+    return shutil.which("setpriv") if os.geteuid() == 0 else None
+
+
+def fresh_uid() -> int | None:
+    """A user id no one else uses, for one sandbox (its process cap counts per user), or None when not root."""
+    return FIRST_UID + secrets.randbelow(1_000_000) if _drop_to() and bwrap_works() else None
+
+
+def give_to(path: Path, uid: int | None) -> None:
+    """Hand a folder this process made (and everything in it) to the sandbox's user."""
+    if uid is None:
+        return
+    os.lchown(path, uid, uid)
+    for top, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.lchown(os.path.join(top, name), uid, uid)
+
+
+def set_limits(memory_mb: int = 0, cpu_s: float = 0, address_space_mb: int = 0, write_mb: int = 0) -> None:
+    """In a contained process, before it runs submitted code: rlimits on processes, file size, CPU time and
+    memory (RLIMIT_DATA, and RLIMIT_AS, which also counts shared mappings). RLIMIT_NPROC holds only for a
+    user other than root: the sandbox's own (see sandboxed())."""
+    import resource
+
+    def cap(which: int, value: int) -> None:
+        try:
+            soft, hard = resource.getrlimit(which)
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            pass
+
+    cap(resource.RLIMIT_CORE, 0)
+    if os.geteuid() >= FIRST_UID:  # a user of its own (fresh_uid()); the count would include others' otherwise
+        cap(resource.RLIMIT_NPROC, NPROC_CAP)
+    cap(resource.RLIMIT_FSIZE, (write_mb or writable_mb()) * 2**20)
+    if cpu_s:
+        cap(resource.RLIMIT_CPU, int(cpu_s) + 1)
+    if memory_mb:
+        cap(resource.RLIMIT_DATA, memory_mb * 2**20)
+        cap(resource.RLIMIT_AS, (address_space_mb or memory_mb) * 2**20)
+
+
+def address_space_now() -> int:
+    """This process's mapped address space in MB (VmSize)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def private_folder(prefix: str = "agl-") -> Path:
@@ -175,6 +303,7 @@ class Finished:
     output_bytes: int = 0  # stdout + stderr written in all
     leftovers: int = 0  # processes still alive after it ended, killed
     seconds: float = 0.0
+    events: bytes | None = None  # the event stream (EVENT_FD_VAR), when one was asked for
     notes: list = field(default_factory=list)
 
     @property
@@ -241,47 +370,73 @@ def kill_everything(session: int, token: bytes) -> int:
 
 
 def code_paths() -> list[Path]:
-    """Folders the contained process must still read when /tmp (and the temp folder) are hidden: this
-    Python, its environment and the course. A checkout or a virtualenv under /tmp (a CI clone) is bound
-    back read-only; elsewhere nothing is needed, as the whole file system is already bound read-only."""
+    """What the contained process reads besides the system (see _system_binds): this Python and its environment
+    (sys.prefix, sys.base_prefix, the interpreter's folder) and the grader package, bound read-only at their
+    own paths. Never the repository around the package: not solutions/, tests/, notebooks/ or .git."""
     import grader
 
     wanted = [
         Path(sys.prefix),
         Path(sys.base_prefix),
         Path(sys.executable).resolve().parent,
-        Path(grader.__file__).resolve().parent.parent,
+        Path(grader.__file__).resolve().parent,
     ]
-    wanted += [Path(p) for p in sys.path if p and Path(p).is_dir()]
-    hidden = {Path("/tmp"), Path(tempfile.gettempdir()).resolve()}
     out: list[Path] = []
     for path in sorted({p.resolve() for p in wanted}, key=lambda p: len(p.parts)):
-        if any(h == path or h in path.parents for h in hidden) and not any(o in path.parents for o in out):
+        if not any(o == path or o in path.parents for o in out):
             out.append(path)
     return out
 
 
-def sandboxed(cmd: list[str], workdir: Path, sandbox: bool | None = None) -> list[str]:
-    """``cmd`` wrapped in bubblewrap where it works (``sandbox=False``: never), with ``workdir`` its only writable folder."""
+def _folders_above(paths: list[Path]) -> list[str]:
+    """``--dir`` for each folder above a bind's destination, world-traversable (bwrap would make them 0700)."""
+    made: list[str] = []
+    out: list[str] = []
+    for path in paths:
+        for parent in reversed(Path(path).parents):
+            text = str(parent)
+            if text == "/" or text in made or parent.parts[1] in ("tmp", "dev", "proc", "usr"):
+                continue
+            made.append(text)
+            out += ["--perms", "0755", "--dir", text]
+    return out
+
+
+def sandboxed(cmd: list[str], workdir: Path, sandbox: bool | None = None, uid: int | None = None) -> list[str]:
+    """``cmd`` wrapped in bubblewrap where it works (``sandbox=False``: never), with ``workdir`` its only writable
+    folder; with ``uid`` (see fresh_uid()) it runs as that user, without capabilities and with no_new_privs."""
     use_bwrap = bwrap_works() if sandbox is None else (sandbox and bwrap_works())
     if not use_bwrap:
         return list(cmd)
-    binds = ["--bind", str(workdir), str(workdir)]
-    base = Path(tempfile.gettempdir()).resolve()
-    hide = [] if base == Path("/tmp") else ["--tmpfs", str(base)]  # other learners' folders
+    import grader
+
+    package_root = Path(grader.__file__).resolve().parent.parent
     code = [arg for path in code_paths() for arg in ("--ro-bind", str(path), str(path))]
+    become = []
+    if uid is not None and _drop_to():
+        become = [_drop_to(), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
+        become += ["--no-new-privs", "--"]
     return [
         shutil.which("bwrap"),
         *_bwrap_base(),
-        *hide,
+        *_folders_above(code_paths()),
         *code,
-        *binds,
+        "--bind",
+        str(workdir),
+        str(workdir),
         "--chdir",
         str(workdir),
         "--setenv",
         "AGL_SANDBOX",
         "bwrap",
+        "--setenv",
+        "AGL_WRITABLE_MB",
+        str(writable_mb()),
+        "--setenv",
+        "PYTHONPATH",
+        str(package_root),
         "--",
+        *become,
         *cmd,
     ]
 
@@ -296,15 +451,27 @@ def run(
     output_cap: int = 64 * 1024,
     result_cap: int = 8 * 2**20,
     sandbox: bool | None = None,
+    events: bool = False,
 ) -> Finished:
-    """Run ``cmd`` contained (see the module's text); never raises for anything the process does."""
+    """Run ``cmd`` contained (see the module's text); never raises for anything the process does.
+
+    ``events``: also give it an event stream (a pipe named by ``EVENT_FD_VAR``), read into ``Finished.events``."""
     started = time.monotonic()
     token = secrets.token_hex(16)
     env = dict(env)
     env[TOKEN_VAR] = token
     result_r, result_w = os.pipe()
     env[RESULT_FD_VAR] = str(result_w)
-    cmd = sandboxed(cmd, workdir, sandbox)
+    passed = [result_w]
+    events_r = None
+    if events:
+        events_r, events_w = os.pipe()
+        env[EVENT_FD_VAR] = str(events_w)
+        passed.append(events_w)
+    uid = fresh_uid() if sandbox is not False else None
+    if uid is not None:
+        give_to(workdir, uid)
+    cmd = sandboxed(cmd, workdir, sandbox, uid)
     try:
         with _LIVE_LOCK:
             proc = subprocess.Popen(
@@ -314,20 +481,23 @@ def run(
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                pass_fds=(result_w,),
+                pass_fds=tuple(passed),
                 start_new_session=True,
             )
             _LIVE.add(proc.pid)
     except OSError as exc:
-        os.close(result_r)
-        os.close(result_w)
+        for fd in [result_r, *passed] + ([events_r] if events_r is not None else []):
+            os.close(fd)
         return Finished(returncode=None, notes=[f"could not start: {exc}"])
-    os.close(result_w)
+    for fd in passed:
+        os.close(fd)
     drains = [
         _Drain(os.dup(proc.stdout.fileno()), output_cap),
         _Drain(os.dup(proc.stderr.fileno()), output_cap),
         _Drain(result_r, result_cap),
     ]
+    if events_r is not None:
+        drains.append(_Drain(events_r, EVENTS_STREAM_CAP))
     proc.stdout.close()
     proc.stderr.close()
     for d in drains:
@@ -365,7 +535,9 @@ def run(
     out.leftovers = kill_everything(proc.pid, f"{TOKEN_VAR}={token}".encode())
     for d in drains:
         d.join(timeout=5)
-    stdout_d, stderr_d, result_d = drains
+    stdout_d, stderr_d, result_d = drains[:3]
+    if events_r is not None:
+        out.events = bytes(drains[3].kept)
     out.stdout, out.stderr = bytes(stdout_d.kept), bytes(stderr_d.kept)
     out.output_bytes = stdout_d.total + stderr_d.total
     out.result = bytes(result_d.kept)

@@ -1,7 +1,7 @@
 """The grading worker: runs one restored notebook headless and reports how it went through the result pipe.
 
 Started by :func:`grader.instructor.grading.pipeline.execute` as a script (``python
-grader/instructor/grading/notebook_worker.py NOTEBOOK WORKDIR CELL_TIMEOUT MEMORY_MB``), not as
+grader/instructor/grading/notebook_worker.py NOTEBOOK WORKDIR CELL_TIMEOUT MEMORY_MB [CPU_S]``), not as
 part of the ``grader`` package, so it never imports torch: the kernel does.
 Its report says how the run went; verdicts are never its business.
 """
@@ -24,15 +24,13 @@ def _containment():
     return module
 
 
-def run(notebook: str, workdir: str, cell_timeout: int, memory_mb: int) -> None:
+def run(notebook: str, workdir: str, cell_timeout: int, memory_mb: int, cpu_s: float = 0) -> None:
     """Inside the contained process: run the notebook; the report goes through the result pipe."""
     containment = _containment()
     fd = containment.result_pipe()
-    if memory_mb and os.name == "posix":
-        import resource  # the kernel this process starts inherits the limit
-
-        limit = memory_mb * 2**20
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    if os.name == "posix":  # the kernel this process starts inherits the limits
+        space = memory_mb + containment.AS_ALLOWANCE_MB if memory_mb else 0
+        containment.set_limits(memory_mb, cpu_s, space)
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
@@ -49,8 +47,9 @@ def run(notebook: str, workdir: str, cell_timeout: int, memory_mb: int) -> None:
         record_timing=False,
         resources={"metadata": {"path": workdir}},
     )
-    try:
-        client.execute()
+    stream = os.environ.get(containment.EVENT_FD_VAR, "")
+    try:  # the kernel inherits the event stream; the grader's store writes each event to it
+        client.execute(**({"pass_fds": (int(stream),)} if stream.isdigit() else {}))
     except DeadKernelError:
         report["status"] = "kernel died"
         report["problems"].append("the kernel died (a crash, os._exit, or memory)")
@@ -78,4 +77,4 @@ def run(notebook: str, workdir: str, cell_timeout: int, memory_mb: int) -> None:
 
 if __name__ == "__main__":
     sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-    run(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    run(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]) if len(sys.argv) > 5 else 0)

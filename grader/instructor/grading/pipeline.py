@@ -12,8 +12,10 @@ tested alone:
 * ``execute``: the restored notebook runs headless in a worker and a fresh
   kernel, contained by :mod:`grader.instructor.grading.containment` (own session, private 0700
   folder, capped output, result through a pipe, everything it started killed
-  at the end; with bubblewrap also no network, a private /tmp and a read-only
-  file system); the progress store it wrote is then read as plain data;
+  at the end; with bubblewrap also no network, a private capped /tmp and an
+  allow-listed read-only file system); its events come out as they happen
+  (an event stream), and the progress store it wrote is then read as untrusted
+  data (:mod:`grader.instructor.grading.untrusted_store`) and compared;
 * ``recompute``: each learner function is re-run on the generated cases in
   another contained process (:mod:`grader.instructor.grading.learner_function`), and every
   answer is compared with torch's live answer computed here
@@ -34,7 +36,6 @@ import os
 import re
 import secrets
 import shutil
-import sqlite3
 import stat
 import sys
 import time
@@ -44,7 +45,7 @@ from pathlib import Path
 
 from grader.engine.course import UNITS
 from grader.engine.question import of_unit
-from grader.engine.store import FILENAME, SCHEMA_VERSION, Event
+from grader.engine.store import FILENAME, Event
 from grader.instructor.grading import (
     containment,
     gradebook,
@@ -54,6 +55,7 @@ from grader.instructor.grading import (
     scores,
     shards,
     slicing,
+    untrusted_store,
     versions,
     workers,
 )
@@ -64,9 +66,9 @@ from grader.instructor.grading.locks import apply_locks
 
 ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOK_CAP = 32 * 2**20  # bytes of a submitted notebook read at most
-STORE_CAP = 64 * 2**20  # bytes of a progress store (and of its WAL) read at most
-EVENTS_CAP = 100_000  # events read at most
-ANSWER_CAP = 100_000  # characters of one recorded answer
+STORE_CAP = untrusted_store.STORE_CAP  # bytes of a progress store (and of its WAL) read at most
+EVENTS_CAP = untrusted_store.EVENTS_CAP  # events read at most
+ANSWER_CAP = untrusted_store.ANSWER_CAP  # characters of one recorded answer
 TAMPERED = ("worker died", "worker lied")
 NOT_RESTORED = "could not be restored"
 CELL_CAP = 5_000  # cells of a submitted notebook graded at most (a unit's notebook has about 100)
@@ -304,7 +306,8 @@ def _to_run(restored: Restored):
 
 
 def read_events(home: Path, scratch: Path) -> tuple[list[Event], list[str]]:
-    """The events of a progress store the submission wrote, read as data; (events, findings)."""
+    """The events of a progress store the submission wrote, read as untrusted data
+    (:mod:`grader.instructor.grading.untrusted_store`) from a private copy; (events, findings)."""
     try:
         data = containment.read_capped(home / FILENAME, STORE_CAP)
     except containment.UnsafeFile as exc:
@@ -316,55 +319,29 @@ def read_events(home: Path, scratch: Path) -> tuple[list[Event], list[str]]:
     except containment.UnsafeFile as exc:
         if str(exc) != "missing":
             return [], [f"store missing or corrupt: its write-ahead log is {exc}"]
-    findings = []
     try:
-        con = sqlite3.connect(scratch / FILENAME)
-        try:
-            version = con.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                findings.append(f"store written by a newer schema ({version}); read as far as it is understood")
-            try:
-                rows = con.execute(
-                    "SELECT id, time, unit, qid, action, answer, verdict, torch, session FROM events "
-                    "ORDER BY id LIMIT ?",
-                    (EVENTS_CAP + 1,),
-                ).fetchall()
-            except sqlite3.OperationalError:
-                rows = [
-                    r + ("",)
-                    for r in con.execute(
-                        "SELECT id, time, unit, qid, action, answer, verdict, torch FROM events ORDER BY id LIMIT ?",
-                        (EVENTS_CAP + 1,),
-                    )
-                ]
-        finally:
-            con.close()
-    except sqlite3.Error as exc:
+        return untrusted_store.read(scratch / FILENAME, copy=True)
+    except untrusted_store.Refused as exc:
         return [], [f"store missing or corrupt: {str(exc)[:100]}"]
-    if len(rows) > EVENTS_CAP:
-        findings.append(f"more than {EVENTS_CAP:,} events; the rest were not read")
-        rows = rows[:EVENTS_CAP]
-    events = []
-    for r in rows:
-        ident, when, unit, qid, action, answer, verdict, torch_v, session = r
-        if not (
-            isinstance(ident, int)
-            and isinstance(when, (int, float))
-            and isinstance(unit, str)
-            and (qid is None or isinstance(qid, str))
-            and isinstance(action, str)
-            and isinstance(verdict, str)
-        ):
-            findings.append("store has events that are not well formed; they were skipped")
-            continue
-        value = None
-        if isinstance(answer, str) and len(answer) <= ANSWER_CAP:
-            try:
-                value = json.loads(answer)
-            except (ValueError, RecursionError):
-                value = None
-        events.append(Event(ident, float(when), unit, qid, action, value, verdict, str(torch_v), str(session), {}))
-    return events, list(dict.fromkeys(findings))
+
+
+CHANGED = "the progress store was changed after it was written"
+
+
+def events_of_run(home: Path, scratch: Path, stream: bytes | None) -> tuple[list[Event], list[str]]:
+    """The events a run recorded: those its kernel streamed out as they happened (``stream``), when there is a
+    stream and the store file is readable but lost or rewrote any of them (a finding); otherwise the store's.
+
+    Rows the store holds besides the streamed ones (written into it by code) are read as the store's, exactly as
+    before: they are data, every verdict is recomputed. A store that is missing or unreadable counts nothing."""
+    stored, findings = read_events(home, scratch)
+    if stream is None or any(f.startswith("store missing or corrupt") for f in findings):
+        return stored, findings
+    streamed, found = untrusted_store.events_of_stream(stream)
+    findings += found
+    if untrusted_store.kept_in_order(streamed, stored):
+        return stored, list(dict.fromkeys(findings))
+    return streamed, list(dict.fromkeys([*findings, CHANGED]))
 
 
 def execute(
@@ -378,10 +355,11 @@ def execute(
 
     out = Execution(isolation=containment.isolation())
     started = time.monotonic()
-    worker = pool.borrow() if pool is not None else None
-    work = worker.job_folder() if worker else containment.private_folder("agl-grade-")
-    scratch = containment.private_folder("agl-read-")
+    worker = work = scratch = None
     try:
+        worker = pool.borrow() if pool is not None else None
+        work = worker.job_folder() if worker else containment.private_folder("agl-grade-")
+        scratch = containment.private_folder("agl-read-")
         env = _contained_env(work)
         env["AGL_SEAL"] = "1"  # the answer key is sealed in the run (grader/__init__.py, workers._run_cells)
         copy = work / "submission.ipynb"
@@ -406,8 +384,9 @@ def execute(
                 str(work),
                 str(cell_timeout),
                 str(memory_mb),
+                str(notebook_timeout),
             ]
-            run = containment.run(cmd, work, env, notebook_timeout)
+            run = containment.run(cmd, work, env, notebook_timeout, events=True)
         if run.timed_out:
             out.status = "killed"
             out.problems.append(f"the notebook ran past {notebook_timeout} s in all and was stopped")
@@ -440,11 +419,12 @@ def execute(
             out.findings.append(f"{run.leftovers} process(es) it started were still running at the end and were killed")
         if run.output_bytes > 10 * 2**20:
             out.findings.append(f"it wrote {run.output_bytes / 2**20:.0f} MB to stdout/stderr (kept 64 KB)")
-        out.events, found = read_events(work / "home", scratch)
+        out.events, found = events_of_run(work / "home", scratch, run.events)
         out.findings += found
     finally:
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(scratch, ignore_errors=True)
+        for folder in (work, scratch):
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
         if worker:
             pool.give_back(worker)
     out.seconds = time.monotonic() - started
@@ -464,9 +444,10 @@ def run_exercises(restored: Restored, timeout: float = 0, pool=None) -> tuple[di
     qs = {qid: get(qid) for qid in restored.exercises}
     request = {"exercises": [item.request() for item in restored.exercises.values()]}
     timeout = timeout or 60 + sum(q.kind.budget_s for q in qs.values())
-    worker = pool.borrow() if pool is not None else None
-    work = worker.job_folder() if worker else containment.private_folder("agl-run-")
+    worker = work = None
     try:
+        worker = pool.borrow() if pool is not None else None
+        work = worker.job_folder() if worker else containment.private_folder("agl-run-")
         env = _contained_env(work)
         if worker:  # forked from a warm parent: torch imported and the cases made already
             env[containment.TOKEN_VAR] = secrets.token_hex(16)
@@ -481,7 +462,8 @@ def run_exercises(restored: Restored, timeout: float = 0, pool=None) -> tuple[di
                 stdin=json.dumps(request).encode(),
             )
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
         if worker:
             pool.give_back(worker)
     lines, findings = verify_submission.decode_lines(run.result)

@@ -6,13 +6,19 @@ for every notebook with exercises one more process importing torch and
 generating the exercises' cases (several seconds more). Here a :class:`Pool`
 keeps ``jobs`` long-lived *warm parents*. Each is started once, contained the
 way :mod:`grader.instructor.grading.containment` contains one submission (with bubblewrap: no
-network, its own PID and IPC namespaces, a private ``/tmp``, a read-only file
-system except its own 0700 folder), imports torch, the grader, every
-question and IPython, and generates the exercises' cases. It never runs
-submitted code itself: for each job it forks a child that
+network, its own PID and IPC namespaces, a private capped ``/tmp``, an
+allow-listed read-only file system except its own 0700 folder, a user of its
+own), imports torch, the grader, every question and IPython, and generates the
+exercises' cases. It never runs submitted code itself: for each job (in a
+folder with an unpredictable name, see :meth:`Worker.job_folder`) it forks a
+child that
 
 * starts a new session, closes every descriptor but its own pipes, takes the
-  job's environment (its own home, a memory limit) and folder;
+  job's environment (its own home) and folder, and its limits
+  (:func:`grader.instructor.grading.containment.set_limits`: processes, file
+  size, CPU time, memory beyond what the warm parent maps);
+* for a notebook, gets an event stream (``AGL_EVENT_FD``): the progress store
+  writes each event there as it happens, and the reply carries it (capped);
 * runs the restored notebook's code cells one by one in a fresh IPython shell
   (the same code a kernel runs; a cell past its time limit is interrupted with
   KeyboardInterrupt, as nbclient interrupts a kernel), or the exercise runner
@@ -51,6 +57,8 @@ from pathlib import Path
 from grader.instructor.grading import containment
 
 MESSAGE_CAP = 8 * 2**20
+EVENTS_CAP = 8 * 2**20  # bytes of one job's event stream kept
+BORROW_S = 3600.0  # a job waits this long for a free warm parent at most (each of its jobs has a timeout)
 ACCEPT_S = 300.0  # a warm parent takes a job at once, once warm; (re)starting one imports torch and every unit first
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 4, 36, 1, 38
 
@@ -64,6 +72,7 @@ class Worker:
     def __init__(self, env: dict, units: list | None = None):
         self.units = sorted(units) if units is not None else None
         self.folder = containment.private_folder("agl-warm-")
+        self.uid = containment.fresh_uid()  # the warm parent and its jobs run as a user of their own
         self.env = dict(env)
         self.jobs = 0
         self.proc = None
@@ -85,8 +94,11 @@ class Worker:
         self.reply_r, reply_w = os.pipe()
         env[containment.RESULT_FD_VAR] = str(reply_w)
         units = ",".join(self.units) if self.units is not None else "all"
+        containment.give_to(self.folder, self.uid)
         cmd = containment.sandboxed(
-            [sys.executable, "-m", "grader.instructor.grading.workers", str(self.folder), units], self.folder
+            [sys.executable, "-m", "grader.instructor.grading.workers", str(self.folder), units],
+            self.folder,
+            uid=self.uid,
         )
         with containment._LIVE_LOCK:
             self.proc = subprocess.Popen(
@@ -131,10 +143,16 @@ class Worker:
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def job_folder(self) -> Path:
+        """A fresh folder for one job, named so that no submission can guess or make it first."""
         self.jobs += 1
-        path = self.folder / f"job-{self.jobs}"
-        path.mkdir(mode=0o700)
-        return path
+        for _ in range(5):
+            path = self.folder / f"job-{secrets.token_hex(12)}"
+            try:
+                path.mkdir(mode=0o700)
+                return path
+            except FileExistsError:
+                continue
+        raise OSError("no fresh job folder could be made")
 
     def _reply(self, deadline: float, wanted) -> dict | None:
         """The next line on the reply pipe that ``wanted`` accepts (others are skipped); None when the deadline
@@ -151,7 +169,7 @@ class Worker:
                 if not chunk:
                     return {}
                 self.buffer += chunk
-                if len(self.buffer) > 2 * MESSAGE_CAP:
+                if len(self.buffer) > 2 * MESSAGE_CAP + 3 * EVENTS_CAP:
                     return {}
             line, self.buffer = self.buffer.split(b"\n", 1)
             try:
@@ -169,7 +187,8 @@ class Worker:
         A warm parent that is dead before it accepted the job (the previous job killed it) is replaced and
         the job sent again, so a learner is never charged with what the notebook before theirs did."""
         started = time.monotonic()
-        job = dict(job, timeout=timeout, nonce=secrets.token_hex(16))
+        job = dict(job, timeout=timeout, nonce=secrets.token_hex(16), write_mb=containment.writable_mb())
+        containment.give_to(self.folder / str(job["dir"]), self.uid)
         for attempt in (1, 2):
             if self.proc is None or self.proc.poll() is not None:
                 self.stop()
@@ -198,6 +217,8 @@ class Worker:
             output_bytes=int(reply.get("output_bytes", 0)),
             leftovers=int(reply.get("leftovers", 0)),
         )
+        if isinstance(reply.get("events"), str):
+            out.events = reply["events"].encode("utf-8", "surrogateescape")
         out.seconds = time.monotonic() - started
         return out
 
@@ -208,8 +229,12 @@ def Finished_died(started: float, timed_out: bool = False) -> containment.Finish
     return out
 
 
+class NoWorker(RuntimeError):
+    """Every warm parent stayed busy past the borrowing timeout."""
+
+
 class Pool:
-    """``size`` warm parents; ``run(job, timeout)`` borrows an idle one."""
+    """``size`` warm parents; ``borrow()`` one (with a timeout), ``give_back()`` it when the job is over."""
 
     def __init__(self, size: int, env: dict, units: list | None = None):
         """``units``: the units whose exercise cases the warm parents build first (None: every unit)."""
@@ -228,8 +253,12 @@ class Pool:
         self.all.append(w)
         self.idle.put(w)
 
-    def borrow(self) -> Worker:
-        return self.idle.get()
+    def borrow(self, timeout: float = BORROW_S) -> Worker:
+        """An idle warm parent; :class:`NoWorker` when none comes free within ``timeout`` seconds."""
+        try:
+            return self.idle.get(timeout=timeout)
+        except queue.Empty:
+            raise NoWorker(f"no grading worker came free within {timeout:g} s") from None
 
     def give_back(self, worker: Worker) -> None:
         self.idle.put(worker)
@@ -419,21 +448,24 @@ def _child(job: dict, work: Path, fds: dict, cells: list) -> None:
         os.dup2(fds["out"], 1)
         os.dup2(fds["err"], 2)
         msg = fds["msg"]
-        keep = sorted({0, 1, 2, msg})
+        events = fds.get("events")
+        keep = sorted({0, 1, 2, msg} | ({events} if events is not None else set()))
         for low, high in zip(keep, keep[1:] + [65536]):
             os.closerange(low + 1, high)
         os.set_inheritable(msg, False)
+        if events is not None:
+            os.set_inheritable(events, False)
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         _prctl(PR_SET_NO_NEW_PRIVS, 1)
         env = {str(k): str(v) for k, v in job.get("env", {}).items()}
         os.environ.clear()
         os.environ.update(env)
+        if events is not None:
+            os.environ[containment.EVENT_FD_VAR] = str(events)
         os.chdir(work)
-        limit = int(job.get("memory_mb", 0)) * 2**20
-        if limit:
-            import resource
-
-            resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+        memory = int(job.get("memory_mb", 0))
+        space = containment.address_space_now() + memory if memory else 0  # beyond what the warm parent maps
+        containment.set_limits(memory, float(job.get("timeout", 600)), space, int(job.get("write_mb", 0)))
         sys.stdout = open(1, "w", closefd=False, buffering=1)
         sys.stderr = open(2, "w", closefd=False, buffering=1)
         if job["kind"] == "notebook":
@@ -498,7 +530,9 @@ def _watch(pid: int, fds: dict, timeout: float) -> dict:
     """Drain the child's pipes (counting output, keeping messages up to a cap) until it ends or time runs out."""
     deadline = time.monotonic() + timeout
     open_fds = {fds["out_r"]: "out", fds["err_r"]: "err", fds["msg_r"]: "msg"}
-    output, messages, overflow = 0, bytearray(), False
+    if "events_r" in fds:
+        open_fds[fds["events_r"]] = "events"
+    output, messages, overflow, events = 0, bytearray(), False, bytearray()
     status, timed_out = None, False
 
     def read(fd):
@@ -511,7 +545,9 @@ def _watch(pid: int, fds: dict, timeout: float) -> dict:
             open_fds.pop(fd, None)
             os.close(fd)
             return
-        if open_fds[fd] == "msg":
+        if open_fds[fd] == "events":
+            events.extend(chunk[: max(EVENTS_CAP - len(events), 0)])
+        elif open_fds[fd] == "msg":
             room = MESSAGE_CAP - len(messages)
             messages.extend(chunk[: max(room, 0)])
             overflow = overflow or len(chunk) > room
@@ -546,6 +582,7 @@ def _watch(pid: int, fds: dict, timeout: float) -> dict:
         "output": output,
         "messages": messages,
         "overflow": overflow,
+        "events": events,
         "read": read,
     }
 
@@ -568,14 +605,18 @@ def _job(job: dict, folder: Path) -> dict:
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     msg_r, msg_w = os.pipe()
+    ends = {"out": out_w, "err": err_w, "msg": msg_w}
+    reads = {"out_r": out_r, "err_r": err_r, "msg_r": msg_r}
+    if job["kind"] == "notebook":  # the progress store writes each event there as it happens
+        reads["events_r"], ends["events"] = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        _child(job, work, {"out": out_w, "err": err_w, "msg": msg_w}, cells)
-    for fd in (out_w, err_w, msg_w):
+        _child(job, work, ends, cells)
+    for fd in ends.values():
         os.close(fd)
-    w = _watch(pid, {"out_r": out_r, "err_r": err_r, "msg_r": msg_r}, float(job.get("timeout", 600)))
+    w = _watch(pid, reads, float(job.get("timeout", 600)))
     leftovers = _kill_rest(b"%s=%s" % (containment.TOKEN_VAR.encode(), token))
     end = time.monotonic() + 5
     while w["open"] and time.monotonic() < end:  # everything that held the pipes is dead: read to the end
@@ -594,6 +635,7 @@ def _job(job: dict, folder: Path) -> dict:
             reply["result"] = (
                 json.dumps(_report(w["messages"], code, total, int(job.get("cell_timeout", 60)), leftovers)) + "\n"
             )
+            reply["events"] = bytes(w["events"]).decode("utf-8", "surrogateescape")
         reply["leftovers"] = 0
     else:
         reply["returncode"] = code
