@@ -19,7 +19,7 @@ import statistics
 import time
 
 ENV = "AUTOGRAD_LAB_TIME_SCALE"
-QUIET_S = 0.025  # the workload's median on a quiet machine (2 cores, torch 2.13 CPU); bench/run.py reports it
+QUIET_S = 0.012  # the workload's median on a quiet machine (2 cores, torch 2.13 CPU); bench/run.py reports it
 MAX_SCALE = 16.0
 REFRESH_S = 60.0
 
