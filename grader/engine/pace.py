@@ -77,8 +77,8 @@ def scale() -> float:
         return wanted
     now = time.monotonic()
     if _measured is None or now - _measured[1] > REFRESH_S:
-        import torch
+        from grader.engine import torch_state  # here: importing the engine's kinds does not import torch
 
-        with torch.enable_grad():
+        with torch_state.clean_room():  # never under the learner's modes, hooks or no_grad
             _measured = (measure() / QUIET_S, now)
     return round(min(max(_measured[0], load_ratio(), 1.0), MAX_SCALE), 1)
