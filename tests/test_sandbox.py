@@ -18,10 +18,8 @@ def test_endless_loop_is_stopped():
         while True:
             pass
 
-    started = time.monotonic()
-    out = limits.call(spin, seconds=0.5)
-    assert time.monotonic() - started < 3
-    assert "ran for more than 0.5 s" in out.problem
+    out = limits.call(spin, seconds=0.5)  # returning at all is the behaviour: it would spin for ever
+    assert out.timed_out and "ran for more than 0.5 s" in out.problem
 
 
 def test_sleep_is_stopped():
@@ -96,7 +94,6 @@ def test_learner_state_survives_a_grader_clean_room():
 
 def test_a_swallowed_timeout_fires_again_and_the_learners_timer_survives():
     import signal
-    import time
 
     from grader.engine import limits
 
@@ -108,9 +105,8 @@ def test_a_swallowed_timeout_fires_again_and_the_learners_timer_survives():
             except BaseException:
                 pass
 
-    started = time.monotonic()
     out = limits.call(stubborn, seconds=0.5)
-    assert "ran for more than" in out.problem and time.monotonic() - started < 20
+    assert out.timed_out and "ran for more than" in out.problem
     fired = []
     old = signal.signal(signal.SIGALRM, lambda *a: fired.append(1))
     try:

@@ -1,7 +1,6 @@
 """Unit 03's own cases: the planted faults are what torch sees, and odd learner code gets a clear verdict."""
 
 import math
-import time
 
 import pytest
 import torch
@@ -103,10 +102,9 @@ def test_odd_watches_get_a_clear_verdict(fn, words):
     assert torch.is_grad_enabled() == before
 
 
-def test_the_watch_check_is_quick():
-    started = time.monotonic()
+def test_the_watch_reference_passes_on_a_loaded_machine(busy_machine):
+    """Within its per-case limits with two CPU-bound processes beside it (the speed figure: bench/run.py)."""
     assert check("03.nonfinite-watch", make_watch).passed
-    assert time.monotonic() - started < 10
 
 
 # --- the three-ways exercise -----------------------------------------------------------------
@@ -137,7 +135,6 @@ def test_odd_three_ways_answers_get_a_clear_verdict(answer, words):
     assert "Traceback" not in str(result)
 
 
-def test_the_three_ways_reference_passes_quickly():
-    started = time.monotonic()
+def test_the_three_ways_reference_passes_on_a_loaded_machine(busy_machine):
+    """Within its per-case limits with two CPU-bound processes beside it (the speed figure: bench/run.py)."""
     assert check("03.three-ways", three_ways).passed
-    assert time.monotonic() - started < 10

@@ -2,7 +2,6 @@
 what torch's record shows, and odd learner answers get a clear verdict."""
 
 import collections
-import time
 
 import pytest
 import torch
@@ -168,8 +167,7 @@ def test_a_made_up_cause_is_named_as_not_a_choice():
 
 
 @pytest.mark.parametrize("qid", ["04.reachable-leaves", "04.first-broken-edge", "04.why-grad-none"])
-def test_each_exercise_checks_quickly(qid):
+def test_the_reference_passes_on_a_loaded_machine(qid, busy_machine):
+    """Within its per-case limits with two CPU-bound processes beside it (the speed figure: bench/run.py)."""
     check(qid, ref.REFERENCE[qid])  # the first check builds (and keeps) the cases
-    started = time.perf_counter()
     assert check(qid, ref.REFERENCE[qid]).passed
-    assert time.perf_counter() - started < 3.0

@@ -1,8 +1,6 @@
 """Unit 07: the syllabus figures still hold on this torch, the generated cases cover what they must,
 and odd learner answers to the two exercises get one clear line."""
 
-import time
-
 import pytest
 import torch
 
@@ -68,11 +66,10 @@ def test_guard_cases_start_with_the_exp_program_and_include_an_early_write():
 
 
 @pytest.mark.parametrize("qid", ["07.predict-inplace", "07.version-guard"])
-def test_exercises_check_quickly(qid):
+def test_the_reference_passes_on_a_loaded_machine(qid, busy_machine):
+    """Within its per-case limits with two CPU-bound processes beside it (the speed figure: bench/run.py)."""
     check(qid, REFERENCE[qid])  # first run pays for generating the cases
-    started = time.perf_counter()
     assert check(qid, REFERENCE[qid]).passed
-    assert time.perf_counter() - started < 3.0
 
 
 # --- odd answers to predict_inplace -----------------------------------------------------------------

@@ -1,8 +1,6 @@
 """Unit 08: the syllabus figures hold on this torch, the exercise's truth agrees with other routes,
 other correct implementations pass, more bugs are refused, and odd returns get a clear message."""
 
-import time
-
 import pytest
 import torch
 
@@ -162,10 +160,9 @@ def test_odd_returns_get_a_clear_message(raw, words):
     assert words in text and "Traceback" not in text
 
 
-def test_the_check_is_fast():
-    started = time.monotonic()
+def test_the_reference_passes_on_a_loaded_machine(busy_machine):
+    """Within its per-case limits with two CPU-bound processes beside it (the speed figure: bench/run.py)."""
     assert check("08.tbptt", tbptt_grads).passed
-    assert time.monotonic() - started < 3
 
 
 def test_recurrence_repr_and_len():

@@ -6,7 +6,6 @@ import json
 import math
 import pathlib
 import random
-import time
 
 import pytest
 import torch
@@ -271,11 +270,10 @@ def test_every_case_draws():
         assert "what the nodes keep" in case.drawing()
 
 
-def test_the_exercise_checks_quickly():
+def test_the_reference_passes_on_a_loaded_machine(busy_machine):
+    """Within its per-case limits with two CPU-bound processes beside it (the speed figure: bench/run.py)."""
     check("09.half-guard", REFERENCE["09.half-guard"])  # the first run pays for making the cases
-    started = time.perf_counter()
     assert check("09.half-guard", REFERENCE["09.half-guard"]).passed
-    assert time.perf_counter() - started < 2.0
 
 
 # --- odd answers ---------------------------------------------------------------------------------

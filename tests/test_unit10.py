@@ -3,7 +3,6 @@ shows in the quantity its repair must restore, the walking tool records what the
 answers get a clear verdict."""
 
 import collections
-import time
 
 import pytest
 import torch
@@ -231,8 +230,7 @@ def test_a_made_up_kind_in_the_self_test_is_named_as_not_a_choice():
 
 
 @pytest.mark.parametrize("qid", ["10.diagnose"])
-def test_each_exercise_checks_quickly(qid):
+def test_the_reference_passes_on_a_loaded_machine(qid, busy_machine):
+    """Within its per-case limits with two CPU-bound processes beside it (the speed figure: bench/run.py)."""
     check(qid, ref.REFERENCE[qid])  # the first check builds (and keeps) the cases
-    started = time.perf_counter()
     assert check(qid, ref.REFERENCE[qid]).passed
-    assert time.perf_counter() - started < 3.0

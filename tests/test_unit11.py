@@ -1,8 +1,6 @@
 """Unit 11: the facts the notebook states still hold on this torch, the generated inputs cover what they must,
 the report measures what it claims, and odd answers to the three Function exercises get one clear line."""
 
-import time
-
 import pytest
 import torch
 
@@ -153,11 +151,10 @@ def test_a_gradient_for_the_float_step_is_named():
 
 
 @pytest.mark.parametrize("qid", ["11.stable-softplus", "11.sigmoid-inplace", "11.round-ste"])
-def test_exercises_check_quickly(qid):
+def test_the_reference_passes_on_a_loaded_machine(qid, busy_machine):
+    """Within its per-case limits with two CPU-bound processes beside it (the speed figure: bench/run.py)."""
     check(qid, ref.REFERENCE[qid])  # the first run pays for the cases and for loading torch.func
-    started = time.perf_counter()
     assert check(qid, ref.REFERENCE[qid]).passed
-    assert time.perf_counter() - started < 6.0
 
 
 # --- odd answers ------------------------------------------------------------------------------------

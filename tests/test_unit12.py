@@ -2,7 +2,6 @@
 they report, the setups a learner gets carry no label, and odd answers get a clear verdict."""
 
 import collections
-import time
 import warnings
 
 import pytest
@@ -140,11 +139,10 @@ def test_a_bug_that_leaves_anomaly_mode_on_is_told_so_and_the_state_is_restored(
     assert "anomaly detection" in str(result) and not torch.is_anomaly_enabled()
 
 
-def test_the_exercise_checks_quickly():
+def test_the_reference_passes_on_a_loaded_machine(busy_machine):
+    """Within its per-case limits with two CPU-bound processes beside it (the speed figure: bench/run.py)."""
     check("12.diagnose", ref.REFERENCE["12.diagnose"])
-    started = time.perf_counter()
     assert check("12.diagnose", ref.REFERENCE["12.diagnose"]).passed
-    assert time.perf_counter() - started < 6.0
 
 
 def test_a_made_up_choice_is_named_as_not_a_choice():

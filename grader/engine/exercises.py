@@ -2,6 +2,9 @@
 
 The verdict names how many cases passed and shows the smallest failing one:
 its code, its graph as torch recorded it, the learner's result and torch's.
+Each case runs under the kind's ``per_case_s`` and the whole check under its
+``budget_s``, both scaled to this machine's pace (engine/pace.py, read once
+per check); a case stopped for time (``Outcome.timed_out``) ends the check.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, cast
 
-from grader.engine import limits, torch_state
+from grader.engine import limits, pace, torch_state
 from grader.engine.kinds import BadAnswer, Function, Unanswered, plain_copy, short
 from grader.engine.results import Result
 
@@ -34,16 +37,18 @@ def run_exercise(q: Question, answer: Any) -> Result:
         cases = list(kind.cases())
     except Exception as exc:
         return Result("check", q.qid, "error", f"the grader could not generate its cases ({exc}); please report it")
+    scale = pace.scale()  # the machine's pace, read once: one check runs under one pair of limits
+    per_case_s, budget_s = kind.quiet_per_case_s * scale, kind.quiet_budget_s * scale
     started = time.monotonic()
     passed, failures, checked = 0, [], 0
     # torch's answer for a case is computed only after the learner's function has returned, and never kept
     # while it runs: no frame the learner's function can walk up to holds one.
     for index, case in enumerate(cases):
-        if time.monotonic() - started > kind.budget_s:
+        if time.monotonic() - started > budget_s:
             break
         with torch_state.clean_room():  # the learner may be inside no_grad or inference_mode
             ns = case.fresh()
-        outcome = limits.call(kind.call, fn, case, ns, seconds=kind.per_case_s)
+        outcome = limits.call(kind.call, fn, case, ns, seconds=per_case_s, scale=scale)
         checked += 1
         if outcome.not_written:
             if index == 0:
@@ -58,7 +63,7 @@ def run_exercise(q: Question, answer: Any) -> Result:
             continue
         if outcome.problem:
             failures.append((case, outcome.problem, None, outcome))
-            if "ran for more than" in outcome.problem:
+            if outcome.timed_out:
                 break  # one endless loop is enough to report; do not spend the whole budget on it
             continue
         try:
@@ -105,7 +110,9 @@ def run_exercise(q: Question, answer: Any) -> Result:
             "check",
             q.qid,
             "incorrect",
-            f"only {checked} of {total} cases ran within {kind.budget_s:g} s: make the function faster",
+            f"only {checked} of {total} cases ran within {budget_s:.3g} s"
+            + (f" (the limit on this machine, {scale:.3g}x the quiet one)" if scale > 1 else "")
+            + ": make the function faster",
             got=fn,
             rows=rows,
             detail=detail,

@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Sequence as Seq
 from typing import Any, NamedTuple
 
+from grader.engine import pace
+
 
 class Unanswered(Exception):
     """The answer is still the notebook's placeholder."""
@@ -709,6 +711,8 @@ class Function(Kind):
     learner's function on a fresh build ``ns`` of the case (by default on
     ``ns[case.output]``); ``convert(raw, case, ns)`` turns what it returned
     into an answer ``returns`` can read (tensors into names, say).
+    ``per_case_s`` and ``budget_s`` are given as on a quiet machine; read
+    back, they are scaled to this machine's pace now (engine/pace.py).
     """
 
     label = "a function"
@@ -727,8 +731,18 @@ class Function(Kind):
         self._cases: list | None = None
         self.call = call or (lambda fn, case, ns: fn(ns[case.output]))
         self.convert = convert or (lambda raw, case, ns: raw)
-        self.per_case_s = per_case_s
-        self.budget_s = budget_s
+        self.quiet_per_case_s = per_case_s
+        self.quiet_budget_s = budget_s
+
+    @property
+    def per_case_s(self) -> float:
+        """The time limit for one case on this machine now: the quiet machine's, scaled by :func:`pace.scale`."""
+        return self.quiet_per_case_s * pace.scale()
+
+    @property
+    def budget_s(self) -> float:
+        """The time all the cases together may take on this machine now (scaled like ``per_case_s``)."""
+        return self.quiet_budget_s * pace.scale()
 
     def cases(self) -> list:
         """The generated cases, made once per process (they are seeded, so always the same)."""

@@ -3,9 +3,20 @@
 ``clean_room()`` runs a block in a known state (grad mode on, inference mode
 off, anomaly mode off, autocast off, no TorchFunctionMode or dispatch mode,
 saved-tensor hooks neither pushed nor disabled, float32 default, a fixed
-seed, warnings silenced) and restores every one of those afterwards.
+seed, warnings silenced) and afterwards puts back every piece of state that
+``snapshot()`` records: the dispatch-mode and function-mode stacks (popping
+any mode the block left pushed, and the dispatch flags torch.compile reads),
+grad mode, anomaly mode, autocast on the CPU and CUDA (switch and dtype),
+the saved-tensor hooks (the stack and its on/off switch), the default dtype
+and device, deterministic algorithms, the thread count and the CPU RNG state.
+So after any check, passed, failed, raised or stopped for time, torch is as
+it was. One thing it can only report, not force back: inference mode left
+entered by a learner's bare ``__enter__`` (torch offers no setter for it).
+
 ``snapshot()`` and ``differences()`` let the sandbox tell a learner which
-piece of global state their function changed and left changed.
+piece of global state their function changed and left changed; the RNG is
+in the snapshot (the clean room restores it) but not in ``differences()``:
+drawing random numbers is no mistake.
 """
 
 from __future__ import annotations
@@ -17,8 +28,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch.utils import _python_dispatch as dispatch
 
 _hooks = torch._C._autograd
+_DEVICES = ("cpu", "cuda")
+_FLAGS = (
+    "_is_in_torch_dispatch_mode",
+    "_is_in_non_infra_torch_dispatch_mode",
+    "_is_in_any_mode_without_ignore_compile_internals",
+)
 
 
 @dataclass(frozen=True)
@@ -32,10 +50,36 @@ class TorchState:
     deterministic_warn_only: bool
     num_threads: int
     saved_tensor_hooks: int
+    saved_tensor_hooks_enabled: bool
     default_device: str
+    dispatch_modes: tuple
+    dispatch_flags: tuple
+    function_modes: tuple
+    autocast: tuple  # per device in _DEVICES: (enabled, dtype)
+    rng: bytes
+
+
+def _dispatch_flags() -> tuple:
+    return tuple(getattr(dispatch, name) for name in _FLAGS)
+
+
+def _set_dispatch_flags(flags: tuple) -> None:
+    for name, value in zip(_FLAGS, flags):
+        setattr(dispatch, name, value)
+    dispatch.set_is_in_mode_without_ignore_compile_internals(flags[2])
+
+
+def _autocast() -> tuple:
+    return tuple((torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in _DEVICES)
 
 
 def snapshot() -> TorchState:
+    """The state now; read past any mode a learner left pushed (one could intercept the reads)."""
+    with torch._C._DisableTorchDispatch(), torch._C.DisableTorchFunction():
+        return _read()
+
+
+def _read() -> TorchState:
     return TorchState(
         grad_enabled=torch.is_grad_enabled(),
         inference_mode=torch.is_inference_mode_enabled(),
@@ -46,8 +90,19 @@ def snapshot() -> TorchState:
         deterministic_warn_only=torch.is_deterministic_algorithms_warn_only_enabled(),
         num_threads=torch.get_num_threads(),
         saved_tensor_hooks=len(_peek_hooks()),
+        # there at run time, but missing from torch's stub torch/_C/_autograd.pyi (torch 2.13)
+        saved_tensor_hooks_enabled=_hooks._saved_tensors_hooks_is_enabled(),  # type: ignore[attr-defined]
         default_device=str(torch.get_default_device()),
+        dispatch_modes=tuple(dispatch._get_current_dispatch_mode_stack()),
+        dispatch_flags=_dispatch_flags(),
+        function_modes=tuple(torch.overrides._get_current_function_mode_stack()),
+        autocast=_autocast(),
+        rng=torch.get_rng_state().numpy().tobytes(),
     )
+
+
+def _names(modes: tuple) -> str:
+    return "[" + ", ".join(type(m).__name__ for m in modes) + "]"
 
 
 _WORDS = {
@@ -60,17 +115,23 @@ _WORDS = {
     "deterministic_warn_only": "deterministic algorithms' warn_only",
     "num_threads": "the number of threads",
     "saved_tensor_hooks": "the saved-tensor hooks in force",
+    "saved_tensor_hooks_enabled": "saved-tensor hooks being allowed",
     "default_device": "the default device",
+    "dispatch_modes": "the dispatch modes in force",
+    "function_modes": "the TorchFunctionModes in force",
+    "autocast": "autocast (enabled, dtype) on cpu and cuda",
 }
+_SHOWN = {"dispatch_modes": _names, "function_modes": _names}
 
 
 def differences(before: TorchState, after: TorchState) -> list[str]:
-    """Plain sentences naming what changed, e.g. 'grad mode was True, is now False'."""
+    """Plain sentences naming what changed, e.g. 'grad mode was True, is now False' (the RNG left out)."""
     out = []
     for field, words in _WORDS.items():
         a, b = getattr(before, field), getattr(after, field)
         if a != b:
-            out.append(f"{words} was {a}, is now {b}")
+            show = _SHOWN.get(field, str)
+            out.append(f"{words} was {show(a)}, is now {show(b)}")
     return out
 
 
@@ -129,23 +190,41 @@ def restored(state: TorchState) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _no_modes() -> Iterator[None]:
-    """Take every TorchFunctionMode and dispatch mode off torch's stacks; put them back afterwards."""
-    from torch.utils import _python_dispatch as dispatch
-
+    """Take every TorchFunctionMode and dispatch mode off torch's stacks (and clear the dispatch flags that
+    torch.compile reads); afterwards pop whatever the block left pushed and put the originals back."""
+    flags = _dispatch_flags()
     functions, dispatches = [], []
     while torch._C._len_torch_function_stack() > 0:
         functions.append(torch._C._pop_torch_function_stack())
     while torch._C._len_torch_dispatch_stack() > 0:
         dispatches.append(dispatch._pop_mode())
+    _set_dispatch_flags((False, False, False))
     try:
         yield
     finally:
         while torch._C._len_torch_function_stack() > 0:
             torch._C._pop_torch_function_stack()
+        while torch._C._len_torch_dispatch_stack() > 0:
+            dispatch._pop_mode()
         for mode in reversed(functions):
             torch._C._push_on_torch_function_stack(mode)
         for mode in reversed(dispatches):
             dispatch._push_mode(mode)
+        _set_dispatch_flags(flags)
+
+
+@contextlib.contextmanager
+def _no_autocast() -> Iterator[None]:
+    """Autocast off on every device for the block; each device's switch and dtype put back afterwards."""
+    state = _autocast()
+    for device in _DEVICES:
+        torch.set_autocast_enabled(device, False)
+    try:
+        yield
+    finally:
+        for device, (enabled, dtype) in zip(_DEVICES, state):
+            torch.set_autocast_enabled(device, enabled)
+            torch.set_autocast_dtype(device, dtype)
 
 
 @contextlib.contextmanager
@@ -171,9 +250,7 @@ def clean_room(seed: int = 0, quiet: bool = True) -> Iterator[None]:
         stack.enter_context(restored(before))
         stack.enter_context(_no_modes())
         stack.enter_context(_hooks_enabled())
-        stack.enter_context(torch.autocast("cpu", enabled=False))
-        if torch.cuda.is_available():
-            stack.enter_context(torch.autocast("cuda", enabled=False))
+        stack.enter_context(_no_autocast())
         stack.enter_context(_no_saved_tensor_hooks())
         stack.enter_context(torch.inference_mode(False))
         stack.enter_context(torch.random.fork_rng(devices=[]))
