@@ -15,6 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from grader.engine.question import get
 from grader.instructor.grading import containment
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,8 +84,10 @@ def _leftovers() -> list[int]:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("attack-class")
+    # what a reveal showed the attacker in their own kernel (a grading run shows nothing): torch's live answers
+    seen = {qid: get(qid).kind.encode(get(qid).run()) for qid in ("00.warmup-add", "00.warmup-flag")}
     notebooks = {
-        name: with_cell(base, (ATTACKS / f"{FILES[name]}.py").read_text(), where)
+        name: with_cell(base, f"SEEN = {seen!r}\n" + (ATTACKS / f"{FILES[name]}.py").read_text(), where)
         for name, (base, where) in CLASS.items()
     }
     notebooks["alice"] = nbformat.read(SOLVED_00, as_version=4)
@@ -154,7 +157,9 @@ def test_a_patched_kind_changes_nothing(graded):
     assert r["00.warmup-add"] == "predicted, incorrect" and r["00.warmup-square"].startswith(
         ("incorrect", "not answered")
     )
-    assert "differs from the kernel's record for 00.warmup-add, 00.warmup-flag, 00.warmup-square" in r["findings"]
+    # the run is sealed: the kernel judges nothing a patched kind could bend, and the cell is named
+    assert "imports grader.engine.kinds, past the course's API" in r["findings"], r["findings"]
+    assert r["marked passed"] == "no"
 
 
 def test_reveal_reset_predict_is_flagged(graded):
@@ -167,7 +172,7 @@ def test_reveal_reset_predict_is_flagged(graded):
 def test_frame_walking_finds_no_truth(graded):
     r = graded[0]["framewalk"]
     assert r["01.graph-walk"].startswith("incorrect")
-    assert "verdict recomputed: differs from the kernel's record for 01.graph-walk" in r["findings"]
+    assert "01.graph-walk: 0 of 40 cases passed" in r["findings"], r["findings"]
 
 
 def test_patched_torch_in_the_kernel_changes_nothing(graded):
@@ -175,7 +180,7 @@ def test_patched_torch_in_the_kernel_changes_nothing(graded):
     assert r["00.warmup-add"] == "predicted, incorrect" and r["00.warmup-square"].startswith(
         ("incorrect", "not answered")
     )
-    assert "differs from the kernel's record for 00.warmup-add, 00.warmup-square" in r["findings"]
+    assert r["marked passed"] == "no"  # torch patched in the kernel bends nothing: the run judges nothing
 
 
 def test_a_leftover_process_reaches_no_one(graded):

@@ -98,7 +98,9 @@ class _BrokenWorker:
 
 def test_a_worker_is_given_back_whatever_happens():
     restored = pipeline.Restored(pipeline.Submission("x", Path("x.ipynb")), notebook=nbformat.v4.new_notebook())
-    restored.exercises = {"01.graph-walk": {"names": ["graph_nodes"], "source": ""}}
+    from grader.instructor.grading.exercise_sources import ExerciseSource
+
+    restored.exercises = {"01.graph-walk": ExerciseSource("01.graph-walk", ["graph_nodes"])}
     for step in (
         lambda pool: pipeline.execute(restored, pool=pool),
         lambda pool: pipeline.run_exercises(restored, pool=pool),

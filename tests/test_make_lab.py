@@ -28,7 +28,7 @@ def test_lab_starts_the_server_with_the_venvs_bin_first_on_path():
 
 def test_lab_prints_its_url_again_once_the_server_answers():
     _, recipe = _lab_rule()
-    assert recipe.count('$$url') >= 2 and "is ready" in recipe
+    assert recipe.count("$$url") >= 2 and "is ready" in recipe
     assert recipe.index("is ready") < recipe.index("exec $(BIN)/jupyter lab")  # the waiter runs beside the server
 
 
