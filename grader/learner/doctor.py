@@ -179,6 +179,10 @@ class Doctor:
     def _install(self):
         # per-run state
         self._epoch = 0  # optimizer steps so far
+        # forward rounds: a new one starts at the first top-level module call after a backward; a graph that
+        # reaches nodes a backward of an earlier round already went through carries state across steps
+        self._round = 0
+        self._after_backward = False
         self._step_line = ""  # where the first optimizer step was called
         self._sizes: dict[str, list[int]] = defaultdict(list)  # backward site -> graph size per call
         self._carried: dict[str, set] = defaultdict(set)  # backward site -> earlier epochs/sites reached
@@ -272,6 +276,9 @@ class Doctor:
         else:
             self._roots.add(module)
             self._snapshot(module)
+            if self._after_backward:
+                self._round += 1
+                self._after_backward = False
         if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
             if any(p.requires_grad for p in module.parameters()):
                 self._nograd_calls.append((type(module).__name__, self._line()))
@@ -344,11 +351,16 @@ class Doctor:
         self._stamp_and_check(walked, site)
         for r in graph_roots:
             self._inert_terms(r, site)
+        for r in roots:
+            if isinstance(r, torch.Tensor) and r.grad_fn is None and r.requires_grad and not from_grad:
+                self._leaf_root(r, site)
         try:
             result = run()
         except RuntimeError as exc:
             self._on_backward_error(exc, graph_roots, walked, site)
             raise
+        finally:
+            self._after_backward = True
         for r in graph_roots:  # a token in the root node's metadata lives exactly as long as the node
             token = _Token()
             _stamp(r.grad_fn)["doctor_alive"] = token
@@ -370,11 +382,11 @@ class Doctor:
             meta = _stamp(fn)
             seen = meta.get("doctor")
             if seen is None:
-                meta["doctor"] = (self._epoch, site, self.backwards)
+                meta["doctor"] = (self._round, site, self.backwards)
                 continue
-            epoch, where, _ = seen
-            if epoch < self._epoch or where == site:
-                earlier.add((epoch, where, seen[2]))
+            made, where, _ = seen
+            if made < self._round or where == site:
+                earlier.add(seen)
         self._sizes[site].append(size)
         if earlier:
             self._carried[site] |= earlier
@@ -385,7 +397,8 @@ class Doctor:
                 Mechanism.CARRIED_STATE,
                 site,
                 f"this step's graph ({size} nodes) reaches nodes made before the {len(calls)} earlier backward "
-                f"call(s) (steps {sorted({e[0] for e in self._carried[site]})[:6]}); its size per call: {sizes}",
+                f"call(s) (made in steps {sorted({e[0] for e in self._carried[site]})[:6]}, this is step {self._round}); "
+                f"its size per call: {sizes}",
                 "detach the state you carry from one step to the next (h = h.detach()) at the step boundary",
             )
         return earlier
@@ -405,6 +418,17 @@ class Doctor:
             f"backward was called on a tensor with no grad_fn and requires_grad=False: {why}",
             "compute the loss with grad enabled: move it out of torch.no_grad()/inference_mode() (or model.eval "
             "wrappers that disable grad) and keep .detach()/.item() for logging only",
+        )
+
+    def _leaf_root(self, root, site):
+        self._add(
+            ("leaf-root", site),
+            Mechanism.INERT_LOSS_TERM,
+            site,
+            f"backward was called on a leaf tensor {list(root.shape)} (requires_grad set on it by hand, no grad_fn): "
+            "the whole loss is cut from the model, so backward reaches no parameter",
+            "remove the requires_grad=True on the loss and find where its graph was cut (.item(), .detach(), "
+            "numpy, torch.tensor(...) or a no_grad block)",
         )
 
     def _inert_terms(self, root, site):
@@ -436,10 +460,15 @@ class Doctor:
         if "modified by an inplace operation" in text:
             stale = [s for r in graph_roots for s in probes.saved_tensors(r) if s.stale]
             found = re.search(r"output (\d+) of (\w+), is at version (\d+); expected version (\d+)", text)
+            stepped = {p.untyped_storage().data_ptr(): p for p in self._held.values()}
             if stale:
                 s = stale[0]
                 what = f"the tensor {s.node} saved as {s.attribute} {list(s.shape)}"
                 versions = f"version {s.version_saved} -> {s.version_now}"
+                owner = stepped.get(s.storage)
+                if owner is not None:
+                    name = self._name_of.get(id(owner), f"a parameter {list(owner.shape)}")
+                    what += f" (the storage of {name}, which optimizer.step() at {self._step_line or '?'} updates)"
             elif found:
                 what = f"output {found.group(1)} of {found.group(2)}, saved for backward,"
                 versions = f"version {found.group(4)} -> {found.group(3)}"
@@ -451,8 +480,8 @@ class Doctor:
                 site,
                 f"{what} was written in place between the forward and this backward ({versions}); "
                 f"{len(stale)} stale saved tensor(s) in the graph",
-                "make the write out of place (x = x + ..., relu(inplace=False), clone() before writing), or move "
-                "optimizer.step() / the write after every backward that needs the old value",
+                "make the write out of place (x = x + ..., inplace=False, clone() before writing), or call every "
+                "backward that needs the old values before optimizer.step() (or recompute the forward after it)",
             )
         elif "backward through the graph a second time" in text or "already been freed" in text:
             freed = sum(1 for fn in walked for v in probes.saved_attributes(fn).values() if v == probes.FREED)
@@ -507,6 +536,17 @@ class Doctor:
         return self._name_of
 
     def _conclude(self, exc):
+        if isinstance(exc, RuntimeError) and "Inference tensors cannot be saved for backward" in str(exc):
+            line = self._traceback_line(exc)
+            self._add(
+                ("inference-saved", line),
+                Mechanism.NO_GRAD_ROOT,
+                line,
+                "an operation that records a graph was given a tensor made under torch.inference_mode() (an "
+                "inference tensor cannot be saved for backward)",
+                "make the tensors you train on outside inference_mode (torch.no_grad() for frozen features, or "
+                ".clone() the inference tensor first)",
+            )
         names = self._names()
         registered = set(names)
         held = self._held
@@ -600,6 +640,14 @@ class Doctor:
                     f"{name} was declared should_move but did not move in {self.steps} steps",
                     "check that the optimizer holds it and that the loss reaches it (requires_grad, no detach)",
                 )
+
+    def _traceback_line(self, exc) -> str:
+        line, tb = "", exc.__traceback__
+        while tb is not None:
+            if _theirs(tb.tb_frame.f_code.co_filename, self.script):
+                line = f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+            tb = tb.tb_next
+        return line
 
     def _is_declared_frozen(self, name: str | None) -> bool:
         return name is not None and self._declared(name) == "frozen"
