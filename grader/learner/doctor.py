@@ -198,6 +198,7 @@ class Doctor:
         self._stack: list = []
         self._unregistered: dict[int, tuple] = {}  # id(module) -> (class, parent class, line)
         self._names_seen: dict[str, int] = {}  # "name" -> id of the parameter first seen under it
+        self._root_index: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # top-level module -> n
         self._snap: dict[str, torch.Tensor] = {}
         self._nograd_calls: list[tuple[str, str]] = []  # (module class, line) run with grad off
         self._old_roots: list = []  # weakrefs to the roots of earlier epochs' backward calls
@@ -291,7 +292,12 @@ class Doctor:
         return None
 
     def _snapshot(self, module):
+        if module not in self._root_index:
+            self._root_index[module] = len(self._root_index)
+        index = self._root_index[module]
+        prefix = "" if index == 0 else f"{type(module).__name__}[{index}]."
         for name, p in module.named_parameters():
+            name = prefix + name
             self._names_seen.setdefault(name, id(p))
             self._name_of[id(p)] = name
             if self._declared(name):
@@ -324,7 +330,7 @@ class Doctor:
 
     def _check_old_roots(self):
         """Roots of earlier steps' backward calls still alive: something keeps every step's graph."""
-        alive = [r for r in self._old_roots if r[0]() is not None]
+        alive = [r for r in self._old_roots if any(t() is not None for t in r[0])]
         self._old_roots = alive[-200:]
         epochs = {e for _, e, _ in alive if e < self._epoch - 1}
         if len(epochs) >= 3:
@@ -361,10 +367,13 @@ class Doctor:
             raise
         finally:
             self._after_backward = True
-        for r in graph_roots:  # a token in the root node's metadata lives exactly as long as the node
-            token = _Token()
-            _stamp(r.grad_fn)["doctor_alive"] = token
-            self._old_roots.append((weakref.ref(token), self._epoch, site))
+        for r in graph_roots:  # a token in a node's metadata lives exactly as long as the node
+            tokens = []
+            for fn in [r.grad_fn, *(n for n, _ in r.grad_fn.next_functions if n is not None)]:
+                token = _Token()
+                _stamp(fn)["doctor_alive"] = token
+                tokens.append(weakref.ref(token))
+            self._old_roots.append((tokens, self._epoch, site))
         leaves = [fn.variable for fn in walked if probes.node_name(fn) == "AccumulateGrad"]
         for leaf in leaves:
             if id(leaf) not in self._reached:
