@@ -147,6 +147,17 @@ class Doctor:
             frame = frame.f_back
         return ""
 
+    def _where(self) -> tuple[str, int, dict | None]:
+        """(filename, lineno, its module's warning registry) of the innermost frame outside the doctor, for
+        a warning given again as from there (shown once per line under the default filter, as before)."""
+        frame = sys._getframe(1)
+        here = os.path.abspath(__file__)
+        while frame is not None and os.path.abspath(frame.f_code.co_filename) == here:
+            frame = frame.f_back
+        if frame is None:
+            return "<unknown>", 0, None
+        return frame.f_code.co_filename, frame.f_lineno, frame.f_globals.setdefault("__warningregistry__", {})
+
     def _add(self, key, mechanism: Mechanism, line: str, evidence: str, fix: str):
         if key in self._keys:
             return
@@ -231,8 +242,14 @@ class Doctor:
         doctor = self
 
         def read(t):
-            value = base.__get__(t)
-            if value is None and t.requires_grad and not t.is_leaf and not t.retains_grad:
+            if t.is_leaf or t.retains_grad or not t.requires_grad:
+                return base.__get__(t)
+            # torch warns here, from inside this frame; take its warning and give it again from the
+            # learner's line, where it would have pointed without the doctor
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                value = base.__get__(t)
+            if value is None:
                 doctor._add(
                     ("nonleaf", doctor._line()),
                     Mechanism.NONLEAF_GRAD,
@@ -242,6 +259,9 @@ class Doctor:
                     "read .grad on the leaf (the parameter or input you created), or call .retain_grad() on "
                     "this tensor before backward",
                 )
+            for w in caught:
+                filename, lineno, registry = doctor._where()
+                warnings.warn_explicit(w.message, w.category, filename, lineno, registry=registry)
             return value
 
         torch.Tensor.grad = property(read, base.__set__, base.__delete__, base.__doc__)  # type: ignore[misc]
@@ -573,7 +593,7 @@ class Doctor:
             )
         if self._optimizers:
             unheld = [t for i, t in reached.items() if i not in held and not self._is_declared_frozen(names.get(i))]
-            if unheld:
+            if unheld and exc is None:  # a run cut short may not have reached every optimizer step
                 unnamed = [t for t in unheld if id(t) not in registered]
                 named = [t for t in unheld if id(t) in registered]
                 if unnamed and not self._unregistered:
@@ -608,7 +628,9 @@ class Doctor:
                         "build the optimizer after the model is final (after .to(), replacing layers, loading), from "
                         "model.parameters()",
                     )
-            if self.steps >= 2 and ("unheld",) not in self._keys:
+            # (one cause, one finding: a cut loss already explains the parameters it leaves without gradient)
+            explained = any(f.mechanism in (Mechanism.INERT_LOSS_TERM, Mechanism.NO_GRAD_ROOT) for f in self.findings)
+            if self.steps >= 2 and ("unheld",) not in self._keys and not explained:
                 never = [
                     t
                     for i, t in held.items()
