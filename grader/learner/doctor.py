@@ -403,9 +403,11 @@ class Doctor:
         return result
 
     def _stamp_and_check(self, walked, site):
-        earlier, size = set(), 0
+        """Stamp every node with the round (and backward call) that first walked it; a node stamped in an
+        earlier round, or by an earlier call of this same backward line, is a graph carried across steps."""
+        earlier, old, size = set(), 0, 0
         for fn in walked:
-            if probes.node_name(fn) == "AccumulateGrad":
+            if probes.node_name(fn) == "AccumulateGrad":  # one per leaf, shared by every step: not state
                 continue
             size += 1
             meta = _stamp(fn)
@@ -416,19 +418,20 @@ class Doctor:
             made, where, _ = seen
             if made < self._round or where == site:
                 earlier.add(seen)
+                old += 1
         self._sizes[site].append(size)
         if earlier:
             self._carried[site] |= earlier
-            calls = {e[2] for e in self._carried[site]}
-            sizes = self._sizes[site][-4:]
+            steps = sorted({e[0] for e in self._carried[site]})
             self._add(
                 ("carried", site),
                 Mechanism.CARRIED_STATE,
                 site,
-                f"this step's graph ({size} nodes) reaches nodes made before the {len(calls)} earlier backward "
-                f"call(s) (made in steps {sorted({e[0] for e in self._carried[site]})[:6]}, this is step {self._round}); "
-                f"its size per call: {sizes}",
-                "detach the state you carry from one step to the next (h = h.detach()) at the step boundary",
+                f"this step's graph ({size} nodes) reaches {old} nodes that the backward of an earlier step "
+                f"already went through (made in step(s) {steps[:6]}, this is step {self._round}); the graph's "
+                f"size at this line per call: {self._sizes[site][-4:]}",
+                "detach the state you carry from one step to the next (h = h.detach()) at the step boundary, and "
+                "build every tensor with a graph inside the step that backpropagates through it",
             )
         return earlier
 
@@ -647,30 +650,34 @@ class Doctor:
                         "make sure the loss is computed from the model the optimizer was built on (or declare them "
                         "frozen=[...] and set requires_grad=False)",
                     )
-        # declared intent, proved
-        current = self._current
+        # declared intent, proved: one finding for the frozen ones that moved, one for the others that did not
+        moved_frozen, still = [], []
         for name, before in self._snap.items():
-            p = current.get(name)
+            p = self._current.get(name)
             if p is None:
                 continue
             moved = float((p.detach() - before).abs().max()) if p.shape == before.shape else float("inf")
             kind = self._declared(name)
             if kind == "frozen" and moved > 0:
-                self._add(
-                    ("frozen", name),
-                    Mechanism.OPTIMIZER_MISMATCH,
-                    self._step_line,
-                    f"{name} was declared frozen but moved by up to {moved:.3g}",
-                    "set requires_grad=False on it and build the optimizer from the parameters that require grad",
-                )
+                moved_frozen.append(f"{name} (by up to {moved:.3g})")
             elif kind == "should_move" and moved == 0 and exc is None:
-                self._add(
-                    ("still", name),
-                    Mechanism.OPTIMIZER_MISMATCH,
-                    self._step_line,
-                    f"{name} was declared should_move but did not move in {self.steps} steps",
-                    "check that the optimizer holds it and that the loss reaches it (requires_grad, no detach)",
-                )
+                still.append(name)
+        if moved_frozen:
+            self._add(
+                ("frozen",),
+                Mechanism.OPTIMIZER_MISMATCH,
+                self._step_line,
+                f"declared frozen, but moved: {', '.join(moved_frozen[:6])}",
+                "set requires_grad=False on them and build the optimizer from the parameters that require grad",
+            )
+        if still:
+            self._add(
+                ("still",),
+                Mechanism.OPTIMIZER_MISMATCH,
+                self._step_line,
+                f"declared should_move, but did not move in {self.steps} steps: {', '.join(still[:6])}",
+                "check that the optimizer holds them and that the loss reaches them (requires_grad, no detach)",
+            )
 
     def _traceback_line(self, exc) -> str:
         line, tb = "", exc.__traceback__

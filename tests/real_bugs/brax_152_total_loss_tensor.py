@@ -3,7 +3,7 @@
 Symptom: memory use grows with the number of training steps.
 Mechanism: carried-state. `total_loss += loss` adds the loss tensor itself, so the running total keeps
 every step's graph alive after its backward (the FAQ's "don't accumulate history across your loop").
-Fix: accumulate a number: total_loss += float(loss).
+Fix: accumulate a number: total_loss += loss.item() (or float(loss.detach())).
 """
 
 import torch
@@ -24,7 +24,7 @@ def _run(as_number):
         loss = model(x).pow(2).mean()
         loss.backward()
         opt.step()
-        total_loss += float(loss) if as_number else loss
+        total_loss += loss.item() if as_number else loss
     return [float(total_loss.detach()) if torch.is_tensor(total_loss) else total_loss]
 
 
