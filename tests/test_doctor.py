@@ -123,6 +123,20 @@ def test_losses_and_parameters_bit_for_bit(program):
     assert _same(plain, watched)
 
 
+def test_a_failure_inside_the_doctor_never_reaches_the_program(monkeypatch):
+    import grader.learner.doctor as doctor_module
+
+    def broken(obj):
+        raise ValueError("probe broke")
+
+    plain = _train()
+    monkeypatch.setattr(doctor_module.probes, "nodes", broken)
+    with doctor(report=False) as d:
+        watched = _train()
+    assert _same(plain, watched)
+    assert d.internal_errors == 5 and "5 observation(s) skipped: ValueError: probe broke" in d.text()
+
+
 def test_fixed_corpus_programs_compute_the_same_with_and_without_the_doctor():
     for mod in CORPUS[:8]:
         plain = mod.fixed()

@@ -135,6 +135,8 @@ class Doctor:
         self.backwards = 0
         self.steps = 0
         self.module_calls = 0
+        self.internal_errors = 0  # the doctor's own failures (each one skipped an observation, nothing else)
+        self._first_error = ""
         self._undo: list = []
 
     # -- finding bookkeeping --
@@ -158,6 +160,15 @@ class Doctor:
             return "<unknown>", 0, None
         return frame.f_code.co_filename, frame.f_lineno, frame.f_globals.setdefault("__warningregistry__", {})
 
+    def _guarded(self, fn, *args):
+        """Run one of the doctor's own observations; a failure in it is counted, never the program's."""
+        try:
+            return fn(*args)
+        except Exception as exc:  # noqa: BLE001 - the learner's program must run as it would without us
+            self.internal_errors += 1
+            self._first_error = self._first_error or f"{type(exc).__name__}: {exc}"
+            return None
+
     def _add(self, key, mechanism: Mechanism, line: str, evidence: str, fix: str):
         if key in self._keys:
             return
@@ -180,7 +191,7 @@ class Doctor:
     def __exit__(self, exc_type, exc, tb):
         try:
             self._uninstall()
-            self._conclude(exc)
+            self._guarded(self._conclude, exc)
         finally:
             _ACTIVE.release()
         if self.report:
@@ -207,6 +218,7 @@ class Doctor:
         self._current: dict[str, torch.Tensor] = {}  # declared name -> the parameter under it now
         self._roots = weakref.WeakSet()  # every module called with no module forward active
         self._stack: list = []
+        self._pairs_checked: set[tuple[int, int]] = set()  # (id(parent), id(child)) already looked at
         self._unregistered: dict[int, tuple] = {}  # id(module) -> (class, parent class, line)
         self._names_seen: dict[str, int] = {}  # "name" -> id of the parameter first seen under it
         self._root_index: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # top-level module -> n
@@ -250,7 +262,8 @@ class Doctor:
                 warnings.simplefilter("always")
                 value = base.__get__(t)
             if value is None:
-                doctor._add(
+                doctor._guarded(
+                    doctor._add,
                     ("nonleaf", doctor._line()),
                     Mechanism.NONLEAF_GRAD,
                     doctor._line(),
@@ -271,7 +284,7 @@ class Doctor:
         shown = warnings.showwarning
 
         def showwarning(message, category, filename, lineno, file=None, line=None):
-            self._on_warning(str(message))
+            self._guarded(self._on_warning, str(message))
             return shown(message, category, filename, lineno, file, line)
 
         warnings.showwarning = showwarning
@@ -289,11 +302,20 @@ class Doctor:
 
     def _on_forward_pre(self, module, args):
         self.module_calls += 1
+        self._guarded(self._observe_call, module)
+        self._stack.append(module)
+
+    def _observe_call(self, module):
         if self._stack:
             parent = self._stack[-1]
-            if not any(m is module for m in parent.modules()) and id(module) not in self._unregistered:
-                if any(p.requires_grad for p in module.parameters(recurse=True)):
-                    self._unregistered[id(module)] = (type(module).__name__, type(parent).__name__, self._line())
+            pair = (id(parent), id(module))
+            if pair not in self._pairs_checked:
+                self._pairs_checked.add(pair)
+                registered = any(m is module for m in parent.modules())
+                if not registered and any(p.requires_grad for p in module.parameters()):
+                    self._unregistered.setdefault(
+                        id(module), (type(module).__name__, type(parent).__name__, self._line())
+                    )
         else:
             self._roots.add(module)
             self._snapshot(module)
@@ -304,7 +326,6 @@ class Doctor:
             if any(p.requires_grad for p in module.parameters()):
                 self._nograd_calls.append((type(module).__name__, self._line()))
                 del self._nograd_calls[:-50]
-        self._stack.append(module)
 
     def _on_forward(self, module, args, output):
         if self._stack and self._stack[-1] is module:
@@ -335,18 +356,21 @@ class Doctor:
     # -- optimizer steps --
 
     def _on_step(self, optimizer, args, kwargs):
+        self.steps += 1
+        self._epoch += 1
+        self._guarded(self._observe_step, optimizer)
+        return None
+
+    def _observe_step(self, optimizer):
         if id(optimizer) not in self._optimizer_ids:
             self._optimizer_ids.add(id(optimizer))
             self._optimizers += 1
         for group in optimizer.param_groups:
             for p in group["params"]:
                 self._held[id(p)] = p
-        self.steps += 1
         if not self._step_line:
             self._step_line = self._line()
-        self._epoch += 1
         self._check_old_roots()
-        return None
 
     def _check_old_roots(self):
         """Roots of earlier steps' backward calls still alive: something keeps every step's graph."""
@@ -368,6 +392,19 @@ class Doctor:
 
     def _around(self, roots, run, kwargs, from_grad=False):
         self.backwards += 1
+        seen = self._guarded(self._before_backward, roots, from_grad)
+        site, graph_roots, walked = seen if seen is not None else ("", [], [])
+        try:
+            result = run()
+        except RuntimeError as exc:
+            self._guarded(self._on_backward_error, exc, graph_roots, walked, site)
+            raise
+        finally:
+            self._after_backward = True
+        self._guarded(self._after_backward_ran, graph_roots, walked, site, from_grad)
+        return result
+
+    def _before_backward(self, roots, from_grad):
         site = self._line()
         graph_roots = [r for r in roots if isinstance(r, torch.Tensor) and r.grad_fn is not None]
         for r in roots:
@@ -380,13 +417,9 @@ class Doctor:
         for r in roots:
             if isinstance(r, torch.Tensor) and r.grad_fn is None and r.requires_grad and not from_grad:
                 self._leaf_root(r, site)
-        try:
-            result = run()
-        except RuntimeError as exc:
-            self._on_backward_error(exc, graph_roots, walked, site)
-            raise
-        finally:
-            self._after_backward = True
+        return site, graph_roots, walked
+
+    def _after_backward_ran(self, graph_roots, walked, site, from_grad):
         for r in graph_roots:  # a token in a node's metadata lives exactly as long as the node
             tokens = []
             for fn in [r.grad_fn, *(n for n, _ in r.grad_fn.next_functions if n is not None)]:
@@ -400,7 +433,6 @@ class Doctor:
                 self._reached[id(leaf)] = leaf if isinstance(leaf, nn.Parameter) else weakref.ref(leaf)
         if not from_grad:
             self._nan_check(graph_roots, leaves, site)
-        return result
 
     def _stamp_and_check(self, walked, site):
         """Stamp every node with the round (and backward call) that first walked it; a node stamped in an
@@ -695,6 +727,10 @@ class Doctor:
             f"doctor: {self.backwards} backward call(s), {self.steps} optimizer step(s), "
             f"{self.module_calls} module call(s) checked: "
         )
+        if self.internal_errors:
+            head = head.replace(
+                "checked: ", f"checked ({self.internal_errors} observation(s) skipped: {self._first_error[:80]}): "
+            )
         if not self.findings:
             return head + "no finding"
         return head + f"{len(self.findings)} finding(s)\n" + "\n".join(str(f) for f in self.findings)
