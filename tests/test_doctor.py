@@ -157,6 +157,7 @@ def _torch_state():
         torch.autograd.grad,
         "grad" in torch.Tensor.__dict__,
         warnings.showwarning,
+        warnings.warn,
         len(module._global_forward_hooks),
         len(module._global_forward_pre_hooks),
         len(optimizer._global_optimizer_pre_hooks),

@@ -4,8 +4,10 @@
 notebook, ``with doctor(): ...`` around a training loop does the same. The doctor observes and never
 re-trains: it wraps torch's entry points (``torch.autograd.backward``, which ``Tensor.backward`` calls,
 and ``torch.autograd.grad``), adds a global optimizer step pre-hook and global module forward hooks,
-reads the graph at each backward with the course's probes, and watches reads of ``.grad``. Everything
-is removed on exit, exceptions included, and nothing it does changes a value the program computes.
+reads the graph at each backward with the course's probes, watches reads of ``.grad``, and sees
+torch's warnings as torch gives them (``warnings.warn`` and ``showwarning`` wrapped, every warning
+passed on unchanged). Everything is removed on exit, exceptions included; nothing it does changes a
+value the program computes, and a failure of its own is counted and skipped, never raised.
 
 Each finding is typed: a :class:`Mechanism` from a fixed vocabulary (each names the unit that teaches
 it), the line in the learner's file (the innermost frame outside torch, the grader and the standard
@@ -48,6 +50,7 @@ class Mechanism(str, enum.Enum):
     INERT_LOSS_TERM = "inert-loss-term"
     FREED_GRAPH = "freed-graph"
     NONLEAF_GRAD = "nonleaf-grad"
+    HOOKS_CHECKPOINT = "hooks-checkpoint"
 
     @property
     def unit(self) -> str:
@@ -64,7 +67,28 @@ _UNITS = {
     Mechanism.INERT_LOSS_TERM: "04",
     Mechanism.FREED_GRAPH: "06",
     Mechanism.NONLEAF_GRAD: "03",
+    Mechanism.HOOKS_CHECKPOINT: "09",
 }
+
+# torch's own warnings about these mechanisms: (a phrase of torch's message, the mechanism, what it means, fix).
+# The doctor sees them as torch gives them (Python's warnings.warn, wrapped while the doctor is active), before
+# any filter of the program's or the grader's: a silenced warning is still reported.
+_TORCH_WARNINGS = (
+    (
+        "non-full backward hook",
+        Mechanism.HOOKS_CHECKPOINT,
+        "a module backward hook registered with register_backward_hook sees only the last autograd node "
+        "of the module's forward, so its grad_input is not the module's input gradient",
+        "register_full_backward_hook (and no in-place op on the module's output or input)",
+    ),
+    (
+        "None of the inputs have requires_grad=True",
+        Mechanism.HOOKS_CHECKPOINT,
+        "a reentrant checkpoint got inputs none of which requires grad: its output has no graph, so the "
+        "parameters inside the checkpointed block get no gradient",
+        "checkpoint(..., use_reentrant=False), or give the block an input that requires grad",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -289,6 +313,16 @@ class Doctor:
 
         warnings.showwarning = showwarning
         self._undo.append(lambda: setattr(warnings, "showwarning", shown))
+
+        real_warn = warnings.warn
+
+        def warn(message, category=None, stacklevel=1, source=None, **kwargs):
+            self._guarded(self._on_torch_warning, str(message))
+            return real_warn(message, category, stacklevel + 1, source, **kwargs)  # one frame more: ours
+
+        warn.__wrapped__ = real_warn  # type: ignore[attr-defined]
+        warnings.warn = warn
+        self._undo.append(lambda: setattr(warnings, "warn", real_warn))
 
     def _uninstall(self):
         while self._undo:
@@ -583,6 +617,13 @@ class Doctor:
                 "make the unselected branch safe before the op: torch.where(mask, x, safe_value) inside, then the op",
             )
 
+    def _on_torch_warning(self, message: str):
+        for phrase, mechanism, meaning, fix in _TORCH_WARNINGS:
+            if phrase in message:
+                line = self._line()
+                first = message.split(". ")[0].strip()
+                self._add((mechanism, phrase), mechanism, line, f'torch warned "{first}": {meaning}', fix)
+
     def _on_warning(self, message: str):
         if "not a leaf Tensor is being accessed" in message:
             line = self._line()
@@ -664,7 +705,8 @@ class Doctor:
                         "model.parameters()",
                     )
             # (one cause, one finding: a cut loss already explains the parameters it leaves without gradient)
-            explained = any(f.mechanism in (Mechanism.INERT_LOSS_TERM, Mechanism.NO_GRAD_ROOT) for f in self.findings)
+            causes = (Mechanism.INERT_LOSS_TERM, Mechanism.NO_GRAD_ROOT, Mechanism.HOOKS_CHECKPOINT)
+            explained = any(f.mechanism in causes for f in self.findings)
             if self.steps >= 2 and ("unheld",) not in self._keys and not explained:
                 never = [
                     t
