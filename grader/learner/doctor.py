@@ -20,6 +20,7 @@ the frozen ones did not move and the others did.
 from __future__ import annotations
 
 import enum
+import functools
 import os
 import re
 import sys
@@ -117,7 +118,10 @@ _NOT_THEIRS = tuple(
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def _theirs(filename: str, script: str | None) -> bool:
+    """Whether a frame's file is the learner's: the script under the command, else any file outside
+    torch, the grader and the standard library (a notebook cell's file included). Cached: realpath is slow."""
     if script is not None:
         return os.path.realpath(filename) == script
     if filename.startswith("<frozen"):
