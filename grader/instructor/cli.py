@@ -1,4 +1,4 @@
-"""python -m grader: status, questions, reset, build, verify, grade."""
+"""python -m grader: status, questions, reset, workspace, build, verify, grade, class, release, doctor."""
 
 from __future__ import annotations
 
