@@ -18,6 +18,8 @@ Measures, in one run:
              workers in the same run, as a ratio (target >= 30 per minute at -j 2 on 2 cores); and the per-notebook
              floor (a notebook with only its imports) both ways; the load average before and after each
   memory     a kernel's peak RSS after running a whole unit, against a kernel that only imported torch
+  doctor     a training program's run time under `with doctor():` against its own, best of 5, for a small MLP,
+             an LSTM language model and the fixed twins of tests/real_bugs, interleaved, one thread (target <= 3x)
 
 Prints a table and writes the JSON file. Targets are flagged, never asserted: machines are noisy.
 """
@@ -374,6 +376,80 @@ def bench_grade_all_units(learners: int = 3) -> dict:
     return out
 
 
+def _doctor_programs():
+    import torch
+    from torch import nn
+
+    def mlp(steps=60):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1))
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        x, y = torch.randn(128, 32), torch.randn(128, 1)
+        for _ in range(steps):
+            opt.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+
+    def lstm(steps=20):
+        torch.manual_seed(0)
+        embed, rnn, head = nn.Embedding(50, 16), nn.LSTM(16, 32, batch_first=True), nn.Linear(32, 50)
+        opt = torch.optim.SGD([*embed.parameters(), *rnn.parameters(), *head.parameters()], lr=0.1)
+        ids = torch.randint(0, 50, (8, 21))
+        state = None
+        for _ in range(steps):
+            state = None if state is None else tuple(s.detach() for s in state)
+            out, state = rnn(embed(ids[:, :-1]), state)
+            loss = nn.functional.cross_entropy(head(out).reshape(-1, 50), ids[:, 1:].reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    def corpus_fixed():
+        from tests.real_bugs import cases
+
+        for mod in cases():
+            mod.fixed()
+
+    return {"mlp": mlp, "lstm": lstm, "corpus_fixed": corpus_fixed}
+
+
+def bench_doctor(repeats: int = 5) -> dict:
+    """The doctor's cost: a program's best time under the doctor over its own best time."""
+    import warnings
+
+    sys.path.insert(0, str(ROOT))  # this checkout's grader and its tests/real_bugs
+    from grader.learner.doctor import doctor
+
+    def once(fn, watched):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.perf_counter()
+            if watched:
+                with doctor(report=False):
+                    fn()
+            else:
+                fn()
+            return time.perf_counter() - t0
+
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one intra-op thread: on a shared machine the ratio is far less noisy
+    out = {}
+    try:
+        for name, fn in _doctor_programs().items():
+            fn()  # warm up (first calls pay for lazy initialisation in torch)
+            own, under = [], []
+            for _ in range(repeats):  # interleaved, so that a burst of load hits both
+                own.append(once(fn, False))
+                under.append(once(fn, True))
+            out[name] = {"own_s": min(own), "doctor_s": min(under), "ratio": min(under) / min(own)}
+    finally:
+        torch.set_num_threads(threads)
+    worst = max(v["ratio"] for v in out.values())
+    return {"programs": out, "worst_ratio": worst, "target_ratio": 3.0, "ok": worst <= 3.0}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer runs: 7 startups, no serial nbval, 6 graded")
@@ -381,6 +457,9 @@ def main() -> int:
     parser.add_argument("--only", choices=["startup", "pace", "answers", "course", "grade"], action="append")
     args = parser.parse_args()
     sections = args.only or ["startup", "pace", "answers", "course", "grade"]
+    parser.add_argument("--only", choices=["startup", "answers", "course", "grade", "doctor"], action="append")
+    args = parser.parse_args()
+    sections = args.only or ["startup", "answers", "course", "grade", "doctor"]
     report = {"python": sys.version.split()[0], "cpus": os.cpu_count()}
     import torch
 
@@ -396,6 +475,8 @@ def main() -> int:
     if "grade" in sections:
         report["grade"] = bench_grade(6 if args.quick else 16)
         report["grade"]["all_units_j2"] = bench_grade_all_units(1 if args.quick else 3)
+    if "doctor" in sections:
+        report["doctor"] = bench_doctor(3 if args.quick else 5)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))
     print(table(report))
@@ -483,6 +564,14 @@ def table(r: dict) -> str:
                 f"{a['per_minute']:>5.1f}/min ({a['seconds_per_notebook']:.2f} s each; load {a['load_before']:.1f} -> "
                 f"{a['load_after']:.1f}); target >= {a['target_per_minute']}/min  {flag(a['ok'])}"
             )
+    if "doctor" in r:
+        d = r["doctor"]
+        for name, x in d["programs"].items():
+            lines.append(
+                f"doctor    {name:<14} own {x['own_s'] * 1000:>7.1f} ms, under the doctor {x['doctor_s'] * 1000:>7.1f} ms"
+                f"  {x['ratio']:.2f}x"
+            )
+        lines.append(f"          worst {d['worst_ratio']:.2f}x (target <= {d['target_ratio']:.0f}x)  {flag(d['ok'])}")
     return "\n".join(lines)
 
 

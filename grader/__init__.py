@@ -12,7 +12,8 @@ In a notebook::
 
 The interactive layer: ``draw(y, names=...)`` (the graph with its saved tensors),
 ``stepper(y)`` / ``trace_backward(y)`` (backward node by node), ``unit_panel("01")``,
-``course_map()``, and the labs ``neuron_lab``, ``memory_bill_lab``, ``depth_lab``.
+``course_map()``, the labs ``neuron_lab``, ``memory_bill_lab``, ``depth_lab``, and ``with doctor(): ...``
+(the course's diagnosis on one's own training loop; ``python -m grader doctor train.py`` for a script).
 """
 
 import importlib
@@ -52,6 +53,7 @@ _LAZY = {
     "neuron_lab": "learner.labs",
     "memory_bill_lab": "learner.labs",
     "depth_lab": "learner.labs",
+    "doctor": "learner.doctor",
 }
 
 __all__ = ["predict", "reveal", "check", "mark_passed", "reset", "hint", "status", *_LAZY]

@@ -1,4 +1,4 @@
-"""python -m grader: status, questions, reset, build, verify, grade."""
+"""python -m grader: status, questions, reset, workspace, build, verify, grade, class, release, doctor."""
 
 from __future__ import annotations
 
@@ -354,6 +354,41 @@ def _release(args) -> int:
     return 0
 
 
+_DOCTOR_USAGE = "usage: python -m grader doctor [--frozen NAME]... [--should-move NAME]... script.py [args...]"
+
+
+def _doctor(argv: list[str]) -> int:
+    """The doctor's own options come before the script; everything after the script is the script's."""
+    from grader.learner.doctor import run_script
+
+    declared: dict[str, list[str]] = {"--frozen": [], "--should-move": []}
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        option, _, value = argv[i].partition("=")
+        if option in ("-h", "--help"):
+            print(_DOCTOR_USAGE)
+            return 0
+        if option not in declared:
+            print(f"doctor: unknown option {option}\n{_DOCTOR_USAGE}", file=sys.stderr)
+            return 2
+        if not value:
+            i += 1
+            if i == len(argv):
+                print(f"doctor: {option} needs a parameter name\n{_DOCTOR_USAGE}", file=sys.stderr)
+                return 2
+            value = argv[i]
+        declared[option] += [v for v in value.split(",") if v]
+        i += 1
+    if i == len(argv):
+        print(_DOCTOR_USAGE, file=sys.stderr)
+        return 2
+    script = argv[i]
+    if not Path(script).is_file():
+        print(f"doctor: no such script: {script}", file=sys.stderr)
+        return 2
+    return run_script(script, argv[i + 1 :], frozen=declared["--frozen"], should_move=declared["--should-move"])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader", description="autograd-lab's grader")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -456,6 +491,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("options", nargs="*", help="the options of python -m grader.instructor.classview")
 
+    sub.add_parser(
+        "doctor",
+        help="run a training script unchanged and name what goes wrong in its autograd use "
+        "(python -m grader doctor [--frozen NAME] [--should-move NAME] train.py [args...])",
+        add_help=False,
+    )
+
     p = sub.add_parser("release", help="write the student bundle (learner notebooks and the grader; no solutions)")
     p.add_argument("out", help="a new or empty folder")
     p.add_argument("--zip", action="store_true", help="also pack it as OUT.zip")
@@ -463,6 +505,8 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=_release)
 
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["doctor"]:  # the script's own arguments, passed on whole
+        return _doctor(argv[1:])
     if argv[:1] == ["class"]:  # its own options, passed on whole (argparse's REMAINDER drops a leading --opt)
         from grader.instructor.classview import main as classview
 

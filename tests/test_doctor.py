@@ -1,0 +1,289 @@
+"""The doctor (grader/learner/doctor.py) on real reported bugs and on correct programs.
+
+Every corpus module in tests/real_bugs is run twice under the doctor: ``bug()`` must be named with the
+module's mechanism, ``fixed()`` must give no finding (only the summary line). The doctor must not change
+what a program computes, must leave torch as it found it, and its command must run a script unchanged.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from grader.learner.doctor import Mechanism, doctor
+from tests.real_bugs import cases
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = cases()
+
+
+def _diagnose(fn):
+    """(mechanisms found, the error the program raised or None, the doctor) for one run of ``fn``."""
+    error = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            with doctor(report=False) as d:
+                fn()
+        except Exception as exc:  # noqa: BLE001 - a bug program may raise; that is its symptom
+            error = exc
+    return [f.mechanism for f in d.findings], error, d
+
+
+def test_the_corpus_names_real_threads_and_known_mechanisms():
+    assert len(CORPUS) >= 20
+    for mod in CORPUS:
+        assert mod.__doc__ and mod.THREAD in mod.__doc__, mod.__name__
+        assert "Symptom:" in mod.__doc__ and "Mechanism:" in mod.__doc__ and "Fix:" in mod.__doc__
+        assert Mechanism(mod.MECHANISM).value in mod.__doc__
+    by_mechanism: dict[str, int] = {}
+    for mod in CORPUS:
+        by_mechanism[mod.MECHANISM] = by_mechanism.get(mod.MECHANISM, 0) + 1
+    assert all(n >= 2 for n in by_mechanism.values()), by_mechanism
+
+
+@pytest.mark.parametrize("mod", CORPUS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_bug_named_and_fix_silent(mod):
+    found, _, d = _diagnose(mod.bug)
+    assert Mechanism(mod.MECHANISM) in found, d.text()
+    found, error, d = _diagnose(mod.fixed)
+    assert error is None and found == [], d.text()
+    assert "\n" not in d.text() and d.text().endswith("no finding")
+
+
+def test_corpus_counts(capsys):
+    named = silent = 0
+    for mod in CORPUS:
+        named += Mechanism(mod.MECHANISM) in _diagnose(mod.bug)[0]
+        found, error, _ = _diagnose(mod.fixed)
+        silent += not found and error is None
+    with capsys.disabled():
+        print(
+            f"\ndoctor on {len(CORPUS)} real bugs: named {named}/{len(CORPUS)}, silent on {silent}/{len(CORPUS)} fixes"
+        )
+    assert named == silent == len(CORPUS)
+
+
+# --- results unchanged ----------------------------------------------------------------------------
+
+
+def _train(steps=5):
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Linear(5, 8), nn.ReLU(inplace=True), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x, y = torch.randn(16, 5), torch.randn(16, 1)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach().clone())
+    return losses, {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def _rnn(steps=4):
+    torch.manual_seed(4)
+    cell, head = nn.GRUCell(3, 6), nn.Linear(6, 1)
+    opt = torch.optim.SGD([*cell.parameters(), *head.parameters()], lr=0.1, momentum=0.9)
+    h = torch.zeros(2, 6)
+    losses = []
+    for _ in range(steps):
+        h = cell(torch.randn(2, 3), h.detach())
+        loss = head(h).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach().clone())
+    return losses, {k: v.clone() for k, v in {**cell.state_dict(), **head.state_dict()}.items()}
+
+
+def _same(a, b):
+    if isinstance(a, torch.Tensor):
+        if not (isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape):
+            return False
+        if a.is_floating_point():  # bit for bit, a nan where the other has a nan
+            return torch.equal(torch.isnan(a), torch.isnan(b)) and torch.equal(a.nan_to_num(0.0), b.nan_to_num(0.0))
+        return torch.equal(a, b)
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+@pytest.mark.parametrize("program", [_train, _rnn])
+def test_losses_and_parameters_bit_for_bit(program):
+    plain = program()
+    with doctor(report=False) as d:
+        watched = program()
+    assert d.findings == [] and d.backwards > 0
+    assert _same(plain, watched)
+
+
+def test_a_failure_inside_the_doctor_never_reaches_the_program(monkeypatch):
+    import grader.learner.doctor as doctor_module
+
+    def broken(obj):
+        raise ValueError("probe broke")
+
+    plain = _train()
+    monkeypatch.setattr(doctor_module.probes, "nodes", broken)
+    with doctor(report=False) as d:
+        watched = _train()
+    assert _same(plain, watched)
+    assert d.internal_errors == 5 and "5 observation(s) skipped: ValueError: probe broke" in d.text()
+
+
+def test_corpus_programs_compute_the_same_with_and_without_the_doctor():
+    """Every corpus program that runs to the end, bug or fix: the same returned losses, gradients or values."""
+    compared = 0
+    for mod in CORPUS:
+        for fn in (mod.bug, mod.fixed):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    plain = fn()
+                except Exception:  # noqa: BLE001 - a bug that raises has no result to compare
+                    continue
+                with doctor(report=False):
+                    watched = fn()
+            assert _same(plain, watched), f"{mod.__name__}.{fn.__name__}"
+            compared += 1
+    assert compared >= len(CORPUS) + 10
+
+
+# --- torch left as found ----------------------------------------------------------------------------
+
+
+def _torch_state():
+    from torch.nn.modules import module
+    from torch.optim import optimizer
+
+    return (
+        torch.autograd.backward,
+        torch.autograd.grad,
+        "grad" in torch.Tensor.__dict__,
+        warnings.showwarning,
+        warnings.warn,
+        len(module._global_forward_hooks),
+        len(module._global_forward_pre_hooks),
+        len(optimizer._global_optimizer_pre_hooks),
+    )
+
+
+def test_everything_removed_on_exit_even_after_an_exception():
+    before = _torch_state()
+    with pytest.raises(RuntimeError):
+        with doctor(report=False) as d:
+            x = torch.ones(3, requires_grad=True)
+            y = torch.sigmoid(x * 2)
+            y.mul_(2)
+            y.sum().backward()
+    assert [f.mechanism for f in d.findings] == [Mechanism.INPLACE_ON_SAVED]
+    assert _torch_state() == before
+
+
+def test_findings_carry_the_learners_line_and_a_fix():
+    found, _, d = _diagnose(__import__("tests.real_bugs.tsan_3_alias_written_in_place", fromlist=["bug"]).bug)
+    finding = d.findings[0]
+    assert finding.line.startswith("tsan_3_alias_written_in_place.py:")
+    assert "version 0 -> 1" in finding.evidence and finding.fix
+    assert str(finding).startswith("[inplace-on-saved, unit 07]")
+
+
+# --- declared intent ----------------------------------------------------------------------------------
+
+
+def _finetune(freeze: bool, lr_head: float = 0.1):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 1))
+    if freeze:
+        for p in model[0].parameters():
+            p.requires_grad_(False)
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr_head)
+    x, y = torch.randn(8, 4), torch.randn(8, 1)
+    for _ in range(3):
+        opt.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+
+
+def test_declared_frozen_and_should_move_are_proved():
+    with doctor(frozen=["0"], should_move=["2"], report=False) as d:
+        _finetune(freeze=True)
+    assert d.findings == []
+    with doctor(frozen=["0"], report=False) as d:
+        _finetune(freeze=False)
+    assert [f.mechanism for f in d.findings] == [Mechanism.OPTIMIZER_MISMATCH]
+    assert "declared frozen, but moved: 0.weight" in d.findings[0].evidence and "0.bias" in d.findings[0].evidence
+    with doctor(should_move=["2.weight"], report=False) as d:
+        _finetune(freeze=True, lr_head=0.0)
+    assert any("did not move" in f.evidence for f in d.findings)
+
+
+def test_lazy_export():
+    import grader
+
+    assert grader.doctor is doctor
+
+
+# --- the command ------------------------------------------------------------------------------------
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "grader", "doctor", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        timeout=300,
+    )
+
+
+def test_cli_runs_a_script_unchanged_and_keeps_its_exit_code(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import sys, torch\n"
+        "m = torch.nn.Linear(2, 1)\n"
+        "opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "for _ in range(3):\n"
+        "    opt.zero_grad(); loss = m(torch.ones(1, 2)).sum(); loss.backward(); opt.step()\n"
+        "print('args', sys.argv[1:], __name__)\n"
+        "sys.exit(int(sys.argv[1]))\n"
+    )
+    done = _cli(str(script), "3", "--lr", cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert "args ['3', '--lr'] __main__" in done.stdout
+    assert done.stderr.strip().splitlines()[-1].endswith("no finding")
+
+
+def test_cli_names_the_bug_in_a_script_that_raises(tmp_path):
+    script = tmp_path / "rnn.py"
+    script.write_text(
+        "import torch\n"
+        "cell = torch.nn.RNNCell(3, 4)\n"
+        "opt = torch.optim.SGD(cell.parameters(), lr=0.1)\n"
+        "h = torch.zeros(1, 4)\n"
+        "for _ in range(3):\n"
+        "    h = cell(torch.randn(1, 3), h)\n"
+        "    opt.zero_grad()\n"
+        "    h.sum().backward()\n"
+        "    opt.step()\n"
+    )
+    done = _cli(str(script))
+    assert done.returncode == 1
+    assert "Traceback" in done.stderr and "RuntimeError" in done.stderr
+    assert "[carried-state, unit 08] at rnn.py:8" in done.stderr
+
+
+def test_cli_refuses_a_missing_script():
+    done = _cli("no_such_train.py")
+    assert done.returncode == 2 and "no such script" in done.stderr
