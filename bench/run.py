@@ -454,12 +454,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer runs: 7 startups, no serial nbval, 6 graded")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "latest.json"))
-    parser.add_argument("--only", choices=["startup", "pace", "answers", "course", "grade"], action="append")
+    parser.add_argument("--only", choices=["startup", "pace", "answers", "course", "grade", "doctor"], action="append")
     args = parser.parse_args()
-    sections = args.only or ["startup", "pace", "answers", "course", "grade"]
-    parser.add_argument("--only", choices=["startup", "answers", "course", "grade", "doctor"], action="append")
-    args = parser.parse_args()
-    sections = args.only or ["startup", "answers", "course", "grade", "doctor"]
+    sections = args.only or ["startup", "pace", "answers", "course", "grade", "doctor"]
     report = {"python": sys.version.split()[0], "cpus": os.cpu_count()}
     import torch
 
