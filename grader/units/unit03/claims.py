@@ -64,3 +64,75 @@ def _reaches(out: torch.Tensor, leaf: torch.Tensor) -> bool:
             return True
         stack.extend(n for n, _ in node.next_functions)
     return False
+
+
+@claim(
+    "03.a-node-runs-once",
+    sentence="a node runs after all its gradients have arrived, exactly once per backward pass",
+)
+def a_node_runs_once():
+    for case in programs(16, seed=11, need_backward=True):
+        out = case.fresh()[case.output]
+        nodes, stack = {}, [out.grad_fn]
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in nodes:
+                continue
+            nodes[id(node)] = node
+            stack.extend(n for n, _ in node.next_functions)
+        edges_in: dict[int, int] = {}
+        for node in nodes.values():
+            for nxt, _ in node.next_functions:
+                if nxt is not None:
+                    edges_in[id(nxt)] = edges_in.get(id(nxt), 0) + 1
+        runs, ready = _watch(nodes)
+        out.sum().backward()
+        once = all(runs.get(key, 0) == 1 for key in nodes)
+        waited = all(ready.get(key, 0) == edges_in.get(key, 0) for key in nodes)
+        yield Trial(f"{case.label}: {len(nodes)} nodes", True, once and waited)
+
+
+@claim(
+    "03.post-accumulate-only-on-leaves",
+    sentence="It exists only on leaves: only they have an `AccumulateGrad` node.",
+    holds_when="the tensor is a leaf that requires grad; registering it on a non-leaf raises",
+)
+def post_accumulate_only_on_leaves():
+    for case in programs(10, seed=5, need_graph=True):
+        ns = case.fresh()
+        for name, t in sorted(ns.items()):
+            if not isinstance(t, torch.Tensor) or not t.requires_grad:
+                continue
+            try:
+                t.register_post_accumulate_grad_hook(lambda p: None)
+                registered = True
+            except RuntimeError:
+                registered = False
+            leaf = t.is_leaf
+            has_node = leaf == (t.grad_fn is None)
+            yield Trial(f"{case.label}: {name} ({'leaf' if leaf else 'non-leaf'})", leaf, registered and has_node)
+
+
+def _deliveries(node, arrived: dict):
+    def hook(grad_inputs, grad_outputs):
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                arrived[id(nxt)] = arrived.get(id(nxt), 0) + 1
+
+    return hook
+
+
+def _watch(nodes: dict) -> tuple[dict, dict]:
+    """Hooks on every node: ({node: times it ran}, {node: gradients delivered to it when it started})."""
+    runs: dict[int, int] = {}
+    ready: dict[int, int] = {}
+    arrived: dict[int, int] = {}
+    for key, node in nodes.items():
+
+        def before(grads, key=key):
+            runs[key] = runs.get(key, 0) + 1
+            ready[key] = arrived.get(key, 0)
+
+        node.register_prehook(before)
+        node.register_hook(_deliveries(node, arrived))  # after it runs: what it sent to each node it feeds
+    return runs, ready

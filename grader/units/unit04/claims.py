@@ -39,3 +39,94 @@ def inference_mode_makes_inference_tensors():
         with torch.inference_mode():
             t = (_MADE_ANEW if anew else _FROM_A)[name](a)
         yield Trial(f"seed {seed}: {name}", condition=anew, holds=t.is_inference())
+
+
+_OPS = {
+    "a * b": lambda a, b: a * b,
+    "a + b": lambda a, b: a + b,
+    "a @ b.T": lambda a, b: a @ b.T,
+    "torch.cat([a, b])": lambda a, b: torch.cat([a, b]),
+    "a.exp() - b": lambda a, b: a.exp() - b,
+}
+
+
+@claim(
+    "04.records-only-when-an-input-requires-grad",
+    sentence="Autograd records an operation only when at least one of its inputs requires grad.",
+)
+def records_only_when_an_input_requires_grad():
+    for seed in range(24):
+        rng = random.Random(seed)
+        shape = (rng.randint(1, 4), rng.randint(1, 4))
+        a, b = (
+            torch.randn(shape, requires_grad=rng.random() < 0.5),
+            torch.randn(shape, requires_grad=rng.random() < 0.5),
+        )
+        name = rng.choice(sorted(_OPS))
+        y = _OPS[name](a, b)
+        needs = a.requires_grad or b.requires_grad
+        yield Trial(
+            f"seed {seed}: {name}, requires_grad {a.requires_grad}/{b.requires_grad}",
+            True,
+            (y.grad_fn is not None) == needs,
+        )
+
+
+_DTYPES = (
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.bfloat16,
+    torch.complex64,
+    torch.int64,
+    torch.int32,
+    torch.int8,
+    torch.uint8,
+    torch.bool,
+)
+
+
+@claim(
+    "04.only-floats-require-grad",
+    sentence="only floating-point (and complex) tensors can require grad",
+    holds_when="the dtype is floating-point or complex; an integer or bool tensor refuses requires_grad",
+)
+def only_floats_require_grad():
+    for seed, dtype in enumerate(_DTYPES * 2):
+        shape = [random.Random(seed).randint(1, 4)]
+        try:
+            torch.zeros(shape, dtype=dtype).requires_grad_()
+            can = True
+        except RuntimeError:
+            can = False
+        yield Trial(f"{dtype} of shape {shape}", dtype.is_floating_point or dtype.is_complex, can)
+
+
+_OPTIMIZERS = {
+    "SGD": torch.optim.SGD,
+    "Adam": torch.optim.Adam,
+    "AdamW": torch.optim.AdamW,
+    "RMSprop": torch.optim.RMSprop,
+    "Adagrad": torch.optim.Adagrad,
+}
+
+
+@claim(
+    "04.zero-grad-sets-none",
+    sentence="`optimizer.zero_grad()` sets every `.grad` to None by default",
+    holds_when="set_to_none is left at its default; zero_grad(set_to_none=False) fills zeros instead",
+)
+def zero_grad_sets_none():
+    for seed in range(12):
+        rng = random.Random(seed)
+        name = sorted(_OPTIMIZERS)[seed % len(_OPTIMIZERS)]
+        layers = [torch.nn.Linear(rng.randint(1, 5), rng.randint(1, 5)) for _ in range(rng.randint(1, 3))]
+        params = [p for layer in layers for p in layer.parameters()]
+        opt = _OPTIMIZERS[name](params, lr=0.1)
+        sum((p**2).sum() for p in params).backward()
+        default = seed % 3 != 0
+        opt.zero_grad() if default else opt.zero_grad(set_to_none=False)
+        label = f"seed {seed}: {name} over {len(params)} tensors, " + (
+            "zero_grad()" if default else "set_to_none=False"
+        )
+        yield Trial(label, default, all(p.grad is None for p in params))

@@ -1,0 +1,48 @@
+"""Unit 02's general rules, each checked on generated programs (see grader.engine.claims)."""
+
+import random
+
+import torch
+
+from grader.engine.claims import Trial, claim
+
+
+def _broadcastable_pair(rng: random.Random) -> tuple[list[int], list[int]]:
+    """Two shapes that broadcast: the second may drop leading dimensions and have 1 where the first does not."""
+    full = [rng.randint(1, 4) for _ in range(rng.randint(1, 4))]
+    other = [1 if rng.random() < 0.4 else n for n in full][rng.randint(0, len(full) - 1) :]
+    return (full, other) if rng.random() < 0.5 else (other, full)
+
+
+@claim(
+    "02.gradient-in-the-operands-shape",
+    sentence="The gradient always comes back in the operand's own shape",
+)
+def gradient_in_the_operands_shape():
+    ops = (lambda a, b: a * b, lambda a, b: a + b, lambda a, b: a - b, lambda a, b: torch.maximum(a, b))
+    for seed in range(30):
+        rng = random.Random(seed)
+        sa, sb = _broadcastable_pair(rng)
+        a, b = torch.randn(sa, requires_grad=True), torch.randn(sb, requires_grad=True)
+        rng.choice(ops)(a, b).sum().backward()
+        yield Trial(f"seed {seed}: {sa} with {sb}", True, a.grad.shape == a.shape and b.grad.shape == b.shape)
+
+
+@claim(
+    "02.view-never-copies",
+    sentence="`view` never copies: it raises instead.",
+)
+def view_never_copies():
+    for seed in range(30):
+        rng = random.Random(seed)
+        t = torch.randn(rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 4))
+        t = t.permute(*rng.sample(range(3), 3)) if rng.random() < 0.6 else t
+        t = t[:, ::2] if rng.random() < 0.3 else t
+        shape = rng.choice([[-1], [t.shape[0], -1], [-1, t.shape[-1]]])
+        try:
+            v = t.view(shape)
+        except RuntimeError:
+            yield Trial(f"seed {seed}: {list(t.shape)} stride {t.stride()} -> {shape}: raised", True, True)
+            continue
+        shares = v.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+        yield Trial(f"seed {seed}: {list(t.shape)} stride {t.stride()} -> {shape}", True, shares)
