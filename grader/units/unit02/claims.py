@@ -5,6 +5,7 @@ import random
 import torch
 
 from grader.engine.claims import Trial, claim
+from grader.units.programs import programs
 
 
 def _broadcastable_pair(rng: random.Random) -> tuple[list[int], list[int]]:
@@ -46,3 +47,24 @@ def view_never_copies():
             continue
         shares = v.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
         yield Trial(f"seed {seed}: {list(t.shape)} stride {t.stride()} -> {shape}", True, shares)
+
+
+@claim(
+    "02.ones-seed-is-sum",
+    sentence="A seed of ones adds every output's gradient together, which is exactly what `.sum()` followed by "
+    "`backward()` does.",
+)
+def ones_seed_is_sum():
+    for case in programs(16, seed=2, need_backward=True):
+        grads = []
+        for seeded in (True, False):
+            ns = case.fresh()
+            out = ns[case.output]
+            out.backward(torch.ones_like(out)) if seeded else out.sum().backward()
+            leaves = [t for _, t in sorted(ns.items()) if isinstance(t, torch.Tensor) and t.is_leaf]
+            grads.append([t.grad for t in leaves])
+        same = all(
+            (a is None and b is None) or (a is not None and b is not None and torch.allclose(a, b))
+            for a, b in zip(*grads)
+        )
+        yield Trial(case.label, True, same)

@@ -136,3 +136,49 @@ def _watch(nodes: dict) -> tuple[dict, dict]:
         node.register_prehook(before)
         node.register_hook(_deliveries(node, arrived))  # after it runs: what it sent to each node it feeds
     return runs, ready
+
+
+@claim(
+    "03.backward-stores-only-leaves",
+    sentence="Backward computes a gradient for every tensor on the path from the loss to the leaves, and, unless "
+    "`retain_grad()` asks for more, stores only the leaves' ones.",
+    holds_when="no retain_grad() was called; retain_grad() on a non-leaf stores its gradient too",
+)
+def backward_stores_only_leaves():
+    import warnings
+
+    rng = random.Random(8)
+    for case in programs(16, seed=8, need_backward=True):
+        ns = case.fresh()
+        out = ns[case.output]
+        tensors = {name: t for name, t in sorted(ns.items()) if isinstance(t, torch.Tensor) and t.requires_grad}
+        on_path = {name: t for name, t in tensors.items() if t is out or _reaches(out, t) or _feeds(out, t)}
+        heard: set[str] = set()
+        for name, t in on_path.items():
+            t.register_hook(lambda g, name=name, heard=heard: heard.add(name))
+        retained = rng.random() < 0.4 and any(not t.is_leaf for t in on_path.values())
+        if retained:
+            next(t for t in on_path.values() if not t.is_leaf).retain_grad()
+        out.sum().backward()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # reading a non-leaf's .grad warns
+            stored = {name for name, t in on_path.items() if t.grad is not None}
+        leaves = {name for name, t in on_path.items() if t.is_leaf}
+        label = f"{case.label}{', one retain_grad()' if retained else ''}"
+        yield Trial(label, not retained, heard == set(on_path) and stored == leaves)
+
+
+def _feeds(out: torch.Tensor, t: torch.Tensor) -> bool:
+    """Whether the non-leaf t's node lies on out's graph."""
+    if t.grad_fn is None:
+        return False
+    seen, stack = set(), [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        if node is t.grad_fn:
+            return True
+        seen.add(id(node))
+        stack.extend(n for n, _ in node.next_functions)
+    return False

@@ -130,3 +130,101 @@ def zero_grad_sets_none():
             "zero_grad()" if default else "set_to_none=False"
         )
         yield Trial(label, default, all(p.grad is None for p in params))
+
+
+# (label, op of (inference tensor c, normal tensor h that requires grad), whether it keeps c for backward)
+_WITH_C = {
+    "c * h": (lambda c, h: c * h, True),
+    "h / c": (lambda c, h: h / c, True),
+    "c @ h": (lambda c, h: c @ h, True),
+    "h ** c": (lambda c, h: h**c, True),
+    "c + h": (lambda c, h: c + h, False),
+    "h - c": (lambda c, h: h - c, False),
+    "torch.cat([c, h])": (lambda c, h: torch.cat([c, h]), False),
+}
+
+
+@claim(
+    "04.inference-tensors-are-never-saved",
+    sentence="autograd may never save an inference tensor",
+    holds_when="the recorded operation would keep the inference tensor (a product keeps each operand); an "
+    "operation that keeps nothing of it (an addition) goes through",
+)
+def inference_tensors_are_never_saved():
+    for seed in range(21):
+        rng = random.Random(seed)
+        name = sorted(_WITH_C)[seed % len(_WITH_C)]
+        op, keeps = _WITH_C[name]
+        n = rng.randint(1, 6)
+        with torch.inference_mode():
+            c = torch.rand(n) + 0.5
+        h = torch.rand(n, requires_grad=True) + 0.5
+        try:
+            op(c, h)
+            refused = False
+        except RuntimeError as exc:
+            refused = "Inference tensors cannot be saved" in str(exc)
+        yield Trial(f"seed {seed}: {name}, {n} elements", keeps, refused)
+
+
+_REGION_OPS = (
+    lambda w, x: w * x,
+    lambda w, x: (w @ x.T).relu(),
+    lambda w, x: torch.nn.functional.linear(x, w),
+    lambda w, x: w.exp().sum(),
+    lambda w, x: w[0] + x,
+)
+
+
+@claim(
+    "04.regions-record-nothing",
+    sentence="`no_grad` and `inference_mode` record nothing in their region",
+)
+def regions_record_nothing():
+    for seed in range(20):
+        rng = random.Random(seed)
+        n = rng.randint(1, 4)
+        w, x = torch.randn(n, n, requires_grad=True), torch.randn(n, n, requires_grad=rng.random() < 0.5)
+        region = torch.no_grad if seed % 2 else torch.inference_mode
+        with region():
+            y = _REGION_OPS[seed % len(_REGION_OPS)](w, x)
+        yield Trial(f"seed {seed}: op {seed % len(_REGION_OPS)} in {region.__name__}", True, y.grad_fn is None)
+
+
+def _node_names(y: torch.Tensor) -> list[str]:
+    seen, stack, names = set(), [y.grad_fn], []
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        names.append(type(node).__name__)
+        stack.extend(n for n, _ in node.next_functions)
+    return sorted(names)
+
+
+@claim(
+    "04.eval-records-the-same-nodes",
+    sentence="autograd records the same nodes as before, except dropout's",
+    holds_when="the model has no dropout (batch norm, linear, activations record the same nodes in both modes); "
+    "in evaluation dropout does nothing and records nothing",
+)
+def eval_records_the_same_nodes():
+    from torch import nn
+
+    for seed in range(10):
+        rng = random.Random(seed)
+        width = rng.randint(2, 6)
+        dropout = seed % 2 == 1
+        layers: list[nn.Module] = [nn.Linear(width, width), nn.BatchNorm1d(width) if rng.random() < 0.5 else nn.Tanh()]
+        layers += [nn.Dropout(0.5)] if dropout else []
+        layers += [nn.ReLU(), nn.Linear(width, 1)]
+        torch.manual_seed(seed)
+        model, x = nn.Sequential(*layers), torch.randn(rng.randint(2, 5), width)
+        train = _node_names(model.train()(x).sum())
+        evaluation = _node_names(model.eval()(x).sum())
+        yield Trial(
+            f"seed {seed}: {len(layers)} layers{', with dropout' if dropout else ''}",
+            not dropout,
+            bool(evaluation) and train == evaluation,
+        )
