@@ -68,3 +68,23 @@ def ones_seed_is_sum():
             for a, b in zip(*grads)
         )
         yield Trial(case.label, True, same)
+
+
+@claim(
+    "02.clamp-sends-one-at-its-bound",
+    sentence="`z.clamp(min=0)`, which computes the same numbers as `relu`, sends 1 at 0 on torch 2.13",
+    holds_when="the corner is clamp's (any bound m, at z == m); relu, whose numbers are the same for m = 0, "
+    "sends 0 at 0",
+    torch=">=2.13,<2.15",
+)
+def clamp_sends_one_at_its_bound():
+    for seed in range(12):
+        rng = random.Random(seed)
+        bound = 0.0 if seed < 6 else rng.choice([-1.0, 0.5, 2.0])
+        z = torch.full((rng.randint(1, 5),), bound, requires_grad=True)
+        is_clamp = seed % 3 != 2 or bound != 0.0
+        y = z.clamp(min=bound) if is_clamp else z.relu()
+        same_numbers = bound != 0.0 or torch.equal(y, z.detach().relu())
+        y.sum().backward()
+        label = f"seed {seed}: {'clamp(min=' + str(bound) + ')' if is_clamp else 'relu'} at {bound}"
+        yield Trial(label, is_clamp, same_numbers and bool((z.grad == 1).all()))
