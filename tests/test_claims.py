@@ -105,3 +105,20 @@ def test_every_claim_holds_on_this_torch(c):
     result = check_claim(c)
     assert result.ok, result.summary()
     assert c.conditional == bool(result.counterexamples), "a conditional claim proves both sides"
+
+
+@pytest.mark.parametrize(
+    "spec, version, inside",
+    [
+        (">=2.13,<2.15", "2.13.0+cpu", True),
+        (">=2.13,<2.15", "2.15.0", False),
+        ("<2.15", "2.14.1", True),
+        ("==2.13.*", "2.13.2", True),
+        ("==2.13.*", "2.14.0", False),
+        ("!=2.14.0", "2.14.0", False),
+        (">2.13", "2.13.0", False),
+        (">=2.15", "2.15.0rc1", True),
+    ],
+)
+def test_a_torch_range_admits_the_versions_it_names(spec, version, inside):
+    assert claims.in_range(_claim(lambda: [], torch_range=spec), version) is inside

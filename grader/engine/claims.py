@@ -23,9 +23,10 @@ whether the rule held there. The body never decides the verdict; :func:`check_cl
   the rule does not hold), so that the condition is not mere caution;
 * a claim without ``holds_when`` may not report a program outside its (absent) condition.
 
-``torch`` names a version range (``">=2.13,<2.15"``) for a claim that only some versions keep. On a
-torch outside it the check still runs, for information, and the result is ``OUT_OF_RANGE``, not a
-failure; the notebook's sentence must then say which torch it describes.
+``torch`` names a version range (``">=2.13,<2.15"``, ``"==2.13.*"``: clauses joined by commas) for a
+claim that only some versions keep. On a torch outside it the check still runs, for information, and
+the result is ``OUT_OF_RANGE``, not a failure; the notebook's sentence must then say which torch it
+describes.
 
 Each unit's claims live in ``grader.units.unitNN.claims`` (optional), found by name like its questions.
 """
@@ -35,11 +36,9 @@ from __future__ import annotations
 import enum
 import importlib
 import importlib.util
-import inspect
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from grader.engine import torch_state
 from grader.engine.course import UNITS, unit_id
@@ -90,7 +89,7 @@ class ClaimResult:
     counterexamples: int = 0  # trials outside the condition where the rule did not hold
     broken: tuple[str, ...] = ()  # labels of trials under the condition where the rule did not hold
     problem: str = ""  # why it fails, or what raised; for OUT_OF_RANGE, what the check found anyway
-    examples: tuple[str, ...] = field(default=())  # a counter-example's label or two, for the report
+    examples: tuple[str, ...] = ()  # a counter-example's label or two, for the report
 
     @property
     def ok(self) -> bool:
@@ -130,7 +129,7 @@ def claim(
     if not sentence.strip():
         raise ValueError(f"{cid}: a claim needs the sentence the notebook states")
     if torch:
-        _specifier(torch)  # refused now, not at check time
+        _clauses(torch)  # refused now, not at check time
 
     def register(body: _Body) -> _Body:
         if cid in REGISTRY and REGISTRY[cid].check.__module__ != body.__module__:
@@ -149,10 +148,23 @@ def claim(
     return register
 
 
-def _specifier(text: str) -> Any:
-    from packaging.specifiers import SpecifierSet
+_CLAUSE = re.compile(r"^(==|!=|<=|>=|<|>)\s*(\d+(?:\.\d+)*)(\.\*)?$")
 
-    return SpecifierSet(text)
+
+def _clauses(text: str) -> list[tuple[str, tuple[int, ...], bool]]:
+    """'>=2.13,<2.15' -> [('>=', (2, 13), False), ('<', (2, 15), False)]; ValueError for anything else."""
+    out = []
+    for clause in (c.strip() for c in text.split(",")):
+        m = _CLAUSE.match(clause)
+        if not m or (m.group(3) and m.group(1) not in ("==", "!=")):
+            raise ValueError(f"{clause!r} is not a torch version clause such as '>=2.13', '<2.15' or '==2.13.*'")
+        out.append((m.group(1), tuple(int(n) for n in m.group(2).split(".")), bool(m.group(3))))
+    return out
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """'2.13.0+cpu' -> (2, 13, 0); a local label or pre-release tail is dropped."""
+    return tuple(int(n) for n in re.findall(r"\d+", text.split("+")[0].split("a")[0].split("rc")[0])[:3])
 
 
 def in_range(c: Claim, version: str | None = None) -> bool:
@@ -160,10 +172,19 @@ def in_range(c: Claim, version: str | None = None) -> bool:
     if not c.torch_range:
         return True
     import torch
-    from packaging.version import Version
 
-    v = Version((version or torch.__version__).split("+")[0])
-    return _specifier(c.torch_range).contains(v, prereleases=True)
+    v = _version(version or torch.__version__)
+    for op, target, wildcard in _clauses(c.torch_range):
+        if wildcard:
+            same = v[: len(target)] == target
+            ok = same if op == "==" else not same
+        else:
+            width = max(len(v), len(target))
+            a, b = v + (0,) * (width - len(v)), target + (0,) * (width - len(target))
+            ok = {"==": a == b, "!=": a != b, "<=": a <= b, ">=": a >= b, "<": a < b, ">": a > b}[op]
+        if not ok:
+            return False
+    return True
 
 
 def check_claim(c: Claim) -> ClaimResult:
@@ -174,7 +195,7 @@ def check_claim(c: Claim) -> ClaimResult:
     try:
         with torch_state.clean_room():
             body = c.check()
-            trials = list(body) if inspect.isgenerator(body) or isinstance(body, Iterable) else None
+            trials = list(body) if isinstance(body, Iterable) and not isinstance(body, str) else None
     except Exception as exc:  # the check raised: reported, never a traceback
         return ClaimResult(c.cid, Status.ERROR, version, problem=f"{type(exc).__name__}: {exc}")
     if trials is None or not all(isinstance(t, Trial) for t in trials):
