@@ -182,3 +182,28 @@ def _feeds(out: torch.Tensor, t: torch.Tensor) -> bool:
         seen.add(id(node))
         stack.extend(n for n, _ in node.next_functions)
     return False
+
+
+@claim(
+    "03.autograd-grad-writes-nothing",
+    sentence="a hook and `autograd.grad` write nothing themselves",
+)
+def autograd_grad_writes_nothing():
+    for index, case in enumerate(programs(12, seed=4, need_backward=True)):
+        ns = case.fresh()
+        out = ns[case.output]
+        tensors = [t for _, t in sorted(ns.items()) if isinstance(t, torch.Tensor) and t.requires_grad]
+        leaves = [t for t in tensors if t.is_leaf and _reaches(out, t)]
+        if index % 2:  # autograd.grad: every leaf's gradient returned, none stored
+            torch.autograd.grad(out.sum(), leaves, allow_unused=True)
+            yield Trial(f"{case.label}: autograd.grad", True, all(t.grad is None for t in leaves))
+            continue
+        # a hook that only looks, on every tensor: the same .grad fields as without it
+        plain = case.fresh()
+        plain[case.output].sum().backward()
+        for t in tensors:
+            t.register_hook(lambda g: None)
+        out.sum().backward()
+        written = {n for n, t in ns.items() if isinstance(t, torch.Tensor) and t.is_leaf and t.grad is not None}
+        expected = {n for n, t in plain.items() if isinstance(t, torch.Tensor) and t.is_leaf and t.grad is not None}
+        yield Trial(f"{case.label}: a hook on every tensor", True, written == expected)

@@ -228,3 +228,44 @@ def eval_records_the_same_nodes():
             not dropout,
             bool(evaluation) and train == evaluation,
         )
+
+
+@claim(
+    "04.optimizers-skip-none-grads",
+    sentence="The optimizer skips every parameter whose `.grad` is None",
+)
+def optimizers_skip_none_grads():
+    for seed in range(10):
+        rng = random.Random(seed)
+        name = sorted(_OPTIMIZERS)[seed % len(_OPTIMIZERS)]
+        params = [torch.nn.Parameter(torch.randn(rng.randint(1, 4))) for _ in range(rng.randint(2, 4))]
+        used = params[: rng.randint(1, len(params) - 1)]
+        extra = {"weight_decay": 0.1} if seed % 2 else {}
+        extra |= {"momentum": 0.9} if name in ("SGD", "RMSprop") and rng.random() < 0.5 else {}
+        opt = _OPTIMIZERS[name](params, lr=0.1, **extra)
+        before = [p.detach().clone() for p in params]
+        for _ in range(2):
+            opt.zero_grad()
+            sum((p**2).sum() for p in used).backward()
+            opt.step()
+        untouched = all(torch.equal(p, b) for p, b in zip(params[len(used) :], before[len(used) :]))
+        yield Trial(f"seed {seed}: {name}{extra or ''}, {len(params) - len(used)} without .grad", True, untouched)
+
+
+_STEPS = {"round": torch.round, "floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc, "sign": torch.sign}
+
+
+@claim(
+    "04.step-functions-record-zero-gradients",
+    sentence="`round()` (like `floor`, `sign`) is different: it is recorded, and its derivative is zero almost "
+    "everywhere",
+)
+def step_functions_record_zero_gradients():
+    for seed in range(15):
+        rng = random.Random(seed)
+        name = sorted(_STEPS)[seed % len(_STEPS)]
+        w = (torch.rand(rng.randint(1, 6)) * 10 - 5 + 0.25).requires_grad_()  # away from the jumps
+        y = _STEPS[name](w)
+        y.sum().backward()
+        zeros = w.grad is not None and bool((w.grad == 0).all())
+        yield Trial(f"seed {seed}: {name} of {w.numel()} values", True, y.grad_fn is not None and zeros)
