@@ -54,3 +54,28 @@ def citations(root: Path = ROOT) -> dict[str, list[Citation]]:
 def cites_sentence(citation: Citation, sentence: str) -> bool:
     """Whether the citing cell states the claim's sentence (whitespace-normalised; comments ignored)."""
     return normalise(sentence) in citation.prose
+
+
+def problems(root: Path = ROOT) -> list[str]:
+    """What is wrong between the notebooks' citations and the declared claims: a cited claim that does not
+    exist, a citing cell that does not state the claim's sentence, a claim cited nowhere in its own unit."""
+    from grader.engine.claims import load
+
+    declared = load()
+    cited = citations(root)
+    out = [
+        f"{w.where} cites {cid}, which no claims.py declares"
+        for cid, ws in cited.items()
+        for w in ws
+        if cid not in declared
+    ]
+    for cid, c in sorted(declared.items()):
+        where = cited.get(cid, [])
+        out += [
+            f"{w.where} cites {cid} but does not state its sentence: {c.sentence}"
+            for w in where
+            if not cites_sentence(w, c.sentence)
+        ]
+        if not any(w.notebook.startswith(c.unit + "_") for w in where):
+            out.append(f"{cid} is cited nowhere in unit {c.unit}'s notebook")
+    return out
