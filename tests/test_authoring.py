@@ -82,9 +82,11 @@ def test_verify_ends_with_one_summary_line():
         [sys.executable, "-m", "grader", "verify", "--unit", "00"], capture_output=True, text=True, timeout=300
     )
     last = out.stdout.strip().splitlines()[-1]
-    assert re.fullmatch(r"\d+ answers, (none changed|.+) since the manifest built with torch \S+", last), out.stdout
+    assert re.fullmatch(
+        r"\d+ answers and \d+ claims; (none changed|.+) since the manifest built with torch \S+", last
+    ), out.stdout
     if out.returncode == 0:
-        assert last.startswith("3 answers, none changed since the manifest built with torch ")
+        assert last.startswith("3 answers and 0 claims; none changed since the manifest built with torch ")
 
 
 def test_the_summary_line_counts_changes():
@@ -98,6 +100,13 @@ def test_the_summary_line_counts_changes():
         "errors": [],
         "built_with": "2.13.0",
     }
-    assert summary_line(report) == "189 answers, 1 changed, 2 added since the manifest built with torch 2.13.0"
-    report.update(changed=[], added=[])
-    assert summary_line(report) == "189 answers, none changed since the manifest built with torch 2.13.0"
+    assert (
+        summary_line(report)
+        == "189 answers and 0 claims; 1 changed, 2 added since the manifest built with torch 2.13.0"
+    )
+    report.update(changed=[], added=[], claims=[{}] * 9)
+    assert summary_line(report) == "189 answers and 9 claims; none changed since the manifest built with torch 2.13.0"
+    report.update(claims_failed=["05.x"])
+    assert summary_line(report) == (
+        "189 answers and 9 claims; 1 claim(s) failed since the manifest built with torch 2.13.0"
+    )

@@ -137,3 +137,36 @@ def test_verify_one_unit():
 def test_build_check_passes_on_the_committed_tree():
     out = run("build", "--check")
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_claims_lists_each_claim_with_its_condition_and_where_it_is_cited(capsys):
+    capsys.readouterr()
+    assert main(["claims", "--unit", "05", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    row = next(r for r in rows if r["id"] == "05.freeze-saves-nothing-when-kept")
+    assert row["holds_when"] and row["cited"] == ["05_saved_tensors_and_what_they_cost.ipynb c056"]
+    assert "status" not in row  # checked only with --check
+    assert main(["claims", "--unit", "05", "--check", "--json"]) == 0
+    assert all(r["status"] == "holds" for r in json.loads(capsys.readouterr().out))
+
+
+@pytest.fixture
+def a_broken_claim(monkeypatch):
+    from grader.engine import claims
+
+    claims.load()
+    broken = claims.Claim("00.broken", "00", "a rule", "", lambda: [claims.Trial("one program", True, False)])
+    monkeypatch.setitem(claims.REGISTRY, broken.cid, broken)
+    return broken
+
+
+def test_verify_reports_a_claim_that_fails_as_a_change(a_broken_claim, capsys):
+    capsys.readouterr()
+    assert main(["verify", "--unit", "00"]) == 1
+    out = capsys.readouterr().out
+    assert "00.broken: a rule" in out
+    assert out.strip().splitlines()[-1].startswith("3 answers and 1 claim; 1 claim(s) failed since the manifest")
+    assert main(["verify", "--unit", "00", "--allow-changes", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["claims_failed"] == ["00.broken"] and report["claims"][0]["status"] == "fails"
+    assert main(["claims", "--unit", "00", "--check"]) == 1

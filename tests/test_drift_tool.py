@@ -146,6 +146,11 @@ def test_the_report_names_changed_answers_raising_experiments_and_failing_cells(
             "added": [],
             "removed": [],
             "changed": [{"id": "01.pow-node", "old": "PowBackward0", "new": "PowBackward1"}],
+            "claims": [
+                {"id": "01.a-rule", "ok": True, "sentence": "a rule", "result": "held on 4 of 6 programs"},
+                {"id": "13.b-rule", "ok": False, "sentence": "b rule", "result": "FAILS: broken on 1 program(s)"},
+            ],
+            "claims_failed": ["13.b-rule"],
         },
     }
     nb = {
@@ -160,6 +165,9 @@ def test_the_report_names_changed_answers_raising_experiments_and_failing_cells(
     assert "`07.bump`: RuntimeError: gone" in text
     assert "`06_graph_lifetime` Cell 45: output changed" in text and "10 passed, 1 failed" in text
     assert "does not hold" in text and "LIFT_CAP=1" in text
+    assert "2 claims checked on this torch: 1 no longer hold" in text
+    assert "- `13.b-rule` (**no longer holds**): b rule — FAILS: broken on 1 program(s)" in text
+    assert "- `01.a-rule` (holds): a rule" in text
 
 
 def test_make_drift_and_the_workflow_matrix_cover_the_pinned_torch():

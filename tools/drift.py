@@ -355,15 +355,22 @@ def report(version: str, facts: dict, ver: dict, nb: dict, command: str, total_s
             f"{len(r['changed'])} changed, {len(r['errors'])} raise, "
             f"{len(r['added'])} added and {len(r['removed'])} removed since the manifest"
         )
+        claims_line = (
+            f"{len(r.get('claims', []))} claims checked on this torch: {len(r.get('claims_failed', []))} no longer hold"
+        )
     else:
         answers = f"**the grader did not run**: `{last_line(ver['stderr'])}` (traceback below)"
+        claims_line = "not checked"
     failing = nb["failed"]
     cells = f"{nb['passed']} passed, {failing} failed" + (f", {nb['skipped']} skipped" if nb["skipped"] else "")
     cells = nb.get("not_run") or cells
     holds = ver["ok"] and not ver["report"]["errors"] and not failing
     changed = len(ver["report"]["changed"]) if ver["ok"] else 0
+    broken = len(ver["report"].get("claims_failed", [])) if ver["ok"] else 0
     if not holds:
         verdict = f"the course does not hold on torch {version}"
+    elif broken:
+        verdict = f"{broken} claim(s) the prose states no longer hold on torch {version}: rewrite those sentences"
     elif changed:
         verdict = (
             f"{changed} live answer(s) differ from the manifest: the prose and stored outputs describe "
@@ -377,6 +384,7 @@ def report(version: str, facts: dict, ver: dict, nb: dict, command: str, total_s
         "| check | result |",
         "|---|---|",
         f"| live answers: `python -m grader verify` ({ver['seconds']:.0f} s) | {answers} |",
+        f"| claims (the rules the prose states) | {claims_line} |",
         "| strict nbval over `solutions/`"
         + (f" ({nb['seconds'] / 60:.1f} min)" if nb["seconds"] else "")
         + f" | {cells} |",
@@ -406,6 +414,12 @@ def report(version: str, facts: dict, ver: dict, nb: dict, command: str, total_s
         out += ["## Experiments that now raise", ""]
         rows = {row["id"]: row for row in r["rows"]}
         out += [f"- `{qid}`: {rows[qid]['error'][:400]}" for qid in r["errors"]] or ["None."]
+        out.append("")
+        out += ["## Claims", ""]
+        for row in r.get("claims", []):
+            mark = "holds" if row["ok"] else "**no longer holds**"
+            out.append(f"- `{row['id']}` ({mark}): {row['sentence']} — {row['result']}")
+        out += [] if r.get("claims") else ["None checked (a grader older than claims)."]
         out.append("")
         if r["added"] or r["removed"]:
             out += ["## Questions added or removed since the manifest", ""]

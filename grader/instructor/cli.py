@@ -1,4 +1,4 @@
-"""python -m grader: status, questions, reset, workspace, build, verify, grade, class, release, doctor."""
+"""python -m grader: status, questions, claims, reset, workspace, build, verify, grade, class, release, doctor."""
 
 from __future__ import annotations
 
@@ -76,6 +76,43 @@ def _questions(args) -> int:
     for r in rows:
         print(f"{r['id']:<32} {r['role']:<9} {r['kind']:<9} {r['prompt']}")
     return 0
+
+
+def _claims(args) -> int:
+    from grader.engine.claims import all_claims, check_claim
+    from grader.instructor.citations import citations
+
+    wanted = _known_units([args.unit] if args.unit else [])
+    if wanted is None:
+        return 2
+    cited = citations(Path(args.root))
+    rows = []
+    for c in all_claims(wanted or None):
+        row = {
+            "id": c.cid,
+            "unit": c.unit,
+            "sentence": c.sentence,
+            "holds_when": c.holds_when,
+            "torch_range": c.torch_range,
+            "cited": [where.where for where in cited.get(c.cid, [])],
+        }
+        if args.check:
+            result = check_claim(c)
+            row.update(status=result.status.value, ok=result.ok, result=result.summary())
+        rows.append(row)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            print(f"{r['id']}  (cited in {', '.join(r['cited']) or 'no notebook'})")
+            print(f"    {r['sentence']}")
+            if r["holds_when"]:
+                print(f"    holds when: {r['holds_when']}")
+            if r["torch_range"]:
+                print(f"    torch: {r['torch_range']}")
+            if args.check:
+                print(f"    {r['result']}")
+    return 1 if args.check and not all(r["ok"] for r in rows) else 0
 
 
 def _reset_target(target: str):
@@ -206,7 +243,7 @@ def _verify(args) -> int:
     if wanted is None:
         return 2
     report = compare(Path(args.root), units=wanted or None)
-    changes = report["changed"] or report["added"] or report["removed"]
+    changes = report["changed"] or report["added"] or report["removed"] or report["claims_failed"]
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -225,6 +262,14 @@ def _verify(args) -> int:
                 print(f"\n{label} since the manifest: " + ", ".join(report[label]))
         if report["errors"]:
             print(f"\n{len(report['errors'])} experiment(s) raised: " + ", ".join(report["errors"]))
+        print(f"\nclaims on torch {report['torch']}:")
+        for row in report["claims"]:
+            print(f"  {row['id']:<48} {row['result']}")
+        if report["claims_failed"]:
+            print(f"\n{len(report['claims_failed'])} claim(s) no longer hold (revisit their prose): ")
+            for row in report["claims"]:
+                if not row["ok"]:
+                    print(f"  {row['id']}: {row['sentence']}\n    {row['result']}")
         print(summary_line(report))
     if report["errors"]:
         return 1
@@ -234,16 +279,18 @@ def _verify(args) -> int:
 
 
 def summary_line(report: dict) -> str:
-    """verify's last line: '189 answers, none changed since the manifest built with torch 2.13.0'."""
-    n = len(report["rows"])
+    """verify's last line: '189 answers and 9 claims; none changed since the manifest built with torch 2.13.0'."""
+    n, m = len(report["rows"]), len(report.get("claims", []))
     changed = [f"{len(report[k])} {k}" for k in ("changed", "added", "removed") if report[k]]
+    if report.get("claims_failed"):
+        changed.append(f"{len(report['claims_failed'])} claim(s) failed")
     base = (
         f"since the manifest built with torch {report['built_with']}"
         if report["built_with"]
         else "(no manifest: run `python -m grader build`)"
     )
     errors = f", {len(report['errors'])} raised" if report["errors"] else ""
-    return f"{n} answers, {', '.join(changed) if changed else 'none changed'} {base}{errors}"
+    return f"{n} answers and {m} claim{'' if m == 1 else 's'}; {', '.join(changed) if changed else 'none changed'} {base}{errors}"
 
 
 def _grade(args) -> int:
@@ -402,6 +449,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--unit", help="only this unit, e.g. 01")
     p.set_defaults(run=_questions)
 
+    p = sub.add_parser("claims", help="every claim (a rule the prose states) with its condition and where it is cited")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--unit", help="only this unit, e.g. 05")
+    p.add_argument(
+        "--check", action="store_true", help="also check each claim on the installed torch (exit 1 if one fails)"
+    )
+    p.add_argument("--root", default=str(Path(__file__).resolve().parents[2]), help=argparse.SUPPRESS)
+    p.set_defaults(run=_claims)
+
     p = sub.add_parser("reset", help="forget progress on a unit (01) or one question (01.pow-node); asks first")
     p.add_argument("target", help="a unit id such as 07, or a question id such as 07.exp-add")
     p.add_argument("--yes", action="store_true", help="forget without asking (for scripts)")
@@ -426,7 +482,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--root", default=str(Path(__file__).resolve().parents[2]), help=argparse.SUPPRESS)
     p.set_defaults(run=_build)
 
-    p = sub.add_parser("verify", help="run every live experiment; report answers that changed since the manifest")
+    p = sub.add_parser(
+        "verify", help="run every live experiment and check every claim; report answers changed and claims that fail"
+    )
     p.add_argument("--json", action="store_true")
     p.add_argument("--allow-changes", action="store_true", help="report changed answers but exit 0")
     p.add_argument("--unit", action="append", help="only these units (repeatable), e.g. --unit 07")

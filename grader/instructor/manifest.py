@@ -4,7 +4,9 @@
 ``compare`` runs every experiment on the installed torch and lists the
 questions whose answer changed (old -> new), those that now error, and those
 added or removed since the manifest was written, so an instructor upgrading
-torch knows which prose to revisit.
+torch knows which prose to revisit. It also checks every claim (the general
+rules the prose states, grader.engine.claims) on the installed torch: a claim
+that no longer holds is a change too.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 import torch
 
+from grader.engine import claims as claims_
 from grader.engine.kinds import ErrorOutcome, Function
 from grader.engine.question import Question, all_questions
 
@@ -75,10 +78,32 @@ def load(root: Path = ROOT) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def compare(root: Path = ROOT, units: list[str] | None = None) -> dict:
-    """Live answers against the manifest: {'torch', 'built_with', 'rows', 'changed', 'errors', 'added', 'removed'}.
+def claim_rows(units: list[str] | None = None) -> list[dict]:
+    """Every claim (of ``units``) checked on the installed torch: {'id', 'unit', 'sentence', 'holds_when',
+    'torch_range', 'status', 'ok', 'result'}; 'status' is a claims.Status value."""
+    rows = []
+    for c in claims_.all_claims(units or None):
+        result = claims_.check_claim(c)
+        rows.append(
+            {
+                "id": c.cid,
+                "unit": c.unit,
+                "sentence": c.sentence,
+                "holds_when": c.holds_when,
+                "torch_range": c.torch_range,
+                "status": result.status.value,
+                "ok": result.ok,
+                "result": result.summary(),
+            }
+        )
+    return rows
 
-    ``units`` limits the comparison to those units' questions.
+
+def compare(root: Path = ROOT, units: list[str] | None = None) -> dict:
+    """Live answers against the manifest, and every claim checked live: {'torch', 'built_with', 'rows',
+    'changed', 'errors', 'added', 'removed', 'claims', 'claims_failed'}.
+
+    ``units`` limits the comparison to those units' questions and claims.
     """
     old = load(root) or {"torch": None, "questions": {}}
     wanted = {u.zfill(2) for u in units} if units else None
@@ -101,6 +126,7 @@ def compare(root: Path = ROOT, units: list[str] | None = None) -> dict:
             errors.append(q.qid)
         rows.append(row)
     removed = sorted(old_ids - current)
+    claim_report = claim_rows(sorted(wanted) if wanted else None)
     return {
         "torch": torch.__version__,
         "built_with": old["torch"],
@@ -109,6 +135,8 @@ def compare(root: Path = ROOT, units: list[str] | None = None) -> dict:
         "errors": errors,
         "added": added,
         "removed": removed,
+        "claims": claim_report,
+        "claims_failed": [row["id"] for row in claim_report if not row["ok"]],
     }
 
 

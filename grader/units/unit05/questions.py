@@ -440,7 +440,8 @@ def closed_book_mul_exp_storages():
     "model[2].requires_grad_(False). How many bytes does model(x).sum() save?",
     explain="Layer 0 still trains, so everything after it carries a gradient: the frozen layer 2 must "
     "keep its weight to pass the gradient back, and its ReLU neighbours keep their outputs. "
-    "Freezing a layer whose input needs a gradient saves nothing.",
+    "Freezing layer 2 saves nothing here because its input is a ReLU output, which that ReLU keeps anyway; "
+    "after a GELU, which keeps only its own input, freezing it would drop that input from the bill.",
     hints=(
         "Walk the layers with one flag: does the tensor entering this layer need a gradient?",
         "Layer 0 trains, so from its output on every tensor needs a gradient, frozen layers or not.",

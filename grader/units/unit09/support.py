@@ -164,7 +164,8 @@ def relative_error(exact: dict[str, torch.Tensor], approx: dict[str, torch.Tenso
 
 
 def alias_pack(t):
-    """Keeps the very tensor it is handed (detached, so no reference cycle): what save_on_cpu() does on a CPU."""
+    """Keeps the memory it is handed, detached, so no reference cycle. save_on_cpu() on a CPU keeps the same
+    memory but not detached (``tensor.cpu()`` is the tensor itself): an output it saves keeps its own graph alive."""
     return t.detach()
 
 

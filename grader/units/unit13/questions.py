@@ -167,9 +167,10 @@ def item_graphs():
     "gradient it sees to a list. torch.compile(f) with a graph-counting backend, one call on "
     "x = torch.randn(3, requires_grad=True), then .backward() on the result. Answer [graphs Dynamo "
     "makes, times record ran].",
-    explain="A hook on a tensor made inside the compiled function is a graph break: Dynamo compiles the part "
-    "before it, lets Python register the hook on the real h, and compiles the rest. The hook still runs, "
-    "once, at backward: compiling kept autograd's promise at the price of two graphs.",
+    explain="This hook appends to a list, a Python side effect, and so it is a graph break: Dynamo compiles "
+    "the part before it, lets Python register the hook on the real h, and compiles the rest. The hook still "
+    "runs, once, at backward: compiling kept autograd's promise at the price of two graphs. (On this torch a "
+    "hook with no side effects, such as lambda g: g * 2, is traced into one graph.)",
     misconceptions=[
         (
             lambda truth: [truth[0], 0],
@@ -177,7 +178,7 @@ def item_graphs():
         ),
         (
             lambda truth: [1, truth[1]],
-            "one graph cannot register a Python hook on a tensor it makes: Dynamo breaks the graph there",
+            "this hook appends to a list, a Python side effect one graph cannot hold: Dynamo breaks the graph there",
         ),
     ],
 )

@@ -1,0 +1,260 @@
+"""Claims: the general rules the course states, each checked by torch on a family of generated programs.
+
+A question checks one program; a sentence such as "freezing a layer whose input needs a gradient saves
+nothing" is about every program of a kind. A claim declares such a sentence once, like a question::
+
+    @claim(
+        "05.freeze-saves-nothing-when-kept",
+        sentence="Freezing a layer saves nothing when another node keeps its input anyway.",
+        holds_when="the layer's input is kept by the node before it (a ReLU); not after a GELU",
+    )
+    def freeze_saves_nothing_when_kept():
+        for seed in range(6):
+            ...
+            yield Trial(label, condition=kept_anyway, holds=bill_frozen == bill_plain)
+
+The body is the check: a generator (or a function returning a list) of :class:`Trial`, one per
+generated program (seeded with ``random.Random(seed)``, small enough for the whole check to take
+about two seconds on a CPU). A trial says whether the claim's condition is met on that program and
+whether the rule held there. The body never decides the verdict; :func:`check_claim` does:
+
+* the rule must hold on every program where the condition is met, and be tried on at least one;
+* a claim with ``holds_when`` must also show a counter-example (a program outside the condition where
+  the rule does not hold), so that the condition is not mere caution;
+* a claim without ``holds_when`` may not report a program outside its (absent) condition.
+
+``torch`` names a version range (``">=2.13,<2.15"``, ``"==2.13.*"``: clauses joined by commas) for a
+claim that only some versions keep. On a torch outside it the check still runs, for information, and
+the result is ``OUT_OF_RANGE``, not a failure; the notebook's sentence must then say which torch it
+describes.
+
+Each unit's claims live in ``grader.units.unitNN.claims`` (optional), found by name like its questions.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import importlib.util
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from grader.engine import torch_state
+from grader.engine.course import UNITS, unit_id
+
+CONTENT_PACKAGE = "grader.units"
+_ID = re.compile(r"^(\d\d)\.[a-z0-9][a-z0-9-]*$")
+_Body = Callable[[], Iterable["Trial"]]
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One generated program: is the claim's condition met there, and did the rule hold?"""
+
+    label: str  # names the program in a report: "seed 3: Linear-GELU-Linear, middle frozen"
+    condition: bool  # the claim's holds_when is met on this program (always True for an unconditional claim)
+    holds: bool  # the rule, as the sentence states it, is true on this program
+
+
+@dataclass
+class Claim:
+    cid: str
+    unit: str
+    sentence: str  # as the notebook states it (whitespace-normalised)
+    holds_when: str  # the condition, in words; "" when the rule is unconditional
+    check: _Body
+    torch_range: str = ""  # a version specifier such as ">=2.13,<2.15"; "" for every torch
+    order: int = 0
+
+    @property
+    def conditional(self) -> bool:
+        return bool(self.holds_when)
+
+
+class Status(enum.Enum):
+    HOLDS = "holds"  # held on every program under its condition (and, if conditional, a counter-example exists)
+    FAILS = "fails"  # a program under the condition broke it, or the condition is not shown to matter
+    ERROR = "error"  # the check itself raised
+    OUT_OF_RANGE = "out of range"  # this torch is outside the claim's version range: checked for information only
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    cid: str
+    status: Status
+    torch: str
+    programs: int = 0  # trials run
+    held: int = 0  # trials under the condition where the rule held
+    counterexamples: int = 0  # trials outside the condition where the rule did not hold
+    broken: tuple[str, ...] = ()  # labels of trials under the condition where the rule did not hold
+    problem: str = ""  # why it fails, or what raised; for OUT_OF_RANGE, what the check found anyway
+    examples: tuple[str, ...] = ()  # a counter-example's label or two, for the report
+
+    @property
+    def ok(self) -> bool:
+        return self.status in (Status.HOLDS, Status.OUT_OF_RANGE)
+
+    def summary(self) -> str:
+        """'holds on 12 programs; 4 counter-examples outside its condition', or why it fails."""
+        if self.status is Status.ERROR:
+            return f"ERROR {self.problem}"
+        text = f"held on {self.held} of {self.programs} programs"
+        if self.counterexamples:
+            text += f"; {self.counterexamples} counter-example(s) outside its condition"
+        if self.status is Status.FAILS:
+            text = f"FAILS: {self.problem} ({text})"
+        elif self.status is Status.OUT_OF_RANGE:
+            text = f"out of its torch range ({self.problem}; {text})"
+        return text
+
+
+REGISTRY: dict[str, Claim] = {}
+_loaded = False
+
+
+def claim(
+    cid: str, *, sentence: str, holds_when: str = "", torch: str = "", unit: str | None = None
+) -> Callable[[_Body], _Body]:
+    """Declare a claim: its id (``NN.short-name``), the sentence the notebook states, its condition in
+    words (``holds_when``, "" for an unconditional rule) and, optionally, the torch versions it is about."""
+    match = _ID.match(cid)
+    if not match:
+        raise ValueError(f"claim id {cid!r} must look like '05.short-name'")
+    uid = match.group(1)
+    if uid not in UNITS:
+        raise ValueError(f"claim {cid!r} names unit {uid}, which the course does not have")
+    if unit is not None and unit_id(unit) != uid:
+        raise ValueError(f"claim {cid!r} is declared for unit {unit}, but its id names unit {uid}")
+    if not sentence.strip():
+        raise ValueError(f"{cid}: a claim needs the sentence the notebook states")
+    if torch:
+        _clauses(torch)  # refused now, not at check time
+
+    def register(body: _Body) -> _Body:
+        if cid in REGISTRY and REGISTRY[cid].check.__module__ != body.__module__:
+            raise ValueError(f"claim id {cid!r} is declared twice")
+        REGISTRY[cid] = Claim(
+            cid,
+            uid,
+            " ".join(sentence.split()),
+            " ".join(holds_when.split()),
+            body,
+            torch_range=torch.strip(),
+            order=len(REGISTRY),
+        )
+        return body
+
+    return register
+
+
+_CLAUSE = re.compile(r"^(==|!=|<=|>=|<|>)\s*(\d+(?:\.\d+)*)(\.\*)?$")
+
+
+def _clauses(text: str) -> list[tuple[str, tuple[int, ...], bool]]:
+    """'>=2.13,<2.15' -> [('>=', (2, 13), False), ('<', (2, 15), False)]; ValueError for anything else."""
+    out = []
+    for clause in (c.strip() for c in text.split(",")):
+        m = _CLAUSE.match(clause)
+        if not m or (m.group(3) and m.group(1) not in ("==", "!=")):
+            raise ValueError(f"{clause!r} is not a torch version clause such as '>=2.13', '<2.15' or '==2.13.*'")
+        out.append((m.group(1), tuple(int(n) for n in m.group(2).split(".")), bool(m.group(3))))
+    return out
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """'2.13.0+cpu' -> (2, 13, 0); a local label or pre-release tail is dropped."""
+    return tuple(int(n) for n in re.findall(r"\d+", text.split("+")[0].split("a")[0].split("rc")[0])[:3])
+
+
+def in_range(c: Claim, version: str | None = None) -> bool:
+    """Whether the installed torch (or ``version``) is one the claim is about."""
+    if not c.torch_range:
+        return True
+    import torch
+
+    v = _version(version or torch.__version__)
+    for op, target, wildcard in _clauses(c.torch_range):
+        if wildcard:
+            same = v[: len(target)] == target
+            ok = same if op == "==" else not same
+        else:
+            width = max(len(v), len(target))
+            a, b = v + (0,) * (width - len(v)), target + (0,) * (width - len(target))
+            ok = {"==": a == b, "!=": a != b, "<=": a <= b, ">=": a >= b, "<": a < b, ">": a > b}[op]
+        if not ok:
+            return False
+    return True
+
+
+def check_claim(c: Claim) -> ClaimResult:
+    """Run the claim's check in a clean torch state and judge its trials (see the module's docstring)."""
+    import torch
+
+    version = torch.__version__
+    try:
+        with torch_state.clean_room():
+            body = c.check()
+            trials = list(body) if isinstance(body, Iterable) and not isinstance(body, str) else None
+    except Exception as exc:  # the check raised: reported, never a traceback
+        return ClaimResult(c.cid, Status.ERROR, version, problem=f"{type(exc).__name__}: {exc}")
+    if trials is None or not all(isinstance(t, Trial) for t in trials):
+        return ClaimResult(c.cid, Status.ERROR, version, problem="the check must yield Trial objects")
+    under = [t for t in trials if t.condition]
+    outside = [t for t in trials if not t.condition]
+    broken = tuple(t.label for t in under if not t.holds)
+    counter = [t for t in outside if not t.holds]
+    problem = ""
+    if not under:
+        problem = "no program met its condition"
+    elif broken:
+        problem = f"broken on {len(broken)} program(s) under its condition: {broken[0]}"
+    elif c.conditional and not counter:
+        problem = "no counter-example outside its condition: the condition is not shown to matter"
+    elif not c.conditional and outside:
+        problem = "an unconditional claim reported programs outside a condition"
+    status = Status.FAILS if problem else Status.HOLDS
+    if not in_range(c):
+        problem = f"torch {version} is outside {c.torch_range}; " + (problem or "it holds here too")
+        status = Status.OUT_OF_RANGE
+    return ClaimResult(
+        c.cid,
+        status,
+        version,
+        programs=len(trials),
+        held=sum(t.holds for t in under),
+        counterexamples=len(counter),
+        broken=broken,
+        problem=problem,
+        examples=tuple(t.label for t in counter[:2]),
+    )
+
+
+def load() -> dict[str, Claim]:
+    """Import each unit's claims module (``grader.units.unitNN.claims``) where the unit has one."""
+    global _loaded
+    if not _loaded:
+        import random
+
+        import torch
+
+        torch_rng, python_rng = torch.get_rng_state(), random.getstate()
+        try:
+            for uid in UNITS:
+                name = f"{CONTENT_PACKAGE}.unit{uid}.claims"
+                if importlib.util.find_spec(name) is not None:
+                    importlib.import_module(name)
+        finally:
+            torch.set_rng_state(torch_rng)
+            random.setstate(python_rng)
+        _loaded = True
+    return REGISTRY
+
+
+def get(cid: str) -> Claim | None:
+    return load().get(cid)
+
+
+def all_claims(units: Iterable[str] | None = None) -> list[Claim]:
+    wanted = {unit_id(u) for u in units} if units else None
+    return sorted((c for c in load().values() if wanted is None or c.unit in wanted), key=lambda c: (c.unit, c.order))

@@ -1,0 +1,271 @@
+"""Unit 04's general rules, each checked on generated programs (see grader.engine.claims)."""
+
+import random
+
+import torch
+
+from grader.engine.claims import Trial, claim
+
+# how a tensor comes to exist inside inference_mode, from a normal tensor a made outside it
+_MADE_ANEW = {
+    "a * 2": lambda a: a * 2,
+    "a.relu()": lambda a: a.relu(),
+    "a.sum(0)": lambda a: a.sum(0),
+    "torch.zeros(3)": lambda a: torch.zeros(3),
+    "a.clone()": lambda a: a.clone(),
+}
+_FROM_A = {
+    "a.view(-1)": lambda a: a.view(-1),
+    "a.t()": lambda a: a.t(),
+    "a[0]": lambda a: a[0],
+    "a.mul_(2)": lambda a: a.mul_(2),
+    "a.add_(1)": lambda a: a.add_(1),
+}
+
+
+@claim(
+    "04.inference-mode-makes-inference-tensors",
+    sentence="the tensors it makes anew inside it (results of out-of-place operations and factories) are "
+    "*inference tensors*, marked for good",
+    holds_when="the tensor is made anew inside the region; a view or an in-place result of a normal tensor "
+    "made outside it stays a normal tensor",
+)
+def inference_mode_makes_inference_tensors():
+    for seed in range(20):
+        rng = random.Random(seed)
+        a = torch.randn(rng.randint(2, 5), rng.randint(2, 5))
+        anew = rng.random() < 0.5
+        name = rng.choice(sorted(_MADE_ANEW if anew else _FROM_A))
+        with torch.inference_mode():
+            t = (_MADE_ANEW if anew else _FROM_A)[name](a)
+        yield Trial(f"seed {seed}: {name}", condition=anew, holds=t.is_inference())
+
+
+_OPS = {
+    "a * b": lambda a, b: a * b,
+    "a + b": lambda a, b: a + b,
+    "a @ b.T": lambda a, b: a @ b.T,
+    "torch.cat([a, b])": lambda a, b: torch.cat([a, b]),
+    "a.exp() - b": lambda a, b: a.exp() - b,
+}
+
+
+@claim(
+    "04.records-only-when-an-input-requires-grad",
+    sentence="Autograd records an operation only when at least one of its inputs requires grad.",
+)
+def records_only_when_an_input_requires_grad():
+    for seed in range(24):
+        rng = random.Random(seed)
+        shape = (rng.randint(1, 4), rng.randint(1, 4))
+        a, b = (
+            torch.randn(shape, requires_grad=rng.random() < 0.5),
+            torch.randn(shape, requires_grad=rng.random() < 0.5),
+        )
+        name = rng.choice(sorted(_OPS))
+        y = _OPS[name](a, b)
+        needs = a.requires_grad or b.requires_grad
+        yield Trial(
+            f"seed {seed}: {name}, requires_grad {a.requires_grad}/{b.requires_grad}",
+            True,
+            (y.grad_fn is not None) == needs,
+        )
+
+
+_DTYPES = (
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.bfloat16,
+    torch.complex64,
+    torch.int64,
+    torch.int32,
+    torch.int8,
+    torch.uint8,
+    torch.bool,
+)
+
+
+@claim(
+    "04.only-floats-require-grad",
+    sentence="only floating-point (and complex) tensors can require grad",
+    holds_when="the dtype is floating-point or complex; an integer or bool tensor refuses requires_grad",
+)
+def only_floats_require_grad():
+    for seed, dtype in enumerate(_DTYPES * 2):
+        shape = [random.Random(seed).randint(1, 4)]
+        try:
+            torch.zeros(shape, dtype=dtype).requires_grad_()
+            can = True
+        except RuntimeError:
+            can = False
+        yield Trial(f"{dtype} of shape {shape}", dtype.is_floating_point or dtype.is_complex, can)
+
+
+_OPTIMIZERS = {
+    "SGD": torch.optim.SGD,
+    "Adam": torch.optim.Adam,
+    "AdamW": torch.optim.AdamW,
+    "RMSprop": torch.optim.RMSprop,
+    "Adagrad": torch.optim.Adagrad,
+}
+
+
+@claim(
+    "04.zero-grad-sets-none",
+    sentence="`optimizer.zero_grad()` sets every `.grad` to None by default",
+    holds_when="set_to_none is left at its default; zero_grad(set_to_none=False) fills zeros instead",
+)
+def zero_grad_sets_none():
+    for seed in range(12):
+        rng = random.Random(seed)
+        name = sorted(_OPTIMIZERS)[seed % len(_OPTIMIZERS)]
+        layers = [torch.nn.Linear(rng.randint(1, 5), rng.randint(1, 5)) for _ in range(rng.randint(1, 3))]
+        params = [p for layer in layers for p in layer.parameters()]
+        opt = _OPTIMIZERS[name](params, lr=0.1)
+        sum((p**2).sum() for p in params).backward()
+        default = seed % 3 != 0
+        opt.zero_grad() if default else opt.zero_grad(set_to_none=False)
+        label = f"seed {seed}: {name} over {len(params)} tensors, " + (
+            "zero_grad()" if default else "set_to_none=False"
+        )
+        yield Trial(label, default, all(p.grad is None for p in params))
+
+
+# (label, op of (inference tensor c, normal tensor h that requires grad), whether it keeps c for backward)
+_WITH_C = {
+    "c * h": (lambda c, h: c * h, True),
+    "h / c": (lambda c, h: h / c, True),
+    "c @ h": (lambda c, h: c @ h, True),
+    "h ** c": (lambda c, h: h**c, True),
+    "c + h": (lambda c, h: c + h, False),
+    "h - c": (lambda c, h: h - c, False),
+    "torch.cat([c, h])": (lambda c, h: torch.cat([c, h]), False),
+}
+
+
+@claim(
+    "04.inference-tensors-are-never-saved",
+    sentence="autograd may never save an inference tensor",
+    holds_when="the recorded operation would keep the inference tensor (a product keeps each operand); an "
+    "operation that keeps nothing of it (an addition) goes through",
+)
+def inference_tensors_are_never_saved():
+    for seed in range(21):
+        rng = random.Random(seed)
+        name = sorted(_WITH_C)[seed % len(_WITH_C)]
+        op, keeps = _WITH_C[name]
+        n = rng.randint(1, 6)
+        with torch.inference_mode():
+            c = torch.rand(n) + 0.5
+        h = torch.rand(n, requires_grad=True) + 0.5
+        try:
+            op(c, h)
+            refused = False
+        except RuntimeError as exc:
+            refused = "Inference tensors cannot be saved" in str(exc)
+        yield Trial(f"seed {seed}: {name}, {n} elements", keeps, refused)
+
+
+_REGION_OPS = (
+    lambda w, x: w * x,
+    lambda w, x: (w @ x.T).relu(),
+    lambda w, x: torch.nn.functional.linear(x, w),
+    lambda w, x: w.exp().sum(),
+    lambda w, x: w[0] + x,
+)
+
+
+@claim(
+    "04.regions-record-nothing",
+    sentence="`no_grad` and `inference_mode` record nothing in their region",
+)
+def regions_record_nothing():
+    for seed in range(20):
+        rng = random.Random(seed)
+        n = rng.randint(1, 4)
+        w, x = torch.randn(n, n, requires_grad=True), torch.randn(n, n, requires_grad=rng.random() < 0.5)
+        region = torch.no_grad if seed % 2 else torch.inference_mode
+        with region():
+            y = _REGION_OPS[seed % len(_REGION_OPS)](w, x)
+        yield Trial(f"seed {seed}: op {seed % len(_REGION_OPS)} in {region.__name__}", True, y.grad_fn is None)
+
+
+def _node_names(y: torch.Tensor) -> list[str]:
+    seen, stack, names = set(), [y.grad_fn], []
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        names.append(type(node).__name__)
+        stack.extend(n for n, _ in node.next_functions)
+    return sorted(names)
+
+
+@claim(
+    "04.eval-records-the-same-nodes",
+    sentence="autograd records the same nodes as before, except dropout's",
+    holds_when="the model has no dropout (batch norm, linear, activations record the same nodes in both modes); "
+    "in evaluation dropout does nothing and records nothing",
+)
+def eval_records_the_same_nodes():
+    from torch import nn
+
+    for seed in range(10):
+        rng = random.Random(seed)
+        width = rng.randint(2, 6)
+        dropout = seed % 2 == 1
+        layers: list[nn.Module] = [nn.Linear(width, width), nn.BatchNorm1d(width) if rng.random() < 0.5 else nn.Tanh()]
+        layers += [nn.Dropout(0.5)] if dropout else []
+        layers += [nn.ReLU(), nn.Linear(width, 1)]
+        torch.manual_seed(seed)
+        model, x = nn.Sequential(*layers), torch.randn(rng.randint(2, 5), width)
+        train = _node_names(model.train()(x).sum())
+        evaluation = _node_names(model.eval()(x).sum())
+        yield Trial(
+            f"seed {seed}: {len(layers)} layers{', with dropout' if dropout else ''}",
+            not dropout,
+            bool(evaluation) and train == evaluation,
+        )
+
+
+@claim(
+    "04.optimizers-skip-none-grads",
+    sentence="The optimizer skips every parameter whose `.grad` is None",
+)
+def optimizers_skip_none_grads():
+    for seed in range(10):
+        rng = random.Random(seed)
+        name = sorted(_OPTIMIZERS)[seed % len(_OPTIMIZERS)]
+        params = [torch.nn.Parameter(torch.randn(rng.randint(1, 4))) for _ in range(rng.randint(2, 4))]
+        used = params[: rng.randint(1, len(params) - 1)]
+        extra = {"weight_decay": 0.1} if seed % 2 else {}
+        extra |= {"momentum": 0.9} if name in ("SGD", "RMSprop") and rng.random() < 0.5 else {}
+        opt = _OPTIMIZERS[name](params, lr=0.1, **extra)
+        before = [p.detach().clone() for p in params]
+        for _ in range(2):
+            opt.zero_grad()
+            sum((p**2).sum() for p in used).backward()
+            opt.step()
+        untouched = all(torch.equal(p, b) for p, b in zip(params[len(used) :], before[len(used) :]))
+        yield Trial(f"seed {seed}: {name}{extra or ''}, {len(params) - len(used)} without .grad", True, untouched)
+
+
+_STEPS = {"round": torch.round, "floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc, "sign": torch.sign}
+
+
+@claim(
+    "04.step-functions-record-zero-gradients",
+    sentence="`round()` (like `floor`, `sign`) is different: it is recorded, and its derivative is zero almost "
+    "everywhere",
+)
+def step_functions_record_zero_gradients():
+    for seed in range(15):
+        rng = random.Random(seed)
+        name = sorted(_STEPS)[seed % len(_STEPS)]
+        w = (torch.rand(rng.randint(1, 6)) * 10 - 5 + 0.25).requires_grad_()  # away from the jumps
+        y = _STEPS[name](w)
+        y.sum().backward()
+        zeros = w.grad is not None and bool((w.grad == 0).all())
+        yield Trial(f"seed {seed}: {name} of {w.numel()} values", True, y.grad_fn is not None and zeros)
