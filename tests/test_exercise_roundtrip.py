@@ -50,7 +50,9 @@ def test_the_reference_result_reads_back_and_agrees(q):
         assert kind.returns.agrees(truth, value), f"{q.qid} case {line['i'] + 1}: {kind.returns.show(value)}"
 
 
-@pytest.mark.parametrize("q", [q for q in EXERCISES if q.qid in ("03.nonfinite-watch", "11.round-ste")], ids=str)
+@pytest.mark.parametrize(
+    "q", [q for q in EXERCISES if q.qid in ("03.nonfinite-watch", "11.round-ste")], ids=lambda q: q.qid
+)
 def test_the_whole_judgement_passes_the_reference(q):
     lines = _lines(q, REFERENCE[q.qid], len(q.kind.cases()))
     verdict = judge_exercise(q, lines)

@@ -289,6 +289,16 @@ except (OSError, MemoryError, ValueError):
 raise RuntimeError("shared map " + outcome)
 """
 
+MANY_FILES = """
+import time
+for i in range(12):  # 12 files of 16 MB: each under the per-file cap, together three times the folder's
+    with open(f"part{i}", "wb") as f:
+        for _ in range(16):
+            f.write(bytes(2**20))
+time.sleep(3)  # the warm parent measures the folder twice a second
+raise RuntimeError("many files not stopped")
+"""
+
 
 def _count(problems: str, word: str) -> int:
     tail = problems.split(f"raised RuntimeError: {word} ", 1)[1]
@@ -305,10 +315,14 @@ def test_writes_processes_and_shared_memory_are_capped(outside):
             "jobfill": with_cell(BLANK_00, FILL.format(path="fill", limit=256), "start"),
             "forkbomb": with_cell(BLANK_00, FORK_BOMB, "start"),
             "sharedmap": with_cell(BLANK_00, SHARED_MAP, "start"),
+            "manyfiles": with_cell(BLANK_00, MANY_FILES, "start"),
         },
     )
     rows = grade(folder, "--memory-mb", "512", env={"AGL_WRITABLE_MB": "64"})
-    assert set(rows) == {"tmpfill", "jobfill", "forkbomb", "sharedmap"}
+    assert set(rows) == {"tmpfill", "jobfill", "forkbomb", "sharedmap", "manyfiles"}
+    many = rows["manyfiles"]
+    assert many["run"] == "killed" and "wrote more than 64 MB into its folder" in many["problems"], many
+    assert many["marked passed"] == "no"
     print({name: r["problems"] for name, r in rows.items()})
     for name in ("tmpfill", "jobfill"):
         assert _count(rows[name]["problems"], "wrote") <= 64, rows[name]

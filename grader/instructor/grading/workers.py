@@ -526,9 +526,25 @@ def _run_cells(cells: list, cell_timeout: int, msg: int) -> None:
     send({"done": True})
 
 
-def _watch(pid: int, fds: dict, timeout: float) -> dict:
-    """Drain the child's pipes (counting output, keeping messages up to a cap) until it ends or time runs out."""
+def folder_bytes(folder: Path, stop_at: int = 0) -> int:
+    """Bytes the files under ``folder`` take on disk (links not followed); counting stops past ``stop_at``."""
+    total = 0
+    for top, dirs, files in os.walk(folder):
+        for name in files + dirs:
+            try:
+                total += os.lstat(os.path.join(top, name)).st_blocks * 512
+            except OSError:
+                continue
+        if stop_at and total > stop_at:
+            break
+    return total
+
+
+def _watch(pid: int, fds: dict, timeout: float, folder: Path | None = None, cap: int = 0) -> dict:
+    """Drain the child's pipes (counting output, keeping messages up to a cap) until it ends or time runs out;
+    a child whose folder grows past ``cap`` bytes (every file of it together) is stopped too."""
     deadline = time.monotonic() + timeout
+    measured, over_cap = 0.0, False
     open_fds = {fds["out_r"]: "out", fds["err_r"]: "err", fds["msg_r"]: "msg"}
     if "events_r" in fds:
         open_fds[fds["events_r"]] = "events"
@@ -565,6 +581,11 @@ def _watch(pid: int, fds: dict, timeout: float) -> dict:
         done, st = os.waitpid(pid, os.WNOHANG)
         if done:
             status = st
+        elif folder is not None and cap and time.monotonic() - measured > 0.5:
+            measured = time.monotonic()
+            if folder_bytes(folder, cap) > cap:
+                over_cap = True
+                break
     if status is None:
         try:
             os.killpg(pid, signal.SIGKILL)
@@ -584,6 +605,7 @@ def _watch(pid: int, fds: dict, timeout: float) -> dict:
         "overflow": overflow,
         "events": events,
         "read": read,
+        "over_cap": over_cap,
     }
 
 
@@ -616,7 +638,8 @@ def _job(job: dict, folder: Path) -> dict:
         _child(job, work, ends, cells)
     for fd in ends.values():
         os.close(fd)
-    w = _watch(pid, reads, float(job.get("timeout", 600)))
+    cap = containment.writable_mb() * 2**20  # the job's folder, all its files together (RLIMIT_FSIZE caps one)
+    w = _watch(pid, reads, float(job.get("timeout", 600)), work, cap)
     leftovers = _kill_rest(b"%s=%s" % (containment.TOKEN_VAR.encode(), token))
     end = time.monotonic() + 5
     while w["open"] and time.monotonic() < end:  # everything that held the pipes is dead: read to the end
@@ -632,9 +655,11 @@ def _job(job: dict, folder: Path) -> dict:
         if w["timed_out"]:
             reply["returncode"] = -signal.SIGKILL
         else:
-            reply["result"] = (
-                json.dumps(_report(w["messages"], code, total, int(job.get("cell_timeout", 60)), leftovers)) + "\n"
-            )
+            report = _report(w["messages"], code, total, int(job.get("cell_timeout", 60)), leftovers)
+            if w["over_cap"]:
+                report["status"] = "killed"
+                report["problems"].insert(0, f"it wrote more than {cap // 2**20} MB into its folder and was stopped")
+            reply["result"] = json.dumps(report) + "\n"
             reply["events"] = bytes(w["events"]).decode("utf-8", "surrogateescape")
         reply["leftovers"] = 0
     else:
