@@ -365,3 +365,9 @@ def test_erasing_hints_and_attempts_from_the_store_changes_nothing(outside, path
     for key in ("00.warmup-square", "hints", "attempts", "points", "marked passed"):
         assert eraser[key] == honest[key], (key, eraser, honest)
     assert "the progress store was changed after it was written" in eraser["findings"], eraser
+
+
+def test_a_checkout_under_tmp_is_reachable_inside_the_sandbox():
+    # the sandbox's /tmp is a fresh tmpfs: the folders above code bound there must be made traversable
+    args = containment._folders_above([Path("/tmp/ci-clone/.venv"), Path("/tmp/ci-clone/grader")])
+    assert args == ["--perms", "0755", "--dir", "/tmp/ci-clone"]

@@ -395,7 +395,8 @@ def _folders_above(paths: list[Path]) -> list[str]:
     for path in paths:
         for parent in reversed(Path(path).parents):
             text = str(parent)
-            if text == "/" or text in made or parent.parts[1] in ("tmp", "dev", "proc", "usr"):
+            # under /tmp too: the sandbox's /tmp is a fresh tmpfs, and a checkout under /tmp is bound onto it
+            if text == "/" or text == "/tmp" or text in made or parent.parts[1] in ("dev", "proc", "usr"):
                 continue
             made.append(text)
             out += ["--perms", "0755", "--dir", text]
