@@ -57,7 +57,7 @@ lab: install system-deps
 	flags=""; [ "$$(id -u)" = 0 ] && flags="--allow-root"; \
 	url="http://127.0.0.1:$(PORT)/lab/tree/00_start_here.ipynb?token=$$token"; \
 	echo "autograd-lab: $$url"; \
-	PATH="$(CURDIR)/$(BIN):$$PATH"; export PATH; \
+	PATH="$(abspath $(BIN)):$$PATH"; export PATH; \
 	( for i in $$(seq 120); do sleep 1; \
 		if $(BIN)/python -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' \
 			$(PORT) 2>/dev/null; then sleep 2; printf '\nautograd-lab is ready: %s\n\n' "$$url"; break; fi; \

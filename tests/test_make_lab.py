@@ -22,7 +22,7 @@ def test_lab_installs_system_deps_first():
 
 def test_lab_starts_the_server_with_the_venvs_bin_first_on_path():
     _, recipe = _lab_rule()
-    path = recipe.index('PATH="$(CURDIR)/$(BIN):$$PATH"; export PATH')
+    path = recipe.index('PATH="$(abspath $(BIN)):$$PATH"; export PATH')
     assert path < recipe.index("jupyter lab")
 
 
