@@ -227,11 +227,14 @@ def test_an_answer_typed_in_the_cell_wins_over_a_record():
 def test_grading_grades_the_predictions_locked_with_the_widget(tmp_path):
     """The same gradebook run as tests/test_grade.py, on learner copies whose predictions were locked with
     the widget: a true lock grades "predicted, correct"; a forged one and a lock after the reveal earn nothing."""
+    from grader.engine.question import get
+
+    add, flag = (get(q).kind.encode(get(q).run()) for q in ("00.warmup-add", "00.warmup-flag"))  # torch's answers
     folder = tmp_path / "class"
     learners = {
-        "lock": with_records({ADD: ("00.warmup-add", [2.0, 3.0], True), FLAG: ("00.warmup-flag", False, True)}),
-        "forge": with_records({ADD: ("00.warmup-flag", False, True)}),
-        "late": with_records({ADD: ("00.warmup-add", [2.0, 3.0], False)}),
+        "lock": with_records({ADD: ("00.warmup-add", add, True), FLAG: ("00.warmup-flag", flag, True)}),
+        "forge": with_records({ADD: ("00.warmup-flag", flag, True)}),
+        "late": with_records({ADD: ("00.warmup-add", add, False)}),
     }
     for name, nb in learners.items():
         (folder / name).mkdir(parents=True)
