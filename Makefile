@@ -96,8 +96,10 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
+# --dist loadscope: a module's tests stay in one worker, so a module-scoped fixture (a graded class) is built
+# once, not once in each worker as --dist load would.
 unit-tests: install
-	$(PYTEST) tests -n 2
+	$(PYTEST) tests -n 2 --dist loadscope
 
 nbval-solutions: install
 	$(PYTEST) --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL) solutions
