@@ -1,4 +1,4 @@
-"""python -m grader: status, questions, claims, reset, workspace, build, verify, grade, class, release, doctor."""
+"""python -m grader: status, questions, claims, reset, workspace, build, verify, grade, collect, class, release, doctor."""
 
 from __future__ import annotations
 
@@ -541,6 +541,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", help="also write the class report (an offline HTML page) to this file")
     p.set_defaults(run=_grade)
 
+    sub.add_parser(
+        "collect",
+        help="copy each learner's workspace notebooks out of their homes, a folder per user, ready for grade "
+        "(python -m grader collect --homes /home OUT/)",
+        add_help=False,
+    )
+
     p = sub.add_parser(
         "class",
         help="the class's progress from every learner's own store (reads only; "
@@ -565,6 +572,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["doctor"]:  # the script's own arguments, passed on whole
         return _doctor(argv[1:])
+    if argv[:1] == ["collect"]:
+        from grader.instructor.collect import main as collect
+
+        return collect(argv[1:])
     if argv[:1] == ["class"]:  # its own options, passed on whole (argparse's REMAINDER drops a leading --opt)
         from grader.instructor.classview import main as classview
 
