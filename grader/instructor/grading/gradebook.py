@@ -169,6 +169,11 @@ def rows_of(
             "isolation": out.isolation,
             "seconds": scores.number(out.seconds),
         }
+        named = getattr(out.submission, "named", None)
+        if named is not None and named.lms_id:  # the LMS's own id of the learner (Canvas's user id), for --lms
+            row["lms id"] = named.lms_id
+        if named is not None and named.late:
+            row["late"] = "yes"  # the LMS's export says so (Canvas's _LATE)
         if ids is not None and student is None:
             row["findings"] = "; ".join(p for p in (row["findings"], "not in the roster") if p)
         if r is None:

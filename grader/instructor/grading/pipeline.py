@@ -24,7 +24,8 @@ tested alone:
 * ``write``: the gradebook (long and wide CSV, merged into an existing one
   where asked) and feedback pages: :mod:`grader.instructor.grading.gradebook`.
 
-Where learners come from: :func:`grader.instructor.grading.roster.learner_of` (the folder that
+Where learners come from: :func:`grader.instructor.grading.lms_names.name_of` (Canvas's and Moodle's export
+names, a ``--name-pattern``, else :func:`grader.instructor.grading.roster.learner_of`: the folder that
 holds the notebook; a file named for a learner inside a folder of another name is
 ``folder/learner``), the same whatever path is given on the command line.
 """
@@ -48,7 +49,10 @@ from grader.engine.question import of_unit
 from grader.engine.store import FILENAME, Event
 from grader.instructor.grading import (
     containment,
+    duplicates,
     gradebook,
+    lms_gradebook,
+    lms_names,
     reach,
     report,
     roster,
@@ -79,6 +83,7 @@ class Submission:
     learner: str
     path: Path
     problem: str = ""  # set by find() for a path that cannot be a notebook (a broken link, say)
+    named: lms_names.Named | None = None  # how find() named it: the file as handed in, the LMS's id, late
 
 
 @dataclass
@@ -123,7 +128,8 @@ class GradedSubmission:
 # --- step 1: find ---------------------------------------------------------------------------
 
 
-def find(paths: list[str]) -> list[Submission]:
+def find(paths: list[str], pattern=None) -> list[Submission]:
+    """Every notebook under ``paths``, named by :func:`lms_names.name_of` (``pattern``: a --name-pattern)."""
     subs = []
     for raw in paths:
         p = Path(raw)
@@ -131,9 +137,11 @@ def find(paths: list[str]) -> list[Submission]:
             for nb in sorted(p.rglob("*.ipynb")):
                 if ".ipynb_checkpoints" in nb.parts:
                     continue
-                subs.append(Submission(roster.learner_of(nb, p), nb, _path_problem(nb)))
+                named = lms_names.name_of(nb, p, pattern)
+                subs.append(Submission(named.learner, nb, _path_problem(nb), named))
         else:
-            subs.append(Submission(roster.learner_of(p, p), p, _path_problem(p)))
+            named = lms_names.name_of(p, p, pattern)
+            subs.append(Submission(named.learner, p, _path_problem(p), named))
     return subs
 
 
@@ -164,10 +172,18 @@ def _template(unit: str) -> list[dict]:
     return json.loads(path.read_text(encoding="utf-8")).get("cells", [])
 
 
+def unit_named(sub: Submission) -> str:
+    """The unit the file's name says (a --name-pattern's unit, else the name as handed in: ``01_…``), or '?'."""
+    named = sub.named
+    if named is not None and named.unit and named.unit.zfill(2) in UNITS:
+        return named.unit.zfill(2)
+    prefix = (named.file if named is not None else sub.path.name)[:2]
+    return prefix if prefix in UNITS else "?"
+
+
 def _unit_of(sub: Submission, cells: list) -> str:
-    prefix = sub.path.name[:2]
-    if prefix in UNITS:
-        return prefix
+    if unit_named(sub) != "?":
+        return unit_named(sub)
     text = "\n".join(_source(c) for c in cells if isinstance(c, dict) and c.get("cell_type") == "code")
     found = re.findall(r"[\"'](\d\d)\.[a-z0-9-]+[\"']", text)
     found = [u for u in found if u in UNITS]
@@ -181,7 +197,7 @@ def restore(sub: Submission, handed_out: str | None = None) -> Restored:
     write; another notebook; an empty one) is *not restored*: it gets a row that says why and no score.
     ``handed_out`` names the course version the class was given (:mod:`.versions`): only questions
     added after it may be "not in this copy"."""
-    out = Restored(sub)
+    out = Restored(sub, unit=unit_named(sub))  # an unreadable file is shown under the unit its name says
     if sub.problem:
         out.status, out.problems = "unreadable", [f"the notebook is {sub.problem}"]
         return out
@@ -580,20 +596,38 @@ def grade(
     resume: bool = False,
     report_to: Path | None = None,
     handed_out: str | None = None,
+    name_pattern=None,
+    keep: str = "latest",
+    lms: str | None = None,
+    lms_out: Path | None = None,
 ) -> list[dict]:
     """Grade every submission found (or one shard of them), reusing a journal's work with ``resume``.
+
+    ``name_pattern`` (a compiled --name-pattern) names learners as :mod:`.lms_names` says; every learner the
+    roster (``ids``) does not know, and every notebook the pattern does not match, is warned of; two copies
+    of one unit from one learner are kept as ``keep`` says (:mod:`.duplicates`); ``lms`` writes the whole
+    gradebook (merged, where ``merge_into``) in that LMS's import shape to ``lms_out`` (:mod:`.lms_gradebook`).
 
     Notebooks run in processes forked from ``jobs`` warm parents (:mod:`grader.instructor.grading.workers`); with
     AGL_GRADE_COLD=1 in the environment, each in a fresh worker and kernel instead (slower; for comparison)."""
     _adopt_orphans()
-    found = find(paths)
+    found = find(paths, name_pattern)
     subs = [s for s in found if shard is None or shards.shard_of(s.learner, shard[1]) == shard[0]]
+    if progress_to is not None:
+        for s in subs:
+            if s.named is not None and s.named.unmatched:
+                print(f"grade: warning: {s.path} does not match --name-pattern; named {s.learner}", file=progress_to)
+        if ids is not None:
+            unknown = sorted({s.learner for s in subs if roster.lookup(ids, s.learner, str(s.path)) is None})
+            for learner in unknown:
+                print(f"grade: warning: {learner} is not in the roster (no student ID)", file=progress_to)
     options = {
         "cell_timeout": cell_timeout,
         "notebook_timeout": notebook_timeout,
         "memory_mb": memory_mb,
         "shard": list(shard) if shard else None,
         "handed_out": handed_out,
+        "name_pattern": name_pattern.pattern if name_pattern is not None else None,
         # rows in the journal carry points and student ids: a change of weights, roster or times redoes them
         "rows": repr(
             (
@@ -653,6 +687,8 @@ def grade(
                         sub, status="grader error", problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None]
                     )
                 mine = gradebook.rows_of(result, weights, ids, times, feedback=bool(html_dir))
+                for f in result.facts:  # which notebook they came from: duplicates.keep drops a copy's facts too
+                    f.setdefault("notebook", str(sub.path))
                 rows += mine
                 facts += result.facts
                 journal.add(sub.path, sub.learner, sha, mine, result.facts)
@@ -671,6 +707,10 @@ def grade(
         if warm is not None:
             warm.close()
         journal.close()
+    rows, facts, notes = duplicates.keep(rows, facts, keep)
+    if progress_to is not None:
+        for note in notes:
+            print(f"grade: {note}", file=progress_to)
     gradebook.write_csv(rows, out)
     if shard:
         shards.write_sidecar(out, shard, [s.learner for s in found], [s.learner for s in subs], facts)
@@ -680,6 +720,10 @@ def grade(
         gradebook.write_csv(everyone, merge_into)
     if wide:
         gradebook.write_wide(everyone, wide, weights, ids)
+    if lms:
+        for note in lms_gradebook.write(lms, everyone, lms_out or lms_gradebook.default_path(out, lms), weights, ids):
+            if progress_to is not None:
+                print(f"grade: {note}", file=progress_to)
     if html_dir:
         gradebook.write_html(rows, html_dir)
     if report_to:
