@@ -370,6 +370,11 @@ def _grade(args) -> int:
                 out,
                 html_dir=Path(args.html) if args.html else None,
                 report_to=report_to,
+                wide=Path(args.wide) if args.wide else None,
+                weights=weights,
+                ids=ids,
+                lms=args.lms,
+                lms_out=Path(args.lms_out) if args.lms_out else None,
             )
         except MergeError as exc:
             print(f"grade merge: refused: {exc}", file=sys.stderr)

@@ -53,6 +53,7 @@ from grader.instructor.grading import (
     gradebook,
     lms_gradebook,
     lms_names,
+    outputs,
     reach,
     report,
     roster,
@@ -712,22 +713,33 @@ def grade(
         for note in notes:
             print(f"grade: {note}", file=progress_to)
     gradebook.write_csv(rows, out)
+    outputs.write(out, rows, facts)
     if shard:
         shards.write_sidecar(out, shard, [s.learner for s in found], [s.learner for s in subs], facts)
-    everyone = rows
-    if merge_into:
-        everyone = gradebook.merge(gradebook.read_csv(merge_into) if merge_into.exists() else [], rows)
+    everyone, everyone_facts = rows, facts
+    if merge_into:  # every output from the merged gradebook: the learner's whole page, the whole class's report
+        old_facts, old_feedback, note = outputs.read(merge_into) if merge_into.exists() else ([], {}, "")
+        if note and progress_to is not None:
+            print(f"grade: {note}", file=progress_to)
+        old = outputs.attach(gradebook.read_csv(merge_into), old_feedback) if merge_into.exists() else []
+        everyone = gradebook.merge(old, rows)
+        everyone_facts = outputs.merge_facts(old_facts, rows, facts)
         gradebook.write_csv(everyone, merge_into)
-    if wide:
-        gradebook.write_wide(everyone, wide, weights, ids)
-    if lms:
-        for note in lms_gradebook.write(lms, everyone, lms_out or lms_gradebook.default_path(out, lms), weights, ids):
-            if progress_to is not None:
-                print(f"grade: {note}", file=progress_to)
-    if html_dir:
-        gradebook.write_html(rows, html_dir)
-    if report_to:
-        report.write_report(rows, facts, report_to)
+        outputs.write(merge_into, everyone, everyone_facts)
+    write_outputs(
+        everyone,
+        everyone_facts,
+        out,
+        wide=wide,
+        html_dir=html_dir,
+        report_to=report_to,
+        weights=weights,
+        ids=ids,
+        lms=lms,
+        lms_out=lms_out,
+        pages_for={r["learner"] for r in rows},
+        progress_to=progress_to,
+    )
     if progress_to is not None:
         elapsed = time.monotonic() - started
         print(
@@ -738,14 +750,70 @@ def grade(
     return rows
 
 
-def merge(partials: list[Path], out: Path, html_dir: Path | None = None, report_to: Path | None = None) -> list[dict]:
-    """Join the partial gradebooks of `grade --shard i/n` into one (see :mod:`grader.instructor.grading.shards`)."""
-    rows, facts = shards.read_partials(partials)
-    gradebook.write_csv(rows, out)
+def write_outputs(
+    rows: list[dict],
+    facts: list[dict],
+    out: Path,
+    wide: Path | None = None,
+    html_dir: Path | None = None,
+    report_to: Path | None = None,
+    weights: scores.Weights | None = None,
+    ids: dict | None = None,
+    lms: str | None = None,
+    lms_out: Path | None = None,
+    pages_for: set | None = None,
+    progress_to=sys.stderr,
+) -> None:
+    """Every output beside the long CSV, from one whole gradebook (``rows``, with their feedback, and the
+    report's ``facts``): the wide CSV, an LMS's CSV, the pages (of ``pages_for``'s learners, default all) and
+    the class report. A single run, a regrade merged into a gradebook and ``grade merge`` all write them here."""
+    if wide:
+        gradebook.write_wide(rows, wide, weights, ids)
+    if lms:
+        for note in lms_gradebook.write(lms, rows, lms_out or lms_gradebook.default_path(out, lms), weights, ids):
+            if progress_to is not None:
+                print(f"grade: {note}", file=progress_to)
     if html_dir:
-        gradebook.write_html(rows, html_dir)
+        gradebook.write_html([r for r in rows if pages_for is None or r["learner"] in pages_for], html_dir)
     if report_to:
         report.write_report(rows, facts, report_to)
+
+
+def merge(
+    partials: list[Path],
+    out: Path,
+    html_dir: Path | None = None,
+    report_to: Path | None = None,
+    wide: Path | None = None,
+    weights: scores.Weights | None = None,
+    ids: dict | None = None,
+    lms: str | None = None,
+    lms_out: Path | None = None,
+    progress_to=sys.stderr,
+) -> list[dict]:
+    """Join the partial gradebooks of `grade --shard i/n` into one (see :mod:`grader.instructor.grading.shards`),
+    and write every output a single run writes (the partials' feedback and facts come from beside them)."""
+    rows, facts = shards.read_partials(partials)
+    for partial in partials:
+        _, feedback, note = outputs.read(partial)
+        if note and progress_to is not None:
+            print(f"grade merge: {note}", file=progress_to)
+        outputs.attach(rows, feedback)
+    gradebook.write_csv(rows, out)
+    outputs.write(out, rows, facts)
+    write_outputs(
+        rows,
+        facts,
+        out,
+        wide=wide,
+        html_dir=html_dir,
+        report_to=report_to,
+        weights=weights,
+        ids=ids,
+        lms=lms,
+        lms_out=lms_out,
+        progress_to=progress_to,
+    )
     return rows
 
 
