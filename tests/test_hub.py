@@ -49,7 +49,7 @@ import pytest
 from grader.engine import progress
 from grader.engine.question import all_questions
 from grader.engine.store import Store
-from grader.instructor import classview, hub
+from grader.instructor import classview, collect, hub
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -411,6 +411,8 @@ def class_run():
             n: sorted((p.name, p.stat().st_mtime_ns, p.stat().st_uid) for p in stores[n].parent.iterdir())
             for n in names
         }
+        run["collected"] = {c.learner: c for c in collect.collect([homes], base / "collected", units=["00", "01"])}
+        run["collected to"] = base / "collected"
         ARTIFACTS.mkdir(exist_ok=True)
         run["page"] = ARTIFACTS / "hub-class.html"
         run["page"].write_text(classview.page(run["report"]), encoding="utf-8")
@@ -488,6 +490,7 @@ def test_a_class_on_jupyterhub():
         check_each_learner_keeps_their_own_record(run)
         check_the_instructors_view_matches_every_store_and_reads_only(run)
         check_the_class_page_in_chromium(run)
+        check_collect_copies_each_workspace_out_named_by_user(run)
 
 
 def check_each_learner_keeps_their_own_record(run):
@@ -576,6 +579,17 @@ def check_the_instructors_view_matches_every_store_and_reads_only(run):
     where = {r["learner"]: r for r in rep["class"]}
     assert where[names[1]]["unit_in_progress"] == "00" and where[names[1]]["missing"]
     assert where[names[2]]["unit_in_progress"] == q.unit and where[names[0]]["passed"] == ["00"]
+
+
+def check_collect_copies_each_workspace_out_named_by_user(run):
+    """`grader collect` over the hub's homes, as root: each user's course notebooks, by user; the idle user
+    "not started"; the learner's own 00_mine.ipynb left where it is."""
+    got, out = run["collected"], run["collected to"]
+    assert sorted(got) == sorted([*run["names"], run["idle"]])
+    for name in run["names"]:
+        assert got[name].copied == [UNIT00, UNIT01] and not got[name].refused and not got[name].problem, got[name]
+        assert sorted(p.name for p in (out / name).iterdir()) == [UNIT00, UNIT01]
+    assert got[run["idle"]].problem.startswith("not started") and not (out / run["idle"]).exists()
 
 
 def check_the_class_page_in_chromium(run):

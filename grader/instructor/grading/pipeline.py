@@ -670,7 +670,7 @@ def grade(
     warm = None
     try:
         if needs_worker and not os.environ.get("AGL_GRADE_COLD"):
-            units = {s.path.name[:2] for s, _ in todo}  # a hint: the exercises whose cases to build first
+            units = {unit_named(s) for s, _ in todo}  # a hint: the exercises whose cases to build first
             warm = workers.Pool(
                 min(max(1, jobs), len(todo)), workers.base_env(), units=sorted(units) if units <= set(UNITS) else None
             )
