@@ -146,11 +146,27 @@ def test_missing_and_unreadable_stores_are_listed_not_fatal(a_class, tmp_path):
     broken.write_bytes(b"not a database at all, " * 100)
     learners = classview.collect([homes], stores={"dee": tmp_path / "nothing.sqlite3", "eve": broken})
     problems = {l.name: l.problem for l in learners}
-    assert problems["dee"].startswith("no progress store yet")
+    assert problems["dee"].startswith("not started")
     assert problems["eve"].startswith("store not readable")
     rep = classview.report(learners)
     assert (rep["learners"], rep["readable"]) == (5, 3)
     assert broken.read_bytes() == b"not a database at all, " * 100
+
+
+def test_every_home_is_a_learner_and_one_without_a_store_reads_not_started(a_class, tmp_path):
+    """Every user of a hub has a home; one who never started has no store yet, and is listed, not dropped."""
+    homes, *_ = a_class
+    (homes / "dev").mkdir()  # a user who never logged in: a home and nothing in it
+    try:
+        learners = classview.collect([homes])
+        assert [l.name for l in learners] == ["ada", "bo", "cy", "dev"]
+        rep = classview.report(learners)
+        dev = next(r for r in rep["class"] if r["learner"] == "dev")
+        assert dev["problem"].startswith("not started") and (rep["learners"], rep["readable"]) == (4, 3)
+        assert "not started" in classview.page(rep).split("data-learner='dev'")[1].split("</tr>")[0]
+        assert not (homes / "dev" / classview.STORE_IN_HOME).exists(), "collecting created a store"
+    finally:
+        (homes / "dev").rmdir()
 
 
 def test_the_command_prints_and_writes_the_page(a_class, tmp_path, capsys):

@@ -1,23 +1,27 @@
-"""A class on a real JupyterHub: three Unix users, each with their own server, workspace and progress.
+"""A class on a real JupyterHub: four Unix users, three with their own server, workspace and progress.
 
 The hub is the one `make hub` starts (``grader.instructor.hub.Hub``, ``hub/jupyterhub_config.py``): JupyterHub and
 configurable-http-proxy on 127.0.0.1, LocalProcessSpawner (each server runs as its own Unix user), and
 throwaway per-user passwords. The test
 
-1. creates three Unix users with private homes (0700) in a temporary folder, and starts the hub;
-2. logs each user in through the hub's REST API (their password buys a token) and starts their server,
+1. creates four Unix users with private homes (0700) in a temporary folder, and starts the hub; the fourth
+   never logs in;
+2. logs three users in through the hub's REST API (their password buys a token) and starts their server,
    whose start command creates their workspace from the course's notebooks;
 3. runs unit 00 in each user's own kernel, cell by cell over the kernel's websocket: the worked solution for
    the first, the untouched learner notebook (from their workspace) for the second, and a partly wrong
-   attempt for the third;
+   attempt for the third; then the third logs in on the hub's login page in Chromium, lands in JupyterLab
+   (the course's extensions loaded: the server's Python is the thin one of ``hub.python_for_users`` when the
+   course's lies under /root), opens unit 01 from their workspace and locks a prediction in with its widget;
 4. checks each store sits in its user's home, is theirs alone and holds only their own work; that the first
    user's kernel cannot read the second user's store or home, and that one user's token opens nothing
    of another's;
-5. stops the servers and the hub, and collects the instructor's view from the three homes, read-only;
-   the page goes to test-artifacts/hub-class.html and is opened in Chromium (the browser test's settings).
+5. stops the servers and the hub, and collects the instructor's view from the four homes, read-only (the
+   fourth "not started", the third's locked prediction counted); the page goes to test-artifacts/hub-class.html
+   and is opened in Chromium (the browser test's settings).
 
-It needs root (users and user switching), npm's configurable-http-proxy (`make hub-deps`) and jupyterhub,
-and skips saying which is missing. Everything it starts it stops; the users and their homes are removed.
+It needs root (users and user switching), npm's configurable-http-proxy (`make hub-deps`), jupyterhub,
+Chromium and playwright, and skips saying which is missing. Everything it starts it stops; the users and their homes are removed.
 """
 
 from __future__ import annotations
@@ -45,11 +49,12 @@ import pytest
 from grader.engine import progress
 from grader.engine.question import all_questions
 from grader.engine.store import Store
-from grader.instructor import classview, hub
+from grader.instructor import classview, collect, hub
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 UNIT00 = "00_start_here.ipynb"
+UNIT01 = "01_what_the_forward_pass_records.ipynb"
 
 
 def _why_not() -> str:
@@ -57,7 +62,9 @@ def _why_not() -> str:
         return "not root: the hub test creates three Unix users and the hub switches to them"
     if not (shutil.which("useradd") and shutil.which("userdel")):
         return "useradd/userdel not found: the hub test creates three Unix users"
-    return hub.missing_requirements()
+    from tests.test_browser import _requirements
+
+    return hub.missing_requirements() or _requirements()
 
 
 pytestmark = pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "ready")
@@ -252,7 +259,7 @@ def _remove_leftovers() -> None:
     lies in an agl-hub- folder of the temporary directory untouched for an hour."""
     prefix = str(Path(tempfile.gettempdir()) / "agl-hub-")
     for entry in pwd.getpwall():
-        if re.fullmatch(r"agl-[0-9a-f]{4}-[1-3]", entry.pw_name) and entry.pw_dir.startswith(prefix):
+        if re.fullmatch(r"agl-[0-9a-f]{4}-[1-4]", entry.pw_name) and entry.pw_dir.startswith(prefix):
             base = Path(entry.pw_dir).parent.parent
             try:
                 stale = time.time() - base.stat().st_mtime > 3600
@@ -273,10 +280,11 @@ def class_run():
     homes.mkdir(mode=0o755)
     tag = secrets.token_hex(2)
     names = [f"agl-{tag}-{i}" for i in (1, 2, 3)]
-    passwords = {name: secrets.token_urlsafe(12) for name in names}
-    created, the_hub, run = [], None, {"names": names, "homes": homes, "timings": {}}
+    idle = f"agl-{tag}-4"  # a user of the hub who never logs in
+    passwords = {name: secrets.token_urlsafe(12) for name in [*names, idle]}
+    created, the_hub, run = [], None, {"names": names, "idle": idle, "homes": homes, "timings": {}}
     try:
-        for name in names:
+        for name in [*names, idle]:
             hub.create_user(name, homes)
             created.append(name)
         python, note = hub.python_for_users(base)
@@ -352,6 +360,11 @@ def class_run():
         probe_out = [o for o in run["results"][names[0]][-1] if o["type"] == "stream"]
         run["probe"] = json.loads(probe_out[-1]["text"]) if probe_out else {}
 
+        # 3b. the third user in Chromium: the hub's login page, then JupyterLab with the course's widgets
+        t0 = time.monotonic()
+        run["browser"] = lock_in_with_the_widget(url, names[2], passwords[names[2]])
+        run["timings"]["browser lock"] = time.monotonic() - t0
+
         # 4. one user's token opens nothing of another's
         run["cross"] = {
             "hub user model": api(url, "GET", f"/hub/api/users/{names[1]}", token=tokens[names[0]])[0],
@@ -374,6 +387,7 @@ def class_run():
         ARTIFACTS.mkdir(exist_ok=True)
         (ARTIFACTS / "hub.log").write_text(run["log"])
         stores = {n: homes / n / classview.STORE_IN_HOME for n in names}
+        run["idle store"] = (homes / idle / classview.STORE_IN_HOME).exists()
         run["stores"] = stores
         run["modes"] = {
             n: {
@@ -397,6 +411,8 @@ def class_run():
             n: sorted((p.name, p.stat().st_mtime_ns, p.stat().st_uid) for p in stores[n].parent.iterdir())
             for n in names
         }
+        run["collected"] = {c.learner: c for c in collect.collect([homes], base / "collected", units=["00", "01"])}
+        run["collected to"] = base / "collected"
         ARTIFACTS.mkdir(exist_ok=True)
         run["page"] = ARTIFACTS / "hub-class.html"
         run["page"].write_text(classview.page(run["report"]), encoding="utf-8")
@@ -415,6 +431,57 @@ def class_run():
         shutil.rmtree(base, ignore_errors=True)
 
 
+class _UserLab:
+    """A user's JupyterLab behind the hub, as tests.test_browser's page helpers address a Lab: ``url(path)``
+    and a ``token`` (empty: the browser is logged in by the hub's cookie, and JupyterHub reads no token from
+    a page's URL)."""
+
+    token = ""
+
+    def __init__(self, base: str, user: str):
+        self.base, self.user = base, user
+
+    def url(self, path: str) -> str:
+        return f"{self.base}/user/{self.user}{path}"
+
+
+def lock_in_with_the_widget(base: str, user: str, password: str) -> dict:
+    """Log ``user`` in on the hub's login page, open unit 01 in their JupyterLab, run the cells above its
+    first reveal and lock a prediction in by clicking its widget. What the page showed, for the checks."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, code_cell, open_notebook, run_menu, tracebacks
+
+    seen: dict = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)
+            page.goto(f"{base}/hub/login")
+            page.locator("#username_input").fill(user)
+            page.locator("#password_input").fill(password)
+            page.locator("#login_submit").click()
+            page.wait_for_url(f"**/user/{user}/lab/**", timeout=120_000)  # the spawner's default_url
+            page.wait_for_load_state("load")
+            seen["landed"] = page.url
+            seen["not found"] = page.get_by_text("404 : Not Found").count()
+            open_notebook(page, _UserLab(base, user), UNIT01)
+            reveal = code_cell(page, 'reveal("01.x-is-leaf")')
+            reveal.locator(".jp-InputPrompt").click()
+            run_menu(page, "notebook:run-all-above")
+            widget = page.locator(".agl-q-01-x-is-leaf")
+            widget.wait_for(timeout=180_000)
+            widget.locator("button.widget-toggle-button", has_text="False").click()
+            widget.locator("button.agl-lock").click()
+            widget.locator(".agl-result", has_text="prediction locked in").wait_for()
+            seen["tracebacks"] = tracebacks(page)
+            page.screenshot(path=str(ARTIFACTS / "hub-lab-lock.png"))
+        finally:
+            browser.close()
+    return seen
+
+
 # --- the tests ------------------------------------------------------------------------------------
 
 
@@ -423,6 +490,7 @@ def test_a_class_on_jupyterhub():
         check_each_learner_keeps_their_own_record(run)
         check_the_instructors_view_matches_every_store_and_reads_only(run)
         check_the_class_page_in_chromium(run)
+        check_collect_copies_each_workspace_out_named_by_user(run)
 
 
 def check_each_learner_keeps_their_own_record(run):
@@ -433,6 +501,10 @@ def check_each_learner_keeps_their_own_record(run):
         assert UNIT00 in run["workspaces"][name], run["workspaces"][name]
     for name, results in run["results"].items():
         assert errors(results) == [], f"{name}: {errors(results)}"
+    # the hub's login page led to JupyterLab, whose widget locked the third user's prediction in
+    assert run["browser"]["not found"] == 0 and "/lab/tree/00_start_here.ipynb" in run["browser"]["landed"]
+    assert run["browser"]["tracebacks"] == []
+    assert not run["idle store"], "the user who never logged in has a store"
 
     for name in names:  # each store in its own home, private to its owner
         m = run["modes"][name]
@@ -449,6 +521,7 @@ def check_each_learner_keeps_their_own_record(run):
     assert states[first]["00"].passed and not states[first]["00"].missing()
     assert states[first]["00"].questions["00.warmup-add"].record == "predicted, correct"
     assert {e.unit for e in own[first][1]} == {"00"}
+    assert not any(e.qid == "01.x-is-leaf" for e in own[first][1] + own[second][1])
     # the second: the untouched learner notebook passes nothing, and says the reveals came first
     assert not states[second]["00"].passed and states[second]["00"].started
     assert states[second]["00"].questions["00.warmup-add"].record == "revealed without prediction"
@@ -458,6 +531,8 @@ def check_each_learner_keeps_their_own_record(run):
     assert states[third]["00"].questions["00.warmup-add"].record == "predicted, incorrect"
     assert states[third]["00"].questions["00.warmup-square"].record == "correct on attempt 2"
     assert states[third][q.unit].questions[q.qid].record.endswith("(1 attempt), 1 hint")
+    locked = states[third]["01"].questions["01.x-is-leaf"]  # clicked in Chromium
+    assert (locked.record, locked.prediction) == ("predicted, not revealed yet", False)
     assert not any(e.unit == q.unit for e in own[first][1] + own[second][1])
 
     # loopback only: the proxy, the hub and every user's server
@@ -477,7 +552,9 @@ def check_each_learner_keeps_their_own_record(run):
 def check_the_instructors_view_matches_every_store_and_reads_only(run):
     assert run["unchanged"], "collecting the class created or changed a file beside a learner's store"
     rep, own, names = run["report"], run["own"], run["names"]
-    assert (rep["learners"], rep["readable"]) == (3, 3)
+    assert (rep["learners"], rep["readable"]) == (4, 3)  # every user of the hub, the one who never started too
+    idle = next(r for r in rep["class"] if r["learner"] == run["idle"])
+    assert idle["problem"].startswith("not started") and idle["events"] == 0
     by_q = {row["qid"]: row for unit in rep["units"] for row in unit["questions"]}
     for qid, row in by_q.items():
         records = {}
@@ -495,11 +572,24 @@ def check_the_instructors_view_matches_every_store_and_reads_only(run):
         1,
         3,
     )
+    assert by_q["01.x-is-leaf"]["predicted_not_revealed"] == 1  # the widget's lock, seen by the instructor
+    assert by_q["01.x-is-leaf"]["records"]["predicted, not revealed yet"] == 1
     q = run["question"]
     assert by_q[q.qid]["hints_shown"] == 1 and by_q[q.qid]["wrong_answers"][0]["note"]
     where = {r["learner"]: r for r in rep["class"]}
     assert where[names[1]]["unit_in_progress"] == "00" and where[names[1]]["missing"]
     assert where[names[2]]["unit_in_progress"] == q.unit and where[names[0]]["passed"] == ["00"]
+
+
+def check_collect_copies_each_workspace_out_named_by_user(run):
+    """`grader collect` over the hub's homes, as root: each user's course notebooks, by user; the idle user
+    "not started"; the learner's own 00_mine.ipynb left where it is."""
+    got, out = run["collected"], run["collected to"]
+    assert sorted(got) == sorted([*run["names"], run["idle"]])
+    for name in run["names"]:
+        assert got[name].copied == [UNIT00, UNIT01] and not got[name].refused and not got[name].problem, got[name]
+        assert sorted(p.name for p in (out / name).iterdir()) == [UNIT00, UNIT01]
+    assert got[run["idle"]].problem.startswith("not started") and not (out / run["idle"]).exists()
 
 
 def check_the_class_page_in_chromium(run):
@@ -524,8 +614,9 @@ def check_the_class_page_in_chromium(run):
             note = page.locator("#honesty")
             assert note.is_visible() and "This is the learners' own record." in note.inner_text()
             assert page.locator("#readable").inner_text() == "3"
-            for name in names:
+            for name in [*names, run["idle"]]:
                 assert page.locator(f"tr[data-learner='{name}']").count() == 1
+            assert "not started" in page.locator(f"tr[data-learner='{run['idle']}']").inner_text()
             row = page.locator(f"tr[data-learner='{names[1]}']")
             assert row.locator("td.unit").inner_text() == "00"
             assert "00.warmup-square" in row.locator("td.missing").inner_text()

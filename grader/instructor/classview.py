@@ -9,7 +9,8 @@ never runs a notebook, and reports:
 * per unit and question: how many predicted correctly, wrongly, revealed without predicting or predicted
   after a reveal; the most common wrong answers with their counts (and the question's note when it is a
   known misconception); hints and attempts;
-* per learner: last activity, the unit in progress, and what it still misses.
+* per learner: last activity, the unit in progress, and what it still misses; every home in ``--homes`` (every
+  user of the hub) is a learner, and one without a store reads "not started".
 
 This is the learners' own record, derived exactly as their panel and ``python -m grader status`` derive it
 (:mod:`grader.engine.progress`). It is not recomputed: ``python -m grader grade`` re-runs submitted notebooks and
@@ -42,6 +43,7 @@ from grader.instructor.grading import untrusted_store
 ROOT = Path(__file__).resolve().parents[2]
 STORE_IN_HOME = Path(".local") / "share" / "autograd-lab" / FILENAME
 TOP = 5  # wrong answers listed per question
+NOT_STARTED = "not started (no progress store yet: never ran a graded cell)"
 MISSING_SHOWN = 8  # items of a learner's missing list shown on the page (the JSON has all)
 
 
@@ -92,7 +94,8 @@ def home_of(user: str, homes: list[Path]) -> Path:
 def find(
     homes: list[Path], users: list[str] | None = None, stores: dict[str, Path] | None = None
 ) -> list[tuple[str, Path]]:
-    """(learner, store path) for the given users, else for every folder in ``homes`` that holds a store."""
+    """(learner, store path) for the given users, else for every folder in ``homes`` (every user of a hub, those
+    who never started too: their store's path, which does not exist yet)."""
     found: dict[str, Path] = {}
     if users:
         for user in users:
@@ -104,13 +107,9 @@ def find(
             except OSError:
                 continue
             for home in entries:
-                try:
-                    if (home / STORE_IN_HOME).is_file():
-                        found[home.name] = home / STORE_IN_HOME
-                except PermissionError:  # a home we may not enter: listed, with why (run as root)
-                    found[home.name] = home / STORE_IN_HOME
-                except OSError:
+                if home.name.startswith(".") or home.name == "lost+found":
                     continue
+                found[home.name] = home / STORE_IN_HOME  # one we may not enter: listed, with why (run as root)
     found.update(stores or {})
     return sorted(found.items())
 
@@ -123,7 +122,7 @@ def collect(homes: list[Path], users: list[str] | None = None, stores: dict[str,
             if path.is_file():
                 learner.events = read_events(path)
             else:
-                learner.problem = "no progress store yet (never ran a graded cell)"
+                learner.problem = NOT_STARTED
         except PermissionError:
             learner.problem = "store not readable: permission denied (collect the class as root)"
         except (OSError, sqlite3.Error) as exc:

@@ -1,4 +1,4 @@
-"""python -m grader: status, questions, claims, reset, workspace, build, verify, grade, class, release, doctor."""
+"""python -m grader: status, questions, claims, reset, workspace, build, verify, grade, collect, class, release, doctor."""
 
 from __future__ import annotations
 
@@ -327,6 +327,18 @@ def _grade(args) -> int:
             versions.check(args.handed_out)
         except versions.UnknownVersion as exc:
             problems.append(f"--handed-out: {exc}")
+    pattern = None
+    if args.name_pattern:
+        from grader.instructor.grading.lms_names import PatternError, compile_pattern
+
+        try:
+            pattern = compile_pattern(args.name_pattern)
+        except PatternError as exc:
+            problems.append(str(exc))
+    if args.lms_out and not args.lms:
+        problems.append("--lms-out: say which LMS with --lms canvas or --lms moodle")
+    if args.lms_out and (Path(args.lms_out).is_dir() or not Path(args.lms_out).parent.is_dir()):
+        problems.append(f"--lms-out {args.lms_out}: give a CSV file in a folder that exists")
     report_to = Path(args.report) if args.report else None
     if report_to and (report_to.is_dir() or not report_to.parent.is_dir()):
         problems.append(f"--report {args.report}: give an HTML file to write in an existing folder")
@@ -358,6 +370,11 @@ def _grade(args) -> int:
                 out,
                 html_dir=Path(args.html) if args.html else None,
                 report_to=report_to,
+                wide=Path(args.wide) if args.wide else None,
+                weights=weights,
+                ids=ids,
+                lms=args.lms,
+                lms_out=Path(args.lms_out) if args.lms_out else None,
             )
         except MergeError as exc:
             print(f"grade merge: refused: {exc}", file=sys.stderr)
@@ -381,6 +398,10 @@ def _grade(args) -> int:
         resume=args.resume,
         report_to=report_to,
         handed_out=args.handed_out,
+        name_pattern=pattern,
+        keep=args.keep,
+        lms=args.lms,
+        lms_out=Path(args.lms_out) if args.lms_out else None,
     )
     return 0 if rows or shard else 2
 
@@ -539,7 +560,33 @@ def main(argv: list[str] | None = None) -> int:
         help="continue an interrupted run: notebooks already graded into OUT's journal and unchanged are not run again",
     )
     p.add_argument("--report", help="also write the class report (an offline HTML page) to this file")
+    p.add_argument(
+        "--name-pattern",
+        metavar="REGEX",
+        help="name learners by this regular expression, searched in each notebook's path below the folder given: "
+        "a group (?P<learner>...), optionally (?P<id>...) and (?P<unit>...); Canvas's and Moodle's export names "
+        "are understood without it",
+    )
+    p.add_argument(
+        "--keep",
+        choices=["latest", "best"],
+        default="latest",
+        help="two copies of one unit from one learner: keep the one handed in last (default) or the best",
+    )
+    p.add_argument(
+        "--lms",
+        choices=["canvas", "moodle"],
+        help="also write the gradebook in that LMS's import shape (UTF-8 with a BOM) to --lms-out",
+    )
+    p.add_argument("--lms-out", help="the file --lms writes (default: beside --out, grades-canvas.csv)")
     p.set_defaults(run=_grade)
+
+    sub.add_parser(
+        "collect",
+        help="copy each learner's workspace notebooks out of their homes, a folder per user, ready for grade "
+        "(python -m grader collect --homes /home OUT/)",
+        add_help=False,
+    )
 
     p = sub.add_parser(
         "class",
@@ -565,6 +612,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["doctor"]:  # the script's own arguments, passed on whole
         return _doctor(argv[1:])
+    if argv[:1] == ["collect"]:
+        from grader.instructor.collect import main as collect
+
+        return collect(argv[1:])
     if argv[:1] == ["class"]:  # its own options, passed on whole (argparse's REMAINDER drops a leading --opt)
         from grader.instructor.classview import main as classview
 

@@ -146,7 +146,10 @@ def python_for_users(where: Path) -> tuple[str, str]:
     Normally this very interpreter. Where it sits in a folder other users cannot enter (a Python built
     under /root, as on the course's test machines), a thin environment on the system's Python of the same
     version is made in ``where``: a venv without packages whose one .pth file adds this environment's
-    site-packages. On a real hub, install the course where every user can read it and this is not needed.
+    site-packages, and whose ``share/jupyter`` and ``etc/jupyter`` are links to this environment's (JupyterLab,
+    its settings and the widget extensions live there, found through ``sys.prefix``; without them a user's server
+    loads only the hub's extension and serves "404 : Not Found"). On a real hub, install the course where every
+    user can read it and this is not needed.
     """
     if runnable_by_all(sys.executable) and runnable_by_all(sys.prefix):
         return sys.executable, ""
@@ -176,6 +179,9 @@ def python_for_users(where: Path) -> tuple[str, str]:
         site = env / "lib" / f"python{version}" / "site-packages"
         lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in site_dirs)
         (site / "autograd-lab-course.pth").write_text(lines)
+        missing = link_jupyter_data(env)
+        if missing:
+            return "", missing
         return str(python), (
             f"{sys.executable} lies where other users cannot run it; users' servers run "
             f"{candidate} with this environment's packages ({env})"
@@ -184,6 +190,28 @@ def python_for_users(where: Path) -> tuple[str, str]:
         f"{os.path.realpath(sys.executable)} lies where other users cannot run it, and no system "
         f"Python {version} was found to run this environment's packages"
     )
+
+
+JUPYTER_DATA = (Path("share") / "jupyter", Path("etc") / "jupyter")  # under sys.prefix: what Jupyter finds there
+
+
+def link_jupyter_data(env: Path) -> str:
+    """Link ``env``'s ``share/jupyter`` and ``etc/jupyter`` to this environment's; '' when done, else why not."""
+    for part in JUPYTER_DATA:
+        source, link = Path(sys.prefix) / part, Path(env) / part
+        if not source.is_dir():
+            continue
+        if not runnable_by_all(source):
+            return f"{source} cannot be read by other users: their servers would not find JupyterLab"
+        if link.is_symlink() and os.readlink(link) == str(source):
+            continue
+        if link.is_symlink() or link.is_file():
+            link.unlink()
+        elif link.is_dir():
+            shutil.rmtree(link)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(source, target_is_directory=True)
+    return ""
 
 
 def free_port() -> int:

@@ -45,9 +45,10 @@ def restore(text: str) -> str:
     return text[1:] if text.startswith(QUOTE) else text
 
 
-def write(path: Path, fieldnames: list[str], rows) -> None:
-    """Write rows (dicts; keys outside ``fieldnames`` ignored, missing ones empty), every cell safe."""
-    with open(path, "w", newline="", encoding="utf-8") as f:
+def write(path: Path, fieldnames: list[str], rows, encoding: str = "utf-8") -> None:
+    """Write rows (dicts; keys outside ``fieldnames`` ignored, missing ones empty), every cell safe
+    (``encoding="utf-8-sig"``: with a byte-order mark, which Excel needs to read UTF-8 names)."""
+    with open(path, "w", newline="", encoding=encoding) as f:
         writer = csv.writer(f, quoting=csv.QUOTE_ALL)
         writer.writerow([safe(name) for name in fieldnames])
         for row in rows:

@@ -6,7 +6,8 @@
 * the wide CSV (``--wide``): one row per learner, every unit as columns, and totals; a unit a
   learner did not hand in counts 0 of its maximum;
 * ``--merge-into``: an existing long gradebook with the rows of the learners (and units) graded now
-  replaced, so one learner can be regraded alone;
+  replaced, so one learner can be regraded alone; the wide CSV, that learner's page and the class report are
+  then written from the merged gradebook (the answers and report facts kept beside it: :mod:`.outputs`);
 * feedback pages (``--html``): for each question the learner's answer beside torch's, the
   explanation, and for an exercise the smallest failing case as the notebook shows it; one page per
   learner, units in order, every verdict coloured, nothing loaded from the network. A page is named
@@ -169,6 +170,11 @@ def rows_of(
             "isolation": out.isolation,
             "seconds": scores.number(out.seconds),
         }
+        named = getattr(out.submission, "named", None)
+        if named is not None and named.lms_id:  # the LMS's own id of the learner (Canvas's user id), for --lms
+            row["lms id"] = named.lms_id
+        if named is not None and named.late:
+            row["late"] = "yes"  # the LMS's export says so (Canvas's _LATE)
         if ids is not None and student is None:
             row["findings"] = "; ".join(p for p in (row["findings"], "not in the roster") if p)
         if r is None:
@@ -468,8 +474,8 @@ def _page(learner: str, rows: list[dict]) -> str:
 
 
 def write_html(rows: list[dict], folder: Path) -> list[Path]:
-    """One page per learner in ``rows`` (give it the rows graded now: rows read back from a CSV carry no answers),
-    named by :func:`page_name`; two learners never share a page."""
+    """One page per learner in ``rows``, named by :func:`page_name`; two learners never share a page. Rows read
+    back from a CSV carry no answers until :func:`grader.instructor.grading.outputs.attach` gives them back."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     fresh = list(rows)

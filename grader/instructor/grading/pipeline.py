@@ -24,7 +24,8 @@ tested alone:
 * ``write``: the gradebook (long and wide CSV, merged into an existing one
   where asked) and feedback pages: :mod:`grader.instructor.grading.gradebook`.
 
-Where learners come from: :func:`grader.instructor.grading.roster.learner_of` (the folder that
+Where learners come from: :func:`grader.instructor.grading.lms_names.name_of` (Canvas's and Moodle's export
+names, a ``--name-pattern``, else :func:`grader.instructor.grading.roster.learner_of`: the folder that
 holds the notebook; a file named for a learner inside a folder of another name is
 ``folder/learner``), the same whatever path is given on the command line.
 """
@@ -48,7 +49,11 @@ from grader.engine.question import of_unit
 from grader.engine.store import FILENAME, Event
 from grader.instructor.grading import (
     containment,
+    duplicates,
     gradebook,
+    lms_gradebook,
+    lms_names,
+    outputs,
     reach,
     report,
     roster,
@@ -79,6 +84,7 @@ class Submission:
     learner: str
     path: Path
     problem: str = ""  # set by find() for a path that cannot be a notebook (a broken link, say)
+    named: lms_names.Named | None = None  # how find() named it: the file as handed in, the LMS's id, late
 
 
 @dataclass
@@ -123,7 +129,8 @@ class GradedSubmission:
 # --- step 1: find ---------------------------------------------------------------------------
 
 
-def find(paths: list[str]) -> list[Submission]:
+def find(paths: list[str], pattern=None) -> list[Submission]:
+    """Every notebook under ``paths``, named by :func:`lms_names.name_of` (``pattern``: a --name-pattern)."""
     subs = []
     for raw in paths:
         p = Path(raw)
@@ -131,9 +138,11 @@ def find(paths: list[str]) -> list[Submission]:
             for nb in sorted(p.rglob("*.ipynb")):
                 if ".ipynb_checkpoints" in nb.parts:
                     continue
-                subs.append(Submission(roster.learner_of(nb, p), nb, _path_problem(nb)))
+                named = lms_names.name_of(nb, p, pattern)
+                subs.append(Submission(named.learner, nb, _path_problem(nb), named))
         else:
-            subs.append(Submission(roster.learner_of(p, p), p, _path_problem(p)))
+            named = lms_names.name_of(p, p, pattern)
+            subs.append(Submission(named.learner, p, _path_problem(p), named))
     return subs
 
 
@@ -164,10 +173,18 @@ def _template(unit: str) -> list[dict]:
     return json.loads(path.read_text(encoding="utf-8")).get("cells", [])
 
 
+def unit_named(sub: Submission) -> str:
+    """The unit the file's name says (a --name-pattern's unit, else the name as handed in: ``01_…``), or '?'."""
+    named = sub.named
+    if named is not None and named.unit and named.unit.zfill(2) in UNITS:
+        return named.unit.zfill(2)
+    prefix = (named.file if named is not None else sub.path.name)[:2]
+    return prefix if prefix in UNITS else "?"
+
+
 def _unit_of(sub: Submission, cells: list) -> str:
-    prefix = sub.path.name[:2]
-    if prefix in UNITS:
-        return prefix
+    if unit_named(sub) != "?":
+        return unit_named(sub)
     text = "\n".join(_source(c) for c in cells if isinstance(c, dict) and c.get("cell_type") == "code")
     found = re.findall(r"[\"'](\d\d)\.[a-z0-9-]+[\"']", text)
     found = [u for u in found if u in UNITS]
@@ -181,7 +198,7 @@ def restore(sub: Submission, handed_out: str | None = None) -> Restored:
     write; another notebook; an empty one) is *not restored*: it gets a row that says why and no score.
     ``handed_out`` names the course version the class was given (:mod:`.versions`): only questions
     added after it may be "not in this copy"."""
-    out = Restored(sub)
+    out = Restored(sub, unit=unit_named(sub))  # an unreadable file is shown under the unit its name says
     if sub.problem:
         out.status, out.problems = "unreadable", [f"the notebook is {sub.problem}"]
         return out
@@ -580,20 +597,38 @@ def grade(
     resume: bool = False,
     report_to: Path | None = None,
     handed_out: str | None = None,
+    name_pattern=None,
+    keep: str = "latest",
+    lms: str | None = None,
+    lms_out: Path | None = None,
 ) -> list[dict]:
     """Grade every submission found (or one shard of them), reusing a journal's work with ``resume``.
+
+    ``name_pattern`` (a compiled --name-pattern) names learners as :mod:`.lms_names` says; every learner the
+    roster (``ids``) does not know, and every notebook the pattern does not match, is warned of; two copies
+    of one unit from one learner are kept as ``keep`` says (:mod:`.duplicates`); ``lms`` writes the whole
+    gradebook (merged, where ``merge_into``) in that LMS's import shape to ``lms_out`` (:mod:`.lms_gradebook`).
 
     Notebooks run in processes forked from ``jobs`` warm parents (:mod:`grader.instructor.grading.workers`); with
     AGL_GRADE_COLD=1 in the environment, each in a fresh worker and kernel instead (slower; for comparison)."""
     _adopt_orphans()
-    found = find(paths)
+    found = find(paths, name_pattern)
     subs = [s for s in found if shard is None or shards.shard_of(s.learner, shard[1]) == shard[0]]
+    if progress_to is not None:
+        for s in subs:
+            if s.named is not None and s.named.unmatched:
+                print(f"grade: warning: {s.path} does not match --name-pattern; named {s.learner}", file=progress_to)
+        if ids is not None:
+            unknown = sorted({s.learner for s in subs if roster.lookup(ids, s.learner, str(s.path)) is None})
+            for learner in unknown:
+                print(f"grade: warning: {learner} is not in the roster (no student ID)", file=progress_to)
     options = {
         "cell_timeout": cell_timeout,
         "notebook_timeout": notebook_timeout,
         "memory_mb": memory_mb,
         "shard": list(shard) if shard else None,
         "handed_out": handed_out,
+        "name_pattern": name_pattern.pattern if name_pattern is not None else None,
         # rows in the journal carry points and student ids: a change of weights, roster or times redoes them
         "rows": repr(
             (
@@ -635,7 +670,7 @@ def grade(
     warm = None
     try:
         if needs_worker and not os.environ.get("AGL_GRADE_COLD"):
-            units = {s.path.name[:2] for s, _ in todo}  # a hint: the exercises whose cases to build first
+            units = {unit_named(s) for s, _ in todo}  # a hint: the exercises whose cases to build first
             warm = workers.Pool(
                 min(max(1, jobs), len(todo)), workers.base_env(), units=sorted(units) if units <= set(UNITS) else None
             )
@@ -653,6 +688,8 @@ def grade(
                         sub, status="grader error", problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None]
                     )
                 mine = gradebook.rows_of(result, weights, ids, times, feedback=bool(html_dir))
+                for f in result.facts:  # which notebook they came from: duplicates.keep drops a copy's facts too
+                    f.setdefault("notebook", str(sub.path))
                 rows += mine
                 facts += result.facts
                 journal.add(sub.path, sub.learner, sha, mine, result.facts)
@@ -671,19 +708,38 @@ def grade(
         if warm is not None:
             warm.close()
         journal.close()
+    rows, facts, notes = duplicates.keep(rows, facts, keep)
+    if progress_to is not None:
+        for note in notes:
+            print(f"grade: {note}", file=progress_to)
     gradebook.write_csv(rows, out)
+    outputs.write(out, rows, facts)
     if shard:
         shards.write_sidecar(out, shard, [s.learner for s in found], [s.learner for s in subs], facts)
-    everyone = rows
-    if merge_into:
-        everyone = gradebook.merge(gradebook.read_csv(merge_into) if merge_into.exists() else [], rows)
+    everyone, everyone_facts = rows, facts
+    if merge_into:  # every output from the merged gradebook: the learner's whole page, the whole class's report
+        old_facts, old_feedback, note = outputs.read(merge_into) if merge_into.exists() else ([], {}, "")
+        if note and progress_to is not None:
+            print(f"grade: {note}", file=progress_to)
+        old = outputs.attach(gradebook.read_csv(merge_into), old_feedback) if merge_into.exists() else []
+        everyone = gradebook.merge(old, rows)
+        everyone_facts = outputs.merge_facts(old_facts, rows, facts)
         gradebook.write_csv(everyone, merge_into)
-    if wide:
-        gradebook.write_wide(everyone, wide, weights, ids)
-    if html_dir:
-        gradebook.write_html(rows, html_dir)
-    if report_to:
-        report.write_report(rows, facts, report_to)
+        outputs.write(merge_into, everyone, everyone_facts)
+    write_outputs(
+        everyone,
+        everyone_facts,
+        out,
+        wide=wide,
+        html_dir=html_dir,
+        report_to=report_to,
+        weights=weights,
+        ids=ids,
+        lms=lms,
+        lms_out=lms_out,
+        pages_for={r["learner"] for r in rows},
+        progress_to=progress_to,
+    )
     if progress_to is not None:
         elapsed = time.monotonic() - started
         print(
@@ -694,14 +750,70 @@ def grade(
     return rows
 
 
-def merge(partials: list[Path], out: Path, html_dir: Path | None = None, report_to: Path | None = None) -> list[dict]:
-    """Join the partial gradebooks of `grade --shard i/n` into one (see :mod:`grader.instructor.grading.shards`)."""
-    rows, facts = shards.read_partials(partials)
-    gradebook.write_csv(rows, out)
+def write_outputs(
+    rows: list[dict],
+    facts: list[dict],
+    out: Path,
+    wide: Path | None = None,
+    html_dir: Path | None = None,
+    report_to: Path | None = None,
+    weights: scores.Weights | None = None,
+    ids: dict | None = None,
+    lms: str | None = None,
+    lms_out: Path | None = None,
+    pages_for: set | None = None,
+    progress_to=sys.stderr,
+) -> None:
+    """Every output beside the long CSV, from one whole gradebook (``rows``, with their feedback, and the
+    report's ``facts``): the wide CSV, an LMS's CSV, the pages (of ``pages_for``'s learners, default all) and
+    the class report. A single run, a regrade merged into a gradebook and ``grade merge`` all write them here."""
+    if wide:
+        gradebook.write_wide(rows, wide, weights, ids)
+    if lms:
+        for note in lms_gradebook.write(lms, rows, lms_out or lms_gradebook.default_path(out, lms), weights, ids):
+            if progress_to is not None:
+                print(f"grade: {note}", file=progress_to)
     if html_dir:
-        gradebook.write_html(rows, html_dir)
+        gradebook.write_html([r for r in rows if pages_for is None or r["learner"] in pages_for], html_dir)
     if report_to:
         report.write_report(rows, facts, report_to)
+
+
+def merge(
+    partials: list[Path],
+    out: Path,
+    html_dir: Path | None = None,
+    report_to: Path | None = None,
+    wide: Path | None = None,
+    weights: scores.Weights | None = None,
+    ids: dict | None = None,
+    lms: str | None = None,
+    lms_out: Path | None = None,
+    progress_to=sys.stderr,
+) -> list[dict]:
+    """Join the partial gradebooks of `grade --shard i/n` into one (see :mod:`grader.instructor.grading.shards`),
+    and write every output a single run writes (the partials' feedback and facts come from beside them)."""
+    rows, facts = shards.read_partials(partials)
+    for partial in partials:
+        _, feedback, note = outputs.read(partial)
+        if note and progress_to is not None:
+            print(f"grade merge: {note}", file=progress_to)
+        outputs.attach(rows, feedback)
+    gradebook.write_csv(rows, out)
+    outputs.write(out, rows, facts)
+    write_outputs(
+        rows,
+        facts,
+        out,
+        wide=wide,
+        html_dir=html_dir,
+        report_to=report_to,
+        weights=weights,
+        ids=ids,
+        lms=lms,
+        lms_out=lms_out,
+        progress_to=progress_to,
+    )
     return rows
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from grader.instructor.grading import containment, csv_cells
 
-JOURNAL_VERSION = 2  # 2: learners named by roster.learner_of's folder-first rule; older journals are not reused
+JOURNAL_VERSION = 3  # 3: learners named by lms_names (Canvas, Moodle, --name-pattern); older journals are not reused
 
 
 class MergeError(Exception):

@@ -1,0 +1,247 @@
+"""The LMS's names and shapes: Canvas's and Moodle's export names, --name-pattern, the roster's warnings,
+two copies of one unit (--keep), an unreadable file under the unit its name says, and the gradebook in
+Canvas's and Moodle's import shapes (UTF-8 with a BOM).
+
+Nothing here runs a kernel: what is under test is naming, CSV shape and choosing between copies. The whole
+pipeline is driven by ``grade`` over files that cannot be notebooks (broken links and broken JSON get a row
+each without a worker), and the write step is fed rows made here."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.instructor.grading import duplicates, lms_gradebook, lms_names, pipeline
+from grader.instructor.grading.lms_names import name_of
+
+ROOT = Path(__file__).resolve().parent.parent
+N01 = "01_what_the_forward_pass_records.ipynb"
+N02 = "02_backward_and_why_gradients_add.ipynb"
+
+
+# --- names -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, learner, file, lms_id, late",
+    [
+        (f"mullerjurgen_4101_7730011_{N01}", "mullerjurgen", N01, "4101", False),
+        (f"mullerjurgen_LATE_4101_7730412_{N02}", "mullerjurgen", N02, "4101", True),
+        (
+            "mullerjurgen_4101_7730999_02_backward_and_why_gradients_add-1.ipynb",
+            "mullerjurgen",
+            "02_backward_and_why_gradients_add-1.ipynb",
+            "4101",
+            False,
+        ),
+        (f"Jürgen Müller_118822_assignsubmission_file_{N01}", "Jürgen Müller", N01, "118822", False),
+    ],
+)
+def test_canvas_and_moodle_file_names_are_one_learner_each(tmp_path, name, learner, file, lms_id, late):
+    export = tmp_path / "export"
+    named = name_of(export / name, export)
+    assert (named.learner, named.file, named.lms_id, named.late) == (learner, file, lms_id, late)
+    assert name_of(export / name, export / name).learner == learner  # a regrade of the one file names it alike
+
+
+def test_moodle_folders_name_their_learner_and_nfd_names_are_the_same_learner(tmp_path):
+    export = tmp_path / "export"
+    folder = export / "Jürgen Müller_118822_assignsubmission_file_"
+    named = name_of(folder / N01, export)
+    assert (named.learner, named.lms_id, named.lms, named.file) == ("Jürgen Müller", "118822", "moodle", N01)
+    nfd = export / "Ju\u0308rgen Mu\u0308ller_118822_assignsubmission_file_" / N02  # unzipped on macOS
+    assert name_of(nfd, export).learner == "Jürgen Müller"
+    assert name_of(folder / "week1" / N01, export).learner == "Jürgen Müller"  # nested below the folder
+
+
+def test_an_lms_name_in_a_learners_own_folder_keeps_the_folder(tmp_path):
+    klass = tmp_path / "class"
+    assert name_of(klass / "mallory" / f"alicesmith_1_2_{N01}", klass).learner == "mallory/alicesmith"
+    assert name_of(klass / "alice" / N01, klass).learner == "alice"  # the folder rule is unchanged
+    assert name_of(klass / "frank_01.ipynb", klass).learner == "class/frank"
+
+
+def test_a_name_pattern_names_learners_and_units_and_says_what_it_did_not_match(tmp_path):
+    export = tmp_path / "export"
+    pattern = lms_names.compile_pattern(r"^(?P<id>\d+)-(?P<learner>[a-z]+)-unit(?P<unit>\d+)")
+    named = name_of(export / "20931-zoe-unit1.ipynb", export, pattern)
+    assert (named.learner, named.lms_id, named.unit, named.lms) == ("zoe", "20931", "1", "pattern")
+    sub = pipeline.Submission(named.learner, export / "20931-zoe-unit1.ipynb", named=named)
+    assert pipeline.unit_named(sub) == "01"
+    other = name_of(export / "alice" / N01, export, pattern)
+    assert other.unmatched and other.learner == "alice"
+    with pytest.raises(lms_names.PatternError, match="needs a group"):
+        lms_names.compile_pattern(r"(\d+)")
+    with pytest.raises(lms_names.PatternError, match="not a regular expression"):
+        lms_names.compile_pattern(r"(?P<learner>")
+
+
+# --- the whole run, without a kernel --------------------------------------------------------------
+
+
+def _grade(*args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "grader", "grade", *map(str, args)], capture_output=True, text=True, timeout=300
+    )
+
+
+def _csv(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture
+def canvas_export(tmp_path):
+    """A Canvas export no worker needs to run: broken links under Canvas's names (each gets a row, unrun)."""
+    export = tmp_path / "submissions"
+    export.mkdir()
+    for name, when in (
+        (f"mullerjurgen_4101_7730011_{N01}", 1_700_000_000),
+        (f"mullerjurgen_LATE_4101_7730412_{N02}", 1_700_000_100),
+        (f"zhangwei_4102_7730013_{N01}", 1_700_000_000),
+        (f"zhangwei_4102_7730500_{N02}", 1_700_000_000),
+    ):
+        (export / name).symlink_to(tmp_path / "gone" / name)
+        os.utime(export / name, (when, when), follow_symlinks=False)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("learner,student id\nmullerjurgen,S-7\n", encoding="utf-8")
+    return export, roster
+
+
+def test_a_canvas_export_grades_to_one_row_per_learner_and_unit_with_ids(canvas_export, tmp_path):
+    export, roster = canvas_export
+    out = tmp_path / "grades.csv"
+    done = _grade(export, "--out", out, "--roster", roster, "--lms", "canvas")
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = _csv(out)
+    assert sorted((r["learner"], r["unit"]) for r in rows) == [
+        ("mullerjurgen", "01"),
+        ("mullerjurgen", "02"),
+        ("zhangwei", "01"),
+        ("zhangwei", "02"),
+    ]
+    by = {(r["learner"], r["unit"]): r for r in rows}
+    assert {r["student id"] for r in rows if r["learner"] == "mullerjurgen"} == {"S-7"}
+    assert by[("mullerjurgen", "02")]["late"] == "yes" and by[("mullerjurgen", "01")]["late"] == ""
+    assert {r["lms id"] for r in rows if r["learner"] == "zhangwei"} == {"4102"}
+    assert by[("zhangwei", "02")]["run"] == "unreadable" and float(by[("zhangwei", "02")]["max"]) > 0
+    assert "zhangwei is not in the roster" in done.stderr and "mullerjurgen is not in" not in done.stderr
+
+    raw = (tmp_path / "grades-canvas.csv").read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf"), "UTF-8 with a BOM"
+    table = list(csv.reader(raw.decode("utf-8-sig").splitlines()))
+    head = table[0]
+    assert head[:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    assert [h[:7] for h in head[5:]] == ["Unit 01", "Unit 02"]
+    assert table[1][0] == "    Points Possible" and all(float(x) > 0 for x in table[1][5:])
+    people = {r[0]: r for r in table[2:]}
+    assert people["mullerjurgen"][1:3] == ["4101", "S-7"] and people["zhangwei"][1:3] == ["4102", ""]
+    assert "without a Canvas ID or a student ID" not in done.stderr
+
+
+def test_two_copies_of_one_unit_are_named_and_one_is_kept(canvas_export, tmp_path):
+    export, _ = canvas_export
+    (export / f"mullerjurgen_4101_7731000_{N01}").symlink_to(tmp_path / "gone" / "again")
+    os.utime(export / f"mullerjurgen_4101_7731000_{N01}", (1_700_000_900, 1_700_000_900), follow_symlinks=False)
+    out = tmp_path / "grades.csv"
+    done = _grade(export, "--out", out)
+    assert done.returncode == 0, done.stderr[-2000:]
+    mine = [r for r in _csv(out) if r["learner"] == "mullerjurgen" and r["unit"] == "01"]
+    assert len(mine) == 1 and mine[0]["notebook"].endswith(f"7731000_{N01}")  # the latest
+    assert "2 copies of unit 01 handed in; kept the latest" in mine[0]["findings"]
+    assert "mullerjurgen: 2 copies of unit 01" in done.stderr
+
+
+def test_a_broken_json_file_is_shown_under_the_unit_its_name_says(tmp_path):
+    from grader.instructor.grading import gradebook
+
+    for name, unit in ((f"zhangwei_4102_7730500_{N02}", "02"), (N01, "01"), ("notes.ipynb", "?")):
+        path = tmp_path / name
+        path.write_text('{"cells": [')  # cut short
+        named = name_of(path, tmp_path)
+        graded = pipeline.grade_one(pipeline.Submission(named.learner, path, named=named))
+        (row,) = gradebook.rows_of(graded)
+        assert (row["unit"], row["run"], row["points"]) == (unit, "not a notebook", 0), name
+        if unit != "?":
+            assert row["max"] > 0 and row["questions"] > 0  # its unit's maximum: 0 of it, not left out
+
+
+def _row(learner, unit, points, maximum, notebook, submitted="", **more):
+    return {
+        "learner": learner,
+        "student id": more.pop("sid", ""),
+        "notebook": notebook,
+        "unit": unit,
+        "submitted": submitted,
+        "points": points,
+        "max": maximum,
+        "percent": round(100 * points / maximum, 1) if maximum else 0,
+        "marked passed": "no",
+        "findings": "",
+        **more,
+    }
+
+
+def test_keep_best_takes_the_most_points_and_latest_the_last_handed_in():
+    rows = [
+        _row("ann", "01", 30, 40, "a/first.ipynb", "2026-01-10 09:00:00"),
+        _row("ann", "01", 20, 40, "a/second.ipynb", "2026-01-11 09:00:00"),
+        _row("ann", "02", 5, 10, "a/first.ipynb", "2026-01-10 09:00:00"),  # the same file's other unit stays
+        _row("bob", "01", 10, 40, "b/only.ipynb"),
+    ]
+    facts = [{"learner": "ann", "unit": "01", "notebook": "a/first.ipynb"}]
+    kept, kept_facts, notes = duplicates.keep([dict(r) for r in rows], facts, "latest")
+    assert [(r["learner"], r["unit"], r["notebook"]) for r in kept] == [
+        ("ann", "01", "a/second.ipynb"),
+        ("ann", "02", "a/first.ipynb"),
+        ("bob", "01", "b/only.ipynb"),
+    ]
+    assert kept_facts == [] and notes == [
+        "ann: 2 copies of unit 01 handed in; kept the latest (a/second.ipynb), not a/first.ipynb"
+    ]
+    kept, kept_facts, _ = duplicates.keep([dict(r) for r in rows], facts, "best")
+    assert [r["notebook"] for r in kept if r["learner"] == "ann" and r["unit"] == "01"] == ["a/first.ipynb"]
+    assert kept_facts == facts
+
+
+def test_moodles_shape_and_percent_where_a_maximum_differs(tmp_path):
+    from grader.instructor.grading import gradebook, scores
+
+    top = gradebook.unit_maximum("02", scores.Weights())  # unit 02 as today's course counts it, for everyone
+    rows = [
+        _row("Jürgen Müller", "01", 30, 40, "x/j1.ipynb", sid="S-1", **{"lms id": "118822"}),
+        _row("Jürgen Müller", "02", 9, top, "x/j2.ipynb", sid="S-1"),
+        _row("Zoé", "01", 18, 36, "x/z1.ipynb"),  # an older copy: a smaller maximum
+    ]
+    path = tmp_path / "moodle.csv"
+    notes = lms_gradebook.write("moodle", rows, path)
+    raw = path.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")
+    table = list(csv.reader(raw.decode("utf-8-sig").splitlines()))
+    assert table[0][:2] == ["Full name", "ID number"]
+    assert table[0][2].startswith("Unit 01") and table[0][2].endswith("(percent)")
+    assert not table[0][3].endswith("(percent)")
+    people = {r[0]: r for r in table[1:]}
+    assert people["Jürgen Müller"][1:] == ["S-1", "75", "9"]
+    assert people["Zoé"][1:] == ["", "50", "0"]  # unit 02 not handed in: 0
+    assert any("unit 01 is in percent" in n for n in notes)
+    assert any("without a student ID" in n and "Zoé" in n for n in notes)
+    canvas = tmp_path / "canvas.csv"
+    lms_gradebook.write("canvas", rows, canvas)
+    table = list(csv.reader(canvas.read_text(encoding="utf-8-sig").splitlines()))
+    assert [float(x) for x in table[1][5:]] == [100, top]  # Points Possible: the percent column, then unit 02's maximum
+    assert {r[0]: r[1] for r in table[2:]} == {"Jürgen Müller": "118822", "Zoé": ""}
+
+
+def test_the_cli_refuses_a_bad_pattern_and_an_lms_out_without_lms(tmp_path):
+    for args, said in (
+        (["--name-pattern", "(x)"], "needs a group"),
+        (["--lms-out", str(tmp_path / "c.csv")], "--lms-out: say which LMS"),
+    ):
+        done = _grade(tmp_path, "--out", tmp_path / "g.csv", *args)
+        assert done.returncode == 2 and said in done.stderr
