@@ -1,11 +1,13 @@
 """NaN from a masked or unselected branch (unit 03/12), at tensor level (no module needed).
 
 After a backward whose loss is finite, the leaves whose gradient has non-finite entries. Where the graph
-has a selecting node (``torch.where``, indexing, ``masked_fill``...), the doctor puts a post-hook on each of
-its nodes for that one backward, to name the first node that turned finite incoming gradients into
-non-finite ones (what anomaly mode's check names, without raising). The forward line comes from a replay:
-the next step is recorded under anomaly mode (``check_nan=False``, so nothing raises and nothing computed
-changes) and the node of the same kind at the same backward line carries the traceback of its forward."""
+has a masking node (``torch.where``, boolean indexing, ``masked_fill``...; not slicing, ``select`` or
+``gather``, which most models use and which would make the hooks cost every step), the doctor puts a
+post-hook on the nodes just below each masking node for that one backward, to name the first of them
+that turned finite incoming gradients into non-finite ones (what anomaly mode's check names, without
+raising). The forward line comes from a replay: the next step is recorded under anomaly mode
+(``check_nan=False``, so nothing raises and nothing computed changes) and the node of the same kind at
+the same backward line carries the traceback of its forward."""
 
 from __future__ import annotations
 
@@ -19,17 +21,13 @@ from grader.probes.doctor.findings import Finding, Mechanism
 from grader.probes.doctor.frames import theirs
 from grader.probes.doctor.nonleaf import raw_grad
 
-_SELECTING = frozenset(
+_MASKING = frozenset(
     {
         "WhereBackward0",
         "IndexBackward0",
         "MaskedFillBackward0",
         "MaskedSelectBackward0",
         "MaskedScatterBackward0",
-        "IndexSelectBackward0",
-        "GatherBackward0",
-        "SelectBackward0",
-        "SliceBackward0",
     }
 )
 _FRAME = re.compile(r'File "(.*)", line (\d+)')
@@ -40,14 +38,22 @@ def _finite(g) -> bool:
 
 
 def watch(d, walked):
-    """Post-hooks on every node of a graph that selects (only those can hide a branch); (handles, found)."""
-    if not any(probes.node_name(fn) in _SELECTING for fn in walked):
+    """Post-hooks on the nodes just below each masking node (3 deep, 32 at most: where a masked-out branch's
+    zero gradient meets an infinite local derivative), for one backward; (handles, found) or None."""
+    masks = [fn for fn in walked if probes.node_name(fn) in _MASKING]
+    if not masks:
         return None
+    targets: dict = {}
+    frontier = [(n, 1) for m in masks for n, _ in m.next_functions if n is not None]
+    while frontier and len(targets) < 32:
+        fn, depth = frontier.pop()
+        if fn in targets or depth > 3 or probes.node_name(fn) == "AccumulateGrad":
+            continue
+        targets[fn] = None
+        frontier.extend((n, depth + 1) for n, _ in fn.next_functions if n is not None)
     found: list = []
     handles = []
-    for fn in walked:
-        if probes.node_name(fn) == "AccumulateGrad":
-            continue
+    for fn in targets:
 
         def hook(grad_inputs, grad_outputs, fn=fn):
             if not found and all(_finite(g) for g in grad_outputs) and not all(_finite(g) for g in grad_inputs):
