@@ -19,7 +19,8 @@ Measures, in one run:
              floor (a notebook with only its imports) both ways; the load average before and after each
   memory     a kernel's peak RSS after running a whole unit, against a kernel that only imported torch
   doctor     a training program's run time under `with doctor():` against its own, best of 5, for a small MLP,
-             an LSTM language model and the fixed twins of tests/real_bugs, interleaved, one thread (target <= 3x)
+             an LSTM language model, a masked (torch.where) loss and the fixed twins of tests/real_bugs,
+             interleaved, one thread (target <= 3x)
 
 Prints a table and writes the JSON file. Targets are flagged, never asserted: machines are noisy.
 """
@@ -404,13 +405,25 @@ def _doctor_programs():
             loss.backward()
             opt.step()
 
+    def masked(steps=60):  # a masked loss (torch.where) every step: the NaN check's node hooks run on each backward
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(32, 64), nn.Tanh(), nn.Linear(64, 4))
+        opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+        x, y = torch.randn(128, 32), torch.randn(128, 4)
+        mask = torch.rand(128, 4) > 0.3
+        for _ in range(steps):
+            opt.zero_grad()
+            err = (model(x) - y) ** 2
+            torch.where(mask, err, torch.zeros_like(err)).mean().backward()
+            opt.step()
+
     def corpus_fixed():
         from tests.real_bugs import cases
 
         for mod in cases():
             mod.fixed()
 
-    return {"mlp": mlp, "lstm": lstm, "corpus_fixed": corpus_fixed}
+    return {"mlp": mlp, "lstm": lstm, "masked": masked, "corpus_fixed": corpus_fixed}
 
 
 def bench_doctor(repeats: int = 5) -> dict:

@@ -13,7 +13,8 @@ In a notebook::
 The interactive layer: ``draw(y, names=...)`` (the graph with its saved tensors),
 ``stepper(y)`` / ``trace_backward(y)`` (backward node by node), ``unit_panel("01")``,
 ``course_map()``, the labs ``neuron_lab``, ``memory_bill_lab``, ``depth_lab``, and ``with doctor(): ...``
-(the course's diagnosis on one's own training loop; ``python -m grader doctor train.py`` for a script).
+(the course's diagnosis on one's own training loop; ``%%doctor`` for a notebook cell, ``python -m grader
+doctor train.py`` for a script).
 """
 
 import importlib
@@ -36,6 +37,11 @@ from grader.learner.api import check, hint, mark_passed, predict, reset, reveal,
 _moved.install()
 # the widgets plug their inputs, reveal lock and action buttons into the API (ipywidgets loads on first use)
 from grader.learner import widgets as _widgets  # noqa: E402,F401
+
+# the %%doctor cell magic, where grader is imported in IPython (the doctor itself loads when a cell uses it)
+from grader.learner.doctor.magic import register_in_running_shell as _register_magic  # noqa: E402
+
+_register_magic()
 
 # A grading run (grade's contained notebook run sets it): the answer key is sealed before any cell asks
 if os.environ.get("AGL_SEAL") == "1":

@@ -1,4 +1,4 @@
-"""The doctor (grader/learner/doctor.py) on real reported bugs and on correct programs.
+"""The doctor (grader/probes/doctor/, grader/learner/doctor/) on real reported bugs and on correct programs.
 
 Every corpus module in tests/real_bugs is run twice under the doctor: ``bug()`` must be named with the
 module's mechanism, ``fixed()`` must give no finding (only the summary line). The doctor must not change
@@ -128,13 +128,13 @@ def test_losses_and_parameters_bit_for_bit(program):
 
 
 def test_a_failure_inside_the_doctor_never_reaches_the_program(monkeypatch):
-    import grader.learner.doctor as doctor_module
+    from grader import probes
 
     def broken(obj):
         raise ValueError("probe broke")
 
     plain = _train()
-    monkeypatch.setattr(doctor_module.probes, "nodes", broken)
+    monkeypatch.setattr(probes, "nodes", broken)
     with doctor(report=False) as d:
         watched = _train()
     assert _same(plain, watched)
@@ -287,3 +287,92 @@ def test_cli_names_the_bug_in_a_script_that_raises(tmp_path):
 def test_cli_refuses_a_missing_script():
     done = _cli("no_such_train.py")
     assert done.returncode == 2 and "no such script" in done.stderr
+
+
+# --- the anomaly replay, checkpoints, the cell magic ---------------------------------------------------
+
+
+def test_nan_names_the_node_and_the_replay_its_forward_line():
+    import inspect
+
+    from tests.real_bugs import pytorch_156212_where_exp_unselected as mod
+
+    _, _, d = _diagnose(mod.bug)
+    (finding,) = d.findings
+    assert "ExpBackward0" in finding.evidence and "from anomaly mode's record of the next step" in finding.evidence
+    source, first = inspect.getsourcelines(mod._run)
+    forward = first + next(i for i, text in enumerate(source) if "torch.exp(inner)" in text)
+    assert finding.line == f"pytorch_156212_where_exp_unselected.py:{forward}"
+    assert not torch.is_anomaly_enabled()  # the replay's anomaly mode is off again
+
+
+def test_a_checkpoints_saved_tensors_are_never_opened_by_the_doctor():
+    """A second backward through a checkpointed block with BatchNorm: reading its saved tensors would
+    recompute the block and move num_batches_tracked; the doctor names the cause without reading them."""
+    from torch.utils.checkpoint import checkpoint
+
+    def run():
+        torch.manual_seed(0)
+        bn, lin = nn.BatchNorm1d(4), nn.Linear(4, 1)
+        loss = checkpoint(lambda t: lin(bn(t)), torch.randn(3, 4, requires_grad=True), use_reentrant=False).sum()
+        loss.backward()
+        try:
+            loss.backward()
+        except RuntimeError:
+            pass
+        return bn.num_batches_tracked.item(), bn.running_mean.clone()
+
+    plain = run()
+    with doctor(report=False) as d:
+        watched = run()
+    assert _same(plain, watched)
+    assert Mechanism.FREED_GRAPH in [f.mechanism for f in d.findings]
+
+
+def _shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "grader.learner.doctor")
+    return shell
+
+
+def test_cell_magic_runs_the_cell_unchanged_under_the_doctor(capsys):
+    shell = _shell()
+    shell.run_cell(
+        "%%doctor\n"
+        "import torch\n"
+        "cell = torch.nn.RNNCell(3, 4)\n"
+        "opt = torch.optim.SGD(cell.parameters(), lr=0.1)\n"
+        "h = torch.zeros(1, 4)\n"
+        "ran = 0\n"
+        "for _ in range(3):\n"
+        "    h = cell(torch.randn(1, 3), h)\n"
+        "    opt.zero_grad()\n"
+        "    h.sum().backward()\n"
+        "    opt.step()\n"
+        "    ran += 1\n"
+    )
+    assert shell.user_ns["ran"] == 1  # the cell's own error stopped it, as it would without the doctor
+    assert [f.mechanism for f in shell.user_ns["_doctor"].findings] == [Mechanism.CARRIED_STATE]
+    err = capsys.readouterr().err
+    assert "[carried-state, unit 08]" in err
+    shell.run_cell("%%doctor\nimport torch\nm = torch.nn.Linear(2, 1)\nm(torch.ones(1, 2)).sum().backward()\n")
+    assert shell.user_ns["_doctor"].findings == [] and capsys.readouterr().err.strip().endswith("no finding")
+
+
+def test_cell_magic_refuses_unknown_options_without_running_the_cell(capsys):
+    shell = _shell()
+    shell.user_ns.pop("touched", None)
+    shell.run_cell("%%doctor --frozn encoder\ntouched = True\n")
+    assert "touched" not in shell.user_ns
+    assert "unknown option --frozn" in capsys.readouterr().err
+
+
+def test_import_grader_registers_the_cell_magic_in_ipython():
+    from grader.learner.doctor import magic
+
+    shell = _shell()
+    shell.magics_manager.magics["cell"].pop("doctor", None)
+    magic.register_in_running_shell()
+    assert "doctor" in shell.magics_manager.magics["cell"]

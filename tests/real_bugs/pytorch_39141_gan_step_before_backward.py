@@ -2,8 +2,9 @@
 
 Symptom: G_loss.backward() raises "modified by an inplace operation ... is at version 2; expected
 version 1".
-Mechanism: inplace-on-saved. Both losses come from one forward through D; opt_D.step() updates D's
-weights in place between that forward and G's backward, and G's backward needs the old weights.
+Mechanism: optimizer-mismatch (a step that writes parameters between a forward and its backward). Both
+losses come from one forward through D; opt_D.step() updates D's weights in place between that forward
+and G's backward, and G's backward needs the old weights (torch's version check then raises).
 Fix: call G_loss.backward() before opt_D.step() (or run D on the fake again after the step).
 """
 
@@ -11,7 +12,7 @@ import torch
 from torch import nn
 
 THREAD = "pytorch/pytorch#39141"
-MECHANISM = "inplace-on-saved"
+MECHANISM = "optimizer-mismatch"
 
 
 def _run(order_fixed):

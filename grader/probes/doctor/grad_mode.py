@@ -1,0 +1,49 @@
+"""The grad mode where the root was made (unit 04): backward on a tensor with no ``grad_fn`` that does not
+require grad (an inference tensor, module calls run with grad disabled, nothing upstream requiring grad),
+and a forward that raised "Inference tensors cannot be saved for backward"."""
+
+from __future__ import annotations
+
+import torch
+
+from grader.probes.doctor.findings import Mechanism
+
+
+def observe_call(d, module):
+    """A module call with grad disabled, kept (the last 50) to name where a root without graph came from."""
+    if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        if any(p.requires_grad for p in module.parameters()):
+            d.nograd_calls.append((type(module).__name__, d.line()))
+            del d.nograd_calls[:-50]
+
+
+def no_grad_root(d, root, site):
+    if root.is_inference():
+        why = "it is an inference tensor: it was made under torch.inference_mode()"
+    elif d.nograd_calls:
+        cls, line = d.nograd_calls[-1]
+        why = f"{len(d.nograd_calls)} module call(s) ran with grad disabled, the last {cls} at {line or '?'}"
+    else:
+        why = "no tensor it was computed from required grad (a torch.no_grad block, .detach() or .item() cut it)"
+    d.add(
+        ("nograd", site),
+        Mechanism.NO_GRAD_ROOT,
+        site,
+        f"backward was called on a tensor with no grad_fn and requires_grad=False: {why}",
+        "compute the loss with grad enabled: move it out of torch.no_grad()/inference_mode() (or model.eval "
+        "wrappers that disable grad) and keep .detach()/.item() for logging only",
+    )
+
+
+def inference_saved(d, exc):
+    if isinstance(exc, RuntimeError) and "Inference tensors cannot be saved for backward" in str(exc):
+        line = d.traceback_line(exc)
+        d.add(
+            ("inference-saved", line),
+            Mechanism.NO_GRAD_ROOT,
+            line,
+            "an operation that records a graph was given a tensor made under torch.inference_mode() (an "
+            "inference tensor cannot be saved for backward)",
+            "make the tensors you train on outside inference_mode (torch.no_grad() for frozen features, or "
+            ".clone() the inference tensor first)",
+        )

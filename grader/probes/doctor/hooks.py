@@ -1,0 +1,109 @@
+"""Hooks and checkpointing (unit 09), and torch's own warnings about the mechanisms (seen as torch gives
+them, before any filter of the program's, so even silenced ones are reported):
+
+* a legacy ``register_backward_hook`` on a module whose forward makes several nodes (torch's warning);
+* a reentrant checkpoint whose inputs need no grad (torch's warning);
+* a full backward hook followed by an in-place op on the module's output (the error torch raises in
+  forward, read from the program's exception);
+* state updated twice by recomputation: a module called again while a backward runs (a checkpoint's
+  recomputation) whose buffers it writes again (BatchNorm's running statistics, ``num_batches_tracked``).
+  Buffers are compared by version counter; the doctor never opens a checkpoint's saved tensors itself.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from grader.probes.doctor import nonleaf
+from grader.probes.doctor.findings import Mechanism
+
+# (a phrase of torch's message, the mechanism, what it means, fix)
+TORCH_WARNINGS = (
+    (
+        "non-full backward hook",
+        Mechanism.HOOKS_CHECKPOINT,
+        "a module backward hook registered with register_backward_hook sees only the last autograd node "
+        "of the module's forward, so its grad_input is not the module's input gradient",
+        "register_full_backward_hook (and no in-place op on the module's output or input)",
+    ),
+    (
+        "None of the inputs have requires_grad=True",
+        Mechanism.HOOKS_CHECKPOINT,
+        "a reentrant checkpoint got inputs none of which requires grad: its output has no graph, so the "
+        "parameters inside the checkpointed block get no gradient",
+        "checkpoint(..., use_reentrant=False), or give the block an input that requires grad",
+    ),
+)
+
+
+def install(d):
+    """Wrap warnings.showwarning and warnings.warn (each warning passed on unchanged); returns the undos."""
+    shown = warnings.showwarning
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        d.guarded(nonleaf.on_warning, d, str(message))
+        return shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = showwarning
+    real_warn = warnings.warn
+
+    def warn(message, category=None, stacklevel=1, source=None, **kwargs):
+        d.guarded(on_torch_warning, d, str(message))
+        return real_warn(message, category, stacklevel + 1, source, **kwargs)  # one frame more: ours
+
+    warn.__wrapped__ = real_warn  # type: ignore[attr-defined]
+    warnings.warn = warn
+    return [lambda: setattr(warnings, "showwarning", shown), lambda: setattr(warnings, "warn", real_warn)]
+
+
+def on_torch_warning(d, message: str):
+    for phrase, mechanism, meaning, fix in TORCH_WARNINGS:
+        if phrase in message:
+            line = d.line()
+            first = message.split(". ")[0].strip()
+            d.add((mechanism, phrase), mechanism, line, f'torch warned "{first}": {meaning}', fix)
+
+
+def on_program_error(d, exc):
+    """The error the program stopped with: an in-place write on an output a full backward hook wrapped."""
+    text = str(exc)
+    if isinstance(exc, RuntimeError) and "BackwardHookFunction" in text and "modified inplace" in text:
+        line = d.traceback_line(exc)
+        d.add(
+            ("full-hook-inplace", line),
+            Mechanism.HOOKS_CHECKPOINT,
+            line,
+            "an in-place op wrote a tensor that a full backward hook (register_full_backward_hook, or the global "
+            "register_module_full_backward_hook) wrapped: the hook passes a module's inputs and outputs through "
+            "BackwardHookFunction, whose outputs are views that may not be written in place"
+            + (f" (the last hooked module called: {d.full_hooked})" if d.full_hooked else ""),
+            "make the op after the hooked module out of place (nn.ReLU(inplace=False), x = x + ...), or hook a "
+            "module whose output nothing writes in place (or use a forward hook with tensor.register_hook)",
+        )
+
+
+def before_recomputation(d, module):
+    """A module called while a backward runs: remember its buffers' versions (a checkpoint recomputes it)."""
+    if not module.training:
+        return
+    buffers = [(name, b, b._version) for name, b in module.named_buffers(recurse=False) if b is not None]
+    if buffers:
+        d.recomputing.append((module, buffers, d.line()))
+
+
+def after_recomputation(d, module):
+    while d.recomputing and d.recomputing[-1][0] is module:
+        _, buffers, line = d.recomputing.pop()
+        written = [(name, v, b._version) for name, b, v in buffers if b._version != v]
+        if not written:
+            continue
+        names = ", ".join(f"{name} (version {v} -> {now})" for name, v, now in written[:4])
+        d.add(
+            ("recomputed-state", type(module).__name__, line),
+            Mechanism.HOOKS_CHECKPOINT,
+            line,
+            f"{type(module).__name__} ran again inside backward (a checkpoint recomputing its forward) and wrote "
+            f"its buffers again: {names}; its state is updated twice per training step",
+            "keep modules that update state in forward (BatchNorm's running statistics) outside the checkpointed "
+            "block, or recompute with them in eval mode / with momentum set so that two updates make one",
+        )

@@ -1,0 +1,312 @@
+"""The observer: the doctor's hooks on torch's entry points, its per-run state, and the order in which
+each mechanism's check (one module each, beside this one) runs on what it sees.
+
+While active it wraps ``torch.autograd.backward`` (which ``Tensor.backward`` calls) and
+``torch.autograd.grad``, adds a global optimizer step pre-hook and global module forward pre- and
+post-hooks, a ``.grad`` property on ``torch.Tensor`` (:mod:`.nonleaf`) and ``warnings.warn`` /
+``showwarning`` (:mod:`.hooks`). Everything is removed on exit, exceptions included; a failure of the
+doctor's own is counted and skipped (:meth:`Doctor.guarded`), never raised into the program.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import weakref
+from collections import defaultdict
+from typing import Any
+
+import torch
+import torch.optim.optimizer as _optim_module
+from torch import nn
+
+from grader import probes
+from grader.probes.doctor import (
+    carried,
+    freed,
+    grad_mode,
+    hooks,
+    inert,
+    inplace,
+    nan,
+    nonleaf,
+    optimizer,
+    report,
+    unregistered,
+)
+from grader.probes.doctor.findings import Finding, Mechanism
+from grader.probes.doctor.frames import learner_line, traceback_line
+
+_ACTIVE = threading.Lock()  # one doctor at a time: torch's entry points are global
+
+
+class Doctor:
+    """The observing harness; use :func:`grader.probes.doctor.doctor` to make one."""
+
+    def __init__(self, frozen=(), should_move=(), script: str | None = None, report: bool = True, stream=None):
+        self.frozen = tuple(frozen)
+        self.should_move = tuple(should_move)
+        self.script = os.path.realpath(script) if script else None
+        self.report = report
+        self.stream = stream
+        self.findings: list[Finding] = []
+        self.keys: set = set()
+        self.backwards = 0
+        self.steps = 0
+        self.module_calls = 0
+        self.internal_errors = 0  # the doctor's own failures (each one skipped an observation, nothing else)
+        self.first_error = ""
+        self._undo: list = []
+
+    # -- finding bookkeeping --
+
+    def line(self) -> str:
+        return learner_line(self.script)
+
+    def traceback_line(self, exc: BaseException) -> str:
+        return traceback_line(exc, self.script)
+
+    def guarded(self, fn, *args):
+        """Run one of the doctor's own observations; a failure in it is counted, never the program's."""
+        try:
+            return fn(*args)
+        except Exception as exc:  # noqa: BLE001 - the learner's program must run as it would without us
+            self.internal_errors += 1
+            self.first_error = self.first_error or f"{type(exc).__name__}: {exc}"
+            return None
+
+    def add(self, key, mechanism: Mechanism, line: str, evidence: str, fix: str):
+        if key in self.keys:
+            return
+        self.keys.add(key)
+        self.findings.append(Finding(mechanism, line, evidence, fix))
+
+    def declared(self, name: str) -> str | None:
+        for kind, names in (("frozen", self.frozen), ("should_move", self.should_move)):
+            if any(name == n or name.startswith(n + ".") for n in names):
+                return kind
+        return None
+
+    def declared_frozen(self, name: str | None) -> bool:
+        return name is not None and self.declared(name) == "frozen"
+
+    def text(self) -> str:
+        return report.text(self)
+
+    # -- entering and leaving --
+
+    def __enter__(self):
+        if not _ACTIVE.acquire(blocking=False):
+            raise RuntimeError("a doctor is already active in this process")
+        try:
+            self._install()
+        except BaseException:
+            self._uninstall()
+            _ACTIVE.release()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self._uninstall()
+            self.guarded(self._conclude, exc)
+        finally:
+            _ACTIVE.release()
+        if self.report:
+            print(self.text(), file=self.stream or sys.stderr)
+        return False
+
+    def _install(self):
+        # per-run state
+        self.epoch = 0  # optimizer steps so far
+        # forward rounds: a new one starts at the first top-level module call after a backward; a graph that
+        # reaches nodes a backward of an earlier round already went through carries state across steps
+        self.round = 0
+        self.after_backward = False
+        self.step_line = ""  # where the first optimizer step was called
+        self.sizes: dict[str, list[int]] = defaultdict(list)  # backward site -> graph size per call
+        self.carried: dict[str, set] = defaultdict(set)  # backward site -> earlier epochs/sites reached
+        self.optimizers = 0  # optimizer objects seen stepping
+        self.optimizer_ids: set[int] = set()
+        # parameters are kept (strongly: they live as long as the model anyway) so that the checks at the end
+        # still see them after the program's own references are gone; other leaves weakly
+        self.held: dict[int, torch.Tensor] = {}  # every parameter an optimizer held at a step
+        self.reached: dict[int, Any] = {}  # every leaf a backward reached (a Parameter, or a weakref)
+        self.name_of: dict[int, str] = {}  # id(parameter) -> its name in a root module
+        self.current: dict[str, torch.Tensor] = {}  # declared name -> the parameter under it now
+        self.roots: weakref.WeakSet = weakref.WeakSet()  # every module called with no module forward active
+        self.stack: list = []
+        self.pairs_checked: set[tuple[int, int]] = set()  # (id(parent), id(child)) already looked at
+        self.unregistered: dict[int, tuple] = {}  # id(module) -> (class, parent class, line)
+        self.names_seen: dict[str, int] = {}  # "name" -> id of the parameter first seen under it
+        self.root_index: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # top-level module -> n
+        self.snap: dict[str, torch.Tensor] = {}
+        self.nograd_calls: list[tuple[str, str]] = []  # (module class, line) run with grad off
+        self.old_roots: list = []  # weakrefs to the roots of earlier epochs' backward calls
+        self.in_backward = 0  # > 0 while a backward runs: a module called then is a checkpoint's recomputation
+        self.recomputing: list = []  # (module, its buffers and their versions, line) of calls inside backward
+        self.full_hooked = ""  # the last module called with a full backward hook on it, and where
+        self.saved_hooks_seen = False  # saved-tensor hooks (a checkpoint's) were active at a module call
+        self.replay: dict[str, str] = {}  # backward site -> the node kind to find again in the anomaly replay
+        self.anomaly_armed = False
+        self.anomaly_before = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
+        self._undo.append(lambda: torch.autograd.set_detect_anomaly(*self.anomaly_before))
+        optimizer.install(self)
+
+        real_backward, real_grad = torch.autograd.backward, torch.autograd.grad
+
+        def backward(tensors, *args, **kwargs):
+            roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+            return self._around(roots, lambda: real_backward(tensors, *args, **kwargs), kwargs)
+
+        def grad(outputs, *args, **kwargs):
+            roots = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
+            return self._around(roots, lambda: real_grad(outputs, *args, **kwargs), kwargs, from_grad=True)
+
+        backward.__wrapped__ = real_backward  # type: ignore[attr-defined]
+        grad.__wrapped__ = real_grad  # type: ignore[attr-defined]
+        torch.autograd.backward, torch.autograd.grad = backward, grad
+        self._undo.append(lambda: setattr(torch.autograd, "backward", real_backward))
+        self._undo.append(lambda: setattr(torch.autograd, "grad", real_grad))
+
+        handle = _optim_module.register_optimizer_step_pre_hook(self._on_step)
+        self._undo.append(handle.remove)
+        modules = torch.nn.modules.module
+        pre = modules.register_module_forward_pre_hook(self._on_forward_pre)
+        self._undo.append(pre.remove)
+        post = modules.register_module_forward_hook(self._on_forward, always_call=True)
+        self._undo.append(post.remove)
+        self._undo.append(nonleaf.install(self))
+        self._undo.extend(hooks.install(self))
+
+    def _uninstall(self):
+        while self._undo:
+            undo = self._undo.pop()
+            try:
+                undo()
+            except Exception:  # noqa: BLE001 - every other undo still runs
+                pass
+
+    # -- module forward hooks --
+
+    def _on_forward_pre(self, module, args):
+        self.module_calls += 1
+        self.guarded(self._observe_call, module)
+        self.stack.append(module)
+
+    def _observe_call(self, module):
+        if torch._C._autograd._top_saved_tensors_default_hooks(False) is not None:
+            self.saved_hooks_seen = True
+        if self.in_backward:
+            hooks.before_recomputation(self, module)
+        if module._backward_hooks and getattr(module, "_is_full_backward_hook", None):
+            self.full_hooked = f"{type(module).__name__} at {self.line() or '?'}"
+        if self.stack:
+            unregistered.observe_pair(self, self.stack[-1], module)
+        else:
+            self.roots.add(module)
+            optimizer.snapshot(self, module)
+            if self.after_backward:
+                self.round += 1
+                self.after_backward = False
+        grad_mode.observe_call(self, module)
+
+    def _on_forward(self, module, args, output):
+        if self.stack and self.stack[-1] is module:
+            self.stack.pop()
+        if self.in_backward and self.recomputing:
+            self.guarded(hooks.after_recomputation, self, module)
+        if not self.stack:
+            self.guarded(optimizer.stamp_output, self, output)
+        return None
+
+    # -- optimizer steps --
+
+    def _on_step(self, opt, args, kwargs):
+        self.steps += 1
+        self.epoch += 1
+        self.guarded(optimizer.observe_step, self, opt)
+        self.guarded(carried.check_old_roots, self)
+        return None
+
+    # -- backward --
+
+    def _around(self, roots, run, kwargs, from_grad=False):
+        self.backwards += 1
+        seen = self.guarded(self._before_backward, roots, from_grad)
+        site, graph_roots, walked = seen if seen is not None else ("", [], [])
+        watch = self.guarded(nan.watch, self, walked) if not from_grad else None
+        self.in_backward += 1
+        try:
+            result = run()
+        except RuntimeError as exc:
+            self.guarded(self._on_backward_error, exc, graph_roots, walked, site)
+            raise
+        finally:
+            self.in_backward -= 1
+            self.after_backward = True
+            if watch is not None:
+                self.guarded(nan.unwatch, watch)
+        self.guarded(self._after_backward_ran, graph_roots, walked, site, from_grad, watch)
+        return result
+
+    def _before_backward(self, roots, from_grad):
+        site = self.line()
+        graph_roots = [r for r in roots if isinstance(r, torch.Tensor) and r.grad_fn is not None]
+        for r in roots:
+            if isinstance(r, torch.Tensor) and r.grad_fn is None and not r.requires_grad:
+                grad_mode.no_grad_root(self, r, site)
+        walked = [fn for r in graph_roots for fn in probes.nodes(r)]
+        carried.stamp_and_check(self, walked, site)
+        optimizer.check_written_since_forward(self, graph_roots, walked, site)
+        for r in graph_roots:
+            inert.constant_terms(self, r, site)
+        for r in roots:
+            if isinstance(r, torch.Tensor) and r.grad_fn is None and r.requires_grad and not from_grad:
+                inert.leaf_root(self, r, site)
+        return site, graph_roots, walked
+
+    def _after_backward_ran(self, graph_roots, walked, site, from_grad, watch):
+        carried.record_roots(self, graph_roots, site)
+        leaves = [fn.variable for fn in walked if probes.node_name(fn) == "AccumulateGrad"]
+        for leaf in leaves:
+            if id(leaf) not in self.reached:
+                self.reached[id(leaf)] = leaf if isinstance(leaf, nn.Parameter) else weakref.ref(leaf)
+        if not from_grad:
+            nan.check(self, graph_roots, leaves, site, watch)
+
+    def _on_backward_error(self, exc, graph_roots, walked, site):
+        if ("carried", site) in self.keys:
+            return  # the carried-state finding already names the cause (an old graph, its saved values overwritten)
+        if ("step-between", site) in self.keys:
+            return  # the optimizer step between forward and backward already names it
+        text = str(exc)
+        if "modified by an inplace operation" in text:
+            inplace.on_version_error(self, text, graph_roots, site)
+        elif "backward through the graph a second time" in text or "already been freed" in text:
+            freed.on_freed_error(self, walked, site)
+
+    # -- the end --
+
+    def _conclude(self, exc):
+        if exc is not None:
+            grad_mode.inference_saved(self, exc)
+            hooks.on_program_error(self, exc)
+        unregistered.conclude(self)
+        if self.optimizers:
+            optimizer.conclude_held(self, exc)
+        optimizer.conclude_declared(self, exc)
+
+
+def doctor(frozen=(), should_move=(), script: str | None = None, report: bool = True, stream=None) -> Doctor:
+    """``with doctor(): ...``: observe a training loop and report what went wrong, as the course names it.
+
+    ``frozen`` and ``should_move`` declare intent (parameter names or module prefixes as in
+    ``model.named_parameters()``); the doctor checks them by measurement. ``report=False`` keeps the
+    report for the caller (``.findings``, ``.text()``) instead of printing it to stderr at the end.
+    """
+    return Doctor(frozen=frozen, should_move=should_move, script=script, report=report, stream=stream)
+
+
+__all__ = ["Doctor", "doctor"]
