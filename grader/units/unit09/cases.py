@@ -208,8 +208,9 @@ def gradients_close(
     covers those; a rare program whose gradient is a difference of nearly equal terms loses much more,
     and there the float16 error the program itself produces is the yardstick. A pair that rounds much more
     coarsely than float16 (float8) or does not restore the values is refused here. bfloat16's 8 significant
-    bits pass this tolerance on most programs: :func:`run_guard` refuses it by the dtype pack stores (any
-    floating tensor in what pack returns must be float16).
+    bits pass this tolerance on most programs: :func:`run_guard` refuses it by the dtype pack stores (a
+    floating tensor of 2 bytes or fewer in what pack returns must be float16; a pack that also keeps the
+    float32 original is refused by memory, not here).
     """
     for name, g in exact.items():
         m = mine.get(name)
@@ -303,12 +304,13 @@ def run_guard(pair, case: HalfGuardCase) -> tuple[str, str]:
     truth, exact = guard_truth(case)
     pack, unpack = pair
     ns = _exec(case.setup)
-    stored: list[tuple[torch.dtype, torch.dtype]] = []  # (dtype handed to pack, a floating dtype it stored but float16)
+    # (dtype handed to pack, a 2-byte or smaller floating dtype other than float16 that it stored: bfloat16, float8)
+    stored: list[tuple[torch.dtype, torch.dtype]] = []
 
     def watched(t):
         packed = pack(t)
         if t.is_floating_point():
-            stored.extend((t.dtype, d) for d in _floating_dtypes(packed) if d != torch.float16)
+            stored.extend((t.dtype, d) for d in _floating_dtypes(packed) if d != torch.float16 and d.itemsize <= 2)
         return packed
 
     with torch.autograd.graph.saved_tensors_hooks(watched, unpack):
