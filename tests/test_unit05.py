@@ -130,9 +130,9 @@ def test_draw_and_the_bill_agree_on_unit09s_bill_questions():
     from grader.units.unit09 import questions as unit09
 
     billed = {q.qid for q in all_questions() if q.unit in ("09", "10") and _uses_a_bill(q)}
-    # 09.self-bill-under-offload asks what bill reports *under another hook pair* (which runs instead of
-    # bill's own): a question about hook nesting, not about what backward keeps.
-    assert billed == {"09.self-bill-under-offload", "09.self-saved-three-times"}, billed
+    # 09.self-bill-half-offloaded asks what bill reports when another hook pair is in force for part of the
+    # forward (it runs instead of bill's own there): a question about hook nesting, not about what backward keeps.
+    assert billed == {"09.self-bill-half-offloaded", "09.self-saved-three-times"}, billed
     a = torch.randn(1000, requires_grad=True)
 
     def forward():

@@ -57,14 +57,14 @@ def test_alias_and_copy_figures():
     alias, copy = truth("09.alias-copy-held")
     assert alias == truth("09.held-vs-bill") == 2 * 256 * 512 * 4 + 4
     assert copy - 4 == (5 * 256 * 512 + 512 * 512 + 512) * 4  # one copy per save
-    aliased, copied = truth("09.alias-copy-grad")
-    assert abs(aliased - (math.e + 1)) < 1e-4 and abs(copied - math.e) < 1e-4
-    assert truth("09.self-bill-under-offload") == 0
+    offloaded, copied = truth("09.offload-write-grad")
+    assert abs(offloaded - (math.e + 1)) < 1e-4 and abs(copied - math.e) < 1e-4
+    assert truth("09.self-bill-half-offloaded") == 2 * 256 * 512 * 4  # x and the first ReLU's output
     assert truth("09.innermost-pair") == (0, 2)
-    assert truth("09.self-unpack-count") == (3, 6)
+    assert truth("09.self-unpack-partial") == (2, 1)
 
 
-def test_save_on_cpu_on_a_cpu_is_the_alias_pair_and_pinned_the_copy():
+def test_save_on_cpu_on_a_cpu_keeps_the_written_tensor_and_pinned_a_copy():
     if torch.cuda.is_available():
         pytest.skip("on a GPU both settings copy")
     for pin, expected in ((False, math.e + 1), (True, math.e)):
@@ -129,8 +129,25 @@ def test_a_pack_that_keeps_its_own_output_is_refused_as_a_leak():
         assert leak_run(cyclic[0], (pack_half, unpack_half)) == 0
 
 
+def test_the_replaced_questions_refuse_what_their_old_prose_gave_away():
+    """Each replaced question's answer is not the one the old question or its prose handed over."""
+    wrong = {
+        "09.half-overflow-saved": "inf",  # what the old exp(12) question taught: the output does not matter
+        "09.checkpoint-recompute-reached": [2, 2, 2, 2],  # 'backward reruns every block'
+        "09.checkpoint-side-effect-count": 2,  # 'a side effect happens twice'
+        "09.offload-write-grad": [math.e, math.e],  # 'save_on_cpu copies'
+        "09.half-error-band": "under 1e-5",
+        "09.self-bill-half-offloaded": 0,  # the old self-test's answer: 'bill sees nothing under save_on_cpu'
+        "09.self-unpack-partial": [2, 2],
+        "09.gelu-mlp-share": "more than the plain run",  # the ReLU model's answer: each output saved twice  # 'every saved tensor is unpacked once per backward'
+    }
+    for qid, answer in wrong.items():
+        q = registry.get(qid)
+        assert not q.kind.agrees(q.run(), q.kind.read(answer)), qid
+
+
 def test_checkpoint_caveats_hold_on_this_torch():
-    assert truth("09.checkpoint-bn") == (1, 2)
+    assert truth("09.checkpoint-side-effect-count") == 3  # forward, and once per backward over the retained graph
     import warnings
 
     from torch.utils.checkpoint import checkpoint
@@ -144,16 +161,17 @@ def test_checkpoint_caveats_hold_on_this_torch():
 
 
 def test_compression_figures():
-    assert truth("09.half-error-size") == "about 1e-3"
+    assert truth("09.half-error-band") == "between 1e-5 and 1e-2"
     assert truth("09.half-held") == "more than the plain run"
-    assert truth("09.relu-twice") == 4 * 256 * 512 * 2 + 256 * 512 * 2 + 4
-    assert truth("09.half-overflow") == "inf"
+    assert truth("09.gelu-mlp-share") == "between half and all of it"
+    assert truth("09.half-overflow-saved") == "600 to 3 digits"
+    assert exp_grad(torch.float16) == "inf"  # exp saves its output: exp(12) does not fit
     assert exp_grad(torch.bfloat16) == "a little off (rounding)"
     assert truth("09.self-saved-three-times") == (4000, 6000)
 
 
 def test_checkpointing_figures():
-    assert truth("09.checkpoint-calls") == (4, 8)
+    assert truth("09.checkpoint-recompute-reached") == (1, 1, 2, 2)
     plain, ckpt = truth("09.checkpoint-held")
     assert ckpt == 3 * 256 * 128 * 4 + 4 and plain == 4 * 2 * 256 * 512 * 4 + ckpt
     assert truth("09.reentrant-grads") == {"0.up.weight", "0.up.bias", "0.down.weight", "0.down.bias"}
@@ -243,6 +261,22 @@ def test_a_coarser_format_is_refused():
     result = check("09.half-guard", Pair(pack8, _float16_unpack))
     assert result.verdict == "incorrect"
     assert dict(result.rows)["your function returned"].startswith("no error, wrong gradients")
+
+
+def test_a_bfloat16_pair_is_refused_by_the_dtype_it_stores():
+    """bfloat16's 8 bits pass the gradient tolerance on most programs (the exercise accepted it on every case);
+    what pack stores says it is not float16."""
+
+    def pack_bf16(t):
+        return (t.dtype, t.detach().to(torch.bfloat16)) if t.is_floating_point() else (None, t)
+
+    clean = [c for c in half_guard_cases() if guard_truth(c)[0] == CLEAN]
+    with torch_state.clean_room():
+        label, detail = run_guard((pack_bf16, _float16_unpack), clean[0])
+    assert label == "no error, wrong gradients" and "bfloat16" in detail
+    result = check("09.half-guard", Pair(pack_bf16, _float16_unpack))
+    assert result.verdict == "incorrect"
+    assert check("09.half-guard", REFERENCE["09.half-guard"]).passed  # float16 copies and int64 indices pass
 
 
 def test_the_reference_agrees_with_torch_beyond_the_graded_programs():

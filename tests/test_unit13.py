@@ -22,7 +22,7 @@ def test_the_notebooks_facts():
     assert truth("13.per-sample-shape") == (5.0, 2.0, 3.0)
     assert abs(truth("13.dual-tangent") - 6.0) < 1e-5
     assert truth("13.item-graphs") == 2.0
-    assert truth("13.hook-graphs") == (2.0, 1.0)
+    assert truth("13.hook-side-effects") == "only double"
     assert truth("13.compile-version").where == "at backward"
     assert truth("13.self-accumulate") == (4.0, 12.0)
     assert abs(truth("13.self-dual") - 6.0) < 1e-5
@@ -36,6 +36,26 @@ def test_the_partitioner_choices_the_notebook_explains():
     assert truth("13.self-compiled-keeps") == "exp's result"
     x, w = torch.randn(4, 3), torch.randn(3, 5, requires_grad=True)
     assert support.kept_by_compile(lambda a, b: (a @ b).sin().cos().sum(), x, w) == ["input", "mm"]
+
+
+def test_the_hook_question_asks_about_side_effects_and_refuses_the_old_rule():
+    """The old question taught 'a hook is a graph break'; the new one shows both hooks, and the answers the
+    old rule gives (neither traced) or the opposite one gives are refused."""
+    q = registry.get("13.hook-side-effects")
+    truth = q.run()
+    for wrong in ("neither", "both", "only record"):
+        assert not q.kind.agrees(truth, q.kind.read(wrong))
+    assert q.kind.agrees(truth, q.kind.read("only double"))
+
+
+def test_the_partitioner_keeps_the_output_exp_reads_even_beside_the_matmul():
+    x, w = torch.randn(4, 3), torch.randn(3, 5, requires_grad=True)
+    assert support.kept_by_compile(lambda a, b: (a @ b).sin().exp().sum(), x, w) == ["exp", "input", "mm"]
+
+
+def test_retain_grad_after_two_ops_compiles_them():
+    graphs, h_grad = support.graphs_with_retain_grad("x.sin() * 2", torch.ones(3, requires_grad=True))
+    assert graphs == 1 and h_grad is not None
 
 
 def test_graph_breaks_leave_no_warning_on_stderr(capfd):

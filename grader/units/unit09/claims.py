@@ -35,3 +35,133 @@ def save_on_cpu_keeps_the_tensor_itself():
         if kept is not None:  # leave nothing behind: backward frees what the node saved, and so the cycle
             kept.sum().backward()
         yield Trial(label, condition=aliased, holds=kept is not None)
+
+
+def _noting(into: list):
+    """A pack that appends each tensor it is handed to ``into`` and keeps it detached."""
+
+    def pack(t):
+        into.append(t)
+        return t.detach()
+
+    return pack
+
+
+def _saved_tensors(root) -> int:
+    """How many tensors the nodes of root's graph hold in their ``_saved_*`` attributes (wrapped numbers too)."""
+    seen, stack, count = set(), [root], 0
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for name in dir(node):
+            if name.startswith("_saved_"):
+                value = getattr(node, name)
+                values = value if isinstance(value, (tuple, list)) else (value,)
+                count += sum(isinstance(v, torch.Tensor) for v in values)
+        stack.extend(fn for fn, _ in node.next_functions)
+    return count
+
+
+# each step makes h from h (and y, a tensor that needs no grad); those with a Python number save it wrapped
+_STEPS = ("h.exp()", "h.sin()", "h * h", "(h * y).tanh()", "h ** 2", "(h + 1).relu()", "h * torch.tensor(0.5)")
+_WITH_NUMBER = ("h * 2", "h / 3")
+
+
+@claim(
+    "09.pack-once-per-saved-tensor",
+    sentence="`pack` runs once for each tensor a node saves, not once per storage, with one exception: a Python "
+    "number that an op wraps as a tensor (the `2` of `x * 2`) is saved without reaching `pack`",
+    holds_when="no op multiplies or divides by a Python number; h * 2 and h / 3 save the number as a 0-dim tensor "
+    "(_saved_other) that pack never sees",
+)
+def pack_once_per_saved_tensor():
+    for seed in range(10):
+        rng = random.Random(seed)
+        steps = [rng.choice(_STEPS) for _ in range(rng.randint(1, 4))]
+        if seed % 2:
+            steps.insert(rng.randint(0, len(steps)), rng.choice(_WITH_NUMBER))
+        x = torch.randn(rng.randint(1, 8), requires_grad=True)
+        y = torch.randn(x.shape)
+        packed: list = []
+        with torch.autograd.graph.saved_tensors_hooks(_noting(packed), lambda kept: kept):
+            h = _run_steps(steps, x, y)
+        saved = _saved_tensors(h.grad_fn)
+        label = f"seed {seed}: " + " -> ".join(steps) + f": pack ran {len(packed)} times, nodes saved {saved} tensors"
+        yield Trial(label, condition=not any(s in _WITH_NUMBER for s in steps), holds=len(packed) == saved)
+
+
+def _checkpointed_fn(rng: random.Random):
+    """A function of k tensors (1 to 3) made of a few ops, and its inputs (the first needs grad)."""
+    k = rng.randint(1, 3)
+    ops = [rng.choice(("exp", "sin", "tanh", "sigmoid")) for _ in range(rng.randint(1, 3))]
+
+    def fn(*args):
+        h = args[0]
+        for other in args[1:]:
+            h = h * other
+        for op in ops:
+            h = getattr(h, op)()
+        return h
+
+    n = rng.randint(1, 6)
+    inputs = [torch.randn(n, requires_grad=i == 0 or rng.random() < 0.5) for i in range(k)]
+    return fn, inputs, f"{k} input(s), then {'.'.join(ops)}"
+
+
+@claim(
+    "09.checkpoint-hands-its-inputs",
+    sentence="a pair around `checkpoint(fn, ..., use_reentrant=False)` is handed each tensor input of `fn` once, "
+    "and nothing that `fn`'s operations save",
+)
+def checkpoint_hands_its_inputs():
+    from torch.utils.checkpoint import checkpoint
+
+    for seed in range(6):
+        rng = random.Random(seed)
+        fn, inputs, label = _checkpointed_fn(rng)
+        handed: list = []
+        with torch.autograd.graph.saved_tensors_hooks(_noting(handed), lambda kept: kept):
+            out = checkpoint(fn, *inputs, use_reentrant=False)
+        out.sum().backward()
+        same = len(handed) == len(inputs) and all(h is i for h, i in zip(handed, inputs))
+        yield Trial(f"seed {seed}: {label}: pack handed {len(handed)} tensor(s)", condition=True, holds=same)
+
+
+_SAVING_STEPS = ("h.exp()", "h.sin()", "h * h", "h.tanh()", "(h * y).cos()")
+
+
+def _run_steps(steps: list[str], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    h = x
+    for step in steps:
+        h = eval(step, {"torch": torch}, {"h": h, "y": y})  # the step as written in the trial's label
+    return h
+
+
+def _nested(handed: list[list], steps: list[str], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Run the steps under one noting pair per list in ``handed``, the first outermost."""
+    if not handed:
+        return _run_steps(steps, x, y)
+    with torch.autograd.graph.saved_tensors_hooks(_noting(handed[0]), lambda kept: kept):
+        return _nested(handed[1:], steps, x, y)
+
+
+@claim(
+    "09.only-the-innermost-pair-runs",
+    sentence="Only the innermost pair runs.",
+)
+def only_the_innermost_pair_runs():
+    for seed in range(6):
+        rng = random.Random(seed)
+        depth = rng.randint(2, 4)
+        steps = [rng.choice(_SAVING_STEPS) for _ in range(rng.randint(1, 3))]
+        handed: list[list] = [[] for _ in range(depth)]
+        x = torch.randn(rng.randint(1, 6), requires_grad=True)
+        y = torch.randn(x.shape)
+
+        out = _nested(handed, steps, x, y)
+        counts = [len(h) for h in handed]
+        saved = _saved_tensors(out.grad_fn)
+        label = f"seed {seed}: {depth} pairs around " + " -> ".join(steps) + f": packs ran {counts}"
+        yield Trial(label, condition=True, holds=counts[:-1] == [0] * (depth - 1) and counts[-1] == saved > 0)

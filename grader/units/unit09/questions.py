@@ -28,15 +28,12 @@ from grader.units.unit09.kinds import GuardVerdict
 from grader.units.unit09.support import (
     ALIAS_PAIR,
     COPY_PAIR,
-    OVERFLOW,
     PLAN_HIDDEN,
     SHARES,
     block_chain,
-    bn_block,
     chain_held,
     checkpointed,
-    decade,
-    exp_grad,
+    gelu_mlp,
     half_error_on_chain,
     half_pack,
     half_pack_activations,
@@ -45,6 +42,7 @@ from grader.units.unit09.support import (
     held_after,
     plan_held,
     share,
+    square_grad,
     under_hooks,
     write_after_save,
 )
@@ -142,31 +140,36 @@ def alias_copy_held():
 
 
 @predict_then_run(
-    "09.alias-copy-grad",
+    "09.offload-write-grad",
     Number(),
-    prompt="p = torch.ones(3, requires_grad=True); under a pair: q = p.exp(); after the block q.add_(1); "
-    "q.sum().backward(). Without hooks this raises at backward. What is p.grad[0] under the alias pair "
-    "(pack(t) = t.detach()) and under the copy pair (pack(t) = t.detach().clone())? Answer "
-    "[alias, copy], 4 decimals.",
-    explain="Under hooks nobody checks versions. The alias pair kept q's own memory, so backward reads the "
-    "written value exp(1) + 1; the copy pair kept a copy taken before the write, so backward reads "
-    "exp(1). Neither raises.",
+    prompt="On a machine without a GPU: p = torch.ones(3, requires_grad=True); under a pair: q = p.exp(); after "
+    "the block q.add_(1); q.sum().backward(). Without hooks this raises at backward. What is p.grad[0] "
+    "under torch.autograd.graph.save_on_cpu() (the default, pin_memory=False), and under the copy pair "
+    "(pack(t) = t.detach().clone())? Answer [save_on_cpu, copy], 4 decimals.",
+    explain="Under hooks nobody checks versions. save_on_cpu's pack returns tensor.cpu(), which for a tensor "
+    "already on the CPU is q itself, so backward reads the written value exp(1) + 1; the copy pair kept a "
+    "copy taken before the write, so backward reads exp(1). Neither raises.",
     misconceptions=[
         (
             lambda truth: [truth[1], truth[1]],
-            "The alias pair kept q's own memory (detach() shares it), so the write reached what backward reads.",
+            "save_on_cpu's pack is tensor.cpu(), and on a CPU that is q itself, not a copy: the write reached "
+            "what backward reads.",
         )
     ],
 )
-def alias_copy_grad():
-    return [write_after_save(ALIAS_PAIR), write_after_save(COPY_PAIR)]
+def offload_write_grad():
+    return [write_after_save(torch.autograd.graph.save_on_cpu()), write_after_save(COPY_PAIR)]
 
 
 # =====================================================================================================
 # 3. Compression
 # =====================================================================================================
 
-_ERROR_SIZES = ("about 1e-1", "about 1e-2", "about 1e-3", "about 1e-4", "about 1e-5")
+_ERROR_BANDS = ("under 1e-5", "between 1e-5 and 1e-2", "over 1e-2")
+
+
+def _error_band(error: float) -> str:
+    return _ERROR_BANDS[0] if error < 1e-5 else _ERROR_BANDS[1] if error <= 1e-2 else _ERROR_BANDS[2]
 
 
 _CHAIN = (
@@ -176,18 +179,22 @@ _CHAIN = (
 
 
 @predict_then_run(
-    "09.half-error-size",
-    Choice(*_ERROR_SIZES),
+    "09.half-error-band",
+    Choice(*_ERROR_BANDS),
     prompt=f"{_CHAIN}; loss = model(x).sum(). Under the pair pack(t) = (t.dtype, t.detach().to(torch.float16)), "
     "unpack((dtype, h)) = h.to(dtype), every saved tensor is kept in half precision. Over all parameters, "
-    "the largest |gradient error| divided by the largest |exact gradient| of the same parameter: about "
-    "how large is it? One of " + ", ".join(repr(s) for s in _ERROR_SIZES) + ".",
-    explain="float16 keeps 11 significant bits, so each saved value is off by at most 2^-11, about 5e-4, of "
-    "itself. The gradients are sums of products of such values, and the errors add up to the same "
-    "order: about 1e-3 of the gradient's size.",
+    "the largest |gradient error| divided by the largest |exact gradient| of the same parameter: in which "
+    "band is it? One of " + ", ".join(repr(s) for s in _ERROR_BANDS) + ".",
+    explain="float16 keeps 11 significant bits, so each saved value comes back off by at most 2^-11, about 5e-4, "
+    "of itself. The gradients are sums of products of such values, and their error is of the same order: "
+    "far above float32's own rounding (about 1e-7), far below 1e-2.",
+    misconceptions=[
+        ("under 1e-5", "that is float32's own rounding; float16 keeps 11 significant bits, an error near 5e-4"),
+        ("over 1e-2", "each saved value is off by at most 2^-11, about 5e-4, and the errors do not grow by 20 here"),
+    ],
 )
-def half_error_size():
-    return decade(half_error_on_chain())
+def half_error_band():
+    return _error_band(half_error_on_chain())
 
 
 @predict_then_run(
@@ -204,33 +211,54 @@ def half_held():
 
 
 @predict_then_run(
-    "09.relu-twice",
-    Number(tol=0),
-    prompt=f"{_MLP}. Plain, the forward pass holds 1,048,580 bytes (two ReLU outputs and the loss). Under the "
-    "float16 pair that leaves parameters (and views of them) alone and compresses everything else, how "
-    "many bytes does it hold?",
-    explain="pack runs once per save, not once per storage. Each ReLU output is kept by the ReLU and by the "
-    "next Linear, so it is copied twice at 2 bytes a value, as many bytes as the float32 original. "
-    "The half copy of x is new memory too (x was not counted before), and the loss adds 4.",
-    misconceptions=[(lambda truth: truth - 4, "4 bytes short: the loss, made inside the block, is new memory too.")],
+    "09.gelu-mlp-share",
+    Choice(*SHARES),
+    prompt=f"{_MLP}, but with nn.GELU() in place of each nn.ReLU() (seed 0 as before). Memory held after the "
+    "forward pass (MemoryWatch, loss included) under the float16 pair that leaves parameters (and views of "
+    "them) alone and compresses everything else, compared with the plain run of this GELU model: "
+    + ", ".join(repr(s) for s in SHARES)
+    + ".",
+    explain="GELU keeps its input (the Linear's output) and the next Linear keeps GELU's output: four "
+    "activations, each saved once, so their float16 copies take half their bytes and the originals are "
+    "freed. On top comes the float16 copy of x, which existed before and was not counted: more than half, "
+    "less than all. (With ReLU, each output is saved twice and compression holds more than the plain run.)",
+    misconceptions=[
+        (
+            SHARES[0],
+            "the activations are halved, but pack is also handed x, kept by the first Linear: its float16 copy is "
+            "memory added",
+        ),
+        (SHARES[2], "that is the ReLU model, whose outputs are saved twice; each GELU activation is saved once"),
+    ],
 )
-def relu_twice():
-    model, x = syllabus_mlp()
-    return held_after(lambda: under_hooks((half_pack_activations, half_unpack_activations), lambda: model(x).sum()))
+def gelu_mlp_share():
+    model, x = gelu_mlp()
+    plain = held_after(lambda: model(x).sum())
+    pair = (half_pack_activations, half_unpack_activations)
+    return share(held_after(lambda: under_hooks(pair, lambda: model(x).sum())) / plain)
+
+
+_SQUARE_OUTCOMES = ("600 to 3 digits", "inf", "nan", "0")
 
 
 @predict_then_run(
-    "09.half-overflow",
-    Choice(*OVERFLOW),
-    prompt="x = torch.tensor([10.0, 12.0], requires_grad=True); under the float16 pair, y = x.exp(); "
-    "y.sum().backward(). What is x.grad[1] (exactly, it is exp(12) = 162754.79)? One of "
-    + ", ".join(repr(s) for s in OVERFLOW)
-    + ".",
-    explain="exp kept its output to use as its own derivative. float16 tops out at 65504, so the saved "
-    "exp(12) became inf, and so did the gradient. exp(10) = 22026 fits, rounded to 22032.",
+    "09.half-overflow-saved",
+    Choice(*_SQUARE_OUTCOMES),
+    prompt="x = torch.tensor([300.0], requires_grad=True); under the float16 pair (pack(t) = (t.dtype, "
+    "t.detach().to(torch.float16))), y = x ** 2, whose value 90,000 is beyond float16's largest finite "
+    "value, 65,504; then y.backward(). What is x.grad[0]? One of " + ", ".join(repr(s) for s in _SQUARE_OUTCOMES) + ".",
+    explain="Only what a node saves goes through pack. x ** 2 saves its input x, 300, which float16 holds "
+    "exactly, and its backward computes 2 * 300 in float32; its output, 90,000, is never saved, so it never "
+    "overflows. exp, which saves its output, is the op for which a large result becomes inf.",
+    misconceptions=[
+        (
+            "inf",
+            "the output 90,000 would overflow, but x ** 2 does not save it: pack is handed x, 300, which fits",
+        )
+    ],
 )
-def half_overflow():
-    return exp_grad(torch.float16)
+def half_overflow_saved():
+    return square_grad(torch.float16)
 
 
 # =====================================================================================================
@@ -241,21 +269,34 @@ _CHAIN256 = _CHAIN.replace("torch.randn(64, 128)", "torch.randn(256, 128)")
 
 
 @predict_then_run(
-    "09.checkpoint-calls",
+    "09.checkpoint-recompute-reached",
     Number(tol=0),
-    prompt=f"{_CHAIN}; each Block counts its forward calls. Every block runs under "
-    "torch.utils.checkpoint.checkpoint(block, h, use_reentrant=False). How many Block forward calls, "
-    "summed over the four, after loss = ...sum(), and after loss.backward()? Answer [after forward, "
-    "after backward].",
-    explain="checkpoint runs the block without keeping what its operations save, and during backward runs it "
-    "again to rebuild them: one extra forward per checkpointed block, the compute paid for the memory.",
+    prompt=f"{_CHAIN}; each Block counts its forward calls. h0 = checkpoint(model[0], x, use_reentrant=False), "
+    "h1, h2 and h3 likewise from the block before; then torch.autograd.grad(h3.sum(), h1), the gradient "
+    "with respect to block 1's output only. How many forward calls has each block made? Answer "
+    "[block 0, block 1, block 2, block 3].",
+    explain="A checkpointed block is rerun when backward unpacks one of the tensors it would have saved, that is "
+    "when backward reaches the block's nodes. The gradient with respect to h1 runs backward through blocks 3 "
+    "and 2 only: they are rerun, blocks 0 and 1 are not.",
+    misconceptions=[
+        (
+            lambda truth: [2, 2, 2, 2],
+            "backward stops at h1: blocks 0 and 1 lie behind it, their nodes never run and nothing of theirs is "
+            "recomputed",
+        ),
+        (
+            lambda truth: [1, 1, 1, 1],
+            "checkpoint kept only each block's input: backward must rerun a block to get what its nodes read",
+        ),
+    ],
 )
-def checkpoint_calls():
+def checkpoint_recompute_reached():
     model, x = block_chain(batch=64)
-    loss = checkpointed(model, x).sum()
-    after_forward = sum(b.calls for b in model)
-    loss.backward()
-    return [after_forward, sum(b.calls for b in model)]
+    h = [x]
+    for block in model:
+        h.append(checkpoint(block, h[-1], use_reentrant=False))
+    torch.autograd.grad(h[4].sum(), h[2])
+    return [b.calls for b in model]
 
 
 @predict_then_run(
@@ -298,29 +339,36 @@ def reentrant_grads():
 
 
 @predict_then_run(
-    "09.checkpoint-bn",
+    "09.checkpoint-side-effect-count",
     Number(tol=0),
-    prompt="torch.manual_seed(0); model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)) (training mode); "
-    "x = torch.randn(8, 4). y = checkpoint(model, x, use_reentrant=False); y.sum().backward(). The "
-    "BatchNorm counts the batches it has seen in model[1].num_batches_tracked. What is it after the "
-    "forward pass, and after backward? Answer [after forward, after backward].",
-    explain="checkpoint reruns the function during backward, and the rerun is a real forward call: every side "
-    "effect happens again. The BatchNorm counts a second batch (and updates its running statistics "
-    "a second time), exactly as the Block's call counter did.",
+    prompt="log = []; def fn(t): log.append(len(log)); return t.sin().exp(). a = torch.randn(4, requires_grad=True); "
+    "y = checkpoint(fn, a, use_reentrant=False).sum(); y.backward(retain_graph=True); y.backward(). What is "
+    "len(log)?",
+    explain="fn runs once in the forward pass, and checkpoint reruns it whenever a backward needs what its ops "
+    "would have saved. The recomputed tensors are dropped once they have been used, so the second backward "
+    "over the retained graph reruns fn again: three calls, and every side effect of fn (this append, a "
+    "BatchNorm's running statistics) happens three times.",
     misconceptions=[
         (
-            lambda truth: [truth[0], truth[0]],
-            "Backward reruns the checkpointed function, and the "
-            "rerun is an ordinary forward call: the BatchNorm counts it.",
-        )
+            2,
+            "the retained graph keeps checkpoint's input, not the recomputed tensors: the second backward reruns fn "
+            "again",
+        ),
+        (1, "backward reruns fn to rebuild what it did not keep, and the rerun is an ordinary call of fn"),
     ],
 )
-def checkpoint_bn():
-    model, x = bn_block()
-    y = checkpoint(model, x, use_reentrant=False)
-    after_forward = model[1].num_batches_tracked.item()
-    y.sum().backward()
-    return [after_forward, model[1].num_batches_tracked.item()]
+def checkpoint_side_effect_count():
+    log: list = []
+
+    def fn(t):
+        log.append(len(log))
+        return t.sin().exp()
+
+    a = torch.randn(4, requires_grad=True)
+    y = checkpoint(fn, a, use_reentrant=False).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    return len(log)
 
 
 # =====================================================================================================
@@ -329,30 +377,34 @@ def checkpoint_bn():
 
 
 @self_test(
-    "09.self-bill-under-offload",
+    "09.self-bill-half-offloaded",
     Number(tol=0),
-    prompt=f"{_MLP}. def forward(): with torch.autograd.graph.save_on_cpu(): return model(x).sum(). "
-    "How many bytes does probes.bill(forward).total report?",
-    explain="bill counts with a pack hook of its own, installed outside; save_on_cpu's pair is the innermost, "
-    "so it receives every save and bill's pack never runs.",
+    prompt=f"{_MLP}. def forward(): h = model[:2](x); with torch.autograd.graph.save_on_cpu(): return "
+    "model[2:](h).sum(). How many bytes does probes.bill(forward).total report?",
+    explain="bill's pair is the innermost only outside the with: it receives what model[:2] saves, x (kept by "
+    "the first Linear for its weight's gradient) and the ReLU's output, 256 x 512 x 4 bytes each. Inside "
+    "the with, save_on_cpu's pair is the innermost and receives every save, the second Linear's copy of "
+    "the ReLU output included: bill never sees them.",
     hints=(
-        "bill counts by installing a pair of its own. Where is that pair, relative to save_on_cpu's?",
-        "Only the innermost pair in force receives saves (section 1).",
+        "Which pair is the innermost in force for the saves made by model[:2], and which for those of model[2:]?",
+        "The plain bill (section 1) lists what each layer saves; keep the saves made outside the with, and count "
+        "each storage once.",
     ),
     misconceptions=[
+        (0, "bill's pair is the innermost for the saves made before the with: model[:2]'s reach it"),
         (
             lambda truth: probes.bill(lambda: syllabus_mlp()[0](syllabus_mlp()[1]).sum()).total,
-            "That is the plain bill. Under save_on_cpu the innermost pair is save_on_cpu's, and "
-            "bill's own pack is never called.",
-        )
+            "that is the plain bill; inside the with, save_on_cpu's pair receives the saves instead of bill's",
+        ),
     ],
 )
-def self_bill_under_offload():
+def self_bill_half_offloaded():
     model, x = syllabus_mlp()
 
     def forward():
+        h = model[:2](x)
         with torch.autograd.graph.save_on_cpu():
-            return model(x).sum()
+            return model[2:](h).sum()
 
     return probes.bill(forward).total
 
@@ -364,16 +416,18 @@ def self_bill_under_offload():
     "the total bytes of the float16 tensors the naive pack (t.detach().to(torch.float16)) creates? "
     "Answer [bill bytes, float16 bytes].",
     explain="One storage, h, saved three times: by exp (its output) and twice by the product (each factor). "
-    "The bill counts it once, 4,000 bytes; pack runs once per save and makes three 2,000-byte copies.",
+    "The bill counts it once, 4,000 bytes; pack runs once for each saved tensor and makes three 2,000-byte "
+    "copies.",
     hints=(
         "List the saves: what does exp keep, and what does a product keep when both factors are the same tensor?",
-        "The bill counts storages once; pack is called once per save, and each call makes its own copy "
-        "at 2 bytes a value.",
+        "The bill counts storages once; pack is called once for each saved tensor, and each call makes its "
+        "own copy at 2 bytes a value.",
     ),
     misconceptions=[
         (
             lambda truth: [truth[0], truth[0] // 2],
-            "pack runs once per save, not once per storage: h is saved three times and copied three times.",
+            "pack runs once for each tensor a node saves, not once per storage: h is saved three times and "
+            "copied three times.",
         )
     ],
 )
@@ -459,33 +513,31 @@ def self_checkpoint_input_write():
 
 
 @self_test(
-    "09.self-unpack-count",
+    "09.self-unpack-partial",
     Number(tol=0),
     prompt="a = torch.randn(5, requires_grad=True). A pair whose pack counts its calls and returns t.detach(), "
-    "whose unpack counts its calls and returns what pack kept. Under it: b = a * a; c = b.tanh(); "
-    "loss = c.sum(). Then loss.backward(retain_graph=True); loss.backward(). How many times did pack "
-    "run, and unpack? Answer [pack, unpack].",
-    explain="mul keeps both factors, a twice, and tanh keeps its output: three saves, three packs. Each "
-    "backward unpacks every saved tensor it reads, and the retained second pass reads them all "
-    "again: six unpacks.",
+    "whose unpack counts its calls and returns what pack kept. Under it: b = a.exp(); loss = b.sin().sum(). "
+    "Then torch.autograd.grad(loss, b). How many times did pack run, and unpack? Answer [pack, unpack].",
+    explain="exp keeps its output b and sin keeps its input, the same b: two saves, two packs. "
+    "torch.autograd.grad(loss, b) runs only the nodes between loss and b: sin's node unpacks its saved b, "
+    "and exp's node never runs, so its saved tensor is never unpacked.",
     hints=(
-        "Count the saves first: what does a product keep, when both factors are the same tensor, and what "
-        "does tanh keep?",
-        "pack runs at the save, once; unpack runs whenever a backward reads the saved tensor.",
+        "Count the saves first: what does exp keep, and what does sin keep?",
+        "unpack runs when a node that runs in backward reads its saved tensor. Which nodes does "
+        "autograd.grad(loss, b) run?",
     ),
     misconceptions=[
         (
             lambda truth: [truth[0], truth[0]],
-            "unpack runs on every backward that reads the saved "
-            "tensor, and retain_graph=True lets the second pass read them all again.",
+            "backward stops at b: exp's node never runs, so what it saved is never unpacked",
         ),
         (
-            lambda truth: [truth[0] - 1, truth[1] - 2],
-            "a * a saves a twice, as its self and as its other: pack runs once per save.",
+            lambda truth: [truth[0] - 1, truth[1]],
+            "b is saved twice, by exp (its output) and by sin (its input): pack runs for each saved tensor",
         ),
     ],
 )
-def self_unpack_count():
+def self_unpack_partial():
     counts = [0, 0]
 
     def pack(t):
@@ -498,10 +550,9 @@ def self_unpack_count():
 
     a = torch.randn(5, requires_grad=True)
     with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-        b = a * a
-        loss = b.tanh().sum()
-    loss.backward(retain_graph=True)
-    loss.backward()
+        b = a.exp()
+        loss = b.sin().sum()
+    torch.autograd.grad(loss, b)
     return counts
 
 

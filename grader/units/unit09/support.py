@@ -182,8 +182,10 @@ ALIAS_PAIR, COPY_PAIR = (alias_pack, keep_as_is), (copy_pack, keep_as_is)
 
 
 def write_after_save(pair) -> float:
+    """p.grad[0] for q = p.exp() under ``pair`` (a (pack, unpack) tuple or a hooks object such as save_on_cpu()),
+    q written in place after the block, then backward."""
     p = torch.ones(3, requires_grad=True)
-    with torch.autograd.graph.saved_tensors_hooks(*pair):
+    with torch.autograd.graph.saved_tensors_hooks(*pair) if isinstance(pair, tuple) else pair:
         q = p.exp()
     q.add_(1)
     q.sum().backward()
@@ -236,6 +238,13 @@ def chain_held(pair=None, batch: int = 64) -> int:
     return held_after(lambda: under_hooks(pair, lambda: model(x).sum()))
 
 
+def gelu_mlp():
+    """Unit 05's MLP (seed 0) with nn.GELU() in place of each ReLU: GELU keeps its input, not its output."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(512, 512), nn.GELU(), nn.Linear(512, 512), nn.GELU(), nn.Linear(512, 1))
+    return model, torch.randn(256, 512)
+
+
 OVERFLOW = ("exp(12) to 4 digits", "a little off (rounding)", "inf", "nan", "0")
 
 
@@ -258,6 +267,23 @@ def exp_grad(dtype) -> str:
         y = x.exp()
     y.sum().backward()
     return _classify(x.grad[1].item(), math.exp(12.0))
+
+
+def square_grad(dtype) -> str:
+    """x.grad[0] for y = x ** 2 at x = 300 with saved tensors stored in ``dtype``: '600 to 3 digits' while the
+    saved input fits (the output, 90,000, is never saved), else 'inf', 'nan' or '0'."""
+
+    def pack(t):
+        return t.dtype, t.detach().to(dtype)
+
+    x = torch.tensor([300.0], requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, half_unpack):
+        y = x**2
+    y.sum().backward()
+    value = x.grad[0].item()
+    if math.isnan(value) or math.isinf(value) or value == 0:
+        return _classify(value, 600.0)
+    return "600 to 3 digits" if abs(value - 600.0) < 0.5 else f"{value:.4g}"
 
 
 # --- checkpointing --------------------------------------------------------------------------------

@@ -18,8 +18,8 @@ from grader.units.unit13.support import (
     bill_pair,
     cos_branch,
     count_activations,
-    counting_backend,
     graphs_made,
+    graphs_with_hook,
     kept_by_compile,
     loop_grads,
     mm_exp,
@@ -120,9 +120,9 @@ def dual_tangent():
     "unit 05's bill labels them), run eagerly and through torch.compile(f, backend='aot_eager'). "
     "Answer [eager, compiled].",
     explain="Eagerly each node keeps its own input: the matmul's result for sin, sin's result for cos. "
-    "AOTAutograd traces forward and backward as one graph and its partitioner keeps the least memory it "
-    "can: it keeps the matmul's result and recomputes sin from it in the backward graph, as checkpointing "
-    "would, chosen automatically.",
+    "AOTAutograd traces forward and backward as one graph and its partitioner cuts it where few bytes cross, "
+    "recomputing cheap pointwise ops (never a matmul): here it keeps the matmul's result and recomputes sin "
+    "from it in the backward graph, as checkpointing would, chosen automatically.",
     misconceptions=[
         (
             lambda truth: [truth[0], truth[0]],
@@ -160,43 +160,52 @@ def item_graphs():
     return graphs_made(with_item, torch.randn(3, requires_grad=True))
 
 
+HOOK_OPTIONS = ("both", "only double", "only record", "neither")
+
+
+def _record(seen: list):
+    def record(g):
+        seen.append(g)
+
+    return record
+
+
 @predict_then_run(
-    "13.hook-graphs",
-    Number(tol=0),
-    prompt="def f(x): h = x * 2; h.register_hook(record); return (h * h).sum(), where record appends each "
-    "gradient it sees to a list. torch.compile(f) with a graph-counting backend, one call on "
-    "x = torch.randn(3, requires_grad=True), then .backward() on the result. Answer [graphs Dynamo "
-    "makes, times record ran].",
-    explain="This hook appends to a list, a Python side effect, and so it is a graph break: Dynamo compiles "
-    "the part before it, lets Python register the hook on the real h, and compiles the rest. The hook still "
-    "runs, once, at backward: compiling kept autograd's promise at the price of two graphs. (On this torch a "
-    "hook with no side effects, such as lambda g: g * 2, is traced into one graph.)",
+    "13.hook-side-effects",
+    Choice(*HOOK_OPTIONS),
+    prompt="Two hooks: double = lambda g: g * 2, and record, which appends each gradient it sees to a list. "
+    "def f(x): h = x * 2; h.register_hook(HOOK); return (h * h).sum(), once with HOOK = double and once "
+    "with HOOK = record. Each is compiled with torch.compile and a graph-counting backend, called once on "
+    "x = torch.randn(3, requires_grad=True), then .backward() on the result. Which version does Dynamo "
+    "compile into one graph? One of " + ", ".join(repr(o) for o in HOOK_OPTIONS) + ".",
+    explain="What breaks the graph is a Python side effect, not the hook. double only computes a new gradient: "
+    "Dynamo traces its registration into the graph (torch.ops.higher_order.register_hook) and the hook runs "
+    "at backward, one graph. record appends to a list, which a graph cannot do: Dynamo compiles the part "
+    "before it, lets Python register the hook on the real h, and compiles the rest, two graphs. Both hooks "
+    "run at backward, as in eager.",
     misconceptions=[
         (
-            lambda truth: [truth[0], 0],
-            "the hook is not lost: the graph break lets Python register it, and it runs at backward",
+            "neither",
+            "Dynamo can trace a hook's registration into the graph; only record's append to a list, a Python "
+            "side effect, forces a break",
         ),
         (
-            lambda truth: [1, truth[1]],
-            "this hook appends to a list, a Python side effect one graph cannot hold: Dynamo breaks the graph there",
+            "both",
+            "record appends to a list, a Python side effect one graph cannot hold: Dynamo breaks the graph there",
         ),
+        ("only record", "it is the other way round: the hook with a side effect (record's append) breaks the graph"),
     ],
 )
-def hook_graphs():
-    import torch._dynamo
-
-    seen, graphs = [], []
-
-    def f(x):
-        h = x * 2
-        h.register_hook(lambda g: seen.append(g))
-        return (h * h).sum()
-
-    torch._dynamo.reset()
-    with quiet_dynamo():
-        torch.compile(f, backend=counting_backend(graphs))(torch.randn(3, requires_grad=True)).backward()
-    torch._dynamo.reset()
-    return [len(graphs), len(seen)]
+def hook_side_effects():
+    one_graph = {
+        name: graphs_with_hook(hook, torch.randn(3, requires_grad=True)) == 1
+        for name, hook in (("double", lambda g: g * 2), ("record", _record([])))
+    }
+    if one_graph["double"] and one_graph["record"]:
+        return HOOK_OPTIONS[0]
+    if one_graph["double"]:
+        return HOOK_OPTIONS[1]
+    return HOOK_OPTIONS[2] if one_graph["record"] else HOOK_OPTIONS[3]
 
 
 @predict_then_run(
@@ -275,8 +284,7 @@ def per_sample_grads(case):
     Function(returns=Number(tol=0), cases=chain_cases, call=call_kept_bytes, per_case_s=20.0, budget_s=120.0),
     prompt="Write kept_bytes(f, args) returning [eager bytes, compiled bytes]: what one call f(*args) keeps for "
     "backward, counted as unit 05's bill counts it (distinct storages, each at its full size, inputs and "
-    "parameters included), run eagerly, and run through torch.compile(f, backend='aot_eager') (count a "
-    "call after the first, which compiles). It is checked on generated programs (x @ w1, pointwise ops, "
+    "parameters included), run eagerly, and run through torch.compile(f, backend='aot_eager'). It is checked on generated programs (x @ w1, pointwise ops, "
     "maybe @ w2 and more ops, .sum()) against the live runs.",
     explain="The compiled function is one autograd node that keeps what the partitioned forward graph returns, "
     "through save_for_backward, so the same pack hook sees both. Eager keeps one input per node; the "
@@ -284,8 +292,8 @@ def per_sample_grads(case):
     hints=(
         "Reuse unit 05's instrument: probes.bill(lambda: ...) (from grader import probes) runs a forward and "
         "counts what reaches a pack hook, by storage; .total is the bytes.",
-        "torch.compile(f, backend='aot_eager') gives a function; call it once to compile, then measure a "
-        "second call, with grad mode on.",
+        "torch.compile(f, backend='aot_eager') gives a function; measure a call of it as you measured f, "
+        "with grad mode on.",
         "Count storages, not saves: a tensor saved twice (h * h), or saved beside a transpose of itself, is one "
         "storage. The compiled run must really go through AOTAutograd: backend='eager' keeps what eager keeps.",
     ),
@@ -360,17 +368,19 @@ KEEP_OPTIONS = ("the matmul's result", "exp's result", "both", "neither: it reco
     prompt="f(x, w) = (x @ w).exp().sum(), x = torch.randn(4, 6), w = torch.randn(6, 3, requires_grad=True), "
     "compiled with AOTAutograd (aot_eager, the default min-cut partitioner). Besides x (kept for w's "
     "gradient), what does the compiled forward keep? One of " + ", ".join(repr(o) for o in KEEP_OPTIONS) + ".",
-    explain="exp's derivative is exp itself: keeping exp's result serves backward directly, and nothing needs the "
-    "matmul's result again. One tensor of the same size either way, and no recomputation is needed.",
+    explain="exp's backward reads its own output (exp's derivative is exp itself), and the partitioner keeps "
+    "such an output rather than recomputing it (section 3); with it, nothing in backward needs the matmul's "
+    "result again, and the matmul is never recomputed.",
     hints=(
         "What does exp's backward need? Could the same tensor serve for anything else?",
-        "The partitioner keeps the fewest bytes that let backward run; count what each choice would need.",
+        "Section 3: what does the partitioner do with the output of an op whose backward reads it "
+        "(tanh, sigmoid)? And is anything left that needs the matmul's result?",
     ),
     misconceptions=[
         (
             "the matmul's result",
-            "that would work, but backward would then recompute exp from it; "
-            "exp's own result is exactly what its derivative needs",
+            "that would work, but the partitioner keeps the output of an op whose backward reads it, as it "
+            "keeps tanh's and sigmoid's; with exp's result kept, nothing needs the matmul's",
         )
     ],
 )

@@ -59,6 +59,43 @@ def graphs_made(f, *args) -> int:
     return len(graphs)
 
 
+def graphs_with_hook(hook, x: torch.Tensor) -> int:
+    """Graphs Dynamo makes for f(x) = (h * h).sum(), h = x * 2 with ``hook`` registered on h; backward is run,
+    so the hook has run once when this returns."""
+    import torch._dynamo
+
+    graphs: list = []
+
+    def f(t):
+        h = t * 2
+        h.register_hook(hook)
+        return (h * h).sum()
+
+    torch._dynamo.reset()
+    with quiet_dynamo():
+        torch.compile(f, backend=counting_backend(graphs))(x).backward()
+    torch._dynamo.reset()
+    return len(graphs)
+
+
+def graphs_with_retain_grad(prefix: str, x: torch.Tensor) -> tuple[int, torch.Tensor | None]:
+    """(graphs Dynamo makes, h.grad) for ``def f(x): h = <prefix>; h.retain_grad(); return (h * h).sum(), h``,
+    with ``prefix`` an expression in x written into f's own code (a call to a helper would be a frame of its
+    own); backward is run on the sum."""
+    import torch._dynamo
+
+    graphs: list = []
+    namespace: dict = {}
+    source = f"def f(x):\n    h = {prefix}\n    h.retain_grad()\n    return (h * h).sum(), h\n"
+    exec(compile(source, f"<retain_grad after {prefix}>", "exec"), namespace)
+    torch._dynamo.reset()
+    with quiet_dynamo():
+        total, h = torch.compile(namespace["f"], backend=counting_backend(graphs))(x)
+        total.backward()
+    torch._dynamo.reset()
+    return len(graphs), h.grad
+
+
 def compiled_forward_graph(f, *args):
     """Compile f with AOTAutograd (no code generation), call it once, and return the partitioned forward graph:
     its outputs are f's outputs followed by what it keeps for backward."""
