@@ -360,23 +360,33 @@ def _error_input(kind) -> Input:
     import ipywidgets as W
 
     places = W.ToggleButtons(options=list(kind.places), value=None, style={"button_width": "auto"})
-    words = W.Text(
-        placeholder="words you expect in torch's message" + ("" if kind.needs_message else " (optional)"),
-        layout=W.Layout(width="30em"),
-    )
+    causes = W.RadioButtons(options=[(f"{c.label}: {c.text}", c.label) for c in kind.causes], value=None)
+    note = W.Text(placeholder="your own words (a note, not graded)", layout=W.Layout(width="30em"))
 
     def value():
         if places.value is None:
             return None
-        return (places.value, words.value) if words.value.strip() else places.value
+        if places.value == "no error":
+            return places.value
+        head = [places.value]
+        if kind.causes:
+            if causes.value is None:
+                return places.value  # read() then asks for the cause
+            head.append(causes.value)
+        if note.value.strip():
+            head.append(note.value)
+        return tuple(head) if len(head) > 1 else places.value
 
     def restore(encoded):
-        if isinstance(encoded, list):
-            places.value, words.value = encoded[0], encoded[1]
-        else:
-            places.value = encoded
+        parts = encoded if isinstance(encoded, list) else [encoded]
+        places.value = parts[0]
+        rest = parts[1:]
+        if kind.causes and rest:
+            causes.value, rest = rest[0], rest[1:]
+        note.value = rest[0] if rest else ""
 
-    return Input(W.VBox([places, words]), value, restore, [places, words])
+    controls = [places] + ([causes] if kind.causes else []) + [note]
+    return Input(W.VBox(controls), value, restore, controls)
 
 
 def _text_input() -> Input:
