@@ -431,8 +431,7 @@ def self_checkpoint_plan():
     "09.self-checkpoint-input-write",
     Error("at the write", "at backward", causes=(FREED, STALE, NO_GRAD_FN)),
     prompt=(
-        "four Blocks (Linear(128, 512), GELU, Linear(512, 128)) in an nn.Sequential, torch.manual_seed(0), "
-        "input x = torch.randn(64, 128) without grad. h = model[0](x); y = checkpoint(model[1], h, "
+        f"{_CHAIN}. h = model[0](x); y = checkpoint(model[1], h, "
         "use_reentrant=False); h.add_(1); y.sum().backward(). Backward recomputes block 1 from h. Does "
         "anything raise, and where? For an error, answer a pair (place, cause), the cause chosen from the "
         "candidates listed with the answer's form; your own words may follow as a third item, a note shown "

@@ -214,15 +214,18 @@ STALE_RETAINED = STALE_EX.source.replace("loss.backward()", "loss.backward(retai
     "10.stale-where",
     Error(*PLACES4, causes=PASS_TWICE),
     prompt=(
-        "The cached encoder: 1: x = torch.tensor([[0.6, -1.2], [1.1, 0.4]]) | 2: y = torch.tensor([0.5, "
-        "-0.7]) | 3: w_enc = torch.tensor([[0.9, 0.3], [-0.4, 0.8]], requires_grad=True) | 4: w_head = "
-        "torch.tensor([0.7, -0.5], requires_grad=True) | 5: opt = torch.optim.SGD([w_enc, w_head], lr=0.3) | "
-        "6: h = torch.tanh(x @ w_enc) | 7: for step in range(4): | 8: pred = h @ w_head | 9: loss = ((pred - "
-        "y) ** 2).mean() | 10: opt.zero_grad() | 11: loss.backward() | 12: opt.step(). Does it raise, and if "
+        "The cached encoder: " + STALE_EX.inline() + ". Does it raise, and if "
         "so at which step's backward? For an error, answer a pair (place, cause), the cause chosen from the "
         "candidates listed with the answer's form; your own words may follow as a third item, a note shown "
         "beside torch's message and never graded."
     ),
+    misconceptions=[
+        (
+            "no error",
+            "h was computed once, before the loop: every step's loss walks back into the "
+            "same tanh and matmul nodes, whose saved values step 1's backward freed.",
+        )
+    ],
     explain="h was computed once, before the loop, so every step's loss runs back through the same tanh and "
     "matmul nodes. Step 1's backward freed what they saved; step 2's backward needs it again.",
 )
