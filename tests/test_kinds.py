@@ -37,7 +37,7 @@ def test_node_names_compare_on_their_stable_part():
     assert node_key("PowBackward0") == node_key("PowBackward1") == "PowBackward"
     assert node_key("AccumulateGrad") == "AccumulateGrad"
     assert Name().agrees("PowBackward0", Name().read("PowBackward1"))
-    assert not Name().agrees("PowBackward0", Name().read("powbackward0"))
+    assert not Name().agrees("PowBackward0", Name().read_recorded("powbackward0"))  # a slip on the record
 
 
 @pytest.mark.parametrize("kind", [Name(), Sequence()])
@@ -273,3 +273,56 @@ def test_the_learner_api_reads_the_copy(home):
 
     assert check("01.closed-book-walk", Liar(["AddBackward0"] * (MAX_ITEMS + 5))).verdict == "invalid"
     assert predict("01.walk-y", Liar(["PowBackward0"] * (MAX_ITEMS + 5))).verdict == "invalid"
+
+
+# --- slips: a nudge at lock-in, never a wrong mark -------------------------------------------------
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("powbackward0", "PowBackward0"), ("sinbackward0", "SinBackward0")])
+def test_a_node_name_differing_only_in_case_is_a_slip_that_names_the_answer_meant(typed, meant):
+    from grader.engine.kinds import Slip
+
+    with pytest.raises(Slip) as slip:
+        Name().read(typed)
+    assert slip.value.meant == meant and f"did you mean {meant}?" in str(slip.value)
+    assert Name().read(meant) == meant  # the valid name is read as it was
+    assert Name().read_recorded(typed) == typed  # on the record it is judged as it stands
+
+
+def test_names_differing_only_in_case_from_the_pool_are_a_slip():
+    from grader.engine.kinds import Slip
+
+    kind = Names(pool=("x", "W", "b", "y"))
+    with pytest.raises(Slip) as slip:
+        kind.read({"x", "w", "b"})
+    assert slip.value.meant == frozenset({"x", "W", "b"}) and "did you mean {'W', 'b', 'x'}?" in str(slip.value)
+    assert kind.read({"x", "W", "b"}) == frozenset({"x", "W", "b"})
+    assert Names(key=saved_key, pool=("_saved_self",)).read({"_saved_Self"}) == frozenset({"_saved_Self"})
+
+
+def test_a_set_typed_as_a_string_gets_the_set_it_meant():
+    from grader.engine.kinds import Slip
+
+    for typed in ("{x, W, b}", "{'x', 'W', 'b'}", "x, W, b"):
+        with pytest.raises(Slip) as slip:
+            Names().read(typed)
+        assert slip.value.meant == frozenset({"x", "W", "b"})
+        assert "{'x', 'W', 'b'}" in str(slip.value) and "{'{x, W, b}'}" not in str(slip.value)
+    with pytest.raises(BadAnswer) as one:
+        Names().read("x")
+    assert "{'x'}" in str(one.value)
+
+
+def test_a_list_with_one_bad_item_names_the_item():
+    from grader.engine.kinds import Slip
+
+    with pytest.raises(Slip) as slip:
+        Sequence().read(["SumBackward0", "mulbackward0", "AccumulateGrad"])
+    assert "entry 2, 'mulbackward0': did you mean MulBackward0?" in str(slip.value)
+    assert slip.value.meant == ("SumBackward0", "MulBackward0", "AccumulateGrad")
+    with pytest.raises(BadAnswer) as bad:
+        Sequence().read(["SumBackward0", 3])
+    assert "entry 2" in str(bad.value)
+    with pytest.raises(BadAnswer) as bad:
+        Sequence().read(["SumBackward0", "MulBackward"])
+    assert "entry 2" in str(bad.value) and "MulBackward0" in str(bad.value)

@@ -10,6 +10,12 @@ Every kind does four things:
 * ``wrong_answers(truth)`` derives answers that must be refused, for the
   no-false-pass tests.
 
+A slip (an answer that differs from a valid one only in case, or a set typed as a string) is a
+:class:`Slip`: a ``BadAnswer`` that carries the answer meant, so the learner is asked "did you mean
+...?" before anything is recorded. ``read_recorded`` reads an answer already on the record (a store
+written by an older version, a notebook handed out earlier): it never refuses a slip there, and
+:class:`Error` reads 0.2.0's ``(place, words)`` form there (see :meth:`Error.read_recorded`).
+
 Names that torch may rename between releases (node classes, ``_saved_*``
 attributes, error wording) are compared on their stable part only.
 """
@@ -32,6 +38,54 @@ class Unanswered(Exception):
 
 class BadAnswer(Exception):
     """The answer cannot be read as this kind; the text says why, for the learner."""
+
+
+class Slip(BadAnswer):
+    """A slip of writing, caught before it is recorded: ``meant`` is the answer the learner most likely
+    meant (in the form the kind reads); ``given`` is the answer read as typed, or None where it cannot
+    be read at all (a set typed as a string). Front ends read ``meant``, never the message's text."""
+
+    def __init__(self, message: str, meant: Any, given: Any = None):
+        super().__init__(message)
+        self.meant, self.given = meant, given
+
+
+_NODE_CLASSES: list[frozenset[str]] = []
+
+
+def node_class_names() -> frozenset[str]:
+    """The class names of torch's autograd nodes, asked of this torch (``torch._C._functions``)."""
+    if not _NODE_CLASSES:
+        try:
+            import torch
+
+            found = frozenset(n for n in dir(torch._C._functions) if "Backward" in n or n == "AccumulateGrad")
+        except Exception:  # a torch without the module: no slip is caught, nothing is refused
+            found = frozenset()
+        _NODE_CLASSES.append(found)
+    return _NODE_CLASSES[0]
+
+
+def case_slip(name: str, valid: Iterable[str]) -> str | None:
+    """The one valid name that ``name`` differs from only in case, or None (also when ``name`` is valid)."""
+    valid = set(valid)
+    if name in valid:
+        return None
+    matches = sorted(v for v in valid if v.lower() == name.lower())
+    return matches[0] if len(matches) == 1 else None
+
+
+def set_in_a_string(text: str) -> list[str] | None:
+    """The names of a set or list typed inside one string, such as '{x, W, b}'; None if it is not one."""
+    inner = text.strip()
+    braced = len(inner) >= 2 and inner[0] + inner[-1] in ("{}", "[]", "()")
+    if braced:
+        inner = inner[1:-1]
+    if not braced and "," not in inner:
+        return None
+    parts = [p.strip().strip("'\"").strip() for p in inner.split(",")]
+    parts = [p for p in parts if p]
+    return parts if parts and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", p) for p in parts) else None
 
 
 def is_placeholder(answer: Any) -> bool:
@@ -233,6 +287,16 @@ class Kind:
         """Read a declared wrong answer (a kind may accept a pattern that a learner may not answer)."""
         return self.read(answer)
 
+    def read_recorded(self, answer: Any) -> Any:
+        """Read an answer already on the record: as ``read``, except that a slip reads as it was typed
+        (it is judged as it stands; refusing it now would lose the record, not help the learner)."""
+        try:
+            return self.read(answer)
+        except Slip as slip:
+            if slip.given is None:
+                raise
+            return slip.given
+
     def same_answer(self, wrong: Any, value: Any) -> bool:
         """Whether a read answer is the declared wrong answer ``wrong`` (for misconception notes)."""
         try:
@@ -404,7 +468,7 @@ class Name(Kind):
     def describe(self) -> str:
         return "a name, as a string, such as 'MulBackward0'"
 
-    def read(self, answer: Any) -> Any:
+    def _read(self, answer: Any) -> Any:
         reject_common(answer, "a name (a string)")
         if not isinstance(answer, str):
             raise BadAnswer(f"expected a name as a string, got {type_words(answer)}")
@@ -413,6 +477,19 @@ class Name(Kind):
         if self.key is node_key and node_problem(answer):
             raise BadAnswer(node_problem(answer))
         return answer.strip()
+
+    def read(self, answer: Any) -> Any:
+        value = self._read(answer)
+        meant = case_slip(value, self._valid())
+        if meant is not None and self.key(meant) != self.key(value):  # a slip only where the key tells them apart
+            raise Slip(f"did you mean {meant}? Names are case-sensitive: {value!r} is not one", meant, value)
+        return value
+
+    def truth(self, value: Any) -> Any:
+        return self._read(value)  # torch's own name is never a slip
+
+    def _valid(self) -> set[str]:
+        return set(self.pool) | (set(node_class_names()) if self.key is node_key else set())
 
     def agrees(self, truth: Any, value: Any) -> bool:
         return self.key(truth) == self.key(value)
@@ -439,6 +516,10 @@ class Names(Kind):
     def read(self, answer: Any) -> Any:
         reject_common(answer, self.describe())
         if isinstance(answer, str):
+            names = set_in_a_string(answer)
+            if names is not None:
+                text = "{" + ", ".join(repr(n) for n in names) + "}"
+                raise Slip(f"that is one string, not a set of names: did you mean {text}?", frozenset(names))
             raise BadAnswer(
                 f"expected a set of names, got {type_words(answer)}; write {{{answer!r}}} for a set holding one name"
             )
@@ -447,7 +528,18 @@ class Names(Kind):
         for item in answer:
             if not isinstance(item, str):
                 raise BadAnswer(f"every name must be a string; {short(item)} is {type_words(item)}")
-        return frozenset(answer)
+        value = frozenset(answer)
+        valid = set(self.pool) | (set(node_class_names()) if self.key is node_key else set())
+        fixed = {n: case_slip(n, valid) for n in value}
+        fixed = {n: m if m is not None and self.key(m) != self.key(n) else None for n, m in fixed.items()}
+        if any(fixed.values()):
+            meant = frozenset(fixed[n] or n for n in value)
+            which = ", ".join(f"{n!r} for {m!r}" for n, m in sorted(fixed.items()) if m)
+            raise Slip(f"did you mean {self.show(meant)}? Names are case-sensitive ({which})", meant, value)
+        return value
+
+    def truth(self, value: Any) -> Any:
+        return frozenset(value)  # torch's own names are never a slip
 
     def agrees(self, truth: Any, value: Any) -> bool:
         return {self.key(n) for n in truth} == {self.key(n) for n in value}
@@ -496,12 +588,24 @@ class Sequence(Kind):
             raise BadAnswer("expected a list, got a set; order matters here, so use [...]")
         if not isinstance(answer, (list, tuple)):
             raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
-        for item in answer:
+        for i, item in enumerate(answer):
             if not isinstance(item, str):
-                raise BadAnswer(f"every entry must be a string; {short(item)} is {type_words(item)}")
+                raise BadAnswer(f"every entry must be a string; entry {i + 1}, {short(item)}, is {type_words(item)}")
             if self.key is node_key and node_problem(item):
-                raise BadAnswer(node_problem(item))
-        return tuple(answer)
+                raise BadAnswer(f"entry {i + 1}: {node_problem(item)}")
+        value = tuple(answer)
+        if self.key is node_key:
+            fixed = [case_slip(n, node_class_names()) for n in value]
+            if any(fixed):
+                meant = tuple(m or n for m, n in zip(fixed, value))
+                which = "; ".join(
+                    f"entry {i + 1}, {n!r}: did you mean {m}?" for i, (m, n) in enumerate(zip(fixed, value)) if m
+                )
+                raise Slip(f"{which} Names are case-sensitive", meant, value)
+        return value
+
+    def truth(self, value: Any) -> Any:
+        return tuple(value)  # torch's own names are never a slip
 
     def agrees(self, truth: Any, value: Any) -> bool:
         return [self.key(n) for n in truth] == [self.key(n) for n in value]
@@ -589,11 +693,16 @@ def cause_key(text: str) -> str:
 
 
 class ErrorAnswer(NamedTuple):
-    """A read answer to an error question: the place, the chosen cause, and a note that is never graded."""
+    """A read answer to an error question: the place, the chosen cause, and a note that is never graded.
+
+    ``legacy`` marks an answer on the record in 0.2.0's form, a place with words and no cause
+    (:meth:`Error.read_recorded`); only the record can hold one, ``read`` never returns one.
+    """
 
     where: str
     cause: str | None = None
     note: str | None = None
+    legacy: bool = False
 
 
 class Error(Kind):
@@ -690,6 +799,40 @@ class Error(Kind):
         """A declared wrong answer may name the place alone: it then matches that place with any cause."""
         return self.read(answer, cause_required=False)
 
+    def read_recorded(self, answer: Any) -> Any:
+        """An answer on the record, which may be in 0.2.0's form: a place alone, or ``(place, words)``.
+
+        Until 0.2.0 an error question graded the place plus key words, and a locked prediction in that
+        form cannot be asked again without coming after its reveal. So it is read, never refused (no
+        traceback, no "invalid"): as an ``ErrorAnswer`` marked ``legacy``, its words kept as the note.
+        What it earns is chosen here, once: **it is never a pass of today's question** (``agrees`` is
+        False where a cause is asked; ``verdict_note`` says the cause is missing), because a machine
+        cannot tell from the words which cause was meant; that is what this rework is for. What it
+        earned under the question it answered is :meth:`agrees_as_answered`, the place alone, which the
+        gradebook applies only to a class handed a version whose error questions took words
+        (``grade --handed-out 0.2.0``, see ``grading.versions.BEFORE_CAUSES``).
+        """
+        try:
+            return self.read(answer)
+        except BadAnswer:
+            parts = [answer] if isinstance(answer, str) else answer
+            if not (self.causes and isinstance(parts, (list, tuple)) and 1 <= len(parts) <= 2):
+                raise
+            if not all(isinstance(p, str) for p in parts):
+                raise
+            where = self._place(parts[0])
+            if where == NO_ERROR:
+                raise
+            words = parts[1].strip() if len(parts) == 2 else ""
+            return ErrorAnswer(where, None, words or None, legacy=True)
+
+    def agrees_as_answered(self, truth: Any, value: Any) -> bool:
+        """What a legacy answer earned under the question it answered: its place, exactly (0.2.0's
+        words were judged on key terms, the unsound part; they are not judged again)."""
+        if getattr(value, "legacy", False):
+            return value.where == truth.where
+        return self.agrees(truth, value)
+
     def cause_of(self, outcome: ErrorOutcome) -> Cause | None:
         """The candidate that torch's live outcome carries the mark of (None where no cause is asked)."""
         if not self.causes or not outcome.raised:
@@ -712,9 +855,11 @@ class Error(Kind):
         if value.where != truth.where:
             return False
         cause = self.cause_of(truth)
-        return cause is None or value.cause == cause.label  # the note is never graded
+        return cause is None or value.cause == cause.label  # the note is never graded; a legacy answer has none
 
     def verdict_note(self, truth: Any, value: Any) -> str:
+        if getattr(value, "legacy", False) and value.where == truth.where:
+            return "the place is right; this answer was given before the question asked for the cause, so it needs one"
         cause = self.cause_of(truth)
         if cause is not None and value.where == truth.where and value.cause != cause.label:
             return "the place is right; the cause is not the one torch's message reports"
@@ -735,6 +880,8 @@ class Error(Kind):
                 f" (the cause: {cause.label!r}, {cause.text})" if cause else ""
             )
         text = value.where if value.cause is None else f"{value.where}, cause {value.cause!r}"
+        if getattr(value, "legacy", False):
+            text += " (given in 0.2.0's form, without a cause)"
         return text + (f" (your note, not graded: {value.note!r})" if value.note else "")
 
     def encode(self, value: Any) -> Any:

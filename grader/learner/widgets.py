@@ -527,13 +527,14 @@ class PredictionWidget:
         self.again.add_class("agl-again")
         self.again.on_click(self.start_again)
         self.message = W.HTML()
+        self.offers = W.VBox()  # the Hint button of a wrong answer (action_box), as a result in code offers
         self.last: Result | None = None
         verb = "predict" if mode == "predict" else "self-test"
         head = W.HTML(
             f"<div style='margin-bottom:4px'><b>{html.escape(q.qid)}</b> · {verb}: {html.escape(q.prompt)}</div>"
         )
         self.box = W.VBox(
-            [head, self.input.box, W.HBox([self.button, self.again]), self.message],
+            [head, self.input.box, W.HBox([self.button, self.again]), self.message, self.offers],
             layout=W.Layout(border="1px solid #d0d7de", padding="6px 10px", margin="4px 0"),
         )
         self.box.add_class("agl-predict")
@@ -633,7 +634,15 @@ class PredictionWidget:
             result = Result("predict", q.qid, "error", f"{type(exc).__name__}: {exc}")
         self.last = result
         self.message.value = result._repr_html_()
+        self._offer(result)
         return result
+
+    def _offer(self, result: Result) -> None:
+        """A wrong answer's Hint button, the same one a result in code shows (``action_box``)."""
+        box = action_box(result) if any(action == "hint" for action, _ in result.actions) else None
+        self.offers.children = [box] if box is not None else []
+        if box is not None:
+            self.message.value = ""  # the box shows the result itself, above its button
 
 
 def ask(q, state=None, result: Result | None = None) -> Asked | None:
