@@ -54,11 +54,12 @@ def test_a_real_rename_is_still_refused(monkeypatch):
     assert not reveal("01.pow-node").passed
 
 
-def test_error_words_from_the_stable_part_survive_a_new_hint():
+def test_error_cause_from_the_stable_part_survives_a_new_hint():
     from grader.engine.kinds import Error
+    from grader.units.causes import WRITE_SEEN
 
-    kind = Error("at backward", needs_message=True)
-    answer = kind.read(("at backward", "has been modified by an inplace operation"))
+    kind = Error("at backward", causes=WRITE_SEEN)
+    answer = kind.read(("at backward", "stale"))
     old = ErrorOutcome(
         "at backward",
         "RuntimeError",

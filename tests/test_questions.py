@@ -80,8 +80,8 @@ def test_self_test_is_not_guessable_by_retrying(q):
     if isinstance(q.kind, Choice):
         assert len(q.kind.options) >= 4, f"{q.qid}: a choice self-test needs at least four options"
     if isinstance(q.kind, Error):
-        assert q.kind.needs_message or len(q.kind.places) >= 4, (
-            f"{q.qid}: an error self-test needs four places or the message's words"
+        assert q.kind.causes or len(q.kind.places) >= 4, (
+            f"{q.qid}: an error self-test needs four places or a choice of causes"
         )
 
 
@@ -99,7 +99,9 @@ def test_misconception_answers_are_wrong_and_get_their_note(q):
     for wrong, note in q.misconceptions:
         reset(q.qid)
         answer = wrong(truth) if callable(wrong) else wrong
-        value = q.kind.read(answer)
+        value = q.kind.read_misconception(answer)
+        if getattr(value, "cause", "") is None and getattr(q.kind, "causes", ()) and value.where != "no error":
+            value = q.kind.read((value.where, q.kind.causes[0].label))  # a place's note holds for any cause
         assert not q.kind.agrees(truth, value), f"{q.qid}: the misconception {answer!r} is torch's answer"
         result = grade(q, q.kind.encode(value))
         assert result.verdict == "incorrect" and note in result.message, (q.qid, str(result))

@@ -51,8 +51,11 @@ def test_zeros_are_not_none_and_steps_are_compared_in_order():
 
 
 def test_error_place_encodes_torchs_own_observation():
-    kind = Error("at backward", needs_message=True)
+    from grader.units.causes import FREED, NO_GRAD_FN, NOT_SCALAR
+
+    kind = Error("at backward", causes=(NO_GRAD_FN, NOT_SCALAR, FREED))
     seen = ErrorOutcome("at backward", "RuntimeError", "grad can be implicitly created only for scalar outputs")
+    assert kind.encode(seen) == ["at backward", "not scalar"]  # the cause torch's live message carries
     assert kind.agrees(seen, kind.read(kind.encode(seen)))
     assert kind.encode(ErrorOutcome("no error")) == "no error"
 

@@ -13,7 +13,7 @@ import torch
 
 from grader import draw, probes
 from grader.engine import torch_state
-from grader.engine.kinds import Error, ErrorOutcome
+from grader.engine.kinds import Error, ErrorAnswer, ErrorOutcome
 from grader.engine.question import all_questions
 from grader.units.unit05 import cases, support
 from tests.reference.unit05 import predict_bill, saved_parameters
@@ -77,8 +77,8 @@ def test_the_learner_gets_only_the_spec_which_cannot_be_changed():
 def test_error_questions_encode_torchs_own_outcome():
     kind = Error("at the write", "at backward")
     outcome = ErrorOutcome(where="at backward", error="RuntimeError", message="one of the variables needed")
-    assert kind.read(kind.encode(outcome)) == ("at backward", None)
-    assert kind.encode(("no error", None)) == "no error"
+    assert kind.read(kind.encode(outcome)) == ErrorAnswer("at backward")
+    assert kind.encode(ErrorAnswer("no error")) == "no error"
 
 
 # --- one definition of "what backward keeps": draw's totals are the grader's bill -------------------

@@ -358,3 +358,70 @@ def test_the_course_map_renders_its_links_through_the_notebook_renderer():
     assert isinstance(m.table, W.Output)
     html_out = m.table.outputs[0]["data"]["text/html"]
     assert "href='01_what_the_forward_pass_records.ipynb'" in html_out
+
+
+def test_an_error_widget_offers_the_candidate_causes_and_a_note_and_locks_both(monkeypatch, tmp_path):
+    q = get("02.nonscalar-backward")
+    places, causes, note = PredictionWidget(q).input.parts
+    assert [value for _, value in causes.options] == [c.label for c in q.kind.causes]
+    assert all(c.text in label for (label, _), c in zip(causes.options, q.kind.causes))
+
+    def choose(w):
+        places, causes, note = w.input.parts
+        places.value, causes.value, note.value = "at backward", "not scalar", "three numbers, no weights"
+
+    w = same_as_code(monkeypatch, tmp_path, q.qid, ("at backward", "not scalar", "three numbers, no weights"), choose)
+    assert events("02")[-1][-1] == ["at backward", "not scalar", "three numbers, no weights"]
+    reveal(q.qid)
+    again = PredictionWidget(q)  # a new widget shows the locked answer, every part of it, and takes nothing
+    assert [p.value for p in again.input.parts] == ["at backward", "not scalar", "three numbers, no weights"]
+    assert all(p.disabled for p in again.input.parts) and all(p.disabled for p in w.input.parts)
+
+
+def test_an_error_widget_without_a_cause_chosen_records_nothing():
+    w = PredictionWidget(get("02.nonscalar-backward"))
+    places, causes, note = w.input.parts
+    places.value, note.value = "at backward", "not a scalar"
+    r = w.lock()
+    assert r.verdict == "invalid" and "cause" in r.message
+    assert events("02") == []
+
+
+def test_a_slip_is_caught_at_lock_in_with_the_answer_meant_and_nothing_is_recorded():
+    r = predict("01.pow-node", "powbackward0")
+    assert r.verdict == "invalid" and "did you mean PowBackward0?" in r.message
+    w = PredictionWidget(get("01.pow-node"))
+    w.input.parts[0].value = "powbackward0"
+    assert w.lock().message == r.message
+    assert events("01") == []
+    w.input.parts[0].value = "PowBackward0"
+    assert w.lock().verdict == "recorded"
+    assert [e[3] for e in events("01")] == ["recorded"]
+
+
+def test_a_wrong_answer_through_the_widget_offers_the_hint_button_as_code_does(monkeypatch):
+    monkeypatch.setattr(widgets, "widgets_available", lambda: True)
+    r = check("00.warmup-square", ...)
+    r.widget.input.box.value = "5"
+    assert r.widget.lock().verdict == "incorrect"
+    (box,) = r.widget.offers.children
+    button = box.children[1].children[0]
+    assert button.description == "Show a hint for 00.warmup-square"
+    button.click()
+    assert [e[2] for e in events("00")] == ["check", "hint"]
+    r.widget.input.box.value = "6"
+    assert r.widget.lock().verdict == "correct" and r.widget.offers.children == ()
+
+
+def test_a_wrong_reveal_offers_the_hint_button(monkeypatch):
+    from grader.engine import question
+
+    q = _loose(monkeypatch, "00.test-hinted", Choice("at the write", "at backward"))
+    monkeypatch.setitem(
+        question.REGISTRY,
+        q.qid,
+        Question(q.qid, "00", "predict", q.kind, "p", "e", lambda: "at backward", hints=("h",)),
+    )
+    predict(q.qid, "at the write")
+    said = reveal(q.qid)
+    assert said.verdict == "incorrect" and ("hint", q.qid) in said.actions

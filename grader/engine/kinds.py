@@ -10,6 +10,12 @@ Every kind does four things:
 * ``wrong_answers(truth)`` derives answers that must be refused, for the
   no-false-pass tests.
 
+A slip (an answer that differs from a valid one only in case, or a set typed as a string) is a
+:class:`Slip`: a ``BadAnswer`` that carries the answer meant, so the learner is asked "did you mean
+...?" before anything is recorded. ``read_recorded`` reads an answer already on the record (a store
+written by an older version, a notebook handed out earlier): it never refuses a slip there, and
+:class:`Error` reads 0.2.0's ``(place, words)`` form there (see :meth:`Error.read_recorded`).
+
 Names that torch may rename between releases (node classes, ``_saved_*``
 attributes, error wording) are compared on their stable part only.
 """
@@ -32,6 +38,54 @@ class Unanswered(Exception):
 
 class BadAnswer(Exception):
     """The answer cannot be read as this kind; the text says why, for the learner."""
+
+
+class Slip(BadAnswer):
+    """A slip of writing, caught before it is recorded: ``meant`` is the answer the learner most likely
+    meant (in the form the kind reads); ``given`` is the answer read as typed, or None where it cannot
+    be read at all (a set typed as a string). Front ends read ``meant``, never the message's text."""
+
+    def __init__(self, message: str, meant: Any, given: Any = None):
+        super().__init__(message)
+        self.meant, self.given = meant, given
+
+
+_NODE_CLASSES: list[frozenset[str]] = []
+
+
+def node_class_names() -> frozenset[str]:
+    """The class names of torch's autograd nodes, asked of this torch (``torch._C._functions``)."""
+    if not _NODE_CLASSES:
+        try:
+            import torch
+
+            found = frozenset(n for n in dir(torch._C._functions) if "Backward" in n or n == "AccumulateGrad")
+        except Exception:  # a torch without the module: no slip is caught, nothing is refused
+            found = frozenset()
+        _NODE_CLASSES.append(found)
+    return _NODE_CLASSES[0]
+
+
+def case_slip(name: str, valid: Iterable[str]) -> str | None:
+    """The one valid name that ``name`` differs from only in case, or None (also when ``name`` is valid)."""
+    valid = set(valid)
+    if name in valid:
+        return None
+    matches = sorted(v for v in valid if v.lower() == name.lower())
+    return matches[0] if len(matches) == 1 else None
+
+
+def set_in_a_string(text: str) -> list[str] | None:
+    """The names of a set or list typed inside one string, such as '{x, W, b}'; None if it is not one."""
+    inner = text.strip()
+    braced = len(inner) >= 2 and inner[0] + inner[-1] in ("{}", "[]", "()")
+    if braced:
+        inner = inner[1:-1]
+    if not braced and "," not in inner:
+        return None
+    parts = [p.strip().strip("'\"").strip() for p in inner.split(",")]
+    parts = [p for p in parts if p]
+    return parts if parts and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", p) for p in parts) else None
 
 
 def is_placeholder(answer: Any) -> bool:
@@ -229,6 +283,20 @@ class Kind:
         """An optional line that says where a wrong answer went wrong."""
         return ""
 
+    def read_misconception(self, answer: Any) -> Any:
+        """Read a declared wrong answer (a kind may accept a pattern that a learner may not answer)."""
+        return self.read(answer)
+
+    def read_recorded(self, answer: Any) -> Any:
+        """Read an answer already on the record: as ``read``, except that a slip reads as it was typed
+        (it is judged as it stands; refusing it now would lose the record, not help the learner)."""
+        try:
+            return self.read(answer)
+        except Slip as slip:
+            if slip.given is None:
+                raise
+            return slip.given
+
     def same_answer(self, wrong: Any, value: Any) -> bool:
         """Whether a read answer is the declared wrong answer ``wrong`` (for misconception notes)."""
         try:
@@ -400,7 +468,7 @@ class Name(Kind):
     def describe(self) -> str:
         return "a name, as a string, such as 'MulBackward0'"
 
-    def read(self, answer: Any) -> Any:
+    def _read(self, answer: Any) -> Any:
         reject_common(answer, "a name (a string)")
         if not isinstance(answer, str):
             raise BadAnswer(f"expected a name as a string, got {type_words(answer)}")
@@ -409,6 +477,19 @@ class Name(Kind):
         if self.key is node_key and node_problem(answer):
             raise BadAnswer(node_problem(answer))
         return answer.strip()
+
+    def read(self, answer: Any) -> Any:
+        value = self._read(answer)
+        meant = case_slip(value, self._valid())
+        if meant is not None and self.key(meant) != self.key(value):  # a slip only where the key tells them apart
+            raise Slip(f"did you mean {meant}? Names are case-sensitive: {value!r} is not one", meant, value)
+        return value
+
+    def truth(self, value: Any) -> Any:
+        return self._read(value)  # torch's own name is never a slip
+
+    def _valid(self) -> set[str]:
+        return set(self.pool) | (set(node_class_names()) if self.key is node_key else set())
 
     def agrees(self, truth: Any, value: Any) -> bool:
         return self.key(truth) == self.key(value)
@@ -435,6 +516,10 @@ class Names(Kind):
     def read(self, answer: Any) -> Any:
         reject_common(answer, self.describe())
         if isinstance(answer, str):
+            names = set_in_a_string(answer)
+            if names is not None:
+                text = "{" + ", ".join(repr(n) for n in names) + "}"
+                raise Slip(f"that is one string, not a set of names: did you mean {text}?", frozenset(names))
             raise BadAnswer(
                 f"expected a set of names, got {type_words(answer)}; write {{{answer!r}}} for a set holding one name"
             )
@@ -443,7 +528,18 @@ class Names(Kind):
         for item in answer:
             if not isinstance(item, str):
                 raise BadAnswer(f"every name must be a string; {short(item)} is {type_words(item)}")
-        return frozenset(answer)
+        value = frozenset(answer)
+        valid = set(self.pool) | (set(node_class_names()) if self.key is node_key else set())
+        fixed = {n: case_slip(n, valid) for n in value}
+        fixed = {n: m if m is not None and self.key(m) != self.key(n) else None for n, m in fixed.items()}
+        if any(fixed.values()):
+            meant = frozenset(fixed[n] or n for n in value)
+            which = ", ".join(f"{n!r} for {m!r}" for n, m in sorted(fixed.items()) if m)
+            raise Slip(f"did you mean {self.show(meant)}? Names are case-sensitive ({which})", meant, value)
+        return value
+
+    def truth(self, value: Any) -> Any:
+        return frozenset(value)  # torch's own names are never a slip
 
     def agrees(self, truth: Any, value: Any) -> bool:
         return {self.key(n) for n in truth} == {self.key(n) for n in value}
@@ -492,12 +588,24 @@ class Sequence(Kind):
             raise BadAnswer("expected a list, got a set; order matters here, so use [...]")
         if not isinstance(answer, (list, tuple)):
             raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
-        for item in answer:
+        for i, item in enumerate(answer):
             if not isinstance(item, str):
-                raise BadAnswer(f"every entry must be a string; {short(item)} is {type_words(item)}")
+                raise BadAnswer(f"every entry must be a string; entry {i + 1}, {short(item)}, is {type_words(item)}")
             if self.key is node_key and node_problem(item):
-                raise BadAnswer(node_problem(item))
-        return tuple(answer)
+                raise BadAnswer(f"entry {i + 1}: {node_problem(item)}")
+        value = tuple(answer)
+        if self.key is node_key:
+            fixed = [case_slip(n, node_class_names()) for n in value]
+            if any(fixed):
+                meant = tuple(m or n for m, n in zip(fixed, value))
+                which = "; ".join(
+                    f"entry {i + 1}, {n!r}: did you mean {m}?" for i, (m, n) in enumerate(zip(fixed, value)) if m
+                )
+                raise Slip(f"{which} Names are case-sensitive", meant, value)
+        return value
+
+    def truth(self, value: Any) -> Any:
+        return tuple(value)  # torch's own names are never a slip
 
     def agrees(self, truth: Any, value: Any) -> bool:
         return [self.key(n) for n in truth] == [self.key(n) for n in value]
@@ -562,116 +670,203 @@ def stable_part(message: str) -> str:
     return text[:cut].rstrip(".")
 
 
-class Error(Kind):
-    """Raised or not, where, and (optionally) words from the message.
+class Cause(NamedTuple):
+    """A candidate mechanism for an error question: what the learner picks, and torch's mark of it.
 
-    An answer is the place, such as ``"at backward"``, or a pair
-    ``("at backward", "expected version 0")`` whose text must appear in
-    torch's message. ``needs_message`` makes the words required.
+    ``label`` is what the learner answers (case, spaces, hyphens and underscores folded), ``text``
+    says the mechanism in words, and ``error`` with ``says`` is how torch reports that mechanism: its
+    exception type and a stable fragment of its message. Which candidate is right is never declared:
+    it is the one whose mark torch's live outcome carries (:meth:`Error.cause_of`).
+    """
+
+    label: str
+    text: str
+    error: str
+    says: str
+
+    def marks(self, outcome: ErrorOutcome) -> bool:
+        return outcome.error == self.error and message_key(self.says) in message_key(stable_part(outcome.message))
+
+
+def cause_key(text: str) -> str:
+    return re.sub(r"[\s_-]+", "-", str(text).strip().lower())
+
+
+class ErrorAnswer(NamedTuple):
+    """A read answer to an error question: the place, the chosen cause, and a note that is never graded.
+
+    ``legacy`` marks an answer on the record in 0.2.0's form, a place with words and no cause
+    (:meth:`Error.read_recorded`); only the record can hold one, ``read`` never returns one.
+    """
+
+    where: str
+    cause: str | None = None
+    note: str | None = None
+    legacy: bool = False
+
+
+class Error(Kind):
+    """Raised or not, where, and (when ``causes`` are declared) why, chosen from a short list.
+
+    The graded part is what a machine can judge honestly: the place, exactly, and for a question with
+    ``causes`` the candidate mechanism, one label from the list. torch decides which candidate is
+    right: the one whose error type and message fragment its live outcome carries (exactly one must,
+    or the experiment reports drift). Free words are an ungraded note, shown beside torch's message;
+    they never change a verdict.
+
+    Answers: a place such as ``"no error"``; for an error with causes ``(place, cause)`` or
+    ``(place, cause, note)``; without causes ``place`` or ``(place, note)``.
     """
 
     label = "where it fails"
 
-    def __init__(self, *places: str, needs_message: bool = False, terms: Iterable[str | tuple[str, ...]] = ()):
+    def __init__(self, *places: str, causes: Iterable[Cause] = ()):
         self.places = (NO_ERROR,) + tuple(p for p in places if p != NO_ERROR)
-        self.needs_message = needs_message
-        # Key terms: each item is a word (or a tuple of alternatives) that the learner's words must
-        # contain and that torch's live message must contain too, so wording drift is still caught.
-        self.terms = tuple((t,) if isinstance(t, str) else tuple(t) for t in terms)
-        self.terms = tuple(tuple(message_key(a) for a in alts) for alts in self.terms)
-        if any(not alts or not all(alts) for alts in self.terms):
-            raise ValueError("every key term needs at least one non-empty word")
+        self.causes = tuple(causes)
+        keys = [cause_key(c.label) for c in self.causes]
+        if len(set(keys)) != len(keys) or len({(c.error, message_key(c.says)) for c in self.causes}) != len(keys):
+            raise ValueError("every cause needs its own label and its own mark in torch's message")
+        if self.causes and len(self.causes) < 3:
+            raise ValueError("give at least three candidate causes")
 
-    def _has_terms(self, text: str) -> bool:
-        text = message_key(text)
-        return all(any(a in text for a in alts) for alts in self.terms)
+    def _places_text(self) -> str:
+        return ", ".join(repr(p) for p in self.places)
 
-    def terms_text(self) -> str:
-        return ", ".join(" or ".join(repr(a) for a in alts) for alts in self.terms)
+    def causes_text(self) -> str:
+        return "; ".join(f"{c.label!r} ({c.text})" for c in self.causes)
 
     def describe(self) -> str:
-        places = ", ".join(repr(p) for p in self.places)
-        if self.terms:
+        if self.causes:
             return (
-                f"one of {places}, or a pair (place, your words for what the message says); "
-                "the place is graded exactly, the words on the message's key idea"
+                f"'no error', or a pair (place, cause): the place one of {self._places_text()}, the cause one of "
+                f"{self.causes_text()}. Words of your own may follow as a third item: a note, never graded"
             )
-        if self.needs_message:
-            return f"a pair (place, words from the message), the place one of {places}"
-        return f"one of {places}, or a pair (place, words you expect in the message)"
+        return f"one of {self._places_text()}; words of your own may follow, as (place, note): never graded"
 
     def _place(self, text: Any) -> str:
         if not isinstance(text, str):
-            raise BadAnswer(
-                f"the place must be a string, one of {', '.join(map(repr, self.places))}; got {type_words(text)}"
-            )
+            raise BadAnswer(f"the place must be a string, one of {self._places_text()}; got {type_words(text)}")
         for p in self.places:
             if text.strip().lower() == p:
                 return p
-        raise BadAnswer(f"{short(text)} is not a place here; use one of {', '.join(map(repr, self.places))}")
+        raise BadAnswer(f"{short(text)} is not a place here; use one of {self._places_text()}")
 
-    def read(self, answer: Any) -> Any:
+    def _cause(self, text: Any) -> str:
+        if not isinstance(text, str):
+            raise BadAnswer(f"the cause must be a string, one of {self.causes_text()}; got {type_words(text)}")
+        for c in self.causes:
+            if cause_key(text) == cause_key(c.label):
+                return c.label
+        raise BadAnswer(
+            f"{short(text)} is not one of the causes here; choose one of {self.causes_text()} "
+            "(your own words may follow as a third item, a note)"
+        )
+
+    @staticmethod
+    def _note(text: Any) -> str | None:
+        if is_placeholder(text):
+            raise Unanswered()
+        if not isinstance(text, str):
+            raise BadAnswer(f"a note must be a string, got {type_words(text)}")
+        return text.strip() or None
+
+    def read(self, answer: Any, *, cause_required: bool = True) -> Any:
         reject_common(answer, self.describe())
-        if isinstance(answer, str):
-            where, words = self._place(answer), None
-        elif isinstance(answer, (list, tuple)) and len(answer) == 2:
-            where = self._place(answer[0])
-            words = answer[1]
-            if is_placeholder(words):
-                raise Unanswered()
-            if not isinstance(words, str):
-                raise BadAnswer(f"the message words must be a string, got {type_words(words)}")
-            if where == NO_ERROR and words.strip():
-                raise BadAnswer("'no error' has no message; answer just 'no error'")
-            words = words if words.strip() else None
-        else:
+        parts = [answer] if isinstance(answer, str) else answer
+        if not isinstance(parts, (list, tuple)) or not 1 <= len(parts) <= (3 if self.causes else 2):
             raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
-        if self.needs_message and where != NO_ERROR and self.terms:
-            if words is None:
-                raise BadAnswer(
-                    "this question asks what the message says too: "
-                    "answer a pair such as ('at backward', 'your words for it')"
-                )
-        elif self.needs_message and where != NO_ERROR:
-            if words is None or len(message_key(words).split()) < 3:
-                raise BadAnswer(
-                    "this question asks for words from the message too: "
-                    "give at least three words, as in ('at backward', 'words from it')"
-                )
-        return (where, words)
+        where = self._place(parts[0])
+        rest = list(parts[1:])
+        for item in rest:
+            if is_placeholder(item):
+                raise Unanswered()
+        if where == NO_ERROR:
+            if any(isinstance(r, str) and r.strip() for r in rest) or any(not isinstance(r, str) for r in rest):
+                raise BadAnswer("'no error' has no cause and no message; answer just 'no error'")
+            return ErrorAnswer(NO_ERROR)
+        if not self.causes:
+            return ErrorAnswer(where, None, self._note(rest[0]) if rest else None)
+        if not rest:
+            if not cause_required:
+                return ErrorAnswer(where)
+            raise BadAnswer(
+                f"name the cause too: a pair such as ({where!r}, {self.causes[0].label!r}), the cause one of "
+                f"{self.causes_text()}"
+            )
+        return ErrorAnswer(where, self._cause(rest[0]), self._note(rest[1]) if len(rest) > 1 else None)
+
+    def read_misconception(self, answer: Any) -> Any:
+        """A declared wrong answer may name the place alone: it then matches that place with any cause."""
+        return self.read(answer, cause_required=False)
+
+    def read_recorded(self, answer: Any) -> Any:
+        """An answer on the record, which may be in 0.2.0's form: a place alone, or ``(place, words)``.
+
+        Until 0.2.0 an error question graded the place plus key words, and a locked prediction in that
+        form cannot be asked again without coming after its reveal. So it is read, never refused (no
+        traceback, no "invalid"): as an ``ErrorAnswer`` marked ``legacy``, its words kept as the note.
+        What it earns is chosen here, once: **it is never a pass of today's question** (``agrees`` is
+        False where a cause is asked; ``verdict_note`` says the cause is missing), because a machine
+        cannot tell from the words which cause was meant; that is what this rework is for. What it
+        earned under the question it answered is :meth:`agrees_as_answered`, the place alone, which the
+        gradebook applies only to a class handed a version whose error questions took words
+        (``grade --handed-out 0.2.0``, see ``grading.versions.BEFORE_CAUSES``).
+        """
+        try:
+            return self.read(answer)
+        except BadAnswer:
+            parts = [answer] if isinstance(answer, str) else answer
+            if not (self.causes and isinstance(parts, (list, tuple)) and 1 <= len(parts) <= 2):
+                raise
+            if not all(isinstance(p, str) for p in parts):
+                raise
+            where = self._place(parts[0])
+            if where == NO_ERROR:
+                raise
+            words = parts[1].strip() if len(parts) == 2 else ""
+            return ErrorAnswer(where, None, words or None, legacy=True)
+
+    def agrees_as_answered(self, truth: Any, value: Any) -> bool:
+        """What a legacy answer earned under the question it answered: its place, exactly (0.2.0's
+        words were judged on key terms, the unsound part; they are not judged again)."""
+        if getattr(value, "legacy", False):
+            return value.where == truth.where
+        return self.agrees(truth, value)
+
+    def cause_of(self, outcome: ErrorOutcome) -> Cause | None:
+        """The candidate that torch's live outcome carries the mark of (None where no cause is asked)."""
+        if not self.causes or not outcome.raised:
+            return None
+        marked = [c for c in self.causes if c.marks(outcome)]
+        if len(marked) != 1:
+            raise ValueError(
+                f"torch's {outcome.error} ({stable_part(outcome.message)!r}) carries the mark of "
+                f"{len(marked)} of this question's candidate causes, not exactly one"
+            )
+        return marked[0]
 
     def truth(self, value: Any) -> Any:
         if not isinstance(value, ErrorOutcome):
             raise ValueError(f"an error experiment must return an ErrorOutcome, got {value!r}")
-        if self.terms and value.raised and not self._has_terms(value.message):
-            raise ValueError(
-                f"torch's message no longer contains the key terms this question grades "
-                f"({self.terms_text()}): {stable_part(value.message)!r}"
-            )
+        self.cause_of(value)  # drift in torch's wording is reported here, before anything is graded
         return value
 
     def agrees(self, truth: Any, value: Any) -> bool:
-        where, words = value
-        if where != truth.where:
+        if value.where != truth.where:
             return False
-        if words is None:
-            return True
-        if self.terms:
-            return self._has_terms(words)
-        return message_key(words) in message_key(truth.message)
+        cause = self.cause_of(truth)
+        return cause is None or value.cause == cause.label  # the note is never graded; a legacy answer has none
 
     def verdict_note(self, truth: Any, value: Any) -> str:
-        where, words = value
-        if where == truth.where and words is not None and truth.raised:
-            if self.terms:
-                return "the place is right; your words miss what the message is about"
-            return f"torch's message does not contain {words!r}"
+        if getattr(value, "legacy", False) and value.where == truth.where:
+            return "the place is right; this answer was given before the question asked for the cause, so it needs one"
+        cause = self.cause_of(truth)
+        if cause is not None and value.where == truth.where and value.cause != cause.label:
+            return "the place is right; the cause is not the one torch's message reports"
         return ""
 
     def same_answer(self, wrong: Any, value: Any) -> bool:
-        if wrong[0] != value[0]:
-            return False
-        return wrong[1] is None or (value[1] is not None and message_key(wrong[1]) in message_key(value[1]))
+        return wrong.where == value.where and (wrong.cause is None or wrong.cause == value.cause)
 
     def show(self, value: Any) -> str:
         if isinstance(value, ErrorOutcome):
@@ -680,26 +875,31 @@ class Error(Kind):
             message = " ".join(str(value.message).split())  # torch's whole message: its hints are part of it
             if len(message) > 1200:
                 message = message[:1199] + "…"
-            return f"{value.where}: {value.error}: {message}"
-        where, words = value
-        return where if words is None else f"{where}, saying {words!r}"
+            cause = self.cause_of(value)
+            return f"{value.where}: {value.error}: {message}" + (
+                f" (the cause: {cause.label!r}, {cause.text})" if cause else ""
+            )
+        text = value.where if value.cause is None else f"{value.where}, cause {value.cause!r}"
+        if getattr(value, "legacy", False):
+            text += " (given in 0.2.0's form, without a cause)"
+        return text + (f" (your note, not graded: {value.note!r})" if value.note else "")
 
     def encode(self, value: Any) -> Any:
         if isinstance(value, ErrorOutcome):  # torch's own answer, written the way a learner would
-            if not value.raised:
-                return NO_ERROR
-            return [value.where, stable_part(value.message)] if self.needs_message else value.where
-        where, words = value
-        return where if words is None else [where, words]
+            cause = self.cause_of(value)
+            return value.where if cause is None else [value.where, cause.label]
+        if value.cause is None:
+            return value.where if value.note is None else [value.where, value.note]
+        return [value.where, value.cause] + ([value.note] if value.note else [])
 
     def wrong_answers(self, truth: Any) -> list:
-        out: list[Any] = [p for p in self.places if p != truth.where]
-        if self.needs_message:
-            out = [(p, "words from no message") for p in out if p != NO_ERROR] + (
-                [NO_ERROR] if truth.where != NO_ERROR else []
-            )
-        if truth.raised:
-            out.append((truth.where, "no such words appear in this message"))
+        cause = self.cause_of(truth)
+        others = [p for p in self.places if p != truth.where]
+        if not self.causes:
+            return others
+        out: list[Any] = [p if p == NO_ERROR else (p, (cause or self.causes[0]).label) for p in others]
+        if cause is not None:
+            out += [(truth.where, c.label, "a note") for c in self.causes if c != cause]
         return out
 
 

@@ -60,7 +60,7 @@ class Question:
         for wrong, note in self.misconceptions:
             try:
                 answer = wrong(truth) if callable(wrong) else wrong
-                if self.kind.same_answer(self.kind.read(answer), value):
+                if self.kind.same_answer(self.kind.read_misconception(answer), value):
                     return note
             except Exception:  # a declared answer that no longer reads is not the learner's problem
                 continue
@@ -157,7 +157,9 @@ def _declare(
         if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str) and item[1].strip()):
             raise ValueError(f"{qid}: a misconception is a pair (wrong answer or function of torch's answer, note)")
         if not callable(item[0]) and role != "exercise":
-            kind.read(item[0])  # a literal wrong answer must be readable as this kind (BadAnswer otherwise)
+            kind.read_misconception(
+                item[0]
+            )  # a literal wrong answer must be readable as this kind (BadAnswer otherwise)
 
     def register(experiment: _Experiment) -> _Experiment:
         if qid in REGISTRY and REGISTRY[qid].experiment.__module__ != experiment.__module__:

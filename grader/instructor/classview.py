@@ -146,7 +146,7 @@ def _truths() -> dict:
 def _answer_text(q, answer) -> tuple[str, str]:
     """(how the answer reads, the question's misconception note for it or '')."""
     try:
-        value = q.kind.read(answer)
+        value = q.kind.read_recorded(answer)
         text = q.kind.show(value)
     except Exception:
         return (json.dumps(answer) if not isinstance(answer, str) else answer)[:120], ""

@@ -189,12 +189,24 @@ def predict(qid: Any, answer: Any = _ASK) -> Any:
                 )
             )
         except BadAnswer as exc:
+            legacy = _legacy(q, answer) if registry.SEALED else None
+            if legacy is not None:  # a copy handed out in 0.2.0's form: recorded, the gradebook decides
+                return commit_prediction(q, legacy, replaced=state.predicted)
             return _finish(Result("predict", q.qid, "invalid", str(exc), rows=[("question", q.prompt)]))
         else:
             return commit_prediction(q, value, replaced=state.predicted)
     # the same question as an input with a "Lock in" button, where a front end can draw one
     shown = FRONT_END.ask(q, state, asked) if FRONT_END.ask is not None else None
     return shown if shown is not None else _finish(asked)
+
+
+def _legacy(q, answer) -> Any:
+    """``answer`` read as on the record in an older version's form (``Error.read_recorded``), or None."""
+    try:
+        value = q.kind.read_recorded(plain_copy(answer))
+    except Exception:
+        return None
+    return value if getattr(value, "legacy", False) else None
 
 
 def _as_it_stands(q, state: progress.QuestionState) -> Result:
@@ -205,7 +217,7 @@ def _as_it_stands(q, state: progress.QuestionState) -> Result:
     value = None
     if state.predicted:
         try:
-            value = q.kind.read(state.prediction)
+            value = q.kind.read_recorded(state.prediction)
             shown = q.kind.show(value)
         except (BadAnswer, Unanswered):  # a prediction stored by an older version, no longer readable
             shown = short(state.prediction)
@@ -258,10 +270,23 @@ def reveal(qid: Any) -> Result:
         state = _state(q)
         store().append(q.unit, q.qid, "reveal", "recorded", state.prediction if state.predicted else None)
         return _finish(Result("reveal", q.qid, "recorded", SEALED_NOTE))
+    state = _state(q)
+    old = _legacy(q, state.prediction) if state.predicted else None
+    if old is not None:  # locked in an older form, before the reveal: it can still be predicted again
+        return _finish(
+            Result(
+                "reveal",
+                q.qid,
+                "invalid",
+                f"your prediction for {q.qid}, {q.kind.show(old)}, was locked in before this question asked "
+                f"for the cause. Nothing is revealed or recorded: predict again, as {q.kind.describe()}, "
+                "then reveal (it still comes before the reveal).",
+                rows=[("question", q.prompt)],
+            )
+        )
     truth, failed = _run_truth(q, "reveal")
     if failed:
         return _finish(failed)
-    state = _state(q)
     rows = [("question", q.prompt), ("torch says", q.kind.show(truth))]
     if not state.predicted:
         store().append(q.unit, q.qid, "reveal", "revealed", None)
@@ -289,7 +314,10 @@ def reveal(qid: Any) -> Result:
     label = "you predicted after a reveal" if state.predicted_after_reveal else "you predicted"
     rows.append((label, q.kind.show(value) if value is not None else short(state.prediction)))
     note = "" if ok else _wrong_note(q, truth, value)
-    return _finish(Result("reveal", q.qid, verdict, note, expected=truth, got=value, rows=rows, explain=q.explain))
+    actions = [("hint", q.qid)] if not ok and q.hints else []  # every wrong answer offers the Hint button
+    return _finish(
+        Result("reveal", q.qid, verdict, note, expected=truth, got=value, rows=rows, explain=q.explain, actions=actions)
+    )
 
 
 def _after_reveal(qid: str) -> None:
@@ -367,8 +395,10 @@ def _record_sealed(q, answer) -> Result:
         store().append(q.unit, q.qid, "check", "unanswered", None)
         return Result("check", q.qid, "unanswered", f"replace ... with your answer: {q.kind.describe()}")
     except BadAnswer as exc:
-        store().append(q.unit, q.qid, "check", "invalid", None)
-        return Result("check", q.qid, "invalid", str(exc))
+        value = _legacy(q, answer)  # a copy handed out in 0.2.0's form: recorded, the gradebook decides
+        if value is None:
+            store().append(q.unit, q.qid, "check", "invalid", None)
+            return Result("check", q.qid, "invalid", str(exc))
     store().append(q.unit, q.qid, "check", "recorded", q.kind.encode(value))
     return Result("check", q.qid, "recorded", SEALED_NOTE, got=value)
 

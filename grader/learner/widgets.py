@@ -360,23 +360,33 @@ def _error_input(kind) -> Input:
     import ipywidgets as W
 
     places = W.ToggleButtons(options=list(kind.places), value=None, style={"button_width": "auto"})
-    words = W.Text(
-        placeholder="words you expect in torch's message" + ("" if kind.needs_message else " (optional)"),
-        layout=W.Layout(width="30em"),
-    )
+    causes = W.RadioButtons(options=[(f"{c.label}: {c.text}", c.label) for c in kind.causes], value=None)
+    note = W.Text(placeholder="your own words (a note, not graded)", layout=W.Layout(width="30em"))
 
     def value():
         if places.value is None:
             return None
-        return (places.value, words.value) if words.value.strip() else places.value
+        if places.value == "no error":
+            return places.value
+        head = [places.value]
+        if kind.causes:
+            if causes.value is None:
+                return places.value  # read() then asks for the cause
+            head.append(causes.value)
+        if note.value.strip():
+            head.append(note.value)
+        return tuple(head) if len(head) > 1 else places.value
 
     def restore(encoded):
-        if isinstance(encoded, list):
-            places.value, words.value = encoded[0], encoded[1]
-        else:
-            places.value = encoded
+        parts = encoded if isinstance(encoded, list) else [encoded]
+        places.value = parts[0]
+        rest = parts[1:]
+        if kind.causes and rest:
+            causes.value, rest = rest[0], rest[1:]
+        note.value = rest[0] if rest else ""
 
-    return Input(W.VBox([places, words]), value, restore, [places, words])
+    controls = [places] + ([causes] if kind.causes else []) + [note]
+    return Input(W.VBox(controls), value, restore, controls)
 
 
 def _text_input() -> Input:
@@ -517,13 +527,14 @@ class PredictionWidget:
         self.again.add_class("agl-again")
         self.again.on_click(self.start_again)
         self.message = W.HTML()
+        self.offers = W.VBox()  # the Hint button of a wrong answer (action_box), as a result in code offers
         self.last: Result | None = None
         verb = "predict" if mode == "predict" else "self-test"
         head = W.HTML(
             f"<div style='margin-bottom:4px'><b>{html.escape(q.qid)}</b> · {verb}: {html.escape(q.prompt)}</div>"
         )
         self.box = W.VBox(
-            [head, self.input.box, W.HBox([self.button, self.again]), self.message],
+            [head, self.input.box, W.HBox([self.button, self.again]), self.message, self.offers],
             layout=W.Layout(border="1px solid #d0d7de", padding="6px 10px", margin="4px 0"),
         )
         self.box.add_class("agl-predict")
@@ -623,7 +634,15 @@ class PredictionWidget:
             result = Result("predict", q.qid, "error", f"{type(exc).__name__}: {exc}")
         self.last = result
         self.message.value = result._repr_html_()
+        self._offer(result)
         return result
+
+    def _offer(self, result: Result) -> None:
+        """A wrong answer's Hint button, the same one a result in code shows (``action_box``)."""
+        box = action_box(result) if any(action == "hint" for action, _ in result.actions) else None
+        self.offers.children = [box] if box is not None else []
+        if box is not None:
+            self.message.value = ""  # the box shows the result itself, above its button
 
 
 def ask(q, state=None, result: Result | None = None) -> Asked | None:

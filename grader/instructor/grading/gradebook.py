@@ -90,7 +90,7 @@ def _show(kind, answer) -> str:
     from grader.engine.kinds import short
 
     try:
-        return kind.show(kind.read(answer))
+        return kind.show(kind.read_recorded(answer))
     except Exception:
         return short(answer)
 

@@ -98,6 +98,7 @@ class Restored:
     exercises: dict = field(default_factory=dict)  # qid -> exercise_sources.ExerciseSource
     copy: object = None  # copies.CopyContents: what the copy holds
     runs: list = field(default_factory=list)  # per cell: whether the grading run executes it (slicing.needed)
+    handed_out: str | None = None  # the course version the class was handed (grade --handed-out)
 
 
 @dataclass
@@ -198,7 +199,8 @@ def restore(sub: Submission, handed_out: str | None = None) -> Restored:
     write; another notebook; an empty one) is *not restored*: it gets a row that says why and no score.
     ``handed_out`` names the course version the class was given (:mod:`.versions`): only questions
     added after it may be "not in this copy"."""
-    out = Restored(sub, unit=unit_named(sub))  # an unreadable file is shown under the unit its name says
+    # an unreadable file is shown under the unit its name says
+    out = Restored(sub, unit=unit_named(sub), handed_out=handed_out)
     if sub.problem:
         out.status, out.problems = "unreadable", [f"the notebook is {sub.problem}"]
         return out
@@ -513,7 +515,8 @@ def recompute(restored: Restored, execution: Execution, pool=None) -> GradedSubm
         return out
     exercises, found = run_exercises(restored, pool=pool)
     out.findings += found
-    out.units = [verify_submission.recompute(restored.unit, execution.events, exercises)]
+    legacy_ok = versions.before_causes(restored.handed_out)
+    out.units = [verify_submission.recompute(restored.unit, execution.events, exercises, legacy_ok)]
     for r in out.units:
         out.findings += r.findings
         for qid, v in exercises.items():

@@ -45,7 +45,7 @@ def _wrong(q, answer):
     from grader.instructor.grading.verify import truth_of
 
     try:
-        value = q.kind.read(answer)
+        value = q.kind.read_recorded(answer)
     except Exception:
         return False, ""
     truth = truth_of(q)

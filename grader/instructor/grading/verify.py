@@ -102,7 +102,7 @@ def judge_exercise(q, lines: list) -> ExerciseVerdict:
 
 def _read(q, answer) -> tuple[Any, Verdict | None]:
     try:
-        return q.kind.read(answer), None
+        return q.kind.read_recorded(answer), None
     except Unanswered:
         return None, "unanswered"
     except BadAnswer:
@@ -111,12 +111,17 @@ def _read(q, answer) -> tuple[Any, Verdict | None]:
         return None, "invalid"
 
 
+def _legacy(value) -> bool:
+    return bool(getattr(value, "legacy", False))
+
+
 class Recomputing(progress.Judge):
     """The gradebook's judge for :func:`grader.engine.progress.replay`: every verdict recomputed with live
     torch from the recorded answer; where it differs from the kernel's record, the question is noted."""
 
-    def __init__(self, exercises: dict[str, ExerciseVerdict]):
+    def __init__(self, exercises: dict[str, ExerciseVerdict], legacy_ok: bool = False):
         self.exercises = exercises
+        self.legacy_ok = legacy_ok  # the class was handed a version whose error questions took words
         self.differs: set[str] = set()
         self.findings: list[str] = []
         self.answers: dict[str, Any] = {}
@@ -135,7 +140,9 @@ class Recomputing(progress.Judge):
         verdict: Verdict = "revealed"
         if state.predicted:
             value, bad = _read(q, state.prediction)
-            verdict = "incorrect" if bad else ("correct" if q.kind.agrees(truth_of(q), value) else "incorrect")
+            verdict = "incorrect" if bad else ("correct" if self._agrees(q, value) else "incorrect")
+            if _legacy(value):  # an older form: its kernel judged it by older rules, which is no finding
+                return verdict
         if verdict != e.verdict and e.verdict != "recorded":  # a sealed grading run records, it does not judge
             self.differs.add(q.qid)
         return verdict
@@ -151,10 +158,19 @@ class Recomputing(progress.Judge):
             verdict = e.verdict if e.verdict in ("unanswered", "invalid", "error") else "unanswered"
         else:
             value, bad = _read(q, e.answer)
-            verdict = bad or ("correct" if q.kind.agrees(truth_of(q), value) else "incorrect")
+            verdict = bad or ("correct" if self._agrees(q, value) else "incorrect")
+            if _legacy(value):
+                return verdict
         if verdict != e.verdict and e.verdict != "recorded":  # a sealed grading run records, it does not judge
             self.differs.add(q.qid)
         return verdict
+
+    def _agrees(self, q, value) -> bool:
+        """Whether ``value`` agrees with torch's live answer; an answer in an older form (``legacy``) earns
+        what it earned under the question it answered only for a class handed that version."""
+        if _legacy(value) and self.legacy_ok:
+            return bool(q.kind.agrees_as_answered(truth_of(q), value))
+        return bool(q.kind.agrees(truth_of(q), value))
 
     def mark(self, e: Event) -> bool:
         """A mark event is never a pass here: "marked passed" comes from what is missing."""
@@ -170,9 +186,12 @@ class Recomputing(progress.Judge):
             self.findings.append(f"an event names {str(e.qid)[:40]!r}, not a question of this unit")
 
 
-def recompute(unit: str, events: list[Event], exercises: dict[str, ExerciseVerdict]) -> Recomputed:
+def recompute(
+    unit: str, events: list[Event], exercises: dict[str, ExerciseVerdict], legacy_ok: bool = False
+) -> Recomputed:
     """The unit's verdicts from the recorded data alone (see the module's text): the learner's own replay
-    of the log (:func:`grader.engine.progress.replay`) with the :class:`Recomputing` judge."""
+    of the log (:func:`grader.engine.progress.replay`) with the :class:`Recomputing` judge. ``legacy_ok``:
+    the class was handed a version whose error questions took words (``versions.BEFORE_CAUSES``)."""
     questions = {q.qid: q for q in of_unit(unit)}
     findings: list[str] = []
     mine = [e for e in events if e.unit == unit]
@@ -188,7 +207,7 @@ def recompute(unit: str, events: list[Event], exercises: dict[str, ExerciseVerdi
         if q is not None and q.role == "exercise" and qid not in checked and verdict.verdict == "correct":
             # the check cell never recorded (the kernel died or was stopped first): the function still counts
             mine.append(Event(0, 0.0, unit, qid, "check", None, "correct", "", "", {}))
-    judge = Recomputing(exercises)
+    judge = Recomputing(exercises, legacy_ok)
     state = progress.replay(unit, mine, judge)
     findings += judge.findings
     missing = state.missing()

@@ -20,6 +20,17 @@ from grader.engine.question import of_unit
 FILE = Path(__file__).with_name("versions.json")
 
 
+# The released versions whose error questions took (place, words) and graded the words on key terms. A class
+# handed one of them keeps, for an answer in that form, what it earned then: its place (see
+# ``engine.kinds.Error.read_recorded``). Versions released after the causes came are not listed.
+BEFORE_CAUSES = frozenset({"0.2.0"})
+
+
+def before_causes(version: str | None) -> bool:
+    """Whether a class handed ``version`` answered error questions in 0.2.0's (place, words) form."""
+    return version in BEFORE_CAUSES
+
+
 class UnknownVersion(ValueError):
     pass
 

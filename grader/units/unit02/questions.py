@@ -8,6 +8,7 @@ import torch
 from grader import probes
 from grader.engine.kinds import Boolean, Choice, Error, Function, Names, Number
 from grader.engine.question import exercise, predict_then_run, self_test
+from grader.units.causes import FREED, NO_GRAD_FN, NOT_SCALAR
 from grader.units.unit02.cases import call_seed, call_timeline, seed_cases, seed_result, timeline_cases
 from grader.units.unit02.kinds import LeafGrads
 from grader.units.unit02.support import (
@@ -46,11 +47,13 @@ def chain_arrivals():
 
 @predict_then_run(
     "02.nonscalar-backward",
-    Error("at the square", "at backward", needs_message=True, terms=("scalar",)),
-    prompt="v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True); z = v ** 2; z.backward(). Where does it "
-    "fail, if anywhere ('at the square', 'at backward' or 'no error'), and why? Answer (place, your "
-    "words for what the message says). The place is graded exactly; your words are graded on the key "
-    "idea, what kind of output backward() can start from on its own, not on torch's exact wording.",
+    Error("at the square", "at backward", causes=(NO_GRAD_FN, NOT_SCALAR, FREED)),
+    prompt=(
+        "v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True); z = v ** 2; z.backward(). Where does it fail,"
+        " if anywhere ('at the square', 'at backward' or 'no error'), and why? For an error, answer a pair "
+        "(place, cause), the cause chosen from the candidates listed with the answer's form; your own words "
+        "may follow as a third item, a note shown beside torch's message and never graded."
+    ),
     explain="backward() with no argument needs a starting gradient; it can make one up (1) only for a single "
     "number, a scalar. For three outputs it cannot guess how to weigh them, so it refuses.",
     misconceptions=[
@@ -241,11 +244,13 @@ def snapshot_alias():
 @predict_then_run(
     "02.zero-grad-none",
     Error("at zero_grad", "at the manual clear", "at the next backward"),
-    prompt="w = torch.tensor(2.0, requires_grad=True); opt = torch.optim.SGD([w], lr=0.1); one step "
-    "(loss = 3 * w + w ** 2; loss.backward(); opt.step()); then opt.zero_grad(); then code written for "
-    "older torch clears again by hand: for p in [w]: p.grad.zero_(); then the next loss.backward(). "
-    "Where does it fail, if anywhere: 'at zero_grad', 'at the manual clear', 'at the next backward' or "
-    "'no error'? You may add words you expect in the message.",
+    prompt=(
+        "w = torch.tensor(2.0, requires_grad=True); opt = torch.optim.SGD([w], lr=0.1); one step (loss = 3 * "
+        "w + w ** 2; loss.backward(); opt.step()); then opt.zero_grad(); then code written for older torch "
+        "clears again by hand: for p in [w]: p.grad.zero_(); then the next loss.backward(). Where does it "
+        "fail, if anywhere: 'at zero_grad', 'at the manual clear', 'at the next backward' or 'no error'? You "
+        "may add your own words as (place, note): a note shown beside torch's message, never graded."
+    ),
     explain="Since torch 2.0, zero_grad() sets each .grad to None by default (set_to_none=True); "
     "None has no zero_() method. zero_grad(set_to_none=False) keeps zero tensors.",
 )

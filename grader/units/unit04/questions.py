@@ -9,6 +9,7 @@ from grader import probes
 from grader.engine.kinds import Choice, Error, Function, Name, Names, Number, Sequence
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.probes import traces
+from grader.units.causes import FREED, INFERENCE, INPUT_NO_GRAD, NO_GRAD_FN, NOT_SCALAR, STALE, UNUSED
 from grader.units.unit04.cases import (
     INTACT,
     as_edge_line,
@@ -36,16 +37,13 @@ from grader.units.unit04.support import (
 
 @predict_then_run(
     "04.never-entered",
-    Error(
-        "at the multiplication",
-        "at backward",
-        needs_message=True,
-        terms=(("grad_fn", "require grad", "requires grad", "requires_grad"),),
+    Error("at the multiplication", "at backward", causes=(NOT_SCALAR, NO_GRAD_FN, INPUT_NO_GRAD)),
+    prompt=(
+        "x = torch.tensor([2.0]) (no requires_grad); y = x * 3; loss = y.sum(); loss.backward(). Does it "
+        "raise, where ('at the multiplication' or 'at backward'), and why? For an error, answer a pair "
+        "(place, cause), the cause chosen from the candidates listed with the answer's form; your own words "
+        "may follow as a third item, a note shown beside torch's message and never graded."
     ),
-    prompt="x = torch.tensor([2.0]) (no requires_grad); y = x * 3; loss = y.sum(); loss.backward(). Does it "
-    "raise, where ('at the multiplication' or 'at backward'), and what does the message say? Answer a pair "
-    "(place, your words). The place is graded exactly; your words are graded on the key idea: what the "
-    "loss lacks (they must mention grad_fn or requiring grad).",
     explain="Nothing on the way to the loss required grad, so nothing was recorded: the loss has no grad_fn "
     "and backward has no node to start from. The message describes that state, not its cause.",
 )
@@ -141,20 +139,15 @@ def no_grad_region():
 
 @predict_then_run(
     "04.inference-reuse",
-    Error(
-        "in the helper",
-        "at the multiplication",
-        "at backward",
-        needs_message=True,
-        terms=(("inference",), ("saved", "save", "saving", "kept", "keep")),
+    Error("in the helper", "at the multiplication", "at backward", causes=(STALE, INFERENCE, NO_GRAD_FN)),
+    prompt=(
+        "evaluate(w, x) returns (w * x).relu() computed inside torch.inference_mode(). w = torch.tensor([0.5,"
+        " 2.0], requires_grad=True); x = torch.tensor([1.0, 3.0]); cached = evaluate(w, x)  (in the helper); "
+        "head = torch.tensor([1.0, 1.0], requires_grad=True); pred = cached * head  (at the multiplication); "
+        "pred.sum().backward()  (at backward). Does it raise, where, and why? For an error, answer a pair "
+        "(place, cause), the cause chosen from the candidates listed with the answer's form; your own words "
+        "may follow as a third item, a note shown beside torch's message and never graded."
     ),
-    prompt="evaluate(w, x) returns (w * x).relu() computed inside torch.inference_mode(). "
-    "w = torch.tensor([0.5, 2.0], requires_grad=True); x = torch.tensor([1.0, 3.0]); "
-    "cached = evaluate(w, x)  (in the helper); head = torch.tensor([1.0, 1.0], requires_grad=True); "
-    "pred = cached * head  (at the multiplication); pred.sum().backward()  (at backward). "
-    "Does it raise, where, and what does the message say? Answer a pair (place, your words): the place "
-    "is graded exactly, your words on the key idea (what kind of tensor, and what may not be done "
-    "with it).",
     explain="cached is an inference tensor. Multiplying it by head needs cached saved for head's gradient, "
     "and inference tensors may not be saved: the failure appears at the first recorded operation "
     "that must keep it, far from the helper.",
@@ -254,14 +247,14 @@ def item_new_start():
 
 @predict_then_run(
     "04.unused-input",
-    Error(
-        "at autograd.grad", needs_message=True, terms=(("not have been used", "not been used", "unused", "not used"),)
+    Error("at autograd.grad", causes=(INPUT_NO_GRAD, UNUSED, FREED)),
+    prompt=(
+        "x = [1., 2., 3., 4.], target = 3 * x, w1 = 0.5 and w2 = 1.0 requiring grad; f = (w1 * x).detach(); "
+        "loss = ((w2 * f - target) ** 2).mean(); then torch.autograd.grad(loss, [w1, w2]) without "
+        "allow_unused. Does it raise ('at autograd.grad' or 'no error'), and why? For an error, answer a pair"
+        " (place, cause), the cause chosen from the candidates listed with the answer's form; your own words "
+        "may follow as a third item, a note shown beside torch's message and never graded."
     ),
-    prompt="x = [1., 2., 3., 4.], target = 3 * x, w1 = 0.5 and w2 = 1.0 requiring grad; "
-    "f = (w1 * x).detach(); loss = ((w2 * f - target) ** 2).mean(); then "
-    "torch.autograd.grad(loss, [w1, w2]) without allow_unused. Does it raise ('at autograd.grad' or "
-    "'no error'), and what does the message say? The place is graded exactly, your words on the key "
-    "idea (what is wrong with w1 as far as this graph is concerned).",
     explain="autograd.grad is asked for d loss / d w1, and the graph under loss has no path to w1. By "
     "default that is an error; allow_unused=True turns it into a None in the answer.",
 )

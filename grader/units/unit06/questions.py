@@ -16,6 +16,7 @@ import torch
 from grader import probes
 from grader.engine.kinds import Boolean, Choice, Error, Function, Names, Number, Sequence
 from grader.engine.question import exercise, predict_then_run, self_test
+from grader.units.causes import PASS_TWICE, WRITE_SEEN
 from grader.units.unit06.cases import (
     call_hvp,
     call_two,
@@ -41,10 +42,6 @@ from grader.units.unit06.support import (
     training,
     two_losses_graph,
 )
-
-INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
-SECOND_PASS_TERMS = (("second time", "twice", "again", "freed", "already"),)
-
 
 SAVED_STATES = ("ok", "freed", "stale", "mixed", "nothing saved")
 
@@ -90,11 +87,14 @@ def saved_after_backward():
 
 @predict_then_run(
     "06.second-backward",
-    Error("at the first backward", "at the second backward", needs_message=True, terms=SECOND_PASS_TERMS),
-    prompt="w = torch.tensor(2.0, requires_grad=True); loss = (w * 3) ** 2; loss.backward(); "
-    "loss.backward(). Where does it fail ('no error', 'at the first backward', 'at the second "
-    "backward'), and what does the message say? Answer a pair (place, your words for it): the place "
-    "is graded exactly, the words on the message's key idea.",
+    Error("at the first backward", "at the second backward", causes=PASS_TWICE),
+    prompt=(
+        "w = torch.tensor(2.0, requires_grad=True); loss = (w * 3) ** 2; loss.backward(); loss.backward(). "
+        "Where does it fail ('no error', 'at the first backward', 'at the second backward'), and why? For an "
+        "error, answer a pair (place, cause), the cause chosen from the candidates listed with the answer's "
+        "form; your own words may follow as a third item, a note shown beside torch's message and never "
+        "graded."
+    ),
     explain="The second pass reaches the power node, whose saved input the first pass released; torch "
     "refuses rather than differentiate without it.",
 )
@@ -185,13 +185,16 @@ def stale_loop():
 
 @predict_then_run(
     "06.stale-mlp",
-    Error("at iteration 1", "at iteration 2", "at iteration 3", terms=INPLACE_TERMS),
-    prompt="torch.manual_seed(0); model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)); "
-    "opt = torch.optim.SGD(model.parameters(), lr=0.1); x, y = torch.randn(8, 3), torch.randn(8, 1); "
-    "loss = ((model(x) - y) ** 2).mean() is computed ONCE. Then 3 iterations of: opt.zero_grad(); "
-    "loss.backward(retain_graph=True); opt.step(). At which iteration's backward does it raise, if at "
-    "all ('no error', 'at iteration 1', 'at iteration 2', 'at iteration 3')? The place is graded "
-    "exactly; you may add your words for the message, graded on its key idea.",
+    Error("at iteration 1", "at iteration 2", "at iteration 3", causes=WRITE_SEEN),
+    prompt=(
+        "torch.manual_seed(0); model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)); opt = "
+        "torch.optim.SGD(model.parameters(), lr=0.1); x, y = torch.randn(8, 3), torch.randn(8, 1); loss = "
+        "((model(x) - y) ** 2).mean() is computed ONCE. Then 3 iterations of: opt.zero_grad(); "
+        "loss.backward(retain_graph=True); opt.step(). At which iteration's backward does it raise, if at all"
+        " ('no error', 'at iteration 1', 'at iteration 2', 'at iteration 3')? For an error, answer a pair "
+        "(place, cause), the cause chosen from the candidates listed with the answer's form; your own words "
+        "may follow as a third item, a note shown beside torch's message and never graded."
+    ),
     explain="The second Linear kept its weight to send a gradient back to the tanh output. opt.step() writes "
     "that weight in place, so the second pass over the retained graph finds a saved tensor whose "
     "version moved: the stale graph is caught here only because it kept a parameter.",
@@ -325,11 +328,14 @@ def cycle_survives():
 
 @self_test(
     "06.closed-book-relu-twice",
-    Error("at the first backward", "at the second backward", needs_message=True, terms=SECOND_PASS_TERMS),
-    prompt="x = torch.randn(5, requires_grad=True); loss = x.relu().sum(); loss.backward(); loss.backward(). "
-    "Where does it fail: 'no error', 'at the first backward' or 'at the second backward'? For an error, "
-    "answer a pair (place, your words for what the message says): the place is graded exactly, the "
-    "words on the message's key idea.",
+    Error("at the first backward", "at the second backward", causes=PASS_TWICE),
+    prompt=(
+        "x = torch.randn(5, requires_grad=True); loss = x.relu().sum(); loss.backward(); loss.backward(). "
+        "Where does it fail: 'no error', 'at the first backward' or 'at the second backward', and why? For an"
+        " error, answer a pair (place, cause), the cause chosen from the candidates listed with the answer's "
+        "form; your own words may follow as a third item, a note shown beside torch's message and never "
+        "graded."
+    ),
     explain="ReLU keeps its output to know where the gradient passes; the first backward released it.",
     hints=(
         "Does ReLU's backward rule need any value from the forward pass?",

@@ -15,6 +15,7 @@ from torch import nn
 from grader import probes
 from grader.engine.kinds import Choice, Error, Function, FunctionPair, Name, Names, Number
 from grader.engine.question import exercise, predict_then_run, self_test
+from grader.units.causes import FREED, LEAF_WRITE, NO_GRAD_FN, STALE, WRITE_SEEN
 from grader.units.unit07.cases import (
     call_predict,
     call_version_guard,
@@ -25,9 +26,6 @@ from grader.units.unit07.cases import (
 )
 from grader.units.unit07.kinds import WriteVerdict
 from grader.units.unit07.support import consumer, gan_models, inplace_block, keep_saved, keeper_program
-
-INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
-
 
 # --- 1. the counter -----------------------------------------------------------------------
 
@@ -82,10 +80,13 @@ def mul_add_node():
 
 @predict_then_run(
     "07.exp-add",
-    Error("at the write", "at backward", terms=INPLACE_TERMS),
-    prompt="a = torch.ones(3, requires_grad=True); b = a.exp(); b.add_(1); b.sum().backward(). Does it "
-    "raise, and where? The place is graded exactly; you may add your words for the message, graded "
-    "on its key idea (a write, versions).",
+    Error("at the write", "at backward", causes=WRITE_SEEN),
+    prompt=(
+        "a = torch.ones(3, requires_grad=True); b = a.exp(); b.add_(1); b.sum().backward(). Does it raise, "
+        "and where? For an error, answer a pair (place, cause), the cause chosen from the candidates listed "
+        "with the answer's form; your own words may follow as a third item, a note shown beside torch's "
+        "message and never graded."
+    ),
     explain="exp's backward is grad * exp(a), and it kept its own output b for that. The write moved b's "
     "counter from 0 to 1, and backward refuses a saved tensor whose version moved since it was saved.",
     misconceptions=[
@@ -195,10 +196,13 @@ def pow_broken_node():
 
 @predict_then_run(
     "07.leaf-write",
-    Error("at the write", "at backward", terms=(("leaf",),)),
-    prompt="w = torch.ones(3, requires_grad=True); w.add_(1); (w * 2).sum().backward(). Does it raise, "
-    "and where? The place is graded exactly; you may add your words for the message, graded on its "
-    "key idea.",
+    Error("at the write", "at backward", causes=(STALE, LEAF_WRITE, NO_GRAD_FN)),
+    prompt=(
+        "w = torch.ones(3, requires_grad=True); w.add_(1); (w * 2).sum().backward(). Does it raise, and "
+        "where? For an error, answer a pair (place, cause), the cause chosen from the candidates listed with "
+        "the answer's form; your own words may follow as a third item, a note shown beside torch's message "
+        "and never graded."
+    ),
     explain="Recording a write gives the written tensor a new grad_fn. For a leaf that requires grad that "
     "would replace its AccumulateGrad node, the one place its gradient is collected, so torch refuses "
     "the write itself. Optimizers write under torch.no_grad(), where nothing is recorded (the counter "
@@ -224,12 +228,15 @@ def leaf_write():
 
 @predict_then_run(
     "07.gan-step",
-    Error("at the step", "at backward", terms=INPLACE_TERMS),
-    prompt="torch.manual_seed(0); G = nn.Linear(2, 2); D = nn.Linear(2, 1); "
-    "opt_D = torch.optim.SGD(D.parameters(), lr=0.1); fake = G(torch.randn(4, 2)); "
-    "d_loss = D(fake.detach()).mean(); g_loss = -D(fake).mean(); then opt_D.zero_grad(); "
-    "d_loss.backward(); opt_D.step(); g_loss.backward(). Does it raise, and where? The place is graded "
-    "exactly; you may add your words for the message, graded on its key idea.",
+    Error("at the step", "at backward", causes=WRITE_SEEN),
+    prompt=(
+        "torch.manual_seed(0); G = nn.Linear(2, 2); D = nn.Linear(2, 1); opt_D = "
+        "torch.optim.SGD(D.parameters(), lr=0.1); fake = G(torch.randn(4, 2)); d_loss = "
+        "D(fake.detach()).mean(); g_loss = -D(fake).mean(); then opt_D.zero_grad(); d_loss.backward(); "
+        "opt_D.step(); g_loss.backward(). Does it raise, and where? For an error, answer a pair (place, "
+        "cause), the cause chosen from the candidates listed with the answer's form; your own words may "
+        "follow as a third item, a note shown beside torch's message and never graded."
+    ),
     explain="g_loss's graph saved D.weight (to send a gradient back to fake), and opt_D.step() wrote D.weight "
     "in place. There is no in-place call in the program text, but the optimizer's update is one.",
     misconceptions=[
@@ -468,11 +475,13 @@ def self_relu_own_output():
 
 @self_test(
     "07.self-detach-write",
-    Error("at the write", "at backward", needs_message=True, terms=INPLACE_TERMS),
-    prompt="a = torch.tensor([1.0, 2.0], requires_grad=True); e = a.exp(); e.detach().add_(1); "
-    "e.sum().backward(). Does it raise, and where? Answer a place ('no error', 'at the write', 'at "
-    "backward'), or for an error a pair (place, your words for what the message says): the place is "
-    "graded exactly, the words on the message's key idea.",
+    Error("at the write", "at backward", causes=(FREED, STALE, NO_GRAD_FN)),
+    prompt=(
+        "a = torch.tensor([1.0, 2.0], requires_grad=True); e = a.exp(); e.detach().add_(1); "
+        "e.sum().backward(). Does it raise, and where? For an error, answer a pair (place, cause), the cause "
+        "chosen from the candidates listed with the answer's form; your own words may follow as a third item,"
+        " a note shown beside torch's message and never graded."
+    ),
     explain="detach() cuts the history but shares both the memory and the version counter, so the write is "
     "seen. (.data shares the memory only, which is why it goes unseen.)",
     hints=(

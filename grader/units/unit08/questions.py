@@ -19,6 +19,7 @@ import torch
 from grader import probes
 from grader.engine.kinds import Choice, Error, Function, Number
 from grader.engine.question import exercise, predict_then_run, self_test
+from grader.units.causes import PASS_TWICE, WRITE_SEEN
 from grader.units.unit08.cases import call_tbptt, flatten_tbptt_grads, tbptt_cases
 from grader.units.unit08.support import (
     STEPS,
@@ -45,12 +46,14 @@ DETACHED = LOOP + "; loss.backward(); hidden = hidden.detach()"
 
 @predict_then_run(
     "08.second-backward",
-    Error(*PLACES, terms=(("second time", "twice", "freed"),)),
-    prompt="w = torch.tensor(0.9, requires_grad=True); hidden = torch.tensor(1.0). Five times: "
-    "hidden = hidden * w + 0.1; loss = hidden ** 2; loss.backward(). Nothing is detached and "
-    "retain_graph is not passed. Where does it fail, if anywhere? Answer a place, or "
-    "(place, your words for what the message says). The place is graded exactly; your words "
-    "only on the message's key idea.",
+    Error(*PLACES, causes=PASS_TWICE),
+    prompt=(
+        "w = torch.tensor(0.9, requires_grad=True); hidden = torch.tensor(1.0). Five times: hidden = hidden *"
+        " w + 0.1; loss = hidden ** 2; loss.backward(). Nothing is detached and retain_graph is not passed. "
+        "Where does it fail, if anywhere? For an error, answer a pair (place, cause), the cause chosen from "
+        "the candidates listed with the answer's form; your own words may follow as a third item, a note "
+        "shown beside torch's message and never graded."
+    ),
     explain="Step 2's hidden was computed from step 1's, so step 2's graph runs back through step 1's "
     "nodes, whose saved values step 1's backward already freed.",
     misconceptions=[
@@ -211,12 +214,14 @@ def bytes_per_step():
 
 @predict_then_run(
     "08.retain-then-step",
-    Error(*PLACES, terms=(("inplace", "in-place", "in place"),)),
-    prompt="w = torch.tensor(0.9, requires_grad=True), opt = torch.optim.SGD([w], lr=0.01), "
-    "hidden = torch.tensor(1.0); each step: hidden = hidden * w + 0.1; loss = hidden ** 2; "
-    "opt.zero_grad(); loss.backward(retain_graph=True); opt.step(). Where does it fail, if anywhere? "
-    "Answer a place, or (place, your words for what the message says): the place is graded exactly, "
-    "the words on the message's key idea.",
+    Error(*PLACES, causes=WRITE_SEEN),
+    prompt=(
+        "w = torch.tensor(0.9, requires_grad=True), opt = torch.optim.SGD([w], lr=0.01), hidden = "
+        "torch.tensor(1.0); each step: hidden = hidden * w + 0.1; loss = hidden ** 2; opt.zero_grad(); "
+        "loss.backward(retain_graph=True); opt.step(). Where does it fail, if anywhere? For an error, answer "
+        "a pair (place, cause), the cause chosen from the candidates listed with the answer's form; your own "
+        "words may follow as a third item, a note shown beside torch's message and never graded."
+    ),
     explain="opt.step() writes w in place, bumping its version. Step 2's multiplication saved w (its other "
     "operand, hidden, required grad); step 3's backward runs back into that node and finds w "
     "changed. Step 1's multiplication never saved w, since its hidden did not require grad, so "

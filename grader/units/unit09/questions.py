@@ -22,6 +22,7 @@ from torch.utils.checkpoint import checkpoint
 from grader import probes
 from grader.engine.kinds import Choice, Error, FunctionPair, Names, Number
 from grader.engine.question import exercise, predict_then_run, self_test
+from grader.units.causes import FREED, NO_GRAD_FN, STALE
 from grader.units.unit05.support import syllabus_mlp  # unit 05's very MLP: 09's prompts quote its bill
 from grader.units.unit09.cases import call_half_guard, guard_truth, half_guard_cases
 from grader.units.unit09.kinds import GuardVerdict
@@ -482,11 +483,14 @@ def self_checkpoint_plan():
 
 @self_test(
     "09.self-checkpoint-input-write",
-    Error("at the write", "at backward", needs_message=True, terms=(("inplace", "in-place", "in place"),)),
-    prompt=f"{_CHAIN}. h = model[0](x); y = checkpoint(model[1], h, use_reentrant=False); h.add_(1); "
-    "y.sum().backward(). Backward recomputes block 1 from h. Does anything raise, and where? Answer "
-    "'no error', or a pair (place, your words for what the message says); the place is graded "
-    "exactly, the words on the message's key idea.",
+    Error("at the write", "at backward", causes=(FREED, STALE, NO_GRAD_FN)),
+    prompt=(
+        f"{_CHAIN}. h = model[0](x); y = checkpoint(model[1], h, "
+        "use_reentrant=False); h.add_(1); y.sum().backward(). Backward recomputes block 1 from h. Does "
+        "anything raise, and where? For an error, answer a pair (place, cause), the cause chosen from the "
+        "candidates listed with the answer's form; your own words may follow as a third item, a note shown "
+        "beside torch's message and never graded."
+    ),
     explain="checkpoint keeps its inputs as ordinary saved tensors, with their versions; the write moved h's "
     "counter, so backward refuses to recompute from the written value.",
     hints=(

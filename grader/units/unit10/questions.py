@@ -13,6 +13,7 @@ from __future__ import annotations
 from grader.engine.kinds import Choice, Error, Function, Names, Number
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.probes import traces
+from grader.units.causes import PASS_TWICE
 from grader.units.unit10 import capstone
 from grader.units.unit10.capstone import (
     CARRIED,
@@ -211,10 +212,13 @@ STALE_RETAINED = STALE_EX.source.replace("loss.backward()", "loss.backward(retai
 
 @predict_then_run(
     "10.stale-where",
-    Error(*PLACES4, terms=(("second time", "freed"),)),
-    prompt="The cached encoder: " + STALE_EX.inline() + ". Does it raise, and if so at which step's backward? "
-    "Answer a place, or (place, your words for what the message says): the place is graded exactly, "
-    "the words on the message's key idea.",
+    Error(*PLACES4, causes=PASS_TWICE),
+    prompt=(
+        "The cached encoder: " + STALE_EX.inline() + ". Does it raise, and if "
+        "so at which step's backward? For an error, answer a pair (place, cause), the cause chosen from the "
+        "candidates listed with the answer's form; your own words may follow as a third item, a note shown "
+        "beside torch's message and never graded."
+    ),
     misconceptions=[
         (
             "no error",

@@ -18,6 +18,7 @@ from torch.autograd.gradcheck import GradcheckError
 
 from grader.engine.kinds import Boolean, Choice, Error, Number
 from grader.engine.question import exercise, predict_then_run, self_test
+from grader.units.causes import FREED, NO_GRAD_FN, UNUSED, WRITE_SEEN
 from grader.units.unit11.kinds import exercise_kind
 from grader.units.unit11.support import (
     CubeOnce,
@@ -31,9 +32,6 @@ from grader.units.unit11.support import (
     matrix_after,
     passes_for_whole_jacobian,
 )
-
-INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
-
 
 # --- 1. every node is a vector–Jacobian product -----------------------------------------------------
 
@@ -172,11 +170,14 @@ def needs_input_grad():
 
 @predict_then_run(
     "11.saved-write",
-    Error("at the write", "at backward", terms=INPLACE_TERMS),
-    prompt="Cube saves x with ctx.save_for_backward. a = torch.tensor([1.5], requires_grad=True); x = a * 1; "
-    "y = Cube.apply(x); x.add_(1); y.backward(). Does it raise, and where: 'no error', 'at the write' "
-    "or 'at backward'? The place is graded exactly; you may add words for the message (its key idea: "
-    "a write, versions).",
+    Error("at the write", "at backward", causes=WRITE_SEEN),
+    prompt=(
+        "Cube saves x with ctx.save_for_backward. a = torch.tensor([1.5], requires_grad=True); x = a * 1; y ="
+        " Cube.apply(x); x.add_(1); y.backward(). Does it raise, and where: 'no error', 'at the write' or 'at"
+        " backward'? For an error, answer a pair (place, cause), the cause chosen from the candidates listed "
+        "with the answer's form; your own words may follow as a third item, a note shown beside torch's "
+        "message and never graded."
+    ),
     explain="save_for_backward keeps x with its version, as a built-in node does (unit 07): the write moves "
     "x to version 1 and backward refuses the stale value.",
     misconceptions=[
@@ -340,12 +341,15 @@ def materialize():
 
 @predict_then_run(
     "11.once-diff",
-    Error("at the first grad", "at the second grad", terms=(("require grad", "requires grad"),)),
-    prompt="Cube's backward decorated with @once_differentiable. x = torch.tensor([1.5], requires_grad=True); "
-    "(g,) = torch.autograd.grad(Cube.apply(x), x, create_graph=True) (the first grad); "
-    "g.backward() (the second grad). Does it raise, and where: 'no error', 'at the first grad' or "
-    "'at the second grad'? The place is graded exactly; you may add words for the message (its key "
-    "idea: what g lacks).",
+    Error("at the first grad", "at the second grad", causes=(FREED, NO_GRAD_FN, UNUSED)),
+    prompt=(
+        "Cube's backward decorated with @once_differentiable. x = torch.tensor([1.5], requires_grad=True); "
+        "(g,) = torch.autograd.grad(Cube.apply(x), x, create_graph=True) (the first grad); g.backward() (the "
+        "second grad). Does it raise, and where: 'no error', 'at the first grad' or 'at the second grad'? For"
+        " an error, answer a pair (place, cause), the cause chosen from the candidates listed with the "
+        "answer's form; your own words may follow as a third item, a note shown beside torch's message and "
+        "never graded."
+    ),
     explain="once_differentiable runs backward with grad mode off, so create_graph records nothing: g comes "
     "back as a plain number, and the second backward finds no graph to go through.",
     misconceptions=[

@@ -13,6 +13,7 @@ import torch.autograd.forward_ad as fwAD
 from grader import probes
 from grader.engine.kinds import Choice, Error, Function, Number
 from grader.engine.question import exercise, predict_then_run, self_test
+from grader.units.causes import FREED, NO_GRAD_FN, STALE
 from grader.units.unit13.cases import call_kept_bytes, call_per_sample, chain_cases, flatten_grads, per_sample_cases
 from grader.units.unit13.support import (
     bill_pair,
@@ -27,9 +28,6 @@ from grader.units.unit13.support import (
     sin_cos,
     with_item,
 )
-
-INPLACE_TERMS = (("version", "inplace", "in-place", "modified"),)
-
 
 # --- 1. torch.func ----------------------------------------------------------------------------------
 
@@ -210,11 +208,14 @@ def hook_side_effects():
 
 @predict_then_run(
     "13.compile-version",
-    Error("at the write", "at backward", terms=INPLACE_TERMS),
-    prompt="f(t) = t.sin(), compiled with torch.compile(f, backend='aot_eager'). a = torch.randn(3, "
-    "requires_grad=True); b = a * 1; y = compiled(b); b.add_(1); y.sum().backward(). Does it raise, and "
-    "where: 'no error', 'at the write' or 'at backward'? The place is graded exactly; you may add words "
-    "for the message (its key idea: versions, an in-place write).",
+    Error("at the write", "at backward", causes=(FREED, STALE, NO_GRAD_FN)),
+    prompt=(
+        "f(t) = t.sin(), compiled with torch.compile(f, backend='aot_eager'). a = torch.randn(3, "
+        "requires_grad=True); b = a * 1; y = compiled(b); b.add_(1); y.sum().backward(). Does it raise, and "
+        "where: 'no error', 'at the write' or 'at backward'? For an error, answer a pair (place, cause), the "
+        "cause chosen from the candidates listed with the answer's form; your own words may follow as a third"
+        " item, a note shown beside torch's message and never graded."
+    ),
     explain="The compiled function is one autograd node (CompiledFunctionBackward) that keeps what its forward "
     "graph returned through save_for_backward, versions and all: the write moves b to version 1 and "
     "backward refuses, as in eager (unit 07).",
