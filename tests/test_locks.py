@@ -173,6 +173,67 @@ def test_rerunning_after_a_reveal_without_prediction_says_so_without_a_button(sh
     assert [e[1] for e in events("01")] == ["reveal"]
 
 
+# --- a reset closes the inputs of what it reset (issue 27) ------------------------------------------
+
+
+def test_a_reset_in_code_closes_the_widget_on_screen_and_unlocks_its_record(shown):
+    asked = predict("01.pow-node", ...)
+    asked.widget.input.box.value = "PowBackward0"
+    asked.widget.lock()
+    done = reset("01.pow-node")
+    assert "run its predict cell, predict('01.pow-node', ...), again" in done.message  # the next step
+    w = asked.widget
+    assert w.button.disabled and w.input.box.disabled  # it cannot take a prediction it would not show
+    assert "was reset" in w.message.value and "Run this cell again" in w.message.value
+    assert locked.read(as_saved(shown[0].data)) is None  # the saved cell no longer carries the reset lock
+    fresh = predict("01.pow-node", ...)
+    assert not fresh.widget.button.disabled
+    other = predict("01.x-is-leaf", ...)
+    assert "unit 01 starts again from nothing: run its cells again" in reset("01").message
+    assert fresh.widget.button.disabled and other.widget.button.disabled  # a unit reset closes all of its inputs
+
+
+# --- a self-test answered with its Check button (issue 27) ---------------------------------------------
+
+SQUARE = "c015"  # unit 00's self-test cell: answer = ... then check("00.warmup-square", answer)
+
+
+def _checked_with_the_widget(text: str) -> dict:
+    """check("00.warmup-square", ...) as the cell runs it, ``text`` typed and Check pressed; the record's data."""
+    from grader import check
+
+    asked = check("00.warmup-square", ...)
+    assert isinstance(asked, widgets.Asked)
+    asked.widget.input.box.value = text
+    asked.widget.lock()
+    return asked
+
+
+def test_a_self_test_checked_with_the_widget_is_carried_by_its_cell(shown):
+    from grader import check
+    from grader.engine.question import get
+
+    truth = get("00.warmup-square").run()
+    asked = _checked_with_the_widget(f"{truth + 1:g}")
+    assert shown[0].data["text/plain"].startswith("00.warmup-square: checked with the widget")
+    assert locked.read(as_saved(shown[0].data)) == ("00.warmup-square", truth + 1)  # a wrong answer is carried too
+    asked.widget.input.box.value = f"{truth:g}"
+    assert asked.widget.lock().verdict == "correct"
+    assert locked.read(as_saved(shown[0].data)) == ("00.warmup-square", truth)
+    before = events("00")
+    again = check("00.warmup-square", ...)  # Run All after passing: the cell carries the passing answer again
+    assert again.widget.button.disabled and events("00") == before
+    assert locked.read(as_saved(shown[-1].data)) == ("00.warmup-square", truth)
+    template = nbformat.read(UNTOUCHED, as_version=4).cells
+    nb = nbformat.read(UNTOUCHED, as_version=4)
+    cell = next(c for c in nb.cells if c.get("id") == SQUARE)
+    cell.outputs = [nbformat.from_dict(as_saved(shown[-1].data))]
+    assert apply_locks(nb.cells, template) == []
+    assert cell.source.splitlines()[0] == f"answer = {truth!r}  # locked in with the widget"
+    reset("00.warmup-square")
+    assert locked.read(as_saved(shown[-1].data)) is None
+
+
 # --- grading reads the record ------------------------------------------------------------------------
 
 
@@ -224,14 +285,35 @@ def test_an_answer_typed_in_the_cell_wins_over_a_record():
     )
 
 
+def _checked_record(text: str) -> dict:
+    """The record data a self-test cell's output holds after its Check button graded ``text`` (in this process)."""
+    from unittest import mock
+
+    displays = []
+
+    def display(data, raw=False, display_id=None):
+        displays.append(Handle(data, display_id))
+        return displays[-1]
+
+    with mock.patch("IPython.display.display", display), mock.patch.object(widgets, "widgets_available", lambda: True):
+        _checked_with_the_widget(text)
+    return displays[-1].data
+
+
 def test_grading_grades_the_predictions_locked_with_the_widget(tmp_path):
     """The same gradebook run as tests/test_grade.py, on learner copies whose predictions were locked with
-    the widget: a true lock grades "predicted, correct"; a forged one and a lock after the reveal earn nothing."""
+    the widget: a true lock grades "predicted, correct"; a forged one and a lock after the reveal earn nothing; a
+    self-test answered only with its Check button grades "correct"."""
     from grader.engine.question import get
 
     add, flag = (get(q).kind.encode(get(q).run()) for q in ("00.warmup-add", "00.warmup-flag"))  # torch's answers
     folder = tmp_path / "class"
+    checked = with_records({})  # a self-test answered with its Check button, as the widget wrote the record
+    square = get("00.warmup-square").run()
+    shown_data = _checked_record(f"{square:g}")
+    next(c for c in checked.cells if c.get("id") == SQUARE).outputs = [nbformat.from_dict(as_saved(shown_data))]
     learners = {
+        "checked": checked,
         "lock": with_records({ADD: ("00.warmup-add", add, True), FLAG: ("00.warmup-flag", flag, True)}),
         "forge": with_records({ADD: ("00.warmup-flag", flag, True)}),
         "late": with_records({ADD: ("00.warmup-add", add, False)}),
@@ -252,6 +334,8 @@ def test_grading_grades_the_predictions_locked_with_the_widget(tmp_path):
     assert rows["lock"]["run"] == "ok", rows["lock"]
     assert rows["lock"]["00.warmup-add"] == "predicted, correct"
     assert rows["lock"]["00.warmup-flag"] == "predicted, correct"
+    assert rows["lock"]["00.warmup-square"] == "not answered"
+    assert rows["checked"]["run"] == "ok" and rows["checked"]["00.warmup-square"] == "correct", rows["checked"]
     for name in ("forge", "late"):
         assert rows[name]["00.warmup-add"] == "not answered", (name, rows[name])
         assert rows[name]["points"] == "0", (name, rows[name])

@@ -163,9 +163,14 @@ def test_after_the_reveal_the_widget_refuses_like_predict_does():
     again = PredictionWidget(get("01.x-is-leaf"))
     assert again.button.disabled and "Already revealed" in again.message.value
     assert again.again.layout.display is None  # revealed before predicting: offer a reset
-    assert again.start_again().verdict == "info"
-    assert not again.button.disabled and again.again.layout.display == "none"
+    done = again.start_again()
+    assert done.verdict == "info" and "run its predict cell" in done.message  # the next step
+    # the reset leaves this input closed, saying why and what to do next (issue 27)
+    assert again.button.disabled and again.again.layout.display == "none"
+    assert "was reset" in again.message.value and "Run this cell again" in again.message.value
     assert [e[2] for e in events("01")] == ["reveal", "reset"]
+    again = PredictionWidget(get("01.x-is-leaf"))  # the cell run again: a fresh input
+    assert not again.button.disabled
     again.input.box.value = False
     assert again.lock().verdict == "recorded" and reveal("01.x-is-leaf").verdict == "correct"
     assert PredictionWidget(get("01.x-is-leaf")).again.layout.display == "none"

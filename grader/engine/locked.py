@@ -8,7 +8,8 @@ into the cell before the notebook is re-run, so the predictions stay in notebook
 
 A record is ``{"qid", "locked", "answer", "before_reveal"}``: ``answer`` is the JSON form
 ``kind.encode`` gives, ``before_reveal`` says whether torch's answer had ever been shown when it was
-locked. :func:`read` is strict: only a well-formed record of a prediction locked before the reveal
+locked. A self-test's check cell carries the answer its Check button graded the same way, marked
+``"checked": true`` (a self-test has no reveal: ``before_reveal`` is true). :func:`read` is strict: only a well-formed record of a prediction locked before the reveal
 is carried into grading; a reveal never passes for a prediction. This module draws nothing and imports
 nothing of the course: both the learner's widgets and the grader use it.
 """
@@ -29,18 +30,22 @@ class Unusable(ValueError):
     """A record is there but cannot be carried into grading: malformed, or locked after the reveal."""
 
 
-def record(qid: str, encoded: Any, before_reveal: bool) -> dict[str, Any]:
-    """The record of a locked prediction (``encoded`` is ``kind.encode(value)``)."""
-    return {"qid": qid, "locked": True, "answer": encoded, "before_reveal": bool(before_reveal)}
+def record(qid: str, encoded: Any, before_reveal: bool, checked: bool = False) -> dict[str, Any]:
+    """The record of a locked prediction (``encoded`` is ``kind.encode(value)``); ``checked``: a self-test's answer
+    graded with the Check button."""
+    out = {"qid": qid, "locked": True, "answer": encoded, "before_reveal": bool(before_reveal)}
+    return {**out, "checked": True} if checked else out
 
 
-def unlocked(qid: str) -> dict[str, Any]:
-    """The record of a question shown for a prediction that is not locked yet."""
-    return {"qid": qid, "locked": False}
+def unlocked(qid: str, checked: bool = False) -> dict[str, Any]:
+    """The record of a question shown for a prediction (``checked``: a self-test's answer) not locked yet."""
+    return {"qid": qid, "locked": False, **({"checked": False} if checked else {})}
 
 
 def words(qid: str, payload: dict[str, Any], shown: str = "") -> str:
     """What the record says in text (what JupyterLab shows of it): ``shown`` is the answer as the kind shows it."""
+    if "checked" in payload:
+        return f"{qid}: checked with the widget: {shown}" if payload.get("locked") else f"{qid}: not checked yet"
     if not payload.get("locked"):
         return f"{qid}: not locked yet"
     if not payload.get("before_reveal"):

@@ -33,11 +33,13 @@ class FrontEnd:
     """What a front end plugs in (grader.learner.widgets does, when it is imported): ``ask`` turns an
     unanswered question into an input the learner can fill in, or returns None where none can show;
     each of ``revealed`` hears the id of a question whose answer was just revealed; ``carry`` shows, in the
-    notebook, the record of a question's locked prediction that batch grading reads (grader.engine.locked)."""
+    notebook, the record of a question's locked prediction that batch grading reads (grader.engine.locked); each
+    of ``reset`` hears the question id or unit id just reset (the inputs it drew for it close)."""
 
     ask: Callable[..., Result | None] | None = None
     carry: Callable[[Any, progress.QuestionState], None] | None = None
     revealed: list[Callable[[str], None]] = field(default_factory=list)
+    reset: list[Callable[[str], None]] = field(default_factory=list)
 
 
 FRONT_END = FrontEnd()
@@ -490,13 +492,28 @@ def reset(target: Any) -> Result:
         if bad:
             return bad
         store().append(q.unit, q.qid, "reset", "recorded")
-        return Result("reset", q.qid, "info", f"{q.qid} starts again: predict, then reveal.")
+        _after_reset(q.qid)
+        if q.role == "predict":
+            then = f"run its predict cell, predict('{q.qid}', ...), again for a new input, then its reveal."
+        else:
+            then = f"run its cell, check('{q.qid}', ...), again for a new input."
+        return Result("reset", q.qid, "info", f"{q.qid} starts again: {then}")
     try:
         uid = unit_id(target)
     except ValueError as exc:
         return Result("reset", short(target), "invalid", str(exc))
     store().append(uid, None, "reset", "recorded")
-    return Result("reset", uid, "info", f"unit {uid} starts again from nothing.")
+    _after_reset(uid)
+    return Result("reset", uid, "info", f"unit {uid} starts again from nothing: run its cells again from the top.")
+
+
+def _after_reset(target: str) -> None:
+    """Inputs already on screen for what was reset stop taking answers (they say to run their cell again)."""
+    for listener in FRONT_END.reset:
+        try:
+            listener(target)
+        except Exception:  # the reset is recorded; a front end that fails must not hide that
+            pass
 
 
 @_guarded("status")

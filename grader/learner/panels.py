@@ -10,7 +10,7 @@ import html
 from typing import Any
 
 from grader.engine.results import Result
-from grader.learner import api
+from grader.learner import api, stale
 from grader.learner.display import Shown, css_name, widgets_available
 
 # --- the unit panel -----------------------------------------------------------------------
@@ -116,6 +116,7 @@ class UnitPanel:
         )
         self.widget.add_class("agl-panel")
         self.widget.add_class("agl-panel-" + css_name(self.uid))
+        stale.guard(self.widget, self.table)  # from an earlier kernel: the table stays (as it was), the buttons go
         self.refresh()
 
     def refresh(self) -> None:
@@ -169,6 +170,7 @@ class CourseMap:
             refresh.on_click(lambda b: self.refresh())
             self.widget = W.VBox([self.table, refresh])
             self.widget.add_class("agl-course-map")
+            stale.guard(self.widget, self.table)
 
     def refresh(self) -> None:
         from IPython.display import HTML

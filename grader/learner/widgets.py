@@ -14,6 +14,9 @@ they have to say goes into HTML widgets, so nothing reaches a cell's stdout.
   of a prediction locked with the button (:mod:`grader.engine.locked`).
 * :func:`action_box` turns a refusal that names an action (reset, hint) into a
   button that does it.
+* A self-test's Check widget carries the answer it graded the same way (:class:`Carried`,
+  :func:`checked_answer`). A reset closes every input of what it reset (:func:`after_reset`); a
+  widget whose kernel is gone hides its inputs and says so (:mod:`grader.learner.stale`).
 
 The unit panel and the course map are in :mod:`grader.learner.panels`.
 """
@@ -29,7 +32,7 @@ from typing import Any
 
 from grader.engine import locked, results
 from grader.engine.results import Result
-from grader.learner import api
+from grader.learner import api, stale
 from grader.learner.display import css_name, view_of, widgets_available
 
 
@@ -84,8 +87,10 @@ def action_box(result: Result):
         buttons.append(button)
     if not buttons:
         return None
-    box = W.VBox([W.HTML(result._repr_html_()), W.HBox(buttons), said])
+    shown = W.HTML(result._repr_html_())
+    box = W.VBox([shown, W.HBox(buttons), said])
     box.add_class("agl-actions")
+    stale.guard(box, shown)  # from an earlier kernel: the result stays, the buttons go
     return box
 
 
@@ -430,7 +435,10 @@ class Carried:
 
     @staticmethod
     def data(q, state) -> dict:
-        """The record of ``state``'s locked prediction; one locked after a reveal says so."""
+        """The record of ``state``'s locked prediction; one locked after a reveal says so. For a self-test, the
+        answer its latest check graded (:func:`checked_answer`), carried the same way."""
+        if q.role == "self-test":
+            return _checked_data(q)
         if not state.predicted:
             return locked.bundle(locked.unlocked(q.qid))
         try:
@@ -461,6 +469,32 @@ class Carried:
             pass
 
 
+def checked_answer(q) -> tuple[bool, Any]:
+    """``(found, encoded answer)``: the answer of the self-test's passing check, or else of its latest graded one,
+    since the question was last reset; what the check cell carries for grading."""
+    from grader.engine.store import current
+
+    found, answer, passed = False, None, False
+    for e in current().events(q.unit):
+        if e.action == "reset" and e.qid in (None, q.qid):
+            found, answer, passed = False, None, False
+        elif e.qid == q.qid and e.action == "check" and not passed and e.verdict in ("correct", "incorrect"):
+            if e.answer is not None:
+                found, answer, passed = True, e.answer, e.verdict == "correct"
+    return found, answer
+
+
+def _checked_data(q) -> dict:
+    found, answer = checked_answer(q)
+    if not found:
+        return locked.bundle(locked.unlocked(q.qid, checked=True))
+    try:
+        shown = q.kind.show(q.kind.read(answer))
+    except Exception:
+        shown = repr(answer)
+    return locked.bundle(locked.record(q.qid, answer, before_reveal=True, checked=True), shown)
+
+
 def carry(q, state=None) -> None:
     """What ``predict(qid, ...)`` shows of the record when it runs again after the reveal."""
     Carried.show(q, state)
@@ -483,6 +517,18 @@ def after_reveal(qid: str) -> None:
                 w.button.disabled = True
             except Exception:
                 pass
+
+
+def after_reset(target: str) -> None:
+    """A reset happened (a question, or a whole unit): every widget of it on screen stops taking input, says why
+    and what to do next, and its cell's record is brought up to date."""
+    for qid, refs in list(_LIVE.items()):
+        if qid != target and qid.split(".")[0] != target:
+            continue
+        for ref in refs:
+            w = ref()
+            if w is not None:
+                w.closed_by_reset()
 
 
 class PredictionWidget:
@@ -539,6 +585,7 @@ class PredictionWidget:
         )
         self.box.add_class("agl-predict")
         self.box.add_class("agl-q-" + css_name(q.qid))
+        stale.guard(self.box, head)
         self.button.on_click(self.lock)
         self._show(state if state is not None else api._state(q))
 
@@ -584,19 +631,30 @@ class PredictionWidget:
             )
 
     def start_again(self, _button=None) -> Result:
-        """What "Start this question again" does: reset(qid), the same event as in code."""
+        """What "Start this question again" does: reset(qid), the same event as in code; this widget then
+        closes (:meth:`closed_by_reset`) and says to run its cell again."""
         try:
             result = api.reset(self.q.qid)
-            self.input.disable(False)
-            self.button.disabled = False
-            self._show(api._state(self.q))
-            if self.carried is not None:
-                self.carried.update()
         except Exception as exc:
             result = Result("reset", self.q.qid, "error", f"{type(exc).__name__}: {exc}")
         self.last = result
         self.message.value = result._repr_html_() + self.message.value
         return result
+
+    def closed_by_reset(self) -> None:
+        """The question was reset: no more input here (its cell's record now says not locked), and why."""
+        try:
+            self.input.disable()
+            self.button.disabled = True
+            self.again.layout.display = "none"
+            if self.carried is not None:
+                self.carried.update()
+            self.message.value = (
+                f"<div class='agl-closed' style='color:#57606a'>This input is closed: {html.escape(self.q.qid)} was "
+                "reset. Run this cell again for a fresh one.</div>"
+            )
+        except Exception:  # a widget library that misbehaves must not cost the learner the reset
+            pass
 
     def lock(self, _button=None) -> Result:
         """Read the input as the kind reads code answers, then record it exactly as predict(qid, answer)."""
@@ -611,6 +669,8 @@ class PredictionWidget:
                 if result.passed:
                     self.input.disable()
                     self.button.disabled = True
+                if self.carried is not None:  # the answer graded, carried by the cell for batch grading
+                    self.carried.update()
             elif state.revealed:
                 result = api.predict(q.qid, raw)  # refused, with the same words as in code
             else:
@@ -662,7 +722,7 @@ def ask(q, state=None, result: Result | None = None) -> Asked | None:
                 rows=[("question", q.prompt)],
             )
         try:
-            return Asked(result, PredictionWidget(q, state, mode="check"))
+            return Asked(result, PredictionWidget(q, state, mode="check", carried=Carried.show(q, state)))
         except Exception:
             return None
     if result is None:
@@ -684,4 +744,5 @@ def ask(q, state=None, result: Result | None = None) -> Asked | None:
 api.FRONT_END.ask = ask
 api.FRONT_END.carry = carry
 api.FRONT_END.revealed.append(after_reveal)
+api.FRONT_END.reset.append(after_reset)
 results.EXTRA_VIEWS.append(action_view)

@@ -7,6 +7,10 @@ re-run: each learner-owned predict cell that still holds the placeholder and who
 prediction locked for the question that cell's template predicts gets ``answer = <that answer>`` in
 place of the placeholder. The re-run then predicts where the learner did, before the reveal below it.
 
+A self-test's answer checked with the widget's Check button is carried the same way: its check cell
+(``answer = ...`` then ``check("qid", answer)``) shows a record of the answer the button graded, and the
+re-run checks it there; the gradebook computes its verdict as for an answer written in the cell.
+
 Never carried, and noted: a record of another question than the cell's own, a malformed one, and one
 locked after torch's answer was revealed (a reveal never passes for a prediction).
 """
@@ -26,8 +30,9 @@ def _source(cell: Any) -> str:
     return "".join(src) if isinstance(src, list) else str(src)
 
 
-def predicted_qid(source: str) -> str | None:
-    """The question a predict cell's source predicts: the first ``predict("qid", ...)`` call's literal id."""
+def predicted_qid(source: str, calls: tuple[str, ...] = ("predict",)) -> str | None:
+    """The question a predict cell's source predicts: the first ``predict("qid", ...)`` call's literal id
+    (the first call named in ``calls``)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -36,7 +41,7 @@ def predicted_qid(source: str) -> str | None:
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
-            and node.func.id == "predict"
+            and node.func.id in calls
             and node.args
             and isinstance(node.args[0], ast.Constant)
             and isinstance(node.args[0].value, str)
@@ -98,7 +103,7 @@ def apply_locks(cells: list, template: list) -> list[str]:
     asks = {}
     for cell in template:
         if isinstance(cell, dict) and cell.get("cell_type") == "code" and cell.get("id"):
-            qid = predicted_qid(_source(cell))
+            qid = predicted_qid(_source(cell), ("predict", "check"))
             if qid and _placeholders(_source(cell)):
                 asks[cell["id"]] = qid
     notes: list[str] = []
