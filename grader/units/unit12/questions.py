@@ -467,12 +467,14 @@ GROWTH = ("nothing grows", "only held bytes grow", "only depth grows", "both gro
     prompt="net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1)); ema = torch.tensor(0.0); each "
     "of 4 steps: loss = ((net(x) - y) ** 2).mean(); opt.zero_grad(); loss.backward(); opt.step(); "
     "ema = 0.9 * ema + 0.1 * loss. From step 1 to step 4, what happens to ema's graph: the bytes it "
-    "holds for backward (saved tensors not yet freed) and its depth? One of "
+    "holds for backward as held_bytes(ema) counts them (the saved tensors a pack hook sees, not yet freed: a "
+    "Python number an op keeps as a 0-dim tensor is not counted) and its depth? One of "
     + ", ".join(repr(g) for g in GROWTH)
     + ".",
     explain="ema chains every step's loss, so its depth grows by the two nodes of the update each step. But "
     "each loss.backward() already freed what the loss's graph saved, and multiplying by a Python "
-    "number saves nothing that a pack hook sees: the chain keeps nodes, not activations.",
+    "number keeps only that number, as a 0-dim tensor no pack hook sees (held_bytes leaves it out): the "
+    "chain keeps nodes, not activations.",
     hints=(
         "Is ema's graph ever walked by backward? Which graphs does it reach, and were they walked?",
         "backward frees the saved tensors of the nodes it runs; the nodes themselves stay while something "
