@@ -57,7 +57,7 @@ _LAZY = {
 }
 
 __all__ = ["predict", "reveal", "check", "mark_passed", "reset", "hint", "status", *_LAZY]
-__version__ = "0.2.0"
+__version__ = "0.2.1"
 
 
 def __getattr__(name):
