@@ -169,3 +169,12 @@ def test_held_bytes_leaves_out_the_numbers_an_op_wraps_as_the_self_ema_prompt_sa
     assert [s.wrapped for s in probes.saved_tensors(y)] == [True]
     assert kit.held_bytes(y) == 0
     assert kit.held_bytes(x * x) == x.untyped_storage().nbytes()
+
+
+def test_not_in_optimizer_asks_what_unit_10_did_not_show():
+    from grader.engine import question as registry
+
+    q = registry.get("12.not-in-optimizer-after-double")
+    truth = q.kind.truth(q.run())
+    assert q.kind.agrees(truth, q.kind.read({"head.weight", "head.bias"}))
+    assert not q.kind.agrees(truth, q.kind.read(set(kit.their_param_names())))  # double() taken for a copy

@@ -308,25 +308,32 @@ THEIR_PARAMS = their_param_names()
 
 
 @predict_then_run(
-    "12.not-in-optimizer",
+    "12.not-in-optimizer-after-double",
     Names(pool=THEIR_PARAMS),
     prompt="their_setup() (its source is printed in the notebook) builds model = Regressor(), then opt = "
-    "torch.optim.SGD(model.parameters(), lr=0.05), then model.head = nn.Linear(6, 1). Which of the "
-    "model's parameters (model.named_parameters()) are not among the tensors in opt.param_groups? "
-    "Answer a set of names.",
-    explain="model.parameters() was read when the optimizer was made: it holds the tensors of that moment. "
-    "Assigning a new Linear to model.head puts new tensors in the model that the optimizer has never "
-    "seen; they get gradients and never move.",
+    "torch.optim.SGD(model.parameters(), lr=0.05), then model.head = nn.Linear(6, 1). Then model.double() "
+    "turns every parameter to float64. Which of the model's parameters (model.named_parameters()) are not "
+    "among the tensors in opt.param_groups? Answer a set of names.",
+    explain="The optimizer keeps the tensors it was given, not a view of the model. model.double() converts "
+    "each parameter in place: the same Parameter objects, their data swapped for float64, so the ones the "
+    "optimizer holds are still the model's. The head assigned after the optimizer was made brought new "
+    "tensors it has never seen, before and after the conversion.",
     misconceptions=[
         (
+            lambda truth: set(THEIR_PARAMS),
+            "model.double() keeps every Parameter object and changes its data in place: the optimizer's "
+            "tensors are still the model's, now float64",
+        ),
+        (
             set(),
-            "the optimizer keeps the tensors it was given, not a view of the model: a module "
-            "assigned later brings tensors it has never seen",
-        )
+            "the optimizer keeps the tensors it was given: the head assigned after it was made brings "
+            "tensors it has never seen",
+        ),
     ],
 )
-def not_in_optimizer():
+def not_in_optimizer_after_double():
     model, opt, _ = kit.their_setup()
+    model.double()
     held = {id(p) for group in opt.param_groups for p in group["params"]}
     return {n for n, p in model.named_parameters() if id(p) not in held}
 
