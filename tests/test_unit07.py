@@ -1,6 +1,9 @@
 """Unit 07: the syllabus figures still hold on this torch, the generated cases cover what they must,
 and odd learner answers to the two exercises get one clear line."""
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -43,6 +46,33 @@ def test_the_confusions_still_behave_as_the_notebook_says():
     assert truth("07.handmade-sigmoid").where == "no error"
     version, grad = truth("07.data-write")
     assert version == 0 and abs(grad - 2 * torch.e) < 1e-4
+
+
+def _graded_right(qid, answer):
+    q = registry.get(qid)
+    return q.kind.agrees(q.kind.truth(q.run()), q.kind.read(answer))
+
+
+def test_the_self_tests_that_repeated_a_cell_ask_new_programs():
+    # a view and a reshape move b's counter, a clone has its own
+    assert truth("07.self-alias-or-copy") == (2.0, 1.0)
+    assert not _graded_right("07.self-alias-or-copy", [1, 1])  # reshape taken for a copy
+    assert not _graded_right("07.self-alias-or-copy", [3, 1])  # clone taken for a view
+    # relu_'s own write is safe for relu_, not for exp, which kept h before it
+    assert truth("07.self-inplace-after-exp") == "ExpBackward0"
+    assert not _graded_right("07.self-inplace-after-exp", "neither: backward runs")
+    assert not _graded_right("07.self-inplace-after-exp", "the in-place ReLU's node")
+
+
+def test_the_mechanism_of_section_10_is_stated_only_after_its_reveals():
+    nb = json.loads(Path("solutions/07_version_counters_and_in_place_writes.ipynb").read_text(encoding="utf-8"))
+    sources = ["".join(c["source"]) for c in nb["cells"]]
+    section = next(i for i, src in enumerate(sources) if src.startswith("## 10."))
+    for qid, mechanism in (("07.data-write", "counter of its own"), ("07.hooks-grad", "skips the check")):
+        asked = next(i for i, src in enumerate(sources) if f"**Question `{qid}`" in src)
+        revealed = next(i for i, src in enumerate(sources) if f'reveal("{qid}")' in src)
+        assert not any(mechanism in src for src in sources[section : asked + 1]), qid
+        assert any(mechanism in src for src in sources[revealed:]), qid
 
 
 # --- the generated cases ----------------------------------------------------------------------------

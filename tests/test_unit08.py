@@ -22,6 +22,23 @@ def test_syllabus_figures():
     assert depth_200() == 402
 
 
+def _graded_right(qid, answer):
+    from grader.engine import question as registry
+
+    q = registry.get(qid)
+    return q.kind.agrees(q.kind.truth(q.run()), q.kind.read(answer))
+
+
+def test_the_replaced_questions_ask_what_the_unit_had_not_printed():
+    # 08.detach-grad's 10.0000 was printed in section 2; the new question asks which sum detach computes
+    assert _graded_right("08.detach-which-sum", "the own-step-only sum")
+    assert not _graded_right("08.detach-which-sum", "the full-history sum")
+    # 08.which-k was a row of the section 6 table; the new loop calls backward every step inside chunks of 3
+    assert _graded_right("08.which-k-per-step", "k=3")
+    for wrong in ("k=1", "k=6", "none of them"):
+        assert not _graded_right("08.which-k-per-step", wrong)
+
+
 def test_saved_bytes_grow_with_the_step_count():
     kept = []
     carried_loop(30, retain=True, each=lambda step, loss: kept.append(kept_bytes(loss)))

@@ -234,3 +234,14 @@ def test_the_reference_passes_on_a_loaded_machine(qid, busy_machine):
     """Within its per-case limits with two CPU-bound processes beside it (the speed figure: bench/run.py)."""
     check(qid, ref.REFERENCE[qid])  # the first check builds (and keeps) the cases
     assert check(qid, ref.REFERENCE[qid]).passed
+
+
+def test_the_repaired_depths_are_asked_as_a_shape_torch_decides():
+    from grader.engine import question as registry
+
+    q = registry.get("10.worked-repaired-shape")
+    truth = q.kind.truth(q.run())
+    assert q.kind.agrees(truth, q.kind.read("the same at every step"))
+    assert not q.kind.agrees(truth, q.kind.read("one step longer each step"))
+    depths = list(unit10.capstone.prove(unit10.WORKED, unit10.WORKED_REPAIRED).depths)
+    assert len(depths) == 4 and len(set(depths)) == 1

@@ -26,22 +26,41 @@ def _row(result, label):
 def test_the_notebooks_facts():
     assert truth("11.count-work") == (1.0, 300.0)
     assert truth("11.self-decoder-passes") == (250.0, 4.0)
-    assert truth("11.fn-node-name") == "CubeBackward"
+    assert truth("11.fn-backward-wins") == (2.0, 2.0)
     assert truth("11.forward-grad-mode") is False
     assert truth("11.needs-input-grad") == "(True, False, False)"
     assert truth("11.saved-write").where == "at backward"
     assert abs(truth("11.stashed-write") - 18.75) < 1e-4
     assert truth("11.stash-output-alive") is True
     assert truth("11.no-mark-dirty") == (1.0, 1.0)
-    assert truth("11.materialize") == "None"
+    assert truth("11.materialize-zero-path") == "a tensor of zeros"
     once = truth("11.once-diff")
     assert once.where == "at the second grad" and "does not require grad" in once.message
     assert truth("11.double-value") == (6.75, 9.0)
-    assert truth("11.vmap-rule") == "raises: no vmap rule"
+    assert truth("11.jvp-rule") == "raises: no forward-mode rule"
     assert truth("11.gradcheck-float32") == "fails: Jacobian mismatch"
     assert abs(truth("11.relu-kink") - 0.5) < 1e-6
     assert truth("11.self-leaf-inplace") == "raises at apply"
     assert truth("11.self-gradgrad-once").startswith("fails: the analytical")
+
+
+def _graded_right(qid, answer):
+    q = registry.get(qid)
+    return q.kind.agrees(q.kind.truth(q.run()), q.kind.read(answer))
+
+
+@pytest.mark.parametrize(
+    "qid, spoiled, right",
+    [
+        # the answer the unit used to print before asking, or the one the API's name gives away, is wrong now
+        ("11.fn-backward-wins", [1.0, 2.718281828], [2.0, 2.0]),
+        ("11.materialize-zero-path", "None", "a tensor of zeros"),
+        ("11.jvp-rule", "runs", "raises: no forward-mode rule"),
+    ],
+)
+def test_the_replaced_questions_refuse_the_answer_the_old_prose_gave(qid, spoiled, right):
+    assert not _graded_right(qid, spoiled)
+    assert _graded_right(qid, right)
 
 
 def test_the_naive_softplus_overflows_where_the_cases_say():

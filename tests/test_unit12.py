@@ -148,3 +148,33 @@ def test_the_reference_passes_on_a_loaded_machine(busy_machine):
 def test_a_made_up_choice_is_named_as_not_a_choice():
     result = check("12.self-ema", "gremlins")
     assert result.verdict == "invalid" and "not a choice" in str(result)
+
+
+def test_what_anomaly_mode_adds_is_stated_only_after_the_question_that_asks_it():
+    import json
+    from pathlib import Path
+
+    nb = json.loads(Path("solutions/12_finding_the_fault.ipynb").read_text(encoding="utf-8"))
+    sources = ["".join(c["source"]) for c in nb["cells"]]
+    revealed = next(i for i, src in enumerate(sources) if 'reveal("12.anomaly-cost")' in src)
+    stated = [i for i, src in enumerate(sources) if "records the Python stack" in src]
+    assert stated and min(stated) > revealed
+
+
+def test_held_bytes_leaves_out_the_numbers_an_op_wraps_as_the_self_ema_prompt_says():
+    from grader import probes
+
+    x = torch.randn(3, requires_grad=True)
+    y = x * 0.9  # keeps the 0.9 as a wrapped 0-dim tensor, which no pack hook sees
+    assert [s.wrapped for s in probes.saved_tensors(y)] == [True]
+    assert kit.held_bytes(y) == 0
+    assert kit.held_bytes(x * x) == x.untyped_storage().nbytes()
+
+
+def test_not_in_optimizer_asks_what_unit_10_did_not_show():
+    from grader.engine import question as registry
+
+    q = registry.get("12.not-in-optimizer-after-double")
+    truth = q.kind.truth(q.run())
+    assert q.kind.agrees(truth, q.kind.read({"head.weight", "head.bias"}))
+    assert not q.kind.agrees(truth, q.kind.read(set(kit.their_param_names())))  # double() taken for a copy

@@ -370,29 +370,38 @@ def hooks_grad():
 
 
 @self_test(
-    "07.self-view-versions",
+    "07.self-alias-or-copy",
     Number(tol=0),
-    prompt="b = torch.zeros(4); v = b[1:3]; v.add_(1); b.mul_(2). What are b._version and v._version? "
-    "Answer [b's, v's].",
-    explain="A view and its base share one counter: each write, through either name, moves the number both report.",
+    prompt="b = torch.zeros(4); c = b.clone(); v = b[::2]; r = b.reshape(2, 2); c.add_(1); v.add_(1); "
+    "r.mul_(2). What are b._version and c._version? Answer [b's, c's].",
+    explain="A view shares its base's counter; a copy has its own. b[::2] is a view, and so is reshape of a "
+    "contiguous tensor (it only reinterprets the same memory), so both writes move b's counter to 2. "
+    "clone() copies the memory into a new storage with a counter of its own: c.add_(1) moves only c's.",
     hints=(
-        "Count the writes, then ask whose counter each one moves.",
-        "A slice is a view: it and its base read one shared counter, so a write through either name moves "
-        "the number both report.",
+        "For each of c, v and r: does it share b's memory, or own a copy?",
+        "reshape returns a view whenever the memory allows it, as it does for a contiguous b; clone never does.",
     ),
     misconceptions=[
         (
-            lambda truth: [truth[0] - 1, truth[1] - 1],
-            "each name seeing only its own write would give one each; a view shares its base's counter",
-        )
+            lambda truth: [truth[0] - 1, truth[1]],
+            "reshape of a contiguous tensor is a view, not a copy: r.mul_(2) is a write into b's "
+            "memory, and it moves b's counter",
+        ),
+        (
+            lambda truth: [truth[0] + 1, truth[1]],
+            "clone() copies into a new storage with its own counter: a write into c is not a write into b",
+        ),
     ],
 )
-def self_view_versions():
+def self_alias_or_copy():
     b = torch.zeros(4)
-    v = b[1:3]
+    c = b.clone()
+    v = b[::2]
+    r = b.reshape(2, 2)
+    c.add_(1)
     v.add_(1)
-    b.mul_(2)
-    return [b._version, v._version]
+    r.mul_(2)
+    return [b._version, c._version]
 
 
 KEEPER_NAMES = ("a", "t", "c", "y")
@@ -439,38 +448,51 @@ def self_mul_constant():
     return broken
 
 
+STALE_KEEPERS = ("ExpBackward0", "the in-place ReLU's node", "both", "neither: backward runs")
+
+
 @self_test(
-    "07.self-relu-own-output",
-    Number(tol=0),
-    prompt="x = torch.tensor([-3.0, 1.5], requires_grad=True); h = x * 4; h.relu_(); h.add_(1). The in-place "
-    "ReLU kept h for its backward rule. At which version of h did it keep it, and at which version is h "
-    "when h.sum().backward() reads it? Answer [kept at, now].",
-    explain="The in-place ReLU wrote h first (version 1) and then kept its result, at the version its own write "
-    "produced, so its own write never trips the check. h.add_(1) moves h to 2, and backward refuses.",
+    "07.self-inplace-after-exp",
+    Choice(*STALE_KEEPERS),
+    prompt="x = torch.tensor([-3.0, 1.5], requires_grad=True); h = x.exp(); h.relu_(); h.sum().backward(). "
+    "Both exp's node and the in-place ReLU's node keep h, their output. Whose kept h no longer matches "
+    "its version when backward reads it? One of " + ", ".join(repr(k) for k in STALE_KEEPERS) + ".",
+    explain="exp kept its output h at version 0. relu_ then wrote h (version 1) and kept its own result "
+    "after that write, at version 1, so its own write never trips its own check. But it does trip "
+    "exp's: the h that ExpBackward0 kept is now at version 1, and backward refuses.",
     hints=(
-        "Count the writes into h: which ones happen before the ReLU keeps its result, which after?",
-        "relu_ writes h and then keeps its own result as it now is; only a write after that makes the kept "
-        "version and the current one differ.",
+        "Which node kept h first, and at which version? Which write came after that?",
+        "An in-place op keeps its result after writing it; what about a node that kept the same tensor earlier?",
     ),
     misconceptions=[
         (
-            lambda truth: [truth[0] - 1, truth[1]],
-            "relu_ keeps its result after writing it, so the version it keeps already counts its own write",
-        )
+            STALE_KEEPERS[3],
+            "relu_'s own write is safe for relu_, which keeps its result after writing; but exp "
+            "kept h before that write, and its kept h is now stale",
+        ),
+        (
+            STALE_KEEPERS[1],
+            "relu_ keeps its result after writing it, at the version its own write made; it is exp's "
+            "kept h, saved before the write, that no longer matches",
+        ),
     ],
 )
-def self_relu_own_output():
+def self_inplace_after_exp():
     x = torch.tensor([-3.0, 1.5], requires_grad=True)
-    h = x * 4
+    h = x.exp()
     h.relu_()
-    h.add_(1)
-    kept = [s for s in probes.saved_tensors(h) if s.node.startswith("Threshold") or s.node.startswith("Relu")]
-    if len(kept) != 1:
-        raise RuntimeError(
-            f"expected one tensor kept by the in-place ReLU, torch shows "
-            f"{[(s.node, s.attribute) for s in probes.saved_tensors(h)]}"
-        )
-    return [kept[0].version_saved, h._version]
+    stale = {s.node for s in probes.saved_tensors(h) if s.state == "stale"}
+    exp_stale, relu_stale = "ExpBackward0" in stale, any(n.startswith(("Relu", "Threshold")) for n in stale)
+    try:
+        h.sum().backward()
+        ran = True
+    except RuntimeError:
+        ran = False
+    if ran == (exp_stale or relu_stale):
+        raise RuntimeError(f"backward {'ran' if ran else 'raised'} but the stale kept tensors are {sorted(stale)}")
+    return {(True, False): STALE_KEEPERS[0], (False, True): STALE_KEEPERS[1], (True, True): STALE_KEEPERS[2]}.get(
+        (exp_stale, relu_stale), STALE_KEEPERS[3]
+    )
 
 
 @self_test(

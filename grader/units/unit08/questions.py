@@ -28,7 +28,6 @@ from grader.units.unit08.support import (
     first_w_grad,
     kept_bytes,
     mul_runs,
-    retained_grad_value,
     the_loop,
 )
 
@@ -251,22 +250,52 @@ def retain_then_step():
 # --- the way out: detach ----------------------------------------------------------------------------
 
 
+SUMS = ("the full-history sum", "the own-step-only sum", "between the two", "the last step's own term alone")
+
+
+def _section_two_sums(steps: int = STEPS) -> tuple[float, float, float]:
+    """Section 2's two columns, summed (through the full history, own step only), and the last own term."""
+    w = torch.tensor(0.9, requires_grad=True)
+    hidden = torch.tensor(1.0)
+    full = own = last = 0.0
+    for _ in range(steps):
+        received = hidden
+        hidden = hidden * w + 0.1
+        (through_all,) = torch.autograd.grad(hidden**2, w, retain_graph=True)
+        (own_step,) = torch.autograd.grad((received.detach() * w + 0.1) ** 2, w)
+        full, own, last = full + through_all.item(), own + own_step.item(), own_step.item()
+    return full, own, last
+
+
 @predict_then_run(
-    "08.detach-grad",
-    Number(),
-    prompt=DETACHED + " at the end of every step. What is w.grad after five steps? (4 decimals)",
-    explain="Each loss is differentiated through its own step only: the earlier steps' dependence on w "
-    "was cut, so the five (smaller) contributions add to a different number.",
+    "08.detach-which-sum",
+    Choice(*SUMS),
+    prompt=DETACHED + " at the end of every step, five steps. Section 2 summed two columns: each step's "
+    "derivative through the full history, and through its own step only. Which does w.grad after the five "
+    "steps equal? One of " + ", ".join(repr(o) for o in SUMS) + ".",
+    explain="Each loss is differentiated through its own step only: the detach turned the state it received "
+    "into a constant, so no loss reaches the earlier steps' dependence on w, and the five own-step terms "
+    "accumulate in w.grad.",
     misconceptions=[
         (
-            lambda truth: retained_grad_value(),
-            "That is the retained loop's figure. The detach "
-            "cuts each step's graph at the state it received, so no loss reaches the earlier steps.",
-        )
+            SUMS[0],
+            "that is the retained loop's figure; the detach cuts each step's graph at the state "
+            "it received, so no loss reaches the earlier steps",
+        ),
+        (
+            SUMS[3],
+            "w.grad accumulates over the five backward calls (nobody zeroes it): every step's "
+            "own term is in it, not only the last",
+        ),
     ],
 )
-def detach_grad():
-    return carried_loop(detach=True).grad.item()
+def detach_which_sum():
+    got = carried_loop(detach=True).grad.item()
+    full, own, last = _section_two_sums()
+    for label, value in ((SUMS[1], own), (SUMS[0], full), (SUMS[3], last)):
+        if abs(got - value) < 1e-4:
+            return label
+    return SUMS[2] if min(full, own) < got < max(full, own) else "none of them"
 
 
 # --- k-step truncation ---------------------------------------------------------------------------------
@@ -330,33 +359,52 @@ def tbptt(case):
 
 # --- self-test --------------------------------------------------------------------------------------
 
-WHICH_K = ("k=1", "k=2", "k=3", "k=6")
+WHICH_K = ("k=1", "k=2", "k=3", "k=6", "none of them")
+
+
+def _retained_within_chunks(w: float = 0.7, steps: int = 6, every: int = 3) -> float:
+    """backward(retain_graph=True) on each step's own loss, the state detached only every ``every`` steps."""
+    wt = torch.tensor(w, requires_grad=True)
+    hidden = torch.tensor(1.0)
+    for step in range(1, steps + 1):
+        hidden = hidden * wt + 0.1
+        (hidden**2).backward(retain_graph=True)
+        if step % every == 0:
+            hidden = hidden.detach()
+    return wt.grad.item()
 
 
 @self_test(
-    "08.which-k",
+    "08.which-k-per-step",
     Choice(*WHICH_K),
     prompt="A loop carries hidden across 6 steps (w = 0.7, hidden from 1.0, hidden = hidden * w + 0.1, "
-    "loss = hidden ** 2), never detaches, and calls loss.backward(retain_graph=True) every step. "
-    "Its w.grad equals the k-step truncation with which k?",
-    explain="Never detaching lets every loss see the whole history, and the per-step gradients add to "
-    "the gradient of the summed losses: the one-chunk case, k = the sequence length.",
+    "loss = hidden ** 2). It calls loss.backward(retain_graph=True) on every step's own loss, and detaches "
+    "hidden only after steps 3 and 6. Its w.grad equals the k-step truncation (backward of each chunk's "
+    "summed losses, then detach) with which k? One of " + ", ".join(repr(k) for k in WHICH_K) + ".",
+    explain="How far back a loss is differentiated is decided by where the state was last detached, not by "
+    "when backward is called: each loss here reaches back to the start of its chunk of 3. Gradients are "
+    "linear, so one backward per loss adds up to one backward of the chunk's summed losses: k = 3.",
     hints=(
-        "Ask, for each loss, how far back its backward can reach when nothing is ever detached.",
-        "Gradients are linear: a backward per step through the full history adds up to one backward of "
-        "the summed losses through the full history. Which k makes one chunk of the whole sequence?",
+        "For each loss, ask how far back its backward can reach: where was the state it grew from last detached?",
+        "A backward per loss through the same graph adds up to one backward of the summed losses (gradients "
+        "are linear). Which chunks do the detaches make?",
     ),
     misconceptions=[
-        ("k=1", "k = 1 detaches every step, so each loss sees only its own step; this loop never detaches.")
+        (
+            "k=1",
+            "a backward every step is not a detach every step: each loss still reaches back to the "
+            "start of its chunk, through the graph retain_graph kept",
+        ),
+        ("k=6", "the detach after step 3 cuts the history: no loss of steps 4 to 6 reaches steps 1 to 3"),
     ],
 )
-def which_k():
-    retained = carried_loop(6, w=0.7, retain=True).grad.item()
-    for label in WHICH_K:
+def which_k_per_step():
+    got = _retained_within_chunks()
+    for label in WHICH_K[:-1]:
         k = int(label.split("=")[1])
-        if abs(first_w_grad((the_loop(0.7, 6), k)) - retained) < 1e-4:
+        if abs(first_w_grad((the_loop(0.7, 6), k)) - got) < 1e-4:
             return label
-    return "none"
+    return WHICH_K[-1]
 
 
 @self_test(

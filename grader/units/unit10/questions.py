@@ -142,17 +142,40 @@ def worked_first_differs():
     return next(i + 1 for i, ok in enumerate(matches) if not ok)
 
 
-@predict_then_run(
-    "10.worked-repaired-depths",
-    Number(tol=0),
-    prompt="Repair the worked example: replace loss.backward(retain_graph=True) by loss.backward() and add "
-    "state = state.detach() as the last statement of the loop body (after opt.step()). What is "
-    "probes.depth(loss) at steps 1 to 4 now? Answer four numbers.",
-    explain="The detached state enters each step as a leaf with no history, so every step's graph is one step "
-    "long: the quantity the fault broke, restored, along with the gradients.",
+DEPTH_SHAPES = (
+    "the same at every step",
+    "one step longer each step",
+    "longer each step, then level",
+    "shorter each step",
 )
-def worked_repaired_depths():
-    return capstone.prove(WORKED, WORKED_REPAIRED).depths
+
+
+@predict_then_run(
+    "10.worked-repaired-shape",
+    Choice(*DEPTH_SHAPES),
+    prompt="Repair the worked example: replace loss.backward(retain_graph=True) by loss.backward() and add "
+    "state = state.detach() as the last statement of the loop body (after opt.step()). How does "
+    "probes.depth(loss) run over steps 1 to 4 now? One of " + ", ".join(repr(d) for d in DEPTH_SHAPES) + ".",
+    explain="The detached state enters each step as a leaf with no history, so every step's graph is one step "
+    "long, the same at every step: the quantity the fault broke, restored, along with the gradients.",
+    misconceptions=[
+        (
+            DEPTH_SHAPES[1],
+            "that is the fault as found: the carried state joined each step's graph to the last. "
+            "Detached after the step, it enters the next one with no history",
+        )
+    ],
+)
+def worked_repaired_shape():
+    depths = list(capstone.prove(WORKED, WORKED_REPAIRED).depths)
+    steps = [b - a for a, b in zip(depths, depths[1:])]
+    if all(d == 0 for d in steps):
+        return DEPTH_SHAPES[0]
+    if all(d > 0 for d in steps) and len(set(steps)) == 1:
+        return DEPTH_SHAPES[1]
+    if all(d >= 0 for d in steps) and steps[0] > 0 and steps[-1] == 0:
+        return DEPTH_SHAPES[2]
+    return DEPTH_SHAPES[3] if all(d < 0 for d in steps) else "another pattern"
 
 
 # --- trap 1: "the loss went down, so it is fixed" ---------------------------------------------------

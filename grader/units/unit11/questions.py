@@ -63,30 +63,39 @@ def count_work():
 
 
 @predict_then_run(
-    "11.fn-node-name",
-    Choice("CubeBackward0", "CubeBackward", "PowBackward0", "BackwardCFunction"),
-    prompt="class Cube(torch.autograd.Function) with forward(x): return x ** 3, setup_context saving x, and "
-    "backward returning grad * 3 * x ** 2. x = torch.tensor([1.5], requires_grad=True); "
-    "y = Cube.apply(x). What is type(y.grad_fn).__name__: 'CubeBackward0', 'CubeBackward', "
-    "'PowBackward0' or 'BackwardCFunction'?",
-    explain="apply records one node for the whole Function, a class torch makes from yours and names "
-    "<YourClass>Backward, without the number built-in nodes carry. The x ** 3 inside forward is not "
-    "recorded.",
+    "11.fn-backward-wins",
+    Number(),
+    prompt="class Twice(torch.autograd.Function): forward(x) returns x.exp(); setup_context keeps nothing; "
+    "backward(ctx, grad) returns grad * 2 (wrong for exp, on purpose). x = torch.tensor([0.0, 1.0], "
+    "requires_grad=True); Twice.apply(x).sum().backward(). What is x.grad? (4 decimals)",
+    explain="apply records one node for the whole Function, and that node's backward is yours: autograd never "
+    "looks at the exp inside forward (forward ran with grad mode off and recorded nothing). Whatever your "
+    "backward returns is the gradient, right or wrong: here 2 * 1 for each entry.",
     misconceptions=[
         (
-            "PowBackward0",
-            "forward runs with grad mode off: the x ** 3 inside it records nothing, "
-            "and the whole Function is one node, your backward",
+            lambda truth: torch.tensor([0.0, 1.0]).exp().tolist(),
+            "that is exp's true slope, exp(x); but the x.exp() inside forward is not recorded: the "
+            "Function's one node runs your backward, which returns grad * 2",
         )
     ],
 )
-def fn_node_name():
-    class Cube(CubeSaved):
-        pass
+def fn_backward_wins():
+    class Twice(AutogradFunction):
+        @staticmethod
+        def forward(x):
+            return x.exp()
 
-    x = torch.tensor([1.5], requires_grad=True)
-    y = Cube.apply(x)
-    return type(y.grad_fn).__name__
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    x = torch.tensor([0.0, 1.0], requires_grad=True)
+    Twice.apply(x).sum().backward()
+    return x.grad.tolist()
 
 
 @predict_then_run(
@@ -310,30 +319,31 @@ MATERIALIZE = ("None", "a tensor of zeros", "a tensor of ones", "another tensor"
 
 
 @predict_then_run(
-    "11.materialize",
+    "11.materialize-zero-path",
     Choice(*MATERIALIZE),
     prompt="class SplitPair(torch.autograd.Function): forward(x) returns (x * 2, x ** 2); setup_context calls "
     "ctx.set_materialize_grads(False) and saves x; backward(ctx, g_double, g_square). "
-    "x = torch.ones(2, requires_grad=True); d, s = SplitPair.apply(x); d.sum().backward(). What does "
-    "backward receive as g_square? One of " + ", ".join(repr(m) for m in MATERIALIZE) + ".",
-    explain="s is not on the path to the loss, so no gradient flows into it. By default torch materializes "
-    "that missing gradient as zeros of s's shape; set_materialize_grads(False) passes None instead, "
-    "and backward must handle it.",
+    "x = torch.ones(2, requires_grad=True); d, s = SplitPair.apply(x); (d.sum() + 0 * s.sum()).backward(). "
+    "What does backward receive as g_square? One of " + ", ".join(repr(m) for m in MATERIALIZE) + ".",
+    explain="None stands for 'no gradient reached this output', not for 'the gradient is zero'. Here s is on "
+    "the path to the loss, through 0 * s.sum(): the multiplication's backward sends grad * 0 and sum's "
+    "backward spreads it over s's shape, so a real tensor of zeros arrives. set_materialize_grads(False) "
+    "changes only what stands in for a gradient that never arrives.",
     misconceptions=[
         (
-            "a tensor of zeros",
-            "zeros are what backward gets by default; set_materialize_grads(False) "
-            "turns that off and passes None for an output no gradient reached",
+            "None",
+            "None is passed only for an output no gradient reached; s is on the path to the loss "
+            "(0 * s.sum()), so a real gradient arrives, and it is zeros",
         )
     ],
 )
-def materialize():
+def materialize_zero_path():
     SplitPair.seen.clear()
     SplitPair.materialize = False
     try:
         x = torch.ones(2, requires_grad=True)
         d, s = SplitPair.apply(x)
-        d.sum().backward()
+        (d.sum() + 0 * s.sum()).backward()
     finally:
         SplitPair.materialize = True
     return describe_received(SplitPair.seen[-1][1])
@@ -391,33 +401,40 @@ def double_value():
     return [g.item(), gg.item()]
 
 
-VMAP_OPTIONS = ("runs", "raises: it needs setup_context", "raises: no vmap rule", "runs, with other values")
+JVP_OPTIONS = ("runs", "raises: no vmap rule", "raises: no forward-mode rule", "runs, with other values")
 
 
 @predict_then_run(
-    "11.vmap-rule",
-    Choice(*VMAP_OPTIONS),
-    prompt="Cube as written (forward(x) alone, setup_context saving x, backward), without generate_vmap_rule "
-    "and without a vmap staticmethod. torch.func.vmap(Cube.apply)(torch.ones(3, 2)): what happens? One of "
-    + ", ".join(repr(o) for o in VMAP_OPTIONS)
+    "11.jvp-rule",
+    Choice(*JVP_OPTIONS),
+    prompt="Cube as written (forward(x) alone, setup_context saving x, backward returning grad * 3 * x ** 2), "
+    "with generate_vmap_rule = True and nothing else. torch.func.jvp(Cube.apply, (torch.tensor([1.0, 2.0]),), "
+    "(torch.ones(2),)), a forward-mode derivative: what happens? One of "
+    + ", ".join(repr(o) for o in JVP_OPTIONS)
     + ".",
-    explain="The setup_context form lets torch.func see forward apart from ctx, which every torch.func "
-    "transform needs; vmap then still needs a batching rule: set generate_vmap_rule = True (torch "
-    "vmaps your forward and backward) or write a vmap staticmethod.",
+    explain="Forward mode pushes a tangent forward and needs a Jacobian-vector product; your backward gives "
+    "vector-Jacobian products, which torch does not turn around for you. A Function needs a jvp "
+    "staticmethod (with what it reads kept by ctx.save_for_forward) for torch.func.jvp and jacfwd.",
     misconceptions=[
         (
             "runs",
-            "setup_context is needed, not enough: vmap also needs a rule, generated "
-            "(generate_vmap_rule = True) or written",
+            "backward gives vector-Jacobian products (reverse mode); jvp needs the other product, "
+            "and a Function supplies it only through a jvp staticmethod",
         )
     ],
 )
-def vmap_rule():
+def jvp_rule():
+    class CubeBatched(CubeSaved):
+        generate_vmap_rule = True
+
     try:
-        torch.func.vmap(CubeSaved.apply)(torch.ones(3, 2))
+        _, tangent = torch.func.jvp(CubeBatched.apply, (torch.tensor([1.0, 2.0]),), (torch.ones(2),))
+    except NotImplementedError:
+        return JVP_OPTIONS[2]
     except RuntimeError as exc:
-        return VMAP_OPTIONS[1] if "setup_context" in str(exc) else VMAP_OPTIONS[2]
-    return VMAP_OPTIONS[0]
+        return JVP_OPTIONS[1] if "vmap" in str(exc) else JVP_OPTIONS[2] + "?"
+    right = torch.allclose(tangent, 3 * torch.tensor([1.0, 2.0]) ** 2)
+    return JVP_OPTIONS[0] if right else JVP_OPTIONS[3]
 
 
 # --- 3. gradcheck -------------------------------------------------------------------------------
@@ -433,7 +450,7 @@ FLOAT32_OPTIONS = ("passes", "passes, with a warning", "fails: Jacobian mismatch
     + ", ".join(repr(o) for o in FLOAT32_OPTIONS)
     + ".",
     explain="float32 keeps about 7 digits; a difference of two values 2e-6 apart loses most of them, so the "
-    "numerical Jacobian is off by more than atol + rtol * |analytical| allows. gradcheck warns that the "
+    "numerical Jacobian is off by more than atol + rtol * |numerical| allows. gradcheck warns that the "
     "input is not float64 and then fails: run it in float64.",
     misconceptions=[
         (
@@ -665,13 +682,15 @@ GRADGRAD_OPTIONS = (
     "decorated with @once_differentiable, returns grad * 4 * t ** 3. "
     "torch.autograd.gradgradcheck(Quart.apply, (torch.tensor([0.5, -1.5], dtype=torch.float64, "
     "requires_grad=True),)): what happens? One of " + ", ".join(repr(o) for o in GRADGRAD_OPTIONS) + ".",
-    explain="gradgradcheck's analytical side differentiates what your backward returned, and under "
-    "once_differentiable that is not recorded: it comes out all zeros. The numerical side only calls "
-    "backward at nearby points and finds 12t²: a Jacobian mismatch.",
+    explain="gradgradcheck's analytical side differentiates what your backward returned, with a gradient "
+    "coming in that itself needs grad. Under once_differentiable, torch then wraps backward's result in an "
+    "Error node whose inputs are detached stand-ins, so nothing leads back to t: the analytical second "
+    "derivative comes out all zeros. The numerical side only calls backward at nearby points and finds "
+    "12t²: a Jacobian mismatch.",
     hints=(
         "What does gradgradcheck compare, and which of the two depends on your backward being recorded?",
         "The numerical side only calls backward at nearby points; the analytical side needs a graph of "
-        "backward, which once_differentiable does not record.",
+        "backward that leads back to t, which once_differentiable does not give.",
     ),
 )
 def self_gradgrad_once():

@@ -308,25 +308,32 @@ THEIR_PARAMS = their_param_names()
 
 
 @predict_then_run(
-    "12.not-in-optimizer",
+    "12.not-in-optimizer-after-double",
     Names(pool=THEIR_PARAMS),
     prompt="their_setup() (its source is printed in the notebook) builds model = Regressor(), then opt = "
-    "torch.optim.SGD(model.parameters(), lr=0.05), then model.head = nn.Linear(6, 1). Which of the "
-    "model's parameters (model.named_parameters()) are not among the tensors in opt.param_groups? "
-    "Answer a set of names.",
-    explain="model.parameters() was read when the optimizer was made: it holds the tensors of that moment. "
-    "Assigning a new Linear to model.head puts new tensors in the model that the optimizer has never "
-    "seen; they get gradients and never move.",
+    "torch.optim.SGD(model.parameters(), lr=0.05), then model.head = nn.Linear(6, 1). Then model.double() "
+    "turns every parameter to float64. Which of the model's parameters (model.named_parameters()) are not "
+    "among the tensors in opt.param_groups? Answer a set of names.",
+    explain="The optimizer keeps the tensors it was given, not a view of the model. model.double() converts "
+    "each parameter in place: the same Parameter objects, their data swapped for float64, so the ones the "
+    "optimizer holds are still the model's. The head assigned after the optimizer was made brought new "
+    "tensors it has never seen, before and after the conversion.",
     misconceptions=[
         (
+            lambda truth: set(THEIR_PARAMS),
+            "model.double() keeps every Parameter object and changes its data in place: the optimizer's "
+            "tensors are still the model's, now float64",
+        ),
+        (
             set(),
-            "the optimizer keeps the tensors it was given, not a view of the model: a module "
-            "assigned later brings tensors it has never seen",
-        )
+            "the optimizer keeps the tensors it was given: the head assigned after it was made brings "
+            "tensors it has never seen",
+        ),
     ],
 )
-def not_in_optimizer():
+def not_in_optimizer_after_double():
     model, opt, _ = kit.their_setup()
+    model.double()
     held = {id(p) for group in opt.param_groups for p in group["params"]}
     return {n for n, p in model.named_parameters() if id(p) not in held}
 
@@ -467,12 +474,14 @@ GROWTH = ("nothing grows", "only held bytes grow", "only depth grows", "both gro
     prompt="net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1)); ema = torch.tensor(0.0); each "
     "of 4 steps: loss = ((net(x) - y) ** 2).mean(); opt.zero_grad(); loss.backward(); opt.step(); "
     "ema = 0.9 * ema + 0.1 * loss. From step 1 to step 4, what happens to ema's graph: the bytes it "
-    "holds for backward (saved tensors not yet freed) and its depth? One of "
+    "holds for backward as held_bytes(ema) counts them (the saved tensors a pack hook sees, not yet freed: a "
+    "Python number an op keeps as a 0-dim tensor is not counted) and its depth? One of "
     + ", ".join(repr(g) for g in GROWTH)
     + ".",
     explain="ema chains every step's loss, so its depth grows by the two nodes of the update each step. But "
     "each loss.backward() already freed what the loss's graph saved, and multiplying by a Python "
-    "number saves nothing that a pack hook sees: the chain keeps nodes, not activations.",
+    "number keeps only that number, as a 0-dim tensor no pack hook sees (held_bytes leaves it out): the "
+    "chain keeps nodes, not activations.",
     hints=(
         "Is ema's graph ever walked by backward? Which graphs does it reach, and were they walked?",
         "backward frees the saved tensors of the nodes it runs; the nodes themselves stay while something "

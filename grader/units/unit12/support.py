@@ -293,7 +293,8 @@ def _tensors_in(obj, seen=None) -> list[torch.Tensor]:
 
 def held_bytes(*objs) -> int:
     """Bytes of the distinct storages that the graphs under the tensors in ``objs`` keep for backward
-    (saved tensors not yet freed; unit 05's bill, read from the graph instead of the forward pass)."""
+    (saved tensors not yet freed; unit 05's bill, read from the graph instead of the forward pass). A Python
+    number an op keeps as a 0-dim tensor (``0.9 * ema`` keeps the 0.9) is left out, as it is from a pack hook."""
     storages = {}
     for t in (t for obj in objs for t in _tensors_in(obj)):
         if t.grad_fn is None:

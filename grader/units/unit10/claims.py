@@ -1,0 +1,40 @@
+"""Unit 10's general rules, each checked on generated programs (see grader.engine.claims)."""
+
+import random
+
+import torch
+
+from grader.engine.claims import Trial, claim
+
+# the branch torch.where does not pick at x <= 0; some have a finite backward there, some do not
+_BRANCHES = (
+    ("sqrt", torch.sqrt),
+    ("log", torch.log),
+    ("rsqrt", torch.rsqrt),
+    ("reciprocal", torch.reciprocal),
+    ("pow(0.5)", lambda t: t.pow(0.5)),
+    ("exp", torch.exp),
+    ("sin", torch.sin),
+)
+
+
+@claim(
+    "10.where-masked-nan",
+    sentence="`torch.where` sends a zero gradient to the branch it did not pick, and that branch's backward "
+    "still runs on every entry: where its local derivative is not finite, the zero becomes NaN",
+)
+def where_masked_nan():
+    for seed in range(14):
+        rng = random.Random(seed)
+        name, branch = _BRANCHES[seed % len(_BRANCHES)]
+        values = [rng.choice([-4.0, -1.0, 0.0]) if rng.random() < 0.5 else rng.uniform(0.5, 4) for _ in range(6)]
+        values[0], values[1] = -2.0, 0.0  # every program has a negative entry and a zero not picked
+        x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+        out = torch.where(x > 0, branch(x), torch.zeros_like(x))
+        out.sum().backward()
+        probe = x.detach().clone().requires_grad_()
+        (local,) = torch.autograd.grad(branch(probe).sum(), probe)  # the branch's own slope, entry by entry
+        masked = x.detach() <= 0
+        predicted = masked & ~torch.isfinite(local)
+        holds = bool(torch.isfinite(out).all()) and torch.equal(torch.isnan(x.grad), predicted)
+        yield Trial(f"seed {seed}: where(x > 0, x.{name}(), 0) on {values}", condition=True, holds=holds)
