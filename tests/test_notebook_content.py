@@ -216,3 +216,44 @@ def test_the_title_cell_agrees_with_the_course(uid):
     assert all(order.index(u) > order.index(uid) for u in linked(later)), (
         f"unit {uid}: 'Leads to' names a unit that comes before it"
     )
+
+
+# --- a question's rule, stated before the question ------------------------------------------------
+
+# The rule a prediction tests, as a pattern of the words that state it. A markdown cell or an output before the
+# question that states it turns the prediction into reading. Each pattern must also match the question's own
+# explanation or a cell after it, so that it is the rule's real wording, not a phrase nobody writes.
+RULE_STATEMENTS = {
+    "01.constant-is-leaf": r"one nothing tracks|does not require grad counts as a leaf",
+    "02.second-step": r"every backward call (adds|nobody cleared)|over every backward call|adds? (it )?into "
+    r"(the )?`?\.grad`? (in place|already there)|each backward adds",
+}
+_COMMENTS = re.compile(r"<!--.*?-->", re.S)
+
+
+def _said(cell) -> str:
+    text = _COMMENTS.sub(" ", cell.source) if cell.cell_type == "markdown" else _output_text(cell)
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("qid", sorted(RULE_STATEMENTS))
+def test_no_earlier_cell_states_the_rule_a_question_tests(qid):
+    from grader.engine.question import get
+
+    q = get(qid)
+    cells = _notebook(q.unit).cells
+    asked = _asked_at(cells, qid)
+    rule = re.compile(RULE_STATEMENTS[qid], re.I)
+    for i, cell in enumerate(cells[:asked]):
+        found = rule.search(_said(cell))
+        assert not found, f"{qid}: cell {i} ({cell.get('id')}) states its rule before it is asked: {found.group(0)!r}"
+    later = [q.explain] + [_said(c) for c in cells[asked:]]
+    assert any(rule.search(" ".join(text.split())) for text in later), f"{qid}: its rule is stated nowhere"
+
+
+def test_the_rule_check_finds_a_rule_stated_early():
+    """The check is not vacuous: the notebooks as they were before issue 29 stated both rules before asking."""
+    early = {"01.constant-is-leaf": "(a tensor you made, or one nothing tracks)"}
+    early["02.second-step"] = "over the rows a broadcast lined it up with, and over every backward call nobody cleared"
+    for qid, text in early.items():
+        assert re.search(RULE_STATEMENTS[qid], text, re.I), qid

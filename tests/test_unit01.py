@@ -68,3 +68,16 @@ def test_reset_and_hint_are_imported_where_messages_name_them(unit):
     first = next(c.source for c in _cells(unit) if c.cell_type == "code")
     imported = set(re.findall(r"\w+", first.split("from grader import", 1)[1]))
     assert {"reset", "hint", "predict", "reveal", "check", "mark_passed"} <= imported
+
+
+def test_the_graded_walk_order_is_named_and_an_order_marked_when_pushed_is_told_why():
+    """Issue 29: a depth-first stack that marks nodes when pushed failed on one case with no reason given."""
+    from grader import check
+    from grader.engine.question import get
+    from tests.reference import unit01 as reference
+
+    assert "a node is listed when it is first visited" in get("01.graph-walk").prompt
+    result = check("01.graph-walk", reference.walk_marking_when_pushed)
+    assert result.verdict == "incorrect" and "marks a node seen when it is pushed" in str(result), str(result)
+    assert check("01.graph-walk", reference.walk_with_a_stack).passed
+    assert check("01.graph-walk", reference.graph_nodes).passed

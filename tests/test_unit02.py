@@ -8,10 +8,12 @@ leaves with zeros, and outputs that are transposed views.
 import pytest
 import torch
 
+from grader import check
 from grader.engine.kinds import BadAnswer, Error, ErrorOutcome, Unanswered
 from grader.units.unit02 import cases as unit02_cases
 from grader.units.unit02 import kinds as unit02_kinds
 from grader.units.unit02 import questions as unit02
+from tests.reference import unit02 as reference
 
 
 def test_leaf_grads_reads_tensors_lists_numbers_and_none():
@@ -86,6 +88,29 @@ def test_timeline_forward_reuses_the_same_leaves():
     assert first is not second
     reached = {id(t) for t in (fn.variable for fn in _accumulate_nodes(second))}
     assert reached <= {id(t) for t in ns["leaves"].values()}
+
+
+def test_two_steps_are_not_one_step_twice():
+    """Each call of forward() is a new batch: the issue's shortcut (one step, doubled, no zero_grad) is refused."""
+    cases = unit02_cases.timeline_cases()
+    assert all(case.weights[1] not in (1.0, 2.0) for case in cases)
+    assert all(f"{case.weights[1]} on its second" in case.source for case in cases)
+    result = check("02.grad-timeline", reference.timeline_doubling_one_step)
+    assert result.verdict == "incorrect" and "forward() 1 time(s)" in str(result), str(result)
+    tidied = check("02.grad-timeline", reference.timeline_doubling_and_clearing)
+    assert tidied.verdict == "incorrect", str(tidied)
+    kept = check("02.grad-timeline", _without_zero_grad)
+    assert kept.verdict == "incorrect" and "still held a .grad" in str(kept), str(kept)
+    assert check("02.grad-timeline", reference.grad_timeline).passed
+
+
+def _without_zero_grad(leaves, forward):
+    """Two real steps, but None typed in for the third moment: zero_grad() never ran."""
+    moments = []
+    for _ in range(2):
+        forward().backward()
+        moments.append({n: None if t.grad is None else t.grad.clone() for n, t in leaves.items()})
+    return {n: [moments[0][n], moments[1][n], None] for n in leaves}
 
 
 def _accumulate_nodes(out):

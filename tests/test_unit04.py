@@ -138,6 +138,22 @@ def test_edge_cases_cover_every_cut_and_intact_paths():
     assert [c.size for c in cases] == sorted(c.size for c in cases)
 
 
+def test_an_edge_off_the_route_to_the_loss_is_refused_on_several_cases():
+    """Issue 29: an answer that ignores "on a route to the loss" was caught by 1 case of 40."""
+    cases = unit04_cases.edge_cases()
+    refuting = [c for c in cases if any(line.startswith("spare = ") for line in c.lines)]
+    assert len(refuting) >= 6
+    wrong = 0
+    for case in cases:
+        ns = case.fresh()
+        truth, cheat = traces.first_broken_edge(ns["trace"], ns["name"]), ref.edge_ignoring_the_route(**ns)
+        wrong += (truth is None) != (cheat is None) or (truth is not None and truth.line != cheat.line)
+    assert wrong >= 6
+    result = check("04.first-broken-edge", ref.edge_ignoring_the_route)
+    assert result.verdict == "incorrect" and f"{len(cases) - wrong} of {len(cases)}" in str(result), str(result)
+    assert check("04.first-broken-edge", ref.first_broken_edge).passed
+
+
 def test_leaf_cases_have_programs_without_a_graph_and_shared_leaves():
     cases = unit04_cases.leaf_cases()
     assert sum(c.fresh()[c.output].grad_fn is None for c in cases) >= 2

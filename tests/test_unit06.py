@@ -109,6 +109,50 @@ def test_hvp_bugs_get_a_hint(bug, words):
     assert words in str(result)
 
 
+@pytest.mark.parametrize(
+    "bug, words",
+    [
+        (reference.one_call_by_jacrev, "torch.func.jacrev is switched off"),
+        (reference.one_call_by_captured_jacrev, "made never torch.autograd.grad call(s)"),
+    ],
+)
+def test_one_call_must_be_one_autograd_grad_call(bug, words):
+    """Issue 29: 'one_call' was accepted through torch.func.jacrev, with no torch.autograd.grad call."""
+    result = check("06.two-losses", bug)
+    assert result.verdict == "incorrect" and words in str(result), str(result)
+
+
+@pytest.mark.parametrize(
+    "bug, words",
+    [
+        (reference.hvp_by_torch_func, "torch.func.grad is switched off"),
+        (reference.hvp_by_captured_torch_func, "no gradient of f with respect to x carried a graph"),
+        (reference.hvp_by_finite_differences, "no gradient of f with respect to x carried a graph"),
+        (reference.hvp_by_finite_differences_at_x, "nothing was differentiated through it"),
+    ],
+)
+def test_hvp_must_differentiate_a_gradient_with_autograd_grad(bug, words):
+    """Issue 29: torch.func copied from the cell above, and finite differences, were accepted."""
+    result = check("06.hvp", bug)
+    assert result.verdict == "incorrect" and words in str(result), str(result)
+    assert f"0 of {len(cases.smooth_cases())}" in str(result), "no case passes: " + str(result)
+
+
+def test_the_tools_switched_off_during_a_check_come_back_and_passes_are_counted():
+    before = torch.func.jvp, torch.autograd.functional.hvp, torch.autograd._engine_run_backward
+    with cases.autograd_grad_only() as runs:
+        x = torch.ones(2, requires_grad=True)
+        (x * 2).sum().backward()
+        from torch.autograd import grad
+
+        grad((x * 3).sum(), x)
+        with pytest.raises(cases.BlockedTool):
+            torch.func.jvp(torch.sin, (x,), (x,))
+    assert (runs.counted, runs.grad_calls, runs.backward_calls) == (True, 1, 1)
+    assert (torch.func.jvp, torch.autograd.functional.hvp, torch.autograd._engine_run_backward) == before
+    assert check("06.hvp", reference.hvp).passed and check("06.two-losses", reference.two_gradients).passed
+
+
 def _returns(value):
     def learner(*args):
         return value

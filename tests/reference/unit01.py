@@ -84,6 +84,35 @@ def walk_keeping_none(t):
     return found
 
 
+def walk_marking_when_pushed(t):
+    """Issue 29's iterative walk: depth first, but a node is marked seen when pushed, not when visited."""
+    root = t.grad_fn
+    if root is None:
+        return []
+    found, stack, seen = [], [root], {root}
+    while stack:
+        fn = stack.pop()
+        found.append(type(fn).__name__)
+        for child, _ in reversed(fn.next_functions):
+            if child is not None and child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return found
+
+
+def walk_with_a_stack(t):
+    """The graded order by an explicit stack: marked when popped, children pushed in reverse."""
+    found, seen, stack = [], set(), [t.grad_fn]
+    while stack:
+        fn = stack.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        found.append(type(fn).__name__)
+        stack.extend(child for child, _ in reversed(fn.next_functions))
+    return found
+
+
 BUGGY = {
     "01.graph-walk": [
         walk_breadth_first,
@@ -91,5 +120,6 @@ BUGGY = {
         walk_skipping_the_root,
         walk_children_reversed,
         walk_keeping_none,
+        walk_marking_when_pushed,
     ],
 }

@@ -86,6 +86,22 @@ def timeline_reusing_one_output(leaves, forward):
     return {name: [first[name], second[name], None] for name in leaves}
 
 
+def timeline_doubling_one_step(leaves, forward):
+    """Issue 29's shortcut: one step, the second taken to be twice the first, zero_grad() never run."""
+    forward().backward()
+    first = {name: None if t.grad is None else t.grad.clone() for name, t in leaves.items()}
+    return {name: [first[name], None if first[name] is None else 2 * first[name], None] for name in leaves}
+
+
+def timeline_doubling_and_clearing(leaves, forward):
+    """The same shortcut, tidied up: it clears every .grad by hand, so only the second batch's weight refutes it."""
+    result = timeline_doubling_one_step(leaves, forward)
+    forward()  # called twice, as the steps would
+    for t in leaves.values():
+        t.grad = None
+    return result
+
+
 # --- 02.isolating-seed ------------------------------------------------------------------------
 
 
@@ -144,6 +160,8 @@ BUGGY = {
         timeline_zeros_for_missing,
         timeline_only_trainable,
         timeline_reusing_one_output,
+        timeline_doubling_one_step,
+        timeline_doubling_and_clearing,
     ],
     "02.isolating-seed": [seed_of_ones, seed_indexed_by_row, seed_left_flat, seed_column_major, seed_through_a_copy],
 }

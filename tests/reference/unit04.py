@@ -102,6 +102,20 @@ def first_broken_edge(trace, name):
     return None
 
 
+def edge_ignoring_the_route(trace, name):
+    """Issue 29: the first step computed from the parameter that has lost it, whether or not the loss uses it."""
+    param = next(s.tensor for s in trace if s.name == name)
+    if _reaches(trace.loss, param):
+        return None
+    carries = {name}
+    for s in trace:
+        if s.name is not None and carries & set(s.inputs):
+            carries.add(s.name)
+            if s.name != name and not _reaches(s.tensor, param):
+                return s
+    return None
+
+
 def edge_by_requires_grad(trace, name):
     """Follows the routes, but watches requires_grad instead of asking whether the record leads back."""
     param = next(s.tensor for s in trace if s.name == name)
@@ -330,6 +344,7 @@ BUGGY = {
         leaves_stopping_at_the_first,
     ],
     "04.first-broken-edge": [
+        edge_ignoring_the_route,
         edge_by_requires_grad,
         edge_forward_only,
         edge_one_step_early,

@@ -1,6 +1,8 @@
 """Unit 06's exercises: known-good implementations, written as a learner would, and plausible bugs."""
 
 import torch
+from torch.func import grad as func_grad  # captured before any check, so switching torch.func off misses them
+from torch.func import jacrev, jvp
 
 # --- 06.two-losses ----------------------------------------------------------------------------
 
@@ -73,6 +75,22 @@ def one_call_that_is_two_calls(forward, w, way):
     return two_gradients(forward, w, way)
 
 
+def one_call_by_jacrev(forward, w, way):
+    """Issue 29's shortcut: torch.func's Jacobian, no torch.autograd.grad call at all."""
+    if way == "one_call":
+        jac = torch.func.jacrev(lambda w: torch.stack(forward(w)))(w)
+        return jac[0], jac[1]
+    return two_gradients(forward, w, way)
+
+
+def one_call_by_captured_jacrev(forward, w, way):
+    """The same through a name imported before the check, which switching torch.func off cannot reach."""
+    if way == "one_call":
+        jac = jacrev(lambda w: torch.stack(forward(w)))(w)
+        return jac[0], jac[1]
+    return two_gradients(forward, w, way)
+
+
 def swaps_the_pair(forward, w, way):
     grad_a, grad_b = two_gradients(forward, w, way)
     if way == "two_forwards":
@@ -125,6 +143,36 @@ def hvp_through_dot_grad(f, x, v):
     return x.grad
 
 
+def hvp_by_torch_func(f, x, v):
+    """Issue 29's shortcut, copied from the cell above the exercise: forward-over-reverse with torch.func."""
+    return torch.func.jvp(torch.func.grad(f), (x.detach(),), (v,))[1]
+
+
+def hvp_by_captured_torch_func(f, x, v):
+    """The same through names imported before the check."""
+    return jvp(func_grad(f), (x.detach(),), (v,))[1]
+
+
+def hvp_by_finite_differences(f, x, v):
+    """Central differences of the gradient in float64, with torch.autograd.grad twice: close, but no second order."""
+    eps = 1e-5
+    x64, v64 = x.detach().double(), v.double()
+    ends = []
+    for sign in (1, -1):
+        point = (x64 + sign * eps * v64).requires_grad_()
+        (g,) = torch.autograd.grad(f(point), point)
+        ends.append(g)
+    return ((ends[0] - ends[1]) / (2 * eps)).float()
+
+
+def hvp_by_finite_differences_at_x(f, x, v):
+    """Finite differences whose gradients do reach x, each with create_graph=True, never differentiated again."""
+    eps = 1e-3
+    (g_plus,) = torch.autograd.grad(f(x + eps * v), x, create_graph=True)
+    (g_minus,) = torch.autograd.grad(f(x - eps * v), x, create_graph=True)
+    return ((g_plus - g_minus) / (2 * eps)).detach()
+
+
 REFERENCE = {
     "06.two-losses": two_gradients,
     "06.hvp": hvp,
@@ -137,6 +185,8 @@ BUGGY = {
         zeroes_instead_of_cloning,
         one_call_sums_the_losses,
         one_call_that_is_two_calls,
+        one_call_by_jacrev,
+        one_call_by_captured_jacrev,
         swaps_the_pair,
     ],
     "06.hvp": [
@@ -146,5 +196,9 @@ BUGGY = {
         hvp_detached_then_silenced,
         hvp_ignores_v,
         hvp_through_dot_grad,
+        hvp_by_torch_func,
+        hvp_by_captured_torch_func,
+        hvp_by_finite_differences,
+        hvp_by_finite_differences_at_x,
     ],
 }

@@ -5,7 +5,7 @@ import torch
 from grader import probes
 from grader.engine.kinds import Boolean, Function, Name, Names, Number, Sequence, saved_key
 from grader.engine.question import exercise, predict_then_run, self_test
-from grader.units.unit01.cases import walk_cases
+from grader.units.unit01.cases import walk_cases, walk_result
 from grader.units.unit01.support import branchy, chain, closed_book, mm_as_addmm, neuron, recorded_results, who_keeps
 
 
@@ -371,10 +371,11 @@ def who_keeps_grad():
 
 @exercise(
     "01.graph-walk",
-    Function(returns=Sequence(), cases=walk_cases),
+    Function(returns=Sequence(), cases=walk_cases, convert=walk_result),
     prompt="Write graph_nodes(t): the class names of every node reachable from t.grad_fn, each node "
     "once, depth first, visiting next_functions in order and skipping None; [] when t has no "
-    "grad_fn. It is checked on generated programs.",
+    "grad_fn. The order graded is a recursive walk's: a node is listed when it is first visited, then "
+    "each child's whole subgraph in turn. It is checked on generated programs.",
     explain="The graph is a real object: grad_fn and next_functions are all you need to walk it. "
     "Shared nodes (a leaf used twice) are one object, so a seen-set keeps them once.",
     hints=(

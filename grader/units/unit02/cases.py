@@ -17,9 +17,17 @@ from grader.engine.kinds import BadAnswer, stable_part, type_words
 from grader.units import programs
 from grader.units.unit02.support import leaf_grads
 
+# the second batch's weight, never 1 or 2, so that a timeline that skips a step, or doubles the first, is wrong
+BATCH_WEIGHTS = (0.5, 1.5, 2.5, -1.0, 3.0)
+
 
 class TimelineCase(Case):
-    """A generated program split into its leaves and a forward() that re-runs the rest on them."""
+    """A generated program split into its leaves and a forward() that re-runs the rest on them.
+
+    Each call of forward() is a new batch: its output is weighted by the case's weight for that call (1, then
+    one of BATCH_WEIGHTS), so the gradient after two steps is not twice the first and only a function that
+    really runs both steps gives it. ``fresh()['calls']`` counts the calls.
+    """
 
     output = "out"
     drawing_label = None
@@ -40,11 +48,20 @@ class TimelineCase(Case):
         return self.program.label
 
     @property
+    def weights(self) -> tuple[float, float]:
+        """The weight of each step's batch: forward()'s k-th call returns weights[k] * out."""
+        return 1.0, random.Random(self.program.seed).choice(BATCH_WEIGHTS)
+
+    @property
     def source(self) -> str:
         count = len(self.leaf_names)
         lines = self.program.lines
+        first, second = self.weights
         return "\n".join(
-            lines[:count] + ["# forward() runs these lines on those leaves and returns out:"] + lines[count:]
+            lines[:count]
+            + [f"# forward() runs these lines on those leaves and returns weight * out: {first} on its first call,"]
+            + [f"# {second} on its second (each step is a new batch)"]
+            + lines[count:]
         )
 
     def fresh(self) -> dict[str, Any]:
@@ -53,19 +70,25 @@ class TimelineCase(Case):
             exec(self._leaf_code, ns)
         leaves = {n: ns[n] for n in self.leaf_names}
         body = self._body_code
+        weights = self.weights
+        calls = [0]
 
         def forward():
+            """The program once more on the leaves, on the next batch: its output times that batch's weight."""
             run = {"torch": torch, **leaves}
             exec(body, run)
-            return run["out"]
+            weight = weights[min(calls[0], len(weights) - 1)]
+            calls[0] += 1
+            return run["out"] * weight
 
-        return {**leaves, "leaves": leaves, "forward": forward}
+        return {**leaves, "leaves": leaves, "forward": forward, "calls": calls}
 
     def drawing(self, ns: dict[str, Any] | None = None) -> str:
         ns = self.fresh()
+        run = {"torch": torch, **ns["leaves"]}
         with torch_state.clean_room():
-            out = ns["forward"]()
-        return probes.text_tree(out, names=ns["leaves"])
+            exec(self._body_code, run)  # the program's own graph, without the batch's weight
+        return probes.text_tree(run["out"], names=ns["leaves"])
 
     def __repr__(self):
         return f"<{self.label}>"
@@ -79,6 +102,24 @@ def timeline_cases() -> tuple:
 
 def call_timeline(fn, case, ns):
     return fn(dict(ns["leaves"]), ns["forward"])
+
+
+def timeline_result(raw, case, ns):
+    """The learner's timeline, once the run it describes is shown to have happened: forward() called once per
+    step (twice), and every leaf's .grad None afterwards, as an optimizer's zero_grad() leaves it."""
+    calls = ns["calls"][0]
+    if calls != 2:
+        raise BadAnswer(
+            f"your function called forward() {calls} time(s); each of the two steps calls it once (each call is a "
+            "new batch, with its own weight)"
+        )
+    held = [n for n, t in ns["leaves"].items() if t.grad is not None]
+    if held:
+        raise BadAnswer(
+            f"after your function returned, {', '.join(held)} still held a .grad: the third moment comes after "
+            "an optimizer's zero_grad(), which your function must run"
+        )
+    return raw
 
 
 def _values(rng: random.Random, shape: tuple) -> str:

@@ -88,3 +88,36 @@ def clamp_sends_one_at_its_bound():
         y.sum().backward()
         label = f"seed {seed}: {'clamp(min=' + str(bound) + ')' if is_clamp else 'relu'} at {bound}"
         yield Trial(label, is_clamp, same_numbers and bool((z.grad == 1).all()))
+
+
+@claim(
+    "02.embedding-is-one-node",
+    sentence="Looking up rows of a table with an embedding (`nn.Embedding`, `F.embedding`) records **one** node, "
+    "`EmbeddingBackward0`, with one edge to the table.",
+    holds_when="the lookup is an embedding; indexing the table yourself, `table[idx]`, records an `IndexBackward0`",
+)
+def embedding_is_one_node():
+    for seed in range(16):
+        rng = random.Random(seed)
+        rows, width = rng.randint(3, 12), rng.randint(1, 5)
+        shape = [rng.randint(1, 4) for _ in range(rng.randint(1, 2))]
+        table = torch.randn(rows, width, requires_grad=True)
+        index = torch.randint(0, rows, shape)
+        embedding = seed % 4 != 3
+        if embedding:
+            looked_up = (
+                torch.nn.functional.embedding(index, table) if seed % 2 else torch.nn.Embedding(rows, width)(index)
+            )
+            leaf = table if seed % 2 else None
+        else:
+            looked_up, leaf = table[index], table
+        node = looked_up.grad_fn
+        edges = [n for n, _ in node.next_functions if n is not None]
+        holds = (
+            type(node).__name__ == "EmbeddingBackward0"
+            and len(edges) == 1
+            and hasattr(edges[0], "variable")
+            and (leaf is None or edges[0].variable is leaf)
+        )
+        way = "table[idx]" if not embedding else ("F.embedding" if seed % 2 else "nn.Embedding")
+        yield Trial(f"seed {seed}: {way}, table ({rows}, {width}), index {shape}", embedding, holds)

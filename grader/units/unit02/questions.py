@@ -9,7 +9,14 @@ from grader import probes
 from grader.engine.kinds import Boolean, Choice, Error, Function, Names, Number
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.causes import FREED, NO_GRAD_FN, NOT_SCALAR
-from grader.units.unit02.cases import call_seed, call_timeline, seed_cases, seed_result, timeline_cases
+from grader.units.unit02.cases import (
+    call_seed,
+    call_timeline,
+    seed_cases,
+    seed_result,
+    timeline_cases,
+    timeline_result,
+)
 from grader.units.unit02.kinds import LeafGrads
 from grader.units.unit02.support import (
     accumulate_nodes,
@@ -497,13 +504,16 @@ TIMELINE_STEPS = ("after one backward", "after two", "after zero_grad()")
 
 @exercise(
     "02.grad-timeline",
-    Function(returns=LeafGrads(steps=TIMELINE_STEPS), cases=timeline_cases, call=call_timeline),
+    Function(
+        returns=LeafGrads(steps=TIMELINE_STEPS), cases=timeline_cases, call=call_timeline, convert=timeline_result
+    ),
     prompt="Write grad_timeline(leaves, forward): leaves is {name: leaf tensor}; forward() runs the program "
-    "once more on those leaves and returns its scalar output. Do a training-style step (forward, then "
+    "once more on those leaves, on the next batch, and returns its scalar output (each batch weighs the output "
+    "differently, so two steps are not one step twice). Do a training-style step (forward, then "
     "backward) twice, then an optimizer's zero_grad(). Return {name: [.grad after the first step, after "
     "the second, after zero_grad()]} for every leaf, each entry a copy of the tensor or None.",
-    explain="Each backward adds into .grad in place, so only a clone keeps a moment's value; two steps give "
-    "twice one step; an optimizer's zero_grad() leaves None. A leaf that needs no gradient, or that "
+    explain="Each backward adds into .grad in place, so only a clone keeps a moment's value; after two steps "
+    ".grad holds the sum of both steps' gradients; an optimizer's zero_grad() leaves None. A leaf that needs no gradient, or that "
     "backward never reaches, stays None throughout; a reached leaf can hold zeros.",
     hints=(
         "Call forward() for each step, backward on what it returns, and take your snapshot right after "

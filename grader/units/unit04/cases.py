@@ -135,7 +135,61 @@ def _edge_case_list():
             if quota.get(label, 0) > 0:
                 quota[label] -= 1
                 chosen.append(EdgeCase(prog.seed, lines, name))
+    chosen += _off_route_cases(chosen)
     return sorted(chosen, key=lambda c: (c.size, c.seed))
+
+
+# a cut on a branch the loss never reads, placed right after the parameter: first in program order
+_SPARE = ("spare = {p}.detach() * 2", "spare = torch.tensor({p}.tolist())", "spare = {p}.item() * 3")
+
+
+def _ignoring_the_route(tr, name):
+    """The first step computed from the parameter whose record does not reach it, whether or not the loss uses it:
+    the reading of 'first broken edge' that drops 'on a route to the loss'. Used only to choose cases that refute
+    it."""
+    param = tr.steps[traces._used_binding(tr, name)].tensor
+    if traces.reaches(tr.loss, param):
+        return None
+    carries = {name}
+    for step in tr.steps:
+        if step.name is not None and carries & set(step.inputs):
+            carries.add(step.name)
+            if step.name != name and not traces.reaches(step.tensor, param):
+                return step
+    return None
+
+
+def _off_route_cases(chosen, broken: int = 5, intact: int = 2):
+    """Variants of chosen cases with a cut on a dead branch before the real break (or on an intact path): the truth
+    is unchanged, and an answer that ignores "on a route to the loss" names the dead branch (or, when the loss is
+    intact and it does not check the loss first, the dead branch too)."""
+    wanted = {"broken": broken, "intact": intact}
+    made = []
+    for k, case in enumerate(chosen):
+        tr = traces.trace("\n".join(case.lines))
+        truth = traces.first_broken_edge(tr, case.name)
+        kind = "intact" if truth is None else "broken"
+        if wanted[kind] == 0:
+            continue
+        start = traces._used_binding(tr, case.name)
+        binding = tr.steps[start].line
+        if binding not in case.lines:  # a statement over several lines: leave it
+            continue
+        at = case.lines.index(binding) + 1
+        lines = case.lines[:at] + [_SPARE[k % len(_SPARE)].format(p=case.name)] + case.lines[at:]
+        try:
+            new = traces.trace("\n".join(lines))
+        except Exception:
+            continue
+        edge = traces.first_broken_edge(new, case.name)
+        if (edge is None) != (truth is None) or (edge is not None and edge.line != truth.line):
+            continue
+        decoy = _ignoring_the_route(new, case.name) if kind == "broken" else None
+        if kind == "broken" and (decoy is None or not decoy.line.startswith("spare = ")):
+            continue
+        wanted[kind] -= 1
+        made.append(EdgeCase(case.seed * 10 + 7, lines, case.name))
+    return made
 
 
 def edge_cases():

@@ -5,11 +5,13 @@ and how its result is read.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import random
 import traceback
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -84,6 +86,78 @@ def _relabel(exc: Exception, prefix: str, hints: dict[str, str]) -> Exception:
     except Exception:
         new = RuntimeError(message)
     return new
+
+
+# --- what a check lets the learner's function use: torch.autograd.grad, not torch.func ----------
+
+# differentiation tools that would do the exercises' work without torch.autograd.grad: switched off during a call
+BLOCKED = {
+    "torch.func": ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize"),
+    "torch.autograd.functional": ("vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"),
+}
+
+
+class BlockedTool(RuntimeError):
+    """Raised by a differentiation tool that the exercise rules out, while the learner's function runs."""
+
+
+@dataclass
+class EngineRuns:
+    """The backward passes a call started: torch.autograd.grad calls and backward() calls, counted at
+    torch.autograd._engine_run_backward, where both arrive however the learner named them (an alias made by
+    ``from torch.autograd import grad`` included). Passes started from inside a torch.func transform are not
+    the learner's own calls and are not counted. ``counted`` is False on a torch without that function."""
+
+    grad_calls: int = 0
+    backward_calls: int = 0
+    counted: bool = True
+    blocked: list = field(default_factory=list)  # "torch.func.jvp" for each blocked tool the function called
+
+
+def _blocker(name: str, runs: EngineRuns):
+    def blocked(*args, **kwargs):
+        runs.blocked.append(name)
+        raise BlockedTool(f"{name} is switched off during this check: the exercise asks for torch.autograd.grad")
+
+    return blocked
+
+
+@contextlib.contextmanager
+def autograd_grad_only() -> Iterator[EngineRuns]:
+    """While the learner's function runs: torch.func's and torch.autograd.functional's differentiation tools
+    raise BlockedTool, and every backward pass is counted. Everything is put back on the way out."""
+    import importlib
+
+    import torch.autograd as autograd_module
+
+    runs = EngineRuns()
+    saved: list[tuple[Any, str, Any]] = []
+    for module_name, names in BLOCKED.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            if hasattr(module, name):
+                saved.append((module, name, getattr(module, name)))
+                setattr(module, name, _blocker(f"{module_name}.{name}", runs))
+    engine = getattr(autograd_module, "_engine_run_backward", None)
+    if engine is None:
+        runs.counted = False
+    else:
+
+        def counting(*args, **kwargs):
+            if torch._C._functorch.maybe_current_level() is None:
+                if kwargs.get("accumulate_grad", True):
+                    runs.backward_calls += 1
+                else:
+                    runs.grad_calls += 1
+            return engine(*args, **kwargs)
+
+        saved.append((autograd_module, "_engine_run_backward", engine))
+        autograd_module._engine_run_backward = counting
+    try:
+        yield runs
+    finally:
+        for module, name, original in reversed(saved):
+            setattr(module, name, original)
 
 
 # --- exercise 1: two losses sharing an intermediate, three ways ----------------------------------
@@ -284,6 +358,7 @@ class _Results:
 
     def __init__(self):
         self.rows: list[tuple[str, Any, int, int, tuple]] = []
+        self.runs: dict[str, EngineRuns] = {}  # the backward passes each way's call started
         self.focus: tuple[str, Any] | None = None  # the way and value a message is about
 
     def __repr__(self):
@@ -300,12 +375,14 @@ def call_two(fn, case: TwoLossCase, ns):
         counter = _Counter()
         fresh = case.fresh(counter)
         try:
-            out = fn(fresh["forward"], fresh["w"], way)
+            with autograd_grad_only() as runs:
+                out = fn(fresh["forward"], fresh["w"], way)
         except NotImplementedError:
             raise
         except Exception as exc:
             raise _relabel(exc, f"with way={way!r}: ", hints) from None
         results.rows.append((way, out, counter.forwards, counter.passes, tuple(fresh["w"].shape)))
+        results.runs[way] = runs
     return results
 
 
@@ -342,6 +419,13 @@ def convert_two(raw, case, ns):
             raise BadAnswer(
                 f"but it ran forward {_times(forwards)} and backward through the shared h {_times(passes)}; "
                 f"the {way!r} way {WAY_WORDS[way]}"
+            )
+        runs = raw.runs.get(way)
+        if way == "one_call" and runs is not None and runs.counted and (runs.grad_calls, runs.backward_calls) != (1, 0):
+            raw.focus = (way, _Words("two gradients"))
+            raise BadAnswer(
+                f"but it made {_times(runs.grad_calls)} torch.autograd.grad call(s) and "
+                f"{_times(runs.backward_calls)} backward() call(s); the 'one_call' way {WAY_WORDS[way]}"
             )
         out.append((way, grad_a, grad_b))
     raw.focus = None
@@ -477,12 +561,33 @@ def call_hvp(fn, case: SmoothCase, ns):
         "unused": "Keep the first gradient attached to x: create_graph=True, no .detach()",
         "second_time": "create_graph=True keeps what the second pass needs",
     }
+    marks = ns["_second_order"] = SecondOrder()
+    ns["x"].register_hook(marks.saw_gradient)
     try:
-        return fn(ns["f"], ns["x"], ns["v"])
+        with autograd_grad_only():
+            return fn(ns["f"], ns["x"], ns["v"])
     except NotImplementedError:
         raise
     except Exception as exc:
         raise _relabel(exc, "", hints) from None
+
+
+class SecondOrder:
+    """Watches x during a call: a gradient arriving at x with a graph of its own (create_graph=True) gets a
+    hook, and ``differentiated`` is set when a later pass sends a gradient back through that graph, which is
+    what a Hessian-vector product by torch.autograd.grad does and finite differences or torch.func do not."""
+
+    def __init__(self):
+        self.graphs = 0  # gradients of x that carried a graph
+        self.differentiated = False
+
+    def saw_gradient(self, grad):
+        if isinstance(grad, torch.Tensor) and grad.requires_grad and grad.grad_fn is not None:
+            self.graphs += 1
+            grad.register_hook(self._through)
+
+    def _through(self, grad):
+        self.differentiated = True
 
 
 def convert_hvp(raw, case: SmoothCase, ns):
@@ -499,6 +604,18 @@ def convert_hvp(raw, case: SmoothCase, ns):
     with torch_state.clean_room():
         truth = hvp_truth(case)
         if close_enough(truth, value):
+            marks = ns.get("_second_order")
+            if marks is not None and not marks.differentiated:
+                raise BadAnswer(
+                    "the numbers agree, but no gradient of f was differentiated: "
+                    + (
+                        "the first gradient was taken with create_graph=True, and nothing was differentiated through it"
+                        if marks.graphs
+                        else "no gradient of f with respect to x carried a graph (create_graph=True)"
+                    )
+                    + ". The exercise computes H @ v with torch.autograd.grad twice, the second through the first "
+                    "gradient's graph; finite differences and torch.func are not that"
+                )
             return list(value)
         fresh = case.fresh()
         (g,) = torch.autograd.grad(fresh["f"](fresh["x"]), fresh["x"])
