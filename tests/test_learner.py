@@ -227,3 +227,11 @@ def test_an_interrupt_during_a_check_is_reported(monkeypatch):
     monkeypatch.setattr(learner, "run_exercise", interrupted)
     r = check("01.graph-walk", lambda t: [])
     assert r.verdict == "unanswered" and "interrupted" in r.message
+
+
+def test_a_wrong_exercise_says_hint_in_a_sentence_of_its_own():
+    """The message before "hint(...) gives a hint." ends in a full stop ("yours 0 hint(...)" ran together)."""
+    r = check("01.graph-walk", lambda t: [])
+    assert r.verdict == "incorrect" and r.message.endswith(" hint('01.graph-walk') gives a hint.")
+    before = r.message[: -len(" hint('01.graph-walk') gives a hint.")]
+    assert before.endswith("."), r.message
