@@ -41,7 +41,7 @@ def test_status_and_reset_follow_the_store(capsys):
     units = {u["unit"]: u for u in data["units"]}
     assert units["01"]["status"] == "in progress" and units["01"]["done"] == 1
     assert units["00"]["status"] == "not started"
-    assert units["02"]["note"] == "needs 01 passed first"
+    assert units["02"]["note"] == "recommended after 01: not passed yet"
     refused = run("reset", "01")  # no terminal to ask at, no --yes: nothing forgotten
     assert refused.returncode == 2 and "--yes" in refused.stderr
     assert units_now(capsys)["01"]["status"] == "in progress"

@@ -52,14 +52,16 @@ def test_nodes_leaf_names_slots_and_the_none_edge():
     mul = d.nodes[1]
     assert mul.edges == [(0, 2), (1, None)]
     lines = d.text().splitlines()
-    assert lines[1] == "y ():"
+    assert lines[1] == "y (scalar):"  # a 0-dim tensor's shape in words, not ()
     assert "    [0] MulBackward0" in "\n".join(lines)
-    assert "      [0] AccumulateGrad -> w ()" in lines and "      [1] None (no gradient needed)" in lines
+    assert "      [0] AccumulateGrad -> w (scalar)" in lines and "      [1] None (no gradient needed)" in lines
     pow_saves = d.nodes[0].saves
     assert [a for a, _ in pow_saves] == ["_saved_self"]
     assert d.storages[pow_saves[0][1] - 1].name == "x"
     source = d.dot()
-    assert 'label="1", style=dotted' in source and "AccumulateGrad\\nw ()" in source
+    # the picture labels each edge [i], as the text and the prose do (next_functions[i])
+    assert 'label="[1]", style=dotted' in source and 'n1 -> n2 [label="[0]"]' in source
+    assert 'label="1"' not in source and "AccumulateGrad\\nw (scalar)" in source
 
 
 def test_a_stale_saved_tensor_stands_out_before_backward():
@@ -95,7 +97,7 @@ def test_several_outputs_share_their_nodes():
     w = torch.tensor(2.0, requires_grad=True)
     h = w * 3
     d = draw({"a": h.sin(), "b": h.cos()}, names={"w": w})
-    assert [r[0] for r in d.roots] == ["a ()", "b ()"]
+    assert [r[0] for r in d.roots] == ["a (scalar)", "b (scalar)"]
     assert [n.name for n in d.nodes].count("MulBackward0") == 1
     assert "(the same node as above)" in d.text()
 
@@ -167,3 +169,45 @@ def test_a_drawing_without_saved_tensors_claims_no_bill():
     w = torch.tensor(2.0, requires_grad=True)
     text = draw((w * w).sin(), saved=False).text()
     assert "saved storage" not in text.splitlines()[0]
+
+
+def test_shapes_read_as_tuples_and_a_scalar_as_scalar():
+    from grader.learner.drawing import shape_words
+
+    assert shape_words(torch.Size([2, 3])) == "(2, 3)" and shape_words((4,)) == "(4,)"
+    assert shape_words(torch.Size([])) == "(scalar)"
+    a = torch.ones(2, 3, requires_grad=True)
+    text = draw((a * 2).sum(), names={"a": a}).text()
+    assert "AccumulateGrad -> a (2, 3)" in text and "output (scalar):" in text and "()" not in text
+
+
+def test_the_picture_has_the_text_form_as_its_alt_text(monkeypatch):
+    """JupyterLab draws a bare SVG output as an image with no alt: the HTML form names the graph in words."""
+    import base64
+    import html
+
+    w = torch.tensor(2.0, requires_grad=True)
+    d = draw((w * 3) ** 2, names={"w": w})
+    monkeypatch.setattr(d, "svg", lambda: '<svg width="10pt" height="10pt"><g id="graph0"></g></svg>')
+    bundle = d._repr_mimebundle_()
+    page = bundle["text/html"]
+    assert page.startswith('<img class="agl-drawing" alt="')
+    alt = html.unescape(page.split('alt="', 1)[1].split('"', 1)[0])
+    assert alt == bundle["text/plain"] == d.text()
+    data = page.split("base64,", 1)[1].split('"', 1)[0]
+    assert base64.b64decode(data).decode() == bundle["image/svg+xml"]
+
+
+def test_a_huge_graph_alt_text_is_cut_and_says_so():
+    from grader.learner.drawing import ALT_CHARS, svg_with_alt
+
+    text = "\n".join(f"line {i} " + "x" * 50 for i in range(500))
+    page = svg_with_alt("<svg></svg>", text)
+    assert len(page) < ALT_CHARS + 500 and "print(draw(...)) shows the whole text form" in page
+
+
+def test_without_graphviz_no_picture_and_no_html(monkeypatch):
+    w = torch.tensor(2.0, requires_grad=True)
+    d = draw(w * 3, names={"w": w})
+    monkeypatch.setattr(d, "svg", lambda: None)
+    assert set(d._repr_mimebundle_()) == {"text/plain"}

@@ -184,7 +184,24 @@ def test_status_course_map_reports_prerequisites():
     mark_passed("00")
     rows = dict(status().rows)
     assert rows["00 Start here: how the course works"] == "passed, 3/3 done"
-    assert rows["02 Backward, and why gradients add"].endswith("needs 01 passed first")
+    assert rows["02 Backward, and why gradients add"].endswith("recommended after 01: not passed yet")
+
+
+def test_prerequisites_are_recommendations_and_say_so():
+    """A unit's prerequisites never block its record (an instructor may hand out one unit alone): unit 01 is
+    marked passed with 00 not started, and what the learner reads says "recommended after", never "needs"."""
+    from grader.learner.panels import CourseMap
+
+    solve_unit("01")
+    assert mark_passed("01").passed
+    rows = dict(status().rows)
+    assert rows["00 Start here: how the course works"].startswith("not started")
+    assert rows["01 What the forward pass records"].startswith("passed")
+    assert "recommended" not in rows["02 Backward, and why gradients add"]  # 01 passed: nothing left to recommend
+    assert next(v for k, v in rows.items() if k.startswith("03 ")).endswith("recommended after 02: not passed yet")
+    text, page = CourseMap(interactive=False).text(), CourseMap(interactive=False).html()
+    assert "recommended after" in page and "needs" not in page and "needs" not in text
+    assert "after 00" in next(line for line in text.splitlines() if line.startswith("  01"))
 
 
 def test_an_internal_failure_is_a_result_not_a_traceback(monkeypatch):
@@ -210,3 +227,11 @@ def test_an_interrupt_during_a_check_is_reported(monkeypatch):
     monkeypatch.setattr(learner, "run_exercise", interrupted)
     r = check("01.graph-walk", lambda t: [])
     assert r.verdict == "unanswered" and "interrupted" in r.message
+
+
+def test_a_wrong_exercise_says_hint_in_a_sentence_of_its_own():
+    """The message before "hint(...) gives a hint." ends in a full stop ("yours 0 hint(...)" ran together)."""
+    r = check("01.graph-walk", lambda t: [])
+    assert r.verdict == "incorrect" and r.message.endswith(" hint('01.graph-walk') gives a hint.")
+    before = r.message[: -len(" hint('01.graph-walk') gives a hint.")]
+    assert before.endswith("."), r.message

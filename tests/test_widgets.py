@@ -292,10 +292,10 @@ def test_course_map_shows_every_unit_state_and_prerequisites():
     text = m.text()
     assert f"1 of {len(UNITS)} units passed" in text
     line01 = next(l for l in text.splitlines() if l.startswith("  01"))
-    assert "needs 00✓" in line01 and "not started" in line01
+    assert "after 00✓" in line01 and "not started" in line01
     line08 = next(l for l in text.splitlines() if l.startswith("  08"))
-    assert "needs 06, 07" in line08
-    assert "(needs 04, 08 passed first)" in m.html()
+    assert "after 06, 07" in line08 and "needs" not in text
+    assert "(recommended after 04, 08: not passed yet)" in m.html()
     assert "01_what_the_forward_pass_records.ipynb" in m.html()
     reset("00")
     assert f"0 of {len(UNITS)} units passed" in CourseMap().text()
@@ -430,3 +430,42 @@ def test_a_wrong_reveal_offers_the_hint_button(monkeypatch):
     predict(q.qid, "at the write")
     said = reveal(q.qid)
     assert said.verdict == "incorrect" and ("hint", q.qid) in said.actions
+
+
+def test_every_input_part_has_a_name_and_every_widget_is_wired_for_the_keyboard():
+    """Each field a learner types into has an accessible name (its tooltip, the title JupyterLab shows);
+    each group of buttons or checkboxes is a named palette; each widget ends with the a11y script."""
+    import ipywidgets as W
+
+    from grader.learner import a11y
+
+    for qid in (
+        "00.warmup-add",
+        "00.warmup-flag",
+        "02.zero-not-none",
+        "02.nonscalar-backward",
+        "01.pow-node",
+        "01.which-recorded",
+        "01.neuron-sigmoid-saves",
+        "01.mul-edges",
+        "00.warmup-square",
+    ):
+        w = PredictionWidget(get(qid), mode="check" if get(qid).role == "self-test" else "predict")
+        for part in w.input.parts:
+            if isinstance(part, (W.Text, W.Combobox, W.ToggleButtons)):
+                assert part.tooltip, (qid, part)
+            elif isinstance(part, (W.Button, W.Checkbox)):
+                assert part.description, (qid, part)
+        assert a11y.ROOT in w.box._dom_classes and a11y.SCRIPT_CLASS in w.box.children[-1]._dom_classes
+        assert a11y.RESULT in w.message._dom_classes and a11y.TO_RESULT in w.button._dom_classes
+    assert 'onerror="' in a11y.script_html() and "data-lm-suppress-shortcuts" in a11y.script_html()
+
+
+def test_a_choice_among_the_names_its_prompt_lists_offers_no_other_names_field():
+    closed = PredictionWidget(get("01.which-recorded"))
+    extra = next(p for p in closed.input.parts if isinstance(p, __import__("ipywidgets").Text))
+    assert extra.layout.display == "none"
+    open_ = PredictionWidget(get("01.neuron-sigmoid-saves"))  # _saved_ names: an open vocabulary
+    extra = next(p for p in open_.input.parts if isinstance(p, __import__("ipywidgets").Text))
+    assert extra.layout.display != "none"
+    assert not widgets.closed_choice(get("09.reentrant-grads").kind, get("09.reentrant-grads").prompt)

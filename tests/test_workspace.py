@@ -198,3 +198,38 @@ def test_cli_workspace_checks_the_port_before_anything(tmp_path, capsys):
     assert "all current" in capsys.readouterr().out
     assert main(["workspace", "--dir", str(ROOT / "notebooks")]) == 2
     assert "course's own notebooks/" in capsys.readouterr().err
+
+
+def _notebook(version: str) -> str:
+    nb = {
+        "cells": [{"cell_type": "markdown", "id": "c1", "metadata": {}, "source": "é"}],
+        "metadata": {"language_info": {"name": "python", "version": version}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def test_a_copy_carries_this_pythons_language_version_so_jupyterlab_does_not_mark_it_unsaved(tmp_path):
+    """JupyterLab writes the kernel's language_info into a notebook it opens: a notebook built on another
+    Python opened dirty. The copy says this Python's version and is otherwise the course's, byte for byte."""
+    here = sys.version.split()[0]
+    root = course(tmp_path, **{"00_a": _notebook("3.0.1"), "01_b": "not json"})
+    mine = tmp_path / "mine"
+    assert actions(ws.sync(mine, root, DAY)) == {"00_a.ipynb": "added", "01_b.ipynb": "added"}
+    assert (mine / "00_a.ipynb").read_text() == _notebook(here)
+    assert (mine / "01_b.ipynb").read_text() == "not json"  # not a notebook: copied as it is
+    assert actions(ws.sync(mine, root, DAY)) == {"00_a.ipynb": "current", "01_b.ipynb": "current"}
+    # a new course version still replaces an untouched copy, and still never a changed one
+    (root / "notebooks" / "00_a.ipynb").write_text(_notebook("3.0.1").replace("é", "new"))
+    assert actions(ws.sync(mine, root, DAY))["00_a.ipynb"] == "updated"
+    assert (mine / "00_a.ipynb").read_text() == _notebook(here).replace("é", "new")
+    (mine / "00_a.ipynb").write_text(_notebook(here).replace("é", "mine"))
+    (root / "notebooks" / "00_a.ipynb").write_text(_notebook("3.0.1").replace("é", "newer"))
+    assert actions(ws.sync(mine, root, DAY))["00_a.ipynb"] == "beside"
+    assert "mine" in (mine / "00_a.ipynb").read_text()
+
+
+def test_a_notebook_in_another_layout_is_copied_unchanged():
+    odd = json.dumps({"metadata": {"language_info": {"version": "3.0.1"}}, "nbformat": 4}).encode()
+    assert ws.for_this_python(odd) == odd

@@ -234,7 +234,11 @@ def course_state(store: Store) -> dict[str, UnitState]:
 
 
 def prerequisites_note(uid: str, states: dict[str, UnitState]) -> str:
+    """The units recommended before ``uid`` that are not passed yet, in words ("" when none).
+
+    A recommendation, not a rule: a unit's questions, its Mark passed and the gradebook never wait for
+    another unit (an instructor may hand out one unit alone), so the words say "recommended after"."""
     waiting = [n for n in UNITS[uid].needs if not states[n].passed]
     if not waiting:
         return ""
-    return "needs " + ", ".join(waiting) + " passed first"
+    return "recommended after " + ", ".join(waiting) + ": not passed yet"

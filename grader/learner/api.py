@@ -368,7 +368,7 @@ def check(qid: Any, answer: Any = _ASK) -> Result:
     if isinstance(q.kind, Function):
         result = run_exercise(q, answer)
         if result.verdict == "incorrect" and q.hints:
-            result.message = (result.message.rstrip() + f" hint('{q.qid}') gives a hint.").strip()
+            result.message = then(result.message, f"hint('{q.qid}') gives a hint.")
             result.actions = [("hint", q.qid)]
     else:
         result = _check_value(q, answer)
@@ -381,6 +381,14 @@ def check(qid: Any, answer: Any = _ASK) -> Result:
         detail=result.detail,
     )
     return _finish(result)
+
+
+def then(message: str, more: str) -> str:
+    """``more`` after ``message`` as a sentence of its own: a full stop between them where the message has none."""
+    message = message.rstrip()
+    if message and not message.endswith((".", "!", "?", ":")):
+        message += "."
+    return f"{message} {more}".strip()
 
 
 SEALED_NOTE = "recorded for the gradebook, which computes torch's answer outside this run"

@@ -5,8 +5,9 @@ The drawing is read from autograd's own record (``grad_fn``, ``next_functions``,
 
 * one box per node, by class; an AccumulateGrad box names its leaf (from a
   ``names`` mapping or a module's named parameters);
-* each edge is labelled with the input slot it serves (``next_functions[i]``);
-  an empty slot (``None``) is drawn too;
+* each edge is labelled ``[i]``, the input slot it serves (``next_functions[i]``),
+  as in the text form; an empty slot (``None``) is drawn too;
+* a shape reads ``(2, 3)``, and a 0-dim tensor's reads ``(scalar)``, not ``()``;
 * every saved storage once, with shape, dtype, bytes and its version when
   saved and now: a stale one (written in place since) is drawn in red, so the
   in-place error can be seen before backward runs; what backward already freed
@@ -16,9 +17,10 @@ The drawing is read from autograd's own record (``grad_fn``, ``next_functions``,
   listed apart (``W1``, ...) and left out of the totals: ``storages`` and
   ``total_bytes`` are the bill that :func:`grader.probes.bill` counts.
 
-In a notebook it shows as SVG when Graphviz's ``dot`` program is installed; its
-text/plain is an indented tree that is deterministic, so nbval can compare it
-(SVG is excluded from comparison). Without ``dot`` only the text is shown.
+In a notebook it shows as SVG when Graphviz's ``dot`` program is installed, also given as an HTML image
+whose ``alt`` is the text form, so a screen reader reads the graph (JupyterLab draws a bare SVG output as
+an image without one). Its text/plain is an indented tree that is deterministic, so nbval can compare it
+(SVG, and the SVG data inside the HTML, are excluded from comparison). Without ``dot`` only the text is shown.
 """
 
 from __future__ import annotations
@@ -152,13 +154,13 @@ class Drawing:
             if not isinstance(tensor, torch.Tensor):
                 raise TypeError(f"draw() takes tensors; got {type(tensor).__name__}")
             name = given or labels.get(id(tensor), "") or ("output" if i == 0 else f"output {i}")
-            self.roots.append((f"{name} {tuple(tensor.shape)}", tensor.grad_fn))
+            self.roots.append((f"{name} {shape_words(tensor.shape)}", tensor.grad_fn))
 
         def label(fn) -> str:
             text = probes.node_name(fn)
             if text == "AccumulateGrad":
                 leaf = fn.variable
-                text += f" -> {labels.get(id(leaf), 'leaf')} {tuple(leaf.shape)}"
+                text += f" -> {labels.get(id(leaf), 'leaf')} {shape_words(leaf.shape)}"
             return text
 
         order = []
@@ -276,7 +278,7 @@ class Drawing:
                 by = ", ".join(f"{n.split(' ')[0]}.{a}" for n, a in s.savers)
                 what = f"  {s.what}" if s.what else ""
                 lines.append(
-                    f"  S{s.index}  {str(s.shape):<12} {s.dtype:<8} {s.bytes:>12,} bytes  {s.versions()}{what}  <- {by}"
+                    f"  S{s.index}  {shape_words(s.shape):<12} {s.dtype:<8} {s.bytes:>12,} bytes  {s.versions()}{what}  <- {by}"
                 )
             lines.append(f"  {_plural(len(self.storages), 'storage')}, {self.total_bytes:,} bytes")
         if self.wrapped:
@@ -327,10 +329,10 @@ class Drawing:
                         f'  z{node.index}_{slot} [label="None", shape=plaintext, style="", fontcolor="#8c959f"];'
                     )
                     out.append(
-                        f'  n{node.index} -> z{node.index}_{slot} [label="{slot}", style=dotted, color="#8c959f"];'
+                        f'  n{node.index} -> z{node.index}_{slot} [label="[{slot}]", style=dotted, color="#8c959f"];'
                     )
                 else:
-                    out.append(f'  n{node.index} -> n{child} [label="{slot}"];')
+                    out.append(f'  n{node.index} -> n{child} [label="[{slot}]"];')
             for attribute, storage in node.saves:
                 if isinstance(storage, tuple):
                     out.append(
@@ -352,7 +354,7 @@ class Drawing:
                         f'arrowhead=none, fontcolor="{tint}", color="{tint}"];'
                     )
         for s in self.storages:
-            text = [f"S{s.index}  {s.what}".rstrip(), f"{s.shape} {s.dtype}", f"{s.bytes:,} bytes"]
+            text = [f"S{s.index}  {s.what}".rstrip(), f"{shape_words(s.shape)} {s.dtype}", f"{s.bytes:,} bytes"]
             if s.stale:
                 text.append(f"STALE: saved at v{s.version_saved}, now v{s.version_now}")
                 style = 'fillcolor="#ffebe9", color="#cf222e", fontcolor="#82071e", penwidth=2'
@@ -387,6 +389,7 @@ class Drawing:
         svg = self.svg()
         if svg:
             data["image/svg+xml"] = fit_width(svg)
+            data["text/html"] = svg_with_alt(fit_width(svg), data["text/plain"])
         return data
 
 
@@ -405,6 +408,26 @@ def fit_width(svg: str, max_px: int = MAX_WIDTH_PX) -> str:
         return svg
     scale = max_px / width
     return svg.replace(m.group(0), f'<svg width="{max_px}px" height="{height * scale:.0f}px"', 1)
+
+
+ALT_CHARS = 4000  # a screen reader reads the alt text whole; a huge graph's is cut, and says so
+
+
+def svg_with_alt(svg: str, text: str) -> str:
+    """The SVG as an HTML image whose alt text is ``text`` (the drawing's text form)."""
+    import base64
+    import html
+
+    if len(text) > ALT_CHARS:
+        text = text[:ALT_CHARS].rsplit("\n", 1)[0] + "\n(cut here: print(draw(...)) shows the whole text form)"
+    data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+    return f'<img class="agl-drawing" alt="{html.escape(text, quote=True)}" src="data:image/svg+xml;base64,{data}">'
+
+
+def shape_words(shape) -> str:
+    """A tensor's shape as draw writes it: (2, 3), and (scalar) for a 0-dim tensor, not ()."""
+    shape = tuple(shape)
+    return str(shape) if shape else "(scalar)"
 
 
 def _plural(n: int, word: str) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from grader import probes
+from grader.learner import a11y
 from grader.learner.display import view_of, widgets_available
 
 
@@ -75,10 +76,11 @@ class Lab:
         return data
 
 
-def _image_widget(png: bytes | None):
+def _image_widget(png: bytes | None, says: str = "the lab's chart; the table beside it gives its figures"):
+    """The lab's chart; ``says`` is its accessible name (the image's title and alt)."""
     import ipywidgets as W
 
-    return W.Image(value=png or b"", format="png")
+    return W.Image(value=png or b"", format="png", tooltip=says)
 
 
 # --- unit 01: one sigmoid neuron -------------------------------------------------------------
@@ -189,8 +191,10 @@ class NeuronLab(Lab):
 
         self.x_slider = W.FloatSlider(value=self.x, min=-4, max=4, step=0.1, description="x", continuous_update=False)
         self.w_slider = W.FloatSlider(value=self.w, min=-4, max=4, step=0.1, description="w", continuous_update=False)
-        self.table = W.HTML()
-        self.image = _image_widget(None)
+        a11y.named(self.x_slider, "x, the neuron's input (arrow keys move it by 0.1)")
+        a11y.named(self.w_slider, "w, the neuron's weight (arrow keys move it by 0.1)")
+        self.table = a11y.result_area(W.HTML(), live_only=True)
+        self.image = _image_widget(None, "chart: sigmoid(w·x − 0.5) and its slope at x; the table gives the figures")
 
         def changed(_=None):
             self.x, self.w = round(self.x_slider.value, 6), round(self.w_slider.value, 6)
@@ -201,6 +205,7 @@ class NeuronLab(Lab):
         self.w_slider.observe(changed, names="value")
         self.widget = W.VBox([W.HBox([self.x_slider, self.w_slider]), W.HBox([self.table, self.image])])
         self.widget.add_class("agl-lab")
+        a11y.wire(self.widget)
         changed()
 
 
@@ -322,8 +327,8 @@ class MemoryBillLab(Lab):
 
         self.freeze_box = W.Checkbox(value=self.freeze_first, description="freeze the first layer", indent=False)
         self.input_box = W.Checkbox(value=self.input_grad, description="input requires grad", indent=False)
-        self.summary = W.HTML()
-        self.image = _image_widget(None)
+        self.summary = a11y.result_area(W.HTML(), live_only=True)
+        self.image = _image_widget(None, "chart: the bytes saved for backward by each setting; the table gives them")
 
         def changed(_=None):
             self.freeze_first, self.input_grad = self.freeze_box.value, self.input_box.value
@@ -344,6 +349,7 @@ class MemoryBillLab(Lab):
         self.input_box.observe(changed, names="value")
         self.widget = W.VBox([W.HBox([self.freeze_box, self.input_box]), self.image, self.summary])
         self.widget.add_class("agl-lab")
+        a11y.wire(self.widget)
         changed()
 
 
@@ -448,8 +454,9 @@ class DepthLab(Lab):
         import ipywidgets as W
 
         self.slider = W.IntSlider(value=self.shown, min=1, max=self.steps, description="steps", continuous_update=False)
-        self.summary = W.HTML()
-        self.image = _image_widget(None)
+        a11y.named(self.slider, "steps shown (arrow keys move it by one)")
+        self.summary = a11y.result_area(W.HTML(), live_only=True)
+        self.image = _image_widget(None, "chart: graph depth and bytes saved against step; the text above gives them")
 
         def changed(_=None):
             self.shown = self.slider.value
@@ -464,6 +471,7 @@ class DepthLab(Lab):
         self.slider.observe(changed, names="value")
         self.widget = W.VBox([self.slider, self.summary, self.image])
         self.widget.add_class("agl-lab")
+        a11y.wire(self.widget)
         changed()
 
 

@@ -10,7 +10,7 @@ import html
 from typing import Any
 
 from grader.engine.results import Result
-from grader.learner import api, stale
+from grader.learner import a11y, api, stale
 from grader.learner.display import Shown, css_name, widgets_available
 
 # --- the unit panel -----------------------------------------------------------------------
@@ -106,8 +106,9 @@ class UnitPanel:
             tooltip=f"mark_passed('{self.uid}'): refused, with what is missing, until all is done",
         )
         self.mark.add_class("agl-mark")
-        self.refresh_button = W.Button(description="Refresh", icon="refresh")
-        self.message = W.HTML()
+        a11y.to_result(self.mark)
+        self.refresh_button = W.Button(description="Refresh", icon="refresh", tooltip="read the record again")
+        self.message = a11y.result_area(W.HTML())
         self.mark.on_click(self.mark_passed)
         self.refresh_button.on_click(lambda b: self.refresh())
         self.widget = W.VBox(
@@ -117,6 +118,7 @@ class UnitPanel:
         self.widget.add_class("agl-panel")
         self.widget.add_class("agl-panel-" + css_name(self.uid))
         stale.guard(self.widget, self.table)  # from an earlier kernel: the table stays (as it was), the buttons go
+        a11y.wire(self.widget)
         self.refresh()
 
     def refresh(self) -> None:
@@ -152,7 +154,7 @@ def unit_panel(unit: Any) -> UnitPanel:
 
 
 class CourseMap:
-    """Every unit with its state, what it needs first, and how far it is.
+    """Every unit with its state, the units recommended before it, and how far it is.
 
     Question counts are shown for units already started only, so the map of a fresh store does
     not change when a unit gains a question (unit 00's stored output stays comparable)."""
@@ -166,11 +168,12 @@ class CourseMap:
             # a relative link as a JupyterLab tab; an HTML widget's links would reload the whole page.
             self.table = W.Output()
             self.refresh()
-            refresh = W.Button(description="Refresh", icon="refresh")
+            refresh = W.Button(description="Refresh", icon="refresh", tooltip="read the record again")
             refresh.on_click(lambda b: self.refresh())
             self.widget = W.VBox([self.table, refresh])
             self.widget.add_class("agl-course-map")
             stale.guard(self.widget, self.table)
+            a11y.wire(self.widget)
 
     def refresh(self) -> None:
         from IPython.display import HTML
@@ -208,7 +211,7 @@ class CourseMap:
         for r in rows:
             needs = ", ".join(n + ("✓" if ok else "") for n, ok in r["needs"]) or "-"
             done = f"{r['done']}/{r['questions']}" if r["questions"] and r["status"] != "not started" else "-"
-            lines.append(f"  {r['unit']}  {r['status']:<12} {done:>6}  needs {needs:<9} {r['title']}")
+            lines.append(f"  {r['unit']}  {r['status']:<12} {done:>6}  after {needs:<9} {r['title']}")
         return "\n".join(lines)
 
     def html(self) -> str:
@@ -216,7 +219,7 @@ class CourseMap:
         colours = {"passed": "#1a7f37", "in progress": "#9a6700", "not started": "#57606a"}
         head = "".join(
             f"<th style='text-align:left;text-align:left;padding:2px 10px 2px 0'>{h}</th>"
-            for h in ("unit", "", "needs", "state", "done")
+            for h in ("unit", "title", "recommended after", "state", "done")
         )
         body = []
         for r in self.rows():

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from grader import probes
+from grader.learner import a11y
 from grader.learner.display import Shown, widgets_available
 
 
@@ -327,12 +328,14 @@ class Stepper:
     def _build(self) -> None:
         import ipywidgets as W
 
-        self.back_button = W.Button(description="Back", icon="arrow-left")
-        self.next_button = W.Button(description="Next", icon="arrow-right", button_style="primary")
+        self.back_button = W.Button(description="Back", icon="arrow-left", tooltip="the step before")
+        self.next_button = W.Button(
+            description="Next", icon="arrow-right", button_style="primary", tooltip="the next node backward runs"
+        )
         self.back_button.add_class("agl-back")
         self.next_button.add_class("agl-next")
         self.counter = W.HTML()
-        self.detail = W.HTML()
+        self.detail = a11y.result_area(W.HTML(), live_only=True)  # read aloud at each step; the focus stays
         self.picture = W.HTML()
         self.table = W.HTML()
         self.back_button.on_click(lambda b: self.back())
@@ -342,6 +345,7 @@ class Stepper:
             layout=W.Layout(border="1px solid #d0d7de", padding="6px 10px", margin="4px 0"),
         )
         self.widget.add_class("agl-stepper")
+        a11y.wire(self.widget)
         self._update()
 
     def _update(self) -> None:

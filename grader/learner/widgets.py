@@ -32,7 +32,7 @@ from typing import Any
 
 from grader.engine import locked, results
 from grader.engine.results import Result
-from grader.learner import api, stale
+from grader.learner import a11y, api, stale
 from grader.learner.display import css_name, view_of, widgets_available
 
 
@@ -73,6 +73,7 @@ def action_box(result: Result):
             layout=W.Layout(width="auto"),
         )
         button.add_class(f"agl-action-{action}")
+        a11y.to_result(button)
 
         def press(_b, action=action, target=target, button=button):
             try:
@@ -87,11 +88,12 @@ def action_box(result: Result):
         buttons.append(button)
     if not buttons:
         return None
+    a11y.result_area(said)
     shown = W.HTML(result._repr_html_())
     box = W.VBox([shown, W.HBox(buttons), said])
     box.add_class("agl-actions")
     stale.guard(box, shown)  # from an earlier kernel: the result stays, the buttons go
-    return box
+    return a11y.wire(box)
 
 
 # --- the names offered for node and _saved_ questions, read from torch -------------------
@@ -247,10 +249,10 @@ class Input:
             part.disabled = disabled
 
 
-def _toggles(options, restore_map=None) -> Input:
+def _toggles(options, restore_map=None, label: str = "your answer: choose one") -> Input:
     import ipywidgets as W
 
-    toggle = W.ToggleButtons(options=options, value=None, style={"button_width": "auto"})
+    toggle = a11y.palette(W.ToggleButtons(options=options, value=None, style={"button_width": "auto"}), label)
 
     def restore(encoded):
         toggle.value = restore_map(encoded) if restore_map else encoded
@@ -264,6 +266,7 @@ def _number_input() -> Input:
     field = W.Text(
         placeholder="a number, or several separated by commas", continuous_update=True, layout=W.Layout(width="26em")
     )
+    a11y.named(field, "your answer: a number, or several separated by commas")
 
     def restore(encoded):
         field.value = ", ".join(f"{x:g}" for x in encoded) if isinstance(encoded, list) else f"{encoded:g}"
@@ -280,6 +283,7 @@ def _name_input(kind) -> Input:
         ensure_option=False,
         layout=W.Layout(width="26em"),
     )
+    a11y.named(combo, "your answer: a name (type it, or pick one from the list)")
 
     def restore(encoded):
         combo.value = str(encoded)
@@ -287,7 +291,17 @@ def _name_input(kind) -> Input:
     return Input(combo, lambda: combo.value.strip() or None, restore, [combo])
 
 
-def _names_input(kind) -> Input:
+def closed_choice(kind, prompt: str) -> bool:
+    """True when a set-of-names question is a choice among names its prompt lists ("which of x, W, b, y"):
+    its input then offers those names only, with no field for other names. Node and ``_saved_`` names are an
+    open vocabulary read from torch, and a pool the prompt does not list may leave out part of the answer."""
+    from grader.engine.kinds import node_key, saved_key
+
+    pool = tuple(getattr(kind, "pool", ()))
+    return bool(pool) and getattr(kind, "key", None) not in (node_key, saved_key) and all(p in prompt for p in pool)
+
+
+def _names_input(kind, closed: bool = False) -> Input:
     import ipywidgets as W
 
     offered = offered_names(kind)
@@ -296,7 +310,10 @@ def _names_input(kind) -> Input:
         for name in offered
     ]
     extra = W.Text(placeholder="other names, separated by commas", layout=W.Layout(width="26em"))
-    grid = W.HBox(boxes, layout=W.Layout(flex_flow="row wrap"))
+    a11y.named(extra, "other names in your answer, separated by commas")
+    if closed:
+        extra.layout.display = "none"
+    grid = a11y.palette(W.HBox(boxes, layout=W.Layout(flex_flow="row wrap")), "your answer: tick every name in it")
     note = W.HTML("<span style='color:#57606a'>Tick every name in your answer; leave all unticked for none.</span>")
 
     def value():
@@ -308,6 +325,8 @@ def _names_input(kind) -> Input:
         for b in boxes:
             b.value = b.description in names
         extra.value = ", ".join(n for n in sorted(names) if n not in offered)
+        if extra.value:
+            extra.layout.display = None
 
     return Input(W.VBox([grid, extra, note]), value, restore, boxes + [extra])
 
@@ -328,9 +347,11 @@ def _sequence_input(kind) -> Input:
     other = W.Combobox(
         options=offered, placeholder="another name, then Add", ensure_option=False, layout=W.Layout(width="18em")
     )
-    add = W.Button(description="Add", layout=W.Layout(width="auto"))
+    a11y.named(other, "another name to add to the end of your list")
+    add = W.Button(description="Add", layout=W.Layout(width="auto"), tooltip="add the name typed to the end")
     undo = W.Button(description="Remove last", icon="undo", layout=W.Layout(width="auto"))
     clear = W.Button(description="Clear", icon="times", layout=W.Layout(width="auto"))
+    a11y.result_area(shown, live_only=True)
 
     def redraw():
         if not chosen:
@@ -357,7 +378,8 @@ def _sequence_input(kind) -> Input:
         chosen[:] = [str(n) for n in encoded]
         redraw()
 
-    box = W.VBox([W.HBox(palette, layout=W.Layout(flex_flow="row wrap")), W.HBox([other, add, undo, clear]), shown])
+    names = a11y.palette(W.HBox(palette, layout=W.Layout(flex_flow="row wrap")), "names to add to your list, in order")
+    box = W.VBox([names, W.HBox([other, add, undo, clear]), shown])
     return Input(box, lambda: list(chosen), restore, palette + [other, add, undo, clear])
 
 
@@ -365,8 +387,11 @@ def _error_input(kind) -> Input:
     import ipywidgets as W
 
     places = W.ToggleButtons(options=list(kind.places), value=None, style={"button_width": "auto"})
+    a11y.palette(places, "your answer: where torch raises")
     causes = W.RadioButtons(options=[(f"{c.label}: {c.text}", c.label) for c in kind.causes], value=None)
+    a11y.named(causes, "the cause: why torch raises")
     note = W.Text(placeholder="your own words (a note, not graded)", layout=W.Layout(width="30em"))
+    a11y.named(note, "your own words (a note, not graded)")
 
     def value():
         if places.value is None:
@@ -398,12 +423,14 @@ def _text_input() -> Input:
     import ipywidgets as W
 
     field = W.Text(placeholder="your answer, written as in Python", layout=W.Layout(width="30em"))
+    a11y.named(field, "your answer, written as in Python")
     return Input(field, lambda: parse_python_text(field.value), lambda e: setattr(field, "value", repr(e)), [field])
 
 
-def make_input(kind) -> Input:
-    """The input that suits ``kind``: toggle buttons for choices, checkboxes for a set of names,
-    a field for a number, an ordered list the learner builds for a sequence."""
+def make_input(kind, prompt: str = "") -> Input:
+    """The input that suits ``kind``: toggle buttons for choices, checkboxes for a set of names (with a field
+    for other names unless the prompt lists every name offered: :func:`closed_choice`), a field for a number,
+    an ordered list the learner builds for a sequence. Every part has an accessible name (:mod:`a11y`)."""
     from grader.engine import kinds as K
 
     if isinstance(kind, K.Boolean):
@@ -417,7 +444,7 @@ def make_input(kind) -> Input:
     if isinstance(kind, K.Sequence):
         return _sequence_input(kind)
     if isinstance(kind, K.Names):
-        return _names_input(kind)
+        return _names_input(kind, closed=closed_choice(kind, prompt))
     if isinstance(kind, K.Name):
         return _name_input(kind)
     return _text_input()
@@ -546,7 +573,7 @@ class PredictionWidget:
         self.q = q
         self.mode = mode
         self.carried = carried  # the record output Lock in updates, where one is displayed
-        self.input = make_input(q.kind)
+        self.input = make_input(q.kind, q.prompt)
         if mode == "check":
             self.button = W.Button(
                 description="Check",
@@ -562,6 +589,7 @@ class PredictionWidget:
                 tooltip="record this prediction (you may replace it until the reveal)",
             )
         self.button.add_class("agl-lock" if mode == "predict" else "agl-check")
+        a11y.to_result(self.button)
         _LIVE.setdefault(q.qid, []).append(weakref.ref(self))
         _LIVE[q.qid] = [r for r in _LIVE[q.qid] if r() is not None][-20:]
         self.again = W.Button(
@@ -571,8 +599,9 @@ class PredictionWidget:
             layout=W.Layout(display="none"),
         )
         self.again.add_class("agl-again")
+        a11y.to_result(self.again)
         self.again.on_click(self.start_again)
-        self.message = W.HTML()
+        self.message = a11y.result_area(W.HTML())
         self.offers = W.VBox()  # the Hint button of a wrong answer (action_box), as a result in code offers
         self.last: Result | None = None
         verb = "predict" if mode == "predict" else "self-test"
@@ -586,6 +615,7 @@ class PredictionWidget:
         self.box.add_class("agl-predict")
         self.box.add_class("agl-q-" + css_name(q.qid))
         stale.guard(self.box, head)
+        a11y.wire(self.box)
         self.button.on_click(self.lock)
         self._show(state if state is not None else api._state(q))
 

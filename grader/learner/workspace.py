@@ -13,6 +13,10 @@ A course update never overwrites a learner's file. For each notebook of the cour
 * in the workspace and changed by the learner: left alone; the new version is written beside it as
   ``<name>.course-update-<date>.ipynb`` and the report says so.
 
+Each copy's ``language_info.version`` is this Python's (:func:`for_this_python`): JupyterLab writes the
+running kernel's ``language_info`` into a notebook it opens, so a notebook built on another Python would be
+marked unsaved the moment it opens, before the learner did anything.
+
 What was delivered is recorded in ``.autograd-lab.json`` inside the workspace (hidden in JupyterLab).
 Every notebook sits at the top of the workspace, as in ``notebooks/``, so the relative links between
 units keep working.
@@ -26,6 +30,7 @@ import hashlib
 import json
 import os
 import socket
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,6 +105,25 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def for_this_python(data: bytes) -> bytes:
+    """A course notebook as this Python's kernel describes it: its ``language_info.version`` made this
+    interpreter's (what ipykernel reports), the rest byte for byte. A file not in nbformat's own layout, or
+    without that field, is returned unchanged."""
+    version = sys.version.split()[0]
+    try:
+        text = data.decode("utf-8")
+        nb = json.loads(text)
+        info = nb["metadata"]["language_info"]
+        if not isinstance(info, dict) or info.get("version") in (None, version):
+            return data
+        if json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n" != text:
+            return data
+        info["version"] = version
+        return (json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return data
+
+
 def _course_files(source: Path) -> list[Path]:
     return sorted(p for p in source.glob("*.ipynb") if p.is_file())
 
@@ -155,7 +179,7 @@ def sync(workspace: Path | None = None, root: Path = ROOT, today: datetime.date 
     day = (today or datetime.date.today()).isoformat()
     changes = []
     for path in files:
-        name, data = path.name, path.read_bytes()
+        name, data = path.name, for_this_python(path.read_bytes())
         new = _digest(data)
         mine = workspace / name
         entry = delivered.get(name) if isinstance(delivered.get(name), dict) else {}
