@@ -238,3 +238,17 @@ def test_a_copy_handed_out_before_a_question_grades_without_it(monkeypatch, tmp_
     assert row["run"] == "ok" and row["marked passed"] == "yes", _why(row)
     assert float(row["points"]) == float(row["max"]) == gradebook.unit_maximum("00", scores.Weights()) - 2
     assert "not in this copy" in row["findings"]
+
+
+def test_a_course_cell_that_catches_not_implemented_error_stays_the_courses():
+    """Only build's marks make a cell the learner's: unit 11's c053 catches NotImplementedError and defines
+    CubeBatched, which a later course cell subclasses (its definitions belong in the prelude)."""
+    from grader.instructor.build import strip_solutions
+    from grader.instructor.grading.exercise_sources import grader_owned
+
+    caught = {"cell_type": "code", "source": "try:\n    f()\nexcept NotImplementedError as exc:\n    print(exc)"}
+    stripped = strip_solutions("def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\n")
+    assert grader_owned(caught)
+    assert not grader_owned({"cell_type": "code", "source": stripped}), stripped
+    c053 = next(c for c in read("notebooks", "11_writing_a_backward.ipynb").cells if c.get("id") == "c053")
+    assert "NotImplementedError" in c053.source and grader_owned(c053)

@@ -247,7 +247,7 @@ _SQUARE_OUTCOMES = ("600 to 3 digits", "inf", "nan", "0")
     Choice(*_SQUARE_OUTCOMES),
     prompt="x = torch.tensor([300.0], requires_grad=True); under the float16 pair (pack(t) = (t.dtype, "
     "t.detach().to(torch.float16))), y = x ** 2, whose value 90,000 is beyond float16's largest finite "
-    "value, 65,504; then y.backward(). What is x.grad[0]? One of " + ", ".join(repr(s) for s in _SQUARE_OUTCOMES) + ".",
+    "value, 65504; then y.backward(). What is x.grad[0]? One of " + ", ".join(repr(s) for s in _SQUARE_OUTCOMES) + ".",
     explain="Only what a node saves goes through pack. x ** 2 saves its input x, 300, which float16 holds "
     "exactly, and its backward computes 2 * 300 in float32; its output, 90,000, is never saved, so it never "
     "overflows. exp, which saves its output, is the op for which a large result becomes inf.",
