@@ -700,8 +700,13 @@ def same_record(page, home: Path, uid: str) -> dict:
     records = {qid: s.record for qid, s in state.questions.items()}
     c = state.counts()
     header = f"done {c['done']} of {c['questions']} · predicted before the reveal {c['predicted']}/{c['predict_total']}"
-    deadline = time.time() + 30
-    while header not in panel.inner_text() and time.time() < deadline:
+
+    def agrees() -> bool:  # the header alone can read the same before and after a refresh: the rows too
+        rows = {qid: panel.locator("tr", has_text=qid).inner_text() for qid in records}
+        return header in panel.inner_text() and all(records[q] in rows[q] for q in records)
+
+    deadline = time.time() + 90  # a refresh is a round trip to the kernel: slow on a loaded machine
+    while not agrees() and time.time() < deadline:
         time.sleep(0.5)
     assert header in panel.inner_text(), (header, panel.inner_text())
     for qid, record in records.items():
