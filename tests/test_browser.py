@@ -16,6 +16,7 @@ Chromium or Playwright is missing the test is skipped and says why.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -172,6 +173,35 @@ class Lab:
                 self.proc.wait(timeout=10)
         if not self.log_file.closed:
             self.log_file.close()
+
+
+@contextlib.contextmanager
+def lab_page(root: Path, state: Path, home: Path, failed_shot: str):
+    """A JupyterLab on ``root`` and a Chromium page for it; on failure a screenshot (``failed_shot``) and the
+    server's log; both stopped afterwards."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    lab = Lab(root, state, progress_home=home)
+    try:
+        lab.delete_sessions()
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.set_default_timeout(60_000)
+                try:
+                    yield lab, page
+                except Exception:
+                    page.screenshot(path=str(ARTIFACTS / failed_shot))
+                    raise
+            finally:
+                browser.close()
+    except Exception:
+        print(lab.log(), file=sys.stderr)
+        raise
+    finally:
+        lab.stop()
 
 
 # --- the page ------------------------------------------------------------------------------
@@ -726,8 +756,6 @@ def test_the_record_survives_restart_an_old_widget_reload_reset_and_reopen(tmp_p
     (every old widget says it belongs to an earlier kernel and takes no input); Run All; a page reload (the widgets
     re-attach); a reset and a new prediction (the old input closes and says why); close and reopen (the saved
     widgets take no input). After each, the panel, status and the store agree; the saved file grades the same."""
-    from playwright.sync_api import sync_playwright
-
     from grader.engine.question import get
     from grader.learner.stale import NOTE
 
@@ -737,119 +765,102 @@ def test_the_record_survives_restart_an_old_widget_reload_reset_and_reopen(tmp_p
     saved = root / START
     square = get("00.warmup-square").run()
     ARTIFACTS.mkdir(exist_ok=True)
-    lab = Lab(root, tmp_path / "jupyter", progress_home=home)
-    try:
+    with lab_page(root, tmp_path / "jupyter", home, "browser-recovery-failed.png") as (lab, page):
+        open_notebook(page, lab, START)
+        flag_cell = cell_by_id(page, saved, "c011")
+        square_cell = cell_by_id(page, saved, "c015")
+        code_cell(page, 'reveal("00.warmup-add")').locator(".jp-InputPrompt").click()
+        run_menu(page, "notebook:run-all-above")
+        add = page.locator(".agl-q-00-warmup-add")
+        add.wait_for(timeout=120_000)
+        add.locator("input").first.click()
+        page.keyboard.type("2, 3")
+        add.locator("button.agl-lock").click()
+        add.locator(".agl-result", has_text="prediction locked in").wait_for()
+        run_cell(page, flag_cell)  # its input shown, nothing locked
+        flag = page.locator(".agl-q-00-warmup-flag")
+        flag.locator("button.agl-lock").wait_for(timeout=120_000)
+        run_cell(page, square_cell)  # the self-test answered with its Check button only
+        checker = page.locator(".agl-q-00-warmup-square")
+        checker.locator("input").first.wait_for(timeout=120_000)
+        checker.locator("input").first.click()
+        page.keyboard.type(f"{square:g}")
+        checker.locator("button.agl-check").click()
+        checker.locator(".agl-result", has_text="correct").wait_for()
+        _, before = unit_state("00")
+
+        # Kernel -> Restart: every old widget says so and takes no input; nothing can be recorded
+        restart_kernel(page)
+        flag.locator(".agl-stale").wait_for(state="visible", timeout=120_000)
+        page.get_by_text(IDLE).wait_for(timeout=120_000)
+        assert NOTE in flag.inner_text() and NOTE in add.inner_text()
+        assert flag.locator("button.widget-toggle-button").first.is_hidden()
+        assert live_inputs(page) == 0
+        page.screenshot(path=str(ARTIFACTS / "browser-restart-old-widget.png"))
+        focusable = page.evaluate(
+            "() => [...document.querySelectorAll('.agl-live-only input, .agl-live-only button')]"
+            ".filter(e => { e.focus(); return document.activeElement === e; }).length"
+        )
+        assert focusable == 0  # no keyboard path into an old widget either
+        assert unit_state("00")[1] == before
+
+        # Restart and Run All (the kernel already restarted: Run All)
+        run_menu(page, "runmenu:run-all")
+        wait_until_done(page, page.locator(".agl-panel-00"))
+        assert tracebacks(page) == []
+        records = same_record(page, home, "00")
+        assert records == {
+            "00.warmup-add": "predicted, correct",
+            "00.warmup-flag": "revealed without prediction",
+            "00.warmup-square": "correct",
+        }
+        square_cell.scroll_into_view_if_needed()
+        square_cell.get_by_text("Passed (correct").wait_for()  # the check cell run again: passed, closed
+
+        # a reload of the page (saved first: a reload reads the file), the kernel running: the widgets re-attach
+        _save_and_wait(page, saved, "c015", lambda r: r and r.get("locked"))
+        page.reload()
+        page.get_by_text(IDLE).wait_for(timeout=120_000)
+        page.locator(".agl-panel-00 button", has_text="Refresh").wait_for(state="visible", timeout=120_000)
+        assert page.locator(".agl-stale:visible").count() == 0
+        assert same_record(page, home, "00") == records
+
+        # a reset, then a new prediction: the old input closes and says why; the cell run again predicts
+        flag_cell.locator(".jp-InputPrompt").click()
+        page.keyboard.press("b")  # a cell below, in command mode
+        page.keyboard.press("Enter")
+        page.keyboard.type('reset("00.warmup-flag")')
+        page.keyboard.press("Control+Enter")
+        flag.locator(".agl-closed", has_text="was reset").wait_for()  # through the re-attached widget
+        reset_cell = cell_by_id(page, saved, "c012")  # the new cell holds c012's place
+        reset_cell.locator(".agl-result", has_text="run its predict cell").wait_for()  # the next step
+        run_cell(page, flag_cell)
+        fresh = page.locator(".agl-q-00-warmup-flag")
+        fresh.locator("button.agl-lock:not([disabled])").wait_for(timeout=120_000)
+        fresh.locator("button.widget-toggle-button", has_text="False").click()
+        fresh.locator("button.agl-lock").click()
+        fresh.locator(".agl-result", has_text="prediction locked in").wait_for()
+        reveal_flag = cell_by_id(page, saved, "c013", added_above=1)  # below the reset cell
+        run_cell(page, reveal_flag)
+        reveal_flag.get_by_text("00.warmup-flag: correct").wait_for(timeout=120_000)
+        records = same_record(page, home, "00")
+        assert records["00.warmup-flag"] == "predicted after reveal, correct"
+        reset_cell.locator(".jp-InputPrompt").click()
+        page.keyboard.press("d")
+        page.keyboard.press("d")  # the learner's reset cell, deleted before saving
+        _save_and_wait(page, saved, "c015", lambda r: r and r.get("locked"))
+
+        # closed and reopened with a new kernel: the saved widgets say so and take no input
         lab.delete_sessions()
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.set_default_timeout(60_000)
-                open_notebook(page, lab, START)
-                flag_cell = cell_by_id(page, saved, "c011")
-                square_cell = cell_by_id(page, saved, "c015")
-                code_cell(page, 'reveal("00.warmup-add")').locator(".jp-InputPrompt").click()
-                run_menu(page, "notebook:run-all-above")
-                add = page.locator(".agl-q-00-warmup-add")
-                add.wait_for(timeout=120_000)
-                add.locator("input").first.click()
-                page.keyboard.type("2, 3")
-                add.locator("button.agl-lock").click()
-                add.locator(".agl-result", has_text="prediction locked in").wait_for()
-                run_cell(page, flag_cell)  # its input shown, nothing locked
-                flag = page.locator(".agl-q-00-warmup-flag")
-                flag.locator("button.agl-lock").wait_for(timeout=120_000)
-                run_cell(page, square_cell)  # the self-test answered with its Check button only
-                checker = page.locator(".agl-q-00-warmup-square")
-                checker.locator("input").first.wait_for(timeout=120_000)
-                checker.locator("input").first.click()
-                page.keyboard.type(f"{square:g}")
-                checker.locator("button.agl-check").click()
-                checker.locator(".agl-result", has_text="correct").wait_for()
-                _, before = unit_state("00")
-
-                # Kernel -> Restart: every old widget says so and takes no input; nothing can be recorded
-                restart_kernel(page)
-                flag.locator(".agl-stale").wait_for(state="visible", timeout=120_000)
-                page.get_by_text(IDLE).wait_for(timeout=120_000)
-                assert NOTE in flag.inner_text() and NOTE in add.inner_text()
-                assert flag.locator("button.widget-toggle-button").first.is_hidden()
-                assert live_inputs(page) == 0
-                page.screenshot(path=str(ARTIFACTS / "browser-restart-old-widget.png"))
-                focusable = page.evaluate(
-                    "() => [...document.querySelectorAll('.agl-live-only input, .agl-live-only button')]"
-                    ".filter(e => { e.focus(); return document.activeElement === e; }).length"
-                )
-                assert focusable == 0  # no keyboard path into an old widget either
-                assert unit_state("00")[1] == before
-
-                # Restart and Run All (the kernel already restarted: Run All)
-                run_menu(page, "runmenu:run-all")
-                wait_until_done(page, page.locator(".agl-panel-00"))
-                assert tracebacks(page) == []
-                records = same_record(page, home, "00")
-                assert records == {
-                    "00.warmup-add": "predicted, correct",
-                    "00.warmup-flag": "revealed without prediction",
-                    "00.warmup-square": "correct",
-                }
-                square_cell.scroll_into_view_if_needed()
-                square_cell.get_by_text("Passed (correct").wait_for()  # the check cell run again: passed, closed
-
-                # a reload of the page (saved first: a reload reads the file), the kernel running: the widgets re-attach
-                _save_and_wait(page, saved, "c015", lambda r: r and r.get("locked"))
-                page.reload()
-                page.get_by_text(IDLE).wait_for(timeout=120_000)
-                page.locator(".agl-panel-00 button", has_text="Refresh").wait_for(state="visible", timeout=120_000)
-                assert page.locator(".agl-stale:visible").count() == 0
-                assert same_record(page, home, "00") == records
-
-                # a reset, then a new prediction: the old input closes and says why; the cell run again predicts
-                flag_cell.locator(".jp-InputPrompt").click()
-                page.keyboard.press("b")  # a cell below, in command mode
-                page.keyboard.press("Enter")
-                page.keyboard.type('reset("00.warmup-flag")')
-                page.keyboard.press("Control+Enter")
-                flag.locator(".agl-closed", has_text="was reset").wait_for()  # through the re-attached widget
-                reset_cell = cell_by_id(page, saved, "c012")  # the new cell holds c012's place
-                reset_cell.locator(".agl-result", has_text="run its predict cell").wait_for()  # the next step
-                run_cell(page, flag_cell)
-                fresh = page.locator(".agl-q-00-warmup-flag")
-                fresh.locator("button.agl-lock:not([disabled])").wait_for(timeout=120_000)
-                fresh.locator("button.widget-toggle-button", has_text="False").click()
-                fresh.locator("button.agl-lock").click()
-                fresh.locator(".agl-result", has_text="prediction locked in").wait_for()
-                reveal_flag = cell_by_id(page, saved, "c013", added_above=1)  # below the reset cell
-                run_cell(page, reveal_flag)
-                reveal_flag.get_by_text("00.warmup-flag: correct").wait_for(timeout=120_000)
-                records = same_record(page, home, "00")
-                assert records["00.warmup-flag"] == "predicted after reveal, correct"
-                reset_cell.locator(".jp-InputPrompt").click()
-                page.keyboard.press("d")
-                page.keyboard.press("d")  # the learner's reset cell, deleted before saving
-                _save_and_wait(page, saved, "c015", lambda r: r and r.get("locked"))
-
-                # closed and reopened with a new kernel: the saved widgets say so and take no input
-                lab.delete_sessions()
-                page.goto(lab.url(f"/lab/tree/{START}?reset&token={lab.token}"))
-                page.get_by_text(IDLE).wait_for(timeout=120_000)
-                page.locator(".agl-panel-00").first.wait_for(timeout=60_000)
-                page.locator(".agl-stale:visible").first.wait_for(timeout=60_000)
-                guarded = page.locator(".agl-live-only").count()
-                assert guarded >= 4 and page.locator(".agl-stale:visible").count() == guarded
-                assert live_inputs(page) == 0 and "model not found" not in page.locator(".jp-Notebook").inner_text()
-                page.screenshot(path=str(ARTIFACTS / "browser-reopened-old-widgets.png"))
-                assert same_record(page, home, "00") == records
-            except Exception:
-                page.screenshot(path=str(ARTIFACTS / "browser-recovery-failed.png"))
-                raise
-            finally:
-                browser.close()
-    except Exception:
-        print(lab.log(), file=sys.stderr)
-        raise
-    finally:
-        lab.stop()
+        page.goto(lab.url(f"/lab/tree/{START}?reset&token={lab.token}"))
+        page.get_by_text(IDLE).wait_for(timeout=120_000)
+        page.locator(".agl-panel-00").first.wait_for(timeout=60_000)
+        page.locator(".agl-stale:visible").first.wait_for(timeout=60_000)
+        guarded = page.locator(".agl-live-only").count()
+        assert guarded >= 4 and page.locator(".agl-stale:visible").count() == guarded
+        assert live_inputs(page) == 0 and "model not found" not in page.locator(".jp-Notebook").inner_text()
+        page.screenshot(path=str(ARTIFACTS / "browser-reopened-old-widgets.png"))
+        assert same_record(page, home, "00") == records
 
     target = tmp_path / "graded" / START
     target.parent.mkdir()
