@@ -86,7 +86,22 @@ HUB_USERS ?= 3
 hub: install hub-deps
 	$(BIN)/python -m grader.instructor.hub start --users $(HUB_USERS) --port $(HUB_PORT)
 
-test: install system-deps hub-deps lint unit-tests nbval-solutions nbval-notebooks
+# `make test`: the installs side by side, then lint in the background while one pytest run takes the unit
+# tests, every solution (strict nbval) and every learner notebook (run untouched) on TEST_JOBS workers:
+# most tests wait on kernels, servers and browsers, so three workers keep two cores busy. The long
+# modules are handed out first (conftest.py's LONGEST_FIRST). Lint's output follows the tests'.
+TEST_JOBS ?= 3
+SUITE := tests solutions notebooks --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	-n $(TEST_JOBS) --dist loadscope --no-loadscope-reorder
+test:
+	@$(MAKE) --no-print-directory -j3 install system-deps hub-deps
+	@mkdir -p test-artifacts; \
+	$(MAKE) --no-print-directory lint > test-artifacts/lint.log 2>&1 & lint=$$!; \
+	$(PYTEST) $(SUITE); tests=$$?; \
+	wait $$lint; linted=$$?; \
+	echo "--- make lint"; cat test-artifacts/lint.log; \
+	[ $$linted = 0 ] || echo "make lint failed (exit $$linted)"; \
+	[ $$tests = 0 ] && [ $$linted = 0 ]
 
 # The code's own checks (configured in pyproject.toml): ruff's lint and format, mypy on the engine
 # and the probes, and the import layers (instructor > learner > units > probes > engine).
@@ -99,7 +114,7 @@ lint: install
 # --dist loadscope: a module's tests stay in one worker, so a module-scoped fixture (a graded class) is built
 # once, not once in each worker as --dist load would.
 unit-tests: install
-	$(PYTEST) tests -n 2 --dist loadscope
+	$(PYTEST) tests -n $(TEST_JOBS) --dist loadscope --no-loadscope-reorder
 
 nbval-solutions: install
 	$(PYTEST) --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL) solutions

@@ -7,7 +7,15 @@ For nbval, each notebook gets:
   check fails raises instead of printing a quiet "incorrect";
 * one more test after its last cell that reads the store the notebook wrote:
   a solution must have passed every question of its unit and marked the unit
-  passed; an untouched learner notebook must have passed nothing.
+  passed; an untouched learner notebook must have passed nothing;
+* its mode by its folder: under `--nbval`, solutions/ are compared output by
+  output (strict) and notebooks/ only run (as `--nbval-lax` would: a learner
+  notebook has no stored outputs), so one pytest run can take the unit tests,
+  solutions/ and notebooks/ together (`make test` does).
+
+The order in which xdist hands out modules (``--dist loadscope --no-loadscope-reorder``): the
+modules that take longest first (see ``LONGEST_FIRST``), then the notebooks, then the rest in
+collection order, so that no long module starts last and runs alone at the end.
 
 SVG (Graphviz writes its version into it) and widget views are not compared.
 """
@@ -46,6 +54,8 @@ def _home_for(nbfile) -> Path:
 def pytest_collectstart(collector):
     if type(collector).__name__ == "IPyNbFile":
         collector.skip_compare = tuple(collector.skip_compare) + SKIP_COMPARE
+        if Path(str(collector.fspath)).parent.name == "notebooks":
+            collector.compare_outputs = False  # a learner notebook is run, not compared: --nbval-lax's rule
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -119,12 +129,53 @@ def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_HOMES, ignore_errors=True)  # the throwaway stores of this run's notebooks
 
 
+# Modules measured as the longest (`pytest --durations=0`, 2 cores): each starts a JupyterLab and a
+# browser, a hub, or grades a whole class. xdist gives each worker a module at a time; started last,
+# one of these would be the suite's tail.
+LONGEST_FIRST = (  # a browser module (mostly waiting) beside a grading module (mostly computing)
+    "tests/test_browser_restart.py",
+    "tests/test_grade_all_units.py",
+    "tests/test_browser_widget.py",
+    "tests/test_hub.py",
+    "tests/test_browser.py",
+    "tests/test_gradebook.py",
+    "tests/test_scale.py",
+    "tests/test_browser_pages.py",
+    "tests/test_grade_attacks.py",
+    "tests/test_grade_truth.py",
+    "tests/test_grade.py",
+    "tests/test_grade_sandbox.py",
+    "tests/test_regrade_outputs.py",
+    "tests/test_gradebook_outputs.py",
+    "tests/test_error_answers.py",
+    "tests/test_locks.py",
+)
+
+
+def _rank(scope: str) -> tuple[int, int]:
+    if scope in LONGEST_FIRST:
+        return (0, LONGEST_FIRST.index(scope))
+    if scope.endswith(".ipynb"):
+        return (1, 0)
+    return (2, 0)
+
+
+def _longest_first(items) -> None:
+    """Reorder whole modules (a notebook with its store check is one), never the tests inside one."""
+    scopes: dict[str, list] = {}
+    for item in items:
+        scopes.setdefault(item.nodeid.split("::")[0], []).append(item)
+    order = sorted(scopes, key=_rank)  # stable: equal ranks keep collection order
+    items[:] = [item for scope in order for item in scopes[scope]]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
     try:
         _add_store_checks(config, items)
     finally:
         _select_by_unit(items)
+        _longest_first(items)
 
 
 def _add_store_checks(config, items) -> None:

@@ -133,3 +133,11 @@ def test_a_progress_file_written_by_0_1_still_reads(tmp_path):
     assert u00.questions["00.warmup-flag"].record == "revealed without prediction"
     assert u00.questions["00.warmup-square"].record == "correct on attempt 2"
     assert progress.unit_state("01", log.events("01")).questions["01.pow-node"].predicted
+
+
+def test_the_modules_handed_out_first_exist():
+    """conftest.py's LONGEST_FIRST names modules by path: a renamed module would silently lose its place."""
+    import conftest
+
+    missing = [m for m in conftest.LONGEST_FIRST if not (ROOT / m).is_file()]
+    assert not missing, missing

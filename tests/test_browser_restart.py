@@ -1,0 +1,156 @@
+"""Unit 00 in JupyterLab: the record survives a restart, an old widget, a reload, a reset and a reopen.
+
+Split from tests/test_browser.py (whose helpers it uses) so that xdist runs the browser modules side by side.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.test_browser import (
+    ARTIFACTS,
+    IDLE,
+    ROOT,
+    START,
+    _grade,
+    _requirements,
+    _save_and_wait,
+    cell_by_id,
+    code_cell,
+    lab_page,
+    live_inputs,
+    open_notebook,
+    restart_kernel,
+    run_cell,
+    run_menu,
+    same_record,
+    tracebacks,
+    unit_state,
+    wait_until_done,
+)
+
+pytestmark = pytest.mark.skipif(bool(_requirements()), reason=_requirements() or "ready")
+
+
+def test_the_record_survives_restart_an_old_widget_reload_reset_and_reopen(tmp_path, home):
+    """Unit 00 in one JupyterLab: a prediction locked and a self-test checked with their widgets; Kernel -> Restart
+    (every old widget says it belongs to an earlier kernel and takes no input); Run All; a page reload (the widgets
+    re-attach); a reset and a new prediction (the old input closes and says why); close and reopen (the saved
+    widgets take no input). After each, the panel, status and the store agree; the saved file grades the same."""
+    from grader.engine.question import get
+    from grader.learner.stale import NOTE
+
+    root = tmp_path / "course"
+    root.mkdir()
+    shutil.copy(ROOT / "notebooks" / START, root / START)
+    saved = root / START
+    square = get("00.warmup-square").run()
+    ARTIFACTS.mkdir(exist_ok=True)
+    with lab_page(root, tmp_path / "jupyter", home, "browser-recovery-failed.png") as (lab, page):
+        open_notebook(page, lab, START)
+        flag_cell = cell_by_id(page, saved, "c011")
+        square_cell = cell_by_id(page, saved, "c015")
+        code_cell(page, 'reveal("00.warmup-add")').locator(".jp-InputPrompt").click()
+        run_menu(page, "notebook:run-all-above")
+        add = page.locator(".agl-q-00-warmup-add")
+        add.wait_for(timeout=120_000)
+        add.locator("input").first.click()
+        page.keyboard.type("2, 3")
+        add.locator("button.agl-lock").click()
+        add.locator(".agl-result", has_text="prediction locked in").wait_for()
+        run_cell(page, flag_cell)  # its input shown, nothing locked
+        flag = page.locator(".agl-q-00-warmup-flag")
+        flag.locator("button.agl-lock").wait_for(timeout=120_000)
+        run_cell(page, square_cell)  # the self-test answered with its Check button only
+        checker = page.locator(".agl-q-00-warmup-square")
+        checker.locator("input").first.wait_for(timeout=120_000)
+        checker.locator("input").first.click()
+        page.keyboard.type(f"{square:g}")
+        checker.locator("button.agl-check").click()
+        checker.locator(".agl-result", has_text="correct").wait_for()
+        _, before = unit_state("00")
+
+        # Kernel -> Restart: every old widget says so and takes no input; nothing can be recorded
+        restart_kernel(page)
+        flag.locator(".agl-stale").wait_for(state="visible", timeout=120_000)
+        page.get_by_text(IDLE).wait_for(timeout=120_000)
+        assert NOTE in flag.inner_text() and NOTE in add.inner_text()
+        assert flag.locator("button.widget-toggle-button").first.is_hidden()
+        assert live_inputs(page) == 0
+        page.screenshot(path=str(ARTIFACTS / "browser-restart-old-widget.png"))
+        focusable = page.evaluate(
+            "() => [...document.querySelectorAll('.agl-live-only input, .agl-live-only button')]"
+            ".filter(e => { e.focus(); return document.activeElement === e; }).length"
+        )
+        assert focusable == 0  # no keyboard path into an old widget either
+        assert unit_state("00")[1] == before
+
+        # Restart and Run All (the kernel already restarted: Run All)
+        run_menu(page, "runmenu:run-all")
+        wait_until_done(page, page.locator(".agl-panel-00"))
+        assert tracebacks(page) == []
+        records = same_record(page, home, "00")
+        assert records == {
+            "00.warmup-add": "predicted, correct",
+            "00.warmup-flag": "revealed without prediction",
+            "00.warmup-square": "correct",
+        }
+        square_cell.scroll_into_view_if_needed()
+        square_cell.get_by_text("Passed (correct").wait_for()  # the check cell run again: passed, closed
+
+        # a reload of the page (saved first: a reload reads the file), the kernel running: the widgets re-attach
+        _save_and_wait(page, saved, "c015", lambda r: r and r.get("locked"))
+        page.reload()
+        page.get_by_text(IDLE).wait_for(timeout=120_000)
+        page.locator(".agl-panel-00 button", has_text="Refresh").wait_for(state="visible", timeout=120_000)
+        assert page.locator(".agl-stale:visible").count() == 0
+        assert same_record(page, home, "00") == records
+
+        # a reset, then a new prediction: the old input closes and says why; the cell run again predicts
+        flag_cell.locator(".jp-InputPrompt").click()
+        page.keyboard.press("b")  # a cell below, in command mode
+        page.keyboard.press("Enter")
+        page.keyboard.type('reset("00.warmup-flag")')
+        page.keyboard.press("Control+Enter")
+        flag.locator(".agl-closed", has_text="was reset").wait_for()  # through the re-attached widget
+        reset_cell = cell_by_id(page, saved, "c012")  # the new cell holds c012's place
+        reset_cell.locator(".agl-result", has_text="run its predict cell").wait_for()  # the next step
+        run_cell(page, flag_cell)
+        fresh = page.locator(".agl-q-00-warmup-flag")
+        fresh.locator("button.agl-lock:not([disabled])").wait_for(timeout=120_000)
+        fresh.locator("button.widget-toggle-button", has_text="False").click()
+        fresh.locator("button.agl-lock").click()
+        fresh.locator(".agl-result", has_text="prediction locked in").wait_for()
+        reveal_flag = cell_by_id(page, saved, "c013", added_above=1)  # below the reset cell
+        run_cell(page, reveal_flag)
+        reveal_flag.get_by_text("00.warmup-flag: correct").wait_for(timeout=120_000)
+        records = same_record(page, home, "00")
+        assert records["00.warmup-flag"] == "predicted after reveal, correct"
+        reset_cell.locator(".jp-InputPrompt").click()
+        page.keyboard.press("d")
+        page.keyboard.press("d")  # the learner's reset cell, deleted before saving
+        _save_and_wait(page, saved, "c015", lambda r: r and r.get("locked"))
+
+        # closed and reopened with a new kernel: the saved widgets say so and take no input
+        lab.delete_sessions()
+        page.goto(lab.url(f"/lab/tree/{START}?reset&token={lab.token}"))
+        page.get_by_text(IDLE).wait_for(timeout=120_000)
+        page.locator(".agl-panel-00").first.wait_for(timeout=60_000)
+        page.locator(".agl-stale:visible").first.wait_for(timeout=60_000)
+        guarded = page.locator(".agl-live-only").count()
+        assert guarded >= 4 and page.locator(".agl-stale:visible").count() == guarded
+        assert live_inputs(page) == 0 and "model not found" not in page.locator(".jp-Notebook").inner_text()
+        page.screenshot(path=str(ARTIFACTS / "browser-reopened-old-widgets.png"))
+        assert same_record(page, home, "00") == records
+
+    target = tmp_path / "graded" / START
+    target.parent.mkdir()
+    shutil.copy(saved, target)
+    row = _grade(target, tmp_path / "grades.csv")
+    assert row["run"] == "ok", row
+    assert row["00.warmup-add"] == records["00.warmup-add"] and row["00.warmup-square"] == records["00.warmup-square"]
+    # a prediction locked after the reveal is never carried into grading (grader.engine.locked): the gradebook
+    # reads the saved notebook, where it is not a prediction; it earns no more than the panel says
+    assert row["00.warmup-flag"] in ("not answered", "revealed without prediction"), row
