@@ -414,10 +414,12 @@ def _release(args) -> int:
     except ReleaseError as exc:
         print(f"release failed: {exc}", file=sys.stderr)
         return 2
+    notebooks = [w for w in written if w.startswith("notebooks/")]
+    others = [w for w in written if w not in notebooks]
     print(
-        f"wrote the student bundle to {args.out}: "
-        + ", ".join(written[-6:])
-        + f" and {len(written) - 6} notebooks (no solutions, no tests)"
+        f"wrote the student bundle to {args.out}: {len(notebooks)} notebooks, "
+        + ", ".join(others)
+        + " (no solutions, no tests)"
     )
     return 0
 
