@@ -7,7 +7,7 @@ PORT   ?= 8888
 PYTEST := $(BIN)/python -m pytest
 NBVAL  := --nbval-current-env -n 2 --dist loadscope
 
-.PHONY: install system-deps hub-deps hub lab test lint unit-tests nbval-solutions nbval-notebooks build check clean drift
+.PHONY: install test-install system-deps hub-deps hub lab test lint unit-tests nbval-solutions nbval-notebooks build check clean drift
 
 # torch's CPU build, as CI gets it (PyPI's default Linux wheel is the multi-GB CUDA build). If that index
 # does not answer within 5 s, pip's own index and settings decide; `make TORCH_INDEX=` skips it.
@@ -16,21 +16,34 @@ ANSWERS := import os, sys, urllib.request as u, concurrent.futures as c; \
 	f = c.ThreadPoolExecutor(1).submit(u.urlopen, u.Request(sys.argv[1], method="HEAD"), timeout=4); \
 	c.wait([f], 5); os._exit(0 if f.done() and not f.exception() and f.result().status < 400 else 1)
 
+# $(call pip_install,SPEC): pip install SPEC into the venv, torch from its CPU index where that answers
+define pip_install
+	@if [ -n "$(TORCH_INDEX)" ] && $(BIN)/python -c '$(ANSWERS)' "$(TORCH_INDEX)/torch/"; then \
+		echo "installing $(1) (torch: the CPU build from $(TORCH_INDEX))"; \
+		$(BIN)/python -m pip install --quiet --index-url "$(TORCH_INDEX)" \
+			--extra-index-url https://pypi.org/simple $(1); \
+	else \
+		echo "installing $(1) (torch's CPU index not used: $(if $(TORCH_INDEX),$(TORCH_INDEX) did not answer within 5 s,TORCH_INDEX is empty); pip's own settings choose torch's build)"; \
+		$(BIN)/python -m pip install --quiet $(1); \
+	fi
+endef
+
+# The course alone, as a learner gets it (`make lab`); `make test` adds the test extra (pyproject.toml).
 $(STAMP): pyproject.toml jupyter/overrides.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	@if [ -n "$(TORCH_INDEX)" ] && $(BIN)/python -c '$(ANSWERS)' "$(TORCH_INDEX)/torch/"; then \
-		echo "installing (torch: the CPU build from $(TORCH_INDEX))"; \
-		$(BIN)/python -m pip install --quiet --index-url "$(TORCH_INDEX)" \
-			--extra-index-url https://pypi.org/simple -e ".[test]"; \
-	else \
-		echo "installing (torch's CPU index not used: $(if $(TORCH_INDEX),$(TORCH_INDEX) did not answer within 5 s,TORCH_INDEX is empty); pip's own settings choose torch's build)"; \
-		$(BIN)/python -m pip install --quiet -e ".[test]"; \
-	fi
+	$(call pip_install,-e .)
 	@# JupyterLab saves widget state with the notebook, so a reopened notebook still shows its widgets
 	mkdir -p $(VENV)/share/jupyter/lab/settings
 	cp jupyter/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	touch $(STAMP)
+
+TEST_STAMP := $(VENV)/.installed-test
+$(TEST_STAMP): $(STAMP)
+	$(call pip_install,-e ".[test]")
+	touch $(TEST_STAMP)
+
+test-install: $(TEST_STAMP)
 
 install: $(STAMP)
 
@@ -83,7 +96,7 @@ hub-deps:
 # agl-demo-N, each server running as its user); Ctrl-C stops it and every user's server.
 HUB_PORT  ?= 8000
 HUB_USERS ?= 3
-hub: install hub-deps
+hub: test-install hub-deps
 	$(BIN)/python -m grader.instructor.hub start --users $(HUB_USERS) --port $(HUB_PORT)
 
 # `make test`: the installs side by side, then lint in the background while one pytest run takes the unit
@@ -94,7 +107,7 @@ TEST_JOBS ?= 3
 SUITE := tests solutions notebooks --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	-n $(TEST_JOBS) --dist loadscope --no-loadscope-reorder
 test:
-	@$(MAKE) --no-print-directory -j3 install system-deps hub-deps
+	@$(MAKE) --no-print-directory -j3 test-install system-deps hub-deps
 	@mkdir -p test-artifacts; \
 	$(MAKE) --no-print-directory lint > test-artifacts/lint.log 2>&1 & lint=$$!; \
 	$(PYTEST) $(SUITE); tests=$$?; \
@@ -105,7 +118,7 @@ test:
 
 # The code's own checks (configured in pyproject.toml): ruff's lint and format, mypy on the engine
 # and the probes, and the import layers (instructor > learner > units > probes > engine).
-lint: install
+lint: test-install
 	$(BIN)/ruff check --quiet .
 	$(BIN)/ruff format --check --quiet .
 	$(BIN)/mypy
@@ -113,13 +126,13 @@ lint: install
 
 # --dist loadscope: a module's tests stay in one worker, so a module-scoped fixture (a graded class) is built
 # once, not once in each worker as --dist load would.
-unit-tests: install
+unit-tests: test-install
 	$(PYTEST) tests -n $(TEST_JOBS) --dist loadscope --no-loadscope-reorder
 
-nbval-solutions: install
+nbval-solutions: test-install
 	$(PYTEST) --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL) solutions
 
-nbval-notebooks: install
+nbval-notebooks: test-install
 	$(PYTEST) --nbval-lax $(NBVAL) notebooks
 
 build: install

@@ -36,12 +36,34 @@ def test_environment_yml_wraps_pyproject():
     deps = env["dependencies"]
     assert "python=3.11" in deps and "pip" in deps
     pip = next(d["pip"] for d in deps if isinstance(d, dict))
-    assert pip[-1] == "-e .[test]", "environment.yml must install this project, with its test extra"
+    assert pip[-1] == "-e .", "environment.yml installs the course alone, as make lab does (no test extra)"
     assert pip[:-1] == [f"--index-url {CPU_INDEX}", "--extra-index-url https://pypi.org/simple"], (
         "conda users get torch's CPU build too"
     )
-    assert "test" in project["optional-dependencies"]
+    assert "configurable-http-proxy" not in deps, "a learner's environment has no hub"
+    assert 'pip install -e ".[test]"' in (ROOT / "environment.yml").read_text(), "it says how to add the tests"
     assert project["requires-python"] == ">=3.10"
+
+
+LEARNER_FREE = ("jupyterhub", "playwright", "ruff", "mypy", "pytest", "nbval", "import-linter")
+
+
+def test_a_learners_install_is_the_course_and_make_test_gets_the_rest():
+    """`make lab` installed the test extra (a hub, a browser driver, linters) on every learner's laptop."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    course = [re.split(r"[<>=\[ ]", d)[0] for d in project["dependencies"]]
+    assert not set(course) & set(LEARNER_FREE), course
+    extras = project["optional-dependencies"]
+    assert any(d.startswith("jupyterhub") for d in extras["hub"])
+    assert {re.split(r"[<>=]", d)[0] for d in extras["lint"]} == {"ruff", "mypy", "import-linter"}
+    assert "autograd-lab[hub,lint]" in extras["test"], "the test extra takes the other two"
+    assert {"pytest", "nbval", "playwright"} <= {re.split(r"[<>=]", d)[0] for d in extras["test"]}
+    install = makefile_target("$(STAMP)")
+    assert "$(call pip_install,-e .)" in install and "[test]" not in install
+    assert '$(call pip_install,-e ".[test]")' in makefile_target("$(TEST_STAMP)")
+    assert makefile_target("lab").split("\n")[1].split(":")[1].split() == ["install", "system-deps"]
+    for name in ("test", "lint", "unit-tests", "nbval-solutions", "nbval-notebooks", "hub"):
+        assert "test-install" in makefile_target(name).split("\n")[1].split(":")[1].split(), name
 
 
 def test_torch_is_pinned_and_numpy_listed():
@@ -102,11 +124,12 @@ def test_install_asks_the_cpu_index_for_torch_as_ci_does():
     ci = (ROOT / ".github" / "workflows" / "test.yml").read_text()
     assert f"PIP_INDEX_URL: {CPU_INDEX}" in ci
     assert makefile_variable("TORCH_INDEX") == CPU_INDEX
-    install = makefile_target("$(STAMP)")
+    text = (ROOT / "Makefile").read_text()
+    install = text[text.index("\ndefine pip_install") : text.index("\nendef")]
     assert '--index-url "$(TORCH_INDEX)"' in install and "--extra-index-url https://pypi.org/simple" in install
     assert '$(ANSWERS)\' "$(TORCH_INDEX)/torch/"' in install, "the index is asked first, briefly"
-    # both branches install the project with its test extra; only the reachable one names the index
-    assert install.count('-e ".[test]"') == 2
+    # both branches install what they are called with; only the reachable one names the index
+    assert install.count("pip install --quiet") == 2 and install.count(" $(1); ") == 2
 
 
 class _Silent(http.server.BaseHTTPRequestHandler):
@@ -173,9 +196,8 @@ def test_the_hub_gets_its_proxy_locally_and_binds_loopback_only():
     """make hub and the hub test: JupyterHub from the test extra, its npm proxy under .hub/ (ignored),
     and every address on 127.0.0.1."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert any(d.startswith("jupyterhub") for d in project["optional-dependencies"]["test"])
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
-    assert "configurable-http-proxy" in env["dependencies"], "conda users get the proxy from conda-forge"
+    assert any(d.startswith("jupyterhub") for d in project["optional-dependencies"]["hub"])
+    assert "conda install -c conda-forge configurable-http-proxy" in (ROOT / "environment.yml").read_text()
     deps = makefile_target("hub-deps")
     assert "npm install --prefix .hub" in deps and "configurable-http-proxy@5" in deps
     assert "hub-deps" in makefile_target("test").strip().split("\n")[0]

@@ -223,12 +223,12 @@ def test_moodles_shape_and_percent_where_a_maximum_differs(tmp_path):
     raw = path.read_bytes()
     assert raw.startswith(b"\xef\xbb\xbf")
     table = list(csv.reader(raw.decode("utf-8-sig").splitlines()))
-    assert table[0][:2] == ["Full name", "ID number"]
-    assert table[0][2].startswith("Unit 01") and table[0][2].endswith("(percent)")
-    assert not table[0][3].endswith("(percent)")
-    people = {r[0]: r for r in table[1:]}
-    assert people["Jürgen Müller"][1:] == ["S-1", "75", "9"]
-    assert people["Zoé"][1:] == ["", "50", "0"]  # unit 02 not handed in: 0
+    assert table[0][:6] == list(lms_gradebook.MOODLE_USER_COLUMNS)
+    assert table[0][6].startswith("Unit 01") and table[0][6].endswith("(percent)")
+    assert not table[0][7].endswith("(percent)")
+    people = {(r[0], r[1]): r for r in table[1:]}
+    assert people[("Jürgen", "Müller")][2:] == ["S-1", "", "", "", "75", "9"]
+    assert people[("Zoé", "")][2:] == ["", "", "", "", "50", "0"]  # unit 02 not handed in: 0
     assert any("unit 01 is in percent" in n for n in notes)
     assert any("without a student ID" in n and "Zoé" in n for n in notes)
     canvas = tmp_path / "canvas.csv"
@@ -245,3 +245,91 @@ def test_the_cli_refuses_a_bad_pattern_and_an_lms_out_without_lms(tmp_path):
     ):
         done = _grade(tmp_path, "--out", tmp_path / "g.csv", *args)
         assert done.returncode == 2 and said in done.stderr
+
+
+# --- the shapes each LMS documents -------------------------------------------------------------------
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lms"
+
+
+def _table(path: Path) -> list[list[str]]:
+    """A CSV file as the LMS reads it: UTF-8 (a byte-order mark allowed), comma-separated, a header row."""
+    return list(csv.reader(path.read_bytes().decode("utf-8-sig").splitlines()))
+
+
+def _number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _assert_same_shape(ours: list[list[str]], documented: list[list[str]], user_columns: int, points_row: bool):
+    """Ours has the documented file's user columns, in its order, then only grade columns, every row as long as
+    the header and every grade cell a plain number; the Points Possible row where (and only where) it has one."""
+    assert ours[0][:user_columns] == documented[0][:user_columns], (ours[0], documented[0])
+    assert len(ours[0]) > user_columns and all(h.startswith("Unit ") for h in ours[0][user_columns:]), ours[0]
+    assert all(len(r) == len(ours[0]) for r in ours) and all(len(r) == len(documented[0]) for r in documented)
+    for table in (ours, documented):
+        body = table[2:] if points_row else table[1:]
+        assert body and all(_number(c) for r in body for c in r[user_columns:]), body
+    if points_row:
+        assert ours[1][0] == documented[1][0] and ours[1][1:user_columns] == [""] * (user_columns - 1)
+        assert all(_number(c) and float(c) > 0 for c in ours[1][user_columns:])
+    else:  # no row is anything but a learner: every row after the header names one
+        assert all(any(r[:user_columns]) for r in ours[1:]) and "Points Possible" not in str(ours)
+
+
+def test_the_canvas_file_has_the_shape_canvas_documents_for_its_gradebook_import(canvas_export, tmp_path):
+    """``grade --lms canvas`` against a file written in the shape Canvas documents for Grades > Import
+    (tests/fixtures/lms/canvas-gradebook-import.csv, written for this test): the columns Student, ID,
+    SIS User ID, SIS Login ID and Section first, then one column per assignment (a name without Canvas's
+    ``(id)`` makes a new assignment), and the export's ``Points Possible`` row second, which the import reads
+    back. Documented at https://teaching.resources.osu.edu/toolsets/carmencanvas/guides/calculating-final-grades/import-csv-file-carmen-grades
+    (columns A-E: Student, ID, SIS User ID, SIS Login ID, Section; F: the assignment) and in Canvas's guide
+    "How do I import grades in the Gradebook?" (community.canvaslms.com), which points at the export's own
+    layout; the file is UTF-8 (https://developerdocs.instructure.com/services/canvas/sis/file.sis_csv: "All
+    text should be UTF-8 encoded")."""
+    export, roster = canvas_export
+    out = tmp_path / "grades.csv"
+    done = _grade(export, "--out", out, "--roster", roster, "--lms", "canvas")
+    assert done.returncode == 0, done.stderr[-2000:]
+    documented = _table(FIXTURES / "canvas-gradebook-import.csv")
+    assert documented[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    ours = _table(tmp_path / "grades-canvas.csv")
+    _assert_same_shape(ours, documented, 5, points_row=True)
+    assert {r[0]: r[1:3] for r in ours[2:]} == {"mullerjurgen": ["4101", "S-7"], "zhangwei": ["4102", ""]}
+
+
+def test_the_moodle_file_has_the_shape_moodle_documents_for_its_csv_grade_import(tmp_path):
+    """``grade --lms moodle`` against a file in the shape Moodle documents for Grades > Import > CSV file
+    (tests/fixtures/lms/moodle-grade-import.csv, written for this test). https://docs.moodle.org/en/Grade_import:
+    "The import file format is the same as the corresponding export format", users are matched by a column
+    mapped "Map from" ID number "Map to" useridnumber, and each other column is mapped to a grade item. The
+    plain-text export writes First name, Last name, ID number, Institution, Department, Email address, then one
+    column per grade item: no Points Possible row (Moodle would read it as a user that does not exist).
+    Before, our file began with a ``Full name`` column, which no Moodle export has."""
+    export = tmp_path / "moodle"
+    for folder, name in (
+        ("Jürgen Müller_118822_assignsubmission_file_", N01),
+        ("Jürgen Müller_118822_assignsubmission_file_", N02),
+        ("Ana Ortiz_118830_assignsubmission_file_", N01),
+    ):
+        (export / folder).mkdir(parents=True, exist_ok=True)
+        (export / folder / name).symlink_to(tmp_path / "gone" / name)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("learner,student id\nJürgen Müller,S-7\nAna Ortiz,S-9\n", encoding="utf-8")
+    out = tmp_path / "grades.csv"
+    done = _grade(export, "--out", out, "--roster", roster, "--lms", "moodle")
+    assert done.returncode == 0, done.stderr[-2000:]
+    documented = _table(FIXTURES / "moodle-grade-import.csv")
+    ours_raw = (tmp_path / "grades-moodle.csv").read_bytes()
+    assert ours_raw.startswith(b"\xef\xbb\xbf") and (FIXTURES / "moodle-grade-import.csv").read_bytes().startswith(
+        b"\xef\xbb\xbf"
+    ), "UTF-8 with a BOM, which Moodle's CSV reader takes off"
+    ours = _table(tmp_path / "grades-moodle.csv")
+    _assert_same_shape(ours, documented, 6, points_row=False)
+    id_number = documented[0].index("ID number")
+    assert ours[0][id_number] == "ID number"
+    assert {(r[0], r[1]): r[id_number] for r in ours[1:]} == {("Jürgen", "Müller"): "S-7", ("Ana", "Ortiz"): "S-9"}

@@ -9,7 +9,12 @@ In a solution's code cell, an answer sits between ``### BEGIN SOLUTION`` and
   becomes ``name = ...`` (a placeholder every question reads as unanswered);
 * every output and execution count is cleared.
 
-``build(check=True)`` writes nothing and lists the notebooks that differ.
+``build(check=True)`` writes nothing and lists the notebooks that differ. Both, and ``execute_solutions``,
+refuse a solution notebook or questions module that still holds a ``new-question`` skeleton's placeholder
+(:mod:`grader.instructor.new_question`).
+
+Solutions run in a fresh kernel that talks to us over IPC sockets in a temporary folder where the system has
+them (not TCP on localhost, which made every kernel print "Kernel is running over TCP without encryption").
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pathlib import Path
 import nbformat
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+PLACEHOLDER = "NEW-QUESTION: fill in"  # what a new-question skeleton leaves for its author (new_question.py)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -104,11 +110,39 @@ def dumps(nb: nbformat.NotebookNode) -> str:
     return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def placeholders(root: Path, only: list[str] | None = None) -> list[str]:
+    """Where a skeleton's :data:`PLACEHOLDER` is still in a solution notebook or a unit's questions module."""
+    found = []
+    for path in sorted((root / "solutions").glob("*.ipynb")):
+        if only and not any(path.name.startswith(u.zfill(2)) for u in only):
+            continue
+        for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            if PLACEHOLDER in cell.source:
+                found.append(f"solutions/{path.name}, cell {index + 1} (id {cell.get('id', '?')})")
+    for path in sorted((root / "grader" / "units").glob("unit*/questions.py")):
+        if only and not any(path.parent.name == f"unit{u.zfill(2)}" for u in only):
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
+            if PLACEHOLDER in line:
+                found.append(f"{path.relative_to(root)}, line {number}")
+    return found
+
+
+def _refuse_placeholders(root: Path, only: list[str] | None) -> None:
+    left = placeholders(root, only)
+    if left:
+        raise BuildError(
+            f"a new question's skeleton is not filled in yet ('{PLACEHOLDER}' in " + "; ".join(left) + "): "
+            "write its prompt, explanation, prose and experiment, then build again"
+        )
+
+
 def build(root: Path = ROOT, check: bool = False, only: list[str] | None = None) -> list[str]:
     """Write notebooks/ from solutions/ (or, with check, list what differs). Returns the differences.
 
     ``only`` (unit ids such as '03') limits the work to those units' notebooks.
     """
+    _refuse_placeholders(root, only)
     solutions, notebooks = root / "solutions", root / "notebooks"
     differences = []
     expected = {}
@@ -136,10 +170,15 @@ def build(root: Path = ROOT, check: bool = False, only: list[str] | None = None)
 def execute(path: Path, strict: bool = True, timeout: int = 300, home: str | None = None) -> nbformat.NotebookNode:
     """Run a notebook top to bottom in a fresh kernel (throwaway progress store) and return it."""
     from nbclient import NotebookClient
+    from traitlets.config import Config
 
     nb = nbformat.read(path, as_version=4)
     saved = {k: os.environ.get(k) for k in ("AUTOGRAD_LAB_STRICT", "AUTOGRAD_LAB_HOME")}
     with tempfile.TemporaryDirectory(prefix="agl-run-") as tmp:
+        # IPC where there are Unix sockets: no TCP port, and no warning from the kernel about one
+        sockets = (
+            {"KernelManager": {"transport": "ipc", "ip": os.path.join(tmp, "kernel")}} if os.name == "posix" else {}
+        )
         os.environ["AUTOGRAD_LAB_HOME"] = home or tmp
         if strict:
             os.environ["AUTOGRAD_LAB_STRICT"] = "1"
@@ -153,6 +192,7 @@ def execute(path: Path, strict: bool = True, timeout: int = 300, home: str | Non
                 record_timing=False,
                 store_widget_state=False,
                 resources={"metadata": {"path": str(path.parent)}},
+                config=Config(sockets),
             )
             client.execute()
         finally:
@@ -205,6 +245,7 @@ def normalise_outputs(nb: nbformat.NotebookNode, where: str = "notebook", root: 
 
 def execute_solutions(root: Path = ROOT, only: list[str] | None = None) -> list[str]:
     """Re-run solution notebooks in place (strict mode), storing their normalised outputs."""
+    _refuse_placeholders(root, only)
     done = []
     for path in sorted((root / "solutions").glob("*.ipynb")):
         if only and not any(path.name.startswith(u.zfill(2)) for u in only):

@@ -1,4 +1,5 @@
-"""python -m grader: status, questions, claims, reset, workspace, build, verify, grade, collect, class, release, doctor."""
+"""python -m grader: status, questions, claims, reset, workspace, build, new-question, verify, grade, collect, class,
+release, doctor."""
 
 from __future__ import annotations
 
@@ -406,6 +407,18 @@ def _grade(args) -> int:
     return 0 if rows or shard else 2
 
 
+def _new_question(args) -> int:
+    from grader.instructor.new_question import NewQuestionError, insert
+
+    try:
+        lines = insert(Path(args.root), args.unit, args.slug, args.kind, role=args.role, after=args.after)
+    except NewQuestionError as exc:
+        print(f"new-question: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
+
+
 def _release(args) -> int:
     from grader.instructor.release import ReleaseError, release
 
@@ -414,10 +427,12 @@ def _release(args) -> int:
     except ReleaseError as exc:
         print(f"release failed: {exc}", file=sys.stderr)
         return 2
+    notebooks = [w for w in written if w.startswith("notebooks/")]
+    others = [w for w in written if w not in notebooks]
     print(
-        f"wrote the student bundle to {args.out}: "
-        + ", ".join(written[-6:])
-        + f" and {len(written) - 6} notebooks (no solutions, no tests)"
+        f"wrote the student bundle to {args.out}: {len(notebooks)} notebooks, "
+        + ", ".join(others)
+        + " (no solutions, no tests)"
     )
     return 0
 
@@ -602,6 +617,21 @@ def main(argv: list[str] | None = None) -> int:
         "(python -m grader doctor [--frozen NAME] [--should-move NAME] train.py [args...])",
         add_help=False,
     )
+
+    p = sub.add_parser(
+        "new-question",
+        help="insert a new question's working skeleton: its declaration in questions.py and its cells in the "
+        "solution notebook (build refuses it until its placeholders are filled in)",
+    )
+    p.add_argument("unit", help="the unit, e.g. 05")
+    p.add_argument("slug", help="the question's short name: 05.SLUG")
+    p.add_argument("--kind", required=True, choices=["number", "boolean", "name"], help="its answer kind")
+    p.add_argument("--role", default="predict", choices=["predict", "self-test"], help="predict-then-run (default)")
+    p.add_argument(
+        "--after", metavar="CELL_ID", help="insert after this cell (default: before the completion criterion)"
+    )
+    p.add_argument("--root", default=str(Path(__file__).resolve().parents[2]), help=argparse.SUPPRESS)
+    p.set_defaults(run=_new_question)
 
     p = sub.add_parser("release", help="write the student bundle (learner notebooks and the grader; no solutions)")
     p.add_argument("out", help="a new or empty folder")

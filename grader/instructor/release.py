@@ -1,19 +1,27 @@
 """The student bundle: what learners get, and nothing they should not.
 
 ``python -m grader release OUT/`` writes the learner notebooks (generated from solutions/, outputs
-cleared), the grader package, the install files and a short README, and never solutions/, the
+cleared), the grader package, the install files, LICENSE and a short README, and never solutions/, the
 tests (with their reference implementations) or the instructors' tools. ``--zip`` also packs it.
+
+The bundle's Makefile is the repository's without the targets that need what the bundle leaves out
+(``test``, ``lint``, ``hub``, ``drift``, ``build``...: :func:`learner_makefile`), so ``make lab`` there
+installs the course alone, as it does here.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 from grader.instructor.build import BEGIN, ROOT, dumps, learner_copy
 
 # What a learner needs to run the notebooks, relative to the repository root.
-FILES = ("pyproject.toml", "environment.yml", "Makefile", "LICENSE", "jupyter/overrides.json")
+FILES = ("pyproject.toml", "environment.yml", "LICENSE", "jupyter/overrides.json")
+# The Makefile's targets a bundle can run: the course's install, its system packages, JupyterLab, clean.
+# Every other target (the tests, lint, the hub, drift, build) needs solutions/, tests/ or tools/.
+LEARNER_TARGETS = ("install", "system-deps", "lab", "clean")
 FORBIDDEN = ("solutions", "tests", "bench", ".ci", ".github", "docs")
 
 README = """# autograd-lab: your copy of the course
@@ -24,8 +32,9 @@ Two commands, on a machine with Python 3.10+ and `make`:
 make lab     # installs the course (CPU build of torch, about 1.5 GB) and opens it in JupyterLab
 ```
 
-Conda users: `conda env create -f environment.yml`, `conda activate autograd-lab`, then
-`jupyter lab notebooks/00_start_here.ipynb`.
+Conda users: `conda env create -f environment.yml`, `conda activate autograd-lab`,
+`python -m grader workspace` (your own copies of the notebooks, in `my-work/`), then
+`jupyter lab my-work/00_start_here.ipynb`. Work in `my-work/`: `notebooks/` is the course as shipped.
 
 Work through the units in order. In each you predict what torch will do, run it, and see your
 prediction beside torch's live answer; `unit_panel` at the end of a unit marks it passed. Your
@@ -34,6 +43,28 @@ progress is kept in your user data folder (`python -m grader status` shows it).
 Hand in the notebooks as your instructor asks (a folder, a zip, the LMS or the hub): the instructor
 re-runs them and recomputes every verdict with live torch.
 """
+
+
+_RULE = re.compile(r"^([^\s#=:][^=:\n]*?)[ \t]*:(?!=)", re.M)  # a rule's targets, at a line's start
+
+
+def learner_makefile(text: str) -> str:
+    """The repository's Makefile for the bundle: its paragraphs (blank-line separated) that define a rule
+    for a target outside :data:`LEARNER_TARGETS` (or for a file other than the install stamp) are left
+    out, with their comments and variables, and ``.PHONY`` names what is left."""
+    kept = []
+    for paragraph in text.split("\n\n"):
+        targets = {t for m in _RULE.finditer(paragraph) for t in m.group(1).split()}
+        targets.discard(".PHONY")
+        if targets - {*LEARNER_TARGETS, "$(STAMP)"}:
+            continue
+        kept.append(paragraph)
+    body = "\n\n".join(kept)
+    body = re.sub(r"^\.PHONY:.*$", ".PHONY: " + " ".join(LEARNER_TARGETS), body, count=1, flags=re.M)
+    lines = body.split("\n")
+    if lines[0].startswith("#"):  # the repository's own first line names make test
+        lines[0] = "# autograd-lab, your copy: `make lab` installs the course and opens it in JupyterLab."
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 class ReleaseError(Exception):
@@ -64,6 +95,8 @@ def release(out: Path, root: Path = ROOT, make_zip: bool = False) -> list[str]:
         root / "grader", out / "grader", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     )
     written.append("grader/")
+    (out / "Makefile").write_text(learner_makefile((root / "Makefile").read_text(encoding="utf-8")), encoding="utf-8")
+    written.append("Makefile")
     for name in FILES:
         if (root / name).exists():
             (out / name).parent.mkdir(parents=True, exist_ok=True)

@@ -9,9 +9,12 @@ learner graded or in the roster, a unit not handed in counts 0), one column per 
   export names, see :mod:`.lms_names`), ``SIS User ID`` (the roster's student ID), ``SIS Login ID``,
   ``Section``, then the units; the second row is Canvas's ``Points Possible`` row, each unit's maximum.
   Canvas matches a row by ID, SIS User ID or SIS Login ID; a new column becomes a new assignment.
-* **moodle**: Moodle's grade import from CSV (Grades > Import > CSV file), whose rows are matched to users by
-  a column mapped to ``ID number``: ``Full name``, ``ID number`` (the roster's student ID), then the units as
-  grade values (each grade item's maximum is set in Moodle).
+* **moodle**: Moodle's grade import from CSV (Grades > Import > CSV file), whose file format is its plain-text
+  export's (https://docs.moodle.org/en/Grade_import): ``First name``, ``Last name``, ``ID number`` (the
+  roster's student ID, the column the import maps users by: "Map from" ID number, "Map to" useridnumber),
+  ``Institution``, ``Department``, ``Email address``, then the units as grade values (each grade item's maximum
+  is set in Moodle), and no Points Possible row (Moodle would read it as a user). The learner's name is split
+  at its last space (Moodle's full name is "first last"); a name is only shown, never matched on.
 
 Where a unit's maximum differs between learners (a question added after some copies were handed out,
 ``--handed-out``), that unit's column holds the percent (its Points Possible 100), and the column's name says
@@ -26,6 +29,8 @@ from grader.engine.course import UNITS
 from grader.instructor.grading import csv_cells, gradebook, scores
 
 SHAPES = ("canvas", "moodle")
+# The user columns of Moodle's plain-text grade export, which its CSV import reads back
+MOODLE_USER_COLUMNS = ("First name", "Last name", "ID number", "Institution", "Department", "Email address")
 BOM = "utf-8-sig"
 
 
@@ -78,10 +83,12 @@ def write(shape: str, rows: list[dict], path: Path, weights: scores.Weights | No
             table.append(row)
         no_id = [w["learner"] for w in wide if not w["student id"] and not canvas.get(w["learner"])]
     else:
-        fixed = ["Full name", "ID number"]
+        fixed = list(MOODLE_USER_COLUMNS)
         table = []
         for w in wide:
-            row = {"Full name": w["learner"], "ID number": w["student id"]}
+            first, _, last = w["learner"].rpartition(" ")
+            first, last = (first, last) if first else (last, "")
+            row = {"First name": first, "Last name": last, "ID number": w["student id"]}
             row.update({h: _value(w, u, varying) for u, h in zip(units, heads)})
             table.append(row)
     if no_id:

@@ -1,0 +1,214 @@
+"""``python -m grader new-question UNIT SLUG --kind KIND``: a new question's skeleton, in both its places.
+
+It appends a declaration to ``grader/units/unitNN/questions.py`` (its imports merged into the module's own
+import lines) and inserts the question's cells into ``solutions/NN_*.ipynb``: a markdown cell naming it, then
+for a predict-then-run question the ``predict`` cell, a plain torch cell and the ``reveal`` cell; for a
+self-test the ``check`` cell. New cells take the id of the cell before them plus a letter (``c087a``), as
+the notebooks' inserted cells do, and the notebook is written by :func:`grader.instructor.build.dumps`, the
+repository's own format, so its diff is the inserted cells and nothing else.
+
+The skeleton works: its experiment is a small live torch program and its solution region answers that
+program, so the question runs, checks and reveals as it stands. What only the author can write (the prompt,
+the explanation, the prose, the hints of a self-test, the program itself) is marked :data:`PLACEHOLDER`, and
+``build`` (and ``build --execute``) refuses a solution notebook or a questions module that still holds the
+mark (:func:`grader.instructor.build.placeholders`), so a skeleton never reaches learners.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.instructor.build import PLACEHOLDER, dumps
+
+ROLES = {"predict": "predict_then_run", "self-test": "self_test"}
+SLUG = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+
+
+class NewQuestionError(Exception):
+    """The skeleton cannot be inserted; the text says why."""
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    kind: str  # the kind's expression in the declaration
+    imports: dict  # module -> names the declaration needs
+    program: str  # the program, as the prompt states it
+    experiment: str  # the declaration's body: the live experiment
+    shown: str  # the notebook's torch cell for a predict-then-run question
+    answer: str  # the solution region's answer to that program
+
+
+SKELETONS = {
+    "number": Skeleton(
+        "Number()",
+        {"grader.engine.kinds": ["Number"]},
+        "w = torch.tensor(2.0, requires_grad=True); (w * w).backward(). What is w.grad?",
+        "w = torch.tensor(2.0, requires_grad=True)\n(w * w).backward()\nreturn w.grad.item()",
+        'w = torch.tensor(2.0, requires_grad=True)\n(w * w).backward()\nprint("w.grad:", w.grad.item())',
+        "4.0",
+    ),
+    "boolean": Skeleton(
+        "Boolean()",
+        {"grader.engine.kinds": ["Boolean"]},
+        "x = torch.ones(2, requires_grad=True); y = x * 2. Does y require grad (y.requires_grad)?",
+        "x = torch.ones(2, requires_grad=True)\ny = x * 2\nreturn y.requires_grad",
+        'x = torch.ones(2, requires_grad=True)\ny = x * 2\nprint("y.requires_grad:", y.requires_grad)',
+        "True",
+    ),
+    "name": Skeleton(
+        "Name(key=node_key)",
+        {"grader.engine.kinds": ["Name", "node_key"]},
+        "x = torch.ones(2, requires_grad=True); y = x * 2. What is type(y.grad_fn).__name__?",
+        "x = torch.ones(2, requires_grad=True)\ny = x * 2\nreturn type(y.grad_fn).__name__",
+        'x = torch.ones(2, requires_grad=True)\ny = x * 2\nprint("y.grad_fn:", type(y.grad_fn).__name__)',
+        '"MulBackward0"',
+    ),
+}
+
+
+def _merge_imports(source: str, needed: dict) -> str:
+    """``source`` with each needed name imported from its module: added to the module's own ``from M import``
+    statement (names sorted as ruff sorts them), or a new statement after the last ``from grader`` import."""
+    tree = ast.parse(source)
+    lines = source.split("\n")
+    for module, names in needed.items():
+        node = next((n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == module), None)
+        if node is None:
+            after = max(
+                (n.end_lineno for n in tree.body if isinstance(n, ast.ImportFrom) and (n.module or "") < module),
+                default=0,
+            )
+            lines[after:after] = [f"from {module} import {', '.join(sorted(names, key=_import_order))}"]
+        else:
+            have = [a.name + (f" as {a.asname}" if a.asname else "") for a in node.names]
+            new = sorted(set(have) | set(names), key=_import_order)
+            if new == have:
+                continue
+            one = f"from {module} import {', '.join(new)}"
+            text = [one] if len(one) <= 120 else [f"from {module} import (", *[f"    {n}," for n in new], ")"]
+            lines[node.lineno - 1 : node.end_lineno] = text
+        tree = ast.parse("\n".join(lines))
+    return "\n".join(lines)
+
+
+def _import_order(name: str) -> tuple:
+    """ruff's isort order inside one statement: CONSTANTS, then Classes, then functions."""
+    base = name.split(" ")[0]
+    return (0 if base.isupper() else 1 if base[:1].isupper() else 2, base)
+
+
+def declaration(qid: str, role: str, skeleton: Skeleton) -> str:
+    function = qid.split(".", 1)[1].replace("-", "_")
+    body = "\n".join("    " + line for line in skeleton.experiment.split("\n"))
+    hints = (
+        f'    hints=("{PLACEHOLDER} a nudge, never the answer", "{PLACEHOLDER} the mechanism"),\n'
+        if role == "self-test"
+        else ""
+    )
+    return (
+        f"@{ROLES[role]}(\n"
+        f'    "{qid}",\n'
+        f"    {skeleton.kind},\n"
+        f'    prompt="{PLACEHOLDER} the program, stated completely. Skeleton: {skeleton.program}",\n'
+        f'    explain="{PLACEHOLDER} the mechanism, in one or two sentences.",\n'
+        f"{hints}"
+        f")\n"
+        f"def {function}():\n"
+        f"    # {PLACEHOLDER} the live experiment: run the program and return what torch shows\n"
+        f"{body}\n"
+    )
+
+
+def cells(qid: str, role: str, skeleton: Skeleton) -> list[tuple[str, str]]:
+    """(cell type, source) of the question's cells, in notebook order."""
+    region = f"### BEGIN SOLUTION\nanswer = {skeleton.answer}  # {PLACEHOLDER} your answer\n### END SOLUTION\n"
+    prose = f"**Question `{qid}`.** {PLACEHOLDER} the question, as the declaration's prompt states it. "
+    prose += f"Skeleton: `{skeleton.program}`"
+    if role == "self-test":
+        return [("markdown", prose), ("code", region + f'check("{qid}", answer)')]
+    return [
+        ("markdown", prose),
+        ("code", region + f'predict("{qid}", answer)'),
+        ("code", skeleton.shown),
+        ("code", f'reveal("{qid}")'),
+    ]
+
+
+def _new_ids(anchor: str, taken: set, count: int) -> list[str]:
+    out = []
+    for letter in "abcdefghijklmnopqrstuvwxyz":
+        if len(out) == count:
+            break
+        if anchor + letter not in taken:
+            out.append(anchor + letter)
+    if len(out) < count:
+        raise NewQuestionError(f"no free cell ids after {anchor}; give --after another cell")
+    return out
+
+
+def insert(root: Path, unit: str, slug: str, kind: str, role: str = "predict", after: str | None = None) -> list[str]:
+    """Insert the skeleton; returns what was written, one line each."""
+    import nbformat
+
+    unit = unit.zfill(2)
+    qid = f"{unit}.{slug}"
+    if not SLUG.fullmatch(slug):
+        raise NewQuestionError(f"{slug!r}: a slug is lower case letters, digits and hyphens, starting with a letter")
+    if kind not in SKELETONS:
+        raise NewQuestionError(f"--kind {kind}: choose one of {', '.join(SKELETONS)}")
+    if role not in ROLES:
+        raise NewQuestionError(f"--role {role}: choose one of {', '.join(ROLES)}")
+    if role == "self-test" and kind == "boolean":
+        raise NewQuestionError("a self-test cannot be a Boolean (a retry would pass it); choose another kind")
+    module = root / "grader" / "units" / f"unit{unit}" / "questions.py"
+    notebooks = sorted((root / "solutions").glob(f"{unit}_*.ipynb"))
+    if not module.exists() or len(notebooks) != 1:
+        raise NewQuestionError(
+            f"unit {unit}: needs grader/units/unit{unit}/questions.py and one solutions/{unit}_*.ipynb"
+        )
+    source = module.read_text(encoding="utf-8")
+    function = slug.replace("-", "_")
+    if f'"{qid}"' in source or re.search(rf"^def {function}\(", source, re.M):
+        raise NewQuestionError(f"{qid} (or a function {function}) is already declared in {module.relative_to(root)}")
+    path = notebooks[0]
+    nb = nbformat.read(path, as_version=4)
+    if any(f'"{qid}"' in c.source or f"`{qid}`" in c.source for c in nb.cells):
+        raise NewQuestionError(f"{path.relative_to(root)} already names {qid}")
+    ids = [c.get("id", "") for c in nb.cells]
+    if after is not None:
+        if after not in ids:
+            raise NewQuestionError(f"--after {after}: no cell with that id in {path.relative_to(root)}")
+        at = ids.index(after) + 1
+    else:  # before the completion criterion, or before mark_passed
+        at = next(
+            (i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and "Completion criterion" in c.source),
+            next((i for i, c in enumerate(nb.cells) if "mark_passed(" in c.source), len(nb.cells)),
+        )
+    skeleton = SKELETONS[kind]
+    new = cells(qid, role, skeleton)
+    anchor = ids[at - 1] if at > 0 else "c000"
+    made = []
+    for cell_id, (cell_type, text) in zip(_new_ids(anchor, set(ids), len(new)), new):
+        maker = nbformat.v4.new_markdown_cell if cell_type == "markdown" else nbformat.v4.new_code_cell
+        made.append(maker(text, id=cell_id))
+    nb.cells[at:at] = made
+    needed = {"grader.engine.question": [ROLES[role]], **skeleton.imports}
+    if not re.search(r"^import torch$", source, re.M):  # a third-party block of its own, before grader's
+        first = next(
+            n for n in ast.parse(source).body if isinstance(n, ast.ImportFrom) and n.module.startswith("grader")
+        )
+        lines = source.split("\n")
+        lines[first.lineno - 1 : first.lineno - 1] = ["import torch", ""]
+        source = "\n".join(lines)
+    merged = _merge_imports(source, needed)
+    module.write_text(merged.rstrip("\n") + "\n\n\n" + declaration(qid, role, skeleton), encoding="utf-8")
+    path.write_text(dumps(nb), encoding="utf-8")
+    return [
+        f"{module.relative_to(root)}: declared {qid} ({ROLES[role]}, {skeleton.kind})",
+        f"{path.relative_to(root)}: cells {', '.join(c.id for c in made)} after cell {anchor}",
+        f"fill in every '{PLACEHOLDER}' in both (build refuses them until then), then "
+        f"`python -m grader build --execute --unit {unit}` and `python -m grader build --unit {unit}`",
+    ]
