@@ -309,17 +309,21 @@ def _grade(args) -> int:
         value = getattr(args, flag)
         if value and (Path(value).is_dir() or not Path(value).parent.is_dir()):
             problems.append(f"--{flag.replace('_', '-')} {value}: give a CSV file in a folder that exists")
-    from grader.instructor.grading import roster, scores
+    from grader.instructor.grading import overrides, roster, scores
 
-    weights = ids = times = None
+    merging = args.paths[0] == "merge" and not Path("merge").exists()
+    weights = ids = times = changes = None
     try:
         weights = scores.load(Path(args.weights) if args.weights else None)
         if args.count_absent:
             weights.count_absent = True
         ids = roster.read_roster(Path(args.roster)) if args.roster else None
         times = roster.read_times(Path(args.times)) if args.times else None
-    except (scores.WeightsError, roster.RosterError) as exc:
+        changes = overrides.load(Path(args.overrides) if args.overrides else None, weights)
+    except (scores.WeightsError, roster.RosterError, overrides.OverridesError) as exc:
         problems.append(str(exc))
+    if args.overrides and merging:
+        problems.append("--overrides is applied when grading; `grade merge` joins partials graded with them")
     if args.handed_out:
         from grader.instructor.grading import versions
 
@@ -343,7 +347,6 @@ def _grade(args) -> int:
     if report_to and (report_to.is_dir() or not report_to.parent.is_dir()):
         problems.append(f"--report {args.report}: give an HTML file to write in an existing folder")
     shard = None
-    merging = args.paths[0] == "merge" and not Path("merge").exists()
     if args.shard and merging:
         problems.append("--shard is for grading; `grade merge` joins the partials of every shard")
     elif args.shard:
@@ -402,6 +405,7 @@ def _grade(args) -> int:
         keep=args.keep,
         lms=args.lms,
         lms_out=Path(args.lms_out) if args.lms_out else None,
+        overrides=changes,
     )
     return 0 if rows or shard else 2
 
@@ -579,6 +583,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also write the gradebook in that LMS's import shape (UTF-8 with a BOM) to --lms-out",
     )
     p.add_argument("--lms-out", help="the file --lms writes (default: beside --out, grades-canvas.csv)")
+    p.add_argument(
+        "--overrides",
+        metavar="CSV",
+        help="a teaching assistant's overrides (learner,question,points,accept,reason; see "
+        "grader/instructor/grading/overrides.py): applied to the points and shown in every output",
+    )
     p.set_defaults(run=_grade)
 
     sub.add_parser(

@@ -604,8 +604,12 @@ def grade(
     keep: str = "latest",
     lms: str | None = None,
     lms_out: Path | None = None,
+    overrides=None,
 ) -> list[dict]:
     """Grade every submission found (or one shard of them), reusing a journal's work with ``resume``.
+
+    ``overrides`` (:mod:`.overrides`, a TA's --overrides file) change questions' points, each shown where it
+    applies; one that changed nothing is warned of (not in a shard: its learner may be in another).
 
     ``name_pattern`` (a compiled --name-pattern) names learners as :mod:`.lms_names` says; every learner the
     roster (``ids``) does not know, and every notebook the pattern does not match, is warned of; two copies
@@ -639,6 +643,7 @@ def grade(
                 sorted((ids or {}).items()),
                 sorted((times or {}).items()),
                 bool(html_dir),
+                overrides.fingerprint() if overrides else None,
             )
         ),
     }
@@ -690,7 +695,7 @@ def grade(
                     result = GradedSubmission(
                         sub, status="grader error", problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None]
                     )
-                mine = gradebook.rows_of(result, weights, ids, times, feedback=bool(html_dir))
+                mine = gradebook.rows_of(result, weights, ids, times, feedback=bool(html_dir), overrides=overrides)
                 for f in result.facts:  # which notebook they came from: duplicates.keep drops a copy's facts too
                     f.setdefault("notebook", str(sub.path))
                 rows += mine
@@ -712,6 +717,8 @@ def grade(
             warm.close()
         journal.close()
     rows, facts, notes = duplicates.keep(rows, facts, keep)
+    if overrides and not shard:
+        notes += [f"warning: {w}" for w in overrides.unused(rows)]
     if progress_to is not None:
         for note in notes:
             print(f"grade: {note}", file=progress_to)

@@ -285,6 +285,18 @@ def write_report(rows: list[dict], facts: list[dict], path: Path) -> dict:
                 f"<td>{'<ul>' + wrong + '</ul>' if wrong else ''}</td></tr>"
             )
         parts.append("</table></section>")
+    changed = [r for r in rows if r.get("overrides")]
+    if changed:  # a person's change of points is never silent
+        parts.append(
+            f"<section id='overrides'><h2>Overrides</h2><p>{len(changed)} notebook(s) had points changed by a "
+            "teaching assistant (the verdicts above are torch's):</p><table><tr><th>learner</th><th>unit</th>"
+            "<th>what changed, and why</th></tr>"
+            + "".join(
+                f"<tr class='override'><td>{e(r['learner'])}</td><td>{e(r['unit'])}</td><td>{e(r['overrides'])}</td></tr>"
+                for r in sorted(changed, key=lambda r: (r["learner"], str(r["unit"])))
+            )
+            + "</table></section>"
+        )
     other = [r for r in rows if r.get("unit") not in UNITS]
     if other:
         parts.append(
