@@ -322,6 +322,15 @@ def _grade(args) -> int:
         changes = overrides.load(Path(args.overrides) if args.overrides else None, weights)
     except (scores.WeightsError, roster.RosterError, overrides.OverridesError) as exc:
         problems.append(str(exc))
+    from grader.instructor.grading import late
+
+    rule = None
+    try:
+        rule = late.parse(args.due, args.late_penalty, args.late_cutoff)
+    except late.LateRuleError as exc:
+        problems.append(str(exc))
+    if rule and merging:
+        problems.append("--due is applied when grading; `grade merge` joins partials graded with it")
     if args.overrides and merging:
         problems.append("--overrides is applied when grading; `grade merge` joins partials graded with them")
     if args.handed_out:
@@ -406,6 +415,7 @@ def _grade(args) -> int:
         lms=args.lms,
         lms_out=Path(args.lms_out) if args.lms_out else None,
         overrides=changes,
+        late_rule=rule,
     )
     return 0 if rows or shard else 2
 
@@ -589,6 +599,17 @@ def main(argv: list[str] | None = None) -> int:
         help="a teaching assistant's overrides (learner,question,points,accept,reason; see "
         "grader/instructor/grading/overrides.py): applied to the points and shown in every output",
     )
+    p.add_argument(
+        "--due",
+        action="append",
+        metavar="[NN=]DATE",
+        help="when the units were due (ISO date or date and time, local unless it names a zone); NN=DATE for one "
+        "unit, repeatable; late rows say so (see grader/instructor/grading/late.py)",
+    )
+    p.add_argument(
+        "--late-penalty", type=float, metavar="PCT", help="with --due: percent of the points off per day late"
+    )
+    p.add_argument("--late-cutoff", type=float, metavar="DAYS", help="with --due: 0 points when more than DAYS late")
     p.set_defaults(run=_grade)
 
     sub.add_parser(

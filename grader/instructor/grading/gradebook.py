@@ -338,7 +338,8 @@ def wide_rows(
     for u in units:
         columns += [f"{u} points", f"{u} max", f"{u} percent", f"{u} passed", f"{u} submitted"]
     columns += ["points", "max", "percent", "units passed", "units"]
-    shown = [c for c in ("overrides",) if any(r.get(c) for r in rows)]  # said wherever a person changed points
+    # said wherever a person changed points or a late rule took some
+    shown = [c for c in ("overrides", "late rule") if any(r.get(c) for r in rows)]
     columns += shown
     learners = sorted({r["learner"] for r in rows} | set(_roster_only(ids, rows)))
     out = []

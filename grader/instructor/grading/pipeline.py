@@ -51,6 +51,7 @@ from grader.instructor.grading import (
     containment,
     duplicates,
     gradebook,
+    late,
     lms_gradebook,
     lms_names,
     outputs,
@@ -605,8 +606,11 @@ def grade(
     lms: str | None = None,
     lms_out: Path | None = None,
     overrides=None,
+    late_rule=None,
 ) -> list[dict]:
     """Grade every submission found (or one shard of them), reusing a journal's work with ``resume``.
+
+    ``late_rule`` (:mod:`.late`, from --due) takes points off late rows and says so in each.
 
     ``overrides`` (:mod:`.overrides`, a TA's --overrides file) change questions' points, each shown where it
     applies; one that changed nothing is warned of (not in a shard: its learner may be in another).
@@ -644,6 +648,7 @@ def grade(
                 sorted((times or {}).items()),
                 bool(html_dir),
                 overrides.fingerprint() if overrides else None,
+                late_rule.fingerprint() if late_rule else None,
             )
         ),
     }
@@ -696,6 +701,7 @@ def grade(
                         sub, status="grader error", problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None]
                     )
                 mine = gradebook.rows_of(result, weights, ids, times, feedback=bool(html_dir), overrides=overrides)
+                late.apply(mine, late_rule)
                 for f in result.facts:  # which notebook they came from: duplicates.keep drops a copy's facts too
                     f.setdefault("notebook", str(sub.path))
                 rows += mine

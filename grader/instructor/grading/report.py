@@ -152,6 +152,7 @@ def summary(rows: list[dict], facts: list[dict]) -> dict:
             "notebooks": len(mine),
             "learners": len({r["learner"] for r in mine}),
             "passed": sum(r.get("marked passed") == "yes" for r in mine),
+            "late": sum(bool(r.get("late rule")) for r in mine),  # rows a --due rule marked (grade's late.py)
             "learner_minutes_median": round(statistics.median(minutes), 1) if minutes else None,
             "timed": len(minutes),
             "grading_seconds_median": round(statistics.median(float(r["seconds"]) for r in mine if r.get("seconds")), 1)
@@ -260,7 +261,13 @@ def write_report(rows: list[dict], facts: list[dict], path: Path) -> dict:
         parts.append(
             f"<p>{u['learners']} learner(s), {u['notebooks']} notebook(s); marked passed: "
             f"<b class='passed'>{u['passed']}</b>. Learner time: {minutes}. "
-            f"Grading took a median {u['grading_seconds_median']} s per notebook.</p>"
+            f"Grading took a median {u['grading_seconds_median']} s per notebook."
+            + (
+                f" Handed in late: <b class='late'>{u['late']}</b> (their late rule is in each row)."
+                if u["late"]
+                else ""
+            )
+            + "</p>"
         )
         parts.append(f"<figure class='chart' data-unit='{e(unit)}'>{_unit_chart(unit, u)}</figure>")
         parts.append(
