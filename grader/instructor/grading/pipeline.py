@@ -553,7 +553,8 @@ def grade_one(
             out.units = [None]
         out.unit = restored.unit
         try:
-            out.facts = [report.facts_of(sub.learner, restored.unit, restored.notebook, execution.events)]
+            exercises = out.units[0].exercises if out.units and out.units[0] is not None else {}
+            out.facts = [report.facts_of(sub.learner, restored.unit, restored.notebook, execution.events, exercises)]
         except Exception as exc:  # the report's facts never cost a learner a row
             out.facts = [
                 {
