@@ -66,7 +66,7 @@ from grader.instructor.grading import (
     workers,
 )
 from grader.instructor.grading import verify as verify_submission
-from grader.instructor.grading.copies import what_the_copy_holds
+from grader.instructor.grading.copies import cell_label, what_the_copy_holds
 from grader.instructor.grading.exercise_sources import exercise_sources, grader_owned
 from grader.instructor.grading.locks import apply_locks
 
@@ -184,6 +184,14 @@ def unit_named(sub: Submission) -> str:
     return prefix if prefix in UNITS else "?"
 
 
+def unit_said(sub: Submission) -> str:
+    """The unit a file that cannot be read is shown under: :func:`unit_named`'s, or the unit of a name given per
+    learner (``frank_02.ipynb``, ``frank-03_x.ipynb``), or '?'. (A readable notebook's own code decides first.)"""
+    if unit_named(sub) != "?":
+        return unit_named(sub)
+    return roster.unit_in_name(Path(sub.named.file if sub.named is not None else sub.path.name).stem) or "?"
+
+
 def _unit_of(sub: Submission, cells: list) -> str:
     if unit_named(sub) != "?":
         return unit_named(sub)
@@ -201,7 +209,7 @@ def restore(sub: Submission, handed_out: str | None = None) -> Restored:
     ``handed_out`` names the course version the class was given (:mod:`.versions`): only questions
     added after it may be "not in this copy"."""
     # an unreadable file is shown under the unit its name says
-    out = Restored(sub, unit=unit_named(sub), handed_out=handed_out)
+    out = Restored(sub, unit=unit_said(sub), handed_out=handed_out)
     if sub.problem:
         out.status, out.problems = "unreadable", [f"the notebook is {sub.problem}"]
         return out
@@ -314,13 +322,22 @@ def _contained_env(work: Path) -> dict:
     return env
 
 
+LABEL_KEY = containment.LABEL_KEY  # a code cell's metadata: how the worker names it in a problem (cell_label)
+
+
 def _to_run(restored: Restored):
-    """The restored notebook as the run executes it: the cells its verdicts do not need left empty (:mod:`.slicing`)."""
+    """The restored notebook as the run executes it: the cells its verdicts do not need left empty (:mod:`.slicing`),
+    each code cell labelled for the worker's messages as the learner sees it (:func:`.copies.cell_label`), a label
+    the copy itself may have carried replaced."""
     import copy
 
     nb = copy.deepcopy(restored.notebook)
+    questions = getattr(restored.copy, "questions_of", None) or {}
     for cell, keep in zip(nb.cells, restored.runs or [True] * len(nb.cells)):
-        if cell.get("cell_type") == "code" and not keep:
+        if cell.get("cell_type") != "code":
+            continue
+        cell.setdefault("metadata", {})[LABEL_KEY] = cell_label(cell, questions.get(cell.get("id")))
+        if not keep:
             cell["source"] = ""
     return nb
 
