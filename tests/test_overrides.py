@@ -137,3 +137,39 @@ def test_the_weights_in_force_bound_the_points(tmp_path):
     path = tmp_path / "o.csv"
     path.write_text("learner,question,points,reason\nfrank,01.graph-walk,9,x\n")
     assert overrides.load(path, weights).items[0].points == 9
+
+
+def test_a_grade_run_applies_overrides_then_the_late_rule_and_shows_both(tmp_path):
+    """One solved notebook graded by the command line: a TA takes a self-test's points away, it came 2 days late."""
+    import nbformat
+
+    (tmp_path / "ann").mkdir()
+    nb = nbformat.read(ROOT / "solutions" / "00_start_here.ipynb", as_version=4)
+    notebook = tmp_path / "ann" / "00_start_here.ipynb"
+    nbformat.write(nb, notebook)
+    (tmp_path / "times.csv").write_text(f"file,time\n{notebook},2026-03-03 12:00:00\n")
+    (tmp_path / "o.csv").write_text(
+        "learner,question,points,reason\nann,00.warmup-square,0,copied from a neighbour\nbob,00.warmup-square,1,x\n"
+    )
+    out, wide, pages = tmp_path / "g.csv", tmp_path / "w.csv", tmp_path / "fb"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "grader", "grade", str(tmp_path / "ann"), "--out", str(out), "--wide", str(wide),
+            "--html", str(pages), "--times", str(tmp_path / "times.csv"), "--overrides", str(tmp_path / "o.csv"),
+            "--due", "2026-03-01", "--late-penalty", "10",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (row,) = gradebook.read_csv(out)
+    full = float(row["max"])
+    assert row["00.warmup-square"].startswith("correct")  # torch's verdict stands
+    assert float(row["points"]) == scores.number((full - 2) * 0.8)
+    assert "00.warmup-square: 2 -> 0 points" in row["overrides"] and row["days late"] == "2"
+    assert "copied from a neighbour" in gradebook.read_csv(wide)[0]["overrides"]
+    page = next(pages.iterdir()).read_text()
+    assert "copied from a neighbour" in page and "2 day(s) late" in page
+    assert "line 3" in done.stderr and "bob" in done.stderr  # the line that matched nobody
