@@ -173,3 +173,15 @@ def test_a_grade_run_applies_overrides_then_the_late_rule_and_shows_both(tmp_pat
     page = next(pages.iterdir()).read_text()
     assert "copied from a neighbour" in page and "2 day(s) late" in page
     assert "line 3" in done.stderr and "bob" in done.stderr  # the line that matched nobody
+
+
+def test_a_regrade_of_one_learner_warns_only_of_lines_for_them_or_for_nobody(tmp_path):
+    changes = load(
+        tmp_path,
+        "learner,question,points,reason\nfrank,01.graph-walk,3,a\ngina,01.graph-walk,1,b\nginna,01.graph-walk,1,c\n",
+    )
+    rows = gradebook.rows_of(graded("frank"), overrides=changes)
+    everyone = {"frank", "gina"}
+    (warning,) = changes.unused(rows, everyone)  # gina was graded earlier; ginna is no one
+    assert "ginna" in warning
+    assert len(changes.unused(rows)) == 2  # without the gradebook around it, both are unused

@@ -66,14 +66,20 @@ class Overrides:
         who = {learner.casefold(), student.casefold()} - {""}
         return [o for o in self.items if o.qid == qid and (o.learner == EVERYONE or o.learner.casefold() in who)]
 
-    def unused(self, rows: list[dict]) -> list[str]:
-        """A warning for each override that changed no row of ``rows`` (rows keep the lines that changed them)."""
+    def unused(self, rows: list[dict], everyone=None) -> list[str]:
+        """A warning for each override that changed no row of ``rows`` (the rows graded now, which keep the lines
+        that changed them). Where ``everyone`` (the names and IDs of the whole gradebook, in a regrade merged into
+        it) is given, a line for a learner of the gradebook who was not graded now is not warned of; one for a
+        learner it does not know (a misspelt name) is."""
         used = {line for r in rows for line in r.get("_overridden", [])}
+        graded = {str(r.get(k) or "").casefold() for r in rows for k in ("learner", "student id")} - {""}
+        known = {str(x or "").casefold() for x in everyone} - {""} if everyone is not None else graded
         return [
             f"{self.path} line {o.line}: the override of {o.qid} for {o.learner} matched no graded learner"
             + (" with that answer" if o.accept is not None else "")
             for o in self.items
             if o.line not in used
+            and (o.learner == EVERYONE or o.learner.casefold() in graded or o.learner.casefold() not in known)
         ]
 
     def fingerprint(self) -> list:

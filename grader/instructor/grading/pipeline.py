@@ -741,8 +741,6 @@ def grade(
             warm.close()
         journal.close()
     rows, facts, notes = duplicates.keep(rows, facts, keep)
-    if overrides and not shard:
-        notes += [f"warning: {w}" for w in overrides.unused(rows)]
     if progress_to is not None:
         for note in notes:
             print(f"grade: {note}", file=progress_to)
@@ -760,6 +758,11 @@ def grade(
         everyone_facts = outputs.merge_facts(old_facts, rows, facts)
         gradebook.write_csv(everyone, merge_into)
         outputs.write(merge_into, everyone, everyone_facts)
+    if overrides and not shard and progress_to is not None:  # a line for a learner graded earlier is not unused
+        for warning in overrides.unused(
+            rows, {r["learner"] for r in everyone} | {r.get("student id") for r in everyone}
+        ):
+            print(f"grade: warning: {warning}", file=progress_to)
     write_outputs(
         everyone,
         everyone_facts,
