@@ -70,7 +70,7 @@ def test_questions_are_ranked_across_units_by_how_many_got_them_wrong(tmp_path):
     )
     report.write_report(rows, facts, tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
-    ranked_rows = re.findall(r"<tr class='ranked' data-qid='([^']+)' data-wrong='(\d+)'", page)
+    ranked_rows = re.findall(r"<tr class='ranked' data-rank-qid='([^']+)' data-wrong='(\d+)'", page)
     assert ranked_rows[0] == ("02.grad-timeline", "3")
     assert [int(n) for _, n in ranked_rows] == sorted((int(n) for _, n in ranked_rows), reverse=True)
 

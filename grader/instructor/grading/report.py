@@ -221,7 +221,7 @@ def _ranking(units: dict) -> str:
     if not rows:
         return "<section id='ranking'><h2>Questions most often wrong</h2><p>No question was got wrong.</p></section>"
     body = "".join(
-        f"<tr class='ranked' data-qid='{e(q['qid'])}' data-wrong='{q['wrong_learners']}'><td class='num'>{i}</td>"
+        f"<tr class='ranked' data-rank-qid='{e(q['qid'])}' data-wrong='{q['wrong_learners']}'><td class='num'>{i}</td>"
         f"<td><code>{e(q['qid'])}</code><div class='prompt'>{e(q['prompt'])}</div></td>"
         f"<td>{e(q['unit'])}</td><td>{KIND_WORDS.get(q['role'], q['role'])}</td>"
         f"<td class='num wrong'>{q['wrong_learners']}</td><td class='num'>{q['attempted']}</td>"
