@@ -310,17 +310,30 @@ def _grade(args) -> int:
         value = getattr(args, flag)
         if value and (Path(value).is_dir() or not Path(value).parent.is_dir()):
             problems.append(f"--{flag.replace('_', '-')} {value}: give a CSV file in a folder that exists")
-    from grader.instructor.grading import roster, scores
+    from grader.instructor.grading import overrides, roster, scores
 
-    weights = ids = times = None
+    merging = args.paths[0] == "merge" and not Path("merge").exists()
+    weights = ids = times = changes = None
     try:
         weights = scores.load(Path(args.weights) if args.weights else None)
         if args.count_absent:
             weights.count_absent = True
         ids = roster.read_roster(Path(args.roster)) if args.roster else None
         times = roster.read_times(Path(args.times)) if args.times else None
-    except (scores.WeightsError, roster.RosterError) as exc:
+        changes = overrides.load(Path(args.overrides) if args.overrides else None, weights)
+    except (scores.WeightsError, roster.RosterError, overrides.OverridesError) as exc:
         problems.append(str(exc))
+    from grader.instructor.grading import late
+
+    rule = None
+    try:
+        rule = late.parse(args.due, args.late_penalty, args.late_cutoff)
+    except late.LateRuleError as exc:
+        problems.append(str(exc))
+    if rule and merging:
+        problems.append("--due is applied when grading; `grade merge` joins partials graded with it")
+    if args.overrides and merging:
+        problems.append("--overrides is applied when grading; `grade merge` joins partials graded with them")
     if args.handed_out:
         from grader.instructor.grading import versions
 
@@ -344,7 +357,6 @@ def _grade(args) -> int:
     if report_to and (report_to.is_dir() or not report_to.parent.is_dir()):
         problems.append(f"--report {args.report}: give an HTML file to write in an existing folder")
     shard = None
-    merging = args.paths[0] == "merge" and not Path("merge").exists()
     if args.shard and merging:
         problems.append("--shard is for grading; `grade merge` joins the partials of every shard")
     elif args.shard:
@@ -403,6 +415,8 @@ def _grade(args) -> int:
         keep=args.keep,
         lms=args.lms,
         lms_out=Path(args.lms_out) if args.lms_out else None,
+        overrides=changes,
+        late_rule=rule,
     )
     return 0 if rows or shard else 2
 
@@ -594,6 +608,23 @@ def main(argv: list[str] | None = None) -> int:
         help="also write the gradebook in that LMS's import shape (UTF-8 with a BOM) to --lms-out",
     )
     p.add_argument("--lms-out", help="the file --lms writes (default: beside --out, grades-canvas.csv)")
+    p.add_argument(
+        "--overrides",
+        metavar="CSV",
+        help="a teaching assistant's overrides (learner,question,points,accept,reason; see "
+        "grader/instructor/grading/overrides.py): applied to the points and shown in every output",
+    )
+    p.add_argument(
+        "--due",
+        action="append",
+        metavar="[NN=]DATE",
+        help="when the units were due (ISO date or date and time, local unless it names a zone); NN=DATE for one "
+        "unit, repeatable; late rows say so (see grader/instructor/grading/late.py)",
+    )
+    p.add_argument(
+        "--late-penalty", type=float, metavar="PCT", help="with --due: percent of the points off per day late"
+    )
+    p.add_argument("--late-cutoff", type=float, metavar="DAYS", help="with --due: 0 points when more than DAYS late")
     p.set_defaults(run=_grade)
 
     sub.add_parser(

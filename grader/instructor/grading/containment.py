@@ -572,3 +572,18 @@ def send(fd: int | None, data: bytes) -> None:
     while view:
         n = os.write(fd, view)
         view = view[n:]
+
+
+LABEL_KEY = "autograd_lab_label"  # set on each code cell of the run's copy by pipeline._to_run
+LABEL_CHARS = 80
+
+
+def cell_name(index: int, cell) -> str:
+    """A cell in a worker's message as the learner sees it: ``cell 18 (01.pow-node)`` or ``cell 18 ("y = x ** 3")``,
+    from the label the grading process put in its metadata; ``cell 18`` where there is none."""
+    meta = cell.get("metadata") if isinstance(cell, dict) else None
+    label = meta.get(LABEL_KEY) if isinstance(meta, dict) else None
+    if not isinstance(label, str) or not label.strip():
+        return f"cell {index + 1}"
+    label = " ".join(label.split())
+    return f"cell {index + 1} ({label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 3] + '...'})"

@@ -24,6 +24,7 @@ class CopyContents:
     expected: int = 0  # question cells of the unit this copy should hold
     unanswered: list = field(default_factory=list)  # predict questions whose answer cell is still the placeholder
     question_cells: set = field(default_factory=set)  # ids of the unit's cells that belong to a question
+    questions_of: dict = field(default_factory=dict)  # cell id -> the question ids that cell belongs to (sorted)
 
     def missing_words(self, limit: int = 8) -> str:
         """The deleted cells, named: 'c013 reveal("00.warmup-flag"), c011 ...'."""
@@ -45,6 +46,12 @@ def _first_line(cell) -> str:
     return f"(empty {cell.get('cell_type', 'cell')})"
 
 
+def cell_label(cell, questions: list | None = None) -> str:
+    """A cell as the learner sees it, for a message such as "cell 18 (01.pow-node) ran past 60 s": the question
+    ids it belongs to, else its first line in quotes."""
+    return ", ".join(questions) if questions else f'"{_first_line(cell)}"'
+
+
 def _names(text: str, qids) -> set:
     return {q for q in qids if re.search(r"(?<![\w.-])" + re.escape(q) + r"(?![\w-])", text)}
 
@@ -57,7 +64,7 @@ def what_the_copy_holds(
     ids = {c.get("id") for c in cells if isinstance(c, dict) and c.get("id")}
     belongs = {c.get("id"): _names(_source(c), qids) for c in template if c.get("id")}
     belongs = {cid: named for cid, named in belongs.items() if named}
-    out = CopyContents(question_cells=set(belongs))
+    out = CopyContents(question_cells=set(belongs), questions_of={cid: sorted(n) for cid, n in belongs.items()})
     excusable = set(excusable)
     out.absent = [
         q for q in qids if q in excusable and not any(q in named and cid in ids for cid, named in belongs.items())

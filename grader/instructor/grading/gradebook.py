@@ -38,6 +38,7 @@ from pathlib import Path
 from grader.engine.course import UNITS
 from grader.engine.question import of_unit
 from grader.instructor.grading import csv_cells, scores
+from grader.instructor.grading.overrides import apply as apply_override
 
 FIXED = [
     "learner",
@@ -135,8 +136,11 @@ def rows_of(
     ids: dict | None = None,
     times: dict | None = None,
     feedback: bool = False,
+    overrides=None,
 ) -> list[dict]:
-    """One row per unit of one graded submission (``out`` is a pipeline.GradedSubmission)."""
+    """One row per unit of one graded submission (``out`` is a pipeline.GradedSubmission); ``overrides`` (an
+    :class:`.overrides.Overrides`) change a question's points and say so in the row's ``overrides`` column
+    and its feedback, never in its verdict."""
     from grader.instructor.grading.roster import lookup, submitted
 
     weights = weights or scores.Weights()
@@ -184,6 +188,7 @@ def rows_of(
             rows.append(row)
             continue
         details = {}
+        changed: list[str] = []  # the overrides applied, each saying what it changed and why
         points = maximum = 0.0
         done = correct = counted = 0
         complete = out.status not in UNFINISHED
@@ -208,6 +213,22 @@ def rows_of(
                 continue
             got = {} if missing else scores.earned(q.role, st, r.flags.get(q.qid, ""), w)
             q_points, q_max = sum(got.values()), sum(w.values())
+            note = ""
+            if overrides and not missing:
+                q_points, note, line = apply_override(
+                    overrides,
+                    q,
+                    learner,
+                    student or "",
+                    r.answers.get(q.qid),
+                    scores.honest(st, r.flags.get(q.qid, "")),
+                    q_points,
+                    q_max,
+                    _show,
+                )
+                if note:
+                    changed.append(note)
+                    row.setdefault("_overridden", []).append(line)
             points, maximum, counted = points + q_points, maximum + q_max, counted + 1
             is_done = not missing and _done(q.role, verdict, st)
             done += is_done
@@ -215,6 +236,8 @@ def rows_of(
             complete = complete and is_done
             if feedback:
                 details[q.qid] = _feedback(q, r, verdict, scores.number(q_points), scores.number(q_max))
+                if note:
+                    details[q.qid]["override"] = note
         if not counted:
             complete = False
             row["problems"] = "; ".join(p for p in (row["problems"], "no question of the unit counts") if p)
@@ -249,6 +272,8 @@ def rows_of(
                 )
                 if p
             )
+        if changed:
+            row["overrides"] = "; ".join(changed)
         if feedback:
             row["_feedback"] = details
         rows.append(row)
@@ -313,6 +338,9 @@ def wide_rows(
     for u in units:
         columns += [f"{u} points", f"{u} max", f"{u} percent", f"{u} passed", f"{u} submitted"]
     columns += ["points", "max", "percent", "units passed", "units"]
+    # said wherever a person changed points or a late rule took some
+    shown = [c for c in ("overrides", "late rule") if any(r.get(c) for r in rows)]
+    columns += shown
     learners = sorted({r["learner"] for r in rows} | set(_roster_only(ids, rows)))
     out = []
     for name in learners:
@@ -359,6 +387,10 @@ def wide_rows(
                 "units": len(units),
             }
         )
+        for c in shown:
+            row[c] = "; ".join(
+                f"{r['unit']}: {r[c]}" for r in sorted(mine, key=lambda r: _unit_key(r["unit"])) if r.get(c)
+            )
         out.append(row)
     return columns, out
 
@@ -407,7 +439,7 @@ vertical-align:top;border-bottom:1px solid #d0d7de}th{background:#f6f8fa}
 .verdict{font-weight:600;border-radius:4px;padding:1px 6px;white-space:nowrap}
 .good{background:#dafbe1;color:#116329}.partial{background:#fff8c5;color:#7d4e00}
 .bad{background:#ffebe9;color:#a40e26}.absent{background:#eaeef2;color:#57606a}
-.explain{color:#57606a;font-size:.95em}pre{background:#f6f8fa;padding:6px;overflow-x:auto;margin:.3em 0}
+.explain{color:#57606a;font-size:.95em}.override{background:#ddf4ff;padding:2px 6px}pre{background:#f6f8fa;padding:6px;overflow-x:auto;margin:.3em 0}
 code{font-size:.95em}.summary{font-size:1.1em}"""
 
 
@@ -440,6 +472,12 @@ def _page(learner: str, rows: list[dict]) -> str:
         notes = [p for p in (r["problems"].split("; ") + r["findings"].split("; ")) if p]
         if notes:
             parts.append("<ul class='notes'>" + "".join(f"<li>{_esc(p)}</li>" for p in notes) + "</ul>")
+        if r.get("overrides"):
+            parts.append(
+                "<p class='overrides'><b>Points changed by your teaching assistant:</b></p><ul class='overrides'>"
+                + "".join(f"<li>{_esc(p)}</li>" for p in r["overrides"].split("; ") if p)
+                + "</ul>"
+            )
         details = r.get("_feedback", {})
         if not details:
             continue
@@ -454,6 +492,8 @@ def _page(learner: str, rows: list[dict]) -> str:
                 f"<td>{d['points']} / {d['max']}</td></tr>"
             )
             body = [f"<div class='prompt'>{_esc(d['prompt'])}</div>"]
+            if d.get("override"):
+                body.append(f"<div class='override'><b>Override:</b> {_esc(d['override'])}</div>")
             if d.get("case"):
                 body.append(
                     "<div class='failing'><b>Smallest failing case</b><pre class='case'>"

@@ -57,15 +57,16 @@ def run(notebook: str, workdir: str, cell_timeout: int, memory_mb: int, cpu_s: f
         report["status"] = "could not run"
         report["problems"].append(f"{type(exc).__name__}: {str(exc)[:200]}")
     for index, cell in enumerate(nb.cells):
+        where = containment.cell_name(index, cell)
         for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
             if out.get("output_type") == "error":
                 name = out.get("ename", "")
                 if name == "KeyboardInterrupt":
-                    report["problems"].append(f"cell {index + 1} ran past {cell_timeout} s and was stopped")
+                    report["problems"].append(f"{where} ran past {cell_timeout} s and was stopped")
                     if report["status"] == "ok":
                         report["status"] = "timed out"
                 else:
-                    report["problems"].append(f"cell {index + 1} raised {name}: {str(out.get('evalue', ''))[:120]}")
+                    report["problems"].append(f"{where} raised {name}: {str(out.get('evalue', ''))[:120]}")
                     if name == "MemoryError" or "can't allocate memory" in str(out.get("evalue", "")):
                         report["status"] = "out of memory"
                     elif report["status"] == "ok":

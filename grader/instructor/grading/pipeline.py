@@ -51,6 +51,7 @@ from grader.instructor.grading import (
     containment,
     duplicates,
     gradebook,
+    late,
     lms_gradebook,
     lms_names,
     outputs,
@@ -65,7 +66,7 @@ from grader.instructor.grading import (
     workers,
 )
 from grader.instructor.grading import verify as verify_submission
-from grader.instructor.grading.copies import what_the_copy_holds
+from grader.instructor.grading.copies import cell_label, what_the_copy_holds
 from grader.instructor.grading.exercise_sources import exercise_sources, grader_owned
 from grader.instructor.grading.locks import apply_locks
 
@@ -183,6 +184,14 @@ def unit_named(sub: Submission) -> str:
     return prefix if prefix in UNITS else "?"
 
 
+def unit_said(sub: Submission) -> str:
+    """The unit a file that cannot be read is shown under: :func:`unit_named`'s, or the unit of a name given per
+    learner (``frank_02.ipynb``, ``frank-03_x.ipynb``), or '?'. (A readable notebook's own code decides first.)"""
+    if unit_named(sub) != "?":
+        return unit_named(sub)
+    return roster.unit_in_name(Path(sub.named.file if sub.named is not None else sub.path.name).stem) or "?"
+
+
 def _unit_of(sub: Submission, cells: list) -> str:
     if unit_named(sub) != "?":
         return unit_named(sub)
@@ -200,7 +209,7 @@ def restore(sub: Submission, handed_out: str | None = None) -> Restored:
     ``handed_out`` names the course version the class was given (:mod:`.versions`): only questions
     added after it may be "not in this copy"."""
     # an unreadable file is shown under the unit its name says
-    out = Restored(sub, unit=unit_named(sub), handed_out=handed_out)
+    out = Restored(sub, unit=unit_said(sub), handed_out=handed_out)
     if sub.problem:
         out.status, out.problems = "unreadable", [f"the notebook is {sub.problem}"]
         return out
@@ -313,13 +322,22 @@ def _contained_env(work: Path) -> dict:
     return env
 
 
+LABEL_KEY = containment.LABEL_KEY  # a code cell's metadata: how the worker names it in a problem (cell_label)
+
+
 def _to_run(restored: Restored):
-    """The restored notebook as the run executes it: the cells its verdicts do not need left empty (:mod:`.slicing`)."""
+    """The restored notebook as the run executes it: the cells its verdicts do not need left empty (:mod:`.slicing`),
+    each code cell labelled for the worker's messages as the learner sees it (:func:`.copies.cell_label`), a label
+    the copy itself may have carried replaced."""
     import copy
 
     nb = copy.deepcopy(restored.notebook)
+    questions = getattr(restored.copy, "questions_of", None) or {}
     for cell, keep in zip(nb.cells, restored.runs or [True] * len(nb.cells)):
-        if cell.get("cell_type") == "code" and not keep:
+        if cell.get("cell_type") != "code":
+            continue
+        cell.setdefault("metadata", {})[LABEL_KEY] = cell_label(cell, questions.get(cell.get("id")))
+        if not keep:
             cell["source"] = ""
     return nb
 
@@ -552,7 +570,8 @@ def grade_one(
             out.units = [None]
         out.unit = restored.unit
         try:
-            out.facts = [report.facts_of(sub.learner, restored.unit, restored.notebook, execution.events)]
+            exercises = out.units[0].exercises if out.units and out.units[0] is not None else {}
+            out.facts = [report.facts_of(sub.learner, restored.unit, restored.notebook, execution.events, exercises)]
         except Exception as exc:  # the report's facts never cost a learner a row
             out.facts = [
                 {
@@ -604,8 +623,15 @@ def grade(
     keep: str = "latest",
     lms: str | None = None,
     lms_out: Path | None = None,
+    overrides=None,
+    late_rule=None,
 ) -> list[dict]:
     """Grade every submission found (or one shard of them), reusing a journal's work with ``resume``.
+
+    ``late_rule`` (:mod:`.late`, from --due) takes points off late rows and says so in each.
+
+    ``overrides`` (:mod:`.overrides`, a TA's --overrides file) change questions' points, each shown where it
+    applies; one that changed nothing is warned of (not in a shard: its learner may be in another).
 
     ``name_pattern`` (a compiled --name-pattern) names learners as :mod:`.lms_names` says; every learner the
     roster (``ids``) does not know, and every notebook the pattern does not match, is warned of; two copies
@@ -639,6 +665,8 @@ def grade(
                 sorted((ids or {}).items()),
                 sorted((times or {}).items()),
                 bool(html_dir),
+                overrides.fingerprint() if overrides else None,
+                late_rule.fingerprint() if late_rule else None,
             )
         ),
     }
@@ -690,7 +718,8 @@ def grade(
                     result = GradedSubmission(
                         sub, status="grader error", problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None]
                     )
-                mine = gradebook.rows_of(result, weights, ids, times, feedback=bool(html_dir))
+                mine = gradebook.rows_of(result, weights, ids, times, feedback=bool(html_dir), overrides=overrides)
+                late.apply(mine, late_rule)
                 for f in result.facts:  # which notebook they came from: duplicates.keep drops a copy's facts too
                     f.setdefault("notebook", str(sub.path))
                 rows += mine
@@ -729,6 +758,11 @@ def grade(
         everyone_facts = outputs.merge_facts(old_facts, rows, facts)
         gradebook.write_csv(everyone, merge_into)
         outputs.write(merge_into, everyone, everyone_facts)
+    if overrides and not shard and progress_to is not None:  # a line for a learner graded earlier is not unused
+        for warning in overrides.unused(
+            rows, {r["learner"] for r in everyone} | {r.get("student id") for r in everyone}
+        ):
+            print(f"grade: warning: {warning}", file=progress_to)
     write_outputs(
         everyone,
         everyone_facts,

@@ -11,7 +11,12 @@ always agree) and from each graded notebook's *facts*: the wrong answers its
 predictions and self-test checks gave (re-read and compared with torch's live
 answer in the grading process), so the page can show the wrong answers the
 class holds most often, with the note the question declares for a known
-misconception. Hints and attempts are the gradebook's. Learner time per unit
+misconception, and for each exercise the generated case each learner's function
+failed first (:func:`failed_cases`), counted per case, with the note of a known bug
+(a misconception the question declares) where the function returned that bug's
+answer. Above the units, every question of every unit is ranked by how many
+learners tried it and did not get it right (:func:`ranked`); each question's
+prompt is shown in the page. Hints and attempts are the gradebook's. Learner time per unit
 is read from cell timing metadata where the notebook carries it (JupyterLab's
 "Record timing" setting); otherwise the page says it was not recorded.
 """
@@ -74,11 +79,35 @@ def learner_minutes(notebook) -> float | None:
     return round((max(stamps) - min(stamps)) / 60, 1)
 
 
-def facts_of(learner: str, unit: str, notebook, events: list) -> dict:
-    """What the report needs of one graded notebook beyond its gradebook row: its wrong answers and its time."""
+def failed_cases(exercises: dict) -> dict:
+    """For each exercise that failed on a generated case: that case (its index and label) and, where the question
+    declares a misconception (a known bug) whose answer on that case is what the function returned, its note."""
+    from grader.engine.question import get
+    from grader.instructor.grading.verify import truth_of
+
+    out = {}
+    for qid, v in (exercises or {}).items():
+        if v.verdict == "correct" or v.case < 0:
+            continue
+        q = get(qid)
+        case = q.kind.cases()[v.case]
+        bug = ""
+        if v.got is not None and q.misconceptions:
+            try:
+                bug = q.misconception(truth_of(q, case, key=v.case), v.got)
+            except Exception:  # a note that cannot be worked out is left out, never a lost row
+                bug = ""
+        out[qid] = {"case": v.case, "label": str(getattr(case, "label", "") or f"case {v.case + 1}"), "bug": bug}
+    return out
+
+
+def facts_of(learner: str, unit: str, notebook, events: list, exercises: dict | None = None) -> dict:
+    """What the report needs of one graded notebook beyond its gradebook row: its wrong answers, the generated
+    case each failed exercise failed on first (``exercises``: the recomputed ExerciseVerdicts) and its time."""
     facts = {"learner": learner, "unit": unit, "wrong": {}, "minutes": learner_minutes(notebook)}
     if unit not in UNITS:
         return facts
+    facts["failed"] = failed_cases(exercises)
     questions = {q.qid: q for q in of_unit(unit)}
     wrong: dict[str, dict[str, str]] = defaultdict(dict)
     for e in events:
@@ -130,10 +159,17 @@ def summary(rows: list[dict], facts: list[dict]) -> dict:
             tries = [t for t in tries if t]
             wrong = Counter()
             notes = {}
+            cases: Counter = Counter()
+            labels = {}
             for f in unit_facts:
                 for answer, note in f.get("wrong", {}).get(q.qid, []):
                     wrong[answer] += 1
                     notes.setdefault(answer, note)
+                failed = (f.get("failed") or {}).get(q.qid)
+                if isinstance(failed, dict) and isinstance(failed.get("case"), int):
+                    key = (failed["case"], str(failed.get("bug") or ""))
+                    cases[key] += 1
+                    labels[key] = str(failed.get("label", ""))
             questions.append(
                 {
                     "qid": q.qid,
@@ -145,13 +181,19 @@ def summary(rows: list[dict], facts: list[dict]) -> dict:
                     "hints": hints,
                     "attempts_mean": round(statistics.mean(tries), 2) if tries else None,
                     "wrong": [{"answer": a, "learners": n, "note": notes[a]} for a, n in wrong.most_common(5)],
+                    "failed_cases": [
+                        {"case": c + 1, "label": labels[(c, bug)], "bug": bug, "learners": n}
+                        for (c, bug), n in sorted(cases.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+                    ],
                 }
             )
+            questions[-1]["wrong_learners"] = max(0, questions[-1]["attempted"] - questions[-1]["correct"])
         units[unit] = {
             "title": UNITS[unit].title,
             "notebooks": len(mine),
             "learners": len({r["learner"] for r in mine}),
             "passed": sum(r.get("marked passed") == "yes" for r in mine),
+            "late": sum(bool(r.get("late rule")) for r in mine),  # rows a --due rule marked (grade's late.py)
             "learner_minutes_median": round(statistics.median(minutes), 1) if minutes else None,
             "timed": len(minutes),
             "grading_seconds_median": round(statistics.median(float(r["seconds"]) for r in mine if r.get("seconds")), 1)
@@ -160,6 +202,49 @@ def summary(rows: list[dict], facts: list[dict]) -> dict:
             "questions": questions,
         }
     return units
+
+
+def ranked(units: dict) -> list[dict]:
+    """Every question of every unit graded that someone got wrong (tried and not right), most learners first;
+    ties by the share of those who tried, then in course order."""
+    every = [dict(q, unit=unit) for unit, u in units.items() for q in u["questions"]]
+    wrong = [q for q in every if q["wrong_learners"] > 0]
+    return sorted(wrong, key=lambda q: (-q["wrong_learners"], -q["wrong_learners"] / max(1, q["attempted"])))
+
+
+KIND_WORDS = {"predict": "prediction", "self-test": "self-test", "exercise": "exercise"}
+
+
+def _ranking(units: dict) -> str:
+    e = html.escape
+    rows = ranked(units)
+    if not rows:
+        return "<section id='ranking'><h2>Questions most often wrong</h2><p>No question was got wrong.</p></section>"
+    body = "".join(
+        f"<tr class='ranked' data-rank-qid='{e(q['qid'])}' data-wrong='{q['wrong_learners']}'><td class='num'>{i}</td>"
+        f"<td><code>{e(q['qid'])}</code><div class='prompt'>{e(q['prompt'])}</div></td>"
+        f"<td>{e(q['unit'])}</td><td>{KIND_WORDS.get(q['role'], q['role'])}</td>"
+        f"<td class='num wrong'>{q['wrong_learners']}</td><td class='num'>{q['attempted']}</td>"
+        f"<td class='num'>{q['correct']}/{q['learners']}</td></tr>"
+        for i, q in enumerate(rows, start=1)
+    )
+    return (
+        "<section id='ranking'><h2>Questions most often wrong</h2><p>Every unit's questions, ranked by how many "
+        "learners tried and did not get them right.</p><table><tr><th class='num'>#</th><th>question</th>"
+        "<th>unit</th><th>kind</th><th class='num'>wrong</th><th class='num'>tried</th><th class='num'>right</th>"
+        f"</tr>{body}</table></section>"
+    )
+
+
+def _failures(q: dict) -> str:
+    """An exercise's generated cases that failed most often (the smallest failing case of each learner)."""
+    e = html.escape
+    return "".join(
+        f"<li class='failed-case'>case {c['case']}: {e(c['label'])} ({c['learners']})"
+        + (f"<div class='note'>known bug: {e(c['bug'])}</div>" if c["bug"] else "")
+        + "</li>"
+        for c in q.get("failed_cases", [])
+    )
 
 
 def _svg(fig) -> str:
@@ -229,7 +314,7 @@ def _overview_chart(units: dict) -> str:
 STYLE = """body{font-family:system-ui,sans-serif;max-width:62em;margin:2em auto;color:#1f2328;padding:0 1em}
 table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{padding:3px 8px;text-align:left;vertical-align:top;
 border-bottom:1px solid #d0d7de}th{background:#f6f8fa}.num{text-align:right}.note{color:#57606a;font-size:90%}
-code{background:#f6f8fa;padding:0 3px}figure{margin:1em 0}svg{max-width:100%;height:auto}"""
+code{background:#f6f8fa;padding:0 3px}.prompt{font-size:90%;max-width:34em}figure{margin:1em 0}svg{max-width:100%;height:auto}"""
 
 
 def write_report(rows: list[dict], facts: list[dict], path: Path) -> dict:
@@ -249,6 +334,7 @@ def write_report(rows: list[dict], facts: list[dict], path: Path) -> dict:
     ]
     if units:
         parts.append(f"<figure id='overview'>{_overview_chart(units)}</figure>")
+        parts.append(_ranking(units))
     for unit, u in units.items():
         minutes = (
             f"median {u['learner_minutes_median']} minutes (from {u['timed']} notebook(s) with cell timing)"
@@ -260,31 +346,50 @@ def write_report(rows: list[dict], facts: list[dict], path: Path) -> dict:
         parts.append(
             f"<p>{u['learners']} learner(s), {u['notebooks']} notebook(s); marked passed: "
             f"<b class='passed'>{u['passed']}</b>. Learner time: {minutes}. "
-            f"Grading took a median {u['grading_seconds_median']} s per notebook.</p>"
+            f"Grading took a median {u['grading_seconds_median']} s per notebook."
+            + (
+                f" Handed in late: <b class='late'>{u['late']}</b> (their late rule is in each row)."
+                if u["late"]
+                else ""
+            )
+            + "</p>"
         )
         parts.append(f"<figure class='chart' data-unit='{e(unit)}'>{_unit_chart(unit, u)}</figure>")
         parts.append(
             "<table><tr><th>question</th><th>kind</th><th class='num'>right</th>"
             "<th class='num'>tried</th><th class='num'>hints</th><th class='num'>attempts (mean)</th>"
-            "<th>most common wrong answers (learners)</th></tr>"
+            "<th>most common wrong answers, or an exercise's failing cases (learners)</th></tr>"
         )
         for q in u["questions"]:
-            kind = {"predict": "prediction", "self-test": "self-test", "exercise": "exercise"}.get(q["role"], q["role"])
+            kind = KIND_WORDS.get(q["role"], q["role"])
             wrong = "".join(
                 f"<li><code>{e(w['answer'])}</code> ({w['learners']})"
                 + (f"<div class='note'>{e(w['note'])}</div>" if w["note"] else "")
                 + "</li>"
                 for w in q["wrong"]
-            )
+            ) + _failures(q)
             parts.append(
                 f"<tr class='question' data-qid='{e(q['qid'])}' data-correct='{q['correct']}' "
-                f"data-learners='{q['learners']}'><td title='{e(q['prompt'])}'><code>{e(q['qid'])}</code></td>"
+                f"data-learners='{q['learners']}'><td title='{e(q['prompt'])}'><code>{e(q['qid'])}</code>"
+                f"<div class='prompt'>{e(q['prompt'])}</div></td>"
                 f"<td>{kind}</td><td class='num right'>{q['correct']}/{q['learners']}</td>"
                 f"<td class='num'>{q['attempted']}</td><td class='num'>{q['hints']}</td>"
                 f"<td class='num'>{q['attempts_mean'] if q['attempts_mean'] is not None else ''}</td>"
                 f"<td>{'<ul>' + wrong + '</ul>' if wrong else ''}</td></tr>"
             )
         parts.append("</table></section>")
+    changed = [r for r in rows if r.get("overrides")]
+    if changed:  # a person's change of points is never silent
+        parts.append(
+            f"<section id='overrides'><h2>Overrides</h2><p>{len(changed)} notebook(s) had points changed by a "
+            "teaching assistant (the verdicts above are torch's):</p><table><tr><th>learner</th><th>unit</th>"
+            "<th>what changed, and why</th></tr>"
+            + "".join(
+                f"<tr class='override'><td>{e(r['learner'])}</td><td>{e(r['unit'])}</td><td>{e(r['overrides'])}</td></tr>"
+                for r in sorted(changed, key=lambda r: (r["learner"], str(r["unit"])))
+            )
+            + "</table></section>"
+        )
     other = [r for r in rows if r.get("unit") not in UNITS]
     if other:
         parts.append(

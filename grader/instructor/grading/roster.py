@@ -52,15 +52,27 @@ class RosterError(ValueError):
     pass
 
 
+PER_LEARNER = re.compile(r"^(.+?)[_\-. ]+(\d\d)(?:[_\-. ].*)?$")  # frank_01, frank-02_slug: (learner, unit)
+
+
 def _named_for(stem: str) -> str | None:
     """The learner a notebook's file name names (``frank_01`` -> ``frank``); None for the course's own
     name (``01_slug``) or a name with no unit in it."""
     if stem[:2] in UNITS and (len(stem) == 2 or stem[2] in "_- ."):
         return None
-    m = re.match(r"^(.+?)[_\-. ]+(\d\d)(?:[_\-. ].*)?$", stem)
+    m = PER_LEARNER.match(stem)
     if m and m.group(2) in UNITS:
         return m.group(1)
     return None
+
+
+def unit_in_name(stem: str) -> str | None:
+    """The unit a notebook's file name says: the course's own name (``01_slug``) or one named per learner
+    (``frank_02``, ``frank-03_slug``); None where it says none."""
+    if stem[:2] in UNITS and (len(stem) == 2 or stem[2] in "_- ."):
+        return stem[:2]
+    m = PER_LEARNER.match(stem)
+    return m.group(2) if m and m.group(2) in UNITS else None
 
 
 def _holder(notebook: Path) -> str:

@@ -613,6 +613,7 @@ def _job(job: dict, folder: Path) -> dict:
     work = folder / str(job["dir"])
     token = str(job.get("env", {}).get(containment.TOKEN_VAR, "")).encode()
     cells = []
+    names: dict[int, str] = {}  # index -> the cell as the learner sees it, for the report's problems
     if job["kind"] == "notebook":
         import nbformat
 
@@ -624,6 +625,7 @@ def _job(job: dict, folder: Path) -> dict:
             if cell.get("cell_type") == "code":
                 src = cell.get("source", "")
                 cells.append((index, "".join(src) if isinstance(src, list) else str(src)))
+                names[index] = containment.cell_name(index, cell)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     msg_r, msg_w = os.pipe()
@@ -655,7 +657,7 @@ def _job(job: dict, folder: Path) -> dict:
         if w["timed_out"]:
             reply["returncode"] = -signal.SIGKILL
         else:
-            report = _report(w["messages"], code, total, int(job.get("cell_timeout", 60)), leftovers)
+            report = _report(w["messages"], code, total, int(job.get("cell_timeout", 60)), leftovers, names)
             if w["over_cap"]:
                 report["status"] = "killed"
                 report["problems"].insert(0, f"it wrote more than {cap // 2**20} MB into its folder and was stopped")
@@ -670,8 +672,10 @@ def _job(job: dict, folder: Path) -> dict:
     return reply
 
 
-def _report(raw: bytes, code: int, cells: int, cell_timeout: int, leftovers: int) -> dict:
-    """The cold worker's report (see grader/instructor/grading/notebook_worker.py), from what the child said and how it ended."""
+def _report(raw: bytes, code: int, cells: int, cell_timeout: int, leftovers: int, names: dict | None = None) -> dict:
+    """The cold worker's report (see grader/instructor/grading/notebook_worker.py), from what the child said and how it
+    ended; ``names`` say each cell as the learner sees it (:func:`containment.cell_name`)."""
+    names = names or {}
     report = {"status": "ok", "problems": [], "cells": cells, "leftovers": leftovers}
     done = False
     for line in bytes(raw).splitlines()[:100_000]:
@@ -687,12 +691,13 @@ def _report(raw: bytes, code: int, cells: int, cell_timeout: int, leftovers: int
         if not isinstance(name, str) or not isinstance(item.get("cell"), int):
             continue
         evalue = str(item.get("evalue", ""))
+        where = names.get(item["cell"], f"cell {item['cell'] + 1}")
         if name == "KeyboardInterrupt":
-            report["problems"].append(f"cell {item['cell'] + 1} ran past {cell_timeout} s and was stopped")
+            report["problems"].append(f"{where} ran past {cell_timeout} s and was stopped")
             if report["status"] == "ok":
                 report["status"] = "timed out"
         else:
-            report["problems"].append(f"cell {item['cell'] + 1} raised {name[:60]}: {evalue[:120]}")
+            report["problems"].append(f"{where} raised {name[:60]}: {evalue[:120]}")
             if name == "MemoryError" or "can't allocate memory" in evalue:
                 report["status"] = "out of memory"
             elif report["status"] == "ok":

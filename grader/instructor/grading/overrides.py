@@ -1,0 +1,182 @@
+"""A teaching assistant's per-question overrides (``grade --overrides overrides.csv``), applied and always shown.
+
+The file is a CSV, not TOML: a TA keeps it open beside the gradebook in the same spreadsheet, adds one line per
+decision (several TAs can append to it), and it is read with the same rules as the roster (a header, UTF-8 with
+or without a byte-order mark, a leading ``'`` that a spreadsheet-safe copy added is taken off). Columns::
+
+    learner,question,points,accept,reason
+    alice,01.pow-node,2,,"answered on paper in class; checked by Sam"
+    *,03.shape-of-grad,,"[3, 4]","(3, 4) is the same shape written as a list: accepted for everyone"
+
+* ``learner``: the learner as the gradebook names them, or their student ID, or ``*`` (every learner; only with
+  ``accept``);
+* ``question``: a question id of the course (``python -m grader questions``);
+* exactly one of ``points`` (the points this learner gets for the question, 0 to its maximum: replaces what the
+  recomputed verdict earned) or ``accept`` (an alternative answer, as the learner's answer is written, a JSON
+  literal or as the feedback page shows it: every matching learner whose recorded answer is this one gets the
+  question's full points, as if torch had agreed; a prediction made after the reveal still earns nothing);
+* ``reason``: required; shown wherever the override is.
+
+An override never changes a verdict: the question's column still says what live torch decided, and the row's
+``overrides`` column, the wide CSV's ``overrides`` column, the learner's feedback page and the class report say
+which points a person changed, from what to what, and why. "Marked passed" stays torch's. An override that
+matched no graded learner is warned of at the end of the run, so a misspelt name is never silently ignored.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.instructor.grading import csv_cells, scores
+
+COLUMNS = ("learner", "question", "points", "accept", "reason")
+EVERYONE = "*"
+
+
+class OverridesError(ValueError):
+    pass
+
+
+@dataclass
+class Override:
+    line: int
+    learner: str
+    qid: str
+    reason: str
+    points: float | None = None  # award exactly this many points
+    accept: str | None = None  # or: accept this answer as correct
+
+    def describe(self) -> str:
+        what = f"answer {self.accept} accepted" if self.accept is not None else f"{scores.number(self.points)} points"
+        return f"{what} ({self.reason})"
+
+
+@dataclass
+class Overrides:
+    path: str = ""
+    items: list[Override] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def for_question(self, qid: str, learner: str, student: str) -> list[Override]:
+        who = {learner.casefold(), student.casefold()} - {""}
+        return [o for o in self.items if o.qid == qid and (o.learner == EVERYONE or o.learner.casefold() in who)]
+
+    def unused(self, rows: list[dict], everyone=None) -> list[str]:
+        """A warning for each override that changed no row of ``rows`` (the rows graded now, which keep the lines
+        that changed them). Where ``everyone`` (the names and IDs of the whole gradebook, in a regrade merged into
+        it) is given, a line for a learner of the gradebook who was not graded now is not warned of; one for a
+        learner it does not know (a misspelt name) is."""
+        used = {line for r in rows for line in r.get("_overridden", [])}
+        graded = {str(r.get(k) or "").casefold() for r in rows for k in ("learner", "student id")} - {""}
+        known = {str(x or "").casefold() for x in everyone} - {""} if everyone is not None else graded
+        return [
+            f"{self.path} line {o.line}: the override of {o.qid} for {o.learner} matched no graded learner"
+            + (" with that answer" if o.accept is not None else "")
+            for o in self.items
+            if o.line not in used
+            and (o.learner == EVERYONE or o.learner.casefold() in graded or o.learner.casefold() not in known)
+        ]
+
+    def fingerprint(self) -> list:
+        """What a journal compares (a changed file regrades the rows)."""
+        return [(o.learner, o.qid, o.points, o.accept, o.reason) for o in self.items]
+
+
+def load(path: Path | None, weights: scores.Weights | None = None) -> Overrides:
+    """The overrides of ``path`` (none without one); OverridesError names the line and what is wrong."""
+    if path is None:
+        return Overrides()
+    weights = weights or scores.Weights()
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise OverridesError(f"cannot read overrides {path}: {exc.strerror or exc}") from None
+    reader = csv.DictReader(text.splitlines())
+    heads = {(h or "").strip().lower(): h for h in reader.fieldnames or []}
+    lacking = [c for c in ("learner", "question", "reason") if c not in heads]
+    if lacking or not ({"points", "accept"} & heads.keys()):
+        raise OverridesError(
+            f"overrides {path} needs the columns {', '.join(COLUMNS)} (points or accept may be left out); "
+            f"it has {', '.join(reader.fieldnames or []) or 'none'}"
+        )
+    from grader.engine.question import load as questions
+
+    known = questions()
+    out = Overrides(str(path))
+    for line, raw in enumerate(reader, start=2):
+
+        def cell(name: str, row=raw) -> str:
+            return csv_cells.restore((row.get(heads[name]) or "").strip()) if name in heads else ""
+
+        learner, qid, reason, points, accept = (cell(c) for c in ("learner", "question", "reason", "points", "accept"))
+        if not any((learner, qid, reason, points, accept)):
+            continue
+        where = f"overrides {path} line {line}"
+        q = known.get(qid)
+        if q is None:
+            raise OverridesError(f"{where}: {qid!r} is not a question of the course")
+        if not learner:
+            raise OverridesError(f"{where}: name the learner (or their student ID, or * for everyone)")
+        if not reason:
+            raise OverridesError(f"{where}: give the reason (it is shown to the learner and in the report)")
+        if bool(points) == bool(accept):
+            raise OverridesError(f"{where}: give points or an accepted answer, exactly one of them")
+        item = Override(line, learner, qid, reason)
+        if points:
+            if learner == EVERYONE:
+                raise OverridesError(f"{where}: points are given to one learner, not to * (accept an answer instead)")
+            top = sum(weights.of(qid, q.role).values())
+            try:
+                item.points = float(points)
+            except ValueError:
+                raise OverridesError(f"{where}: points must be a number, not {points!r}") from None
+            if not 0 <= item.points <= top:
+                raise OverridesError(f"{where}: {qid} is worth 0 to {scores.number(top)} points, not {points}")
+        else:
+            if q.role == "exercise":
+                raise OverridesError(f"{where}: {qid} is an exercise (a function): award points instead of accept")
+            item.accept = accept
+        out.items.append(item)
+    return out
+
+
+def _canonical(value) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def matches(q, accepted: str, answer, show) -> bool:
+    """Is the learner's recorded ``answer`` the ``accepted`` one: the same JSON literal, or the same answer
+    as the feedback page shows it (``show(kind, answer)``)?"""
+    if answer is None:
+        return False
+    shown = show(q.kind, answer)
+    if accepted == shown:
+        return True
+    try:
+        parsed = json.loads(accepted)
+    except ValueError:
+        return False
+    return _canonical(parsed) == _canonical(answer) or show(q.kind, parsed) == shown
+
+
+def apply(overrides: Overrides, q, learner: str, student: str, answer, honest: bool, earned: float, top: float, show):
+    """(points, the note that says what changed, the override's line) for one question of one learner; (earned,
+    '', 0) where no override applies. The first line of the file that applies wins."""
+    for o in overrides.for_question(q.qid, learner, student):
+        if o.points is not None:
+            return (
+                o.points,
+                f"{q.qid}: {scores.number(earned)} -> {scores.number(o.points)} points, {o.describe()}",
+                o.line,
+            )
+        if matches(q, o.accept, answer, show):
+            if q.role == "predict" and not honest:
+                note = f"{q.qid}: {o.describe()}, but the prediction was not made before the reveal: no change"
+                return earned, note, o.line
+            return top, f"{q.qid}: {scores.number(earned)} -> {scores.number(top)} points, {o.describe()}", o.line
+    return earned, "", 0
