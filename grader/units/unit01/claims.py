@@ -226,3 +226,60 @@ def only_floating_point_requires_grad():
             name = rng.choice(sorted(_ANY_RESULT))
             r = _ANY_RESULT[name](torch.randn(shape, requires_grad=True))
             yield Trial(f"seed {seed}: {name} -> {r.dtype}", True, r.requires_grad == _can_carry(r.dtype))
+
+
+@claim(
+    "01.one-accumulate-grad-per-leaf",
+    sentence="A leaf used twice is one `AccumulateGrad` node, reached twice",
+)
+def one_accumulate_grad_per_leaf():
+    for case in programs(16, seed=11, need_backward=True):
+        ns = case.fresh()
+        out = ns[case.output]
+        seen, edges, stack = set(), {}, [out.grad_fn]
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            for child, _ in node.next_functions:
+                if child is not None and hasattr(child, "variable"):
+                    edges.setdefault(id(child.variable), set()).add(id(child))
+                stack.append(child)
+        yield Trial(case.label, True, all(len(nodes) == 1 for nodes in edges.values()))
+
+
+_BRANCHES = {
+    "x ** 2 + 2 * x": (lambda x: x**2 + 2 * x, {"PowBackward0", "MulBackward0", "AddBackward0"}),
+    "(x + 3).abs()": (lambda x: (x + 3).abs(), {"AddBackward0", "AbsBackward0"}),
+    "x.sin() * x": (lambda x: x.sin() * x, {"SinBackward0", "MulBackward0"}),
+    "x.exp() - 1": (lambda x: x.exp() - 1, {"ExpBackward0", "SubBackward0"}),
+    "x.tanh()": (lambda x: x.tanh(), {"TanhBackward0"}),
+}
+
+
+@claim(
+    "01.graph-is-what-ran",
+    sentence="Autograd records operations as they execute, so Python control flow decides the graph.",
+)
+def graph_is_what_ran():
+    for seed in range(16):
+        rng = random.Random(seed)
+        first, second = rng.sample(sorted(_BRANCHES), 2)
+        x = torch.tensor(rng.uniform(-2, 2), requires_grad=True)
+        chosen = first if x.item() > 0 else second
+        y = _BRANCHES[first][0](x) if x.item() > 0 else _BRANCHES[second][0](x)
+        names = {type(n).__name__ for n in _nodes(y)} - {"AccumulateGrad"}
+        yield Trial(f"seed {seed}: x = {x.item():+.2f}, ran {chosen}", True, names == _BRANCHES[chosen][1])
+
+
+def _nodes(y: torch.Tensor) -> list:
+    seen, found, stack = set(), [], [y.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        found.append(node)
+        stack.extend(n for n, _ in node.next_functions)
+    return found

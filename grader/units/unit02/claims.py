@@ -365,3 +365,139 @@ def flatten_views_when_it_can():
         r = t.reshape(-1) if way == "reshape" else t.flatten()
         shares = r.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
         yield Trial(f"seed {seed}: {way} of {list(t.shape)} stride {t.stride()}", True, shares == can)
+
+
+@claim(
+    "02.no-seed-is-one",
+    sentence="When the output is a single number and you pass nothing, `backward()` uses 1.",
+)
+def no_seed_is_one():
+    for case in programs(12, seed=12, need_backward=True):
+        grads = []
+        for seed in (None, 1.0):
+            ns = case.fresh()
+            out = ns[case.output]
+            out.backward() if seed is None else out.backward(torch.tensor(seed, dtype=out.dtype))
+            grads.append([t.grad for t in _leaves(ns)])
+        same = all(
+            (a is None and b is None) or (a is not None and b is not None and torch.equal(a, b)) for a, b in zip(*grads)
+        )
+        yield Trial(case.label, True, same)
+
+
+_VECTOR_FUNCTIONS = {
+    "v ** 2": lambda v: v**2,
+    "v.cumsum(0)": lambda v: v.cumsum(0),
+    "v * v.sum()": lambda v: v * v.sum(),
+    "v.flip(0).sin() * v": lambda v: v.flip(0).sin() * v,
+    "stack of sum, prod": lambda v: torch.stack([v.sum(), v.prod()]),
+}
+
+
+@claim(
+    "02.seed-gives-s-times-j",
+    sentence="`z.backward(s)` puts `s · J` into `v.grad`: each output's gradient weighted by `s`, added up.",
+)
+def seed_gives_s_times_j():
+    for seed in range(15):
+        rng = random.Random(seed)
+        name = sorted(_VECTOR_FUNCTIONS)[seed % len(_VECTOR_FUNCTIONS)]
+        f = _VECTOR_FUNCTIONS[name]
+        v0 = torch.randn(rng.randint(1, 5), dtype=torch.float64)
+        v = v0.clone().requires_grad_()
+        z = f(v)
+        s = torch.randn(z.shape, dtype=torch.float64)
+        z.backward(s)
+        J = torch.autograd.functional.jacobian(f, v0)
+        yield Trial(f"seed {seed}: {name} on {v0.numel()} numbers", True, torch.allclose(v.grad, s @ J))
+
+
+@claim(
+    "02.broadcast-records-no-expand",
+    sentence="An explicit `b.expand(4, 3)` would record an `ExpandBackward0` node that does the same sum; implicit "
+    "broadcasting leaves it to the engine.",
+)
+def broadcast_records_no_expand():
+    ops = {
+        "*": lambda a, b: a * b,
+        "+": lambda a, b: a + b,
+        "-": lambda a, b: a - b,
+        "/": lambda a, b: a / (b.abs() + 1),
+    }
+    for seed in range(16):
+        rng = random.Random(seed)
+        rows, width = rng.randint(2, 5), rng.randint(1, 4)
+        name = rng.choice(sorted(ops))
+        X = torch.randn(rows, width)
+        b = torch.randn(width, requires_grad=True)
+        found, grads = [], []
+        for operand in (b, b.expand(rows, width)):
+            out = ops[name](X, operand)
+            found.append("ExpandBackward0" in {type(n).__name__ for n in _nodes(out)})
+            (g,) = torch.autograd.grad(out.sum(), [b])
+            grads.append(g)
+        holds = found == [False, True] and torch.allclose(*grads) and grads[0].shape == b.shape
+        yield Trial(f"seed {seed}: X ({rows}, {width}) {name} b ({width},), implicit and b.expand", True, holds)
+
+
+def _nodes(y: torch.Tensor) -> list:
+    seen, found, stack = set(), [], [y.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        found.append(node)
+        stack.extend(n for n, _ in node.next_functions)
+    return found
+
+
+def _model(seed: int) -> tuple[torch.nn.Module, torch.Tensor]:
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    return model, torch.randn(5, 3)
+
+
+@claim(
+    "02.zero-grad-sets-none",
+    sentence="`zero_grad()` now defaults to `set_to_none=True`: it drops the gradient tensors instead of filling them "
+    "with zeros.",
+)
+def zero_grad_sets_none():
+    for seed in range(len(_OPTIMIZERS) + 3):
+        model, x = _model(seed)
+        model(x).sum().backward()
+        if seed < len(_OPTIMIZERS):
+            name = sorted(_OPTIMIZERS)[seed]
+            opt = _OPTIMIZERS[name](list(model.parameters()))
+            opt.step()
+            opt.zero_grad()
+        else:
+            name = "Module.zero_grad()"
+            model.zero_grad()
+        yield Trial(f"seed {seed}: {name}", True, all(p.grad is None for p in model.parameters()))
+
+
+@claim(
+    "02.set-to-none-false-creates-nothing",
+    sentence="`set_to_none=False` zeros the gradients that exist; it does not create missing ones",
+)
+def set_to_none_false_creates_nothing():
+    for seed in range(12):
+        rng = random.Random(seed)
+        model, x = _model(seed)
+        frozen = rng.choice([model[0], model[2]])  # one layer takes no part in the backward: no .grad for it
+        model(x)[:, 0].sum().backward(
+            inputs=[p for p in model.parameters() if all(p is not q for q in frozen.parameters())]
+        )
+        had = {id(p): p.grad is not None for p in model.parameters()}
+        opt = torch.optim.SGD(model.parameters(), lr=0.1) if seed % 2 else None
+        opt.zero_grad(set_to_none=False) if opt else model.zero_grad(set_to_none=False)
+        holds = all(
+            (p.grad is not None and not p.grad.any()) if had[id(p)] else p.grad is None for p in model.parameters()
+        )
+        yield Trial(
+            f"seed {seed}: {'SGD' if opt else 'Module'}.zero_grad(set_to_none=False)",
+            True,
+            holds and not all(had.values()),
+        )
