@@ -131,14 +131,14 @@ CASES = [
     (lambda: predict("01.x-is-leaf", bool), {"invalid"}, "class"),
     (lambda: predict("01.x-is-leaf", "yes"), {"invalid"}, "True or False"),
     # Number
-    (lambda: predict("01.neuron-slope", "0.2983"), {"invalid"}, "string"),
-    (lambda: predict("01.neuron-slope", torch.tensor(0.2983)), {"invalid"}, ".item()"),
-    (lambda: predict("01.neuron-slope", []), {"invalid"}, "empty"),
-    (lambda: predict("01.neuron-slope", {0.3}), {"invalid"}, "number"),
-    (lambda: predict("01.neuron-slope", float), {"invalid"}, "class"),
-    (lambda: predict("01.neuron-slope", 10**400), {"invalid"}, "cannot be read as a number"),
-    (lambda: predict("01.neuron-slope", complex(1, 2)), {"invalid"}, "complex"),
-    (lambda: predict("01.neuron-slope", (x for x in [0.3])), {"invalid"}, "list(...)"),
+    (lambda: predict("01.neuron-grad-ratio", "0.2983"), {"invalid"}, "string"),
+    (lambda: predict("01.neuron-grad-ratio", torch.tensor(0.2983)), {"invalid"}, ".item()"),
+    (lambda: predict("01.neuron-grad-ratio", []), {"invalid"}, "empty"),
+    (lambda: predict("01.neuron-grad-ratio", {0.3}), {"invalid"}, "number"),
+    (lambda: predict("01.neuron-grad-ratio", float), {"invalid"}, "class"),
+    (lambda: predict("01.neuron-grad-ratio", 10**400), {"invalid"}, "cannot be read as a number"),
+    (lambda: predict("01.neuron-grad-ratio", complex(1, 2)), {"invalid"}, "complex"),
+    (lambda: predict("01.neuron-grad-ratio", (x for x in [0.3])), {"invalid"}, "list(...)"),
     (lambda: predict("01.branch-grads", [4.0, "1"]), {"invalid"}, "position 1"),
     (lambda: predict("01.branch-grads", list(range(20_000))), {"invalid"}, "too many"),
     (lambda: predict("01.branch-grads", np.array([4.0, 1.0])), {"invalid"}, "ndarray"),
@@ -158,9 +158,9 @@ CASES = [
     (lambda: check("01.who-keeps-grad", iter(["w"])), {"invalid"}, "list(...)"),
     (lambda: check("01.who-keeps-grad", torch.ones(3)), {"invalid"}, ".tolist()"),
     # Sequence
-    (lambda: predict("01.walk-y", {"PowBackward0"}), {"invalid"}, "order matters"),
-    (lambda: predict("01.walk-y", "PowBackward0"), {"invalid"}, "own string"),
-    (lambda: predict("01.walk-y", [1, 2]), {"invalid"}, "string"),
+    (lambda: predict("01.walk-shared", {"PowBackward0"}), {"invalid"}, "order matters"),
+    (lambda: predict("01.walk-shared", "PowBackward0"), {"invalid"}, "own string"),
+    (lambda: predict("01.walk-shared", [1, 2]), {"invalid"}, "string"),
     (lambda: check("01.closed-book-walk", 7), {"invalid"}, "list of names"),
     # Choice and Error (scratch questions)
     (lambda: predict("00.scratch-choice", "later"), {"invalid"}, "not a choice"),
@@ -225,14 +225,14 @@ def test_there_are_at_least_fifty_cases():
 
 
 def test_numpy_and_fraction_numbers_are_read():
-    assert predict("01.neuron-slope", np.float64(0.2983)).verdict == "recorded"
+    assert predict("01.neuron-grad-ratio", np.float64(0.2983)).verdict == "recorded"
     assert predict("01.branch-grads", [fractions.Fraction(4), np.int64(1)]).verdict == "recorded"
     assert predict("01.x-is-leaf", np.bool_(False)).verdict == "recorded"
 
 
 def test_nan_and_infinity_are_never_close():
     for bad in (float("nan"), float("inf"), -float("inf")):
-        reset("01.neuron-slope")
-        predict("01.neuron-slope", bad)
-        result = reveal("01.neuron-slope")
+        reset("01.neuron-grad-ratio")
+        predict("01.neuron-grad-ratio", bad)
+        result = reveal("01.neuron-grad-ratio")
         assert result.verdict == "incorrect" and "nan and inf" in result.message

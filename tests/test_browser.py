@@ -325,7 +325,7 @@ def test_unit_01_with_the_mouse_in_jupyterlab(tmp_path, home):
                 assert "in progress" in panel.inner_text()
                 state, _ = unit_state("01")
                 assert state.questions["01.x-is-leaf"].done and state.questions["01.pow-node"].done
-                assert state.questions["01.walk-y"].reveal_verdict == "revealed" and not state.passed
+                assert state.questions["01.walk-shared"].reveal_verdict == "revealed" and not state.passed
 
                 # 2. a solved copy: everything answered in code, passed through the panel's button
                 reset("01")

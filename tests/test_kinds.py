@@ -272,7 +272,7 @@ def test_the_learner_api_reads_the_copy(home):
             return 1
 
     assert check("01.closed-book-walk", Liar(["AddBackward0"] * (MAX_ITEMS + 5))).verdict == "invalid"
-    assert predict("01.walk-y", Liar(["PowBackward0"] * (MAX_ITEMS + 5))).verdict == "invalid"
+    assert predict("01.walk-shared", Liar(["PowBackward0"] * (MAX_ITEMS + 5))).verdict == "invalid"
 
 
 # --- slips: a nudge at lock-in, never a wrong mark -------------------------------------------------

@@ -40,26 +40,29 @@ def test_wrong_prediction_is_incorrect_but_counts_as_predicted():
 
 
 def test_reveal_without_prediction_counts_as_attempted_and_says_so():
-    r = reveal("01.walk-y")
-    assert r.verdict == "revealed" and r.expected == ("PowBackward0", "MulBackward0", "AccumulateGrad")
-    qs = unit_state("01").questions["01.walk-y"]
+    r = reveal("01.walk-shared")
+    assert r.verdict == "revealed" and r.expected == ("SubBackward0", "MulBackward0", "MulBackward0", "AccumulateGrad")
+    qs = unit_state("01").questions["01.walk-shared"]
     assert qs.done and qs.record == "revealed without prediction"
-    locked = predict("01.walk-y", ["PowBackward0"])
-    assert locked.verdict == "locked" and locked.actions == [("reset", "01.walk-y")]
-    assert not any("01.walk-y" in line for line in mark_passed("01").message.splitlines())
+    locked = predict("01.walk-shared", ["PowBackward0"])
+    assert locked.verdict == "locked" and locked.actions == [("reset", "01.walk-shared")]
+    assert not any("01.walk-shared" in line for line in mark_passed("01").message.splitlines())
 
 
 def test_a_prediction_after_reset_that_followed_a_reveal_is_never_recorded_as_a_prediction():
-    reveal("01.walk-y")
-    reset("01.walk-y")
-    assert predict("01.walk-y", ["PowBackward0", "MulBackward0", "AccumulateGrad"]).verdict == "recorded"
-    r = reveal("01.walk-y")
+    reveal("01.walk-shared")
+    reset("01.walk-shared")
+    assert (
+        predict("01.walk-shared", ["SubBackward0", "MulBackward0", "MulBackward0", "AccumulateGrad"]).verdict
+        == "recorded"
+    )
+    r = reveal("01.walk-shared")
     assert r.verdict == "correct" and "you predicted after a reveal" in dict(r.rows)
-    assert unit_state("01").questions["01.walk-y"].record == "predicted after reveal, correct"
+    assert unit_state("01").questions["01.walk-shared"].record == "predicted after reveal, correct"
     reset("01")  # a unit reset does not launder it either
-    predict("01.walk-y", ["PowBackward0", "MulBackward0", "AccumulateGrad"])
-    reveal("01.walk-y")
-    assert unit_state("01").questions["01.walk-y"].record == "predicted after reveal, correct"
+    predict("01.walk-shared", ["SubBackward0", "MulBackward0", "MulBackward0", "AccumulateGrad"])
+    reveal("01.walk-shared")
+    assert unit_state("01").questions["01.walk-shared"].record == "predicted after reveal, correct"
 
 
 def test_self_test_attempts_and_hints_are_on_the_record_across_resets(monkeypatch):

@@ -27,13 +27,13 @@ def test_a_changed_answer_is_listed_old_to_new(tmp_path):
     manifest = json.loads((ROOT / "solutions" / "manifest.json").read_text())
     manifest["torch"] = "2.4.1"
     manifest["questions"]["01.pow-node"].update(answer="PowBackward1", text="PowBackward1")
-    del manifest["questions"]["01.walk-y"]
+    del manifest["questions"]["01.x-is-leaf"]
     manifest["questions"]["01.retired-question"] = {"answer": 1, "text": "1"}
     (tmp_path / "solutions" / "manifest.json").write_text(json.dumps(manifest))
     result = verify(tmp_path, "--unit", "01")
     assert result.returncode == 1
     assert "1 answer(s) changed" in result.stdout and "01.pow-node: PowBackward1  ->  PowBackward0" in result.stdout
-    assert "added since the manifest: 01.walk-y" in result.stdout
+    assert "added since the manifest: 01.x-is-leaf" in result.stdout
     assert "removed since the manifest: 01.retired-question" in result.stdout
     assert "built with torch 2.4.1" in result.stdout
     allowed = verify(tmp_path, "--unit", "01", "--json", "--allow-changes")
@@ -48,9 +48,9 @@ def test_build_check_notices_a_manifest_out_of_step(tmp_path):
     shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
     path = tmp_path / "solutions" / "manifest.json"
     manifest = json.loads(path.read_text())
-    del manifest["questions"]["01.walk-y"]
+    del manifest["questions"]["01.x-is-leaf"]
     path.write_text(json.dumps(manifest))
     result = subprocess.run(
         [sys.executable, "-m", "grader", "build", "--check", "--root", str(tmp_path)], capture_output=True, text=True
     )
-    assert result.returncode == 1 and "manifest lacks 01.walk-y" in result.stdout
+    assert result.returncode == 1 and "manifest lacks 01.x-is-leaf" in result.stdout

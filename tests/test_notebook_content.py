@@ -225,6 +225,9 @@ def test_the_title_cell_agrees_with_the_course(uid):
 # explanation or a cell after it, so that it is the rule's real wording, not a phrase nobody writes.
 RULE_STATEMENTS = {
     "01.constant-is-leaf": r"one nothing tracks|does not require grad counts as a leaf",
+    "01.walk-shared": r"reached twice|however many edges|used twice is one",
+    "01.neuron-grad-ratio": r"the other operand|ds/dw = x",
+    "02.straight-through": r"sen(t|ds) `?2q|borrows the identity's slope|the value of `?round`?, the gradient of `?x",
     "02.second-step": r"every backward call (adds|nobody cleared)|over every backward call|adds? (it )?into "
     r"(the )?`?\.grad`? (in place|already there)|each backward adds",
 }
@@ -254,6 +257,8 @@ def test_no_earlier_cell_states_the_rule_a_question_tests(qid):
 def test_the_rule_check_finds_a_rule_stated_early():
     """The check is not vacuous: the notebooks as they were before issue 29 stated both rules before asking."""
     early = {"01.constant-is-leaf": "(a tensor you made, or one nothing tracks)"}
+    early["01.neuron-grad-ratio"] = "By hand, `ds/dx = w·σ(z)·(1 − σ(z))`; ds/dw = x·σ(z)·(1 − σ(z))"
+    early["02.straight-through"] = 'the "straight-through" trick: the value of `round`, the gradient of `x`'
     early["02.second-step"] = "over the rows a broadcast lined it up with, and over every backward call nobody cleared"
     for qid, text in early.items():
         assert re.search(RULE_STATEMENTS[qid], text, re.I), qid

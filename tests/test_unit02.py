@@ -137,3 +137,44 @@ def test_seed_case_names_the_element_it_isolates():
     for case in unit02_cases.seed_cases():
         out = case.fresh()["out"]
         assert eval(case.element, {"out": out}).item() == out.flatten()[case.index].item()
+
+
+def _refused_with(qid, answer, words):
+    from grader import predict, reset, reveal
+
+    reset(qid)
+    predict(qid, answer)
+    result = reveal(qid)
+    assert result.verdict == "incorrect" and words in result.message, result.message
+
+
+def test_the_straight_through_question_needs_the_cut_and_the_saved_value():
+    """Issue 29: 02.kink-conventions asked for a convention of torch's formulas. Its replacement needs two
+    mechanisms: detach() leaves the addition's identity edge as the only route, and the square reads q, not x."""
+    from grader import predict, reset, reveal
+    from grader.engine.question import get
+    from grader.units.unit02.support import straight_through_input
+
+    truth = get("02.straight-through").run()["x"]
+    x = straight_through_input()
+    assert list(truth) == (2 * x.round()).tolist() and list(truth) != (2 * x).tolist()
+    _refused_with("02.straight-through", {"x": (2 * x).tolist()}, "that is 2x")
+    _refused_with("02.straight-through", {"x": [0.0, 0.0, 0.0]}, "detach() cut that path")
+    reset("02.straight-through")
+    predict("02.straight-through", {"x": list(truth)})
+    assert reveal("02.straight-through").verdict == "correct"
+    assert get("02.kink-conventions") is None
+
+
+def test_undivided_micro_batches_are_as_many_times_the_batch_gradient_as_there_are_micro_batches():
+    """Issue 29's practitioner addition: accumulating on purpose, and why each loss is divided by their number."""
+    from grader.engine.question import get
+    from grader.units.unit02.support import microbatch_data, microbatch_grad
+
+    X, Y, w0 = microbatch_data()
+    full = microbatch_grad(X, Y, w0, pieces=1, divide=False)
+    for pieces in (2, 4, 8):
+        assert torch.allclose(microbatch_grad(X, Y, w0, pieces, divide=False), pieces * full, atol=1e-5)
+        assert torch.allclose(microbatch_grad(X, Y, w0, pieces, divide=True), full, atol=1e-6)
+    assert abs(get("02.microbatch-undivided").run() - 4.0) < 1e-4
+    _refused_with("02.microbatch-undivided", 1.0, "not 8")

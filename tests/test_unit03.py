@@ -138,3 +138,58 @@ def test_odd_three_ways_answers_get_a_clear_verdict(answer, words):
 def test_the_three_ways_reference_passes_on_a_loaded_machine(busy_machine):
     """Within its per-case limits with two CPU-bound processes beside it (the speed figure: bench/run.py)."""
     assert check("03.three-ways", three_ways).passed
+
+
+# --- the questions issue 29 replaced ------------------------------------------------------------
+
+
+def _refused_with(qid, answer, words):
+    from grader import predict, reset, reveal
+
+    reset(qid)
+    predict(qid, answer)
+    result = reveal(qid)
+    assert result.verdict == "incorrect" and words in result.message, result.message
+
+
+def _cells():
+    import nbformat
+
+    return nbformat.read("solutions/03_observing_gradients.ipynb", as_version=4).cells
+
+
+def _asked_at(cells, qid):
+    return next(i for i, c in enumerate(cells) if c.cell_type == "code" and f'predict("{qid}"' in c.source)
+
+
+def test_where_grad_lands_replaces_the_warning_unit_01_already_printed():
+    """Issue 29: 03.read-x-grad repeated the non-leaf warning unit 01 printed (c034). Its replacement asks which
+    tensors backward writes .grad into, with a detached copy made a leaf of its own beside the non-leaf."""
+    assert get("03.read-x-grad") is None
+    assert get("03.where-grad-lands").run() == {"w", "h"}
+    _refused_with("03.where-grad-lands", {"w"}, "a leaf of its own")
+    _refused_with("03.where-grad-lands", {"w", "h", "x"}, "not a leaf")
+
+
+def test_ready_order_applies_the_stated_rules_to_a_graph_where_neither_the_walk_nor_the_inputs_give_it():
+    """Issue 29: 03.node-order could only be guessed, since the priority rule came after it. The new question
+    comes after the cell that states both rules, on a graph where the walk order and the input order are wrong."""
+    from grader.units.unit03.support import ready_order_by_inputs, ready_order_walked
+
+    assert get("03.node-order") is None
+    truth = list(get("03.ready-order").run())
+    assert truth != ready_order_by_inputs() and truth != ready_order_walked() and truth[-1] == "w"
+    cells = _cells()
+    rule = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and "highest *sequence number*" in c.source)
+    assert rule < _asked_at(cells, "03.ready-order")
+    _refused_with("03.ready-order", ready_order_by_inputs(), "the order of the product's inputs")
+
+
+def test_hooks_registered_in_a_loop_pile_up_until_removed():
+    """Issue 29's practitioner addition: hook handles, and hooks registered in a loop."""
+    from grader.units.unit03.support import hooks_registered_in_a_loop
+
+    assert hooks_registered_in_a_loop(3) == [0, 0, 1, 0, 1, 2]
+    assert hooks_registered_in_a_loop(3, remove=True) == [0, 1, 2]
+    assert get("03.hooks-pile-up").run() == 6.0
+    _refused_with("03.hooks-pile-up", 3, "still on w")

@@ -57,9 +57,9 @@ def test_boolean_toggles_lock_the_same_event_as_predict(monkeypatch, tmp_path):
 
 def test_number_field_reads_numbers_and_lists(monkeypatch, tmp_path):
     def type_slope(w):
-        w.input.box.value = "0.2983"
+        w.input.box.value = "2"
 
-    same_as_code(monkeypatch, tmp_path, "01.neuron-slope", 0.2983, type_slope)
+    same_as_code(monkeypatch, tmp_path, "01.neuron-grad-ratio", 2.0, type_slope)
 
     def type_two(w):
         w.input.box.value = "4, 1"
@@ -99,11 +99,17 @@ def test_sequence_is_built_in_order_by_clicking(monkeypatch, tmp_path):
         assert w.input.value() == ["MulBackward0", "MulBackward0", "AccumulateGrad"]
         clear = next(b for b in w.input.parts if getattr(b, "description", "") == "Clear")
         clear.click()
-        for name in ("PowBackward0", "MulBackward0", "AccumulateGrad"):
+        for name in ("SubBackward0", "MulBackward0", "MulBackward0", "AccumulateGrad"):
             palette[name].click()
 
-    same_as_code(monkeypatch, tmp_path, "01.walk-y", ["PowBackward0", "MulBackward0", "AccumulateGrad"], build)
-    assert reveal("01.walk-y").verdict == "correct"
+    same_as_code(
+        monkeypatch,
+        tmp_path,
+        "01.walk-shared",
+        ["SubBackward0", "MulBackward0", "MulBackward0", "AccumulateGrad"],
+        build,
+    )
+    assert reveal("01.walk-shared").verdict == "correct"
 
 
 def _loose(monkeypatch, qid, kind):
@@ -136,11 +142,11 @@ def test_choice_and_error_inputs_read_through_the_kind(monkeypatch):
 
 
 def test_bad_input_gets_the_same_message_as_code_and_records_nothing():
-    w = PredictionWidget(get("01.neuron-slope"))
+    w = PredictionWidget(get("01.neuron-grad-ratio"))
     w.input.box.value = "about a third"
     r = w.lock()
     assert r.verdict == "invalid"
-    assert r.message == predict("01.neuron-slope", "about a third").message
+    assert r.message == predict("01.neuron-grad-ratio", "about a third").message
     assert "\n" not in r.message and "cannot read that answer" in w.message.value
     w.input.box.value = ""
     assert w.lock().verdict == "unanswered"
@@ -177,9 +183,9 @@ def test_after_the_reveal_the_widget_refuses_like_predict_does():
 
 
 def test_a_new_widget_shows_the_locked_in_prediction():
-    predict("01.walk-y", ["PowBackward0", "MulBackward0", "AccumulateGrad"])
-    w = PredictionWidget(get("01.walk-y"))
-    assert w.input.value() == ["PowBackward0", "MulBackward0", "AccumulateGrad"]
+    predict("01.walk-shared", ["SubBackward0", "MulBackward0", "MulBackward0", "AccumulateGrad"])
+    w = PredictionWidget(get("01.walk-shared"))
+    assert w.input.value() == ["SubBackward0", "MulBackward0", "MulBackward0", "AccumulateGrad"]
     predict("01.x-is-leaf", False)
     assert PredictionWidget(get("01.x-is-leaf")).input.box.value is False
 

@@ -85,3 +85,201 @@ def split_makes_one_node():
         nodes = {id(p.grad_fn) for p in pieces}
         one_split = len(nodes) == 1 and type(pieces[0].grad_fn).__name__ == "SplitBackward0"
         yield Trial(f"seed {seed}: shape {shape}, split({arg}, dim={dim})", by_size, one_split)
+
+
+@claim(
+    "01.slot-is-output-nr",
+    sentence="The number is the **slot**: which output of the producing node this input is (`t.output_nr` on the "
+    "tensor).",
+)
+def slot_is_output_nr():
+    cutters = {
+        "split": lambda x, k: x.split(1, dim=k),
+        "chunk": lambda x, k: x.chunk(x.shape[k], dim=k),
+        "unbind": lambda x, k: x.unbind(k),
+        "sort": lambda x, k: (x.sort(dim=k).values, x),
+        "leaf": lambda x, k: (x, x * 2),
+    }
+    for seed in range(24):
+        rng = random.Random(seed)
+        shape = [rng.randint(2, 4) for _ in range(rng.randint(1, 2))]
+        x = torch.randn(shape, requires_grad=True)
+        name = rng.choice(sorted(cutters))
+        pieces = cutters[name](x, rng.randrange(len(shape)))
+        inputs = [rng.choice(pieces) for _ in range(rng.randint(2, 3))]
+        y = torch.stack(inputs) if len(inputs) == 3 else inputs[0] * inputs[1]
+        slots = [slot for _, slot in y.grad_fn.next_functions]
+        yield Trial(f"seed {seed}: {name} of {shape}", True, slots == [t.output_nr for t in inputs])
+
+
+@claim(
+    "01.to-returns-itself-when-nothing-changes",
+    sentence="When the dtype and device are already what you ask for, `.to()` returns the very same tensor object, "
+    "still the leaf (unless you pass `copy=True`).",
+    holds_when="the dtype and device already match and copy=True is not passed; a new dtype or copy=True gives a "
+    "copy (checked on the CPU device: this machine may have no other)",
+)
+def to_returns_itself():
+    dtypes = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+    for seed in range(24):
+        rng = random.Random(seed)
+        start = rng.choice(dtypes)
+        w = torch.randn([rng.randint(1, 4)] * rng.randint(0, 2), dtype=start, requires_grad=True)
+        target = start if rng.random() < 0.6 else rng.choice(dtypes)
+        copy = rng.random() < 0.25
+        how = rng.choice(["dtype", "device and dtype", "another tensor"])
+        if how == "dtype":
+            y = w.to(target, copy=copy)
+        elif how == "device and dtype":
+            y = w.to("cpu", target, copy=copy)
+        else:
+            y = w.to(torch.empty(0, dtype=target), copy=copy)
+        unchanged = target == start and not copy
+        yield Trial(f"seed {seed}: {start} .to({how} {target}, copy={copy})", unchanged, y is w and y.is_leaf)
+
+
+_INTEGER_RESULTS = {
+    "argmax": lambda v: v.argmax(),
+    "argmin(dim=0)": lambda v: v.argmin(dim=0),
+    "argsort": lambda v: v.argsort(dim=0),
+    "topk indices": lambda v: v.flatten().topk(1).indices,
+    "v > 0": lambda v: v > 0,
+    "v == v.max()": lambda v: v == v.max(),
+    "v.lt(1)": lambda v: v.lt(1),
+    ".long()": lambda v: v.long(),
+    ".int()": lambda v: v.int(),
+    ".to(torch.int16)": lambda v: v.to(torch.int16),
+    ".bool()": lambda v: v.bool(),
+}
+
+
+@claim(
+    "01.integer-results-record-nothing",
+    sentence="An index (`argmax`), a comparison (a bool mask) or an integer cast is a plain constant to autograd: "
+    "nothing is recorded, and nothing says so.",
+)
+def integer_results_record_nothing():
+    import warnings
+
+    for seed in range(22):
+        rng = random.Random(seed)
+        name = sorted(_INTEGER_RESULTS)[seed % len(_INTEGER_RESULTS)]
+        v = torch.randn([rng.randint(1, 4) for _ in range(rng.randint(1, 2))], requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            r = _INTEGER_RESULTS[name](v)
+            constant = r.grad_fn is None and not r.requires_grad
+            (v * r.float().mean()).sum().backward()  # the result used downstream, as argmax-silent does
+        yield Trial(f"seed {seed}: {name} on {list(v.shape)}", True, constant and not caught)
+
+
+_ALL_DTYPES = (
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+    torch.complex64,
+    torch.complex128,
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.bool,
+)
+_ANY_RESULT = {
+    **_INTEGER_RESULTS,
+    "max": lambda v: v.max(),
+    "round": lambda v: v.round(),
+    ".double()": lambda v: v.double(),
+    ".half()": lambda v: v.half(),
+    ".to(torch.complex64)": lambda v: v.to(torch.complex64),
+    "nonzero": lambda v: v.nonzero(),
+    "v.sign()": lambda v: v.sign(),
+}
+
+
+def _can_carry(dtype: torch.dtype) -> bool:
+    return dtype.is_floating_point or dtype.is_complex
+
+
+@claim(
+    "01.only-floating-point-requires-grad",
+    sentence="Only a floating-point (or complex) result can carry a gradient.",
+)
+def only_floating_point_requires_grad():
+    for seed in range(24):
+        rng = random.Random(seed)
+        shape = [rng.randint(1, 3) for _ in range(rng.randint(1, 2))]
+        if seed % 2:  # made so: requires_grad=True on creation, or requires_grad_() later
+            dtype = _ALL_DTYPES[seed // 2 % len(_ALL_DTYPES)]
+            try:
+                if rng.random() < 0.5:
+                    t = torch.zeros(shape, dtype=dtype, requires_grad=True)
+                else:
+                    t = torch.zeros(shape, dtype=dtype).requires_grad_()
+                accepted = t.requires_grad
+            except RuntimeError:
+                accepted = False
+            yield Trial(f"seed {seed}: a {dtype} tensor asked to require grad", True, accepted == _can_carry(dtype))
+        else:  # computed from a leaf that requires grad
+            name = rng.choice(sorted(_ANY_RESULT))
+            r = _ANY_RESULT[name](torch.randn(shape, requires_grad=True))
+            yield Trial(f"seed {seed}: {name} -> {r.dtype}", True, r.requires_grad == _can_carry(r.dtype))
+
+
+@claim(
+    "01.one-accumulate-grad-per-leaf",
+    sentence="A leaf used twice is one `AccumulateGrad` node, reached twice",
+)
+def one_accumulate_grad_per_leaf():
+    for case in programs(16, seed=11, need_backward=True):
+        ns = case.fresh()
+        out = ns[case.output]
+        seen, edges, stack = set(), {}, [out.grad_fn]
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            for child, _ in node.next_functions:
+                if child is not None and hasattr(child, "variable"):
+                    edges.setdefault(id(child.variable), set()).add(id(child))
+                stack.append(child)
+        yield Trial(case.label, True, all(len(nodes) == 1 for nodes in edges.values()))
+
+
+_BRANCHES = {
+    "x ** 2 + 2 * x": (lambda x: x**2 + 2 * x, {"PowBackward0", "MulBackward0", "AddBackward0"}),
+    "(x + 3).abs()": (lambda x: (x + 3).abs(), {"AddBackward0", "AbsBackward0"}),
+    "x.sin() * x": (lambda x: x.sin() * x, {"SinBackward0", "MulBackward0"}),
+    "x.exp() - 1": (lambda x: x.exp() - 1, {"ExpBackward0", "SubBackward0"}),
+    "x.tanh()": (lambda x: x.tanh(), {"TanhBackward0"}),
+}
+
+
+@claim(
+    "01.graph-is-what-ran",
+    sentence="Autograd records operations as they execute, so Python control flow decides the graph.",
+)
+def graph_is_what_ran():
+    for seed in range(16):
+        rng = random.Random(seed)
+        first, second = rng.sample(sorted(_BRANCHES), 2)
+        x = torch.tensor(rng.uniform(-2, 2), requires_grad=True)
+        chosen = first if x.item() > 0 else second
+        y = _BRANCHES[first][0](x) if x.item() > 0 else _BRANCHES[second][0](x)
+        names = {type(n).__name__ for n in _nodes(y)} - {"AccumulateGrad"}
+        yield Trial(f"seed {seed}: x = {x.item():+.2f}, ran {chosen}", True, names == _BRANCHES[chosen][1])
+
+
+def _nodes(y: torch.Tensor) -> list:
+    seen, found, stack = set(), [], [y.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        found.append(node)
+        stack.extend(n for n, _ in node.next_functions)
+    return found

@@ -6,7 +6,17 @@ from grader import probes
 from grader.engine.kinds import Boolean, Function, Name, Names, Number, Sequence, saved_key
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.unit01.cases import walk_cases, walk_result
-from grader.units.unit01.support import branchy, chain, closed_book, mm_as_addmm, neuron, recorded_results, who_keeps
+from grader.units.unit01.support import (
+    branchy,
+    chain,
+    closed_book,
+    mm_as_addmm,
+    neuron,
+    recorded_results,
+    shared_chain,
+    walk_every_edge,
+    who_keeps,
+)
 
 
 @predict_then_run(
@@ -96,15 +106,27 @@ def variable_is_w():
 
 
 @predict_then_run(
-    "01.walk-y",
+    "01.walk-shared",
     Sequence(),
-    prompt="Walk y.grad_fn for y = (w * 3) ** 2: every node once, depth first, following "
-    "next_functions in order and skipping None. Which nodes, in order?",
-    explain="The record is the computation reversed: the power, then the multiplication, then the leaf's "
-    "AccumulateGrad.",
+    prompt="w = torch.tensor(2.0, requires_grad=True); u = w * 3; y = u * u - w. Walk y.grad_fn: every node "
+    "once, depth first, following next_functions in order and skipping None. Which nodes, in order?",
+    explain="One node per recorded operation, however many edges lead to it: u was made by one "
+    "multiplication, so its node is met once although u * u has two edges to it, and w has one "
+    "AccumulateGrad node, reached twice (from w * 3 and from the subtraction).",
+    misconceptions=[
+        (
+            lambda truth: walk_every_edge(shared_chain()[2]),
+            "that walk follows every edge and lists a node each time it is reached; u * u has two edges "
+            "to u's one node and w's AccumulateGrad is reached twice, but each node is one object, met once.",
+        ),
+        (
+            lambda truth: [*truth, "AccumulateGrad"],
+            "w is one leaf, so it has one AccumulateGrad node however many operations use it.",
+        ),
+    ],
 )
-def walk_y():
-    w, x, y = chain()
+def walk_shared():
+    w, u, y = shared_chain()
     return probes.node_names(y)
 
 
@@ -213,17 +235,25 @@ def argmax_silent():
 
 
 @predict_then_run(
-    "01.neuron-slope",
+    "01.neuron-grad-ratio",
     Number(),
-    prompt="One neuron: z = w * x - 0.5, s = sigmoid(z), at x = 1, w = 2. After s.backward(), what is "
-    "x.grad? (4 decimals)",
-    explain="The chain rule node by node: ds/dz = s(1 - s) from the sigmoid node, times dz/dx = w from "
-    "the multiplication.",
+    prompt="One neuron: z = w * x - 0.5, s = sigmoid(z), at x = 1, w = 2, both requiring grad. After "
+    "s.backward(), what is x.grad / w.grad?",
+    explain="Both gradients come through the same two nodes. The sigmoid's node sends one number, s(1 - s), "
+    "to the product's node, which sends it on times the other operand: w to x, x to w. The shared "
+    "factor cancels, so x.grad / w.grad = w / x = 2, whatever the sigmoid sent.",
+    misconceptions=[
+        (
+            lambda truth: 1 / truth,
+            "that is w.grad / x.grad: the product sends each input the other operand, so x gets w = 2.",
+        ),
+        (lambda truth: 1.0, "the two inputs share the sigmoid's factor but not the product's: x gets w and w gets x."),
+    ],
 )
-def neuron_slope():
+def neuron_grad_ratio():
     x, w, z, s = neuron()
     s.backward()
-    return x.grad.item()
+    return x.grad.item() / w.grad.item()
 
 
 @predict_then_run(

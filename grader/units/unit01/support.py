@@ -11,6 +11,29 @@ def chain():
     return w, x, y
 
 
+def shared_chain():
+    """w used twice (in w * 3 and in the subtraction) and u = w * 3 used twice (u * u): one node each."""
+    w = torch.tensor(2.0, requires_grad=True)
+    u = w * 3
+    y = u * u - w
+    return w, u, y
+
+
+def walk_every_edge(y):
+    """The walk that forgets what it has seen: a node listed each time an edge reaches it."""
+    found = []
+
+    def visit(fn):
+        if fn is None:
+            return
+        found.append(type(fn).__name__)
+        for child, _ in fn.next_functions:
+            visit(child)
+
+    visit(y.grad_fn)
+    return found
+
+
 def branchy(x):
     """A function whose formula depends on its input's sign: the graph records the branch that ran."""
     if x.item() > 0:

@@ -1,5 +1,5 @@
 """Unit 02's answer kind: gradients read off named leaves (``02.grad-timeline``, ``02.isolating-seed``,
-``02.flat-steps``, ``02.where-nan``)."""
+``02.flat-steps``, ``02.straight-through``, ``02.where-nan``)."""
 
 from __future__ import annotations
 

@@ -24,8 +24,11 @@ from grader.units.unit02.support import (
     chain,
     grad_word,
     leaf_grads,
+    microbatch_data,
+    microbatch_grad,
     record_arrivals,
     squares,
+    straight_through_input,
     three_of_five,
     two_route_loss,
 )
@@ -279,6 +282,30 @@ _ZERO_CHOICES = ("w None, b 2", "w 0, b 2", "w None, b None", "w 0, b 0", "w 2, 
 
 
 @predict_then_run(
+    "02.microbatch-undivided",
+    Number(),
+    prompt="A batch of 8 samples, X (8, 3) and Y (8,), and a leaf w of 3. The full batch's gradient is that "
+    "of loss = ((X @ w - Y) ** 2).mean(). Instead the batch is cut with X.chunk(4) and Y.chunk(4) into 4 "
+    "micro-batches, and each micro-batch's mean loss gets its own backward(), with no zero_grad() in "
+    "between and the loss not divided by 4. How many times the full batch's w.grad is the w.grad this "
+    "leaves?",
+    explain="Each backward adds its micro-batch's gradient into w.grad. A micro-batch's mean divides the sum "
+    "over its 2 samples by 2, where the full batch's mean divides the sum over 8 by 8: each sample counts "
+    "4 times as much, so the four backward calls add up to 4 times the full batch's gradient. Dividing "
+    "each loss by the number of micro-batches gives the full batch's gradient back.",
+    misconceptions=[
+        (lambda truth: 1.0, "the means are over 2 samples each, not 8: four of them add up to 4 times the mean."),
+        (lambda truth: 1 / truth, "accumulating adds: four backward calls without clearing make .grad larger."),
+    ],
+)
+def microbatch_undivided():
+    X, Y, w0 = microbatch_data()
+    full = microbatch_grad(X, Y, w0, pieces=1, divide=False)
+    undivided = microbatch_grad(X, Y, w0, pieces=4, divide=False)
+    return (undivided.norm() / full.norm()).item()
+
+
+@predict_then_run(
     "02.zero-not-none",
     Choice(*_ZERO_CHOICES),
     prompt="w = torch.tensor(2.0, requires_grad=True); b = torch.tensor(2.0, requires_grad=True); "
@@ -321,28 +348,31 @@ def flat_steps():
 
 
 @predict_then_run(
-    "02.kink-conventions",
-    Number(tol=1e-6),
-    prompt="At z = 0.0 (a fresh leaf that requires grad each time): torch.relu(z).backward(), "
-    "F.leaky_relu(z, 0.1).backward(), z.abs().backward(). What is z.grad after each? Answer "
-    "[after relu, after leaky_relu, after abs].",
-    explain="At a kink the derivative does not exist, and each backward formula picks a value: relu sends 0 at "
-    "0, leaky_relu sends its negative slope 0.1 (0 is not > 0, so the negative side's slope applies), "
-    "abs sends sign(0) = 0. The choice belongs to each operation's formula.",
+    "02.straight-through",
+    LeafGrads(),
+    prompt="x = torch.tensor([0.4, 1.6, -2.3], requires_grad=True); q = x + (x.round() - x).detach(); "
+    "(q * q).sum().backward(). What is x.grad? Answer {'x': a list of three numbers, or None}.",
+    explain="detach() cuts the path through round and the subtraction, so the only recorded route from q to x is "
+    "the addition, which sends its gradient on unchanged. q's value is round(x), and the square's node "
+    "saved that value: it sends 2q = 2 round(x), and x receives exactly that.",
     misconceptions=[
         (
-            lambda truth: [truth[0], 1.0, truth[2]],
-            "leaky_relu's backward tests x > 0, and 0 is not: at 0 it sends the negative side's slope, not 1.",
-        )
+            lambda truth: {"x": [2 * v for v in straight_through_input().tolist()]},
+            "that is 2x: the square's node did not see x, it saw q, whose value is round(x); its local "
+            "rule sends 2q, and the addition passes it to x unchanged.",
+        ),
+        (
+            lambda truth: {"x": [0.0, 0.0, 0.0]},
+            "round's flat slope never reaches x here: detach() cut that path, and the addition's own edge "
+            "to x passes the gradient on unchanged.",
+        ),
     ],
 )
-def kink_conventions():
-    grads = []
-    for op in (torch.relu, lambda t: torch.nn.functional.leaky_relu(t, 0.1), torch.abs):
-        z = torch.tensor(0.0, requires_grad=True)
-        op(z).backward()
-        grads.append(z.grad.item())
-    return grads
+def straight_through():
+    x = straight_through_input().requires_grad_()
+    q = x + (x.round() - x).detach()
+    (q * q).sum().backward()
+    return leaf_grads({"x": x})
 
 
 @predict_then_run(

@@ -60,3 +60,23 @@ def backward_step(w):
 
 def grad_word(t: torch.Tensor) -> str:
     return "None" if t.grad is None else fmt_number(t.grad.item())
+
+
+def straight_through_input():
+    """The values 02.flat-steps rounds, floors and signs; the straight-through trick runs on them too."""
+    return torch.tensor([0.4, 1.6, -2.3])
+
+
+def microbatch_data():
+    """A batch of 8 samples (X, Y) and a starting weight for a linear model, fixed by a seed."""
+    gen = torch.Generator().manual_seed(0)
+    return torch.randn(8, 3, generator=gen), torch.randn(8, generator=gen), torch.randn(3, generator=gen)
+
+
+def microbatch_grad(X, Y, w0, pieces, divide):
+    """w.grad after one backward per micro-batch (X.chunk(pieces)), none cleared, each mean loss / pieces if told."""
+    w = w0.clone().requires_grad_()
+    for xb, yb in zip(X.chunk(pieces), Y.chunk(pieces)):
+        loss = ((xb @ w - yb) ** 2).mean()
+        (loss / pieces if divide else loss).backward()
+    return w.grad

@@ -207,3 +207,204 @@ def autograd_grad_writes_nothing():
         written = {n for n, t in ns.items() if isinstance(t, torch.Tensor) and t.is_leaf and t.grad is not None}
         expected = {n for n, t in plain.items() if isinstance(t, torch.Tensor) and t.is_leaf and t.grad is not None}
         yield Trial(f"{case.label}: a hook on every tensor", True, written == expected)
+
+
+@claim(
+    "03.hooks-stay-until-removed",
+    sentence="A hook stays on its tensor, and runs in every backward pass through it, until `handle.remove()` "
+    "takes it off.",
+)
+def hooks_stay_until_removed():
+    for seed in range(16):
+        rng = random.Random(seed)
+        w = torch.randn(rng.randint(1, 3), requires_grad=True)
+        on_leaf = seed % 2 == 0
+        t = w if on_leaf else w * 2  # an intermediate is used by several passes with retain_graph
+        out = (t.sin() * 3).sum()
+        handles: list = []
+        calls: list[int] = []
+        ok = True
+        for step in range(rng.randint(2, 5)):
+            handles.append(t.register_hook(lambda g, step=step, calls=calls: calls.append(step)))
+            if handles and rng.random() < 0.4:
+                handles.pop(rng.randrange(len(handles))).remove()
+            calls.clear()
+            out.backward(retain_graph=True) if not on_leaf else (t.sin() * 3).sum().backward()
+            ok = ok and len(calls) == len(handles)
+        yield Trial(f"seed {seed}: hooks on {'a leaf' if on_leaf else 'an intermediate'}", True, ok)
+
+
+@claim(
+    "03.returned-tensor-replaces-the-gradient",
+    sentence="A hook may return a tensor, and if it does, that tensor *replaces* the gradient for everything "
+    "further down",
+)
+def returned_tensor_replaces_the_gradient():
+    ops = {"sin": torch.sin, "square": lambda v: v**2, "exp": torch.exp, "scale": lambda v: v * 3}
+    for seed in range(16):
+        rng = random.Random(seed)
+        shape = [rng.randint(1, 3) for _ in range(rng.randint(1, 2))]
+        w = torch.randn(shape, requires_grad=True)
+        first, second = rng.choice(sorted(ops)), rng.choice(sorted(ops))
+        t = ops[first](w)
+        replacement = torch.randn(shape)
+        t.register_hook(lambda g, r=replacement: r)
+        ops[second](t).sum().backward()
+        fresh = w.detach().clone().requires_grad_()
+        (expected,) = torch.autograd.grad(ops[first](fresh), [fresh], replacement)
+        yield Trial(f"seed {seed}: {first} then {second}, {shape}", True, torch.allclose(w.grad, expected))
+
+
+@claim(
+    "03.retain-grad-obeyed-by-any-backward",
+    sentence="it is an instruction attached to the tensor, and any backward pass that goes through `x` obeys it, "
+    "`autograd.grad`'s included",
+)
+def retain_grad_obeyed_by_any_backward():
+    rng = random.Random(9)
+    for case in programs(20, seed=9, need_backward=True):
+        ns = case.fresh()
+        out = ns[case.output]
+        inner = [n for n, t in sorted(ns.items()) if _is_intermediate(t) and n != case.output and _feeds(out, t)]
+        if not inner:
+            continue
+        name = rng.choice(inner)
+        x = ns[name]
+        x.retain_grad()
+        others = [n for n, t in sorted(ns.items()) if isinstance(t, torch.Tensor) and t.requires_grad and n != name]
+        way = rng.choice(["backward()", "autograd.grad of x", "autograd.grad of another"] if others else ["backward()"])
+        if way == "backward()":
+            out.sum().backward()
+            through = True
+        elif way == "autograd.grad of x":
+            torch.autograd.grad(out.sum(), [x])
+            through = True
+        else:
+            asked = ns[rng.choice(others)]
+            torch.autograd.grad(out.sum(), [asked], allow_unused=True)
+            through = _upstream(asked, x)
+        yield Trial(f"{case.label}: {name} retained, {way}", True, (x.grad is not None) == through)
+
+
+def _is_intermediate(t: object) -> bool:
+    return isinstance(t, torch.Tensor) and t.requires_grad and t.grad_fn is not None
+
+
+def _upstream(asked: torch.Tensor, x: torch.Tensor) -> bool:
+    """Whether the gradient for ``asked`` has to pass through x's node (asked lies below x in the graph)."""
+    target = asked.grad_fn
+    seen, stack = set(), [x.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if (target is not None and node is target) or (target is None and getattr(node, "variable", None) is asked):
+            return True
+        stack.extend(n for n, _ in node.next_functions)
+    return False
+
+
+_LAST = 2**64 - 1
+
+
+@claim(
+    "03.ready-nodes-run-by-sequence-number",
+    sentence="among the nodes that are ready, it runs the one with the highest *sequence number*, a counter every "
+    "node receives when the forward pass creates it (later nodes get larger numbers). `AccumulateGrad` gets the "
+    "largest number there is",
+)
+def ready_nodes_run_by_sequence_number():
+    for case in programs(18, seed=10, need_backward=True):
+        ns = case.fresh()
+        out = ns[case.output]
+        nodes = _all_nodes(out)
+        ran: list = []
+        for node in nodes:
+            node.register_prehook(lambda g, node=node, ran=ran: ran.append(node))
+        out.sum().backward() if out.dim() else out.backward()
+        simulated = _simulate(ran[0], nodes)
+        leaves_last = all(n._sequence_nr() == _LAST for n in nodes if hasattr(n, "variable"))
+        later_larger = all(
+            child._sequence_nr() < n._sequence_nr()
+            for n in nodes
+            for child, _ in n.next_functions
+            if child is not None and not hasattr(child, "variable")
+        )
+        yield Trial(case.label, True, ran == simulated and leaves_last and later_larger)
+
+
+def _all_nodes(out: torch.Tensor) -> list:
+    seen, order, stack = set(), [], [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        order.append(node)
+        stack.extend(n for n, _ in node.next_functions)
+    return order
+
+
+def _simulate(root, nodes: list) -> list:
+    """The order the two rules give: run a node once all its edges delivered; among ready ones, the highest number."""
+    waiting = {id(n): 0 for n in nodes}
+    for n in nodes:
+        for child, _ in n.next_functions:
+            if child is not None:
+                waiting[id(child)] += 1
+    ready, order = [root], []
+    while ready:
+        ready.sort(key=lambda n: n._sequence_nr())
+        node = ready.pop()
+        order.append(node)
+        for child, _ in node.next_functions:
+            if child is None:
+                continue
+            waiting[id(child)] -= 1
+            if waiting[id(child)] == 0:
+                ready.append(child)
+    return order
+
+
+_MODULES = {
+    "Linear": lambda: torch.nn.Linear(3, 2),
+    "Linear-ReLU-Linear": lambda: torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)),
+    "Conv1d": lambda: torch.nn.Conv1d(3, 2, kernel_size=1),
+    "Tanh": lambda: torch.nn.Tanh(),
+}
+
+
+@claim(
+    "03.module-hook-speaks-of-inputs",
+    sentence="`grad_input` holds the gradients with respect to the tensors passed to `forward` (`None` for one that "
+    "needs none; torch warns when none does), `grad_output` those with respect to what it returned. The "
+    "parameters' gradients are not in it",
+)
+def module_hook_speaks_of_inputs():
+    import warnings
+
+    for seed in range(12):
+        rng = random.Random(seed)
+        name = sorted(_MODULES)[seed % len(_MODULES)]
+        torch.manual_seed(seed)
+        module = _MODULES[name]()
+        needs = rng.random() < 0.5 or name == "Tanh"  # a parameterless module needs an input that requires grad
+        x = torch.randn(rng.randint(1, 4), 3, *([5] if name == "Conv1d" else []), requires_grad=needs)
+        seen: dict = {}
+        module.register_full_backward_hook(lambda m, gi, go, seen=seen: seen.update(gi=gi, go=go))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            y = module(x)
+            y.sum().backward()
+        gi, go = seen["gi"], seen["go"]
+        inputs_ok = len(gi) == 1 and ((gi[0] is None) != needs) and (gi[0] is None or gi[0].shape == x.shape)
+        outputs_ok = len(go) == 1 and go[0].shape == y.shape
+        shapes = {tuple(p.shape) for p in module.parameters()} - {tuple(x.shape)}
+        no_params = all(g is None or tuple(g.shape) not in shapes for g in gi)
+        warned = any("no inputs require gradients" in str(w.message) for w in caught)
+        yield Trial(
+            f"seed {seed}: {name}, input requires grad {needs}",
+            True,
+            inputs_ok and outputs_ok and no_params and warned == (not needs),
+        )

@@ -15,8 +15,6 @@ Two exercises need their own cases (``cases.py``) and kinds (``kinds.py``):
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 
 from grader.engine.kinds import Boolean, Choice, Error, Function, Names, Number, Sequence
@@ -26,47 +24,52 @@ from grader.units.unit03.kinds import WAYS_TO_READ, StepReport, ThreeWays, Watch
 from grader.units.unit03.support import (
     backward_order,
     chain,
+    detached_copy_program,
+    hooks_registered_in_a_loop,
     names_with_grad,
     read_grad,
+    ready_order_by_inputs,
+    ready_order_walked,
     scaled,
-    two_leaves,
+    sin_cos_product,
     unhooked_grad,
 )
 
 # --- 1. computed, then dropped ----------------------------------------------------------
 
-READ_OUTCOMES = ("None, silently", "None, with a warning", "a tensor", "an error")
-
 
 @predict_then_run(
-    "03.read-x-grad",
-    Choice(*READ_OUTCOMES),
-    prompt="w = torch.tensor(2.0, requires_grad=True); x = w * 3; y = x ** 2; y.backward(). Then you "
-    "read x.grad. What do you get: 'None, silently', 'None, with a warning', 'a tensor' or "
-    "'an error'?",
-    explain="x is not a leaf, so backward computed dy/dx, passed it on to the multiplication and kept "
-    "nothing. Reading the empty field is allowed, but torch warns, because it is almost always "
-    "a mistake.",
+    "03.where-grad-lands",
+    Names(pool=("w", "c", "x", "h", "y")),
+    prompt="w = torch.tensor(2.0, requires_grad=True); c = torch.tensor(3.0); x = w * c; "
+    "h = x.detach().requires_grad_(); y = x ** 2 + h ** 2; y.backward(). Which of w, c, x, h, y have a .grad "
+    "that is not None afterwards? Answer a set of names.",
+    explain="backward writes .grad only through AccumulateGrad nodes, and only a leaf that requires grad has "
+    "one. w is such a leaf; so is h: detach() made a new tensor with x's value and no history, and "
+    "requires_grad_() made it a leaf of its own, reached by its own route. x and y are products of "
+    "recorded operations, whose gradients pass through and are not kept; c needs no gradient.",
+    misconceptions=[
+        (
+            lambda truth: {"w"},
+            "h was cut from x's history by detach(), but requires_grad_() made it a leaf of its own: "
+            "h ** 2 is recorded, and h's AccumulateGrad stores its gradient.",
+        ),
+        (
+            lambda truth: {*truth, "x"},
+            "x is the product w * c, not a leaf: its gradient was computed and passed on to w, and "
+            "nothing stored it (retain_grad() would).",
+        ),
+    ],
 )
-def read_x_grad():
-    w, x, y = chain()
-    y.backward()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            value = x.grad
-        except Exception:
-            return "an error"
-    if value is not None:
-        return "a tensor"
-    return "None, with a warning" if any(issubclass(c.category, UserWarning) for c in caught) else "None, silently"
+def where_grad_lands():
+    return names_with_grad(detached_copy_program())
 
 
 @predict_then_run(
     "03.retain-grad",
     Number(),
-    prompt="The same chain, but x.retain_grad() is called before y = x ** 2 and y.backward(). What are "
-    "x.grad and w.grad? Answer [x.grad, w.grad].",
+    prompt="The chain w = torch.tensor(2.0, requires_grad=True); x = w * 3; y = x ** 2, with x.retain_grad() "
+    "called before y = x ** 2 and y.backward(). What are x.grad and w.grad? Answer [x.grad, w.grad].",
     explain="retain_grad() asks backward to keep the gradient that passes through x: dy/dx = 2x = 12. "
     "It changes nothing that is computed, so w.grad is still 12 * 3 = 36.",
 )
@@ -119,6 +122,23 @@ def hook_returns():
     x.register_hook(lambda g: g.clamp(max=5))
     y.backward()
     return w.grad.item()
+
+
+@predict_then_run(
+    "03.hooks-pile-up",
+    Number(),
+    prompt="w = torch.tensor(1.0, requires_grad=True); calls = []. For step in range(3): "
+    "w.register_hook(lambda g: calls.append(step)), then (w * 2).backward(). How many entries does calls "
+    "hold at the end?",
+    explain="A hook stays on its tensor until its handle's remove() takes it off, and w is the same leaf at "
+    "every step: step 0 runs one hook, step 1 two, step 2 three, 6 calls in all. Keep the handle "
+    "register_hook returns and call handle.remove() when the hook's job is done.",
+    misconceptions=[
+        (lambda truth: 3.0, "that would be one hook per step; the hooks of the earlier steps are still on w."),
+    ],
+)
+def hooks_pile_up():
+    return float(len(hooks_registered_in_a_loop(3)))
 
 
 # --- 3. torch.autograd.grad --------------------------------------------------------------
@@ -175,27 +195,31 @@ def retained_under_grad():
 
 
 @predict_then_run(
-    "03.node-order",
+    "03.ready-order",
     Sequence(),
-    prompt="w1 = torch.tensor(2.0, requires_grad=True); w2 = torch.tensor(3.0, requires_grad=True); "
-    "y = (w1.exp() * w2).sin(). A pre-hook on every node of y's graph logs, when backward runs the node, "
-    "its class name, or for an AccumulateGrad node the name of its leaf ('w1' or 'w2'). In what order "
+    prompt="w = torch.tensor(2.0, requires_grad=True); q = w.cos(); p = w.sin(); y = q * p. A pre-hook on every "
+    "node logs, when backward runs the node, its class name, or 'w' for w's AccumulateGrad. In what order "
     "are they logged?",
-    explain="A node runs once every gradient meant for it has arrived, and the engine then takes the ready "
-    "node with the highest sequence number. AccumulateGrad's is the largest there is, so a leaf's "
-    "gradient is stored as soon as it is complete: w2's right after the multiplication, before the "
-    "exp node runs.",
+    explain="The product runs first; then the sine's and the cosine's nodes are both ready, and the engine "
+    "takes the one with the higher sequence number: p = w.sin() was created after q = w.cos(), so the "
+    "sine's node runs first, although q is the product's first input. w's AccumulateGrad waits for "
+    "both and runs last.",
     misconceptions=[
         (
-            lambda truth: [n for n in truth if n not in ("w1", "w2")] + [n for n in truth if n in ("w1", "w2")],
-            "AccumulateGrad does not wait for the rest of the graph: it has the highest priority in the "
-            "engine and runs as soon as its leaf's gradient is complete.",
-        )
+            lambda truth: ready_order_by_inputs(),
+            "that is the order of the product's inputs (q first); among ready nodes backward takes the "
+            "highest sequence number, the node created last, and p = w.sin() came after q = w.cos().",
+        ),
+        (
+            lambda truth: ready_order_walked(),
+            "that is the depth-first walk of unit 01; backward does not walk, it runs a node when all of its "
+            "gradients have arrived, so w's AccumulateGrad waits for both the sine and the cosine.",
+        ),
     ],
 )
-def node_order():
-    w1, w2, y = two_leaves()
-    return backward_order(y, {"w1": w1, "w2": w2})
+def ready_order():
+    w, y = sin_cos_product()
+    return backward_order(y, {"w": w})
 
 
 # --- 4b. hooks practitioners use: after accumulation, and on modules ------------------------------
