@@ -227,6 +227,7 @@ RULE_STATEMENTS = {
     "01.constant-is-leaf": r"one nothing tracks|does not require grad counts as a leaf",
     "02.second-step": r"every backward call (adds|nobody cleared)|over every backward call|adds? (it )?into "
     r"(the )?`?\.grad`? (in place|already there)|each backward adds",
+    "12.anomaly-inf": r"for NaN only|an inf passes|inf,? is not (a )?NaN|(lets?|let) (an )?inf through",
 }
 _COMMENTS = re.compile(r"<!--.*?-->", re.S)
 
