@@ -79,3 +79,34 @@ def check_nan_false():
             label, op, bad, _ = _ENTRIES[(seed // 2) % 3]  # the three that make a NaN
             raised, _, grad = _run(op, bad, rng, check_nan=False)
             yield Trial(f"seed {seed}: {label}", True, not raised and bool(torch.isnan(grad).any()))
+
+
+_MODULES = (
+    ("Linear(3, 4)", lambda: torch.nn.Linear(3, 4)),
+    ("Sequential(Linear, Tanh)", lambda: torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh())),
+    ("Linear(3, 2, bias=False)", lambda: torch.nn.Linear(3, 2, bias=False)),
+    ("Linear-ReLU-Linear", lambda: torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.ReLU(), torch.nn.Linear(5, 2))),
+)
+
+
+@claim(
+    "12.data-input-grad-none",
+    sentence="A module whose input is data reports `grad_input` as `(None,)`",
+    holds_when="the module's input does not require grad (a batch of data); an input that requires grad (the "
+    "output of an earlier layer) gets its gradient in grad_input",
+)
+def data_input_grad_none():
+    for seed in range(8):
+        rng = random.Random(seed)
+        label, make = _MODULES[seed % len(_MODULES)]
+        module = make()  # every one has parameters, so backward runs through it either way
+        data = seed < len(_MODULES)
+        x = torch.randn(rng.randint(1, 4), 3)
+        if not data:
+            x = (x * 1).requires_grad_()
+        seen: list = []
+        handle = module.register_full_backward_hook(lambda m, gin, gout, seen=seen: seen.append(gin))
+        module(x).sum().backward()
+        handle.remove()
+        holds = len(seen) == 1 and seen[0] == (None,)
+        yield Trial(f"seed {seed}: {label} on {'data' if data else 'a tensor that requires grad'}", data, holds)
