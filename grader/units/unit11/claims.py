@@ -1,10 +1,12 @@
 """Unit 11's general rules, each checked on generated programs (see grader.engine.claims)."""
 
 import random
+import re
 
 import torch
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable
+from torch.autograd.gradcheck import GradcheckError
 
 from grader.engine.claims import Trial, claim
 
@@ -451,3 +453,47 @@ def old_form_refused_by_func():
         except (RuntimeError, NotImplementedError) as exc:
             refused = "setup_context" in str(exc) or "functorch" in str(exc) or "torch.func" in str(exc)
         yield Trial(f"seed {seed}: torch.func.{name} through the old form", condition=True, holds=refused)
+
+
+def _linear_with_wrong_backward(a: torch.Tensor) -> type[Function]:
+    """f(x) = a @ x, whose backward is off by a factor of 2."""
+
+    class Lin(Function):
+        @staticmethod
+        def forward(x):
+            return a @ x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, grad):
+            return 2 * (a.T @ grad)
+
+    return Lin
+
+
+def _printed_rows(message: str, label: str, until: str) -> list[list[float]]:
+    block = message.split(label, 1)[1].split(until, 1)[0]
+    return [[float(v) for v in row.split(",") if v.strip()] for row in re.findall(r"\[([^\[\]]+)\]", block)]
+
+
+@claim(
+    "11.gradcheck-prints-input-rows",
+    sentence="then come the numerical and analytical Jacobians, printed **one row per input number and one column "
+    "per output number**",
+)
+def gradcheck_prints_input_rows():
+    for seed in range(6):
+        rng = random.Random(seed)
+        m, n = rng.randint(1, 4), rng.randint(1, 4)
+        a = torch.tensor([[float(rng.randint(1, 9)) for _ in range(n)] for _ in range(m)], dtype=torch.float64)
+        x = torch.ones(n, dtype=torch.float64, requires_grad=True)
+        try:
+            torch.autograd.gradcheck(_linear_with_wrong_backward(a).apply, (x,))
+            holds = False
+        except GradcheckError as exc:
+            rows = _printed_rows(str(exc), "numerical:", "analytical:")
+            holds = torch.allclose(torch.tensor(rows, dtype=torch.float64), a.T, atol=1e-4)
+        yield Trial(f"seed {seed}: f(x) = A @ x, {n} inputs, {m} outputs", condition=True, holds=holds)

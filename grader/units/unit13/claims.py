@@ -250,3 +250,28 @@ def multi_grad_hook_gets_all():
         yield Trial(
             f"seed {seed}: {len(tensors)} tensors, loss uses {used}, mode={mode!r}", condition=True, holds=holds
         )
+
+
+@claim(
+    "13.mean-loss-backward-is-the-average",
+    sentence="A batch-mean loss's `.backward()` gives only their average",
+)
+def mean_loss_backward_is_the_average():
+    from torch import nn
+    from torch.func import functional_call, grad, vmap
+
+    for seed in range(5):
+        rng = random.Random(seed)
+        torch.manual_seed(seed)
+        width, batch = rng.randint(2, 5), rng.randint(2, 6)
+        model = nn.Sequential(nn.Linear(3, width), nn.Tanh(), nn.Linear(width, 2))
+        x, y = torch.randn(batch, 3), torch.randn(batch, 2)
+        params = {k: v.detach() for k, v in model.named_parameters()}
+
+        def sample_loss(p, xi, yi, model=model):
+            return ((functional_call(model, p, (xi,)) - yi) ** 2).sum()
+
+        per_sample = vmap(grad(sample_loss), in_dims=(None, 0, 0))(params, x, y)
+        ((model(x) - y) ** 2).sum(dim=1).mean().backward()
+        holds = all(torch.allclose(p.grad, per_sample[k].mean(0), atol=1e-6) for k, p in model.named_parameters())
+        yield Trial(f"seed {seed}: Linear(3, {width})-Tanh-Linear, batch {batch}", condition=True, holds=holds)
