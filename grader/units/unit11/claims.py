@@ -497,3 +497,45 @@ def gradcheck_prints_input_rows():
             rows = _printed_rows(str(exc), "numerical:", "analytical:")
             holds = torch.allclose(torch.tensor(rows, dtype=torch.float64), a.T, atol=1e-4)
         yield Trial(f"seed {seed}: f(x) = A @ x, {n} inputs, {m} outputs", condition=True, holds=holds)
+
+
+def _returning(arity: int, returned: int) -> type[Function]:
+    class Returning(Function):
+        @staticmethod
+        def forward(*args):
+            return args[0] * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, grad):
+            return (grad * 2,) + (None,) * (returned - 1)
+
+    return Returning
+
+
+@claim(
+    "11.backward-returns-one-per-input",
+    sentence="Backward must return a gradient for every input of `forward`, tensors or not",
+)
+def backward_returns_one_per_input():
+    for seed in range(8):
+        rng = random.Random(seed)
+        extras = [
+            rng.choice([torch.ones(2), 3.0, None, torch.ones(2, requires_grad=True)]) for _ in range(rng.randint(1, 3))
+        ]
+        arity = 1 + len(extras)
+        returned = rng.randint(1, arity)
+        x = torch.ones(2, requires_grad=True)
+        try:
+            _returning(arity, returned).apply(x, *extras).sum().backward()
+            raised = False
+        except RuntimeError as exc:
+            raised = "incorrect number of gradients" in str(exc)
+        yield Trial(
+            f"seed {seed}: forward of {arity} arguments, backward returns {returned}",
+            True,
+            raised == (returned < arity),
+        )
