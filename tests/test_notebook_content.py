@@ -230,6 +230,7 @@ RULE_STATEMENTS = {
     "02.straight-through": r"sen(t|ds) `?2q|borrows the identity's slope|the value of `?round`?, the gradient of `?x",
     "02.second-step": r"every backward call (adds|nobody cleared)|over every backward call|adds? (it )?into "
     r"(the )?`?\.grad`? (in place|already there)|each backward adds",
+    "12.anomaly-inf": r"for NaN only|an inf passes|inf,? is not (a )?NaN|(lets?|let) (an )?inf through",
 }
 _COMMENTS = re.compile(r"<!--.*?-->", re.S)
 

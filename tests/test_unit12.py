@@ -178,3 +178,15 @@ def test_not_in_optimizer_asks_what_unit_10_did_not_show():
     truth = q.kind.truth(q.run())
     assert q.kind.agrees(truth, q.kind.read({"head.weight", "head.bias"}))
     assert not q.kind.agrees(truth, q.kind.read(set(kit.their_param_names())))  # double() taken for a copy
+
+
+def test_the_anomaly_question_asks_what_unit_10_did_not_show():
+    """Unit 10 names SqrtBackward0 under anomaly mode; 12.anomaly-node asked exactly that. Its replacement
+    asks whether an inf (not a NaN) is caught, and torch's live answer is that it is not."""
+    from grader.engine import question as registry
+
+    assert registry.get("12.anomaly-node") is None
+    q = registry.get("12.anomaly-inf")
+    truth = q.kind.truth(q.run())
+    assert q.kind.agrees(truth, q.kind.read("no error: x.grad holds inf"))
+    assert not q.kind.agrees(truth, q.kind.read("raises, naming SqrtBackward0"))

@@ -150,3 +150,25 @@ def test_the_learner_skeleton_is_unanswered():
 
     assert check("13.per-sample-grads", per_sample_grads).verdict == "unanswered"
     assert check("13.eager-vs-compiled", ...).verdict == "unanswered"
+
+
+def test_the_practitioner_tools_issue_30_names_each_have_a_cell_that_runs_them():
+    """vmap's randomness and chunk_size, multi-grad and node hooks, compiled autograd, checkpointing under
+    compile and GPU memory snapshots: each is called in a code cell, and the GPU cell says when there is none."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads(Path("solutions/13_autograd_beyond_eager.ipynb").read_text(encoding="utf-8"))
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    for call in (
+        'randomness": mode',
+        "chunk_size=4",
+        "register_multi_grad_hook(",
+        "register_prehook(",
+        "compiled_autograd._enable(",
+        "checkpoint(pointwise",
+        "_record_memory_history(",
+    ):
+        assert any(call in src for src in code), call
+    gpu = next(src for src in code if "_record_memory_history(" in src)
+    assert "torch.cuda.is_available()" in gpu and "No GPU here" in gpu

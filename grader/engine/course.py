@@ -31,7 +31,7 @@ _TABLE = [
     ("08", "carried_state_and_truncated_bptt", "Carried state and truncated BPTT", ("06", "07"), 55),
     ("09", "saved_tensor_hooks_in_practice", "Saved-tensor hooks: offloading, compression, checkpointing", ("07",), 85),
     ("10", "capstone_audit", "Capstone: audit a model you did not write", ("04", "08"), 90),
-    ("11", "writing_a_backward", "Writing a backward: autograd.Function and gradcheck", ("05", "06", "07"), 85),
+    ("11", "writing_a_backward", "Writing a backward: autograd.Function and gradcheck", ("05", "06", "07"), 105),
     ("12", "finding_the_fault", "Finding the fault: anomaly mode, NaN hunting, memory that grows", ("10",), 85),
     (
         "13",

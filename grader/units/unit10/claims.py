@@ -38,3 +38,39 @@ def where_masked_nan():
         predicted = masked & ~torch.isfinite(local)
         holds = bool(torch.isfinite(out).all()) and torch.equal(torch.isnan(x.grad), predicted)
         yield Trial(f"seed {seed}: where(x > 0, x.{name}(), 0) on {values}", condition=True, holds=holds)
+
+
+_OPTIMIZERS = (
+    ("SGD", lambda ps: torch.optim.SGD(ps, lr=0.1)),
+    ("Adam", lambda ps: torch.optim.Adam(ps, lr=0.01)),
+    ("SGD with momentum", lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9)),
+)
+
+
+@claim("10.zero-grad-clears-only-its-own", sentence="`opt.zero_grad()` clears only `opt`'s own tensors")
+def zero_grad_clears_only_its_own():
+    from torch import nn
+
+    for seed in range(8):
+        rng = random.Random(seed)
+        torch.manual_seed(seed)
+        width = rng.randint(2, 5)
+        model = nn.Sequential(nn.Linear(3, width), nn.Tanh(), nn.Linear(width, 1))
+        name, make = _OPTIMIZERS[seed % len(_OPTIMIZERS)]
+        opt = make(model.parameters())
+        if seed % 2:
+            model[2] = nn.Linear(width, 1)  # a fresh head the optimizer never saw
+        else:
+            model[0] = nn.Linear(3, width)  # or a fresh first layer
+        set_to_none = seed % 4 < 2
+        model(torch.randn(4, 3)).pow(2).mean().backward()
+        opt.zero_grad(set_to_none=set_to_none)
+        held = {id(p) for group in opt.param_groups for p in group["params"]}
+        ok = True
+        for p in model.parameters():
+            if id(p) in held:
+                ok &= p.grad is None or not bool(p.grad.any())
+            else:
+                ok &= p.grad is not None and bool(p.grad.any())
+        label = f"seed {seed}: {name}, {'head' if seed % 2 else 'first layer'} replaced, set_to_none={set_to_none}"
+        yield Trial(label, condition=True, holds=ok)

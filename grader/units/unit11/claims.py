@@ -1,10 +1,12 @@
 """Unit 11's general rules, each checked on generated programs (see grader.engine.claims)."""
 
 import random
+import re
 
 import torch
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable
+from torch.autograd.gradcheck import GradcheckError
 
 from grader.engine.claims import Trial, claim
 
@@ -177,3 +179,363 @@ def jvp_needs_jvp():
             ran = False
         label = f"seed {seed}: jvp {'defined' if with_jvp else 'absent'}, generate_vmap_rule={vmap_rule}"
         yield Trial(label, condition=with_jvp, holds=ran)
+
+
+# --- section 2: what apply records -----------------------------------------------------------------------
+
+_OPS = (("exp", torch.exp), ("sin", torch.sin), ("x * 3", lambda t: t * 3), ("x ** 2", lambda t: t**2))
+
+
+def _chain(ops, seen: list) -> type[Function]:
+    """A Function whose forward runs a chain of ops and notes grad mode and the ctx it was given."""
+
+    class Chain(Function):
+        @staticmethod
+        def forward(x):
+            seen.append(torch.is_grad_enabled())
+            for _, op in ops:
+                x = op(x)
+            return x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            seen.append(ctx)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    return Chain
+
+
+@claim(
+    "11.apply-records-one-node",
+    sentence="`apply` runs `forward` with grad mode off, so the `x ** 3` (or `exp`) inside records nothing, and "
+    "it records one node for the whole Function: a class torch makes from yours, named `CubeBackward`",
+)
+def apply_records_one_node():
+    for seed in range(8):
+        rng = random.Random(seed)
+        ops = [rng.choice(_OPS) for _ in range(rng.randint(1, 4))]
+        x = torch.rand(rng.randint(1, 4), requires_grad=True)
+        before = x * 2 if seed % 2 else x  # a leaf, or a recorded op before the Function
+        seen: list = []
+        y = _chain(ops, seen).apply(before)
+        children = [type(fn).__name__ for fn, _ in y.grad_fn.next_functions]
+        expected_child = "MulBackward0" if seed % 2 else "AccumulateGrad"
+        holds = seen[0] is False and type(y.grad_fn).__name__ == "ChainBackward" and children == [expected_child]
+        label = f"seed {seed}: forward {' -> '.join(n for n, _ in ops)} on {'x * 2' if seed % 2 else 'a leaf'}"
+        yield Trial(label, condition=True, holds=holds)
+
+
+@claim("11.ctx-is-the-node", sentence="`ctx` is the node itself (`y.grad_fn`)")
+def ctx_is_the_node():
+    for seed in range(6):
+        rng = random.Random(seed)
+        ops = [rng.choice(_OPS) for _ in range(rng.randint(1, 3))]
+        seen: list = []
+        y = _chain(ops, seen).apply(torch.rand(rng.randint(1, 4), requires_grad=True))
+        yield Trial(
+            f"seed {seed}: forward {' -> '.join(n for n, _ in ops)}", condition=True, holds=seen[1] is y.grad_fn
+        )
+
+
+def _recorder(arity: int, seen: list) -> type[Function]:
+    class Recorder(Function):
+        @staticmethod
+        def forward(*args):
+            return args[0] * 1
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            seen.append(ctx.needs_input_grad)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return (grad,) + (None,) * (arity - 1)
+
+    return Recorder
+
+
+@claim(
+    "11.needs-input-grad-per-argument",
+    sentence="One entry per argument of `forward`, `True` only for a tensor that requires grad",
+)
+def needs_input_grad_per_argument():
+    for seed in range(10):
+        rng = random.Random(seed)
+        args: list = [torch.ones(2, requires_grad=True)]  # the first always needs grad, so a node is made
+        for _ in range(rng.randint(0, 4)):
+            kind = rng.choice(["grad", "plain", "number", "none", "int tensor"])
+            args.append(
+                {
+                    "grad": lambda: torch.ones(2, requires_grad=True),
+                    "plain": lambda: torch.ones(2),
+                    "number": lambda: 3.0,
+                    "none": lambda: None,
+                    "int tensor": lambda: torch.ones(2, dtype=torch.long),
+                }[kind]()
+            )
+        seen: list = []
+        _recorder(len(args), seen).apply(*args)
+        expected = tuple(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+        kinds = [
+            "number"
+            if not isinstance(a, torch.Tensor) and a is not None
+            else repr(a)
+            if a is None
+            else f"tensor(requires_grad={a.requires_grad})"
+            for a in args
+        ]
+        yield Trial(f"seed {seed}: forward({', '.join(kinds)})", condition=True, holds=seen[0] == expected)
+
+
+# --- section 3: save_for_backward or a stash ---------------------------------------------------------------
+
+
+def _keeper(save: tuple[str, ...], stash: tuple[str, ...]) -> type[Function]:
+    """x * y, keeping each of 'x', 'y', 'out' through save_for_backward or as a ctx attribute."""
+
+    class Keeper(Function):
+        @staticmethod
+        def forward(x, y):
+            return x * y
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            named = {"x": inputs[0], "y": inputs[1], "out": output}
+            ctx.save_for_backward(*(named[n] for n in save))
+            for n in stash:
+                setattr(ctx, "kept_" + n, named[n])
+
+        @staticmethod
+        def backward(ctx, grad):
+            ctx.saved_tensors  # noqa: B018 - reading them is what the version check guards
+            return grad * 2, grad * 3
+
+    return Keeper
+
+
+def _split(rng: random.Random) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    names = ["x", "y", "out"]
+    rng.shuffle(names)
+    cut = rng.randint(0, 3)
+    return tuple(names[:cut]), tuple(names[cut:])
+
+
+@claim(
+    "11.only-saved-are-packed",
+    sentence="only `save_for_backward` goes through saved-tensor hooks",
+)
+def only_saved_are_packed():
+    for seed in range(8):
+        rng = random.Random(seed)
+        save, stash = _split(rng)
+        packed: list = []
+        x, y = torch.rand(3, requires_grad=True), torch.rand(3, requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(lambda t, packed=packed: packed.append(t) or t, lambda t: t):
+            _keeper(save, stash).apply(x, y)
+        yield Trial(
+            f"seed {seed}: saves {save or '()'}, stashes {stash or '()'}",
+            condition=True,
+            holds=len(packed) == len(save),
+        )
+
+
+@claim(
+    "11.saved-tensors-are-version-checked",
+    sentence="`save_for_backward` gives your node the check built-in nodes have",
+    holds_when="the tensor written in place was kept through save_for_backward; a stash on ctx is never checked",
+)
+def saved_tensors_are_version_checked():
+    for seed in range(8):
+        rng = random.Random(seed)
+        save, stash = _split(rng)
+        written = rng.choice(["x", "y"])
+        a, b = torch.rand(3, requires_grad=True), torch.rand(3, requires_grad=True)
+        x, y = a * 1, b * 1
+        out = _keeper(save, stash).apply(x, y)
+        (x if written == "x" else y).add_(1)
+        try:
+            out.sum().backward()
+            raised = False
+        except RuntimeError as exc:
+            raised = "modified by an inplace operation" in str(exc)
+        label = f"seed {seed}: saves {save or '()'}, stashes {stash or '()'}, writes {written}"
+        yield Trial(label, condition=written in save, holds=raised)
+
+
+# --- section 5: outputs that get no gradient --------------------------------------------------------------
+
+
+def _pair(materialize: bool, got: list) -> type[Function]:
+    class Pair(Function):
+        @staticmethod
+        def forward(x):
+            return x * 2, x**2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.set_materialize_grads(materialize)
+
+        @staticmethod
+        def backward(ctx, g_first, g_second):
+            got.append(g_second)
+            return 2 * g_first if g_first is not None else None
+
+    return Pair
+
+
+_USES = (
+    ("d.sum()", lambda d, s: d.sum(), False),
+    ("d.sum() + 0 * s.sum()", lambda d, s: d.sum() + 0 * s.sum(), True),
+    ("(d * 3).mean()", lambda d, s: (d * 3).mean(), False),
+    ("d.sum() + (s * 0).sum()", lambda d, s: d.sum() + (s * 0).sum(), True),
+)
+
+
+@claim(
+    "11.materialize-only-unreached",
+    sentence="That setting changes only what stands in for a gradient that never arrives",
+)
+def materialize_only_unreached():
+    for seed in range(8):
+        rng = random.Random(seed)
+        materialize = seed % 2 == 0
+        label, loss_of, reached = _USES[(seed // 2) % len(_USES)]
+        got: list = []
+        d, s = _pair(materialize, got).apply(torch.rand(rng.randint(1, 4), requires_grad=True))
+        loss_of(d, s).backward()
+        g = got[0]
+        if reached or materialize:
+            holds = isinstance(g, torch.Tensor) and bool((g == 0).all())
+        else:
+            holds = g is None
+        yield Trial(f"seed {seed}: set_materialize_grads({materialize}), loss {label}", condition=True, holds=holds)
+
+
+# --- section 7: torch.func ---------------------------------------------------------------------------------
+
+
+class _CubeOldForm(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 3 * x**2
+
+
+_TRANSFORMS = (
+    ("grad", lambda f, x: torch.func.grad(lambda t: f(t).sum())(x)),
+    ("vmap", lambda f, x: torch.func.vmap(f)(x.unsqueeze(0))),
+    ("jvp", lambda f, x: torch.func.jvp(f, (x,), (torch.ones_like(x),))),
+    ("vjp", lambda f, x: torch.func.vjp(f, x)[1](torch.ones_like(x))),
+    ("jacrev", lambda f, x: torch.func.jacrev(f)(x)),
+    ("jacfwd", lambda f, x: torch.func.jacfwd(f)(x)),
+)
+
+
+@claim(
+    "11.old-form-refused-by-func",
+    sentence="The old form (`ctx` in `forward`) is refused by every `torch.func` transform",
+)
+def old_form_refused_by_func():
+    for seed, (name, transform) in enumerate(_TRANSFORMS):
+        rng = random.Random(seed)
+        x = torch.tensor([rng.uniform(0.5, 2.0) for _ in range(rng.randint(1, 3))])
+        try:
+            transform(_CubeOldForm.apply, x)
+            refused = False
+        except (RuntimeError, NotImplementedError) as exc:
+            refused = "setup_context" in str(exc) or "functorch" in str(exc) or "torch.func" in str(exc)
+        yield Trial(f"seed {seed}: torch.func.{name} through the old form", condition=True, holds=refused)
+
+
+def _linear_with_wrong_backward(a: torch.Tensor) -> type[Function]:
+    """f(x) = a @ x, whose backward is off by a factor of 2."""
+
+    class Lin(Function):
+        @staticmethod
+        def forward(x):
+            return a @ x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, grad):
+            return 2 * (a.T @ grad)
+
+    return Lin
+
+
+def _printed_rows(message: str, label: str, until: str) -> list[list[float]]:
+    block = message.split(label, 1)[1].split(until, 1)[0]
+    return [[float(v) for v in row.split(",") if v.strip()] for row in re.findall(r"\[([^\[\]]+)\]", block)]
+
+
+@claim(
+    "11.gradcheck-prints-input-rows",
+    sentence="then come the numerical and analytical Jacobians, printed **one row per input number and one column "
+    "per output number**",
+)
+def gradcheck_prints_input_rows():
+    for seed in range(6):
+        rng = random.Random(seed)
+        m, n = rng.randint(1, 4), rng.randint(1, 4)
+        a = torch.tensor([[float(rng.randint(1, 9)) for _ in range(n)] for _ in range(m)], dtype=torch.float64)
+        x = torch.ones(n, dtype=torch.float64, requires_grad=True)
+        try:
+            torch.autograd.gradcheck(_linear_with_wrong_backward(a).apply, (x,))
+            holds = False
+        except GradcheckError as exc:
+            rows = _printed_rows(str(exc), "numerical:", "analytical:")
+            holds = torch.allclose(torch.tensor(rows, dtype=torch.float64), a.T, atol=1e-4)
+        yield Trial(f"seed {seed}: f(x) = A @ x, {n} inputs, {m} outputs", condition=True, holds=holds)
+
+
+def _returning(arity: int, returned: int) -> type[Function]:
+    class Returning(Function):
+        @staticmethod
+        def forward(*args):
+            return args[0] * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, grad):
+            return (grad * 2,) + (None,) * (returned - 1)
+
+    return Returning
+
+
+@claim(
+    "11.backward-returns-one-per-input",
+    sentence="Backward must return a gradient for every input of `forward`, tensors or not",
+)
+def backward_returns_one_per_input():
+    for seed in range(8):
+        rng = random.Random(seed)
+        extras = [
+            rng.choice([torch.ones(2), 3.0, None, torch.ones(2, requires_grad=True)]) for _ in range(rng.randint(1, 3))
+        ]
+        arity = 1 + len(extras)
+        returned = rng.randint(1, arity)
+        x = torch.ones(2, requires_grad=True)
+        try:
+            _returning(arity, returned).apply(x, *extras).sum().backward()
+            raised = False
+        except RuntimeError as exc:
+            raised = "incorrect number of gradients" in str(exc)
+        yield Trial(
+            f"seed {seed}: forward of {arity} arguments, backward returns {returned}",
+            True,
+            raised == (returned < arity),
+        )

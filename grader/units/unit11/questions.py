@@ -360,13 +360,16 @@ def materialize_zero_path():
         "answer's form; your own words may follow as a third item, a note shown beside torch's message and "
         "never graded."
     ),
-    explain="once_differentiable runs backward with grad mode off, so create_graph records nothing: g comes "
-    "back as a plain number, and the second backward finds no graph to go through.",
+    explain="once_differentiable runs backward with grad mode off, so create_graph records nothing. Here the "
+    "gradient coming into CubeOnce's backward is the loss's own seed, which needs no grad, so g comes back "
+    "as a plain tensor with no history, and the second backward finds no graph to go through. (Inside a "
+    "larger graph, where the incoming gradient needs grad, g would instead carry an Error node that raises "
+    "at the second backward.)",
     misconceptions=[
         (
             "no error",
-            "once_differentiable runs backward under no_grad: g has no grad_fn, so there "
-            "is nothing for the second backward to differentiate",
+            "once_differentiable runs backward under no_grad, and here the incoming gradient (the seed) "
+            "needs no grad: g has no grad_fn, so there is nothing for the second backward to differentiate",
         )
     ],
 )

@@ -31,7 +31,6 @@ from grader.units.unit12.support import (
     make_cycle,
     masked_root,
     masked_root_outcome,
-    masked_root_report,
     their_param_names,
     where_trap,
 )
@@ -89,23 +88,44 @@ def anomaly_place():
         loss.backward()
 
 
+INF_OUTCOMES = (
+    "raises, naming SqrtBackward0",
+    "raises, naming SumBackward0",
+    "no error: x.grad holds inf",
+    "no error: x.grad is finite",
+)
+INF_PROGRAM = "x = torch.tensor([0.0, 4.0], requires_grad=True); x.sqrt().sum().backward()"
+
+
 @predict_then_run(
-    "12.anomaly-node",
-    Name(),
-    prompt="Under detect_anomaly, the same program raises in backward. Anomaly mode names the node whose "
-    "backward returned the NaN, as 'Error detected in <node>'. Which node is it? Answer its class name.",
-    explain="Backward runs from the loss: SumBackward0 passes ones, MulBackward0 passes ones * mask = "
-    "[1, 0, 1] (finite) to y, and sqrt's backward turns the 0 at x = -1 into 0 / NaN. The first node "
-    "whose output holds a NaN is the one named, with the forward line that created it.",
+    "12.anomaly-inf",
+    Choice(*INF_OUTCOMES),
+    prompt="Inside `with torch.autograd.detect_anomaly():`, " + INF_PROGRAM + ". sqrt's backward divides the "
+    "incoming gradient by 2 * sqrt(x), and sqrt(0) = 0. What happens: "
+    + ", ".join(repr(o) for o in INF_OUTCOMES)
+    + "?",
+    explain="sqrt's backward returns 1 / (2 * sqrt(0)) = inf for x[0], and 0.25 for x[1]. Anomaly mode checks "
+    "what each backward node returns for NaN only: an inf passes, and lands in x.grad without a word.",
     misconceptions=[
         (
-            "MulBackward0",
-            "the product's backward returns mask * 1 = [1, 0, 1] for y: finite. The NaN first appears one node later",
-        )
+            INF_OUTCOMES[0],
+            "1 / (2 * sqrt(0)) is inf, not NaN, and anomaly mode's check is a NaN check: it lets inf through",
+        ),
+        (INF_OUTCOMES[3], "sqrt's slope at 0 is 1 / (2 * sqrt(0)): a division by zero, which is inf"),
     ],
 )
-def anomaly_node():
-    return masked_root_report().node
+def anomaly_inf():
+    holder = {}
+
+    def run():
+        x = torch.tensor([0.0, 4.0], requires_grad=True)
+        holder["x"] = x
+        x.sqrt().sum().backward()
+
+    report = kit.anomaly_report(run)
+    if report.raised:
+        return INF_OUTCOMES[0] if report.node == "SqrtBackward0" else INF_OUTCOMES[1]
+    return INF_OUTCOMES[3] if kit.finite(holder["x"].grad) else INF_OUTCOMES[2]
 
 
 ADDS = (

@@ -5,7 +5,13 @@ import random
 import torch
 
 from grader.engine.claims import Trial, claim
-from grader.units.unit13.support import graphs_with_hook, graphs_with_retain_grad, kept_by_compile
+from grader.units.unit13.support import (
+    counting_backend,
+    graphs_with_hook,
+    graphs_with_retain_grad,
+    kept_by_compile,
+    quiet_dynamo,
+)
 
 
 def _pure_double(g):
@@ -124,3 +130,148 @@ def compiled_keeps_version_checks():
                 raised = "inplace" in str(exc)
         torch._dynamo.reset()
         yield Trial(f"compiled {source}, its input written after the call", condition=True, holds=raised)
+
+
+_FUNCS = (
+    ("(t ** 3).sum()", lambda t, p: (t**3).sum()),
+    ("(t.sin() * p).sum()", lambda t, p: (t.sin() * p).sum()),
+    ("(t * t).mean()", lambda t, p: (t * t).mean()),
+    ("(t.exp() + p).sum()", lambda t, p: (t.exp() + p).sum()),
+)
+
+
+@claim("13.func-grad-writes-nothing", sentence="nothing is written into `.grad` and nothing accumulates")
+def func_grad_writes_nothing():
+    for seed in range(8):
+        rng = random.Random(seed)
+        label, f = _FUNCS[seed % len(_FUNCS)]
+        n = rng.randint(1, 4)
+        w = torch.tensor([rng.uniform(-2, 2) for _ in range(n)], requires_grad=True)
+        p = torch.tensor([rng.uniform(-1, 1) for _ in range(n)], requires_grad=True)  # a tensor f closes over
+        preset = seed >= len(_FUNCS)
+        if preset:  # a .grad already there, from an ordinary backward
+            f(w, p).backward()
+        before = [None if t.grad is None else t.grad.clone() for t in (w, p)]
+        for _ in range(2):
+            torch.func.grad(lambda t, f=f, p=p: f(t, p))(w)
+        after = [t.grad for t in (w, p)]
+        same = all(
+            (b is None and a is None) or (b is not None and a is not None and torch.equal(a, b))
+            for b, a in zip(before, after)
+        )
+        yield Trial(f"seed {seed}: grad of {label}, twice{', .grad set before' if preset else ''}", True, same)
+
+
+def _item_graphs(fn, x: torch.Tensor, capture: bool) -> int:
+    import torch._dynamo
+
+    graphs: list = []
+    torch._dynamo.reset()
+    with quiet_dynamo(), torch._dynamo.config.patch(capture_scalar_outputs=capture):
+        torch.compile(fn, backend=counting_backend(graphs))(x)
+    torch._dynamo.reset()
+    return len(graphs)
+
+
+_ITEM_BEFORE = (("x.sin()", torch.sin), ("x * 2", lambda t: t * 2), ("x.exp() - 1", lambda t: t.exp() - 1))
+_ITEM_AFTER = (
+    ("h * s", lambda h, s: h * s),
+    ("(h + s).cos()", lambda h, s: (h + s).cos()),
+    ("h / (1 + s * s)", lambda h, s: h / (1 + s * s)),
+)
+
+
+@claim(
+    "13.item-breaks-the-graph",
+    sentence="`.item()` makes a Python number, which a tensor graph cannot hold by default: the graph ends there, "
+    "Python runs `.item()`, and a second graph does the rest",
+    holds_when="torch._dynamo.config.capture_scalar_outputs is False (the default); set True, Dynamo keeps the "
+    "number in the graph as a symbolic value and makes one graph",
+)
+def item_breaks_the_graph():
+    for seed in range(4):
+        rng = random.Random(seed)
+        (bname, before), (aname, after) = rng.choice(_ITEM_BEFORE), rng.choice(_ITEM_AFTER)
+        capture = seed == 3
+
+        def f(x, before=before, after=after):
+            h = before(x)
+            s = h.sum().item()
+            return after(h, s)
+
+        count = _item_graphs(f, torch.randn(rng.randint(2, 5), requires_grad=True), capture)
+        label = f"seed {seed}: h = {bname}; s = h.sum().item(); {aname}, capture_scalar_outputs={capture}"
+        yield Trial(label, condition=not capture, holds=count == 2)
+
+
+@claim(
+    "13.vmap-chunk-size-calls",
+    sentence="`vmap(f, chunk_size=k)` runs the batch `k` samples at a time, one call of `f` per chunk",
+)
+def vmap_chunk_size_calls():
+    for seed in range(8):
+        rng = random.Random(seed)
+        batch, chunk = rng.randint(1, 12), rng.randint(1, 6)
+        calls: list = []
+
+        def f(t, calls=calls):
+            calls.append(1)
+            return t.sin() * t.sum()
+
+        x = torch.randn(batch, rng.randint(1, 4), generator=torch.Generator().manual_seed(seed))
+        chunked = torch.func.vmap(f, chunk_size=chunk)(x)
+        expected_calls = -(-batch // chunk)
+        holds = len(calls) == expected_calls and torch.allclose(chunked, torch.func.vmap(f)(x))
+        yield Trial(f"seed {seed}: batch {batch}, chunk_size {chunk}", condition=True, holds=holds)
+
+
+@claim(
+    "13.multi-grad-hook-gets-all",
+    sentence="`torch.autograd.graph.register_multi_grad_hook(tensors, fn)` calls `fn` with a tuple of all their "
+    'gradients, or with the first one computed when `mode="any"`',
+)
+def multi_grad_hook_gets_all():
+    for seed in range(8):
+        rng = random.Random(seed)
+        tensors = [torch.rand(rng.randint(1, 3), requires_grad=True) for _ in range(rng.randint(2, 4))]
+        used = [i for i in range(len(tensors)) if rng.random() < 0.6] or [0]
+        mode = "any" if seed % 3 == 2 else "all"
+        got: list = []
+        handle = torch.autograd.graph.register_multi_grad_hook(tensors, got.append, mode=mode)
+        sum((tensors[i] * (i + 2)).sum() for i in used).backward()
+        handle.remove()
+        if mode == "all":
+            grads = got[0] if len(got) == 1 else ()
+            holds = len(grads) == len(tensors) and all(
+                (g is None) == (i not in used) and (g is None or bool((g == i + 2).all())) for i, g in enumerate(grads)
+            )
+        else:
+            holds = len(got) == 1 and isinstance(got[0], torch.Tensor)
+        yield Trial(
+            f"seed {seed}: {len(tensors)} tensors, loss uses {used}, mode={mode!r}", condition=True, holds=holds
+        )
+
+
+@claim(
+    "13.mean-loss-backward-is-the-average",
+    sentence="A batch-mean loss's `.backward()` gives only their average",
+)
+def mean_loss_backward_is_the_average():
+    from torch import nn
+    from torch.func import functional_call, grad, vmap
+
+    for seed in range(5):
+        rng = random.Random(seed)
+        torch.manual_seed(seed)
+        width, batch = rng.randint(2, 5), rng.randint(2, 6)
+        model = nn.Sequential(nn.Linear(3, width), nn.Tanh(), nn.Linear(width, 2))
+        x, y = torch.randn(batch, 3), torch.randn(batch, 2)
+        params = {k: v.detach() for k, v in model.named_parameters()}
+
+        def sample_loss(p, xi, yi, model=model):
+            return ((functional_call(model, p, (xi,)) - yi) ** 2).sum()
+
+        per_sample = vmap(grad(sample_loss), in_dims=(None, 0, 0))(params, x, y)
+        ((model(x) - y) ** 2).sum(dim=1).mean().backward()
+        holds = all(torch.allclose(p.grad, per_sample[k].mean(0), atol=1e-6) for k, p in model.named_parameters())
+        yield Trial(f"seed {seed}: Linear(3, {width})-Tanh-Linear, batch {batch}", condition=True, holds=holds)
