@@ -196,10 +196,20 @@ def predict(qid: Any, answer: Any = _ASK) -> Any:
                 return commit_prediction(q, legacy, replaced=state.predicted)
             return _finish(Result("predict", q.qid, "invalid", str(exc), rows=[("question", q.prompt)]))
         else:
-            return commit_prediction(q, value, replaced=state.predicted)
+            return _carried_if_late(q, commit_prediction(q, value, replaced=state.predicted))
     # the same question as an input with a "Lock in" button, where a front end can draw one
     shown = FRONT_END.ask(q, state, asked) if FRONT_END.ask is not None else None
     return shown if shown is not None else _finish(asked)
+
+
+def _carried_if_late(q, result: Result) -> Result:
+    """A prediction typed in code after a reveal (and a reset): the cell carries the record that says so, as a
+    lock with the widget does, so batch grading replays it as the panel reads it ("predicted after reveal")."""
+    if result.verdict == "recorded" and FRONT_END.carry is not None:
+        now = _state(q)
+        if now.predicted_after_reveal:
+            FRONT_END.carry(q, now)
+    return result
 
 
 def _legacy(q, answer) -> Any:
