@@ -326,6 +326,7 @@ def reveal(qid: Any) -> Result:
     label = "you predicted after a reveal" if state.predicted_after_reveal else "you predicted"
     rows.append((label, q.kind.show(value) if value is not None else short(state.prediction)))
     note = "" if ok else _wrong_note(q, truth, value)
+    note = "" if repeats(note, q.explain) else note  # the why line below says it: once is enough
     actions = [("hint", q.qid)] if not ok and q.hints else []  # every wrong answer offers the Hint button
     return _finish(
         Result("reveal", q.qid, verdict, note, expected=truth, got=value, rows=rows, explain=q.explain, actions=actions)
@@ -343,6 +344,18 @@ def _wrong_note(q, truth, value) -> str:
     if value is None:
         return ""
     return q.misconception(truth, value) or q.kind.verdict_note(truth, value)
+
+
+def repeats(note: str, why: str) -> bool:
+    """Whether a wrong answer's note says again what the why line beside it says: three quarters or more of its
+    words of four letters or more are in the why line."""
+    import re
+
+    def words(text: str) -> set[str]:
+        return {w for w in re.findall(r"[a-z0-9_.]+", text.lower()) if len(w) >= 4}
+
+    mine = words(note)
+    return bool(mine) and len(mine & words(why)) >= 0.75 * len(mine)
 
 
 @_guarded("check")
