@@ -5,6 +5,8 @@ built here directly, their inputs set, and their buttons clicked; the store must
 then hold exactly what the code path would have written.
 """
 
+import json
+
 import pytest
 
 pytest.importorskip("ipywidgets")
@@ -469,3 +471,52 @@ def test_a_choice_among_the_names_its_prompt_lists_offers_no_other_names_field()
     extra = next(p for p in open_.input.parts if isinstance(p, __import__("ipywidgets").Text))
     assert extra.layout.display != "none"
     assert not widgets.closed_choice(get("09.reentrant-grads").kind, get("09.reentrant-grads").prompt)
+
+
+# --- a Lock in pressed right after typing (issue 27): grader.learner.synced ------------------------------
+
+
+def test_a_field_carries_the_fingerprint_of_the_value_the_kernel_holds():
+    import ipywidgets as W
+
+    from grader.learner import synced
+
+    assert synced.fingerprint("") == "ztntfp" and synced.fingerprint("a") == "1r9wi7g"  # FNV-1a: 811c9dc5, e40c292c
+    field = synced.follow(W.Text(value="2"))
+    field.value = "2, 4, 6"
+    marks = [c for c in field._dom_classes if c.startswith(synced.PREFIX)]
+    assert marks == [synced.PREFIX + synced.fingerprint("2, 4, 6")] and synced.FOLLOWED in field._dom_classes
+
+
+def test_the_page_computes_the_same_fingerprint_as_the_kernel():
+    """The page's script (grader.learner.a11y) and synced.fingerprint agree, non-ASCII and astral characters too."""
+    import re
+    import shutil
+    import subprocess
+
+    from grader.learner import a11y, synced
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the page's fingerprint is checked by the browser test only")
+    fp = re.search(r"function fp\(s\)\{.*?return 'agl-v-'\+h\.toString\(36\);\}", a11y._SCRIPT, re.S).group(0)
+    texts = ["", "a", "2, 4, 6", "PowBackward0", "é ü", "{'x', 'W', 'b'}", "𝔁 + 1"]
+    out = subprocess.run(
+        [node, "-e", fp + f"console.log(JSON.stringify({json.dumps(texts)}.map(fp)))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [synced.PREFIX + synced.fingerprint(t) for t in texts]
+
+
+def test_every_typed_field_is_followed_and_lock_in_waits_for_it():
+    from grader.engine.question import get
+    from grader.learner import synced
+
+    for qid in ("00.warmup-add", "01.pow-node", "02.nonscalar-backward"):
+        w = widgets.PredictionWidget(get(qid))
+        typed = [p for p in w.input.parts if type(p).__name__ in ("Text", "Combobox")]
+        assert typed and all(synced.FOLLOWED in p._dom_classes for p in typed), qid
+        assert synced.WAITS in w.button._dom_classes

@@ -16,7 +16,9 @@ when the widget is drawn (and again when a saved notebook is reopened), works on
 * an HTML widget marked with :data:`RESULT` is a polite live region that can take focus, and when a
   button marked with :data:`TO_RESULT` (Lock in, Check, Mark passed, a refusal's buttons) was pressed, the
   next result written there gets the focus, so a screen reader reads the verdict at once. One marked
-  :data:`LIVE` (a stepper's step, a lab's figures) is read when it changes, without taking the focus.
+  :data:`LIVE` (a stepper's step, a lab's figures) is read when it changes, without taking the focus;
+* a press of a button that waits for its fields (:mod:`grader.learner.synced`: Lock in, Check, Add) is held
+  back while a field's text is ahead of what the kernel holds, and pressed again once the kernel has it.
 
 Nothing here changes what a widget records; without a browser the appended widget is inert HTML.
 """
@@ -57,9 +59,18 @@ function(x){return !x.disabled&&x.offsetParent!==null;});
 var at=items.indexOf(e.target);if(at<0)return;
 var n=e.key==='Home'?0:e.key==='End'?items.length-1:(at+keys[e.key]+items.length)%items.length;
 e.preventDefault();e.stopPropagation();items[n].focus();});
+function fp(s){var h=0x811c9dc5;for(var i=0;i<s.length;i++){h^=s.charCodeAt(i);h=Math.imul(h,0x01000193)>>>0;}
+return 'agl-v-'+h.toString(36);}
+function behind(){var late=false;each('.agl-synced',function(f){var i=f.querySelector('input,textarea');
+if(i&&!f.classList.contains(fp(i.value)))late=true;});return late;}
+var held=null,heldAt=0;
+function release(){if(held&&(!behind()||Date.now()-heldAt>15000)){var b=held;held=null;b.click();}}
+root.addEventListener('click',function(e){var b=e.target.closest&&e.target.closest('.agl-waits-for-fields');
+if(!b||b.disabled||!behind())return;e.stopImmediatePropagation();e.preventDefault();
+held=b;heldAt=Date.now();setTimeout(release,15500);},true);
 var pressed=0;
 root.addEventListener('click',function(e){if(e.target.closest&&e.target.closest('.agl-to-result'))pressed=Date.now();},true);
-new MutationObserver(function(ms){label();if(!pressed||Date.now()-pressed>120000)return;
+new MutationObserver(function(ms){label();release();if(!pressed||Date.now()-pressed>120000)return;
 for(var k=0;k<ms.length;k++){var n=ms[k].target;if(n.nodeType!==1)n=n.parentNode;
 var s=n&&n.closest?n.closest('.agl-said'):null;
 if(s&&ms[k].type==='childList'){var c=s.querySelector('.widget-html-content');pressed=0;if(c)c.focus();return;}}})
