@@ -520,3 +520,54 @@ def test_every_typed_field_is_followed_and_lock_in_waits_for_it():
         typed = [p for p in w.input.parts if type(p).__name__ in ("Text", "Combobox")]
         assert typed and all(synced.FOLLOWED in p._dom_classes for p in typed), qid
         assert synced.WAITS in w.button._dom_classes
+
+
+def test_no_box_carries_a_tooltip_and_every_palette_is_named():
+    """ipywidgets' page code cannot draw a box that has a tooltip (it reads the box's missing description):
+    01.mul-edges's palette and 01.which-recorded's names showed "Failed to create view" (found by axe's browser
+    test). A palette box is named by a hidden first child instead, which the page's script reads."""
+    import ipywidgets as W
+
+    from grader.engine.question import all_questions
+    from grader.learner import a11y
+
+    def walk(widget):
+        yield widget
+        for child in getattr(widget, "children", ()):
+            yield from walk(child)
+
+    seen = 0
+    for q in all_questions():
+        if q.role == "exercise":
+            continue
+        w = widgets.PredictionWidget(q, mode="predict" if q.role == "predict" else "check")
+        for part in walk(w.box):
+            if isinstance(part, W.Box):
+                assert not part.tooltip, (q.qid, part)
+                if a11y.PALETTE in part._dom_classes:
+                    seen += 1
+                    first = part.children[0]
+                    assert a11y.NAME in first._dom_classes and first.value and first.layout.display == "none"
+    assert seen > 10
+
+
+def test_no_lab_widget_that_ipywidgets_cannot_draw_with_a_tooltip_carries_one():
+    """A box or an image given a tooltip is not drawn at all in the page (ipywidgets reads its missing description):
+    the labs' charts showed "Failed to create view" (found by axe's browser test); each chart is named by its
+    figure box instead."""
+    from grader.learner import a11y, labs
+
+    def walk(widget):
+        yield widget
+        for child in getattr(widget, "children", ()):
+            yield from walk(child)
+
+    for lab in (
+        labs.NeuronLab(interactive=True),
+        labs.MemoryBillLab(interactive=True),
+        labs.DepthLab(5, interactive=True),
+    ):
+        parts = list(walk(lab.widget))
+        assert all(p.has_trait("description") or not getattr(p, "tooltip", None) for p in parts), lab
+        figures = [p for p in parts if a11y.FIGURE in getattr(p, "_dom_classes", ())]
+        assert figures and all(f.children[0].value for f in figures)
