@@ -7,7 +7,7 @@ PORT   ?= 8888
 PYTEST := $(BIN)/python -m pytest
 NBVAL  := --nbval-current-env -n 2 --dist loadscope
 
-.PHONY: install test-install system-deps hub-deps hub lab test lint unit-tests nbval-solutions nbval-notebooks build check clean drift
+.PHONY: install test-install system-deps hub-deps browser-deps hub lab test lint unit-tests nbval-solutions nbval-notebooks build check clean drift
 
 # torch's CPU build, as CI gets it (PyPI's default Linux wheel is the multi-GB CUDA build). If that index
 # does not answer within 5 s, pip's own index and settings decide; `make TORCH_INDEX=` skips it.
@@ -92,6 +92,20 @@ hub-deps:
 		echo "npm not found: configurable-http-proxy not installed (make hub and the hub test need it)"; \
 	fi
 
+# axe-core, the accessibility checker tests/test_browser_a11y.py runs on the course's widgets, comes from npm into
+# .axe/ (ignored by git), as the hub's proxy does. Without npm (or the network) nothing fails: that test says why it
+# skips.
+AXE := .axe/node_modules/axe-core/axe.min.js
+browser-deps:
+	@if [ -f $(AXE) ]; then :; \
+	elif command -v npm >/dev/null; then \
+		echo "installing axe-core into .axe/ with npm"; \
+		npm install --prefix .axe --no-audit --no-fund --silent --fetch-timeout=20000 --fetch-retries=1 \
+			axe-core@4 >/dev/null 2>&1 || echo "npm could not install axe-core; the browser's accessibility test will say so"; \
+	else \
+		echo "npm not found: axe-core not installed (the browser's accessibility test needs it)"; \
+	fi
+
 # A local JupyterHub on 127.0.0.1:$(HUB_PORT) with $(HUB_USERS) demo users (as root: real Unix users,
 # agl-demo-N, each server running as its user); Ctrl-C stops it and every user's server.
 HUB_PORT  ?= 8000
@@ -107,7 +121,7 @@ TEST_JOBS ?= 3
 SUITE := tests solutions notebooks --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	-n $(TEST_JOBS) --dist loadscope --no-loadscope-reorder
 test:
-	@$(MAKE) --no-print-directory -j3 test-install system-deps hub-deps
+	@$(MAKE) --no-print-directory -j4 test-install system-deps hub-deps browser-deps
 	@mkdir -p test-artifacts; \
 	$(MAKE) --no-print-directory lint > test-artifacts/lint.log 2>&1 & lint=$$!; \
 	$(PYTEST) $(SUITE); tests=$$?; \

@@ -151,6 +151,6 @@ def test_the_record_survives_restart_an_old_widget_reload_reset_and_reopen(tmp_p
     row = _grade(target, tmp_path / "grades.csv")
     assert row["run"] == "ok", row
     assert row["00.warmup-add"] == records["00.warmup-add"] and row["00.warmup-square"] == records["00.warmup-square"]
-    # a prediction locked after the reveal is never carried into grading (grader.engine.locked): the gradebook
-    # reads the saved notebook, where it is not a prediction; it earns no more than the panel says
-    assert row["00.warmup-flag"] in ("not answered", "revealed without prediction"), row
+    # a prediction locked after the reveal is carried as one (grading replays the reveal and reset before it):
+    # the gradebook says what the panel says, and it earns nothing
+    assert row["00.warmup-flag"] == records["00.warmup-flag"], row

@@ -32,3 +32,19 @@ def test_a_class_that_lacks_a_member_is_named():
     assert problems(Half()) == ["no output", "no drawing_label", "no drawing()"]
     Half.output, Half.drawing_label, Half.size = "y", None, True
     assert problems(Half()) == ["size is bool", "no drawing()"]
+
+
+@pytest.mark.parametrize("q", EXERCISES, ids=lambda q: q.qid)
+def test_a_generated_program_lists_only_the_leaves_it_uses(q):
+    """Issue 27: smallest failing cases showed leaves (``c = torch.tensor(...)``) that no line of them used."""
+    import re
+
+    from grader.units.programs import Program
+
+    for case in q.kind.cases():
+        program = case if isinstance(case, Program) else getattr(case, "program", None)
+        if not isinstance(program, Program):
+            continue
+        body = "\n".join(program.lines[len(program.leaves) :])
+        unused = [name for name in program.leaves if not re.search(rf"\b{name}\b", body)]
+        assert not unused, f"{q.qid}, {program.label}: {unused} never used\n{program.source}"

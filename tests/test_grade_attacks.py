@@ -165,7 +165,8 @@ def test_a_patched_kind_changes_nothing(graded):
 def test_reveal_reset_predict_is_flagged(graded):
     r = graded[0]["peek"]
     why = {k: r[k] for k in ("run", "problems", "findings", "seconds")}
-    assert r["00.warmup-add"] == "predicted after reveal" and r["00.warmup-flag"] == "predicted after reveal", why
+    # the record the panel reads ("predicted after reveal, correct"), never a prediction before the reveal
+    assert all(r[q].startswith("predicted after reveal") for q in ("00.warmup-add", "00.warmup-flag")), why
     assert "predicted after reveal: 00.warmup-add, 00.warmup-flag" in r["findings"], why
 
 

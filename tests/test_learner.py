@@ -238,3 +238,51 @@ def test_a_wrong_exercise_says_hint_in_a_sentence_of_its_own():
     assert r.verdict == "incorrect" and r.message.endswith(" hint('01.graph-walk') gives a hint.")
     before = r.message[: -len(" hint('01.graph-walk') gives a hint.")]
     assert before.endswith("."), r.message
+
+
+def _misconceived(qid):
+    """Predict the wrong answer ``qid``'s misconception note is declared for, then reveal."""
+    from grader.engine.question import get
+
+    q = get(qid)
+    wrong, note = q.misconceptions[0]
+    answer = wrong(q.run()) if callable(wrong) else wrong
+    assert predict(qid, answer).verdict == "recorded"
+    return q, note, reveal(qid)
+
+
+def test_a_misconception_note_that_repeats_the_why_line_is_shown_once():
+    """Issue 27: the note said again what the why line under it says (02.kink-conventions's note is three
+    quarters the why's words); a note that adds to it (05.mlp-bill's: saves, not storages) still shows."""
+    q, note, shown = _misconceived("02.kink-conventions")
+    assert shown.verdict == "incorrect" and note not in shown.message and str(shown).count("why:") == 1
+    assert q.explain in str(shown)
+    q, note, shown = _misconceived("05.mlp-bill")
+    assert shown.verdict == "incorrect" and note in shown.message and q.explain in str(shown)
+
+
+def test_a_result_box_keeps_each_label_on_one_line():
+    """Issue 27: "your / function / returned" wrapped one word a line beside a long answer."""
+    from html.parser import HTMLParser
+
+    from grader.engine.results import Result
+
+    long = "x" * 400
+    box = Result("check", "01.graph-walk", "incorrect", rows=[("your function returned", long), ("torch says", long)])
+
+    class Labels(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.rows, self.column = [], 0
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "tr":
+                self.column = 0
+            elif tag == "td":
+                self.column += 1
+                if self.column == 1:
+                    self.rows.append(dict(attrs).get("style", "").replace(" ", ""))
+
+    found = Labels()
+    found.feed(box._repr_html_())
+    assert len(found.rows) == 2 and all("white-space:nowrap" in style for style in found.rows), found.rows

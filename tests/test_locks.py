@@ -94,6 +94,7 @@ def test_a_lock_after_the_reveal_is_recorded_as_such_and_never_read_as_a_predict
     assert "after torch's answer was revealed" in shown[-1].data["text/plain"]
     with pytest.raises(locked.Unusable, match="after torch's answer was revealed"):
         locked.read(as_saved(shown[-1].data))
+    assert locked.read_lock(as_saved(shown[-1].data)) == ("01.x-is-leaf", False, False)  # what grading replays
 
 
 def test_a_reset_from_the_widget_leaves_the_record_unlocked(shown):
@@ -265,7 +266,7 @@ def test_apply_locks_ignores_and_notes_what_it_cannot_carry():
     nb = with_records(
         {
             ADD: ("00.warmup-flag", False, True),  # a record of another question than the cell's own
-            FLAG: ("00.warmup-flag", False, False),  # locked after the reveal
+            SQUARE: ("00.warmup-square", 4.0, False),  # "after a reveal" in a self-test, which has none
             "c008": ("00.warmup-add", [2.0, 3.0], True),  # in a cell that predicts nothing
         }
     )
@@ -274,8 +275,23 @@ def test_apply_locks_ignores_and_notes_what_it_cannot_carry():
     assert {c.get("id"): c.source for c in nb.cells} == untouched
     assert len(notes) == 3
     assert any("00.warmup-flag in the cell of 00.warmup-add was ignored" in n for n in notes)
-    assert any("after torch's answer was revealed" in n for n in notes)
+    assert any("locked after a reveal, but it is no prediction" in n for n in notes)
     assert any("a cell that predicts nothing" in n for n in notes)
+
+
+def test_apply_locks_replays_a_lock_after_the_reveal_as_one():
+    """A prediction locked after the reveal is carried with the reveal and reset before it, so the re-run's
+    record is the panel's ("predicted after reveal"), never a prediction before the reveal."""
+    template = nbformat.read(UNTOUCHED, as_version=4).cells
+    nb = with_records({ADD: ("00.warmup-add", [2.0, 3.0], False), FLAG: ("00.warmup-flag", False, False)})
+    typed = next(c for c in nb.cells if c.get("id") == FLAG)
+    typed.source = 'answer = True\npredict("00.warmup-flag", answer)'  # typed in code after the reveal
+    assert apply_locks(nb.cells, copy.deepcopy(template)) == []
+    sources = {c.get("id"): c.source.splitlines() for c in nb.cells}
+    replay = "_agl.reveal('00.warmup-add'); _agl.reset('00.warmup-add')"
+    assert sources[ADD][0].startswith("import grader as _agl  # replayed") and sources[ADD][1] == replay
+    assert sources[ADD][2:] == ["answer = [2.0, 3.0]  # locked in with the widget", 'predict("00.warmup-add", answer)']
+    assert sources[FLAG][1] == replay.replace("add", "flag") and sources[FLAG][2] == "answer = True"
 
 
 def test_an_answer_typed_in_the_cell_wins_over_a_record():
@@ -316,7 +332,6 @@ def test_grading_grades_the_predictions_locked_with_the_widget(tmp_path):
         "checked": checked,
         "lock": with_records({ADD: ("00.warmup-add", add, True), FLAG: ("00.warmup-flag", flag, True)}),
         "forge": with_records({ADD: ("00.warmup-flag", flag, True)}),
-        "late": with_records({ADD: ("00.warmup-add", add, False)}),
     }
     for name, nb in learners.items():
         (folder / name).mkdir(parents=True)
@@ -336,6 +351,60 @@ def test_grading_grades_the_predictions_locked_with_the_widget(tmp_path):
     assert rows["lock"]["00.warmup-flag"] == "predicted, correct"
     assert rows["lock"]["00.warmup-square"] == "not answered"
     assert rows["checked"]["run"] == "ok" and rows["checked"]["00.warmup-square"] == "correct", rows["checked"]
-    for name in ("forge", "late"):
-        assert rows[name]["00.warmup-add"] == "not answered", (name, rows[name])
-        assert rows[name]["points"] == "0", (name, rows[name])
+    assert rows["forge"]["00.warmup-add"] == "not answered", rows["forge"]
+    assert rows["forge"]["points"] == "0", rows["forge"]
+
+
+def test_a_prediction_after_the_reveal_reads_the_same_in_the_panel_status_and_the_gradebook(shown, home, tmp_path):
+    """Issue 27: run ahead past a reveal, reset, predict again (with the widget, and typed in code), reveal: the
+    panel's rows, ``python -m grader status`` and the gradebook graded from the saved notebook say the same
+    ("predicted after reveal, correct"), and it earns no points."""
+    from grader.engine.progress import unit_state
+    from grader.engine.question import get
+
+    truths = {q: get(q).run() for q in ("00.warmup-add", "00.warmup-flag")}
+    reveal("00.warmup-add")  # Run All went past the predict cell to the reveal
+    reset("00.warmup-add")
+    asked = predict("00.warmup-add", ...)
+    asked.widget.input.box.value = ", ".join(f"{v:g}" for v in truths["00.warmup-add"])
+    assert asked.widget.lock().verdict == "recorded"
+    assert reveal("00.warmup-add").verdict == "correct"
+    add_record = shown[-1].data
+    reveal("00.warmup-flag")
+    reset("00.warmup-flag")
+    assert predict("00.warmup-flag", bool(truths["00.warmup-flag"])).verdict == "recorded"  # typed in code
+    flag_record = shown[-1].data
+    assert flag_record[locked.MIME]["qid"] == "00.warmup-flag" and flag_record[locked.MIME]["before_reveal"] is False
+    assert reveal("00.warmup-flag").verdict == "correct"
+    state = unit_state("00", current().events("00"))
+    panel = {qid: s.record for qid, s in state.questions.items()}  # what the panel's rows read
+    assert panel["00.warmup-add"] == panel["00.warmup-flag"] == "predicted after reveal, correct"
+
+    status = subprocess.run([sys.executable, "-m", "grader", "status", "--json"], capture_output=True, text=True)
+    assert status.returncode == 0, status.stderr[-2000:]
+    (row,) = [u for u in json.loads(status.stdout)["units"] if u["unit"] == "00"]
+    assert {k: row[k] for k in state.counts()} == state.counts()
+
+    nb = nbformat.read(UNTOUCHED, as_version=4)  # the notebook as JupyterLab saves it
+    for cell in nb.cells:
+        if cell.get("id") == ADD:
+            cell.outputs = [nbformat.from_dict(as_saved(add_record))]
+        elif cell.get("id") == FLAG:
+            cell.source = f'answer = {bool(truths["00.warmup-flag"])}\npredict("00.warmup-flag", answer)'
+            cell.outputs = [nbformat.from_dict(as_saved(flag_record))]
+    (tmp_path / "class" / "late").mkdir(parents=True)
+    nbformat.write(nb, tmp_path / "class" / "late" / "00_start_here.ipynb")
+    out = tmp_path / "grades.csv"
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "grade", str(tmp_path / "class"), "--out", str(out), "--cell-timeout", "60"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(out, newline="") as f:
+        (graded,) = list(csv.DictReader(f))
+    assert graded["run"] == "ok", graded
+    assert {qid: graded[qid] for qid in panel} == panel, graded
+    assert graded["done"] == str(state.counts()["done"]) and graded["points"] == "0", graded
+    assert "predicted after reveal: 00.warmup-add, 00.warmup-flag" in graded["findings"], graded

@@ -5,6 +5,8 @@ built here directly, their inputs set, and their buttons clicked; the store must
 then hold exactly what the code path would have written.
 """
 
+import json
+
 import pytest
 
 pytest.importorskip("ipywidgets")
@@ -475,3 +477,103 @@ def test_a_choice_among_the_names_its_prompt_lists_offers_no_other_names_field()
     extra = next(p for p in open_.input.parts if isinstance(p, __import__("ipywidgets").Text))
     assert extra.layout.display != "none"
     assert not widgets.closed_choice(get("09.reentrant-grads").kind, get("09.reentrant-grads").prompt)
+
+
+# --- a Lock in pressed right after typing (issue 27): grader.learner.synced ------------------------------
+
+
+def test_a_field_carries_the_fingerprint_of_the_value_the_kernel_holds():
+    import ipywidgets as W
+
+    from grader.learner import synced
+
+    assert synced.fingerprint("") == "ztntfp" and synced.fingerprint("a") == "1r9wi7g"  # FNV-1a: 811c9dc5, e40c292c
+    field = synced.follow(W.Text(value="2"))
+    field.value = "2, 4, 6"
+    marks = [c for c in field._dom_classes if c.startswith(synced.PREFIX)]
+    assert marks == [synced.PREFIX + synced.fingerprint("2, 4, 6")] and synced.FOLLOWED in field._dom_classes
+
+
+def test_the_page_computes_the_same_fingerprint_as_the_kernel():
+    """The page's script (grader.learner.a11y) and synced.fingerprint agree, non-ASCII and astral characters too."""
+    import re
+    import shutil
+    import subprocess
+
+    from grader.learner import a11y, synced
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the page's fingerprint is checked by the browser test only")
+    fp = re.search(r"function fp\(s\)\{.*?return 'agl-v-'\+h\.toString\(36\);\}", a11y._SCRIPT, re.S).group(0)
+    texts = ["", "a", "2, 4, 6", "PowBackward0", "é ü", "{'x', 'W', 'b'}", "𝔁 + 1"]
+    out = subprocess.run(
+        [node, "-e", fp + f"console.log(JSON.stringify({json.dumps(texts)}.map(fp)))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [synced.PREFIX + synced.fingerprint(t) for t in texts]
+
+
+def test_every_typed_field_is_followed_and_lock_in_waits_for_it():
+    from grader.engine.question import get
+    from grader.learner import synced
+
+    for qid in ("00.warmup-add", "01.pow-node", "02.nonscalar-backward"):
+        w = widgets.PredictionWidget(get(qid))
+        typed = [p for p in w.input.parts if type(p).__name__ in ("Text", "Combobox")]
+        assert typed and all(synced.FOLLOWED in p._dom_classes for p in typed), qid
+        assert synced.WAITS in w.button._dom_classes
+
+
+def test_no_box_carries_a_tooltip_and_every_palette_is_named():
+    """ipywidgets' page code cannot draw a box that has a tooltip (it reads the box's missing description):
+    01.mul-edges's palette and 01.which-recorded's names showed "Failed to create view" (found by axe's browser
+    test). A palette box is named by a hidden first child instead, which the page's script reads."""
+    import ipywidgets as W
+
+    from grader.engine.question import all_questions
+    from grader.learner import a11y
+
+    def walk(widget):
+        yield widget
+        for child in getattr(widget, "children", ()):
+            yield from walk(child)
+
+    seen = 0
+    for q in all_questions():
+        if q.role == "exercise":
+            continue
+        w = widgets.PredictionWidget(q, mode="predict" if q.role == "predict" else "check")
+        for part in walk(w.box):
+            if isinstance(part, W.Box):
+                assert not part.tooltip, (q.qid, part)
+                if a11y.PALETTE in part._dom_classes:
+                    seen += 1
+                    first = part.children[0]
+                    assert a11y.NAME in first._dom_classes and first.value and first.layout.display == "none"
+    assert seen > 10
+
+
+def test_no_lab_widget_that_ipywidgets_cannot_draw_with_a_tooltip_carries_one():
+    """A box or an image given a tooltip is not drawn at all in the page (ipywidgets reads its missing description):
+    the labs' charts showed "Failed to create view" (found by axe's browser test); each chart is named by its
+    figure box instead."""
+    from grader.learner import a11y, labs
+
+    def walk(widget):
+        yield widget
+        for child in getattr(widget, "children", ()):
+            yield from walk(child)
+
+    for lab in (
+        labs.NeuronLab(interactive=True),
+        labs.MemoryBillLab(interactive=True),
+        labs.DepthLab(5, interactive=True),
+    ):
+        parts = list(walk(lab.widget))
+        assert all(p.has_trait("description") or not getattr(p, "tooltip", None) for p in parts), lab
+        figures = [p for p in parts if a11y.FIGURE in getattr(p, "_dom_classes", ())]
+        assert figures and all(f.children[0].value for f in figures)

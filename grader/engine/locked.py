@@ -9,9 +9,12 @@ into the cell before the notebook is re-run, so the predictions stay in notebook
 A record is ``{"qid", "locked", "answer", "before_reveal"}``: ``answer`` is the JSON form
 ``kind.encode`` gives, ``before_reveal`` says whether torch's answer had ever been shown when it was
 locked. A self-test's check cell carries the answer its Check button graded the same way, marked
-``"checked": true`` (a self-test has no reveal: ``before_reveal`` is true). :func:`read` is strict: only a well-formed record of a prediction locked before the reveal
-is carried into grading; a reveal never passes for a prediction. This module draws nothing and imports
-nothing of the course: both the learner's widgets and the grader use it.
+``"checked": true`` (a self-test has no reveal: ``before_reveal`` is true). :func:`read_lock` is strict
+about the form: only a well-formed record is carried into grading, with its ``before_reveal``; grading
+carries a prediction locked after the reveal as such (its record says "predicted after reveal", as the
+learner's panel does, and it earns nothing), so a reveal never passes for a prediction. :func:`read`
+reads only a prediction locked before the reveal. This module draws nothing and imports nothing of the
+course: both the learner's widgets and the grader use it.
 """
 
 from __future__ import annotations
@@ -83,8 +86,8 @@ def _size(value: Any, depth: int = 0) -> int:
     raise Unusable(f"the locked answer holds a {type(value).__name__}, not JSON")
 
 
-def read(output: Any) -> tuple[str, Any] | None:
-    """``(qid, encoded answer)`` of the prediction a saved cell output records as locked before the reveal.
+def read_lock(output: Any) -> tuple[str, Any, bool] | None:
+    """``(qid, encoded answer, before_reveal)`` of the prediction a saved cell output records as locked.
 
     None when the output holds no record, or one of a question shown but not locked yet;
     :class:`Unusable` (with the reason in words) when it holds one that cannot be carried.
@@ -107,6 +110,20 @@ def read(output: Any) -> tuple[str, Any] | None:
         raise Unusable(f"the lock record of {qid} is malformed")
     if _size(payload["answer"]) > MAX_ITEMS:
         raise Unusable(f"the lock record of {qid} is too large")
-    if not payload["before_reveal"]:
+    return qid, payload["answer"], payload["before_reveal"]
+
+
+def read(output: Any) -> tuple[str, Any] | None:
+    """``(qid, encoded answer)`` of the prediction a saved cell output records as locked before the reveal.
+
+    None when the output holds no record, or one of a question shown but not locked yet;
+    :class:`Unusable` (with the reason in words) when it holds one that cannot be carried, or one locked
+    after torch's answer was revealed (not a prediction).
+    """
+    found = read_lock(output)
+    if found is None:
+        return None
+    qid, answer, before_reveal = found
+    if not before_reveal:
         raise Unusable(f"{qid} was locked in after torch's answer was revealed: not a prediction")
-    return qid, payload["answer"]
+    return qid, answer

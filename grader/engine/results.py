@@ -119,7 +119,8 @@ class Result:
             cell = "text-align:left;vertical-align:top;background:none;border:none;"
             for label, text in self.rows:
                 parts.append(
-                    f'<tr><td style="{cell}padding:1px 10px 1px 0;color:#57606a">{esc(label)}</td>'
+                    # the label stays on one line: a long answer beside it never squeezes it to one word a line
+                    f'<tr><td style="{cell}padding:1px 10px 1px 0;color:#57606a;white-space:nowrap">{esc(label)}</td>'
                     f'<td style="{cell}padding:1px 0"><pre style="margin:0;white-space:pre-wrap;word-break:normal;'
                     f'overflow-wrap:break-word;text-align:left">{esc(str(text))}</pre></td></tr>'
                 )

@@ -12,11 +12,14 @@ when the widget is drawn (and again when a saved notebook is reopened), works on
   named group (``role="group"``, its ``tooltip`` as ``aria-label``) and the arrow keys, Home and End move
   along its buttons and checkboxes;
 * a toggle button says whether it is chosen (``aria-pressed``), not only by its colour;
-* a slider's handle is named after its ``tooltip`` (or its description); an image after its ``tooltip``;
+* a field is named after its ``tooltip`` (``aria-label``, not only its title); a slider's handle after its
+  ``tooltip`` (or its description); a box (a palette) and a figure (:func:`figure`) after a hidden first child;
 * an HTML widget marked with :data:`RESULT` is a polite live region that can take focus, and when a
   button marked with :data:`TO_RESULT` (Lock in, Check, Mark passed, a refusal's buttons) was pressed, the
   next result written there gets the focus, so a screen reader reads the verdict at once. One marked
-  :data:`LIVE` (a stepper's step, a lab's figures) is read when it changes, without taking the focus.
+  :data:`LIVE` (a stepper's step, a lab's figures) is read when it changes, without taking the focus;
+* a press of a button that waits for its fields (:mod:`grader.learner.synced`: Lock in, Check, Add) is held
+  back while a field's text is ahead of what the kernel holds, and pressed again once the kernel has it.
 
 Nothing here changes what a widget records; without a browser the appended widget is inert HTML.
 """
@@ -35,17 +38,20 @@ SCRIPT_CLASS = "agl-a11y-script"
 _SCRIPT = """(function(img){
 var root=img.closest('.agl-a11y');img.parentNode.removeChild(img);
 if(!root||root.__aglA11y)return;root.__aglA11y=true;
-function name(el){var t=el.getAttribute('title');if(t)return t;
+function name(el){var t=el.getAttribute('title');if(t)return t;var h=el.querySelector(':scope > .agl-name');
+if(h)return h.textContent.trim();
 var l=el.querySelector(':scope > .widget-label');return l?(l.getAttribute('title')||l.textContent.trim()):'';}
 function set(el,a,v){if(v&&el.getAttribute(a)!==v)el.setAttribute(a,v);}
 function each(sel,f){Array.prototype.forEach.call(root.querySelectorAll(sel),f);}
 function label(){
 each('button,input,select,textarea,[role=slider],[tabindex]',function(el){set(el,'data-lm-suppress-shortcuts','true');});
+each('input[title],textarea[title],select[title]',function(el){set(el,'aria-label',el.getAttribute('title'));});
 each('.agl-palette',function(g){set(g,'role','group');set(g,'aria-label',name(g));});
 each('.widget-toggle-button',function(b){set(b,'aria-pressed',b.classList.contains('mod-active')?'true':'false');});
 each('.widget-slider',function(s){var t=name(s);Array.prototype.forEach.call(s.querySelectorAll('[role=slider]'),
 function(h){set(h,'aria-label',t);});});
 each('.widget-image',function(i){set(i,'alt',i.getAttribute('title'));});
+each('.agl-figure',function(f){var i=f.querySelector('img');if(i)set(i,'alt',name(f));});
 each('.agl-said > .widget-html-content',function(c){set(c,'tabindex','-1');});
 each('.agl-said > .widget-html-content,.agl-live > .widget-html-content',function(c){
 set(c,'role','status');set(c,'aria-live','polite');});}
@@ -57,9 +63,18 @@ function(x){return !x.disabled&&x.offsetParent!==null;});
 var at=items.indexOf(e.target);if(at<0)return;
 var n=e.key==='Home'?0:e.key==='End'?items.length-1:(at+keys[e.key]+items.length)%items.length;
 e.preventDefault();e.stopPropagation();items[n].focus();});
+function fp(s){var h=0x811c9dc5;for(var i=0;i<s.length;i++){h^=s.charCodeAt(i);h=Math.imul(h,0x01000193)>>>0;}
+return 'agl-v-'+h.toString(36);}
+function behind(){var late=false;each('.agl-synced',function(f){var i=f.querySelector('input,textarea');
+if(i&&!f.classList.contains(fp(i.value)))late=true;});return late;}
+var held=null,heldAt=0;
+function release(){if(held&&(!behind()||Date.now()-heldAt>15000)){var b=held;held=null;b.click();}}
+root.addEventListener('click',function(e){var b=e.target.closest&&e.target.closest('.agl-waits-for-fields');
+if(!b||b.disabled||!behind())return;e.stopImmediatePropagation();e.preventDefault();
+held=b;heldAt=Date.now();setTimeout(release,15500);},true);
 var pressed=0;
 root.addEventListener('click',function(e){if(e.target.closest&&e.target.closest('.agl-to-result'))pressed=Date.now();},true);
-new MutationObserver(function(ms){label();if(!pressed||Date.now()-pressed>120000)return;
+new MutationObserver(function(ms){label();release();if(!pressed||Date.now()-pressed>120000)return;
 for(var k=0;k<ms.length;k++){var n=ms[k].target;if(n.nodeType!==1)n=n.parentNode;
 var s=n&&n.closest?n.closest('.agl-said'):null;
 if(s&&ms[k].type==='childList'){var c=s.querySelector('.widget-html-content');pressed=0;if(c)c.focus();return;}}})
@@ -83,10 +98,34 @@ def wire(box):
     return box
 
 
+NAME = "agl-name"
+FIGURE = "agl-figure"
+
+
 def named(widget, text: str):
-    """Give ``widget`` its accessible name (its ``tooltip``: a field's title, a palette's or slider's label)."""
-    widget.tooltip = text
+    """Give ``widget`` its accessible name (its ``tooltip``: a field's title, a palette's or slider's label).
+
+    A box has no ``description``, and ipywidgets' page code fails to draw a box given a ``tooltip`` (it reads the
+    description's length): a box is named by a hidden first child (:data:`NAME`) that the script reads instead."""
+    if widget.has_trait("description"):
+        widget.tooltip = text
+        return widget
+    import ipywidgets as W
+
+    label = W.HTML(html.escape(text), layout=W.Layout(display="none"))
+    label.add_class(NAME)
+    widget.children = (label, *widget.children)
     return widget
+
+
+def figure(image, text: str):
+    """An image in a box that names it (its ``alt``, set by the script): an image has no description, so it cannot
+    be given a tooltip (see :func:`named`)."""
+    import ipywidgets as W
+
+    box = named(W.Box([image]), text)
+    box.add_class(FIGURE)
+    return box
 
 
 def palette(widget, text: str):

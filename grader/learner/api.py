@@ -196,10 +196,20 @@ def predict(qid: Any, answer: Any = _ASK) -> Any:
                 return commit_prediction(q, legacy, replaced=state.predicted)
             return _finish(Result("predict", q.qid, "invalid", str(exc), rows=[("question", q.prompt)]))
         else:
-            return commit_prediction(q, value, replaced=state.predicted)
+            return _carried_if_late(q, commit_prediction(q, value, replaced=state.predicted))
     # the same question as an input with a "Lock in" button, where a front end can draw one
     shown = FRONT_END.ask(q, state, asked) if FRONT_END.ask is not None else None
     return shown if shown is not None else _finish(asked)
+
+
+def _carried_if_late(q, result: Result) -> Result:
+    """A prediction typed in code after a reveal (and a reset): the cell carries the record that says so, as a
+    lock with the widget does, so batch grading replays it as the panel reads it ("predicted after reveal")."""
+    if result.verdict == "recorded" and FRONT_END.carry is not None:
+        now = _state(q)
+        if now.predicted_after_reveal:
+            FRONT_END.carry(q, now)
+    return result
 
 
 def _legacy(q, answer) -> Any:
@@ -316,6 +326,7 @@ def reveal(qid: Any) -> Result:
     label = "you predicted after a reveal" if state.predicted_after_reveal else "you predicted"
     rows.append((label, q.kind.show(value) if value is not None else short(state.prediction)))
     note = "" if ok else _wrong_note(q, truth, value)
+    note = "" if repeats(note, q.explain) else note  # the why line below says it: once is enough
     actions = [("hint", q.qid)] if not ok and q.hints else []  # every wrong answer offers the Hint button
     return _finish(
         Result("reveal", q.qid, verdict, note, expected=truth, got=value, rows=rows, explain=q.explain, actions=actions)
@@ -333,6 +344,18 @@ def _wrong_note(q, truth, value) -> str:
     if value is None:
         return ""
     return q.misconception(truth, value) or q.kind.verdict_note(truth, value)
+
+
+def repeats(note: str, why: str) -> bool:
+    """Whether a wrong answer's note says again what the why line beside it says: three quarters or more of its
+    words of four letters or more are in the why line."""
+    import re
+
+    def words(text: str) -> set[str]:
+        return {w for w in re.findall(r"[a-z0-9_.]+", text.lower()) if len(w) >= 4}
+
+    mine = words(note)
+    return bool(mine) and len(mine & words(why)) >= 0.75 * len(mine)
 
 
 @_guarded("check")

@@ -77,10 +77,18 @@ class Lab:
 
 
 def _image_widget(png: bytes | None, says: str = "the lab's chart; the table beside it gives its figures"):
-    """The lab's chart; ``says`` is its accessible name (the image's title and alt)."""
+    """The lab's chart; ``says`` is its accessible name (the image's alt, from :func:`a11y.figure`: an image given
+    a tooltip is not drawn at all by ipywidgets' page code). Shown through :func:`_named_chart`."""
     import ipywidgets as W
 
-    return W.Image(value=png or b"", format="png", tooltip=says)
+    image = W.Image(value=png or b"", format="png")
+    image.agl_says = says
+    return image
+
+
+def _named_chart(image):
+    """The chart as the lab shows it: in a box that names it."""
+    return a11y.figure(image, image.agl_says)
 
 
 # --- unit 01: one sigmoid neuron -------------------------------------------------------------
@@ -203,7 +211,7 @@ class NeuronLab(Lab):
 
         self.x_slider.observe(changed, names="value")
         self.w_slider.observe(changed, names="value")
-        self.widget = W.VBox([W.HBox([self.x_slider, self.w_slider]), W.HBox([self.table, self.image])])
+        self.widget = W.VBox([W.HBox([self.x_slider, self.w_slider]), W.HBox([self.table, _named_chart(self.image)])])
         self.widget.add_class("agl-lab")
         a11y.wire(self.widget)
         changed()
@@ -347,7 +355,7 @@ class MemoryBillLab(Lab):
 
         self.freeze_box.observe(changed, names="value")
         self.input_box.observe(changed, names="value")
-        self.widget = W.VBox([W.HBox([self.freeze_box, self.input_box]), self.image, self.summary])
+        self.widget = W.VBox([W.HBox([self.freeze_box, self.input_box]), _named_chart(self.image), self.summary])
         self.widget.add_class("agl-lab")
         a11y.wire(self.widget)
         changed()
@@ -469,7 +477,7 @@ class DepthLab(Lab):
             self.image.value = self.chart()
 
         self.slider.observe(changed, names="value")
-        self.widget = W.VBox([self.slider, self.summary, self.image])
+        self.widget = W.VBox([self.slider, self.summary, _named_chart(self.image)])
         self.widget.add_class("agl-lab")
         a11y.wire(self.widget)
         changed()

@@ -32,7 +32,7 @@ from typing import Any
 
 from grader.engine import locked, results
 from grader.engine.results import Result
-from grader.learner import a11y, api, stale
+from grader.learner import a11y, api, stale, synced
 from grader.learner.display import css_name, view_of, widgets_available
 
 
@@ -236,6 +236,11 @@ class Input:
 
     def __init__(self, box, value: Callable[[], Any], restore: Callable[[Any], None], parts: list):
         self.box, self.value, self._restore, self.parts = box, value, restore, parts
+        import ipywidgets as W
+
+        for part in parts:  # a press right after typing comes after what was typed (grader.learner.synced)
+            if isinstance(part, W.Text):
+                synced.follow(part)
 
     def restore(self, encoded: Any) -> None:
         """Show a stored prediction (its JSON form) again; ignore one that no longer fits."""
@@ -349,6 +354,7 @@ def _sequence_input(kind) -> Input:
     )
     a11y.named(other, "another name to add to the end of your list")
     add = W.Button(description="Add", layout=W.Layout(width="auto"), tooltip="add the name typed to the end")
+    synced.waits(add)
     undo = W.Button(description="Remove last", icon="undo", layout=W.Layout(width="auto"))
     clear = W.Button(description="Clear", icon="times", layout=W.Layout(width="auto"))
     a11y.result_area(shown, live_only=True)
@@ -590,6 +596,7 @@ class PredictionWidget:
             )
         self.button.add_class("agl-lock" if mode == "predict" else "agl-check")
         a11y.to_result(self.button)
+        synced.waits(self.button)
         _LIVE.setdefault(q.qid, []).append(weakref.ref(self))
         _LIVE[q.qid] = [r for r in _LIVE[q.qid] if r() is not None][-20:]
         self.again = W.Button(

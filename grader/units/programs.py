@@ -1,7 +1,7 @@
 """Generated cases: small, readable torch programs, seeded and reproducible.
 
 A :class:`Program` is a few lines of plain torch code over leaves ``a``,
-``b``, ``c`` (some requiring grad) ending in a scalar ``out``. The mix takes
+``b``, ``c`` (some requiring grad; a leaf no line uses is left out) ending in a scalar ``out``. The mix takes
 in branches, shared leaves, views, and the cuts of unit 04 (``detach``,
 ``no_grad``, ``inference_mode``, values taken out with ``.item()`` or
 ``.tolist()`` and rebuilt). Each program is run once when generated and kept
@@ -14,6 +14,7 @@ failure found is the smallest one and can be shown as code and as a graph.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,6 +166,10 @@ def generate(
         lines.append(f"out = {last}")
     if any(v > 1 for v in picked.values()):
         features.add("shared leaf")
+    body = "\n".join(lines[count:])
+    unused = {name for name in names if not re.search(rf"\b{name}\b", body)}  # a case lists only what it uses
+    lines = [line for name, line in zip(names, lines) if name not in unused] + lines[count:]
+    flags = {name: flag for name, flag in flags.items() if name not in unused}
     return Program(seed=seed, lines=lines, leaves=flags, features=features)
 
 

@@ -70,12 +70,13 @@ NOT_IN_COPY = "not in this copy"
 
 def question_verdict(q, flag: str = "", absent: bool = False, unanswered: bool = False) -> str:
     """The question's honest record, in the words the panel and `status` use; a flag found while
-    recomputing (such as "predicted after reveal") wins. In a graded copy the re-run revealed every
-    question, so a reveal with no prediction before it and the placeholder still in the answer cell
-    is "not answered"."""
+    recomputing (such as "predicted after reveal") wins over a record that does not say it already
+    (the record "predicted after reveal, correct" is the panel's words, and stays). In a graded copy the
+    re-run revealed every question, so a reveal with no prediction before it and the placeholder still
+    in the answer cell is "not answered"."""
     if absent:
         return NOT_IN_COPY
-    words = flag or q.record
+    words = q.record if flag and q.record.startswith(flag) else (flag or q.record)
     if words == "revealed without prediction" and unanswered:
         return "not answered"
     return words

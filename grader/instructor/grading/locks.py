@@ -11,8 +11,14 @@ A self-test's answer checked with the widget's Check button is carried the same 
 (``answer = ...`` then ``check("qid", answer)``) shows a record of the answer the button graded, and the
 re-run checks it there; the gradebook computes its verdict as for an answer written in the cell.
 
-Never carried, and noted: a record of another question than the cell's own, a malformed one, and one
-locked after torch's answer was revealed (a reveal never passes for a prediction).
+A prediction locked after torch's answer was revealed (the learner revealed, reset the question and
+locked a new one: the record says ``before_reveal: false``) is carried as what it was: the cell first
+replays that reveal and reset (:func:`after_reveal`), then predicts. The re-run's record is then the
+learner's panel's, "predicted after reveal", which earns nothing (a reveal never passes for a prediction).
+Such a record is honoured even where the cell's answer is typed in code (a prediction typed after a reveal
+is carried the same way): it can only lower what the cell earns.
+
+Never carried, and noted: a record of another question than the cell's own, and a malformed one.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 from grader.engine import locked
 
 MARK = "  # locked in with the widget"
+REPLAYED = "  # replayed: torch's answer was revealed, then the question reset, before this prediction"
 
 
 def _source(cell: Any) -> str:
@@ -94,18 +101,26 @@ def with_answer(source: str, encoded: Any) -> str | None:
     return "".join(lines)
 
 
+def after_reveal(source: str, qid: str) -> str:
+    """``source`` preceded by the reveal and reset that came before a prediction locked after the reveal."""
+    name = literal(qid)
+    return f"import grader as _agl{REPLAYED}\n_agl.reveal({name}); _agl.reset({name})\n" + source
+
+
 def apply_locks(cells: list, template: list) -> list[str]:
     """Write the predictions the outputs record as locked into their cells' placeholders; the notes.
 
     ``cells`` are the submission's cells (changed in place), ``template`` the unit's cells in
     ``notebooks/``; a cell is matched to its template by cell id.
     """
-    asks = {}
+    asks, predicts = {}, set()
     for cell in template:
         if isinstance(cell, dict) and cell.get("cell_type") == "code" and cell.get("id"):
             qid = predicted_qid(_source(cell), ("predict", "check"))
             if qid and _placeholders(_source(cell)):
                 asks[cell["id"]] = qid
+                if predicted_qid(_source(cell)) == qid:
+                    predicts.add(cell["id"])
     notes: list[str] = []
     for cell in cells:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
@@ -117,7 +132,7 @@ def apply_locks(cells: list, template: list) -> list[str]:
         found = None
         for output in outputs:
             try:
-                read = locked.read(output)
+                read = locked.read_lock(output)
             except locked.Unusable as exc:
                 notes.append(f"a lock record was ignored: {exc}")
                 continue
@@ -127,6 +142,9 @@ def apply_locks(cells: list, template: list) -> list[str]:
                 where = f"the cell of {own}" if own else "a cell that predicts nothing"
                 notes.append(f"a lock record of {read[0]} in {where} was ignored")
                 continue
+            if not read[2] and cell.get("id") not in predicts:  # only a prediction has a reveal to come after
+                notes.append(f"a lock record of {read[0]} was ignored: locked after a reveal, but it is no prediction")
+                continue
             found = read
         if found is None:
             continue
@@ -135,6 +153,8 @@ def apply_locks(cells: list, template: list) -> list[str]:
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             notes.append(f"the prediction locked for {own} could not be written into its cell and was ignored")
             continue
+        if not found[2]:  # locked after the reveal: replayed as such, whatever the cell's answer
+            rewritten = after_reveal(rewritten if rewritten is not None else _source(cell), found[0])
         if rewritten is not None:
             cell["source"] = rewritten
     return notes
