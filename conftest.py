@@ -141,6 +141,7 @@ LONGEST_FIRST = (  # a browser module (mostly waiting) beside a grading module (
     "tests/test_gradebook.py",
     "tests/test_scale.py",
     "tests/test_browser_pages.py",
+    "tests/test_browser_a11y.py",
     "tests/test_grade_attacks.py",
     "tests/test_grade_truth.py",
     "tests/test_grade.py",
