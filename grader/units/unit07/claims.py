@@ -1,6 +1,8 @@
 """Unit 07's general rules, each checked on generated programs (see grader.engine.claims)."""
 
+import gc
 import random
+import weakref
 
 import torch
 
@@ -63,3 +65,398 @@ def pack_once_per_save():
             condition=all_tensors,
             holds=len(packs) == _saved_tensors(out.grad_fn),
         )
+
+
+_STEPS = ("sin", "exp", "sigmoid", "tanh", "square", "reciprocal")
+_WRITES = ("add_(1)", "mul_(2)", "zero_()", "[0] = 5")
+
+
+def _mutated_grad(rng: random.Random, inside: bool):
+    """x.grad for a chain of saving ops on x, the loss taken, then 1-3 writes into the chain's tensors, all
+    under allow_mutation_on_saved_tensors; backward inside the block or after it. Also the reference x.grad
+    of the same chain without the writes, and a label."""
+    from torch.autograd.graph import allow_mutation_on_saved_tensors
+
+    ops = [rng.choice(_STEPS) for _ in range(rng.randint(1, 4))]
+    n = rng.randint(1, 6)
+    start = [rng.uniform(0.2, 1.5) for _ in range(n)]
+
+    def chain(x):
+        h = [x * 1]  # a tensor of the graph, not the leaf
+        for op in ops:
+            h.append(getattr(torch, op)(h[-1]))
+        return h
+
+    ref = torch.tensor(start, requires_grad=True)
+    chain(ref)[-1].sum().backward()
+    x = torch.tensor(start, requires_grad=True)
+    writes = [(rng.randrange(len(ops) + 1), rng.choice(_WRITES)) for _ in range(rng.randint(1, 3))]
+    with allow_mutation_on_saved_tensors():
+        h = chain(x)
+        loss = h[-1].sum()
+        for i, write in writes:
+            exec(f"h[{i}]{'' if write.startswith('[') else '.'}{write}", {}, {"h": h})
+        if inside:
+            loss.backward()
+    if not inside:
+        try:
+            loss.backward()
+        except (AssertionError, RuntimeError):  # 2.13 asserts that backward runs inside the block
+            return None, ref.grad, ops, writes
+    return x.grad, ref.grad, ops, writes
+
+
+@claim(
+    "07.allow-mutation-keeps-the-saved-value",
+    sentence="inside `allow_mutation_on_saved_tensors()`, a write to a tensor that a node saved leaves that node "
+    "the value it saved: no error, and the gradient of the program without the write",
+    holds_when="backward runs inside the same block; once the block is left, backward over its graph is refused",
+)
+def allow_mutation_keeps_the_saved_value():
+    for seed in range(8):
+        rng = random.Random(seed)
+        inside = seed % 4 != 3
+        grad, ref, ops, writes = _mutated_grad(rng, inside)
+        label = f"seed {seed}: x*1 -> {' -> '.join(ops)}, writes {[f'h{i}.{w}' for i, w in writes]}, backward " + (
+            "inside" if inside else "after the block"
+        )
+        yield Trial(label, condition=inside, holds=grad is not None and torch.allclose(grad, ref))
+
+
+# --- the counter ------------------------------------------------------------------------------------------------
+
+# one write each, as c004 lists them: a method ending in _, an augmented assignment, an index assignment, out=
+_ONE_WRITE = (
+    ("t.add_(1)", lambda t: t.add_(1)),
+    ("t.mul_(2)", lambda t: t.mul_(2)),
+    ("t.zero_()", lambda t: t.zero_()),
+    ("t.copy_(t * 3)", lambda t: t.copy_(t * 3)),
+    ("t += 1", lambda t: t.__iadd__(1)),
+    ("t *= 2", lambda t: t.__imul__(2)),
+    ("t[0] = 5", lambda t: t.__setitem__(0, 5.0)),
+    ("t[1:] = 0", lambda t: t.__setitem__(slice(1, None), 0.0)),
+    ("torch.add(t, 1, out=t)", lambda t: torch.add(t, 1, out=t)),
+    ("torch.exp(t, out=t)", lambda t: torch.exp(t, out=t)),
+)
+# operations that make a new tensor (or a view) and write nothing
+_NO_WRITE = (
+    ("t + 1", lambda t: t + 1),
+    ("t.clone()", lambda t: t.clone()),
+    ("t * 2", lambda t: t * 2),
+    ("t[1:]", lambda t: t[1:]),
+    ("t.exp()", lambda t: t.exp()),
+)
+# an augmented assignment to an indexed view: an in-place op on the view, then an index assignment of the result
+_TWO_WRITES = (("t[1:] += 1", lambda t: t.__setitem__(slice(1, None), t[1:].__iadd__(1))),)
+
+
+@claim(
+    "07.each-write-adds-one",
+    sentence="Any operation that writes into `t`'s memory adds one: methods ending in `_`, `+=` and friends, index "
+    "assignment, `out=` arguments. An operation that makes a new tensor leaves it alone.",
+    holds_when="one operation, one write; `t[1:] += 1` is two (an in-place add on the view, then the index assignment "
+    "writes the result back) and adds two",
+)
+def each_write_adds_one():
+    for seed in range(12):
+        rng = random.Random(seed)
+        ops = [rng.choice(_ONE_WRITE + _NO_WRITE) for _ in range(rng.randint(1, 5))]
+        combo = seed % 4 == 3
+        if combo:
+            ops.insert(rng.randint(0, len(ops)), _TWO_WRITES[0])
+        t = torch.rand(rng.randint(2, 6)) + 0.5
+        for _, op in ops:
+            op(t)
+        writes = sum(op in _ONE_WRITE for op in ops)
+        label = f"seed {seed}: {'; '.join(name for name, _ in ops)}: version {t._version}, {writes} one-write ops"
+        yield Trial(label, condition=not combo, holds=t._version == writes)
+
+
+_ALIASES = (
+    ("v = b[1:]", lambda b: b[1:], True),
+    ("v = b.view(-1)", lambda b: b.view(-1), True),
+    ("v = b.t()", lambda b: b.t(), True),
+    ("v = b[::2]", lambda b: b[::2], True),
+    ("v = b.detach()", lambda b: b.detach(), True),
+    ("v = b.data", lambda b: b.data, False),
+    ("v = b.clone()", lambda b: b.clone(), False),
+)
+
+
+@claim(
+    "07.views-and-detach-share-the-counter",
+    sentence="A view (a slice, `.view`, `.t()`) shares its base's counter, and so does `detach()`",
+    holds_when="the alias is a view or detach(); `.data` is the same memory with a counter of its own, and clone() "
+    "is other memory",
+)
+def views_and_detach_share_the_counter():
+    for seed in range(14):
+        rng = random.Random(seed)
+        label, make, shares = _ALIASES[seed % len(_ALIASES)]
+        b = torch.rand(rng.randint(1, 3), 4)
+        v = make(b)
+        before = b._version
+        (v.mul_ if rng.random() < 0.5 else v.add_)(2)
+        yield Trial(
+            f"seed {seed}: {label}, v written once", condition=shares, holds=b._version == before + 1 == v._version
+        )
+
+
+# --- what backward compares ---------------------------------------------------------------------------------------
+
+_SAVING = ("exp", "sigmoid", "tanh", "sin", "square", "relu")
+
+
+def _chain_with_write(rng: random.Random):
+    """A chain of ops on x (each its own tensor), the loss taken, one write into one of them. Returns the label,
+    whether some node under the loss kept a tensor over the written memory, whether reading every saved tensor
+    raised, and whether backward raised."""
+    ops = [rng.choice(_SAVING + ("add", "mul3")) for _ in range(rng.randint(1, 4))]
+    x = torch.rand(rng.randint(1, 5), requires_grad=True)
+    h = [x * 1]
+    for op in ops:
+        h.append(h[-1] + 1 if op == "add" else h[-1] * 3 if op == "mul3" else getattr(torch, op)(h[-1]))
+    loss = h[-1].sum()
+    i = rng.randrange(len(h))
+    memory = h[i].untyped_storage().data_ptr()
+    kept = False
+    for fn in _nodes(loss.grad_fn):
+        for name in dir(fn):
+            if name.startswith("_saved_"):
+                value = getattr(fn, name)
+                kept |= isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() == memory
+    h[i].mul_(2)
+    read_raised = False
+    for fn in _nodes(loss.grad_fn):
+        for name in dir(fn):
+            if name.startswith("_saved_"):
+                try:
+                    getattr(fn, name)
+                except RuntimeError:
+                    read_raised = True
+    try:
+        loss.backward()
+        backward_raised = False
+    except RuntimeError:
+        backward_raised = True
+    label = f"x*1 -> {' -> '.join(ops)}, loss taken, then h{i}.mul_(2)"
+    return label, kept, read_raised, backward_raised
+
+
+def _nodes(root):
+    seen, stack = set(), [root]
+    while stack:
+        fn = stack.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        yield fn
+        stack.extend(child for child, _ in fn.next_functions)
+
+
+@claim(
+    "07.the-consumer-decides",
+    sentence="In-place writes are not forbidden; what matters is whether some node kept the tensor you wrote.",
+)
+def the_consumer_decides():
+    for seed in range(12):
+        label, kept, _, backward_raised = _chain_with_write(random.Random(seed))
+        yield Trial(
+            f"seed {seed}: {label}: kept {kept}, backward raised {backward_raised}", True, kept == backward_raised
+        )
+
+
+@claim(
+    "07.reading-a-saved-tensor-checks-it",
+    sentence="reading a saved tensor runs the same check backward runs, so a write that will break backward already "
+    "shows here as `STALE`, before you call backward",
+)
+def reading_a_saved_tensor_checks_it():
+    for seed in range(12):
+        label, _, read_raised, backward_raised = _chain_with_write(random.Random(100 + seed))
+        yield Trial(
+            f"seed {seed}: {label}: reading raised {read_raised}, backward raised {backward_raised}",
+            True,
+            read_raised == backward_raised,
+        )
+
+
+_LEAF_WRITES = (
+    ("w.add_(1)", lambda w: w.add_(1)),
+    ("w.mul_(2)", lambda w: w.mul_(2)),
+    ("w[0] = 5", lambda w: w.__setitem__(0, 5.0)),
+    ("w[1:].mul_(2)", lambda w: w[1:].mul_(2)),
+    ("w.view(-1).zero_()", lambda w: w.view(-1).zero_()),
+    ("w.t().add_(1)", lambda w: w.t().add_(1)),
+)
+
+
+@claim(
+    "07.a-leaf-refuses-the-write",
+    sentence="torch refuses the write itself, at the write, for views of the leaf too",
+    holds_when="grad mode is on and the leaf requires grad; under torch.no_grad() the write is allowed (and not "
+    "recorded)",
+)
+def a_leaf_refuses_the_write():
+    for seed in range(12):
+        rng = random.Random(seed)
+        label, write = _LEAF_WRITES[seed % len(_LEAF_WRITES)]
+        w = torch.rand(rng.randint(2, 4), 2, requires_grad=True)
+        recorded = seed % 3 != 2
+        try:
+            if recorded:
+                write(w)
+            else:
+                with torch.no_grad():
+                    write(w)
+            refused = False
+        except RuntimeError as exc:
+            refused = "leaf Variable that requires grad" in str(exc)
+        yield Trial(f"seed {seed}: {label}{'' if recorded else ' under no_grad'}", recorded, refused)
+
+
+@claim(
+    "07.backward-inputs-accumulates-only-those",
+    sentence="`g_loss.backward(inputs=list(G.parameters()))` accumulates into the tensors listed and no others",
+)
+def backward_inputs_accumulates_only_those():
+    for seed in range(8):
+        rng = random.Random(seed)
+        torch.manual_seed(seed)
+        layers = [torch.nn.Linear(3, 3) for _ in range(rng.randint(2, 4))]
+        params = [p for layer in layers for p in layer.parameters()]
+        listed = rng.sample(params, rng.randint(1, len(params) - 1))
+        h = torch.randn(2, 3)
+        for layer in layers:
+            h = layer(h).tanh()
+        h.sum().backward(inputs=listed)
+        ok = all((p.grad is not None) == any(p is q for q in listed) for p in params)
+        yield Trial(
+            f"seed {seed}: {len(layers)} Linear layers, {len(listed)} of {len(params)} tensors listed", True, ok
+        )
+
+
+@claim(
+    "07.relu-keeps-its-output",
+    sentence="ReLU keeps its output (the slope is 1 where the output is positive), in place or not.",
+)
+def relu_keeps_its_output():
+    makers = (
+        ("torch.relu(h)", lambda h: torch.relu(h)),
+        ("h.relu_()", lambda h: h.relu_()),
+        ("nn.ReLU()(h)", lambda h: torch.nn.ReLU()(h)),
+        ("nn.ReLU(inplace=True)(h)", lambda h: torch.nn.ReLU(inplace=True)(h)),
+        ("F.relu(h, inplace=True)", lambda h: torch.nn.functional.relu(h, inplace=True)),
+    )
+    for seed in range(10):
+        rng = random.Random(seed)
+        label, relu = makers[seed % len(makers)]
+        x = torch.randn(rng.randint(1, 4), rng.randint(1, 4), requires_grad=True)
+        out = relu(x * 1)
+        kept = out.grad_fn._saved_result
+        same = kept.untyped_storage().data_ptr() == out.untyped_storage().data_ptr() and kept.shape == out.shape
+        yield Trial(f"seed {seed}: {label}, node {type(out.grad_fn).__name__}", True, same)
+
+
+# --- under saved-tensor hooks --------------------------------------------------------------------------------------
+
+_PAIRS = (
+    ("pack t", lambda t: t),
+    ("pack t.detach()", lambda t: t.detach()),
+    ("pack t.detach().clone()", lambda t: t.detach().clone()),
+    ("pack (t.detach(),)", lambda t: (t.detach(),)),
+)
+
+
+def _unpack(kept):
+    return kept[0] if isinstance(kept, tuple) else kept
+
+
+@claim(
+    "07.hooks-skip-the-check",
+    sentence="whoever installs a pack/unpack pair has taken over the check",
+    holds_when="the pair itself does not compare versions; without hooks the same writes raise at backward",
+)
+def hooks_skip_the_check():
+    for seed in range(12):
+        rng = random.Random(seed)
+        hooked = seed % 3 != 2
+        name, pack = _PAIRS[seed % len(_PAIRS)]
+        op = rng.choice(("exp", "sigmoid", "tanh", "sin", "square"))
+        p = torch.rand(rng.randint(1, 5), requires_grad=True)
+        h = p * 1
+        if hooked:
+            with torch.autograd.graph.saved_tensors_hooks(pack, _unpack):
+                out = getattr(torch, op)(h)
+        else:
+            out = getattr(torch, op)(h)
+        loss = out.sum()
+        (out if op in ("exp", "sigmoid", "tanh") else h).add_(1)  # a tensor the op kept: its output or its input
+        try:
+            loss.backward()
+            raised = False
+        except RuntimeError:
+            raised = True
+        label = f"seed {seed}: torch.{op}, the kept tensor written" + (f", under '{name}'" if hooked else ", no hooks")
+        yield Trial(label, condition=hooked, holds=not raised)
+
+
+_OWN_OUTPUT = ("exp", "sigmoid", "tanh", "relu")  # ops whose node keeps its output
+_INPUT_ONLY = ("sin", "cos", "square", "log")
+
+
+@claim(
+    "07.pack-returning-t-makes-a-cycle",
+    sentence="a `pack` that returns `t` itself, where a node saved its own output, makes a cycle that "
+    "`gc.collect()` never frees",
+    holds_when="the node saved its own output (exp, sigmoid, tanh, relu); an op that keeps only its input (sin, "
+    "square) has no cycle and its output is freed",
+)
+def pack_returning_t_makes_a_cycle():
+    made = []
+    for seed in range(8):
+        rng = random.Random(seed)
+        own = seed % 2 == 0
+        op = rng.choice(_OWN_OUTPUT if own else _INPUT_ONLY)
+        p = torch.rand(rng.randint(1, 64), requires_grad=True) + 0.1
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+            out = getattr(torch, op)(p)
+        made.append((f"seed {seed}: torch.{op}, pack returns t", own, weakref.ref(out)))
+        del out
+    gc.collect()  # once for all of them
+    for label, own, ref in made:
+        kept = ref()
+        if kept is not None:
+            kept.sum().backward()  # backward releases what the node kept, and with it the cycle
+        yield Trial(label, condition=own, holds=kept is not None)
+
+
+@claim(
+    "07.unpack-runs-per-read",
+    sentence="`unpack` runs every time backward reads the saved value, so a retained graph unpacks again on each pass",
+)
+def unpack_runs_per_read():
+    for seed in range(8):
+        rng = random.Random(seed)
+        ops = [rng.choice(("exp", "sin", "sigmoid", "tanh", "square")) for _ in range(rng.randint(1, 4))]
+        passes = rng.randint(1, 3)
+        calls = {"pack": 0, "unpack": 0}
+
+        def pack(t, calls=calls):
+            calls["pack"] += 1
+            return t.detach()
+
+        def unpack(t, calls=calls):
+            calls["unpack"] += 1
+            return t
+
+        x = torch.rand(rng.randint(1, 5), requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            h = x
+            for op in ops:
+                h = getattr(torch, op)(h) * (h if rng.random() < 0.3 else 1.0)
+            loss = h.sum()
+        for i in range(passes):
+            loss.backward(retain_graph=i < passes - 1)
+        label = f"seed {seed}: {' -> '.join(ops)}, {passes} backward pass(es): {calls}"
+        yield Trial(label, True, calls["unpack"] == passes * calls["pack"] > 0)

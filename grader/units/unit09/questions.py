@@ -118,26 +118,48 @@ def held_vs_bill():
 # =====================================================================================================
 
 
+_MULTIPLES = (
+    "about the same as the plain run",
+    "between 1 and 2 times the plain run",
+    "between 2 and 4 times the plain run",
+    "more than 4 times the plain run",
+)
+
+
+def _multiple(ratio: float) -> str:
+    """The band of _MULTIPLES that a held/plain ratio falls in ("about the same": within 5 %)."""
+    if abs(ratio - 1) <= 0.05:
+        return _MULTIPLES[0]
+    return _MULTIPLES[1] if ratio < 2 else _MULTIPLES[2] if ratio <= 4 else _MULTIPLES[3]
+
+
 @predict_then_run(
-    "09.alias-copy-held",
-    Number(tol=0),
+    "09.copy-pair-multiple",
+    Choice(*_MULTIPLES),
     prompt=f"{_MLP}. Two pairs: alias, pack(t) = t.detach(); copy, pack(t) = t.detach().clone(); both unpack "
-    "by returning what pack kept. Bytes held after the forward pass (MemoryWatch, loss included) under "
-    "each? Without hooks it is 1,048,580. Answer [alias, copy].",
-    explain="detach() shares the memory, so the alias pair keeps exactly what plain autograd keeps. The copy "
-    "pair allocates once per save: x, each ReLU output twice (kept by the ReLU and by the next "
-    "Linear), 2.weight and 4.weight, while the ReLU outputs themselves are freed.",
+    "by returning what pack kept. Memory held after the forward pass (MemoryWatch, loss included) under the "
+    "copy pair, compared with the plain run (1,048,580 bytes)? One of " + ", ".join(repr(s) for s in _MULTIPLES) + ".",
+    explain="The copy pair allocates once per save: x, each ReLU output twice (kept by the ReLU and by the next "
+    "Linear), 2.weight and 4.weight, about 3.5 times the plain run's two ReLU outputs, while the ReLU outputs "
+    "themselves are freed once nothing but the copies needs them. (The alias pair keeps exactly what plain "
+    "autograd keeps: detach() shares the memory.)",
     misconceptions=[
         (
-            lambda truth: [truth[0], truth[0]],
-            "clone() allocates new memory at every save, and "
-            "pack is handed tensors that existed before the forward pass too (x, the weights).",
-        )
+            _MULTIPLES[0],
+            "that is the alias pair: clone() allocates new memory at every save, and pack is handed tensors that "
+            "existed before the forward pass too (x, the weights)",
+        ),
+        (
+            _MULTIPLES[3],
+            "the copies do not come on top of the ReLU outputs: once every node keeps a copy, nothing keeps the "
+            "originals and they are freed",
+        ),
     ],
 )
-def alias_copy_held():
+def copy_pair_multiple():
     model, x = syllabus_mlp()
-    return [held_after(lambda: under_hooks(pair, lambda: model(x).sum())) for pair in (ALIAS_PAIR, COPY_PAIR)]  # noqa: B023  (held_after calls it at once, in its own iteration)
+    plain, copied = (held_after(lambda: under_hooks(pair, lambda: model(x).sum())) for pair in (ALIAS_PAIR, COPY_PAIR))  # noqa: B023  (each is run at once, in its own iteration)
+    return _multiple(copied / plain)
 
 
 @predict_then_run(
@@ -300,26 +322,52 @@ def checkpoint_recompute_reached():
     return [b.calls for b in model]
 
 
+_FRACTIONS = (
+    "under a fifth of the plain run",
+    "between a fifth and a half",
+    "between half and all of it",
+    "as much as the plain run or more",
+)
+
+
+def _fraction(ratio: float) -> str:
+    return (
+        _FRACTIONS[0]
+        if ratio < 0.2
+        else _FRACTIONS[1]
+        if ratio <= 0.5
+        else _FRACTIONS[2]
+        if ratio < 1
+        else _FRACTIONS[3]
+    )
+
+
 @predict_then_run(
-    "09.checkpoint-held",
-    Number(tol=0),
-    prompt=f"{_CHAIN256}. Bytes held after the forward pass (MemoryWatch, the 4-byte loss included), plain and "
-    "with every block checkpointed (use_reentrant=False)? Answer [plain, checkpointed].",
+    "09.checkpoint-held-fraction",
+    Choice(*_FRACTIONS),
+    prompt=f"{_CHAIN256}. Memory held after the forward pass (MemoryWatch, the 4-byte loss included) with every "
+    "block run as checkpoint(block, h, use_reentrant=False), compared with the plain run: "
+    + ", ".join(repr(s) for s in _FRACTIONS)
+    + ".",
     explain="Plain, each block keeps its 256 x 512 Linear output (for GELU) and GELU output (for the second "
-    "Linear), and blocks 1 to 3 keep their input. Checkpointed, a block keeps only its input: x "
-    "existed already, so three 256 x 128 inputs and the loss remain.",
+    "Linear), and blocks 1 to 3 keep their 256 x 128 input. Checkpointed, a block keeps only its input: x "
+    "existed already, so three 256 x 128 inputs and the loss remain, about a twelfth of the plain run.",
     misconceptions=[
         (
-            lambda truth: [truth[0] - 4, truth[1] - 4],
-            "4 bytes short in both: the loss, made inside the watch, is new memory too.",
-        )
+            _FRACTIONS[1],
+            "checkpoint keeps neither of a block's two 256 x 512 activations, only its 256 x 128 input: a twelfth",
+        ),
+        (
+            _FRACTIONS[2],
+            "checkpoint keeps only each block's input and recomputes everything else during backward",
+        ),
     ],
 )
-def checkpoint_held():
+def checkpoint_held_fraction():
     model, x = block_chain(batch=256)
     plain = held_after(lambda: model(x).sum())
     model, x = block_chain(batch=256)
-    return [plain, held_after(lambda: checkpointed(model, x).sum())]
+    return _fraction(held_after(lambda: checkpointed(model, x).sum()) / plain)
 
 
 @predict_then_run(
