@@ -283,3 +283,26 @@ def test_a_program_that_raises_is_never_called_clean():
     odd = _program("    loss = torch.sigmoid(w * x).sum()\n    loss.backward()\n    w.grad.view(3)\n    opt.step()\n")
     with pytest.raises(ValueError, match="line 9 raised RuntimeError"):
         audit(odd)
+
+
+_TWO_PARAMS = """import torch
+w = torch.tensor([0.5, -0.3], requires_grad=True)
+b = torch.tensor([0.1], requires_grad=True)
+opt = torch.optim.SGD([w, b], lr=0.1)
+x = torch.tensor([1.0, 2.0])
+for step in range(2):
+    opt.zero_grad()
+{body}    loss = sum(t.sum() for t in (h, g))
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_tuple_unpacking_and_a_generator_in_the_loss_line_are_read_as_written():
+    clean = TrainingProgram(
+        _TWO_PARAMS.format(body="    h, g = torch.tanh(w * x), b * 2\n"), params=("w", "b"), steps=2
+    )
+    assert audit(clean).kind == NO_FAULT
+    rebound = "    w, b = w.detach().requires_grad_(), b\n    h, g = torch.tanh(w * x), b * 2\n"
+    finding = audit(TrainingProgram(_TWO_PARAMS.format(body=rebound), params=("w", "b"), steps=2))
+    assert finding.kind == REBOUND and finding.line == 8, finding
