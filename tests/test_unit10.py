@@ -26,6 +26,7 @@ from grader.units.unit10.capstone import (
     RUNS,
     STALE,
     VERDICTS,
+    TrainingProgram,
     audit,
     prove,
     step_through,
@@ -245,3 +246,63 @@ def test_the_repaired_depths_are_asked_as_a_shape_torch_decides():
     assert not q.kind.agrees(truth, q.kind.read("one step longer each step"))
     depths = list(unit10.capstone.prove(unit10.WORKED, unit10.WORKED_REPAIRED).depths)
     assert len(depths) == 4 and len(set(depths)) == 1
+
+
+_STEP_START = """import torch
+w = torch.tensor([0.5, -0.3], requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+x = torch.tensor([1.0, 2.0])
+for step in range(2):
+    opt.zero_grad()
+"""
+
+
+def _program(body: str) -> TrainingProgram:
+    return TrainingProgram(_STEP_START + body, params=("w",), steps=2, title="theirs")
+
+
+def test_a_write_between_two_backward_calls_is_an_in_place_fault():
+    program = _program(
+        "    h = torch.sigmoid(w * x)\n"
+        "    loss = h.sum()\n"
+        "    loss.backward(retain_graph=True)\n"
+        "    h.mul_(2)\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+    )
+    finding = audit(program)
+    assert finding.kind == IN_PLACE and finding.line == 10, finding
+
+
+def test_a_program_that_raises_is_never_called_clean():
+    program = _program(
+        "    loss = torch.sigmoid(w * x).sum()\n    loss.backward()\n    loss.backward()\n    opt.step()\n"
+    )
+    finding = audit(program)
+    assert finding.kind == STALE and finding.line == 9, finding
+    odd = _program("    loss = torch.sigmoid(w * x).sum()\n    loss.backward()\n    w.grad.view(3)\n    opt.step()\n")
+    with pytest.raises(ValueError, match="line 9 raised RuntimeError"):
+        audit(odd)
+
+
+_TWO_PARAMS = """import torch
+w = torch.tensor([0.5, -0.3], requires_grad=True)
+b = torch.tensor([0.1], requires_grad=True)
+opt = torch.optim.SGD([w, b], lr=0.1)
+x = torch.tensor([1.0, 2.0])
+for step in range(2):
+    opt.zero_grad()
+{body}    loss = sum(t.sum() for t in (h, g))
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_tuple_unpacking_and_a_generator_in_the_loss_line_are_read_as_written():
+    clean = TrainingProgram(
+        _TWO_PARAMS.format(body="    h, g = torch.tanh(w * x), b * 2\n"), params=("w", "b"), steps=2
+    )
+    assert audit(clean).kind == NO_FAULT
+    rebound = "    w, b = w.detach().requires_grad_(), b\n    h, g = torch.tanh(w * x), b * 2\n"
+    finding = audit(TrainingProgram(_TWO_PARAMS.format(body=rebound), params=("w", "b"), steps=2))
+    assert finding.kind == REBOUND and finding.line == 8, finding

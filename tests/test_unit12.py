@@ -190,3 +190,84 @@ def test_the_anomaly_question_asks_what_unit_10_did_not_show():
     truth = q.kind.truth(q.run())
     assert q.kind.agrees(truth, q.kind.read("no error: x.grad holds inf"))
     assert not q.kind.agrees(truth, q.kind.read("raises, naming SqrtBackward0"))
+
+
+def _batches(n=3):
+    torch.manual_seed(0)
+    return [(torch.randn(5, 3), torch.randn(5, 1)) for _ in range(n)]
+
+
+def _mlp(*middle):
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(3, 4), *middle, torch.nn.Linear(4, 1))
+
+
+def test_find_fault_runs_a_healthy_model_with_an_in_place_relu():
+    """It adds no module backward hooks (which make an in-place op after a module raise in forward)."""
+    model = _mlp(torch.nn.ReLU(inplace=True))
+    assert kit.find_fault(model, torch.nn.functional.mse_loss, _batches()).kind == kit.NO_FAULT
+
+
+def test_find_fault_names_a_cut_path_behind_an_in_place_relu_without_crashing():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(inplace=True), unit12_cases.StopInput(4))
+    found = kit.find_fault(model, lambda out, y: ((out.sum(1, keepdim=True) - y) ** 2).mean(), _batches())
+    assert found.kind == FROZEN and "2" in found.where
+
+
+def test_find_fault_calls_a_loss_without_graph_a_frozen_path_not_a_stale_graph():
+    model = _mlp(torch.nn.Tanh())
+    found = kit.find_fault(model, lambda out, y: ((out.detach() - y) ** 2).mean(), _batches())
+    assert found.kind == FROZEN and found.where
+
+
+def test_find_fault_calls_an_in_place_write_no_stale_graph():
+    class Scale(torch.nn.Module):
+        def forward(self, x):
+            y = torch.sigmoid(x)
+            y.mul_(2)  # sigmoid saved its output
+            return y
+
+    found = kit.find_fault(_mlp(Scale()), torch.nn.functional.mse_loss, _batches())
+    assert found.kind == kit.RAISED and "inplace-on-saved" in found.evidence
+
+
+def test_find_fault_leaves_a_parameter_frozen_on_purpose_alone():
+    model = _mlp(torch.nn.Tanh())
+    model[0].requires_grad_(False)
+    assert kit.find_fault(model, torch.nn.functional.mse_loss, _batches()).kind == kit.NO_FAULT
+
+
+def test_find_fault_uses_the_learners_optimizer():
+    model = _mlp(torch.nn.Tanh())
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model[2] = torch.nn.Linear(4, 1)  # a new head after the optimizer was made
+    found = kit.find_fault(model, torch.nn.functional.mse_loss, _batches(), opt=opt)
+    assert found.kind == FROZEN and found.where == {"2"}
+
+
+class _Last(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.last = None
+
+    def forward(self, x):
+        self.last = x  # only this step's graph: replaced every step
+        return x
+
+
+def test_a_graph_kept_only_until_the_next_step_is_no_growing_memory():
+    assert kit.find_fault(_mlp(_Last()), torch.nn.functional.mse_loss, _batches()).kind == kit.NO_FAULT
+
+
+def test_a_growing_graph_in_a_buffer_is_found():
+    class BufferTally(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("total", torch.zeros(()))
+
+        def forward(self, x):
+            self.total = self.total + x.abs().mean()  # a registered buffer, so not in vars(module)
+            return x
+
+    found = kit.find_fault(_mlp(BufferTally()), torch.nn.functional.mse_loss, _batches())
+    assert found.kind == LEAK and found.where == {"1"}, found

@@ -79,6 +79,8 @@ def check(d, graph_roots, leaves, site, watched):
         return
     if not finite:
         return
+    if origin is not None:  # kept even when no leaf's gradient ends non-finite (a ReLU below may zero it)
+        d.nan_origins[site] = origin
     bad = []
     for leaf in leaves:
         g = raw_grad(leaf)

@@ -148,6 +148,7 @@ class Doctor:
         self.recomputing: list = []  # (module, its buffers and their versions, line) of calls inside backward
         self.full_hooked = ""  # the last module called with a full backward hook on it, and where
         self.saved_hooks_seen = False  # saved-tensor hooks (a checkpoint's) were active at a module call
+        self.nan_origins: dict = {}  # backward site -> the node that last first made a gradient non-finite there
         self.replay: dict[str, str] = {}  # backward site -> the node kind to find again in the anomaly replay
         self.anomaly_armed = False
         self.anomaly_before = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())

@@ -16,8 +16,10 @@ The tools read torch's record, never the generator's label:
   loss, a :class:`~grader.probes.traces.Trace` of the program up to a step (for ``first_broken_edge``,
   unit 04), and a table of it all.
 * :func:`audit` is the grader's audit: the checklist of the capstone asked in order (rebound
-  parameter, reachability, stale saves, graphs carried across steps, gradients left in ``.grad``); it
-  returns an :class:`AuditFinding`.
+  parameter, reachability, stale saves, graphs carried across steps, the run's own error as the course's
+  doctor names it, gradients left in ``.grad``) on two steps run under the doctor
+  (:mod:`grader.probes.doctor`); it returns an :class:`AuditFinding`. A statement's bound names are
+  those it binds in the program (each name of a tuple unpacking; not a comprehension's own variable).
 * :func:`prove` runs a (repaired) source whole and measures the quantities a repair must restore:
   it runs, every parameter moves, the loss's depth is the same at every step, and every step's
   gradients equal an independent reference (:meth:`TrainingProgram.reference`, computed with
@@ -139,6 +141,11 @@ class StatementEvent(traces.Step):
     grads: dict = field(default_factory=dict)
     stale: tuple = ()
     error: BaseException | None = None
+    bound: dict = field(default_factory=dict)  # every name the statement bound -> its value then
+
+    def value(self, name: str):
+        """What the statement bound to ``name`` (``a, b = ...`` binds two)."""
+        return self.bound.get(name, self.tensor if name == self.name else None)
 
     __eq__ = object.__eq__  # events are compared by identity, never by their tensors
     __hash__ = object.__hash__
@@ -189,7 +196,7 @@ class Run:
         found = None
         for e in self.step(n):
             if "loss" in e.names and e.error is None:
-                found = e.tensor
+                found = e.value("loss")
         return found
 
     def backward_event(self, n: int) -> StatementEvent | None:
@@ -282,6 +289,24 @@ def _statement_text(source: str, stmt: ast.stmt) -> str:
     return "\n".join([lines[0]] + [l[pad:] if l[:pad].strip() == "" else l for l in lines[1:]])
 
 
+_SCOPES = (ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp, ast.Lambda, ast.FunctionDef)
+
+
+def _bound_names(stmt: ast.stmt) -> list[str]:
+    """The names a statement binds in the program's namespace, in source order (tuple unpacking binds each
+    name; a comprehension's or a lambda's own variables, ``t`` in ``sum(t for t in terms)``, are not)."""
+    found: list[str] = []
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, _SCOPES) and node is not stmt:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in found:
+            found.append(node.id)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
 def _loop(tree: ast.Module) -> ast.For:
     loops = [s for s in tree.body if isinstance(s, ast.For)]
     if len(loops) != 1 or not isinstance(loops[0].target, ast.Name):
@@ -329,9 +354,10 @@ def step_through(program: TrainingProgram | str, steps: int | None = None) -> Ru
             event.error = exc
             events.append(event)
             return False
-        event.names = tuple(traces._assigned(stmt))
+        event.names = tuple(_bound_names(stmt))
         event.name = event.names[-1] if event.names else None
         event.tensor = ns.get(event.name) if event.name else None
+        event.bound = {n: ns.get(n) for n in event.names}
         if isinstance(event.tensor, torch.Tensor):
             event.requires_grad, event.is_leaf = event.tensor.requires_grad, event.tensor.is_leaf
             event.grad_fn = probes.node_name(event.tensor.grad_fn)
@@ -397,10 +423,29 @@ def _nonzero(grad) -> bool:
     return isinstance(grad, torch.Tensor) and bool(grad.detach().abs().sum() > 0)
 
 
+def _watched_run(program: TrainingProgram) -> tuple[Run, set]:
+    """Two steps of ``program`` under the course's doctor (:mod:`grader.probes.doctor`): the run, and the
+    mechanisms the doctor named (empty when a doctor the caller started is already watching)."""
+    from grader.probes.doctor import doctor
+
+    watching = doctor(report=False)
+    try:
+        watching.__enter__()
+    except RuntimeError:  # one doctor at a time: the caller's is watching, the audit reads torch alone
+        return step_through(program, steps=2), set()
+    try:
+        run = step_through(program, steps=2)
+    finally:
+        watching.__exit__(None, None, None)
+    return run, {f.mechanism.value for f in watching.findings}
+
+
 def audit(program: TrainingProgram | Run) -> AuditFinding:
-    """The capstone's checklist, asked in order, on two steps of the program. Every answer is read from
-    torch's record (identity, reachability, saved-tensor versions, shared nodes, ``.grad``)."""
-    run = program if isinstance(program, Run) else step_through(program, steps=2)
+    """The capstone's checklist, asked in order, on two steps of the program run under the course's doctor.
+    Every answer is read from torch's record (identity, reachability, saved-tensor versions after every
+    statement of step 1, including those between two backward calls, shared nodes, ``.grad``); a program
+    that raises is named by the mechanism the doctor measured on that error, never called clean."""
+    run, said = (program, set()) if isinstance(program, Run) else _watched_run(program)
     params = run.program.params
     loss1 = run.loss(1)
     if not isinstance(loss1, torch.Tensor):
@@ -413,7 +458,7 @@ def audit(program: TrainingProgram | Run) -> AuditFinding:
     # 1. the tensor each name held when step 1's loss was computed: is it the one the optimizer updates?
     for name in params:
         binding = next((e for e in reversed(upto[: loss_at + 1]) if name in e.names), None)
-        if binding is not None and not any(binding.tensor is p for p in held):
+        if binding is not None and not any(binding.value(name) is p for p in held):
             return AuditFinding(REBOUND, binding, f"{name} as the loss used it is not a tensor the optimizer holds")
 
     # 2. does step 1's loss reach every parameter? if not, the first broken edge and what cut it
@@ -428,10 +473,15 @@ def audit(program: TrainingProgram | Run) -> AuditFinding:
                 return AuditFinding(NO_GRAD, edge, f"step 1's loss does not reach {name}; its path stops in no_grad")
             raise ValueError(f"{name}'s path stops at line {edge.number}, by no cut this audit knows")
 
-    # 3. saved tensors made stale before step 1's backward
-    for e in run.step(1):
-        if e.backward or e.error is not None:
+    # 3. saved tensors made stale in step 1 before its last backward (between two backward calls too; after
+    # the last one the optimizer's step writes the parameters, which every graph still alive saved)
+    step1 = run.step(1)
+    last_backward = max((i for i, e in enumerate(step1) if e.backward), default=len(step1))
+    for e in step1[:last_backward]:
+        if e.error is not None:
             break
+        if e.backward:
+            continue
         if e.stale:
             return AuditFinding(IN_PLACE, e, f"after this statement {e.stale[0].node} holds a stale saved tensor")
 
@@ -442,6 +492,18 @@ def audit(program: TrainingProgram | Run) -> AuditFinding:
             STALE if b.step == 0 else CARRIED,
             b,
             f"step 2 reads {name} as bound {when}, and its loss reaches that graph",
+        )
+
+    # the run raised and none of the checks above named why: the doctor's measurement on that error
+    error = run.error
+    if error is not None and error.step <= 2:
+        if "inplace-on-saved" in said:
+            return AuditFinding(IN_PLACE, error, f"line {error.number} raised: a saved tensor was written in place")
+        if said & {"freed-graph", "carried-state"}:
+            return AuditFinding(STALE, error, f"line {error.number} raised: it goes back through a freed graph")
+        raise ValueError(
+            f"line {error.number} raised {type(error.error).__name__}: {stable_part(error.error)}; "
+            "no fault this audit knows"
         )
 
     # 5. is .grad clear when step 2's backward adds into it?
@@ -469,9 +531,9 @@ def crossings(run: Run, n: int = 2) -> list[tuple[StatementEvent, str, Statement
             if (
                 b is not None
                 and b.step < n
-                and isinstance(b.tensor, torch.Tensor)
-                and b.tensor.grad_fn is not None
-                and b.tensor.grad_fn in reached
+                and isinstance(b.value(name), torch.Tensor)
+                and b.value(name).grad_fn is not None
+                and b.value(name).grad_fn in reached
             ):
                 found.append((e, name, b))
         if "loss" in e.names:

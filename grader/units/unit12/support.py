@@ -9,7 +9,9 @@ Tools a learner uses in the notebook (each a thin layer over a torch API, so the
 * :class:`BackwardWatch`: ``register_full_backward_hook`` on every module, in firing order, with
   whether each module's incoming and outgoing gradients were finite; :meth:`BackwardWatch.origin`
   names the first module whose backward turned finite gradients into non-finite ones;
-* :func:`held_bytes`, :func:`graphs_held`: what the objects a loop keeps hold for backward;
+* :func:`held_bytes`, :func:`graphs_held`: what the objects a loop keeps hold for backward (attributes
+  and buffers); :func:`graph_sizes_held`: how many nodes each holder's graph has, to tell a growing graph
+  from one kept only until the next step;
 * :class:`ModuleBill`: the saved-tensor bill per module (``saved_tensors_hooks`` plus module hooks);
 * :func:`quiet_profile`: ``torch.profiler.profile(activities=[CPU], profile_memory=True)`` with the
   profiler's native start/stop log line kept out of the notebook;
@@ -17,8 +19,8 @@ Tools a learner uses in the notebook (each a thin layer over a torch API, so the
   in reference cycles that Python's collector freed.
 
 :func:`find_fault` is the grader's own run of the checklist on a training setup, the answer of exercise
-12.diagnose; the exercise's generated setups (small models with one planted fault among four kinds, or none)
-are in :mod:`grader.units.unit12.cases`.
+12.diagnose, built on the course's doctor (:mod:`grader.probes.doctor`); the exercise's generated setups
+(small models with one planted fault among four kinds, or none) are in :mod:`grader.units.unit12.cases`.
 """
 
 from __future__ import annotations
@@ -311,12 +313,30 @@ def graphs_held(obj) -> list[str]:
     out = []
     modules = obj.named_modules() if isinstance(obj, nn.Module) else [("", obj)]
     for name, module in modules:
-        for key, value in vars(module).items():
-            if key.startswith("_"):
-                continue
+        held = {k: v for k, v in vars(module).items() if not k.startswith("_")}
+        held.update(getattr(module, "_buffers", {}))  # a buffer assigned a tensor with a graph keeps it too
+        for key, value in held.items():
             if any(t.grad_fn is not None for t in _tensors_in(value)):
                 out.append(f"{name}.{key}" if name else key)
     return out
+
+
+def graph_sizes_held(obj) -> dict[str, int]:
+    """For each holder :func:`graphs_held` names, the number of distinct autograd nodes its tensors reach:
+    a holder whose count rises step after step keeps a growing graph, one whose count stays put only
+    this step's."""
+    modules = dict(obj.named_modules()) if isinstance(obj, nn.Module) else {"": obj}
+    sizes = {}
+    for holder in graphs_held(obj):
+        name, _, key = holder.rpartition(".")
+        module = modules[name]
+        value = getattr(module, "_buffers", {}).get(key, vars(module).get(key))
+        seen: set = set()
+        for t in _tensors_in(value):
+            if t.grad_fn is not None:
+                seen.update(probes.nodes(t))
+        sizes[holder] = len(seen)
+    return sizes
 
 
 class ModuleBill:
@@ -570,6 +590,7 @@ LEAK = "growing memory"
 FROZEN = "frozen parameter"
 STALE = "stale graph"
 NO_FAULT = "no fault"
+RAISED = "backward raised"  # a backward error the doctor names as none of the four faults (an in-place write...)
 FAULTS = (NONFINITE, LEAK, FROZEN, STALE)
 VERDICTS = FAULTS + (NO_FAULT,)
 
@@ -593,63 +614,153 @@ def _graph_holders(model: nn.Module) -> frozenset:
     return frozenset(h.rsplit(".", 1)[0] for h in graphs_held(model))
 
 
+def _reaches(out, args) -> bool:
+    """Whether the graph of ``out`` reaches any of ``args`` (a tensor input's node, or a leaf input itself)."""
+    inputs = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+    nodes = {a.grad_fn for a in inputs if a.grad_fn is not None}
+    leaves = {id(a) for a in inputs if a.grad_fn is None}
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for o in outs:
+        if not isinstance(o, torch.Tensor) or o.grad_fn is None:
+            continue
+        for fn in probes.nodes(o):
+            if fn in nodes or id(getattr(fn, "variable", None)) in leaves:
+                return True
+    return False
+
+
 def _cuts(model: nn.Module, loss_fn, x, y) -> set[str]:
     """Modules (and the modules around them) where the path stops: the input required grad, yet the output
-    does not, or backward sends the input no gradient. Runs one more forward and backward."""
-    entered, found, handles = {}, set(), []
+    does not, or the output's graph does not reach the input (so backward sends it no gradient). Runs one
+    more forward, with forward hooks only (a module backward hook would make an in-place op after a
+    module raise)."""
+    found, handles = set(), []
     for name, module in model.named_modules():
         if not name:
             continue
 
         def forward_hook(m, args, out, name=name):
-            entered[name] = any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
-            if entered[name] and isinstance(out, torch.Tensor) and not out.requires_grad:
-                found.add(name)
-
-        def backward_hook(m, grad_input, grad_output, name=name):
-            if entered.get(name) and all(g is None for g in grad_input):
+            if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+                return
+            if isinstance(out, torch.Tensor) and not out.requires_grad or not _reaches(out, args):
                 found.add(name)
 
         handles.append(module.register_forward_hook(forward_hook))
-        handles.append(module.register_full_backward_hook(backward_hook))
     try:
-        loss = loss_fn(model(x), y)
-        if loss.requires_grad:
-            loss.backward()
+        loss_fn(model(x), y)
     finally:
         for h in handles:
             h.remove()
     return found | {n.rsplit(".", 1)[0] for n in found if "." in n}
 
 
-def find_fault(model: nn.Module, loss_fn, batches) -> Finding:
-    """The checklist, run step by step on a fresh SGD over the model's parameters: a backward that
-    raises, the first module whose backward made a gradient non-finite, a parameter step 1's backward
-    does not reach, a graph a module keeps from step to step."""
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+def _made_by(model: nn.Module) -> tuple[dict, list]:
+    """Forward hooks (never backward ones) that map each node made inside a named module to the innermost
+    module's name: the nodes reachable from its output and not through its inputs' nodes."""
+    owner: dict = {}
+    handles = []
+    for name, module in model.named_modules():
+        if not name:
+            continue
+
+        def hook(m, args, out, name=name):
+            stop = {a.grad_fn for a in args if isinstance(a, torch.Tensor) and a.grad_fn is not None}
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            stack = [o.grad_fn for o in outs if isinstance(o, torch.Tensor) and o.grad_fn is not None]
+            seen: set = set()
+            while stack and len(seen) < 10_000:
+                fn = stack.pop()
+                if fn is None or fn in seen or fn in stop:
+                    continue
+                seen.add(fn)
+                owner.setdefault(fn, name)  # children return first: the innermost module keeps the node
+                stack.extend(n for n, _ in fn.next_functions)
+
+        handles.append(module.register_forward_hook(hook))
+    return owner, handles
+
+
+def _growing(sizes: list[dict[str, int]]) -> frozenset:
+    """Holders whose graph (its node count) rose from step to step, never shrinking: growing memory, not a
+    graph kept only until the next step replaces it."""
+    if len(sizes) < 2:
+        return frozenset()
+    out = set()
+    for holder, last in sizes[-1].items():
+        seq = [s[holder] for s in sizes if holder in s]
+        if len(seq) >= 2 and last > seq[0] and all(b >= a for a, b in zip(seq, seq[1:])):
+            out.add(holder.rsplit(".", 1)[0])
+    return frozenset(out)
+
+
+_STALE_MECHANISMS = frozenset({"freed-graph", "carried-state"})
+_CUT_MECHANISMS = frozenset({"no-grad-root", "inert-loss-term"})
+
+
+def find_fault(model: nn.Module, loss_fn, batches, opt: torch.optim.Optimizer | None = None) -> Finding:
+    """The checklist, run step by step with the course's doctor watching (:mod:`grader.probes.doctor`), on
+    ``opt`` (the learner's optimizer) or, without one, a fresh SGD over the model's parameters:
+
+    * a backward that raises, named by the doctor's mechanism: a freed or carried graph is a stale graph, a
+      loss cut from the model a frozen path; any other error is :data:`RAISED` (no fault of the four);
+    * the module whose node first turned finite gradients non-finite (the doctor's node below a masking op,
+      mapped to its module by forward hooks), even where a ReLU below zeroes the non-finite entries again;
+    * a parameter that requires grad and that step 1's backward does not reach (one frozen on purpose,
+      ``requires_grad=False``, is not a fault), or one it reaches that ``opt`` does not hold;
+    * a module attribute or buffer whose graph grows from step to step (:func:`graph_sizes_held`).
+
+    It adds no module backward hooks, so an in-place op after a module (``ReLU(inplace=True)``) runs as it
+    would without it."""
+    from grader.probes.doctor import doctor
+
+    opt = opt if opt is not None else torch.optim.SGD(model.parameters(), lr=0.1)
+    held = {id(p) for group in opt.param_groups for p in group["params"]}
     names = dict(model.named_parameters())
-    depths = []
-    for step, (x, y) in enumerate(batches, start=1):
-        opt.zero_grad()
-        with BackwardWatch(model) as watch:
+    depths: list[int] = []
+    sizes: list[dict[str, int]] = []
+    owner, handles = _made_by(model)
+    watching = doctor(report=False)
+    with contextlib.ExitStack() as stack:
+        stack.callback(lambda: [h.remove() for h in handles])
+        try:
+            stack.enter_context(watching)
+        except RuntimeError:  # a doctor the learner started is already watching: the checks run without ours
+            watching = None
+        for step, (x, y) in enumerate(batches, start=1):
+            opt.zero_grad()
+            owner.clear()  # this step's nodes only (the dict would keep every earlier step's graph alive)
+            if watching is not None:
+                watching.nan_origins.clear()
             loss = loss_fn(model(x), y)
             depths.append(probes.depth(loss))
             try:
                 loss.backward()
             except RuntimeError as exc:
-                return Finding(STALE, _graph_holders(model), f"step {step}'s backward raised: {exc}".split("\n")[0])
-        origin = watch.origin()
-        bad = [n for n, p in names.items() if not finite(p.grad)]
-        if origin is not None or bad:
-            where = {origin} if origin is not None else {_owner(model, n) for n in bad}
-            return Finding(NONFINITE, frozenset(where), "a module's backward returned a non-finite gradient")
-        if step == 1:
-            frozen = [n for n, p in names.items() if p.grad is None]
-            if frozen:
-                where = {_owner(model, n) for n in frozen} | _cuts(model, loss_fn, x, y)
-                return Finding(FROZEN, frozenset(where), f"no gradient reached {', '.join(frozen)}")
-        opt.step()
-    holders = _graph_holders(model)
+                said = {f.mechanism.value for f in watching.findings} if watching is not None else set()
+                first = f"step {step}'s backward raised: {exc}".split("\n")[0]
+                if said & _STALE_MECHANISMS:
+                    return Finding(STALE, _graph_holders(model), first)
+                if said & _CUT_MECHANISMS:
+                    where = {_owner(model, n) for n in names} | _cuts(model, loss_fn, x, y)
+                    return Finding(FROZEN, frozenset(where), first)
+                return Finding(RAISED, frozenset(), f"{first} (the doctor: {', '.join(sorted(said)) or 'no finding'})")
+            origins = [owner[fn] for fn in watching.nan_origins.values() if fn in owner] if watching else []
+            bad = [n for n, p in names.items() if not finite(p.grad)]
+            if origins or bad:
+                where = {origins[0]} if origins else {_owner(model, n) for n in bad}
+                return Finding(NONFINITE, frozenset(where), "a module's backward returned a non-finite gradient")
+            if step == 1:
+                frozen = [n for n, p in names.items() if p.requires_grad and p.grad is None]
+                if frozen:
+                    where = {_owner(model, n) for n in frozen} | _cuts(model, loss_fn, x, y)
+                    return Finding(FROZEN, frozenset(where), f"no gradient reached {', '.join(frozen)}")
+                missed = [n for n, p in names.items() if p.grad is not None and id(p) not in held]
+                if missed:
+                    where = frozenset(_owner(model, n) for n in missed)
+                    return Finding(FROZEN, where, f"the optimizer does not hold {', '.join(missed)}")
+            opt.step()
+            sizes.append(graph_sizes_held(model))
+    holders = _growing(sizes)
     if holders:
         return Finding(LEAK, holders, f"depth per step {depths}; graphs kept by {', '.join(sorted(holders))}")
     return Finding(NO_FAULT, frozenset(), f"every check came back clean; depth per step {depths}")
