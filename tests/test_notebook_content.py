@@ -227,6 +227,8 @@ RULE_STATEMENTS = {
     "01.constant-is-leaf": r"one nothing tracks|does not require grad counts as a leaf",
     "02.second-step": r"every backward call (adds|nobody cleared)|over every backward call|adds? (it )?into "
     r"(the )?`?\.grad`? (in place|already there)|each backward adds",
+    "04.frozen-loop-facts": r"half (of )?its model frozen|returns a detached copy",
+    "06.which-grads-recorded": r"gradient that depends on the input gets a graph|linear in `?x`? is a constant",
 }
 _COMMENTS = re.compile(r"<!--.*?-->", re.S)
 
@@ -255,5 +257,10 @@ def test_the_rule_check_finds_a_rule_stated_early():
     """The check is not vacuous: the notebooks as they were before issue 29 stated both rules before asking."""
     early = {"01.constant-is-leaf": "(a tensor you made, or one nothing tracks)"}
     early["02.second-step"] = "over the rows a broadcast lined it up with, and over every backward call nobody cleared"
+    early["04.frozen-loop-facts"] = "## 8. A loop that trains with half its model frozen"
+    early["06.which-grads-recorded"] = (
+        "With `create_graph=True`, the backward pass records its own operations, so a gradient that depends on the "
+        "input gets a graph and can be differentiated again. (The gradient of a loss linear in `x` is a constant"
+    )
     for qid, text in early.items():
         assert re.search(RULE_STATEMENTS[qid], text, re.I), qid
