@@ -188,3 +188,31 @@ def adam_keeps_two_averages():
             shaped = [k for k, v in state.items() if torch.is_tensor(v) and k != "step" and v.shape == p.shape]
             rule = rule and len(shaped) == 2 and len(counts) == 1 and len(state) == 3
         yield Trial(f"seed {seed}: Adam(amsgrad={amsgrad}) on {[tuple(p.shape) for p in params]}", not amsgrad, rule)
+
+
+@claim(
+    "05.conv-and-layer-norm-keep-their-weights",
+    sentence="in torch 2.13 a convolution keeps its weight even when its input needs no gradient, and "
+    "`layer_norm` keeps its weight and bias whatever is asked",
+    holds_when="a convolution or layer_norm; a product (mul, mm, addmm) keeps only what the owed gradients read",
+)
+def conv_and_layer_norm_keep_their_weights():
+    for seed in range(12):
+        rng = random.Random(seed)
+        kind = ("conv2d", "layer_norm", "addmm")[seed % 3]
+        c, n = rng.randint(1, 3), rng.randint(3, 6)
+        if kind == "conv2d":
+            layer: nn.Module = nn.Conv2d(c, rng.randint(1, 3), 3)
+            x = torch.randn(1, c, n, n)
+        elif kind == "layer_norm":
+            layer = nn.LayerNorm(n)
+            x = torch.randn(rng.randint(1, 4), n, requires_grad=rng.random() < 0.5)
+        else:
+            layer = nn.Linear(n, rng.randint(1, 4))
+            x = torch.randn(rng.randint(1, 4), n)
+        if kind != "conv2d":
+            layer.requires_grad_(rng.random() < 0.5 or not x.requires_grad)
+        what = {e.what for e in probes.bill(lambda layer=layer, x=x: layer(x), names=layer).entries}
+        # the rule: the layer's weight (and for layer_norm its bias) is kept whatever is asked
+        expected = {"weight"} if kind != "layer_norm" else {"weight", "bias"}
+        yield Trial(f"seed {seed}: {kind}, input grad {x.requires_grad}", kind != "addmm", expected <= what)

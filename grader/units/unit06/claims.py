@@ -306,3 +306,53 @@ def autograd_grad_makes_no_cycle():
         del g, w
         gc.collect()
         yield Trial(f"seed {seed}: {name}", True, stored and ref() is None)
+
+
+# losses of w, some whose nodes keep nothing, some that keep a tensor or a wrapped Python number
+_SECOND_PASS = {
+    "(w + 1).sum()": lambda w: (w + 1).sum(),
+    "w.view(-1).sum()": lambda w: w.view(-1).sum(),
+    "(w - w.t()).sum()": lambda w: (w - w.t()).sum(),
+    "w.t().mean()": lambda w: w.t().mean(),
+    "(w * 3).sum()": lambda w: (w * 3).sum(),
+    "(w * w.detach()).sum()": lambda w: (w * w.detach()).sum(),
+    "w.relu().sum()": lambda w: w.relu().sum(),
+    "(w ** 2).sum()": lambda w: (w**2).sum(),
+}
+
+
+@claim(
+    "06.second-pass-fails-on-freed-values",
+    sentence="The error is about freed values, not about the graph.",
+)
+def second_pass_fails_on_freed_values():
+    for seed in range(16):
+        rng = random.Random(seed)
+        name = sorted(_SECOND_PASS)[seed % len(_SECOND_PASS)]
+        n = rng.randint(1, 4)
+        w = torch.randn(n, n, requires_grad=True)
+        loss = _SECOND_PASS[name](w)
+        saved = bool(probes.saved_tensors(loss))  # wrapped Python numbers included: they are freed too
+        loss.backward()
+        try:
+            loss.backward()
+            raised = False
+        except RuntimeError as exc:
+            raised = "second time" in str(exc)
+        yield Trial(f"seed {seed}: {name} on {n}x{n}", True, raised == saved)
+
+
+@claim(
+    "06.retain-graph-records-nothing",
+    sentence="`retain_graph` keeps the *forward* graph's saved values for another pass over it; it records nothing "
+    "new.",
+)
+def retain_graph_records_nothing():
+    for seed in range(12):
+        rng = random.Random(seed)
+        name = sorted(_SAVING)[seed % len(_SAVING)]
+        w = torch.randn(rng.randint(1, 5), requires_grad=True)
+        loss = _SAVING[name](w)
+        (g,) = torch.autograd.grad(loss, w, retain_graph=True)
+        kept = {s.state for s in probes.saved_tensors(loss)} == {"ok"}
+        yield Trial(f"seed {seed}: {name}", True, g.grad_fn is None and not g.requires_grad and kept)
