@@ -1,6 +1,5 @@
 """Unit 06: the syllabus figures hold live, and the exercises answer any learner input with a clear line."""
 
-
 import pytest
 import torch
 
