@@ -231,6 +231,8 @@ RULE_STATEMENTS = {
     "02.second-step": r"every backward call (adds|nobody cleared)|over every backward call|adds? (it )?into "
     r"(the )?`?\.grad`? (in place|already there)|each backward adds",
     "12.anomaly-inf": r"for NaN only|an inf passes|inf,? is not (a )?NaN|(lets?|let) (an )?inf through",
+    "04.frozen-loop-facts": r"half (of )?its model frozen|returns a detached copy",
+    "06.which-grads-recorded": r"gradient that depends on the input gets a graph|linear in `?x`? is a constant",
 }
 _COMMENTS = re.compile(r"<!--.*?-->", re.S)
 
@@ -261,5 +263,10 @@ def test_the_rule_check_finds_a_rule_stated_early():
     early["01.neuron-grad-ratio"] = "By hand, `ds/dx = w·σ(z)·(1 − σ(z))`; ds/dw = x·σ(z)·(1 − σ(z))"
     early["02.straight-through"] = 'the "straight-through" trick: the value of `round`, the gradient of `x`'
     early["02.second-step"] = "over the rows a broadcast lined it up with, and over every backward call nobody cleared"
+    early["04.frozen-loop-facts"] = "## 8. A loop that trains with half its model frozen"
+    early["06.which-grads-recorded"] = (
+        "With `create_graph=True`, the backward pass records its own operations, so a gradient that depends on the "
+        "input gets a graph and can be differentiated again. (The gradient of a loss linear in `x` is a constant"
+    )
     for qid, text in early.items():
         assert re.search(RULE_STATEMENTS[qid], text, re.I), qid

@@ -187,3 +187,34 @@ def test_the_reference_passes_on_a_loaded_machine(qid, busy_machine):
     """Within its per-case limits with two CPU-bound processes beside it (the speed figure: bench/run.py)."""
     check(qid, ref.REFERENCE[qid])  # the first check builds (and keeps) the cases
     assert check(qid, ref.REFERENCE[qid]).passed
+
+
+# --- the questions issue 29 replaced: each asks for the mechanism, not a number -------------------------
+
+
+def test_the_patched_loss_question_asks_where_the_gradient_went():
+    q = get("04.patched-loss-facts")
+    truth = q.run()
+    assert truth == {"loss.is_leaf", "loss.grad is not None"}
+    assert "cannot reach back" in q.misconception(truth, q.kind.read(set(truth) | {"w.grad is not None", "w moved"}))
+    assert get("04.patched-loss") is None, "replaced: its answer was two equal losses to two decimals"
+
+
+def test_the_frozen_loop_question_separates_none_from_zeros_and_the_loss_from_the_parameter():
+    q = get("04.frozen-loop-facts")
+    truth = q.run()
+    assert truth == {"the loss fell below 0.001", "w2 moved", "w1.grad is None"}
+    assert "zeros" in q.misconception(truth, q.kind.read(set(truth) | {"w2.grad is None"}))
+    assert get("04.frozen-loop") is None, "replaced: the heading and prompt gave its mechanism away"
+
+
+def test_a_quiet_break_cuts_only_its_own_path():
+    """Not 01.which-recorded again (which results have a grad_fn): what an integer result is used for decides."""
+    q = get("04.quiet-break-paths")
+    assert q.run() == {"h[h.argmax()]", "(h * (h > 0)).sum()"}
+    w = torch.tensor([0.4, -1.3, 2.6], requires_grad=True)
+    h = w * 2
+    assert h.argmax().grad_fn is None and (h > 0).grad_fn is None  # the index and the mask are unrecorded ...
+    h[h.argmax()].backward()
+    assert w.grad.tolist() == [0.0, 0.0, 2.0]  # ... and the entry they chose still carries w's gradient
+    assert get("04.quiet-break") is None

@@ -14,7 +14,7 @@ import torch
 from grader import draw, probes
 from grader.engine import torch_state
 from grader.engine.kinds import Error, ErrorAnswer, ErrorOutcome
-from grader.engine.question import all_questions
+from grader.engine.question import all_questions, get
 from grader.units.unit05 import cases, support
 from tests.reference.unit05 import predict_bill, saved_parameters
 
@@ -190,3 +190,16 @@ def test_a_custom_function_that_saves_more_than_it_needs():
     custom = probes.bill(lambda: KeepsBoth.apply(x, c))
     assert (builtin.count, custom.count) == (1, 2)
     _agree(custom, {"x": x, "c": c})
+
+
+def test_what_a_product_saves_and_which_edges_it_has_are_decided_when_it_runs():
+    """Issue 29: 05.mul-constant-saves asked 01.closed-book-saves again; its replacement asks what the record,
+    made at forward time, does with a flag set afterwards."""
+    q = get("05.owed-at-forward")
+    assert q.run() == "None"
+    assert "no edge to c" in q.misconception(q.run(), q.kind.read("a tensor equal to x"))
+    x, c = torch.randn(3, requires_grad=True), torch.randn(3)
+    c.requires_grad_()
+    (x * c).sum().backward()
+    assert torch.equal(c.grad, x), "with the flag set before the product, c gets its gradient"
+    assert get("05.mul-constant-saves") is None

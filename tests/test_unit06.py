@@ -1,21 +1,23 @@
 """Unit 06: the syllabus figures hold live, and the exercises answer any learner input with a clear line."""
 
-import math
-
 import pytest
 import torch
 
 from grader import check, probes
+from grader.engine.kinds import Number
 from grader.engine.question import get
 from grader.units.unit06 import cases, support
 from tests.reference import unit06 as reference
 
 
-def test_syllabus_figures_for_sin_of_x_squared():
-    g, h = get("06.sin-derivatives").run()
-    assert math.isclose(g, -2.6146, abs_tol=1e-4) and math.isclose(h, 10.8016, abs_tol=1e-4)
-    f = lambda t: torch.sin(t**2)
-    assert math.isclose(torch.func.grad(torch.func.grad(f))(torch.tensor(2.0)).item(), h, abs_tol=1e-4)
+def test_a_first_gradient_has_a_graph_only_when_recorded_and_it_reads_the_input():
+    """Issue 29: the question is which gradients are recorded, not the arithmetic of sin(x^2)'s derivatives."""
+    q = get("06.which-grads-recorded")
+    assert not isinstance(q.kind, Number)
+    assert q.run() == {"sin(x ** 2), create_graph", "x * x, create_graph"}
+    wrong = q.kind.read({"sin(x ** 2), create_graph", "x * x, create_graph", "3 * x + 1, create_graph"})
+    assert "3 * x + 1 is 3" in q.misconception(q.run(), wrong)
+    assert get("06.sin-derivatives") is None, "replaced (issue 29)"
 
 
 def test_second_backward_words_and_what_survives():
@@ -44,8 +46,34 @@ def test_create_graph_cycle_and_its_two_ways_out():
 
 
 @pytest.mark.filterwarnings("ignore:Using backward")
-def test_the_cycle_needs_a_gradient_that_depends_on_w_and_only_cpp_links_escape_gc():
-    assert get("06.closed-book-grad-cycle").run() == {"exp, backward"}
+def test_a_module_cycle_holds_every_leaf_its_gradients_reach():
+    """Issue 29: the closed-book cycle question is a program no cell runs: clearing one .grad is not enough."""
+    assert get("06.closed-book-module-cycle").run() == {
+        "nothing cleared",
+        "only lin.weight.grad = None",
+        "only lin.bias.grad = None",
+    }
+    assert get("06.closed-book-grad-cycle") is None, "replaced (issue 29)"
+
+
+def test_a_second_order_pass_frees_the_forward_nodes_it_goes_through():
+    outcome = get("06.closed-book-second-pass").run()
+    assert outcome.where == "at z.backward()" and "second time" in outcome.message
+    x = torch.tensor([0.5, 1.5], requires_grad=True)
+    z = (x.cos() ** 2).sum()
+    (g,) = torch.autograd.grad(z, x, create_graph=True)
+    torch.autograd.grad(g.sum(), x, retain_graph=True)
+    z.backward()  # kept by the second pass: no error, so the failure is the second pass's freeing
+    assert x.grad is not None
+    assert get("06.closed-book-cube") is None, "replaced (issue 29)"
+
+
+def test_a_running_loss_keeps_every_step_on_one_accumulate_grad():
+    q = get("06.running-loss-holds")
+    assert q.run() == {"its graph reaches w", "200 steps hold more nodes than 100"}
+    truth = q.run()
+    assert "0.0 + a tensor is a tensor" in q.misconception(truth, q.kind.read({"running_loss is a Python float"}))
+    assert get("06.running-loss-nodes") is None, "replaced (issue 29)"
 
 
 @pytest.mark.filterwarnings("ignore:Using backward")

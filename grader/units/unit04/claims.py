@@ -269,3 +269,220 @@ def step_functions_record_zero_gradients():
         y.sum().backward()
         zeros = w.grad is not None and bool((w.grad == 0).all())
         yield Trial(f"seed {seed}: {name} of {w.numel()} values", True, y.grad_fn is not None and zeros)
+
+
+_SOURCES = {
+    "a leaf": lambda t: t,
+    "a product": lambda t: t * 3,
+    "a view": lambda t: (t * 2)[1:],
+    "a transpose": lambda t: (t + 1).t() if t.dim() == 2 else t + 1,
+}
+
+
+@claim(
+    "04.detach-shares-memory",
+    sentence="`t.detach()` gives a new tensor object that views the same memory as `t` and has no `grad_fn`.",
+)
+def detach_shares_memory():
+    for seed in range(16):
+        rng = random.Random(seed)
+        name = sorted(_SOURCES)[seed % len(_SOURCES)]
+        shape = (rng.randint(2, 5),) if rng.random() < 0.5 else (rng.randint(2, 4), rng.randint(2, 4))
+        dtype = rng.choice([torch.float32, torch.float64])
+        t = _SOURCES[name](torch.randn(shape, dtype=dtype, requires_grad=True))
+        d = t.detach()
+        same = d.data_ptr() == t.data_ptr() and d.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+        cut = d.grad_fn is None and not d.requires_grad and (d * 2).grad_fn is None
+        yield Trial(f"seed {seed}: {name}, {tuple(shape)} {dtype}", True, d is not t and same and cut)
+
+
+@claim(
+    "04.data-writes-unseen",
+    sentence="it also shares memory and cuts the history, but autograd does not hear about writes through it",
+)
+def data_writes_unseen():
+    for seed in range(10):
+        rng = random.Random(seed)
+        w = torch.randn(rng.randint(2, 6), requires_grad=True)
+        h = w * rng.choice([2.0, 3.0, -1.5])
+        y = h.sin() if seed % 2 else h * h  # both keep h itself for backward
+        shares = h.data.data_ptr() == h.data_ptr() and h.data.grad_fn is None
+        version = h._version
+        h.data.add_(1.0)
+        unheard = h._version == version
+        try:
+            y.sum().backward()
+            silent = True
+        except RuntimeError:
+            silent = False
+        yield Trial(
+            f"seed {seed}: write through h.data after {'h.sin()' if seed % 2 else 'h * h'}",
+            True,
+            shares and unheard and silent,
+        )
+
+
+_BLOCKS = {
+    "no_grad": (torch.no_grad, False),
+    "enable_grad": (torch.enable_grad, True),
+    "set_grad_enabled(False)": (lambda: torch.set_grad_enabled(False), False),
+    "set_grad_enabled(True)": (lambda: torch.set_grad_enabled(True), True),
+}
+
+
+def _nest(names, w, seen):
+    """Enter the blocks in order; at each depth note the switch and whether w * 3 is recorded; check the exits."""
+    if not names:
+        return True
+    before = torch.is_grad_enabled()
+    make, setting = _BLOCKS[names[0]]
+    with make():
+        seen.append((setting, torch.is_grad_enabled(), (w * 3).grad_fn is not None))
+        inner = _nest(names[1:], w, seen)
+    return inner and torch.is_grad_enabled() == before
+
+
+@claim(
+    "04.grad-mode-blocks-nest",
+    sentence="Grad mode is one switch, and the innermost block sets it while it lasts; when a block ends, the "
+    "setting it found comes back.",
+)
+def grad_mode_blocks_nest():
+    w = torch.tensor(2.0, requires_grad=True)
+    for seed in range(16):
+        rng = random.Random(seed)
+        names = [rng.choice(sorted(_BLOCKS)) for _ in range(rng.randint(1, 4))]
+        start = seed % 2 == 0
+        seen: list = []
+        with torch.set_grad_enabled(start):
+            restored = _nest(names, w, seen)
+        switch = all(setting == now == recorded for setting, now, recorded in seen)
+        yield Trial(f"seed {seed}: from {start}, " + " > ".join(names), True, restored and switch)
+
+
+@claim(
+    "04.decorators-act-as-blocks",
+    sentence="A function decorated with `@torch.no_grad()` or `@torch.enable_grad()` behaves as if its body were "
+    "inside that block.",
+)
+def decorators_act_as_blocks():
+    w = torch.tensor(1.5, requires_grad=True)
+    for seed in range(12):
+        rng = random.Random(seed)
+        name = rng.choice(["no_grad", "enable_grad"])
+        outer = rng.choice(["no_grad", "enable_grad", "set_grad_enabled(False)"])
+        decorator, setting = _BLOCKS[name]
+
+        @decorator()
+        def body(t):
+            return t * 2, torch.is_grad_enabled()
+
+        with _BLOCKS[outer][0]():
+            out, inside = body(w)
+            after = torch.is_grad_enabled()
+        recorded = out.grad_fn is not None
+        yield Trial(
+            f"seed {seed}: @{name} called under {outer}",
+            True,
+            recorded == setting and inside == setting and after == _BLOCKS[outer][1],
+        )
+
+
+@claim(
+    "04.enable-grad-does-not-undo-inference-mode",
+    sentence="`inference_mode` is a stronger switch that `enable_grad` does not undo",
+)
+def enable_grad_does_not_undo_inference_mode():
+    for seed in range(10):
+        rng = random.Random(seed)
+        w = torch.randn(rng.randint(1, 5), requires_grad=True)
+        inner = torch.enable_grad if seed % 2 else (lambda: torch.set_grad_enabled(True))
+        with torch.inference_mode(), inner():
+            y = (w * rng.choice([2.0, -1.0])).exp()
+        yield Trial(
+            f"seed {seed}: {'enable_grad' if seed % 2 else 'set_grad_enabled(True)'} inside",
+            True,
+            y.grad_fn is None and y.is_inference(),
+        )
+
+
+@claim(
+    "04.allow-unused-gives-none",
+    sentence="`allow_unused=True` turns the error into a `None`",
+)
+def allow_unused_gives_none():
+    for seed in range(12):
+        rng = random.Random(seed)
+        leaves = [torch.randn(rng.randint(1, 4), requires_grad=True) for _ in range(rng.randint(2, 4))]
+        used = set(rng.sample(range(len(leaves)), rng.randint(1, len(leaves) - 1)))
+        how = rng.choice(["detached", "never read"])
+        loss = sum((leaves[i] ** 2).sum() for i in used)
+        if how == "detached":
+            loss = loss + sum(leaves[i].detach().sum() for i in range(len(leaves)) if i not in used)
+        try:
+            torch.autograd.grad(loss, leaves, retain_graph=True)
+            raised = False
+        except RuntimeError as exc:
+            raised = "not have been used in the graph" in str(exc)
+        grads = torch.autograd.grad(loss, leaves, allow_unused=True)
+        nones = {i for i, g in enumerate(grads) if g is None}
+        yield Trial(
+            f"seed {seed}: {len(leaves)} leaves, {len(leaves) - len(used)} {how}",
+            True,
+            raised and nones == set(range(len(leaves))) - used,
+        )
+
+
+class _DropsSecond(torch.autograd.Function):
+    """a * b whose backward gives b no gradient (returns None for it): b is on the path and still gets None."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad):
+        (b,) = ctx.saved_tensors
+        return grad * b, None
+
+
+def _on_path(loss: torch.Tensor, leaf: torch.Tensor) -> bool:
+    seen, stack = set(), [loss.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if getattr(node, "variable", None) is leaf:
+            return True
+        stack.extend(n for n, _ in node.next_functions)
+    return False
+
+
+_PATHS = {
+    "through round()": (lambda a, b: a.round() * 1.0 + b * 2, True),
+    "through a detach()": (lambda a, b: a.detach() * b, True),
+    "through a comparison": (lambda a, b: (a > 0).float() * b + b, True),
+    "through x * 0": (lambda a, b: a * 0 + b, True),
+    "through a Function that returns None for a": (lambda a, b: _DropsSecond.apply(b, a), False),
+}
+
+
+@claim(
+    "04.none-means-no-path",
+    sentence='Zero means "a path whose slope is 0"; None means "no path".',
+    holds_when="every node on the path is torch's own; a custom autograd.Function whose backward returns None "
+    "for an input leaves that leaf's .grad None although a path reaches it",
+)
+def none_means_no_path():
+    for seed in range(15):
+        rng = random.Random(seed)
+        name = sorted(_PATHS)[seed % len(_PATHS)]
+        make, builtin = _PATHS[name]
+        a = (torch.rand(rng.randint(1, 5)) + 0.3).requires_grad_()
+        b = torch.randn(a.shape, requires_grad=True)
+        loss = make(a, b).sum()
+        path = _on_path(loss, a)
+        loss.backward()
+        yield Trial(f"seed {seed}: a {name}", builtin, (a.grad is None) == (not path))

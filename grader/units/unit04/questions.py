@@ -20,12 +20,17 @@ from grader.units.unit04.cases import (
     why_cases,
 )
 from grader.units.unit04.support import (
+    FROZEN_FACTS,
+    PATCH_FACTS,
+    QUIET_LOSSES,
     detached_stage,
     evaluate,
     four_ways_off,
+    frozen_facts,
     grad_field_state,
-    patched_loop,
+    patched_facts,
     pq_leaves,
+    quiet_loss_moves_w,
     returned_grad_word,
     syllabus_loop,
     train_frozen,
@@ -57,25 +62,30 @@ def never_entered():
 
 
 @predict_then_run(
-    "04.patched-loss",
-    Number(tol=5e-3),
+    "04.patched-loss-facts",
+    Names(pool=PATCH_FACTS),
     prompt="x = [1., 2., 3.], y = 2 * x, w = torch.tensor(0.0) created without requires_grad, "
     "opt = torch.optim.SGD([w], lr=0.05). Twenty steps of: loss = ((w * x - y) ** 2).mean(); "
-    "loss.requires_grad = True; opt.zero_grad(); loss.backward(); opt.step(). What is loss.item() "
-    "at the first step and at the last? Answer [first, last] (2 decimals).",
-    explain="Setting requires_grad on the loss makes the loss itself a new leaf: backward runs, but the only "
-    "gradient it computes is for the loss. w.grad stays None, SGD skips w, and the loss never moves.",
+    "loss.requires_grad = True; opt.zero_grad(); loss.backward(); opt.step(). After the last step, which "
+    "of these hold: 'loss.is_leaf', 'loss.grad is not None', 'w.grad is not None', 'w moved'? Answer a set.",
+    explain="Setting requires_grad on the loss makes the loss itself a new leaf: backward runs from it and "
+    "computes the only gradient there is, d loss / d loss = 1, into loss.grad. Nothing recorded w, so "
+    "w.grad stays None, SGD skips w, and w never moves.",
     misconceptions=[
         (
-            lambda truth: [truth[0], 0.0],
-            "the loss falls only if w learns, and w never receives a gradient: the patched loss is a "
-            "leaf of its own, with no record of w.",
-        )
+            lambda truth: set(truth) | {"w.grad is not None", "w moved"},
+            "requires_grad set on the loss cannot reach back: the product with w was never recorded, so "
+            "backward has no path to w",
+        ),
+        (
+            lambda truth: set(truth) - {"loss.grad is not None"},
+            "the patched loss is a leaf that requires grad, and backward starts from it: it accumulates its "
+            "own gradient, d loss / d loss = 1",
+        ),
     ],
 )
-def patched_loss():
-    losses, _ = patched_loop(flag=False, patch=True)
-    return [losses[0], losses[-1]]
+def patched_loss_facts():
+    return patched_facts()
 
 
 # --- 2. detach: one tensor, the same storage, a cut record -------------------------------------
@@ -268,18 +278,34 @@ def unused_input():
 
 
 @predict_then_run(
-    "04.frozen-loop",
-    Number(),
+    "04.frozen-loop-facts",
+    Names(pool=FROZEN_FACTS),
     prompt="x = [1., 2., 3., 4.], target = 3 * x, w1 = 0.5 and w2 = 1.0 requiring grad, lr = 0.02, 400 "
-    "steps of train_frozen, whose stage one returns a detached copy of w1 * x. What are the loss at "
-    "the first step, the loss at the last step, and the final w1 and w2? Answer [first loss, last "
-    "loss, w1, w2].",
-    explain="w1 receives no gradient, so the update skips it every step; w2 alone absorbs the whole job and "
-    "settles where w1 * w2 = 0.5 * w2 = 3. The loss falls to zero anyway.",
+    "steps of train_frozen as the notebook defines it. Which of these hold at the end: 'the loss fell "
+    "below 0.001', 'w1 moved', 'w2 moved', 'w1.grad is None', 'w2.grad is None' (moved: by more than "
+    "0.001)? Answer a set.",
+    explain="stage_one returns a detached copy of w1 * x (the one made for the log), so no path leads from "
+    "w1 to the loss: w1.grad stays None and the update skips it every step. w2 is reached, and "
+    "p.grad.zero_() leaves it a tensor of zeros, not None. w2 alone absorbs the whole job, settling "
+    "where 0.5 * w2 = 3, and the loss falls to zero anyway.",
+    misconceptions=[
+        (
+            lambda truth: set(truth) - {"the loss fell below 0.001"},
+            "w2 alone can fit the target: 0.5 * w2 = 3 at w2 = 6, so the loss falls to zero while w1 never "
+            "moves. The loss curve cannot show the cut.",
+        ),
+        (
+            lambda truth: (set(truth) - {"w1.grad is None"}) | {"w1 moved"},
+            "read what stage_one returns: the detached copy made for the log, so no path leads from w1 to the loss",
+        ),
+        (
+            lambda truth: set(truth) | {"w2.grad is None"},
+            "w2 is reached every step; p.grad.zero_() fills its .grad with zeros, it does not set it to None",
+        ),
+    ],
 )
-def frozen_loop():
-    losses, w1, w2, _ = syllabus_loop(train_frozen)
-    return [losses[0], losses[-1], w1.item(), w2.item()]
+def frozen_loop_facts():
+    return frozen_facts(train_frozen)
 
 
 REPAIRED_FACTS = ("w1 moved", "w2 moved", "w1 * w2 reached 3", "w2 reached 6")
@@ -599,31 +625,32 @@ def first_broken_edge_ex(case):
 
 # --- 10. the quiet breaks: operations with no derivative ---------------------------------------------
 
-QUIET = ("top", "mask", "count", "rounded")
-
 
 @predict_then_run(
-    "04.quiet-break",
-    Names(pool=QUIET),
-    prompt="w = torch.tensor([0.4, -1.3, 2.6], requires_grad=True); h = w * 2; top = h.argmax(); mask = h > 0; "
-    "count = h.long(); rounded = h.round(). Which of top, mask, count, rounded have a grad_fn? Answer a "
-    "set of names.",
-    explain="argmax, a comparison and an integer cast return integer or bool tensors, which cannot require "
-    "grad: nothing is recorded and nothing complains. round() returns floats and is recorded "
-    "(RoundBackward0); its derivative is zero almost everywhere, so it sends zeros, not None.",
+    "04.quiet-break-paths",
+    Names(pool=tuple(QUIET_LOSSES)),
+    prompt="w = torch.tensor([0.4, -1.3, 2.6], requires_grad=True); h = w * 2. Four losses, each built and "
+    "backpropagated on its own with a fresh w: 'h[h.argmax()]', '(h * (h > 0)).sum()', "
+    "'((h > 0).float() * 3).sum()', 'h.round().sum()'. After loss.backward(), which of them leave w.grad a "
+    "nonzero tensor (a backward that raises leaves none)? Answer a set of the losses.",
+    explain="An integer or bool tensor cuts only its own path. Used as an index or as a mask, it picks which "
+    "entries of h go on, and those keep their path to w: the gradient is 2 where they were picked. A "
+    "loss made of the mask alone has no grad_fn, so backward raises. round() is recorded, with a "
+    "derivative of zero almost everywhere: w.grad is a tensor of zeros.",
     misconceptions=[
         (
-            lambda truth: set(truth) | {"top", "mask", "count"},
-            "an integer or bool result cannot require grad: argmax, comparisons and integer casts are "
-            "not recorded at all, and torch raises no error.",
-        )
+            lambda truth: set(truth) - {"h[h.argmax()]", "(h * (h > 0)).sum()"},
+            "argmax and > are not recorded, but here they only choose entries of h: the chosen entries of h "
+            "are still on w's path, and carry its gradient",
+        ),
+        (
+            lambda truth: set(truth) | {"h.round().sum()"},
+            "round() is recorded, but its derivative is zero almost everywhere: w.grad is a tensor of zeros",
+        ),
     ],
 )
-def quiet_break():
-    w = torch.tensor([0.4, -1.3, 2.6], requires_grad=True)
-    h = w * 2
-    made = {"top": h.argmax(), "mask": h > 0, "count": h.long(), "rounded": h.round()}
-    return {n for n, t in made.items() if t.grad_fn is not None}
+def quiet_break_paths():
+    return {label for label in QUIET_LOSSES if quiet_loss_moves_w(label)}
 
 
 # --- exercise 4: why is .grad None? ----------------------------------------------------------------

@@ -1,27 +1,34 @@
-"""Unit 04's helpers: the programs its experiments run (the patched loss, the loop trained with half its
-model frozen and its repair, the four ways of turning gradients off), with the grader's own copies of the
-functions the notebook defines (``evaluate``, ``stage_one``, ``train_frozen``)."""
+"""Unit 04's helpers: the programs its experiments run (the patched loss, the loop whose stage one returns
+the copy made for its log and its repair, the losses with a quiet break on the way, the four ways of
+turning gradients off), with the grader's own copies of the functions the notebook defines (``evaluate``,
+``stage_one``, ``train_frozen``)."""
 
 from __future__ import annotations
 
 import torch
 
+PATCH_FACTS = ("loss.is_leaf", "loss.grad is not None", "w.grad is not None", "w moved")
 
-def patched_loop(flag: bool, patch: bool, steps: int = 20):
+
+def patched_facts(steps: int = 20) -> set:
+    """Which of PATCH_FACTS hold after the patched loop (the loss given requires_grad, w without it)."""
     x = torch.tensor([1.0, 2.0, 3.0])
     y = 2 * x
-    w = torch.tensor(0.0, requires_grad=flag)
+    w = torch.tensor(0.0)
     opt = torch.optim.SGD([w], lr=0.05)
-    losses = []
     for _ in range(steps):
         loss = ((w * x - y) ** 2).mean()
-        if patch:
-            loss.requires_grad = True
+        loss.requires_grad = True
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(loss.item())
-    return losses, w
+    facts = {
+        "loss.is_leaf": loss.is_leaf,
+        "loss.grad is not None": loss.grad is not None,
+        "w.grad is not None": w.grad is not None,
+        "w moved": w.item() != 0.0,
+    }
+    return {fact for fact, holds in facts.items() if holds}
 
 
 def pq_leaves():
@@ -107,6 +114,41 @@ def syllabus_loop(train):
     log: list = []
     losses = train(x, target, w1, w2, 0.02, 400, log)
     return losses, w1, w2, log
+
+
+FROZEN_FACTS = ("the loss fell below 0.001", "w1 moved", "w2 moved", "w1.grad is None", "w2.grad is None")
+
+
+def frozen_facts(train) -> set:
+    """Which of FROZEN_FACTS hold after 400 steps of ``train`` from the syllabus start."""
+    losses, w1, w2, _ = syllabus_loop(train)
+    facts = {
+        "the loss fell below 0.001": losses[-1] < 1e-3,
+        "w1 moved": abs(w1.item() - 0.5) > 1e-3,
+        "w2 moved": abs(w2.item() - 1.0) > 1e-3,
+        "w1.grad is None": w1.grad is None,
+        "w2.grad is None": w2.grad is None,
+    }
+    return {fact for fact, holds in facts.items() if holds}
+
+
+# the losses of 04.quiet-break-paths: each built from h = w * 2, with an integer or bool tensor on the way
+QUIET_LOSSES = {
+    "h[h.argmax()]": lambda h: h[h.argmax()],
+    "(h * (h > 0)).sum()": lambda h: (h * (h > 0)).sum(),
+    "((h > 0).float() * 3).sum()": lambda h: ((h > 0).float() * 3).sum(),
+    "h.round().sum()": lambda h: h.round().sum(),
+}
+
+
+def quiet_loss_moves_w(label: str) -> bool:
+    """After loss.backward() (if it runs), is w.grad a nonzero tensor?"""
+    w = torch.tensor([0.4, -1.3, 2.6], requires_grad=True)
+    loss = QUIET_LOSSES[label](w * 2)
+    if loss.grad_fn is None:
+        return False  # backward would raise: nothing was recorded
+    loss.backward()
+    return w.grad is not None and bool(w.grad.any())
 
 
 def grad_field_state(t):

@@ -137,26 +137,38 @@ def view_bill():
 # --- 3. the memory bill of a small network -------------------------------------------------
 
 
+LATE_FLAG = ("None", "a tensor equal to x", "an error at backward")
+
+
 @predict_then_run(
-    "05.mul-constant-saves",
-    Names(key=saved_key, pool=("_saved_self", "_saved_result")),
-    prompt="x = torch.randn(3, requires_grad=True); c = torch.randn(3) (no grad). m = x * c. Which "
-    "_saved_ attributes of m.grad_fn hold a tensor (not None)?",
-    explain="The gradient for x is grad * c, so c is kept. The gradient for c would need x, but c asks for "
-    "none, so x is not saved: the multiplication keeps only what the gradients actually owed will read "
-    "(not every node is this careful; the notebook shows two that are not).",
+    "05.owed-at-forward",
+    Choice(*LATE_FLAG),
+    prompt="x = torch.randn(3, requires_grad=True); c = torch.randn(3) (no grad); m = x * c; then "
+    "c.requires_grad_() and m.sum().backward(). What is c.grad afterwards: 'None', 'a tensor equal to x' "
+    "or 'an error at backward'?",
+    explain="When m = x * c ran, only x's gradient was owed: the node recorded an edge for x alone (its "
+    "next_functions hold None for c) and saved only c, which x's gradient reads. Setting the flag on c "
+    "afterwards changes c, not the record already made: backward never reaches c, and c.grad stays None.",
     misconceptions=[
         (
-            {"_saved_self", "_saved_other"},
-            "A product keeps both operands only when both need a "
-            "gradient. c needs none, so nobody will ever ask for grad * x, and x is not kept.",
+            "a tensor equal to x",
+            "the record was made when m = x * c ran, when c did not require grad: m's node has no edge to c, "
+            "and it did not keep x, which c's gradient would read",
         )
     ],
 )
-def mul_constant_saves():
+def owed_at_forward():
     x = torch.randn(3, requires_grad=True)
     c = torch.randn(3)
-    return tensor_saves((x * c).grad_fn)
+    m = x * c
+    c.requires_grad_()
+    try:
+        m.sum().backward()
+    except RuntimeError:
+        return "an error at backward"
+    if c.grad is None:
+        return "None"
+    return "a tensor equal to x" if torch.equal(c.grad, x) else f"a tensor {c.grad.tolist()}"
 
 
 _MLP = (

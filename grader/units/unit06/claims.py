@@ -151,3 +151,208 @@ def stale_graph_silent_unless_it_kept_a_parameter():
     for seed in range(12):
         label, kept, raised = _stale_loop(seed)
         yield Trial(label, True, raised == kept)
+
+
+# losses that keep something for backward, each of one leaf w
+_SAVING = {
+    "(w * 3) ** 2": lambda w: ((w * 3) ** 2).sum(),
+    "w.sin() * w": lambda w: (w.sin() * w).sum(),
+    "w.exp().tanh()": lambda w: w.exp().tanh().sum(),
+    "(w.relu() * w).mean()": lambda w: (w.relu() * w).mean(),
+}
+
+
+@claim(
+    "06.backward-frees-values-keeps-nodes",
+    sentence="The nodes and their edges survive; the values they kept do not.",
+    holds_when="backward runs without retain_graph (and without create_graph); retain_graph=True keeps the values",
+)
+def backward_frees_values_keeps_nodes():
+    for seed in range(12):
+        rng = random.Random(seed)
+        name = sorted(_SAVING)[seed % len(_SAVING)]
+        retain = seed % 3 == 2
+        w = torch.randn(rng.randint(1, 5), requires_grad=True)
+        loss = _SAVING[name](w)
+        nodes = probes.node_names(loss)
+        loss.backward(retain_graph=retain)
+        states = {s.state for s in probes.saved_tensors(loss)}
+        yield Trial(
+            f"seed {seed}: {name}{', retain_graph=True' if retain else ''}",
+            not retain,
+            probes.node_names(loss) == nodes and states == {"freed"},
+        )
+
+
+@claim(
+    "06.grad-of-several-outputs-adds",
+    sentence="`autograd.grad([loss_a, loss_b], w)`, which adds the gradients of its outputs",
+)
+def grad_of_several_outputs_adds():
+    for seed in range(12):
+        rng = random.Random(seed)
+        w = torch.randn(rng.randint(1, 5), requires_grad=True)
+        names = rng.sample(sorted(_SAVING), rng.randint(2, 3))
+        losses = [_SAVING[n](w) for n in names]
+        (together,) = torch.autograd.grad(losses, w, retain_graph=True)
+        apart = sum(torch.autograd.grad(loss, w, retain_graph=True)[0] for loss in losses)
+        yield Trial(f"seed {seed}: " + ", ".join(names), True, torch.allclose(together, apart, atol=1e-6))
+
+
+@claim(
+    "06.retain-graph-follows-create-graph",
+    sentence="since `retain_graph` defaults to the value of `create_graph`",
+)
+def retain_graph_follows_create_graph():
+    for seed in range(12):
+        rng = random.Random(seed)
+        name = sorted(_SAVING)[seed % len(_SAVING)]
+        create = seed % 2 == 0
+        w = torch.randn(rng.randint(1, 5), requires_grad=True)
+        loss = _SAVING[name](w)
+        torch.autograd.grad(loss, w, create_graph=create)
+        try:
+            torch.autograd.grad(loss, w)
+            kept = True
+        except RuntimeError:
+            kept = False
+        yield Trial(f"seed {seed}: {name}, create_graph={create}", True, kept == create)
+
+
+@claim(
+    "06.backward-inputs-only-listed",
+    sentence="only the tensors listed accumulate a `.grad`",
+)
+def backward_inputs_only_listed():
+    for seed in range(12):
+        rng = random.Random(seed)
+        leaves = [torch.randn(rng.randint(1, 4), requires_grad=True) for _ in range(rng.randint(2, 4))]
+        listed = rng.sample(range(len(leaves)), rng.randint(1, len(leaves)))
+        loss = sum(_SAVING[sorted(_SAVING)[i % len(_SAVING)]](t) for i, t in enumerate(leaves))
+        loss.backward(inputs=[leaves[i] for i in listed])
+        got = {i for i, t in enumerate(leaves) if t.grad is not None}
+        yield Trial(f"seed {seed}: {len(listed)} of {len(leaves)} leaves listed", True, got == set(listed))
+
+
+def _create_graph_run(seed: int, input_grad: bool) -> bool:
+    """A small model, backward(create_graph=True), opt.zero_grad(), everything deleted: is anything left alive?"""
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    width = rng.randint(2, 5)
+    model = torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.Tanh(), torch.nn.Linear(width, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(rng.randint(2, 4), width, requires_grad=input_grad)
+    refs = [weakref.ref(p) for p in model.parameters()] + [weakref.ref(x)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (model(x) ** 2).sum().backward(create_graph=True)
+    opt.zero_grad()
+    del model, opt, x
+    gc.collect()
+    alive = any(r() is not None for r in refs)
+    for r in refs:  # break what is left, so that the check itself leaks nothing
+        if r() is not None:
+            r().grad = None
+    return alive
+
+
+@claim(
+    "06.zero-grad-breaks-every-cycle",
+    sentence="`optimizer.zero_grad()` (which sets `.grad = None` since torch 2.0) breaks every cycle",
+    holds_when="every leaf that backward(create_graph=True) wrote a .grad into is one of the optimizer's parameters; "
+    "an input that requires grad keeps its own cycle, and with it the parameters its gradient's graph reaches",
+)
+def zero_grad_breaks_every_cycle():
+    for seed in range(8):
+        input_grad = seed % 2 == 1
+        yield Trial(
+            f"seed {seed}: Linear-Tanh-Linear{', input requires grad' if input_grad else ''}",
+            not input_grad,
+            not _create_graph_run(seed, input_grad),
+        )
+
+
+@claim(
+    "06.materialize-grads-gives-zeros",
+    sentence="`torch.autograd.grad(..., materialize_grads=True)` returns zeros for the inputs the graph does not reach",
+)
+def materialize_grads_gives_zeros():
+    for seed in range(12):
+        rng = random.Random(seed)
+        leaves = [torch.randn(rng.randint(1, 4), requires_grad=True) for _ in range(rng.randint(2, 4))]
+        used = set(rng.sample(range(len(leaves)), rng.randint(1, len(leaves) - 1)))
+        loss = sum(_SAVING[sorted(_SAVING)[i % len(_SAVING)]](leaves[i]) for i in used)
+        zeros = torch.autograd.grad(loss, leaves, retain_graph=True, materialize_grads=True)
+        plain = torch.autograd.grad(loss, leaves, allow_unused=True)
+        rule = all(
+            (torch.equal(z, torch.zeros_like(t)) if i not in used else torch.equal(z, plain[i]))
+            for i, (z, t) in enumerate(zip(zeros, leaves))
+        )
+        yield Trial(f"seed {seed}: {len(leaves) - len(used)} of {len(leaves)} inputs unused", True, rule)
+
+
+@claim(
+    "06.autograd-grad-makes-no-cycle",
+    sentence="`torch.autograd.grad` returns the gradient instead of storing it on `w`, so no cycle forms",
+)
+def autograd_grad_makes_no_cycle():
+    for seed in range(8):
+        rng = random.Random(seed)
+        name = sorted(_SAVING)[seed % len(_SAVING)]
+        w = torch.randn(rng.randint(1, 50), requires_grad=True)
+        ref = weakref.ref(w)
+        (g,) = torch.autograd.grad(_SAVING[name](w), w, create_graph=True)
+        stored = w.grad is None and g.grad_fn is not None
+        del g, w
+        gc.collect()
+        yield Trial(f"seed {seed}: {name}", True, stored and ref() is None)
+
+
+# losses of w, some whose nodes keep nothing, some that keep a tensor or a wrapped Python number
+_SECOND_PASS = {
+    "(w + 1).sum()": lambda w: (w + 1).sum(),
+    "w.view(-1).sum()": lambda w: w.view(-1).sum(),
+    "(w - w.t()).sum()": lambda w: (w - w.t()).sum(),
+    "w.t().mean()": lambda w: w.t().mean(),
+    "(w * 3).sum()": lambda w: (w * 3).sum(),
+    "(w * w.detach()).sum()": lambda w: (w * w.detach()).sum(),
+    "w.relu().sum()": lambda w: w.relu().sum(),
+    "(w ** 2).sum()": lambda w: (w**2).sum(),
+}
+
+
+@claim(
+    "06.second-pass-fails-on-freed-values",
+    sentence="The error is about freed values, not about the graph.",
+)
+def second_pass_fails_on_freed_values():
+    for seed in range(16):
+        rng = random.Random(seed)
+        name = sorted(_SECOND_PASS)[seed % len(_SECOND_PASS)]
+        n = rng.randint(1, 4)
+        w = torch.randn(n, n, requires_grad=True)
+        loss = _SECOND_PASS[name](w)
+        saved = bool(probes.saved_tensors(loss))  # wrapped Python numbers included: they are freed too
+        loss.backward()
+        try:
+            loss.backward()
+            raised = False
+        except RuntimeError as exc:
+            raised = "second time" in str(exc)
+        yield Trial(f"seed {seed}: {name} on {n}x{n}", True, raised == saved)
+
+
+@claim(
+    "06.retain-graph-records-nothing",
+    sentence="`retain_graph` keeps the *forward* graph's saved values for another pass over it; it records nothing "
+    "new.",
+)
+def retain_graph_records_nothing():
+    for seed in range(12):
+        rng = random.Random(seed)
+        name = sorted(_SAVING)[seed % len(_SAVING)]
+        w = torch.randn(rng.randint(1, 5), requires_grad=True)
+        loss = _SAVING[name](w)
+        (g,) = torch.autograd.grad(loss, w, retain_graph=True)
+        kept = {s.state for s in probes.saved_tensors(loss)} == {"ok"}
+        yield Trial(f"seed {seed}: {name}", True, g.grad_fn is None and not g.requires_grad and kept)

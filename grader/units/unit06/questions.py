@@ -29,14 +29,17 @@ from grader.units.unit06.cases import (
 )
 from grader.units.unit06.kinds import WAYS, GradPairs
 from grader.units.unit06.support import (
-    alive_after,
+    FIRST_GRADIENTS,
+    MODULE_CLEARINGS,
     best_loss,
     chain,
     differentiable_again,
     exp_times_self,
+    first_gradient_recorded,
     mlp_stale,
+    module_weight_alive,
     run_stale_loop,
-    sin_square,
+    second_pass_then_backward,
     state_label,
     survives,
     training,
@@ -213,26 +216,49 @@ def stale_mlp():
 # --- 4. running_loss += loss ------------------------------------------------------------------
 
 
+RUNNING_FACTS = (
+    "running_loss is a Python float",
+    "its graph reaches w",
+    "it holds one AccumulateGrad per step",
+    "200 steps hold more nodes than 100",
+)
+
+
 @predict_then_run(
-    "06.running-loss-nodes",
-    Number(tol=0),
+    "06.running-loss-holds",
+    Names(pool=RUNNING_FACTS),
     prompt="A training loop: w = torch.randn(4, requires_grad=True); running_loss = 0.0; each step makes "
     "X, Y = torch.randn(16, 4), torch.randn(16), computes loss = ((X @ w - Y) ** 2).mean(), "
-    "calls loss.backward(), updates w under no_grad, and does running_loss += loss. After 100 "
-    "steps, how many nodes does the graph under running_loss hold (probes.size(running_loss))?",
-    explain="running_loss is a tensor built by additions of losses, so it holds every step's graph: five "
-    "nodes per step (the addition, mean, power, subtraction and matrix-vector product), and one "
-    "AccumulateGrad shared by all of them.",
+    "calls loss.backward(), updates w under no_grad, and does running_loss += loss. After the loop, which "
+    "of these hold: 'running_loss is a Python float', 'its graph reaches w', 'it holds one AccumulateGrad "
+    "per step', '200 steps hold more nodes than 100'? Answer a set.",
+    explain="0.0 + loss is a tensor addition, so running_loss is a tensor whose node joins the new loss's graph "
+    "to the old sum's: it keeps every step's graph, and grows with the steps. Every step's graph ends at "
+    "the same leaf w, so they share one AccumulateGrad, which holds w.",
     misconceptions=[
         (
-            lambda truth: 0,
-            "running_loss += loss adds tensors, so running_loss is a tensor with a "
-            "graph; only loss.item() or loss.detach() would add none",
-        )
+            lambda truth: (
+                (set(truth) - {"its graph reaches w", "200 steps hold more nodes than 100"})
+                | {"running_loss is a Python float"}
+            ),
+            "running_loss += loss adds tensors (0.0 + a tensor is a tensor), so running_loss has a graph; only "
+            "loss.item() or loss.detach() would add none",
+        ),
+        (
+            lambda truth: set(truth) | {"it holds one AccumulateGrad per step"},
+            "an AccumulateGrad belongs to a leaf, not to a step: every step's graph ends at the one node of w",
+        ),
     ],
 )
-def running_loss_nodes():
-    return probes.size(training(100, keep=lambda loss: loss))
+def running_loss_holds():
+    short, long = training(100, keep=lambda loss: loss), training(200, keep=lambda loss: loss)
+    facts = {
+        "running_loss is a Python float": isinstance(short, float),
+        "its graph reaches w": bool(probes.reachable_leaves(short)),
+        "it holds one AccumulateGrad per step": probes.node_names(short).count("AccumulateGrad") == 100,
+        "200 steps hold more nodes than 100": probes.size(long) > probes.size(short),
+    }
+    return {fact for fact, holds in facts.items() if holds}
 
 
 @predict_then_run(
@@ -259,19 +285,30 @@ def running_loss_saved():
 
 
 @predict_then_run(
-    "06.sin-derivatives",
-    Number(),
-    prompt="x = torch.tensor(2.0, requires_grad=True); z = torch.sin(x ** 2); "
-    "(g,) = torch.autograd.grad(z, x, create_graph=True); (h,) = torch.autograd.grad(g, x). "
-    "What are g and h (dz/dx and d2z/dx2 at x = 2)? Answer [g, h] to 4 decimals.",
-    explain="dz/dx = 2x cos(x^2) and d2z/dx2 = 2 cos(x^2) - 4x^2 sin(x^2). create_graph=True made the "
-    "backward pass record its own operations, so g has a graph and can be differentiated again.",
+    "06.which-grads-recorded",
+    Names(pool=tuple(FIRST_GRADIENTS)),
+    prompt="x = torch.tensor(2.0, requires_grad=True). Four first gradients, each (g,) = torch.autograd.grad(z, "
+    "x, ...): 'sin(x ** 2), create_graph' (z = torch.sin(x ** 2), create_graph=True); 'sin(x ** 2), plain' "
+    "(the same z, no flag); '3 * x + 1, create_graph'; 'x * x, create_graph'. For which of them does g have "
+    "a grad_fn? Answer a set of the labels.",
+    explain="create_graph=True records the backward pass's own operations. A gradient gets a graph only when "
+    "those operations read something that requires grad: 2x cos(x^2) and 2x read x, but the gradient of "
+    "3 * x + 1 is the constant 3 times the seed, which requires nothing. Without the flag nothing is "
+    "recorded at all.",
+    misconceptions=[
+        (
+            lambda truth: set(truth) | {"3 * x + 1, create_graph"},
+            "the gradient of 3 * x + 1 is 3 whatever x is: the recorded backward reads nothing that requires "
+            "grad, so there is nothing to record",
+        ),
+        (
+            lambda truth: set(truth) | {"sin(x ** 2), plain"},
+            "without create_graph the backward pass records nothing: the gradient is a plain tensor",
+        ),
+    ],
 )
-def sin_derivatives():
-    x, z = sin_square()
-    (g,) = torch.autograd.grad(z, x, create_graph=True)
-    (h,) = torch.autograd.grad(g, x)
-    return [g.item(), h.item()]
+def which_grads_recorded():
+    return {label for label in FIRST_GRADIENTS if first_gradient_recorded(label)}
 
 
 FLAGS = ("plain", "retain_graph", "create_graph")
@@ -380,68 +417,70 @@ def closed_book_create_keeps():
 
 
 @self_test(
-    "06.closed-book-cube",
-    Number(),
-    prompt="x = torch.tensor(1.5, requires_grad=True); z = x ** 3 - 2 * x. Using autograd twice, what is "
-    "d2z/dx2 at x = 1.5?",
-    explain="The first derivative 3x^2 - 2 must carry a graph (create_graph=True) to be differentiated "
-    "again; its derivative is 6x.",
-    hints=(
-        "The first autograd.grad must return a gradient that has a graph of its own.",
-        "dz/dx = 3x^2 - 2; differentiate that once more and evaluate at 1.5.",
+    "06.closed-book-second-pass",
+    Error("at the second autograd.grad", "at z.backward()", causes=PASS_TWICE),
+    prompt=(
+        "x = torch.tensor([0.5, 1.5], requires_grad=True); z = (x.cos() ** 2).sum(); (g,) = "
+        "torch.autograd.grad(z, x, create_graph=True); (h,) = torch.autograd.grad(g.sum(), x); z.backward(). "
+        "Where does it fail: 'no error', 'at the second autograd.grad' or 'at z.backward()', and why? For an "
+        "error, answer a pair (place, cause), the cause chosen from the candidates listed with the answer's "
+        "form; your own words may follow as a third item, a note shown beside torch's message and never graded."
     ),
-    misconceptions=[(lambda truth: truth * 1.5 / 2 - 2, "that is the first derivative; differentiate it once more")],
-)
-def closed_book_cube():
-    x = torch.tensor(1.5, requires_grad=True)
-    z = x**3 - 2 * x
-    (g,) = torch.autograd.grad(z, x, create_graph=True)
-    (h,) = torch.autograd.grad(g, x)
-    return h.item()
-
-
-CYCLE_WAYS = ("exp, backward", "linear, backward", "exp, autograd.grad", "exp, hook closure")
-
-
-@self_test(
-    "06.closed-book-grad-cycle",
-    Names(pool=CYCLE_WAYS),
-    prompt="w = torch.randn(500, requires_grad=True); ref = weakref.ref(w); c = torch.linspace(-1, 1, 500). "
-    "Four separate runs: 'exp, backward': w.exp().sum().backward(create_graph=True); 'linear, backward': "
-    "(w * c).sum().backward(create_graph=True); 'exp, autograd.grad': (g,) = torch.autograd.grad("
-    "w.exp().sum(), w, create_graph=True), then del g; 'exp, hook closure': w.register_hook(lambda grad: "
-    "grad * w.detach()), then w.exp().sum().backward(). Each run ends with del w and gc.collect(). In "
-    "which runs is ref() still alive? Answer a set of the labels.",
-    explain="Only a gradient that depends on w and is stored in w.grad closes the loop w -> w.grad -> its graph "
-    "-> AccumulateGrad -> w, made of C++ references that no collector visits. A loss linear in w has a "
-    "gradient with no graph; autograd.grad stores nothing on w; and a cycle through a Python closure "
-    "is made of Python objects, which gc.collect() finds and frees.",
+    explain="create_graph=True retained z's graph through the first pass, but g's recorded graph leads into it "
+    "(its operations read cos(x), whose node is the forward graph's). The second autograd.grad ran "
+    "without retain_graph, so it freed what it traversed, the forward nodes included, and z.backward() "
+    "then finds a saved value already freed.",
     hints=(
-        "For each run ask: is there a loop of references from w back to w, and is every link of it inside "
-        "torch's C++ objects?",
-        "The loop needs w.grad to hold a graph that reaches w: the gradient must depend on w and be stored on "
-        "w. A loop through a Python function (a hook's closure) is one gc.collect() can see and free.",
+        "Draw g's graph: which nodes does it reach? Are any of them nodes of z's own graph?",
+        "A pass without retain_graph frees the saved values of every node it goes through. g's graph reads "
+        "cos(x), and cos(x)'s node belongs to z's graph.",
     ),
     misconceptions=[
         (
-            lambda truth: set(truth) | {"linear, backward"},
-            "the gradient of (w * c).sum() is c: it does not depend "
-            "on w, so it has no graph and nothing leads back to w",
-        ),
+            "no error",
+            "create_graph=True kept z's graph for the first pass only; the second pass, without retain_graph, "
+            "went through z's forward nodes (g's graph reaches them) and freed their saved values",
+        )
+    ],
+)
+def closed_book_second_pass():
+    yield from second_pass_then_backward()
+
+
+@self_test(
+    "06.closed-book-module-cycle",
+    Names(pool=MODULE_CLEARINGS),
+    prompt="torch.manual_seed(0); lin = nn.Linear(4, 1); opt = torch.optim.SGD(lin.parameters(), lr=0.1); "
+    "ref = weakref.ref(lin.weight); x = torch.randn(6, 4); (lin(x) ** 2).sum().backward(create_graph=True). "
+    "Four separate runs, each followed by del lin, opt and gc.collect(): 'nothing cleared'; "
+    "'opt.zero_grad()'; 'only lin.weight.grad = None'; 'only lin.bias.grad = None'. In which runs is ref() "
+    "still alive? Answer a set of the labels.",
+    explain="Both gradients depend on the weight (the bias's gradient is the sum of 2 * lin(x), which reads it), "
+    "so both .grad graphs reach the weight's AccumulateGrad, which holds the weight. Clearing one "
+    ".grad leaves the other's cycle standing, and that one still holds the weight: only clearing every "
+    "gradient, as zero_grad() does, frees it.",
+    hints=(
+        "Which leaves does each gradient's graph reach? A cycle holds every leaf its gradient's graph reaches, "
+        "not only its own.",
+        "d/db of (lin(x) ** 2).sum() is 2 * lin(x) summed: it reads the weight, so bias.grad's graph holds the "
+        "weight too.",
+    ),
+    misconceptions=[
         (
-            lambda truth: set(truth) | {"exp, hook closure"},
-            "that cycle runs through a Python closure, which Python's collector can see and free",
+            lambda truth: set(truth) - {"only lin.weight.grad = None"},
+            "clearing the weight's .grad breaks its own cycle, but the bias's gradient depends on the weight, "
+            "so bias.grad's graph still holds it",
         ),
     ],
 )
-def closed_book_grad_cycle():
-    return {way for way in CYCLE_WAYS if alive_after(way)}
+def closed_book_module_cycle():
+    return {clearing for clearing in MODULE_CLEARINGS if module_weight_alive(clearing)}
 
 
 @self_test(
     "06.closed-book-detached-running",
     Number(tol=0),
-    prompt="The training loop of 06.running-loss-nodes (100 steps), but instead of a running sum it keeps the "
+    prompt="The training loop of 06.running-loss-holds (100 steps), but instead of a running sum it keeps the "
     "lowest loss so far: if best is None or loss < best: best = loss. After 100 steps, how many nodes "
     "does the graph under best hold (probes.size(best))?",
     explain="best is one step's loss tensor: it holds that step's graph (mean, power, subtraction, "
