@@ -270,3 +270,23 @@ def test_the_rule_check_finds_a_rule_stated_early():
     )
     for qid, text in early.items():
         assert re.search(RULE_STATEMENTS[qid], text, re.I), qid
+
+
+# How the notebooks once described an error question's answer: a place and words graded on their key idea.
+# Error questions now grade the place and a cause chosen from candidates (engine.kinds.Error); words are a note.
+_WORDS_GRADED = re.compile(
+    r"your words[^.]{0,80}(graded|key idea)|words (graded )?on the (message's )?key idea|add words for the message",
+    re.I,
+)
+
+
+@pytest.mark.parametrize("uid", sorted(UNITS))
+def test_no_cell_says_an_error_questions_words_are_graded(uid):
+    nb = nbformat.read(SOLUTIONS[uid], as_version=4)
+    said = [c.id for c in nb.cells if c.cell_type == "markdown" and _WORDS_GRADED.search(c.source)]
+    assert not said, f"unit {uid}: cells {said} say an error question grades free words; it grades (place, cause)"
+
+
+def test_the_words_graded_check_finds_the_old_wording():
+    old = "Answer `(place, your words)`: the place is graded exactly, your words on the key idea"
+    assert _WORDS_GRADED.search(old) and not _WORDS_GRADED.search("words of your own may follow, never graded")
