@@ -3,21 +3,21 @@
     .venv/bin/python bench/run.py [--quick] [--out bench/results/latest.json]
 
 Measures, in one run:
-  startup    `import grader` against `import torch`, fresh processes, median of 7+ runs (target <= 1.10x)
+  startup    `import grader` against `import torch`, fresh processes, median of 7+ runs (target <= 1.02x)
   answers    every question's reveal / check time, median, p95 and max per kind
-             (target median <= 15 ms; an exercise check on generated cases <= 1 s), and each exercise's
-             reference checked again once its cases exist (warm; target <= 3 s: the figure the unit tests
-             asserted before they became behaviour tests run beside two CPU-bound processes)
+             (target median <= 15 ms and p95 <= 50 ms; an exercise check on generated cases <= 1 s), and
+             each exercise's reference checked again once its cases exist (warm; target <= 1 s: every check)
   pace       engine/pace.py's calibration workload here (median of 3) against its quiet figure, the load
              per CPU and the factor the exercises' time limits are scaled by now (reported, no target)
   course     the whole course under nbval (solutions, strict), serial and with -n 2 --dist loadscope,
              against the floor: one bare kernel start with `import torch` per unit, plus the time the
-             units' own cells take (target <= 1.5x floor + cells)
+             units' own cells take (target <= 1.2x (floor + cells) per worker)
   grade      `python -m grader grade` throughput on unit 01 copies (recomputation on) in notebooks per minute at
              -j 1 and -j 2, today's cold path (AGL_GRADE_COLD=1: a worker and a kernel per notebook) beside warm
              workers in the same run, as a ratio (target >= 30 per minute at -j 2 on 2 cores); and the per-notebook
              floor (a notebook with only its imports) both ways; the load average before and after each
   memory     a kernel's peak RSS after running a whole unit, against a kernel that only imported torch
+             (target <= 1.5x)
   doctor     a training program's run time under `with doctor():` against its own, best of 5, for a small MLP,
              an LSTM language model, a masked (torch.where) loss and the fixed twins of tests/real_bugs,
              interleaved, one thread (target <= 3x)
@@ -77,8 +77,8 @@ def bench_startup(runs: int) -> dict:
         "import_grader_s": round(g, 3),
         "ratio": round(g / t, 3),
         "runs": runs,
-        "target": 1.10,
-        "ok": g / t <= 1.10,
+        "target": 1.02,
+        "ok": g / t <= 1.02,
     }
 
 
@@ -129,15 +129,16 @@ def bench_answers() -> dict:
             "p95_ms": round(p95(xs), 2),
             "max_ms": round(max(xs), 2),
             "target_ms": target,
-            "ok": (max(xs) if kind == "Function" else median(xs)) <= target,
+            "p95_target_ms": None if kind == "Function" else 50.0,
+            "ok": max(xs) <= target if kind == "Function" else (median(xs) <= target and p95(xs) <= 50.0),
         }
     slowest = sorted(rows, key=lambda r: -r["s"])[:5]
     warm = sorted((r for r in rows if "warm_s" in r), key=lambda r: -r["warm_s"])
     return {
         "warm_checks": {
             "max_ms": round(warm[0]["warm_s"] * 1000, 1) if warm else 0.0,
-            "target_ms": 3000.0,
-            "ok": all(r["warm_s"] <= 3.0 for r in warm),
+            "target_ms": 1000.0,
+            "ok": all(r["warm_s"] <= 1.0 for r in warm),
             "slowest": [{"id": r["id"], "ms": round(r["warm_s"] * 1000, 1)} for r in warm[:5]],
         },
         "per_kind": per_kind,
@@ -269,7 +270,7 @@ def bench_course(quick: bool) -> dict:
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         wall = time.perf_counter() - started
         workers = 2 if extra else 1
-        budget = 1.5 * floor / workers + cells_total / workers
+        budget = 1.2 * (floor + cells_total) / workers
         result[f"nbval_{label}_s"] = round(wall, 1)
         result[f"nbval_{label}_target_s"] = round(budget, 1)
         result[f"nbval_{label}_ok"] = done.returncode == 0 and wall <= budget
@@ -282,6 +283,8 @@ def bench_course(quick: bool) -> dict:
     peaks = [u["peak_rss_mb"] for u in units]
     result["peak_rss_max_mb"] = max(peaks) if peaks else 0
     result["peak_rss_ratio"] = round(max(peaks) / result["torch_only_peak_rss_mb"], 2) if peaks else 0
+    result["peak_rss_target_ratio"] = 1.5
+    result["peak_rss_ok"] = bool(peaks) and result["peak_rss_ratio"] <= 1.5
     return result
 
 
@@ -504,7 +507,7 @@ def table(r: dict) -> str:
         s = r["startup"]
         lines.append(
             f"startup   import torch {s['import_torch_s']:.2f} s, import grader {s['import_grader_s']:.2f} s"
-            f"  ratio {s['ratio']:.2f}x (target <= 1.10x)  {flag(s['ok'])}"
+            f"  ratio {s['ratio']:.2f}x (target <= {s['target']:.2f}x)  {flag(s['ok'])}"
         )
     if "pace" in r:
         p = r["pace"]
@@ -518,7 +521,9 @@ def table(r: dict) -> str:
             lines.append(
                 f"          {kind:<10} {k['n']:>3} {k['median_ms']:>7.1f}ms {k['p95_ms']:>6.1f}ms "
                 f"{k['max_ms']:>7.1f}ms  {'max' if kind == 'Function' else 'median'} <= "
-                f"{k['target_ms']:.0f}ms  {flag(k['ok'])}"
+                f"{k['target_ms']:.0f}ms"
+                + ("" if kind == "Function" else f", p95 <= {k['p95_target_ms']:.0f}ms")
+                + f"  {flag(k['ok'])}"
             )
         lines.append("          slowest: " + ", ".join(f"{x['id']} {x['ms']:.0f}ms" for x in r["answers"]["slowest"]))
         w = r["answers"]["warm_checks"]
@@ -545,7 +550,8 @@ def table(r: dict) -> str:
             )
         lines.append(
             f"memory    torch-only kernel {c['torch_only_peak_rss_mb']:.0f} MB; after a unit up to "
-            f"{c['peak_rss_max_mb']:.0f} MB ({c['peak_rss_ratio']:.2f}x)"
+            f"{c['peak_rss_max_mb']:.0f} MB ({c['peak_rss_ratio']:.2f}x; target <= {c['peak_rss_target_ratio']:.1f}x)  "
+            f"{flag(c['peak_rss_ok'])}"
         )
         for u in c["units"]:
             lines.append(
