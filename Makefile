@@ -113,15 +113,14 @@ HUB_USERS ?= 3
 hub: test-install hub-deps
 	$(BIN)/python -m grader.instructor.hub start --users $(HUB_USERS) --port $(HUB_PORT)
 
-# `make test`: the installs side by side, then lint in the background while one pytest run takes the unit
+# `make test`: the installs, then lint in the background while one pytest run takes the unit
 # tests, every solution (strict nbval) and every learner notebook (run untouched) on TEST_JOBS workers:
 # most tests wait on kernels, servers and browsers, so three workers keep two cores busy. The long
 # modules are handed out first (conftest.py's LONGEST_FIRST). Lint's output follows the tests'.
 TEST_JOBS ?= 3
 SUITE := tests solutions notebooks --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	-n $(TEST_JOBS) --dist loadscope --no-loadscope-reorder
-test:
-	@$(MAKE) --no-print-directory -j4 test-install system-deps hub-deps browser-deps
+test: test-install system-deps hub-deps browser-deps
 	@mkdir -p test-artifacts; \
 	$(MAKE) --no-print-directory lint > test-artifacts/lint.log 2>&1 & lint=$$!; \
 	$(PYTEST) $(SUITE); tests=$$?; \

@@ -252,9 +252,9 @@ def _misconceived(qid):
 
 
 def test_a_misconception_note_that_repeats_the_why_line_is_shown_once():
-    """Issue 27: the note said again what the why line under it says (02.kink-conventions's note is three
+    """Issue 27: the note said again what the why line under it says (03.where-grad-lands's first note is three
     quarters the why's words); a note that adds to it (05.mlp-bill's: saves, not storages) still shows."""
-    q, note, shown = _misconceived("02.kink-conventions")
+    q, note, shown = _misconceived("03.where-grad-lands")
     assert shown.verdict == "incorrect" and note not in shown.message and str(shown).count("why:") == 1
     assert q.explain in str(shown)
     q, note, shown = _misconceived("05.mlp-bill")

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.instructor.build import PLACEHOLDER, dumps
+from grader.instructor.build import BEGIN, END, PLACEHOLDER, dumps
 
 ROLES = {"predict": "predict_then_run", "self-test": "self_test"}
 SLUG = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
@@ -124,7 +124,7 @@ def declaration(qid: str, role: str, skeleton: Skeleton) -> str:
 
 def cells(qid: str, role: str, skeleton: Skeleton) -> list[tuple[str, str]]:
     """(cell type, source) of the question's cells, in notebook order."""
-    region = f"### BEGIN SOLUTION\nanswer = {skeleton.answer}  # {PLACEHOLDER} your answer\n### END SOLUTION\n"
+    region = f"{BEGIN}\nanswer = {skeleton.answer}  # {PLACEHOLDER} your answer\n{END}\n"
     prose = f"**Question `{qid}`.** {PLACEHOLDER} the question, as the declaration's prompt states it. "
     prose += f"Skeleton: `{skeleton.program}`"
     if role == "self-test":
