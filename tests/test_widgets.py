@@ -417,7 +417,10 @@ def test_a_wrong_answer_through_the_widget_offers_the_hint_button_as_code_does(m
     r = check("00.warmup-square", ...)
     r.widget.input.box.value = "5"
     assert r.widget.lock().verdict == "incorrect"
+    # the verdict stays in the widget's result area (the live region the focus moves to), shown once
+    assert "incorrect" in r.widget.message.value and "agl-said" in r.widget.message._dom_classes
     (box,) = r.widget.offers.children
+    assert "incorrect" not in box.children[0].value
     button = box.children[1].children[0]
     assert button.description == "Show a hint for 00.warmup-square"
     button.click()

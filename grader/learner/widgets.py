@@ -58,8 +58,9 @@ def action_view(result: Result) -> dict | None:
     return view_of(box) if box is not None else None
 
 
-def action_box(result: Result):
-    """The result with a button for each action it names (reset, hint); None if it names none."""
+def action_box(result: Result, show_result: bool = True):
+    """The result with a button for each action it names (reset, hint); None if it names none. With
+    ``show_result=False`` only the buttons and what they say: the caller shows the result itself."""
     import ipywidgets as W
 
     said = W.HTML()
@@ -89,7 +90,7 @@ def action_box(result: Result):
     if not buttons:
         return None
     a11y.result_area(said)
-    shown = W.HTML(result._repr_html_())
+    shown = W.HTML(result._repr_html_() if show_result else "")
     box = W.VBox([shown, W.HBox(buttons), said])
     box.add_class("agl-actions")
     stale.guard(box, shown)  # from an earlier kernel: the result stays, the buttons go
@@ -735,11 +736,10 @@ class PredictionWidget:
         return result
 
     def _offer(self, result: Result) -> None:
-        """A wrong answer's Hint button, the same one a result in code shows (``action_box``)."""
-        box = action_box(result) if any(action == "hint" for action, _ in result.actions) else None
+        """A wrong answer's Hint button, the same one a result in code shows (``action_box``). The result stays in
+        the widget's own result area, where Check and Lock in move the focus and a screen reader hears it."""
+        box = action_box(result, show_result=False) if any(a == "hint" for a, _ in result.actions) else None
         self.offers.children = [box] if box is not None else []
-        if box is not None:
-            self.message.value = ""  # the box shows the result itself, above its button
 
 
 def ask(q, state=None, result: Result | None = None) -> Asked | None:
