@@ -15,7 +15,8 @@ For nbval, each notebook gets:
 
 The order in which xdist hands out modules (``--dist loadscope --no-loadscope-reorder``): the
 modules that take longest first (see ``LONGEST_FIRST``), then the notebooks, then the rest in
-collection order, so that no long module starts last and runs alone at the end.
+collection order, so that no long module starts last and runs alone at the end. The browser modules
+are one scope (``BROWSER``): one worker walks them one after another.
 
 SVG (Graphviz writes its version into it) and widget views are not compared.
 """
@@ -132,16 +133,18 @@ def pytest_sessionfinish(session, exitstatus):
 # Modules measured as the longest (`pytest --durations=0`, 2 cores): each starts a JupyterLab and a
 # browser, a hub, or grades a whole class. xdist gives each worker a module at a time; started last,
 # one of these would be the suite's tail.
-LONGEST_FIRST = (  # a browser module (mostly waiting) beside a grading module (mostly computing)
+LONGEST_FIRST = (
+    # the browser walks, one after another in one worker (see BROWSER): beside them, the grading modules
     "tests/test_browser_restart.py",
-    "tests/test_grade_all_units.py",
     "tests/test_browser_widget.py",
     "tests/test_hub.py",
     "tests/test_browser.py",
+    "tests/test_browser_a11y.py",
+    "tests/test_browser_pages.py",
+    # the modules that grade a class (mostly computing)
+    "tests/test_grade_all_units.py",
     "tests/test_gradebook.py",
     "tests/test_scale.py",
-    "tests/test_browser_pages.py",
-    "tests/test_browser_a11y.py",
     "tests/test_grade_attacks.py",
     "tests/test_grade_truth.py",
     "tests/test_grade.py",
@@ -151,6 +154,23 @@ LONGEST_FIRST = (  # a browser module (mostly waiting) beside a grading module (
     "tests/test_error_answers.py",
     "tests/test_locks.py",
 )
+# Each of these starts a JupyterLab (or a hub) and a Chromium and mostly waits on them. On a loaded 2-core
+# machine two at once starve each other past their timeouts, so xdist hands them out as one scope: one
+# worker walks them in order while the others take the rest.
+BROWSER = ("tests/test_browser", "tests/test_hub.py")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``--dist loadscope``: xdist's own scheduling, with every browser module in one scope."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BrowsersTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "browser" if nodeid.startswith(BROWSER) else super()._split_scope(nodeid)
+
+    return BrowsersTogether(config, log)
 
 
 def _rank(scope: str) -> tuple[int, int]:

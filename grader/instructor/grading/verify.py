@@ -23,17 +23,20 @@ from grader.engine.question import of_unit
 from grader.engine.store import Event
 from grader.engine.verdicts import GRADED, Verdict
 
-LOCK = threading.Lock()  # torch's global state: one recomputation at a time
+# torch's global state: one recomputation at a time. Generating an exercise's cases is recomputation too (it runs
+# torch, and some exercises' checks switch tools off while they run): a case list made while another thread's
+# check had torch.func blocked came out with other cases, and a right function "differed from torch".
+LOCK = threading.RLock()
 _TRUTHS: dict[Any, Any] = {}
 
 
 def truth_of(q, *case, key=None):
     """torch's live answer for ``q`` (on ``case``), computed once per grading run."""
     k = (q.qid, key)
-    if k not in _TRUTHS:
-        with LOCK:
+    with LOCK:
+        if k not in _TRUTHS:
             _TRUTHS[k] = q.run(*case)
-    return _TRUTHS[k]
+        return _TRUTHS[k]
 
 
 @dataclass
@@ -61,7 +64,8 @@ class Recomputed:
 def judge_exercise(q, lines: list) -> ExerciseVerdict:
     """Compare what the learner's function returned (serialised, per case) with torch's answer, case by case."""
     kind: Function = q.kind
-    cases = kind.cases()
+    with LOCK:  # made once and cached in the kind, never beside another thread's recomputation
+        cases = kind.cases()
     seen: dict[int, dict] = {}
     for line in lines:
         if not isinstance(line, dict) or not isinstance(line.get("i"), int) or not 0 <= line["i"] < len(cases):
