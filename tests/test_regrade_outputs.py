@@ -133,3 +133,20 @@ def test_a_gradebook_without_its_outputs_file_still_merges_and_says_what_is_miss
     assert "unreadable" in outputs.read(grades)[2]
     merged = outputs.attach(gradebook.read_csv(grades), {})
     assert [r["learner"] for r in merged] == ["ann"] and not merged[0].get("_feedback")
+
+
+def test_a_regrade_whose_out_is_the_gradebook_it_merges_into_keeps_every_other_row(tmp_path):
+    """README's recipe leaves --out at its default, grades.csv, the gradebook it merges into. The run wrote --out
+    first, so the merge then read a gradebook of the one regraded row: stop 37's term walk lost 59 of 60 rows."""
+    rows, facts = _class(tmp_path)
+    grades = tmp_path / "grades.csv"
+    gradebook.write_csv(rows, grades)
+    outputs.write(grades, rows, facts)
+    regrade = tmp_path / "class" / "frank" / "00_start_here.ipynb"
+    regrade.parent.mkdir(parents=True)
+    regrade.symlink_to(tmp_path / "gone.ipynb")
+    pipeline.grade([str(regrade)], grades, merge_into=grades, progress_to=None)
+    merged = gradebook.read_csv(grades)
+    assert sorted((r["learner"], r["unit"]) for r in merged) == [("ann", "01"), ("frank", "00"), ("frank", "01")]
+    kept_facts, _, note = outputs.read(grades)
+    assert note == "" and len(kept_facts) == 2

@@ -744,16 +744,17 @@ def grade(
     if progress_to is not None:
         for note in notes:
             print(f"grade: {note}", file=progress_to)
+    if merge_into:  # read before --out is written: the two may be one file (--out's default is grades.csv)
+        old_facts, old_feedback, note = outputs.read(merge_into) if merge_into.exists() else ([], {}, "")
+        if note and progress_to is not None:
+            print(f"grade: {note}", file=progress_to)
+        old = outputs.attach(gradebook.read_csv(merge_into), old_feedback) if merge_into.exists() else []
     gradebook.write_csv(rows, out)
     outputs.write(out, rows, facts)
     if shard:
         shards.write_sidecar(out, shard, [s.learner for s in found], [s.learner for s in subs], facts)
     everyone, everyone_facts = rows, facts
     if merge_into:  # every output from the merged gradebook: the learner's whole page, the whole class's report
-        old_facts, old_feedback, note = outputs.read(merge_into) if merge_into.exists() else ([], {}, "")
-        if note and progress_to is not None:
-            print(f"grade: {note}", file=progress_to)
-        old = outputs.attach(gradebook.read_csv(merge_into), old_feedback) if merge_into.exists() else []
         everyone = gradebook.merge(old, rows)
         everyone_facts = outputs.merge_facts(old_facts, rows, facts)
         gradebook.write_csv(everyone, merge_into)
