@@ -4,6 +4,7 @@ import random
 
 import torch
 
+from grader import probes
 from grader.engine.claims import Trial, claim
 from grader.units.programs import programs
 
@@ -269,17 +270,5 @@ def graph_is_what_ran():
         x = torch.tensor(rng.uniform(-2, 2), requires_grad=True)
         chosen = first if x.item() > 0 else second
         y = _BRANCHES[first][0](x) if x.item() > 0 else _BRANCHES[second][0](x)
-        names = {type(n).__name__ for n in _nodes(y)} - {"AccumulateGrad"}
+        names = {type(n).__name__ for n in probes.nodes(y)} - {"AccumulateGrad"}
         yield Trial(f"seed {seed}: x = {x.item():+.2f}, ran {chosen}", True, names == _BRANCHES[chosen][1])
-
-
-def _nodes(y: torch.Tensor) -> list:
-    seen, found, stack = set(), [], [y.grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        found.append(node)
-        stack.extend(n for n, _ in node.next_functions)
-    return found

@@ -433,23 +433,11 @@ def broadcast_records_no_expand():
         found, grads = [], []
         for operand in (b, b.expand(rows, width)):
             out = ops[name](X, operand)
-            found.append("ExpandBackward0" in {type(n).__name__ for n in _nodes(out)})
+            found.append("ExpandBackward0" in {type(n).__name__ for n in probes.nodes(out)})
             (g,) = torch.autograd.grad(out.sum(), [b])
             grads.append(g)
         holds = found == [False, True] and torch.allclose(*grads) and grads[0].shape == b.shape
         yield Trial(f"seed {seed}: X ({rows}, {width}) {name} b ({width},), implicit and b.expand", True, holds)
-
-
-def _nodes(y: torch.Tensor) -> list:
-    seen, found, stack = set(), [], [y.grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        found.append(node)
-        stack.extend(n for n, _ in node.next_functions)
-    return found
 
 
 def _model(seed: int) -> tuple[torch.nn.Module, torch.Tensor]:

@@ -4,6 +4,7 @@ import random
 
 import torch
 
+from grader import probes
 from grader.engine.claims import Trial, claim
 from grader.units.programs import programs
 
@@ -318,7 +319,7 @@ def ready_nodes_run_by_sequence_number():
     for case in programs(18, seed=10, need_backward=True):
         ns = case.fresh()
         out = ns[case.output]
-        nodes = _all_nodes(out)
+        nodes = probes.nodes(out)
         ran: list = []
         for node in nodes:
             node.register_prehook(lambda g, node=node, ran=ran: ran.append(node))
@@ -332,18 +333,6 @@ def ready_nodes_run_by_sequence_number():
             if child is not None and not hasattr(child, "variable")
         )
         yield Trial(case.label, True, ran == simulated and leaves_last and later_larger)
-
-
-def _all_nodes(out: torch.Tensor) -> list:
-    seen, order, stack = set(), [], [out.grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        order.append(node)
-        stack.extend(n for n, _ in node.next_functions)
-    return order
 
 
 def _simulate(root, nodes: list) -> list:

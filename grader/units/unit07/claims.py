@@ -6,6 +6,7 @@ import weakref
 
 import torch
 
+from grader import probes
 from grader.engine.claims import Trial, claim
 
 
@@ -220,14 +221,14 @@ def _chain_with_write(rng: random.Random):
     i = rng.randrange(len(h))
     memory = h[i].untyped_storage().data_ptr()
     kept = False
-    for fn in _nodes(loss.grad_fn):
+    for fn in probes.nodes(loss.grad_fn):
         for name in dir(fn):
             if name.startswith("_saved_"):
                 value = getattr(fn, name)
                 kept |= isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() == memory
     h[i].mul_(2)
     read_raised = False
-    for fn in _nodes(loss.grad_fn):
+    for fn in probes.nodes(loss.grad_fn):
         for name in dir(fn):
             if name.startswith("_saved_"):
                 try:
@@ -241,17 +242,6 @@ def _chain_with_write(rng: random.Random):
         backward_raised = True
     label = f"x*1 -> {' -> '.join(ops)}, loss taken, then h{i}.mul_(2)"
     return label, kept, read_raised, backward_raised
-
-
-def _nodes(root):
-    seen, stack = set(), [root]
-    while stack:
-        fn = stack.pop()
-        if fn is None or fn in seen:
-            continue
-        seen.add(fn)
-        yield fn
-        stack.extend(child for child, _ in fn.next_functions)
 
 
 @claim(
