@@ -160,6 +160,7 @@ LONGEST_FIRST = (
 BROWSER = ("tests/test_browser", "tests/test_hub.py")
 
 
+@pytest.hookimpl(optionalhook=True)  # a run with -p no:xdist knows no such hook
 def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadscope``: xdist's own scheduling, with every browser module in one scope."""
     if config.getvalue("dist") != "loadscope":
