@@ -12,6 +12,7 @@ import json
 import pytest
 
 from grader.engine import limits, torch_state
+from grader.engine.cases import fingerprint
 from grader.engine.kinds import Function
 from grader.engine.question import all_questions
 from grader.instructor.grading.verify import judge_exercise
@@ -30,7 +31,7 @@ def _lines(q, fn, cases: int) -> list[dict]:
         outcome = limits.call(kind.call, fn, case, ns, seconds=60)
         assert outcome.ok, f"{q.qid} case {i + 1}: {outcome.problem}"
         value = kind.returns.encode(kind.returns.read(kind.convert(outcome.value, case, ns)))
-        lines.append(json.loads(json.dumps({"qid": q.qid, "i": i, "value": value})))
+        lines.append(json.loads(json.dumps({"qid": q.qid, "i": i, "case": fingerprint(case), "value": value})))
     return lines
 
 
@@ -57,3 +58,15 @@ def test_the_whole_judgement_passes_the_reference(q):
     lines = _lines(q, REFERENCE[q.qid], len(q.kind.cases()))
     verdict = judge_exercise(q, lines)
     assert verdict.verdict == "correct", verdict.note
+
+
+def test_a_result_computed_on_another_case_is_not_compared_and_says_whose_fault_it_is():
+    """The runner names each result's case: a case list that differs between the two processes is a grader
+    fault, never "differs from torch" against the learner (the CI of stop 37 graded 06.hvp 0 of 24)."""
+    q = next(q for q in EXERCISES if q.qid == "03.nonfinite-watch")
+    lines = _lines(q, REFERENCE[q.qid], len(q.kind.cases()))
+    lines[0], lines[1] = dict(lines[0], case=lines[1]["case"]), dict(lines[1], case=lines[0]["case"])
+    verdict = judge_exercise(q, lines)
+    assert verdict.verdict == "not recomputed" and "the grader's fault" in verdict.note
+    unnamed = [{k: v for k, v in line.items() if k != "case"} for line in _lines(q, REFERENCE[q.qid], 1)]
+    assert judge_exercise(q, unnamed).verdict == "incorrect"

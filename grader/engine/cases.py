@@ -9,6 +9,7 @@ so ``make_cases`` must be deterministic (seeded).
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -55,3 +56,9 @@ def problems(case: object) -> list[str]:
         if not callable(getattr(case, name, None)):
             found.append(f"no {name}()")
     return found
+
+
+def fingerprint(case: Case) -> str:
+    """A short digest of what the case is (its label and source): two processes that made the same case list
+    agree on every case's fingerprint, so a result can be matched with the case it was computed on."""
+    return hashlib.sha256(f"{case.label}\n{case.source}".encode()).hexdigest()[:16]

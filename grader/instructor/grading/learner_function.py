@@ -120,6 +120,7 @@ def main() -> int:
     fd = containment.result_pipe()
     request = json.loads(sys.stdin.buffer.read(REQUEST_CAP))
     from grader.engine import limits, torch_state
+    from grader.engine.cases import fingerprint
     from grader.engine.kinds import BadAnswer, Unanswered
 
     kinds = _kinds_only([item["qid"] for item in request.get("exercises", [])])
@@ -157,28 +158,34 @@ def main() -> int:
             continue
         started = time.monotonic()
         for i, case in enumerate(cases):
+            mark = fingerprint(case)
             if time.monotonic() - started > kind.budget_s:
-                _line(fd, {"qid": qid, "i": i, "problem": f"only {i} cases ran within {kind.budget_s:g} s"})
+                _line(
+                    fd, {"qid": qid, "i": i, "case": mark, "problem": f"only {i} cases ran within {kind.budget_s:g} s"}
+                )
                 break
             with torch_state.clean_room():
                 case_ns = case.fresh()
             outcome = limits.call(kind.call, fn, case, case_ns, seconds=kind.per_case_s)
             if outcome.not_written:
-                _line(fd, {"qid": qid, "i": i, "not_written": True})
+                _line(fd, {"qid": qid, "i": i, "case": mark, "not_written": True})
                 break
             if outcome.problem:
-                _line(fd, {"qid": qid, "i": i, "problem": outcome.problem})
+                _line(fd, {"qid": qid, "i": i, "case": mark, "problem": outcome.problem})
                 break
             try:
                 value = kind.returns.encode(kind.returns.read(kind.convert(outcome.value, case, case_ns)))
                 json.dumps(value)
             except Unanswered:
-                _line(fd, {"qid": qid, "i": i, "problem": "it returned nothing (a missing return?)"})
+                _line(fd, {"qid": qid, "i": i, "case": mark, "problem": "it returned nothing (a missing return?)"})
                 break
             except (BadAnswer, Exception) as exc:
-                _line(fd, {"qid": qid, "i": i, "problem": f"its result could not be read ({str(exc)[:150]})"})
+                _line(
+                    fd,
+                    {"qid": qid, "i": i, "case": mark, "problem": f"its result could not be read ({str(exc)[:150]})"},
+                )
                 break
-            _line(fd, {"qid": qid, "i": i, "value": value})
+            _line(fd, {"qid": qid, "i": i, "case": mark, "value": value})
     return 0
 
 

@@ -641,6 +641,7 @@ def grade(
     Notebooks run in processes forked from ``jobs`` warm parents (:mod:`grader.instructor.grading.workers`); with
     AGL_GRADE_COLD=1 in the environment, each in a fresh worker and kernel instead (slower; for comparison)."""
     _adopt_orphans()
+    verify_submission.new_run()
     found = find(paths, name_pattern)
     subs = [s for s in found if shard is None or shards.shard_of(s.learner, shard[1]) == shard[0]]
     if progress_to is not None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.engine import progress
+from grader.engine.cases import fingerprint
 from grader.engine.kinds import BadAnswer, Function, Unanswered
 from grader.engine.question import of_unit
 from grader.engine.store import Event
@@ -30,8 +31,14 @@ LOCK = threading.RLock()
 _TRUTHS: dict[Any, Any] = {}
 
 
+def new_run() -> None:
+    """Forget the answers computed so far: each grading run computes torch's answers afresh."""
+    with LOCK:
+        _TRUTHS.clear()
+
+
 def truth_of(q, *case, key=None):
-    """torch's live answer for ``q`` (on ``case``), computed once per grading run."""
+    """torch's live answer for ``q`` (on ``case``), computed once per grading run (see :func:`new_run`)."""
     k = (q.qid, key)
     with LOCK:
         if k not in _TRUTHS:
@@ -72,6 +79,13 @@ def judge_exercise(q, lines: list) -> ExerciseVerdict:
             return ExerciseVerdict("incorrect", "the exercise runner sent back something that is not a case result")
         if line["i"] in seen:
             return ExerciseVerdict("incorrect", "the exercise runner sent back a case twice")
+        if "case" in line and line["case"] != fingerprint(cases[line["i"]]):
+            # the runner's case list is not this process's: comparing would blame the learner for the grader
+            return ExerciseVerdict(
+                "not recomputed",
+                f"case {line['i'] + 1} of the exercise runner is not the grader's case {line['i'] + 1}: the two "
+                "processes made different case lists, so nothing was compared (the grader's fault, not the learner's)",
+            )
         seen[line["i"]] = line
     if not seen:
         return ExerciseVerdict("incorrect", "no case ran")
@@ -86,6 +100,10 @@ def judge_exercise(q, lines: list) -> ExerciseVerdict:
         if line.get("problem") or line.get("not_written"):
             words = str(line.get("problem") or "it raised NotImplementedError")[:200]
             return ExerciseVerdict("incorrect", f"{passed} of {len(cases)} cases passed; case {i + 1}: {words}", case=i)
+        if line.get("case") is None:
+            return ExerciseVerdict(
+                "incorrect", f"{passed} of {len(cases)} cases passed; case {i + 1} came back unnamed"
+            )
         try:
             value = kind.returns.read(line.get("value"))
         except (BadAnswer, Unanswered, Exception):

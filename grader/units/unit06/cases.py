@@ -9,6 +9,7 @@ import contextlib
 import math
 import os
 import random
+import threading
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -114,8 +115,30 @@ class EngineRuns:
     blocked: list = field(default_factory=list)  # "torch.func.jvp" for each blocked tool the function called
 
 
-def _blocker(name: str, runs: EngineRuns):
+def _originals() -> dict[str, Any]:
+    """Each blocked tool as torch defines it, taken when this module is imported (before any check ran)."""
+    import importlib
+
+    found = {}
+    for module_name, names in BLOCKED.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            if hasattr(module, name):
+                found[f"{module_name}.{name}"] = getattr(module, name)
+    return found
+
+
+# The grader's own answers use these, never the module attributes a check switches off: a truth computed while
+# a check is under way (another thread, or a switch-off an interruption left behind) is still torch's.
+ORIGINAL = _originals()
+
+
+def _blocker(name: str, runs: EngineRuns, owner: int):
+    original = ORIGINAL[name]
+
     def blocked(*args, **kwargs):
+        if threading.get_ident() != owner:  # only the thread running the learner's function is refused
+            return original(*args, **kwargs)
         runs.blocked.append(name)
         raise BlockedTool(f"{name} is switched off during this check: the exercise asks for torch.autograd.grad")
 
@@ -131,13 +154,14 @@ def autograd_grad_only() -> Iterator[EngineRuns]:
     import torch.autograd as autograd_module
 
     runs = EngineRuns()
+    owner = threading.get_ident()
     saved: list[tuple[Any, str, Any]] = []
     for module_name, names in BLOCKED.items():
         module = importlib.import_module(module_name)
         for name in names:
-            if hasattr(module, name):
-                saved.append((module, name, getattr(module, name)))
-                setattr(module, name, _blocker(f"{module_name}.{name}", runs))
+            if f"{module_name}.{name}" in ORIGINAL:
+                saved.append((module, name, ORIGINAL[f"{module_name}.{name}"]))
+                setattr(module, name, _blocker(f"{module_name}.{name}", runs, owner))
     engine = getattr(autograd_module, "_engine_run_backward", None)
     if engine is None:
         runs.counted = False
@@ -342,7 +366,7 @@ def two_loss_truth(case: TwoLossCase) -> tuple[tuple, tuple]:
     """torch.func's Jacobian of (loss_a, loss_b) at w: a route none of the three ways takes."""
     ns = case.fresh()
     forward = ns["forward"]
-    jac = torch.func.jacrev(lambda w: torch.stack(forward(w)))(ns["w"].detach())
+    jac = ORIGINAL["torch.func.jacrev"](lambda w: torch.stack(forward(w)))(ns["w"].detach())
     return as_numbers(jac[0]), as_numbers(jac[1])
 
 
@@ -504,7 +528,8 @@ def hvp_truth(case: SmoothCase, ones: bool = False) -> tuple:
     """torch.func: the derivative of grad(f) along v (forward over reverse), a route autograd.grad does not take."""
     ns = case.fresh()
     v = torch.ones_like(ns["v"]) if ones else ns["v"]
-    _, hv = torch.func.jvp(torch.func.grad(ns["f"]), (ns["x"].detach(),), (v,))
+    jvp, grad = ORIGINAL["torch.func.jvp"], ORIGINAL["torch.func.grad"]
+    _, hv = jvp(grad(ns["f"]), (ns["x"].detach(),), (v,))
     return as_numbers(hv)
 
 
