@@ -15,6 +15,7 @@ up the stack finds cases and the runner, never an answer.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
@@ -26,6 +27,11 @@ REQUEST_CAP = 4 * 2**20
 
 def _line(fd, item: dict) -> None:
     containment.send(fd, (json.dumps(item, default=str) + "\n").encode())
+
+
+def _result(fd, qid: str, i: int, case: str, **result) -> None:
+    """One case's result, naming the case (its fingerprint) it was computed on."""
+    _line(fd, {"qid": qid, "i": i, "case": case, **result})
 
 
 def _gone(*args, **kwargs):
@@ -158,34 +164,29 @@ def main() -> int:
             continue
         started = time.monotonic()
         for i, case in enumerate(cases):
-            mark = fingerprint(case)
+            send = functools.partial(_result, fd, qid, i, fingerprint(case))
             if time.monotonic() - started > kind.budget_s:
-                _line(
-                    fd, {"qid": qid, "i": i, "case": mark, "problem": f"only {i} cases ran within {kind.budget_s:g} s"}
-                )
+                send(problem=f"only {i} cases ran within {kind.budget_s:g} s")
                 break
             with torch_state.clean_room():
                 case_ns = case.fresh()
             outcome = limits.call(kind.call, fn, case, case_ns, seconds=kind.per_case_s)
             if outcome.not_written:
-                _line(fd, {"qid": qid, "i": i, "case": mark, "not_written": True})
+                send(not_written=True)
                 break
             if outcome.problem:
-                _line(fd, {"qid": qid, "i": i, "case": mark, "problem": outcome.problem})
+                send(problem=outcome.problem)
                 break
             try:
                 value = kind.returns.encode(kind.returns.read(kind.convert(outcome.value, case, case_ns)))
                 json.dumps(value)
             except Unanswered:
-                _line(fd, {"qid": qid, "i": i, "case": mark, "problem": "it returned nothing (a missing return?)"})
+                send(problem="it returned nothing (a missing return?)")
                 break
             except (BadAnswer, Exception) as exc:
-                _line(
-                    fd,
-                    {"qid": qid, "i": i, "case": mark, "problem": f"its result could not be read ({str(exc)[:150]})"},
-                )
+                send(problem=f"its result could not be read ({str(exc)[:150]})")
                 break
-            _line(fd, {"qid": qid, "i": i, "case": mark, "value": value})
+            send(value=value)
     return 0
 
 

@@ -156,12 +156,11 @@ def autograd_grad_only() -> Iterator[EngineRuns]:
     runs = EngineRuns()
     owner = threading.get_ident()
     saved: list[tuple[Any, str, Any]] = []
-    for module_name, names in BLOCKED.items():
+    for full, original in ORIGINAL.items():
+        module_name, name = full.rsplit(".", 1)
         module = importlib.import_module(module_name)
-        for name in names:
-            if f"{module_name}.{name}" in ORIGINAL:
-                saved.append((module, name, ORIGINAL[f"{module_name}.{name}"]))
-                setattr(module, name, _blocker(f"{module_name}.{name}", runs, owner))
+        saved.append((module, name, original))
+        setattr(module, name, _blocker(full, runs, owner))
     engine = getattr(autograd_module, "_engine_run_backward", None)
     if engine is None:
         runs.counted = False
