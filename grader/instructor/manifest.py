@@ -48,12 +48,53 @@ def plain(value: Any) -> Any:
     return value
 
 
+# Two CPUs (or two vector widths of one) can round a float32 reduction differently in its last bits: an
+# answer that moved by less than this is the same answer, not a change for an instructor to revisit.
+REL, ABS = 1e-4, 1e-5
+
+
+def _numbers(value: Any, out: list) -> Any:
+    """``value``'s skeleton, every number in it replaced by '#' and appended to ``out`` (bools stay)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        out.append(value)
+        return "#"
+    if isinstance(value, dict):
+        return {k: _numbers(v, out) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers(v, out) for v in value]
+    return value
+
+
+def _close(a: float, b: float) -> bool:
+    return a == b or abs(a - b) <= ABS + REL * max(abs(a), abs(b))
+
+
+def same(old: Any, new: Any) -> bool:
+    """Whether two JSON answers are the same: equal skeletons and every number within REL/ABS of the other.
+
+    An exercise's answer is {'cases', 'digest' (of its skeleton), 'numbers'}; one recorded before the
+    numbers were kept has only a digest of everything, and is compared exactly."""
+    if isinstance(old, dict) and "digest" in old and "numbers" not in old:
+        return isinstance(new, dict) and old == {k: v for k, v in new.items() if k != "numbers"}
+    old_numbers: list = []
+    new_numbers: list = []
+    if _numbers(old, old_numbers) != _numbers(new, new_numbers) or len(old_numbers) != len(new_numbers):
+        return False
+    return all(_close(a, b) for a, b in zip(old_numbers, new_numbers))
+
+
 def answer_of(q: Question) -> tuple[Any, str]:
-    """(the JSON form, a short text) of a question's live answer; exercises are summarised by a digest."""
+    """(the JSON form, a short text) of a question's live answer. An exercise is summarised by its case
+    count, a digest of its answers' skeleton (every number replaced by '#') and the numbers themselves,
+    so that ``same`` can compare those within a tolerance."""
     if isinstance(q.kind, Function):
-        answers = [plain(q.run(case)) for case in q.kind.cases()]
-        digest = hashlib.sha256(json.dumps(answers, sort_keys=True).encode()).hexdigest()[:16]
-        return {"cases": len(answers), "digest": digest}, f"{len(answers)} cases, digest {digest}"
+        numbers: list = []
+        skeleton = [_numbers(plain(q.run(case)), numbers) for case in q.kind.cases()]
+        digest = hashlib.sha256(json.dumps(skeleton, sort_keys=True).encode()).hexdigest()[:16]
+        answer = {"cases": len(skeleton), "digest": digest, "numbers": numbers}
+        return answer, f"{len(skeleton)} cases, digest {digest}"
     truth = q.run()
     return plain(truth), q.kind.show(truth)
 
@@ -119,8 +160,9 @@ def compare(root: Path = ROOT, units: list[str] | None = None) -> dict:
             before = old["questions"].get(q.qid)
             if before is None:
                 added.append(q.qid)
-            elif before["answer"] != answer:
-                changed.append({"id": q.qid, "old": before["text"], "new": text})
+            elif not same(before["answer"], answer):
+                moved = " (the same shape, numbers moved beyond the tolerance)" if text == before["text"] else ""
+                changed.append({"id": q.qid, "old": before["text"], "new": text + moved})
         except Exception as exc:
             row.update(ok=False, error=f"{type(exc).__name__}: {exc}")
             errors.append(q.qid)
