@@ -142,6 +142,7 @@ def test_hvp_bugs_get_a_hint(bug, words):
     [
         (reference.one_call_by_jacrev, "torch.func.jacrev is switched off"),
         (reference.one_call_by_captured_jacrev, "made never torch.autograd.grad call(s)"),
+        (reference.one_call_by_jacrev_in_a_thread, "torch.func.jacrev is switched off"),
     ],
 )
 def test_one_call_must_be_one_autograd_grad_call(bug, words):
@@ -155,6 +156,7 @@ def test_one_call_must_be_one_autograd_grad_call(bug, words):
     [
         (reference.hvp_by_torch_func, "torch.func.grad is switched off"),
         (reference.hvp_by_captured_torch_func, "no gradient of f with respect to x carried a graph"),
+        (reference.hvp_by_torch_func_in_a_thread, "torch.func.grad is switched off"),
         (reference.hvp_by_finite_differences, "no gradient of f with respect to x carried a graph"),
         (reference.hvp_by_finite_differences_at_x, "nothing was differentiated through it"),
     ],

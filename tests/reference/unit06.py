@@ -1,5 +1,7 @@
 """Unit 06's exercises: known-good implementations, written as a learner would, and plausible bugs."""
 
+import threading
+
 import torch
 from torch.func import grad as func_grad  # captured before any check, so switching torch.func off misses them
 from torch.func import jacrev, jvp
@@ -91,6 +93,32 @@ def one_call_by_captured_jacrev(forward, w, way):
     return two_gradients(forward, w, way)
 
 
+def in_a_thread(fn):
+    """fn() run in a thread the learner starts, its result (or exception) handed back."""
+    out = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except BaseException as exc:
+            out["error"] = exc
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+def one_call_by_jacrev_in_a_thread(forward, w, way):
+    """torch.func.jacrev called from a thread of the learner's own, which a check of one thread would miss."""
+    if way == "one_call":
+        jac = in_a_thread(lambda: torch.func.jacrev(lambda w: torch.stack(forward(w)))(w))
+        return jac[0], jac[1]
+    return two_gradients(forward, w, way)
+
+
 def swaps_the_pair(forward, w, way):
     grad_a, grad_b = two_gradients(forward, w, way)
     if way == "two_forwards":
@@ -153,6 +181,11 @@ def hvp_by_captured_torch_func(f, x, v):
     return jvp(func_grad(f), (x.detach(),), (v,))[1]
 
 
+def hvp_by_torch_func_in_a_thread(f, x, v):
+    """The shortcut from a thread the learner starts."""
+    return in_a_thread(lambda: torch.func.jvp(torch.func.grad(f), (x.detach(),), (v,))[1])
+
+
 def hvp_by_finite_differences(f, x, v):
     """Central differences of the gradient in float64, with torch.autograd.grad twice: close, but no second order."""
     eps = 1e-5
@@ -187,6 +220,7 @@ BUGGY = {
         one_call_that_is_two_calls,
         one_call_by_jacrev,
         one_call_by_captured_jacrev,
+        one_call_by_jacrev_in_a_thread,
         swaps_the_pair,
     ],
     "06.hvp": [
@@ -198,6 +232,7 @@ BUGGY = {
         hvp_through_dot_grad,
         hvp_by_torch_func,
         hvp_by_captured_torch_func,
+        hvp_by_torch_func_in_a_thread,
         hvp_by_finite_differences,
         hvp_by_finite_differences_at_x,
     ],

@@ -133,11 +133,13 @@ def _originals() -> dict[str, Any]:
 ORIGINAL = _originals()
 
 
-def _blocker(name: str, runs: EngineRuns, owner: int):
+def _blocker(name: str, runs: EngineRuns, others: frozenset):
     original = ORIGINAL[name]
 
     def blocked(*args, **kwargs):
-        if threading.get_ident() != owner:  # only the thread running the learner's function is refused
+        # Threads that were running before the check began (the kernel's own) are let through; the thread that
+        # runs the learner's function, and any thread started while it runs (the learner's), are refused.
+        if threading.current_thread() in others:
             return original(*args, **kwargs)
         runs.blocked.append(name)
         raise BlockedTool(f"{name} is switched off during this check: the exercise asks for torch.autograd.grad")
@@ -154,13 +156,13 @@ def autograd_grad_only() -> Iterator[EngineRuns]:
     import torch.autograd as autograd_module
 
     runs = EngineRuns()
-    owner = threading.get_ident()
+    others = frozenset(threading.enumerate()) - {threading.current_thread()}
     saved: list[tuple[Any, str, Any]] = []
     for full, original in ORIGINAL.items():
         module_name, name = full.rsplit(".", 1)
         module = importlib.import_module(module_name)
         saved.append((module, name, original))
-        setattr(module, name, _blocker(full, runs, owner))
+        setattr(module, name, _blocker(full, runs, others))
     engine = getattr(autograd_module, "_engine_run_backward", None)
     if engine is None:
         runs.counted = False
