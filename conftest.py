@@ -114,7 +114,7 @@ class StoreVerdict(pytest.Item):
         return self.path, None, f"{self.nbfile.name}: {self.name}"
 
 
-_UNIT_OF = re.compile(r"\[(\d\d)\.|test_unit(\d\d)|(?:solutions|notebooks)/(\d\d)_|unit(\d\d)")
+_UNIT_OF = re.compile(r"\[(\d\d[a-z]?)\.|test_unit(\d\d[a-z]?)|(?:solutions|notebooks)/(\d\d[a-z]?)_|unit(\d\d[a-z]?)")
 
 
 def _select_by_unit(items) -> None:

@@ -86,7 +86,7 @@ def test_every_unit_with_questions_has_a_solution_and_a_learner_notebook():
         assert (ROOT / "solutions" / name).exists(), name
         assert (ROOT / "notebooks" / name).exists(), name
     for path in (ROOT / "solutions").glob("*.ipynb"):
-        uid = path.name[:2]
+        uid = path.name.split("_")[0]
         assert uid in units, f"{path.name} has no questions declared"
         text = path.read_text()
         for q in (q for q in all_questions() if q.unit == uid):

@@ -72,7 +72,7 @@ def _make_class(homes: Path, monkeypatch):
 
 
 def _row(rep, qid):
-    unit = next(u for u in rep["units"] if u["unit"] == qid[:2])
+    unit = next(u for u in rep["units"] if u["unit"] == qid.split(".")[0])
     return next(r for r in unit["questions"] if r["qid"] == qid)
 
 

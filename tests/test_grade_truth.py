@@ -41,7 +41,7 @@ def answer_key_copy() -> nbformat.NotebookNode:
     nb = read("notebooks", U00)
     for cell in nb.cells:
         if cell.cell_type == "code" and "answer = ..." in cell.source:
-            call, qid = re.search(r'(predict|check)\("(\d\d\.[a-z0-9-]+)"', cell.source).groups()
+            call, qid = re.search(r'(predict|check)\("(\d\d[a-z]?\.[a-z0-9-]+)"', cell.source).groups()
             cell.source = (
                 "from grader.engine.question import get\n"
                 f"answer = get({qid!r}).kind.encode(get({qid!r}).run())\n"

@@ -38,10 +38,10 @@ def same_as_code(monkeypatch, tmp_path, qid, answer, set_input):
     monkeypatch.setenv("AUTOGRAD_LAB_HOME", str(tmp_path / "widget"))
     w = lock_through_widget(qid, set_input)
     assert w.last.verdict == "recorded", str(w.last)
-    by_widget = events(qid[:2])
+    by_widget = events(qid.split(".")[0])
     monkeypatch.setenv("AUTOGRAD_LAB_HOME", str(tmp_path / "code"))
     assert predict(qid, answer).verdict == "recorded"
-    by_code = events(qid[:2])
+    by_code = events(qid.split(".")[0])
     assert by_widget == by_code and len(by_code) == 1
     return w
 

@@ -44,7 +44,7 @@ from grader.engine import torch_state
 from grader.engine.course import UNITS, unit_id
 
 CONTENT_PACKAGE = "grader.units"
-_ID = re.compile(r"^(\d\d)\.[a-z0-9][a-z0-9-]*$")
+_ID = re.compile(r"^(\d\d[a-z]?)\.[a-z0-9][a-z0-9-]*$")
 _Body = Callable[[], Iterable["Trial"]]
 
 

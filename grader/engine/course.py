@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
+
+# A unit's id: two digits, and a letter where a unit was split in two (04 and 04b). A question's id begins with it.
+UNIT_ID = r"\d\d[a-z]?"
+_LEADING = re.compile(rf"({UNIT_ID})(?=$|[_\-. ])")
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,17 @@ def unit_id(unit: Any) -> str:
     if text not in UNITS:
         raise ValueError(f"there is no unit {unit!r}; the units are {', '.join(UNITS)}")
     return text
+
+
+def unit_of(qid: str) -> str:
+    """The unit a question's id names: '04b' from '04b.module-list'."""
+    return qid.split(".", 1)[0]
+
+
+def leading_unit(name: str) -> str | None:
+    """The unit a name begins with ('04b' from '04b_slug', '01' from '01' or '01-x'), if it is one; else None."""
+    m = _LEADING.match(name)
+    return m.group(1) if m and m.group(1) in UNITS else None
 
 
 def leads_to(uid: str) -> list[str]:

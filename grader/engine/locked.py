@@ -24,7 +24,7 @@ import re
 from typing import Any
 
 MIME = "application/vnd.autograd-lab.prediction+json"
-QID = re.compile(r"\d\d\.[a-z0-9][a-z0-9-]{0,80}")
+QID = re.compile(r"\d\d[a-z]?\.[a-z0-9][a-z0-9-]{0,80}")
 MAX_ITEMS = 1_000  # list items, dict keys and string characters counted together
 MAX_DEPTH = 6
 

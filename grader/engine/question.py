@@ -33,12 +33,13 @@ from typing import Any, TypeVar
 from grader.engine import torch_state
 from grader.engine.course import UNITS, unit_id
 from grader.engine.kinds import NO_ERROR, Error, ErrorOutcome, Function, Kind
+from grader.engine.moves import current_id
 
 # Where the units' declarations live: one package per unit, each with a questions module.
 CONTENT_PACKAGE = "grader.units"
 
 ROLES = ("predict", "self-test", "exercise")
-_ID = re.compile(r"^(\d\d)\.[a-z0-9][a-z0-9-]*$")
+_ID = re.compile(r"^(\d\d[a-z]?)\.[a-z0-9][a-z0-9-]*$")
 _Experiment = TypeVar("_Experiment", bound=Callable[..., Any])
 
 
@@ -224,7 +225,8 @@ def load() -> dict[str, Question]:
 
 
 def get(qid: str) -> Question | None:
-    return load().get(qid)
+    """The question ``qid`` names, by today's id or by an id it had before it moved (:mod:`.moves`)."""
+    return load().get(current_id(qid)) if isinstance(qid, str) else None
 
 
 def of_unit(unit: Any) -> list[Question]:

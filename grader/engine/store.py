@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from grader.engine import moves
 from grader.engine.verdicts import Action, Verdict, action_of, verdict_of
 
 FILENAME = "progress.sqlite3"
@@ -275,14 +276,17 @@ class Store:
         _stream(row)
 
     def events(self, unit: str | None = None) -> list[Event]:
+        """The log as today's course reads it (:func:`grader.engine.moves.moved_events`: an id that moved reads
+        as its new id); only ``unit``'s events when one is named, including those stored under a unit it was
+        split from. The file itself is never rewritten."""
+        wanted = sorted(moves.sources(unit)) if unit else []
+
         def work(con: sqlite3.Connection) -> list[Any]:
             sql = "SELECT id, time, unit, qid, action, answer, verdict, torch, session, detail FROM events"
-            rows = con.execute(
-                sql + (" WHERE unit = ? ORDER BY id" if unit else " ORDER BY id"), (unit,) if unit else ()
-            ).fetchall()
-            return rows
+            where = f" WHERE unit IN ({', '.join('?' * len(wanted))})" if wanted else ""
+            return con.execute(sql + where + " ORDER BY id", wanted).fetchall()
 
-        return [event_of(r) for r in self._run(work)]
+        return moves.moved_events((event_of(r) for r in self._run(work)), unit or None)
 
 
 def _stream(row: tuple) -> None:

@@ -114,7 +114,7 @@ def placeholders(root: Path, only: list[str] | None = None) -> list[str]:
     """Where a skeleton's :data:`PLACEHOLDER` is still in a solution notebook or a unit's questions module."""
     found = []
     for path in sorted((root / "solutions").glob("*.ipynb")):
-        if only and not any(path.name.startswith(u.zfill(2)) for u in only):
+        if only and path.name.split("_")[0] not in {u.zfill(2) for u in only}:
             continue
         for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
             if PLACEHOLDER in cell.source:
@@ -147,7 +147,7 @@ def build(root: Path = ROOT, check: bool = False, only: list[str] | None = None)
     differences = []
     expected = {}
     for path in sorted(solutions.glob("*.ipynb")):
-        if only and not any(path.name.startswith(u.zfill(2)) for u in only):
+        if only and path.name.split("_")[0] not in {u.zfill(2) for u in only}:
             continue
         nb = nbformat.read(path, as_version=4)
         expected[path.name] = dumps(learner_copy(nb, path.name))
@@ -248,7 +248,7 @@ def execute_solutions(root: Path = ROOT, only: list[str] | None = None) -> list[
     _refuse_placeholders(root, only)
     done = []
     for path in sorted((root / "solutions").glob("*.ipynb")):
-        if only and not any(path.name.startswith(u.zfill(2)) for u in only):
+        if only and path.name.split("_")[0] not in {u.zfill(2) for u in only}:
             continue
         nb = execute(path, strict=True)
         normalise_outputs(nb, f"solutions/{path.name}", root)

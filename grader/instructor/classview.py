@@ -34,7 +34,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.engine import progress
+from grader.engine import moves, progress
 from grader.engine.course import UNITS
 from grader.engine.question import of_unit
 from grader.engine.store import FILENAME, Event
@@ -61,7 +61,7 @@ def read_events(path: Path) -> list[Event]:
     for attempt in range(4):
         try:
             events, _ = untrusted_store.read(path, live=True)
-            return events
+            return moves.moved_events(events)  # a unit-wide event of a split unit counts for both halves
         except untrusted_store.Refused as exc:
             busy = "locked" in str(exc) or "busy" in str(exc) or "malformed" in str(exc)
             if attempt == 3 or not busy:

@@ -151,7 +151,7 @@ def compare(root: Path = ROOT, units: list[str] | None = None) -> dict:
     questions = [q for q in all_questions() if wanted is None or q.unit in wanted]
     rows, changed, errors, added = [], [], [], []
     current = {q.qid for q in questions}
-    old_ids = {qid for qid in old["questions"] if wanted is None or qid[:2] in wanted}
+    old_ids = {qid for qid in old["questions"] if wanted is None or qid.split(".")[0] in wanted}
     for q in questions:
         row = {"id": q.qid, "unit": q.unit, "role": q.role, "ok": True, "answer": "", "error": ""}
         try:

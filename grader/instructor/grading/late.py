@@ -26,7 +26,7 @@ from grader.engine.course import UNITS
 from grader.instructor.grading import scores
 
 ALL = "*"
-_UNIT_DATE = re.compile(r"^(?P<unit>\d\d)=(?P<date>.+)$")
+_UNIT_DATE = re.compile(r"^(?P<unit>\d\d[a-z]?)=(?P<date>.+)$")
 
 
 class LateRuleError(ValueError):

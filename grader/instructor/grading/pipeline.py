@@ -44,7 +44,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.engine.course import UNITS
+from grader.engine.course import UNITS, leading_unit
 from grader.engine.question import of_unit
 from grader.engine.store import FILENAME, Event
 from grader.instructor.grading import (
@@ -180,8 +180,7 @@ def unit_named(sub: Submission) -> str:
     named = sub.named
     if named is not None and named.unit and named.unit.zfill(2) in UNITS:
         return named.unit.zfill(2)
-    prefix = (named.file if named is not None else sub.path.name)[:2]
-    return prefix if prefix in UNITS else "?"
+    return leading_unit(named.file if named is not None else sub.path.name) or "?"
 
 
 def unit_said(sub: Submission) -> str:
@@ -196,7 +195,7 @@ def _unit_of(sub: Submission, cells: list) -> str:
     if unit_named(sub) != "?":
         return unit_named(sub)
     text = "\n".join(_source(c) for c in cells if isinstance(c, dict) and c.get("cell_type") == "code")
-    found = re.findall(r"[\"'](\d\d)\.[a-z0-9-]+[\"']", text)
+    found = re.findall(r"[\"'](\d\d[a-z]?)\.[a-z0-9-]+[\"']", text)
     found = [u for u in found if u in UNITS]
     return max(set(found), key=found.count) if found else "?"
 

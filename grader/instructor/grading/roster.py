@@ -42,7 +42,7 @@ import os
 import re
 from pathlib import Path
 
-from grader.engine.course import UNITS
+from grader.engine.course import UNITS, leading_unit
 
 NAME_COLUMNS = ("learner", "name", "folder", "file", "username", "user")
 ID_COLUMNS = ("id", "student id", "student_id", "studentid", "sis id", "sis_id", "email")
@@ -52,13 +52,13 @@ class RosterError(ValueError):
     pass
 
 
-PER_LEARNER = re.compile(r"^(.+?)[_\-. ]+(\d\d)(?:[_\-. ].*)?$")  # frank_01, frank-02_slug: (learner, unit)
+PER_LEARNER = re.compile(r"^(.+?)[_\-. ]+(\d\d[a-z]?)(?:[_\-. ].*)?$")  # frank_01, frank-02_slug: (learner, unit)
 
 
 def _named_for(stem: str) -> str | None:
     """The learner a notebook's file name names (``frank_01`` -> ``frank``); None for the course's own
     name (``01_slug``) or a name with no unit in it."""
-    if stem[:2] in UNITS and (len(stem) == 2 or stem[2] in "_- ."):
+    if leading_unit(stem):
         return None
     m = PER_LEARNER.match(stem)
     if m and m.group(2) in UNITS:
@@ -69,8 +69,8 @@ def _named_for(stem: str) -> str | None:
 def unit_in_name(stem: str) -> str | None:
     """The unit a notebook's file name says: the course's own name (``01_slug``) or one named per learner
     (``frank_02``, ``frank-03_slug``); None where it says none."""
-    if stem[:2] in UNITS and (len(stem) == 2 or stem[2] in "_- ."):
-        return stem[:2]
+    if leading_unit(stem):
+        return leading_unit(stem)
     m = PER_LEARNER.match(stem)
     return m.group(2) if m and m.group(2) in UNITS else None
 

@@ -23,6 +23,7 @@ import sqlite3
 import urllib.parse
 from pathlib import Path
 
+from grader.engine import moves
 from grader.engine.store import SCHEMA_VERSION, Event
 
 STORE_CAP = 64 * 2**20  # bytes of a progress store (and of its WAL) read at most
@@ -151,6 +152,9 @@ def event_of_fields(ident, when, unit, qid, action, answer, verdict, torch_v, se
     ):
         return None
     details = _json(detail, ANSWER_CAP)
+    if qid is not None and moves.current_id(qid) != qid:  # an id that moved reads as today's (grader.engine.moves)
+        qid = moves.current_id(qid)
+        unit = moves.unit_of(qid)
     return Event(
         ident,
         float(when),
