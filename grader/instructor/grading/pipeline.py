@@ -126,6 +126,11 @@ class GradedSubmission:
     facts: list = field(
         default_factory=list
     )  # for the class report (grader.instructor.grading.report.facts_of), one per unit
+    halves: list = field(default_factory=list)  # the same copy graded as the units split from its own (grade_one)
+
+    def graded(self) -> list[GradedSubmission]:
+        """This grading and each half's: what the gradebook writes rows for."""
+        return [self, *self.halves]
 
 
 # --- step 1: find ---------------------------------------------------------------------------
@@ -200,13 +205,14 @@ def _unit_of(sub: Submission, cells: list) -> str:
     return max(set(found), key=found.count) if found else "?"
 
 
-def restore(sub: Submission, handed_out: str | None = None) -> Restored:
+def restore(sub: Submission, handed_out: str | None = None, as_unit: str | None = None) -> Restored:
     """Read the submission safely and put every grader-owned cell back from notebooks/ by cell id.
 
     A copy whose cells cannot be matched to the unit's notebook (no cell ids, as nbformat 4.4 and older
     write; another notebook; an empty one) is *not restored*: it gets a row that says why and no score.
     ``handed_out`` names the course version the class was given (:mod:`.versions`): only questions
-    added after it may be "not in this copy"."""
+    added after it may be "not in this copy". ``as_unit`` grades the copy as that unit (a copy handed out before
+    its unit was split holds the questions of both halves: :func:`grade_one` restores it once for each)."""
     # an unreadable file is shown under the unit its name says
     out = Restored(sub, unit=unit_said(sub), handed_out=handed_out)
     if sub.problem:
@@ -228,7 +234,7 @@ def restore(sub: Submission, handed_out: str | None = None) -> Restored:
         out.status = "not a notebook"
         out.problems = [f"could not be read as a notebook: {type(exc).__name__}"]
         return out
-    out.unit = _unit_of(sub, cells)
+    out.unit = as_unit or _unit_of(sub, cells)
     template = _template(out.unit)
     owned = {c.get("id"): c for c in template if c.get("id") and grader_owned(c)}
     ids = [c.get("id") for c in cells if isinstance(c, dict)]
@@ -551,8 +557,21 @@ def grade_one(
     pool=None,
     handed_out: str | None = None,
 ) -> GradedSubmission:
+    """One submission graded: a row's worth per unit. A copy of a unit that was split after the version the class
+    was handed (:func:`.versions.split_since`) is restored and run once for each half, each half graded on its
+    own questions, so the questions that moved are graded where they now belong."""
     started = time.monotonic()
     restored = restore(sub, handed_out)
+    out = _graded(sub, restored, cell_timeout, notebook_timeout, memory_mb, pool)
+    halves = versions.split_since(handed_out, restored.unit) if handed_out and restored.unit in UNITS else []
+    for unit in halves:
+        other = _graded(sub, restore(sub, handed_out, as_unit=unit), cell_timeout, notebook_timeout, memory_mb, pool)
+        out.halves.append(other)
+    out.seconds = time.monotonic() - started
+    return out
+
+
+def _graded(sub, restored: Restored, cell_timeout, notebook_timeout, memory_mb, pool) -> GradedSubmission:
     if restored.notebook is None:
         out = GradedSubmission(
             sub, status=restored.status, problems=restored.problems, isolation=containment.isolation()
@@ -581,7 +600,6 @@ def grade_one(
                     "problem": f"{type(exc).__name__}: {str(exc)[:100]}",
                 }
             ]
-    out.seconds = time.monotonic() - started
     return out
 
 
@@ -718,13 +736,16 @@ def grade(
                     result = GradedSubmission(
                         sub, status="grader error", problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None]
                     )
-                mine = gradebook.rows_of(result, weights, ids, times, feedback=bool(html_dir), overrides=overrides)
+                mine, found = [], []
+                for part in result.graded():
+                    mine += gradebook.rows_of(part, weights, ids, times, feedback=bool(html_dir), overrides=overrides)
+                    found += part.facts
                 late.apply(mine, late_rule)
-                for f in result.facts:  # which notebook they came from: duplicates.keep drops a copy's facts too
+                for f in found:  # which notebook they came from: duplicates.keep drops a copy's facts too
                     f.setdefault("notebook", str(sub.path))
                 rows += mine
-                facts += result.facts
-                journal.add(sub.path, sub.learner, sha, mine, result.facts)
+                facts += found
+                journal.add(sub.path, sub.learner, sha, mine, found)
                 done += 1
                 if progress_to is not None:
                     width = 30

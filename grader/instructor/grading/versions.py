@@ -15,6 +15,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+from grader.engine.moves import SPLITS, current_id
 from grader.engine.question import of_unit
 
 FILE = Path(__file__).with_name("versions.json")
@@ -48,9 +49,21 @@ def check(version: str) -> str:
 
 
 def added_since(version: str, unit: str) -> list[str]:
-    """The questions of ``unit`` today that version ``version`` did not have."""
-    held = set(released()[check(version)].get(unit, []))
+    """The questions of ``unit`` today that version ``version`` did not have, in any unit: a question that moved
+    (:mod:`grader.engine.moves`) was held under its old id."""
+    held = {current_id(qid) for qids in released()[check(version)].values() for qid in qids}
     return [q.qid for q in of_unit(unit) if q.qid not in held]
+
+
+def split_since(version: str, unit: str) -> list[str]:
+    """The units made from part of ``unit`` after ``version`` was released (``['04b']`` for 04 and a version
+    from before 04 was split): a copy of ``unit`` handed out then holds their questions too."""
+    held, found = released()[check(version)], []
+    while unit in SPLITS and SPLITS[unit] not in found:
+        unit = SPLITS[unit]
+        if unit not in held:
+            found.append(unit)
+    return found
 
 
 def current_entry() -> dict[str, list[str]]:
