@@ -119,6 +119,7 @@ def _claims(args) -> int:
 def _reset_target(target: str):
     """(kind, id, what) for an exact unit id ('07') or question id ('07.exp-add'); ValueError otherwise."""
     from grader.engine.course import UNITS
+    from grader.engine.moves import current_id
     from grader.engine.question import all_questions
 
     if target in UNITS:
@@ -126,6 +127,8 @@ def _reset_target(target: str):
     qids = {q.qid for q in all_questions()}
     if target in qids:
         return "question", target, f"question {target}"
+    if current_id(target) in qids:  # an id from before its question moved (grader.engine.moves)
+        return "question", current_id(target), f"question {current_id(target)} (once {target})"
     unit, dot, rest = target.partition(".")
     padded = unit.zfill(2) + dot + rest if unit.isdigit() else None
     hint = f" Did you mean {padded}?" if padded and (padded in UNITS or padded in qids) else ""

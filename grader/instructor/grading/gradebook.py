@@ -286,7 +286,9 @@ def unit_maximum(unit: str, weights: scores.Weights) -> float:
 
 
 def _unit_key(unit: str):
-    return (0, int(unit)) if str(unit).isdigit() else (1, str(unit))
+    """Course order (04 before 04b before 05); a unit the course does not have after every unit it has."""
+    order = list(UNITS)
+    return (0, order.index(unit), "") if unit in UNITS else (1, 0, str(unit))
 
 
 # --- the long gradebook ---------------------------------------------------------------------
