@@ -19,10 +19,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any, ClassVar, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from grader.engine.store import Event
+
+class _Entry(Protocol):
+    """What an entry of the log must have to be moved (``grader.engine.store.Event`` has it; this module is
+    below the store, which reads through it, so it names no store type)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+    qid: Any
+    unit: Any
+
+
+Event = TypeVar("Event", bound=_Entry)
 
 QUESTIONS: dict[str, str] = {}
 

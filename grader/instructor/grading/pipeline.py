@@ -736,16 +736,16 @@ def grade(
                     result = GradedSubmission(
                         sub, status="grader error", problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None]
                     )
-                mine, found = [], []
+                mine, their_facts = [], []
                 for part in result.graded():
                     mine += gradebook.rows_of(part, weights, ids, times, feedback=bool(html_dir), overrides=overrides)
-                    found += part.facts
+                    their_facts += part.facts
                 late.apply(mine, late_rule)
-                for f in found:  # which notebook they came from: duplicates.keep drops a copy's facts too
+                for f in their_facts:  # which notebook they came from: duplicates.keep drops a copy's facts too
                     f.setdefault("notebook", str(sub.path))
                 rows += mine
-                facts += found
-                journal.add(sub.path, sub.learner, sha, mine, found)
+                facts += their_facts
+                journal.add(sub.path, sub.learner, sha, mine, their_facts)
                 done += 1
                 if progress_to is not None:
                     width = 30
