@@ -70,3 +70,22 @@ def test_a_result_computed_on_another_case_is_not_compared_and_says_whose_fault_
     assert verdict.verdict == "not recomputed" and "the grader's fault" in verdict.note
     unnamed = [{k: v for k, v in line.items() if k != "case"} for line in _lines(q, REFERENCE[q.qid], 1)]
     assert judge_exercise(q, unnamed).verdict == "incorrect"
+
+
+def test_a_case_list_bent_in_the_graders_own_process_is_made_again_before_anything_is_blamed():
+    """A state left behind in the grading process (a learner's check, a test) may have bent the case list it
+    cached; the runner's cases are made in a fresh process. The judge makes its own list once more before it
+    gives up, and a mismatch that remains names both cases."""
+    q = next(q for q in EXERCISES if q.qid == "03.nonfinite-watch")
+    good = list(q.kind.cases())
+    lines = _lines(q, REFERENCE[q.qid], len(good))
+    try:
+        q.kind._cases = list(reversed(good))  # what a bent generation would have cached
+        assert judge_exercise(q, lines).verdict == "correct"
+        assert [c.label for c in q.kind.cases()] == [c.label for c in good]
+        lines[0] = dict(lines[0], case="0" * 16, label="another program")
+        verdict = judge_exercise(q, lines)
+        assert verdict.verdict == "not recomputed"
+        assert "another program" in verdict.note and good[0].label in verdict.note
+    finally:
+        q.kind._cases = good

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Sequence as Seq
 from typing import Any, NamedTuple
 
-from grader.engine import pace
+from grader.engine import pace, torch_state
 
 
 class Unanswered(Exception):
@@ -947,6 +947,13 @@ class Function(Kind):
     def cases(self) -> list:
         """The generated cases, made once per process (they are seeded, so always the same)."""
         if self._cases is None:
+            self._cases = list(self._make_cases())
+        return self._cases
+
+    def remake_cases(self) -> list:
+        """The cases made afresh in a clean torch state, replacing the ones made before (which a state left
+        behind in this process, by a learner's check or a test, may have bent)."""
+        with torch_state.clean_room():
             self._cases = list(self._make_cases())
         return self._cases
 

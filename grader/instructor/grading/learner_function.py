@@ -29,9 +29,9 @@ def _line(fd, item: dict) -> None:
     containment.send(fd, (json.dumps(item, default=str) + "\n").encode())
 
 
-def _result(fd, qid: str, i: int, case: str, **result) -> None:
-    """One case's result, naming the case (its fingerprint) it was computed on."""
-    _line(fd, {"qid": qid, "i": i, "case": case, **result})
+def _result(fd, qid: str, i: int, case: str, label: str, **result) -> None:
+    """One case's result, naming the case it was computed on (its fingerprint, and its label for a message)."""
+    _line(fd, {"qid": qid, "i": i, "case": case, "label": label[:200], **result})
 
 
 def _gone(*args, **kwargs):
@@ -164,7 +164,7 @@ def main() -> int:
             continue
         started = time.monotonic()
         for i, case in enumerate(cases):
-            send = functools.partial(_result, fd, qid, i, fingerprint(case))
+            send = functools.partial(_result, fd, qid, i, fingerprint(case), str(case.label))
             if time.monotonic() - started > kind.budget_s:
                 send(problem=f"only {i} cases ran within {kind.budget_s:g} s")
                 break

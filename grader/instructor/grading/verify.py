@@ -73,6 +73,8 @@ def judge_exercise(q, lines: list) -> ExerciseVerdict:
     kind: Function = q.kind
     with LOCK:  # made once and cached in the kind, never beside another thread's recomputation
         cases = kind.cases()
+        if _differ(cases, lines):  # this process's cached list may be stale: make it once more, afresh
+            cases = kind.remake_cases()
     seen: dict[int, dict] = {}
     for line in lines:
         if not isinstance(line, dict) or not isinstance(line.get("i"), int) or not 0 <= line["i"] < len(cases):
@@ -83,8 +85,9 @@ def judge_exercise(q, lines: list) -> ExerciseVerdict:
             # the runner's case list is not this process's: comparing would blame the learner for the grader
             return ExerciseVerdict(
                 "not recomputed",
-                f"case {line['i'] + 1} of the exercise runner is not the grader's case {line['i'] + 1}: the two "
-                "processes made different case lists, so nothing was compared (the grader's fault, not the learner's)",
+                f"case {line['i'] + 1} of the exercise runner ({str(line.get('label', '?'))[:80]}) is not the "
+                f"grader's case {line['i'] + 1} ({cases[line['i']].label}): the two processes made different case "
+                "lists, so nothing was compared (the grader's fault, not the learner's)",
             )
         seen[line["i"]] = line
     if not seen:
@@ -120,6 +123,18 @@ def judge_exercise(q, lines: list) -> ExerciseVerdict:
             )
         passed += 1
     return ExerciseVerdict("correct", f"passed all {len(cases)} cases")
+
+
+def _differ(cases: list, lines: list) -> bool:
+    """Whether a runner's line names a case other than the one at its index in ``cases``."""
+    return any(
+        isinstance(line, dict)
+        and isinstance(line.get("i"), int)
+        and 0 <= line["i"] < len(cases)
+        and "case" in line
+        and line["case"] != fingerprint(cases[line["i"]])
+        for line in lines
+    )
 
 
 def _read(q, answer) -> tuple[Any, Verdict | None]:
