@@ -394,6 +394,44 @@ def test_cli_refuses_a_missing_script():
     assert done.returncode == 2 and "no such script" in done.stderr
 
 
+_FINETUNE_SCRIPT = """import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+{freeze}opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
+x, y = torch.randn(8, 4), torch.randn(8, 1)
+for _ in range(3):
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    opt.step()
+"""
+
+
+def test_intent_declared_in_the_script_is_read_and_proved(tmp_path):
+    """``# doctor: frozen=... should_move=...`` in the script declares what --frozen/--should-move do."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        "# doctor: frozen=0 should_move=2\n" + _FINETUNE_SCRIPT.format(freeze="model[0].requires_grad_(False)\n")
+    )
+    done = _cli(str(script))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().endswith("declared frozen 0; should_move 2: no finding"), done.stderr
+    script.write_text("# doctor: frozen=0\n" + _FINETUNE_SCRIPT.format(freeze=""))
+    done = _cli("--should-move", "2", str(script))
+    assert "declared frozen 0; should_move 2: 1 finding(s)" in done.stderr
+    assert "declared frozen, but moved: 0.weight" in done.stderr
+    script.write_text("#doctor: frozen=encodr\n" + _FINETUNE_SCRIPT.format(freeze=""))
+    done = _cli(str(script))
+    assert "(matching no parameter of a module the run called: encodr)" in done.stderr
+
+
+def test_a_directive_that_does_not_read_is_refused_before_the_script_runs(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import pathlib\npathlib.Path('ran').touch()\n# doctor: frozn=encoder\n")
+    done = _cli(str(script), cwd=tmp_path)
+    assert done.returncode == 2 and not (tmp_path / "ran").exists()
+    assert "train.py:3: cannot read 'frozn=encoder'" in done.stderr
+
+
 # --- the anomaly replay, checkpoints, the cell magic ---------------------------------------------------
 
 
@@ -464,6 +502,17 @@ def test_cell_magic_runs_the_cell_unchanged_under_the_doctor(capsys):
     assert "[carried-state, unit 08]" in err
     shell.run_cell("%%doctor\nimport torch\nm = torch.nn.Linear(2, 1)\nm(torch.ones(1, 2)).sum().backward()\n")
     assert shell.user_ns["_doctor"].findings == [] and capsys.readouterr().err.strip().endswith("no finding")
+
+
+def test_cell_magic_reads_intent_declared_in_the_cell(capsys):
+    shell = _shell()
+    shell.run_cell("%%doctor\n# doctor: frozen=0\n" + _FINETUNE_SCRIPT.format(freeze=""))
+    found = shell.user_ns["_doctor"].findings
+    assert [f.mechanism for f in found] == [Mechanism.OPTIMIZER_MISMATCH] and "declared frozen" in found[0].evidence
+    shell.user_ns.pop("touched", None)
+    shell.run_cell("%%doctor\n# doctor: should_move\ntouched = True\n")
+    assert "touched" not in shell.user_ns
+    assert "this cell:1: cannot read 'should_move'" in capsys.readouterr().err
 
 
 def test_cell_magic_refuses_unknown_options_without_running_the_cell(capsys):
