@@ -351,6 +351,8 @@ def test_a_cut_inside_a_function_or_a_module_is_found_by_what_its_operations_did
     with pytest.raises(ValueError, match=rf"line {line}, by no cut this audit knows \(left via .item\(\)\)"):
         audit(taken_out)
     assert audit(_helped("def encode(t):\n    return torch.tanh(t * w)", "encode(x)")).kind == NO_FAULT
+    with pytest.raises(ValueError, match="step 1's loss does not reach w, and no statement this audit reads cut it"):
+        audit(_helped("", "x * 1.0"))  # w is never used: not clean, and no cut to name
 
 
 def test_a_non_finite_gradient_from_a_masked_branch_is_named_at_the_statement_that_made_it():

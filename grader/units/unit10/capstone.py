@@ -533,6 +533,8 @@ def audit(program: TrainingProgram | Run) -> AuditFinding:
         binding = next((e for e in reversed(upto[: loss_at + 1]) if name in e.names), None)
         if edge is None and binding is not None and not traces.reaches(loss1, binding.value(name)):
             edge = _cut_inside(run, upto, loss_at, name)
+            if edge is None:  # torch says the path stops, and no statement shows where: never "no fault"
+                raise ValueError(f"step 1's loss does not reach {name}, and no statement this audit reads cut it")
         if edge is not None:
             text = traces.cut_kind(edge.line)
             made = getattr(edge, "cuts", ())
