@@ -198,6 +198,111 @@ def test_findings_carry_the_learners_line_and_a_fix():
     assert str(finding).startswith("[inplace-on-saved, unit 07]")
 
 
+# --- a plain requires_grad attribute, a summand that reaches no parameter ------------------------------
+
+
+def _fit(model, loss_of, params=None, steps=3):
+    opt = torch.optim.SGD(params if params is not None else model.parameters(), lr=0.1)
+    x = torch.randn(6, 3)
+    for _ in range(steps):
+        opt.zero_grad()
+        loss_of(model, x).backward()
+        opt.step()
+
+
+def _mechanisms(run):
+    with doctor(report=False) as d:
+        run()
+    return [f.mechanism for f in d.findings], d
+
+
+def test_a_plain_requires_grad_attribute_is_named_only_where_the_run_shows_it_froze_nothing():
+    torch.manual_seed(0)
+    mse = lambda m, x: m(x).pow(2).mean()  # noqa: E731
+
+    def trained_anyway():
+        model = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 1))
+        model[0].requires_grad = False
+        _fit(model, mse)
+
+    found, d = _mechanisms(trained_anyway)
+    assert found == [Mechanism.UNREGISTERED_MODULE], d.text()
+    assert "requires_grad=False on 0 (a Linear)" in d.findings[0].evidence and "0.weight version" in d.text()
+
+    def frozen_by_other_means():  # the attribute is still wrong, but nothing trains the layer: no finding
+        model = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 1))
+        model[0].requires_grad = False
+        _fit(model, lambda m, x: m[1](m[0](x).detach()).pow(2).mean(), params=model[1].parameters())
+
+    assert _mechanisms(frozen_by_other_means)[0] == []
+
+    def unfrozen_by_attribute():
+        model = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 1))
+        model[0].requires_grad_(False)
+        model[0].requires_grad = True  # meant to unfreeze it
+        _fit(model, mse)
+
+    found, d = _mechanisms(unfrozen_by_attribute)
+    assert found == [Mechanism.UNREGISTERED_MODULE] and "never get a gradient" in d.text(), d.text()
+
+    class Scaled(nn.Module):  # a module's own attribute that agrees with its parameters is no finding
+        def __init__(self, requires_grad):
+            super().__init__()
+            self.requires_grad = requires_grad
+            self.scale = nn.Parameter(torch.ones(3), requires_grad=requires_grad)
+
+        def forward(self, x):
+            return x * self.scale
+
+    assert _mechanisms(lambda: _fit(nn.Sequential(Scaled(True), nn.Linear(3, 1)), mse))[0] == []
+
+
+def test_a_summand_that_reaches_no_parameter_is_named_and_one_that_reaches_one_later_is_not():
+    torch.manual_seed(0)
+
+    def logged_as_new_leaf():
+        model = nn.Linear(3, 1)
+
+        def loss_of(m, x):
+            out = m(x)
+            penalty = torch.tensor(out.detach().abs().mean().item(), requires_grad=True)  # rebuilt as a leaf
+            return out.pow(2).mean() + 0.1 * penalty
+
+        _fit(model, loss_of)
+
+    found, d = _mechanisms(logged_as_new_leaf)
+    assert found == [Mechanism.INERT_LOSS_TERM], d.text()
+    assert "MulBackward0, 2 of 2" in d.findings[0].evidence and "reaches 2 parameter(s)" in d.findings[0].evidence
+
+    def plain_leaves_in_the_optimizer():  # no module: the parameters are the optimizer's leaves
+        w = torch.randn(3, requires_grad=True)
+        b = torch.zeros(1, requires_grad=True)
+        opt = torch.optim.SGD([w, b], lr=0.1)
+        x = torch.randn(5, 3)
+        for _ in range(3):
+            opt.zero_grad()
+            ((x @ w).pow(2).mean() + b.pow(2).sum()).backward()
+            opt.step()
+
+    assert _mechanisms(plain_leaves_in_the_optimizer)[0] == []
+
+    def seeded_sum_reaching_a_parameter_from_step_two():  # a zero seed, and a term inert at step 1 only
+        model = nn.Linear(3, 1)
+        state = {"previous": None}
+
+        def loss_of(m, x):
+            out = m(x)
+            aux = torch.tensor(0.0, requires_grad=True)
+            if state["previous"] is not None:
+                aux = aux + (out - state["previous"]).pow(2).mean()
+            state["previous"] = out.detach()
+            return out.pow(2).mean() + aux
+
+        _fit(model, loss_of)
+
+    assert _mechanisms(seeded_sum_reaching_a_parameter_from_step_two)[0] == []
+
+
 # --- declared intent ----------------------------------------------------------------------------------
 
 
@@ -289,6 +394,44 @@ def test_cli_refuses_a_missing_script():
     assert done.returncode == 2 and "no such script" in done.stderr
 
 
+_FINETUNE_SCRIPT = """import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+{freeze}opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
+x, y = torch.randn(8, 4), torch.randn(8, 1)
+for _ in range(3):
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    opt.step()
+"""
+
+
+def test_intent_declared_in_the_script_is_read_and_proved(tmp_path):
+    """``# doctor: frozen=... should_move=...`` in the script declares what --frozen/--should-move do."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        "# doctor: frozen=0 should_move=2\n" + _FINETUNE_SCRIPT.format(freeze="model[0].requires_grad_(False)\n")
+    )
+    done = _cli(str(script))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().endswith("declared frozen 0; should_move 2: no finding"), done.stderr
+    script.write_text("# doctor: frozen=0\n" + _FINETUNE_SCRIPT.format(freeze=""))
+    done = _cli("--should-move", "2", str(script))
+    assert "declared frozen 0; should_move 2: 1 finding(s)" in done.stderr
+    assert "declared frozen, but moved: 0.weight" in done.stderr
+    script.write_text("#doctor: frozen=encodr\n" + _FINETUNE_SCRIPT.format(freeze=""))
+    done = _cli(str(script))
+    assert "(matching no parameter of a module the run called: encodr)" in done.stderr
+
+
+def test_a_directive_that_does_not_read_is_refused_before_the_script_runs(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import pathlib\npathlib.Path('ran').touch()\n# doctor: frozn=encoder\n")
+    done = _cli(str(script), cwd=tmp_path)
+    assert done.returncode == 2 and not (tmp_path / "ran").exists()
+    assert "train.py:3: cannot read 'frozn=encoder'" in done.stderr
+
+
 # --- the anomaly replay, checkpoints, the cell magic ---------------------------------------------------
 
 
@@ -359,6 +502,17 @@ def test_cell_magic_runs_the_cell_unchanged_under_the_doctor(capsys):
     assert "[carried-state, unit 08]" in err
     shell.run_cell("%%doctor\nimport torch\nm = torch.nn.Linear(2, 1)\nm(torch.ones(1, 2)).sum().backward()\n")
     assert shell.user_ns["_doctor"].findings == [] and capsys.readouterr().err.strip().endswith("no finding")
+
+
+def test_cell_magic_reads_intent_declared_in_the_cell(capsys):
+    shell = _shell()
+    shell.run_cell("%%doctor\n# doctor: frozen=0\n" + _FINETUNE_SCRIPT.format(freeze=""))
+    found = shell.user_ns["_doctor"].findings
+    assert [f.mechanism for f in found] == [Mechanism.OPTIMIZER_MISMATCH] and "declared frozen" in found[0].evidence
+    shell.user_ns.pop("touched", None)
+    shell.run_cell("%%doctor\n# doctor: should_move\ntouched = True\n")
+    assert "touched" not in shell.user_ns
+    assert "this cell:1: cannot read 'should_move'" in capsys.readouterr().err
 
 
 def test_cell_magic_refuses_unknown_options_without_running_the_cell(capsys):

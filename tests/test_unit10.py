@@ -21,6 +21,7 @@ from grader.units.unit10.capstone import (
     MOVES,
     NO_FAULT,
     NO_GRAD,
+    NONFINITE,
     NOT_CLEARED,
     REBOUND,
     RUNS,
@@ -306,3 +307,102 @@ def test_tuple_unpacking_and_a_generator_in_the_loss_line_are_read_as_written():
     rebound = "    w, b = w.detach().requires_grad_(), b\n    h, g = torch.tanh(w * x), b * 2\n"
     finding = audit(TrainingProgram(_TWO_PARAMS.format(body=rebound), params=("w", "b"), steps=2))
     assert finding.kind == REBOUND and finding.line == 8, finding
+
+
+_WITH_A_HELPER = """import torch
+w = torch.tensor([0.5, -0.3], requires_grad=True)
+v = torch.tensor([0.7], requires_grad=True)
+opt = torch.optim.SGD([w, v], lr=0.1)
+x = torch.tensor([1.0, 2.0])
+{helper}
+for step in range(2):
+    opt.zero_grad()
+    h = {call}
+    loss = (h * v).sum() ** 2
+    loss.backward()
+    opt.step()
+"""
+
+
+def _helped(helper: str, call: str) -> TrainingProgram:
+    source = _WITH_A_HELPER.format(helper=helper, call=call)
+    return TrainingProgram(source, params=("w", "v"), steps=2, title="theirs")
+
+
+def _line_of(program: TrainingProgram, start: str) -> int:
+    return next(n for n, text in enumerate(program.lines, start=1) if text.startswith(start))
+
+
+def test_a_cut_inside_a_function_or_a_module_is_found_by_what_its_operations_did():
+    """The statement's text names neither the parameter nor the cut: the audit reads which parameters the
+    statement's torch operations took as inputs and which cut they made."""
+    in_a_module = _helped(
+        "class Encode(torch.nn.Module):\n    def forward(self, t):\n        return torch.tanh(t * w).detach()\n"
+        "encode = Encode()",
+        "encode(x)",
+    )
+    finding = audit(in_a_module)
+    assert finding.kind == DETACHED and finding.line == _line_of(in_a_module, "    h = "), finding
+    in_a_function = _helped("def encode(t):\n    with torch.no_grad():\n        return torch.tanh(t * w)", "encode(x)")
+    finding = audit(in_a_function)
+    assert finding.kind == NO_GRAD and finding.line == _line_of(in_a_function, "    h = "), finding
+    taken_out = _helped("def encode(t):\n    return torch.tensor((t * w).tolist())", "encode(x)")
+    line = _line_of(taken_out, "    h = ")
+    with pytest.raises(ValueError, match=rf"line {line}, by no cut this audit knows \(left via .item\(\)\)"):
+        audit(taken_out)
+    assert audit(_helped("def encode(t):\n    return torch.tanh(t * w)", "encode(x)")).kind == NO_FAULT
+    with pytest.raises(ValueError, match="step 1's loss does not reach w, and no statement this audit reads cut it"):
+        audit(_helped("", "x * 1.0"))  # w is never used: not clean, and no cut to name
+
+
+def test_a_non_finite_gradient_from_a_masked_branch_is_named_at_the_statement_that_made_it():
+    masked = _helped("", "torch.where(x * w > 1.5, torch.sqrt(x * w - 1.5), torch.zeros(2))")
+    finding = audit(masked)
+    assert finding.kind == NONFINITE and finding.line == _line_of(masked, "    h = "), finding
+    assert "w.grad" in finding.evidence and "SqrtBackward0" in finding.evidence
+    safe = _helped("", "torch.where(x * w > 1.5, torch.sqrt((x * w - 1.5).clamp(min=0.1)), torch.zeros(2))")
+    assert audit(safe).kind == NO_FAULT
+    nan_loss = _helped("", "torch.log(x * w - 1.5)")
+    finding = audit(nan_loss)
+    assert finding.kind == NONFINITE and finding.line == _line_of(nan_loss, "    h = "), finding
+    assert "loss is not finite" in finding.evidence
+
+
+_CHECKPOINTED = """import torch
+from torch.utils.checkpoint import checkpoint
+torch.manual_seed(0)
+bn = torch.nn.BatchNorm1d(2)
+w = torch.tensor([[0.5, -0.3], [0.2, 0.8]], requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+x = torch.tensor([[1.0, 2.0], [0.5, -1.0], [0.3, 0.1]])
+for step in range(2):
+    opt.zero_grad()
+    h = checkpoint({block}, x, use_reentrant=False{context})
+    loss = h.pow(2).sum()
+    loss.backward()
+    opt.step()
+"""
+_SAC = """from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+def policy(ctx, op, *args, **kwargs):
+    return CheckpointPolicy.MUST_SAVE if op == torch.ops.aten.mm.default else CheckpointPolicy.PREFER_RECOMPUTE
+def context():
+    return create_selective_checkpoint_contexts(policy)
+"""
+
+
+def test_the_audits_scan_never_reenters_a_checkpointed_block():
+    """Reading a checkpoint's saved tensors would run its forward again: BatchNorm's running statistics
+    would move more often than the program moves them, and a selective checkpoint (context_fn) allows one
+    recomputation, so the program's own backward would then raise."""
+    source = _CHECKPOINTED.format(block="lambda t: torch.sin(bn(t @ w))", context="")
+    plain = TrainingProgram(source, params=("w",), steps=2).run()
+    run = step_through(TrainingProgram(source, params=("w",), steps=2))
+    assert run.error is None
+    assert run.names["bn"].num_batches_tracked.item() == plain["bn"].num_batches_tracked.item() == 4
+    assert torch.equal(run.names["bn"].running_mean, plain["bn"].running_mean)
+    assert audit(TrainingProgram(source, params=("w",), steps=2)).kind == NO_FAULT
+    selective = _CHECKPOINTED.format(block="lambda t: torch.sin(torch.sin(t @ w))", context=", context_fn=context")
+    selective = selective.replace("torch.manual_seed(0)\n", "torch.manual_seed(0)\n" + _SAC)
+    program = TrainingProgram(selective, params=("w",), steps=2)
+    assert step_through(program).error is None
+    assert audit(program).kind == NO_FAULT

@@ -454,7 +454,10 @@ def _release(args) -> int:
     return 0
 
 
-_DOCTOR_USAGE = "usage: python -m grader doctor [--frozen NAME]... [--should-move NAME]... script.py [args...]"
+_DOCTOR_USAGE = (
+    "usage: python -m grader doctor [--frozen NAME]... [--should-move NAME]... script.py [args...]\n"
+    "       (or declare them in the script: # doctor: frozen=NAME,... should_move=NAME,...)"
+)
 
 
 def _doctor(argv: list[str]) -> int:
@@ -648,7 +651,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser(
         "doctor",
         help="run a training script unchanged and name what goes wrong in its autograd use "
-        "(python -m grader doctor [--frozen NAME] [--should-move NAME] train.py [args...])",
+        "(python -m grader doctor [--frozen NAME] [--should-move NAME] train.py [args...]; or a "
+        "'# doctor: frozen=NAME should_move=NAME' line in the script)",
         add_help=False,
     )
 

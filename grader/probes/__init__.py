@@ -6,7 +6,7 @@ Everything here reads the graph that autograd built (``grad_fn``,
 
 * graph shape: :func:`nodes`, :func:`node_names`, :func:`edges`, :func:`depth`,
   :func:`size`, :func:`reachable_leaves`, :func:`text_tree`;
-* what nodes keep: :func:`saved_attributes`, :func:`saved_tensors` (with the
+* what nodes keep: :func:`saved_attributes`, :func:`saved_tensors` and :func:`saved_in` (with the
   version each was saved at and the version now, before backward runs);
 * what a forward pass costs: :func:`bill` (distinct storages kept for backward).
 
@@ -239,36 +239,43 @@ def saved_tensors(obj: Any, names: Any = None) -> list[SavedTensor]:
     numbers are listed too, marked ``wrapped``: they are kept, but they are not in the bill.
     """
     labels = name_map(names)
+    return [entry for fn in nodes(obj) for entry in saved_in(fn, labels)]
+
+
+def saved_in(fn: Any, labels: Mapping[int, str] | None = None) -> list[SavedTensor]:
+    """What one node keeps for backward, as :func:`saved_tensors` lists it (``labels``: id -> name). A slot
+    is unpacked only when it holds a tensor, so a checkpoint's slots (they hold its own objects) are never
+    opened: unpacking them would run the checkpointed forward again."""
+    labels = labels or {}
     out = []
-    for fn in nodes(obj):
-        for attr in dir(fn):
-            if not attr.startswith("_raw_saved_"):
-                continue
-            name = "_saved_" + attr[len("_raw_saved_") :]
-            try:
-                raw = getattr(fn, attr)
-            except RuntimeError:  # backward already freed it
-                out.append(SavedTensor(node=node_name(fn), attribute=name, state=FREED))
-                continue
-            if isinstance(raw, (list, tuple)):
-                # a list of saved tensors: a custom Function's ctx.save_for_backward (read back as
-                # node.saved_tensors), or a built-in's tensor-list argument such as index's indices
-                base = name if hasattr(fn, name) else name.lstrip("_")
-                for i, item in enumerate(raw):
-                    # named first: mypy cannot infer a lambda with a default written as an argument
-                    unpack = lambda item=item: item.unpack()
-                    entry = _saved_entry(fn, f"{base}[{i}]", item, labels, unpack)
-                    if entry is not None:
-                        out.append(entry)
-                continue
-            read = lambda fn=fn, name=name: getattr(fn, name)  # named first, as above
-            entry = _saved_entry(fn, name, raw, labels, read)
-            if entry is not None:
-                out.append(entry)
+    for attr in dir(fn):
+        if not attr.startswith("_raw_saved_"):
+            continue
+        name = "_saved_" + attr[len("_raw_saved_") :]
+        try:
+            raw = getattr(fn, attr)
+        except RuntimeError:  # backward already freed it
+            out.append(SavedTensor(node=node_name(fn), attribute=name, state=FREED))
+            continue
+        if isinstance(raw, (list, tuple)):
+            # a list of saved tensors: a custom Function's ctx.save_for_backward (read back as
+            # node.saved_tensors), or a built-in's tensor-list argument such as index's indices
+            base = name if hasattr(fn, name) else name.lstrip("_")
+            for i, item in enumerate(raw):
+                # named first: mypy cannot infer a lambda with a default written as an argument
+                unpack = lambda item=item: item.unpack()
+                entry = _saved_entry(fn, f"{base}[{i}]", item, labels, unpack)
+                if entry is not None:
+                    out.append(entry)
+            continue
+        read = lambda fn=fn, name=name: getattr(fn, name)  # named first, as above
+        entry = _saved_entry(fn, name, raw, labels, read)
+        if entry is not None:
+            out.append(entry)
     return out
 
 
-def _saved_entry(fn, name: str, raw: Any, labels: dict, read: Callable[[], Any]) -> SavedTensor | None:
+def _saved_entry(fn, name: str, raw: Any, labels: Mapping[int, str], read: Callable[[], Any]) -> SavedTensor | None:
     """One saved slot as a SavedTensor; None when the slot holds no tensor. ``read`` unpacks it with
     torch's own version check."""
     entry = SavedTensor(node=node_name(fn), attribute=name)

@@ -1,6 +1,7 @@
 """The doctor, as the learner uses it: ``with doctor(): ...`` around a training loop, ``python -m grader
 doctor train.py`` (:mod:`.runner`) and the ``%%doctor`` cell magic (:mod:`.magic`; loaded by ``import
-grader`` in a notebook, or by ``%load_ext grader.learner.doctor``). The observer and every mechanism's
+grader`` in a notebook, or by ``%load_ext grader.learner.doctor``); both also read intent declared in the
+program's text, ``# doctor: frozen=... should_move=...`` (:mod:`.directive`). The observer and every mechanism's
 check live in :mod:`grader.probes.doctor` (the course's own tools are built on them); docs/doctor.md."""
 
 from grader.learner.doctor.runner import run_script

@@ -5,7 +5,8 @@
         ...
 
 The cell runs unchanged (IPython shows its output and any error as usual); the report is printed to
-stderr when it ends, and the doctor is kept in the notebook as ``_doctor`` (``_doctor.findings``).
+stderr when it ends, and the doctor is kept in the notebook as ``_doctor`` (``_doctor.findings``). Intent
+may also be declared inside the cell, ``# doctor: frozen=encoder should_move=head`` (:mod:`.directive`).
 Registered when ``grader`` is imported in IPython, or with ``%load_ext grader.learner.doctor``.
 """
 
@@ -40,9 +41,14 @@ def doctor_cell(shell, line: str, cell: str):
     if error:
         print(f"{error}\n{USAGE}", file=sys.stderr)
         return None
+    from grader.learner.doctor import directive
     from grader.probes.doctor import doctor
 
-    with doctor(**options) as d:
+    written, error = directive.read(cell, "this cell")
+    if error:
+        print(f"%%doctor: {error}", file=sys.stderr)
+        return None
+    with doctor(**directive.merge(options, written)) as d:
         shell.run_cell(cell, store_history=False)
     shell.user_ns["_doctor"] = d
     return None

@@ -1,12 +1,19 @@
-"""Inert loss terms (unit 04): a summand of the loss (its top chain of additions) with no ``grad_fn``;
-backward on a leaf made to require grad by hand."""
+"""Inert loss terms (unit 04): a summand of the loss (its top chain of additions) with no ``grad_fn``; a
+summand with a graph that reaches no parameter, at every backward of its line, although the rest of the
+loss does (a term rebuilt from a detached value as a new leaf that requires grad); backward on a leaf made
+to require grad by hand."""
 
 from __future__ import annotations
+
+import weakref
+
+from torch import nn
 
 from grader import probes
 from grader.probes.doctor.findings import Mechanism
 
 _SUMS = ("AddBackward0", "SubBackward0")
+_CHECKS = 8  # backward calls per line at which a summand still suspect is walked again
 
 
 def constant_terms(d, root, site):
@@ -42,3 +49,103 @@ def leaf_root(d, root, site):
         "remove the requires_grad=True on the loss and find where its graph was cut (.item(), .detach(), "
         "numpy, torch.tensor(...) or a no_grad block)",
     )
+
+
+def _summands(root) -> list:
+    """The loss's top chain of additions, flattened: every input of its Add/Sub nodes that is not the next
+    link of the chain (None for a constant)."""
+    out: list = []
+    fn, chain = root.grad_fn, 0
+    while fn is not None and probes.node_name(fn) in _SUMS and chain < 64:
+        chain += 1
+        nexts = [n for n, _ in fn.next_functions]
+        deeper = next((n for n in nexts if n is not None and probes.node_name(n) in _SUMS), None)
+        out.extend(n for n in nexts if n is not deeper)
+        fn = deeper
+    return out
+
+
+def _zero_leaf(fn) -> bool:
+    """A leaf summand that is all zeros (``torch.zeros(1, requires_grad=True)`` as an accumulation's seed):
+    it changes neither the loss's value nor any gradient."""
+    leaf = getattr(fn, "variable", None)
+    return leaf is not None and leaf.numel() <= 64 and not bool(leaf.detach().any())
+
+
+def _is_parameter(d, t) -> bool:
+    return isinstance(t, nn.Parameter) or d.params.get(id(t)) is t or d.held.get(id(t)) is t
+
+
+def _leaves(fn, d) -> tuple[bool, list]:
+    """(whether the graph under ``fn`` reaches a parameter, stopping at the first; the leaves it reached)."""
+    leaves, seen, stack = [], set(), [fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        leaf = getattr(node, "variable", None) if probes.node_name(node) == "AccumulateGrad" else None
+        if leaf is not None:
+            if _is_parameter(d, leaf):
+                return True, []
+            leaves.append(leaf)
+        stack.extend(n for n, _ in node.next_functions)
+    return False, leaves
+
+
+def graph_terms(d, root, site, loss_leaves):
+    """At a backward: each summand position of the loss's top chain that has a graph is walked until it is seen
+    to reach a parameter once; a position that never does (in the first calls of this line) is kept, with
+    the leaves it reached, for :func:`conclude` to judge against every parameter the run saw."""
+    state = d.terms.get(site)
+    if state is None:
+        state = d.terms[site] = {"calls": 0, "cleared": set(), "suspects": {}, "loss": []}
+    if state["calls"] >= _CHECKS or ("inert", site) in d.keys:
+        return
+    summands = _summands(root)
+    open_positions = [i for i in range(len(summands)) if i not in state["cleared"]]
+    if not open_positions:
+        state["calls"] = _CHECKS  # every position reached a parameter once: nothing left to watch here
+        return
+    state["calls"] += 1
+    for i in open_positions:
+        fn = summands[i]
+        if fn is None or _zero_leaf(fn):
+            continue
+        reaches, leaves = _leaves(fn, d)
+        if reaches:
+            state["cleared"].add(i)
+            state["suspects"].pop(i, None)
+        else:
+            shapes = [list(t.shape) for t in leaves[:3]]
+            state["suspects"][i] = (probes.node_name(fn), len(summands), [weakref.ref(t) for t in leaves], shapes)
+    if state["suspects"]:
+        state["loss"] = [weakref.ref(t) for t in loss_leaves]
+
+
+def conclude(d):
+    """A summand position that never reached a parameter, while the loss at the same line did."""
+    for site, state in d.terms.items():
+        loss_leaves = [t for t in (r() for r in state["loss"]) if t is not None]
+        params = [t for t in loss_leaves if _is_parameter(d, t)]
+        if not params or ("inert", site) in d.keys:
+            continue
+        for i, (node, count, refs, shapes) in sorted(state["suspects"].items()):
+            if i in state["cleared"]:
+                continue
+            # (a parameter is held by the doctor until the end: a leaf that died was none)
+            if any(t is not None and _is_parameter(d, t) for t in (r() for r in refs)):
+                continue
+            d.add(
+                ("inert", site),
+                Mechanism.INERT_LOSS_TERM,
+                site,
+                f"a summand of the loss ({node}, {i + 1} of {count} in its top chain of additions) has a graph "
+                f"that reaches no parameter at any of {state['calls']} backward call(s), only {len(refs)} leaf "
+                f"tensor(s) made to require grad ({', '.join(map(str, shapes))}), while the rest of the loss reaches {len(params)} "
+                "parameter(s); that term changes the loss's value and no parameter's gradient",
+                "compute that term from the model's output without cutting its graph (no .detach(), .data, "
+                ".item(), numpy, or a new tensor made to require grad); if it should train nothing, log it "
+                "instead of adding it",
+            )
+            break

@@ -139,6 +139,8 @@ class Doctor:
         self.stack: list = []
         self.pairs_checked: set[tuple[int, int]] = set()  # (id(parent), id(child)) already looked at
         self.unregistered: dict[int, tuple] = {}  # id(module) -> (class, parent class, line)
+        self.terms: dict[str, dict] = {}  # backward site -> the loss's summands still watched (inert.graph_terms)
+        self.flagged: dict[int, tuple] = {}  # id(module) -> (module, its plain requires_grad, disagreeing, line, name)
         self.names_seen: dict[str, int] = {}  # "name" -> id of the parameter first seen under it
         self.root_index: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # top-level module -> n
         self.snap: dict[str, torch.Tensor] = {}
@@ -203,6 +205,7 @@ class Doctor:
             hooks.before_recomputation(self, module)
         if module._backward_hooks and getattr(module, "_is_full_backward_hook", None):
             self.full_hooked = f"{type(module).__name__} at {self.line() or '?'}"
+        unregistered.observe_flag(self, module)
         if self.stack:
             unregistered.observe_pair(self, self.stack[-1], module)
         else:
@@ -275,6 +278,8 @@ class Doctor:
             if id(leaf) not in self.reached:
                 self.reached[id(leaf)] = leaf if isinstance(leaf, nn.Parameter) else weakref.ref(leaf)
         if not from_grad:
+            for r in graph_roots:
+                inert.graph_terms(self, r, site, leaves)
             nan.check(self, graph_roots, leaves, site, watch)
 
     def _on_backward_error(self, exc, graph_roots, walked, site):
@@ -295,6 +300,8 @@ class Doctor:
             grad_mode.inference_saved(self, exc)
             hooks.on_program_error(self, exc)
         unregistered.conclude(self)
+        unregistered.conclude_flags(self)
+        inert.conclude(self)
         if self.optimizers:
             optimizer.conclude_held(self, exc)
         optimizer.conclude_declared(self, exc)

@@ -1,18 +1,29 @@
-"""The doctor's report: one summary line of what it checked, then every finding (mechanism, unit, line,
-evidence, fix)."""
+"""The doctor's report: one summary line of what it checked (and the intent declared to it), then every
+finding (mechanism, unit, line, evidence, fix)."""
 
 from __future__ import annotations
 
 
+def _declared(d) -> str:
+    """What the doctor was told to prove (", declared frozen encoder; should_move head"), and any name that
+    matched no parameter of a module the run called (a typo proves nothing)."""
+    declared = [(kind, names) for kind, names in (("frozen", d.frozen), ("should_move", d.should_move)) if names]
+    if not declared:
+        return ""
+    shown = "; ".join(f"{kind} {', '.join(names)}" for kind, names in declared)
+    unmatched = [n for _, names in declared for n in names if not any(k == n or k.startswith(n + ".") for k in d.snap)]
+    if unmatched:
+        shown += f" (matching no parameter of a module the run called: {', '.join(unmatched)})"
+    return f", declared {shown}"
+
+
 def text(d) -> str:
     head = (
-        f"doctor: {d.backwards} backward call(s), {d.steps} optimizer step(s), "
-        f"{d.module_calls} module call(s) checked: "
+        f"doctor: {d.backwards} backward call(s), {d.steps} optimizer step(s), {d.module_calls} module call(s) checked"
     )
+    head += _declared(d)
     if d.internal_errors:
-        head = head.replace(
-            "checked: ", f"checked ({d.internal_errors} observation(s) skipped: {d.first_error[:80]}): "
-        )
+        head += f" ({d.internal_errors} observation(s) skipped: {d.first_error[:80]})"
     if not d.findings:
-        return head + "no finding"
-    return head + f"{len(d.findings)} finding(s)\n" + "\n".join(str(f) for f in d.findings)
+        return head + ": no finding"
+    return head + f": {len(d.findings)} finding(s)\n" + "\n".join(str(f) for f in d.findings)

@@ -1,6 +1,8 @@
 """Modules not registered (unit 12): a module with parameters run inside another module's forward that does
 not register it (a plain list, built in forward); leaves the loss reaches that no module registers and no
-optimizer holds."""
+optimizer holds; a module with a plain ``requires_grad`` attribute (``module.requires_grad = False`` sets a
+Python attribute and freezes nothing), named when its parameters' own flags disagree with it and the run
+measured the difference (trained anyway, or held by an optimizer and never given a gradient)."""
 
 from __future__ import annotations
 
@@ -42,3 +44,51 @@ def leaves(d, unnamed):
         "and no optimizer holds: they get gradients and are never updated",
         "make them nn.Parameter attributes of a module (or pass them to the optimizer)",
     )
+
+
+def observe_flag(d, module):
+    """A module call: a plain ``requires_grad`` attribute in the module's own ``__dict__`` (nn.Module has no
+    such switch), kept with the parameters whose flags disagree with it and their versions then."""
+    flag = module.__dict__.get("requires_grad")
+    if not isinstance(flag, bool) or id(module) in d.flagged:
+        return
+    root = d.stack[0] if d.stack else module
+    name = next((n for n, m in root.named_modules() if m is module), "")
+    prefix = name + "." if name else ""
+    disagree = [(prefix + n, p, p._version) for n, p in module.named_parameters() if p.requires_grad != flag]
+    label = f"{name} (a {type(module).__name__})" if name else f"a {type(module).__name__}"
+    d.flagged[id(module)] = (module, flag, disagree, d.line(), label)
+
+
+def conclude_flags(d):
+    for _module, flag, disagree, line, label in d.flagged.values():
+        if not disagree:
+            continue
+        attribute = (
+            f"a plain attribute requires_grad={flag} on {label}: an nn.Module has no such switch, so the "
+            "assignment changed no parameter's requires_grad"
+        )
+        if not flag:
+            got = [name for name, p, _ in disagree if id(p) in d.reached]
+            written = [(name, v, p._version) for name, p, v in disagree if p._version != v]
+            if not got and not written:
+                continue  # nothing trained them: the freeze holds by other means
+            how = f"the loss reached {len(got)} of them" if got else "no backward reached them"
+            if written:
+                name, before, now = written[0]
+                how += f" and {len(written)} were written since ({name} version {before} -> {now})"
+            evidence = f"{attribute}; its {len(disagree)} parameter(s) still require grad: {how}"
+            fix = (
+                "freeze with module.requires_grad_(False) (it sets requires_grad on every parameter), and build "
+                "the optimizer from the parameters that still require grad"
+            )
+        else:
+            held = [name for name, p, _ in disagree if id(p) in d.held]
+            if not held:
+                continue  # no optimizer was given them: nothing says they were meant to train
+            evidence = (
+                f"{attribute}; {len(disagree)} of its parameters still do not require grad, so they never get a "
+                f"gradient, although an optimizer holds {len(held)} of them ({', '.join(held[:4])})"
+            )
+            fix = "unfreeze with module.requires_grad_(True) (it sets requires_grad on every parameter)"
+        d.add(("requires-grad-attribute", label, line), Mechanism.UNREGISTERED_MODULE, line, evidence, fix)

@@ -12,13 +12,16 @@ The tools read torch's record, never the generator's label:
 * :func:`step_through` runs a program one statement at a time, the loop unrolled, and keeps a
   :class:`StatementEvent` per statement run: its line in :meth:`TrainingProgram.listing`, the step, the
   value it bound with the three flags of unit 01 as they were then, the parameters' ``.grad`` right after
-  it, and the saved tensors that had gone stale by then (unit 07). A :class:`Run` hands out each step's
-  loss, a :class:`~grader.probes.traces.Trace` of the program up to a step (for ``first_broken_edge``,
+  it, the saved tensors that had gone stale by then (unit 07; read without opening a checkpoint's), and
+  what its torch operations did (the parameters they took as inputs and the cuts they made,
+  :mod:`grader.units.unit10.ops`). A :class:`Run` hands out each step's loss, a :class:`~grader.probes.traces.Trace` of the program up to a step (for ``first_broken_edge``,
   unit 04), and a table of it all.
 * :func:`audit` is the grader's audit: the checklist of the capstone asked in order (rebound
   parameter, reachability, stale saves, graphs carried across steps, the run's own error as the course's
-  doctor names it, gradients left in ``.grad``) on two steps run under the doctor
-  (:mod:`grader.probes.doctor`); it returns an :class:`AuditFinding`. A statement's bound names are
+  doctor names it, a non-finite loss or gradient, gradients left in ``.grad``) on two steps run under the
+  doctor (:mod:`grader.probes.doctor`); it returns an :class:`AuditFinding`. Reachability follows the
+  names statements read and bind and, where a function or a module hides a parameter, the operations a
+  statement ran; a non-finite gradient is traced to the statement that made the doctor's node. A statement's bound names are
   those it binds in the program (each name of a tuple unpacking; not a comprehension's own variable).
 * :func:`prove` runs a (repaired) source whole and measures the quantities a repair must restore:
   it runs, every parameter moves, the loss's depth is the same at every step, and every step's
@@ -42,6 +45,7 @@ from grader import probes
 from grader.engine import torch_state
 from grader.engine.kinds import stable_part
 from grader.probes import traces
+from grader.units.unit10 import ops
 
 # --- the fault kinds ---------------------------------------------------------------------------
 
@@ -55,6 +59,9 @@ NOT_CLEARED = "gradients never cleared"
 NO_FAULT = "no fault"
 KINDS = (DETACHED, NO_GRAD, STALE, IN_PLACE, CARRIED, REBOUND, NOT_CLEARED)
 VERDICTS = KINDS + (NO_FAULT,)
+# the audit also names a non-finite loss or gradient at step 1; the generator never plants one, so it is no
+# verdict a learner is asked for
+NONFINITE = "non-finite value"
 
 # --- the quantities a repair restores ----------------------------------------------------------
 
@@ -142,6 +149,8 @@ class StatementEvent(traces.Step):
     stale: tuple = ()
     error: BaseException | None = None
     bound: dict = field(default_factory=dict)  # every name the statement bound -> its value then
+    touched: tuple = ()  # the parameters a torch operation of the statement took as an input (ops.OpWatch)
+    cuts: tuple = ()  # the cuts its operations made on tensors that require grad, first made first
 
     def value(self, name: str):
         """What the statement bound to ``name`` (``a, b = ...`` binds two)."""
@@ -257,28 +266,18 @@ class Run:
 
 
 def _stale_saves(values) -> tuple:
-    """The stale saved tensors in the graphs under ``values`` (each node once)."""
+    """The stale saved tensors in the graphs under ``values`` (each node once). Read with the probes, which
+    unpack a saved slot only when it holds a tensor: a checkpoint's slots hold its own objects, and
+    unpacking them would run the checkpointed forward again (BatchNorm's statistics, a ``context_fn``)."""
     roots = [v.grad_fn for v in values if isinstance(v, torch.Tensor) and v.grad_fn is not None]
-    seen, found = set(), []
+    seen: set = set()
+    found = []
     for root in roots:
         for fn in probes.nodes(root):
             if fn in seen:
                 continue
             seen.add(fn)
-            for attr in dir(fn):
-                if not attr.startswith("_saved_"):
-                    continue
-                try:
-                    getattr(fn, attr)
-                except RuntimeError as exc:
-                    text = str(exc)
-                    if "freed" in text or "second time" in text:
-                        continue
-                    entry = probes.SavedTensor(node=probes.node_name(fn), attribute=attr, state="stale")
-                    versions = probes._VERSIONS.search(text)
-                    if versions:
-                        entry.version_now, entry.version_saved = int(versions.group(1)), int(versions.group(2))
-                    found.append(entry)
+            found.extend(s for s in probes.saved_in(fn) if s.stale)
     return tuple(found)
 
 
@@ -348,12 +347,16 @@ def step_through(program: TrainingProgram | str, steps: int | None = None) -> Ru
             last=stmt.end_lineno or stmt.lineno,
             step=step,
         )
+        watch = ops.OpWatch({name: ns.get(name) for name in program.params})
         try:
-            exec(code, ns)
+            with watch:
+                exec(code, ns)
         except Exception as exc:  # torch raised: that is the observation
             event.error = exc
             events.append(event)
             return False
+        finally:
+            event.touched, event.cuts = tuple(watch.touched), tuple(watch.cuts)
         event.names = tuple(_bound_names(stmt))
         event.name = event.names[-1] if event.names else None
         event.tensor = ns.get(event.name) if event.name else None
@@ -423,29 +426,89 @@ def _nonzero(grad) -> bool:
     return isinstance(grad, torch.Tensor) and bool(grad.detach().abs().sum() > 0)
 
 
-def _watched_run(program: TrainingProgram) -> tuple[Run, set]:
+def _watched_run(program: TrainingProgram):
     """Two steps of ``program`` under the course's doctor (:mod:`grader.probes.doctor`): the run, and the
-    mechanisms the doctor named (empty when a doctor the caller started is already watching)."""
+    doctor (None when a doctor the caller started is already watching)."""
     from grader.probes.doctor import doctor
 
     watching = doctor(report=False)
     try:
         watching.__enter__()
     except RuntimeError:  # one doctor at a time: the caller's is watching, the audit reads torch alone
-        return step_through(program, steps=2), set()
+        return step_through(program, steps=2), None
     try:
         run = step_through(program, steps=2)
     finally:
         watching.__exit__(None, None, None)
-    return run, {f.mechanism.value for f in watching.findings}
+    return run, watching
+
+
+def _finite(t) -> bool:
+    return not isinstance(t, torch.Tensor) or not t.is_floating_point() or bool(torch.isfinite(t.detach()).all())
+
+
+def _cut_inside(run: Run, upto: list, loss_at: int, name: str):
+    """The statement that cut ``name``'s path where its text shows neither: one of step 1 (up to its loss)
+    whose torch operations took the parameter as an input while none of the values it bound reaches it,
+    and that the loss reads from (through the names statements bind). None when there is none."""
+    needed, todo = set(), ["loss"]
+    for e in reversed(upto[: loss_at + 1]):
+        if any(n in todo or n in needed for n in e.names):
+            needed.update(e.names)
+            todo.extend(e.inputs)
+    param = next((e.value(name) for e in reversed(upto[: loss_at + 1]) if name in e.names), None)
+    for e in upto[:loss_at]:
+        if name not in e.touched or not needed & set(e.names):
+            continue
+        if not any(traces.reaches(e.value(n), param) for n in e.names):
+            return e
+    return None
+
+
+def _nonfinite(run: Run, watching) -> AuditFinding | None:
+    """Step 1's loss, or a gradient its backward left, non-finite: the statement that made it."""
+    upto = run.step(1)
+    loss1 = run.loss(1)
+    if not _finite(loss1):
+        first = next((e for e in upto if any(not _finite(v) for v in e.bound.values())), None)
+        return AuditFinding(
+            NONFINITE, first, "step 1's loss is not finite; this statement made the first non-finite value"
+        )
+    bw = run.backward_event(1)
+    if bw is None or bw.error is not None:
+        return None
+    bad = [n for n, g in bw.grads.items() if not _finite(g)]
+    if not bad:
+        return None
+    origins = list(watching.nan_origins.values()) if watching is not None else []
+    origin = origins[0] if origins else None
+    made = None
+    if origin is not None:
+        made = next(
+            (
+                e
+                for e in upto[: upto.index(bw)]
+                if any(isinstance(v, torch.Tensor) and origin in probes.nodes(v) for v in e.bound.values())
+            ),
+            None,
+        )
+    node = f"; {probes.node_name(origin)} turned finite gradients non-finite" if origin is not None else ""
+    return AuditFinding(
+        NONFINITE,
+        made or bw,
+        f"step 1's loss is finite, but its backward left non-finite entries in {', '.join(bad)}.grad{node} "
+        "(a branch masked out in forward still sends 0 * inf back)",
+    )
 
 
 def audit(program: TrainingProgram | Run) -> AuditFinding:
     """The capstone's checklist, asked in order, on two steps of the program run under the course's doctor.
     Every answer is read from torch's record (identity, reachability, saved-tensor versions after every
-    statement of step 1, including those between two backward calls, shared nodes, ``.grad``); a program
-    that raises is named by the mechanism the doctor measured on that error, never called clean."""
-    run, said = (program, set()) if isinstance(program, Run) else _watched_run(program)
+    statement of step 1, including those between two backward calls, shared nodes, non-finite values,
+    ``.grad``); a program that raises is named by the mechanism the doctor measured on that error, never
+    called clean. A cut inside a function or a module is found from the operations each statement ran."""
+    run, watching = (program, None) if isinstance(program, Run) else _watched_run(program)
+    said = {f.mechanism.value for f in watching.findings} if watching is not None else set()
     params = run.program.params
     loss1 = run.loss(1)
     if not isinstance(loss1, torch.Tensor):
@@ -461,17 +524,29 @@ def audit(program: TrainingProgram | Run) -> AuditFinding:
         if binding is not None and not any(binding.value(name) is p for p in held):
             return AuditFinding(REBOUND, binding, f"{name} as the loss used it is not a tensor the optimizer holds")
 
-    # 2. does step 1's loss reach every parameter? if not, the first broken edge and what cut it
+    # 2. does step 1's loss reach every parameter? if not, the first broken edge and what cut it: read from the
+    # names statements read and bind, or, where a function or a module hides the parameter, from the
+    # operations each statement ran; the cut is the one its operations made (else the one its text shows)
     tr = run.trace(1)
     for name in params:
         edge = traces.first_broken_edge(tr, name)
+        binding = next((e for e in reversed(upto[: loss_at + 1]) if name in e.names), None)
+        if edge is None and binding is not None and not traces.reaches(loss1, binding.value(name)):
+            edge = _cut_inside(run, upto, loss_at, name)
+            if edge is None:  # torch says the path stops, and no statement shows where: never "no fault"
+                raise ValueError(f"step 1's loss does not reach {name}, and no statement this audit reads cut it")
         if edge is not None:
-            kind = traces.cut_kind(edge.line)
+            text = traces.cut_kind(edge.line)
+            made = getattr(edge, "cuts", ())
+            kind = text if text in made or not made else made[0]
             if kind == traces.DETACHED:
                 return AuditFinding(DETACHED, edge, f"step 1's loss does not reach {name}; its path stops at a detach")
             if kind == traces.NO_GRAD:
                 return AuditFinding(NO_GRAD, edge, f"step 1's loss does not reach {name}; its path stops in no_grad")
-            raise ValueError(f"{name}'s path stops at line {edge.number}, by no cut this audit knows")
+            raise ValueError(
+                f"{name}'s path stops at line {edge.number}, by no cut this audit knows"
+                + (f" ({kind})" if kind else "")
+            )
 
     # 3. saved tensors made stale in step 1 before its last backward (between two backward calls too; after
     # the last one the optimizer's step writes the parameters, which every graph still alive saved)
@@ -506,7 +581,12 @@ def audit(program: TrainingProgram | Run) -> AuditFinding:
             "no fault this audit knows"
         )
 
-    # 5. is .grad clear when step 2's backward adds into it?
+    # 5. a non-finite loss, or a gradient step 1's backward made non-finite (the doctor's node, where it saw one)
+    found = _nonfinite(run, watching)
+    if found is not None:
+        return found
+
+    # 6. is .grad clear when step 2's backward adds into it?
     bw = run.backward_event(2)
     if bw is not None:
         prior = run.before(bw)
