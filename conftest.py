@@ -136,7 +136,6 @@ def pytest_sessionfinish(session, exitstatus):
 LONGEST_FIRST = (
     # the browser walks, one after another in one worker (see BROWSER): beside them, the grading modules
     "tests/test_browser_restart.py",
-    "tests/test_browser_widget.py",
     "tests/test_hub.py",
     "tests/test_browser.py",
     "tests/test_browser_a11y.py",

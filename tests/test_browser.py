@@ -5,9 +5,11 @@
    read the verdicts the page shows. Every cell runs, none writes a traceback.
 2. A solved copy without its ``mark_passed("01")`` cell: run all cells, press the unit
    panel's "Mark passed" button, and read the progress store the kernel wrote.
-3. Unit 00: a prediction locked with the widget, saved with Ctrl+S, and the saved file graded
-   (the prediction counts); then Restart Kernel and Run All: the predict cell shows the
-   locked prediction, refuses nothing, and the record and the saved file are unchanged.
+3. A scratch notebook of the loop's refusals and tools: the reset button a refusal offers, a wrong
+   self-test's misconception note and hint button, a course-map link, and the notebook reopened.
+
+Unit 00's walk through a widget lock, a restart, Run All, a reload, a reset and a reopen is
+tests/test_browser_restart.py (it uses the helpers below).
 
 JupyterLab runs on 127.0.0.1 at a free port with a token, its state and the learner's
 progress in this test's temporary folder. Screenshots go to test-artifacts/. Where
@@ -455,7 +457,7 @@ def test_refusal_buttons_map_links_hints_and_a_reopened_notebook(tmp_path, home)
         lab.stop()
 
 
-# --- helpers of the record walks (tests/test_browser_widget.py, tests/test_browser_restart.py) ----------
+# --- helpers of the record walk (tests/test_browser_restart.py) and the other browser modules ----------------
 
 
 START = "00_start_here.ipynb"

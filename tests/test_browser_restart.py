@@ -1,6 +1,8 @@
-"""Unit 00 in JupyterLab: the record survives a restart, an old widget, a reload, a reset and a reopen.
+"""Unit 00 in JupyterLab: a prediction locked with the widget is saved and graded, and the record survives a
+restart, an old widget, Run All, a reload, a reset and a reopen.
 
-Split from tests/test_browser.py (whose helpers it uses) so that xdist runs the browser modules side by side.
+One walk (it used to be two, tests/test_browser_widget.py and this one, each starting its own JupyterLab and
+Chromium for the same first steps); its helpers are in tests/test_browser.py.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from tests.test_browser import (
     _grade,
     _requirements,
     _save_and_wait,
+    _saved_record,
     cell_by_id,
     code_cell,
     lab_page,
@@ -35,8 +38,10 @@ pytestmark = pytest.mark.skipif(bool(_requirements()), reason=_requirements() or
 
 
 def test_the_record_survives_restart_an_old_widget_reload_reset_and_reopen(tmp_path, home):
-    """Unit 00 in one JupyterLab: a prediction locked and a self-test checked with their widgets; Kernel -> Restart
-    (every old widget says it belongs to an earlier kernel and takes no input); Run All; a page reload (the widgets
+    """Unit 00 in one JupyterLab: a prediction locked (the predict cell's record updated in place) and a self-test
+    checked with their widgets; Kernel -> Restart (every old widget says it belongs to an earlier kernel and takes
+    no input); Run All (the predict cell shows the locked prediction beside torch's answer: no refusal, no reset
+    button, nothing recorded again; the saved file holds the lock's record); a page reload (the widgets
     re-attach); a reset and a new prediction (the old input closes and says why); close and reopen (the saved
     widgets take no input). After each, the panel, status and the store agree; the saved file grades the same."""
     from grader.engine.question import get
@@ -52,14 +57,20 @@ def test_the_record_survives_restart_an_old_widget_reload_reset_and_reopen(tmp_p
         open_notebook(page, lab, START)
         flag_cell = cell_by_id(page, saved, "c011")
         square_cell = cell_by_id(page, saved, "c015")
-        code_cell(page, 'reveal("00.warmup-add")').locator(".jp-InputPrompt").click()
+        predict_cell = code_cell(page, 'predict("00.warmup-add", answer)')
+        reveal_add = code_cell(page, 'reveal("00.warmup-add")')
+        reveal_add.locator(".jp-InputPrompt").click()
         run_menu(page, "notebook:run-all-above")
         add = page.locator(".agl-q-00-warmup-add")
         add.wait_for(timeout=120_000)
+        assert "00.warmup-add: not locked yet" in predict_cell.inner_text()
         add.locator("input").first.click()
         page.keyboard.type("2, 3")
         add.locator("button.agl-lock").click()
         add.locator(".agl-result", has_text="prediction locked in").wait_for()
+        predict_cell.get_by_text("00.warmup-add: locked in").wait_for()  # the cell's record, updated in place
+        run_cell(page, reveal_add)
+        reveal_add.get_by_text("00.warmup-add: correct").wait_for(timeout=120_000)
         run_cell(page, flag_cell)  # its input shown, nothing locked
         flag = page.locator(".agl-q-00-warmup-flag")
         flag.locator("button.agl-lock").wait_for(timeout=120_000)
@@ -99,9 +110,20 @@ def test_the_record_survives_restart_an_old_widget_reload_reset_and_reopen(tmp_p
         }
         square_cell.scroll_into_view_if_needed()
         square_cell.get_by_text("Passed (correct").wait_for()  # the check cell run again: passed, closed
+        # the predict cell run again after its reveal shows the record as it stands and changes nothing
+        text = " ".join(predict_cell.inner_text().split())
+        assert "prediction refused" not in text and "your prediction [2, 3]" in text.replace(".0", ""), text
+        assert "torch says" in text and "00.warmup-add: locked in" in text
+        assert page.locator(".agl-action-reset").count() == 0 and page.locator(".agl-again:visible").count() == 0
+        predict_cell.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "browser-locked-rerun.png"))
+        _, events = unit_state("00")
+        assert not [e for e in events if e.action in ("predict", "reset") and e.qid == "00.warmup-add"][1:]
 
         # a reload of the page (saved first: a reload reads the file), the kernel running: the widgets re-attach
         _save_and_wait(page, saved, "c015", lambda r: r and r.get("locked"))
+        lock = {"qid": "00.warmup-add", "locked": True, "answer": [2.0, 3.0], "before_reveal": True}
+        assert _saved_record(saved, "c006") == lock  # the lock's record, saved with the predict cell
         page.reload()
         page.get_by_text(IDLE).wait_for(timeout=120_000)
         page.locator(".agl-panel-00 button", has_text="Refresh").wait_for(state="visible", timeout=120_000)
