@@ -139,7 +139,6 @@ LONGEST_FIRST = (
     "tests/test_hub.py",
     "tests/test_browser.py",
     "tests/test_browser_a11y.py",
-    "tests/test_browser_pages.py",
     # the modules that grade a class (mostly computing)
     "tests/test_grade_all_units.py",
     "tests/test_gradebook.py",
@@ -152,11 +151,13 @@ LONGEST_FIRST = (
     "tests/test_gradebook_outputs.py",
     "tests/test_error_answers.py",
     "tests/test_locks.py",
+    "tests/test_browser_pages.py",
 )
 # Each of these starts a JupyterLab (or a hub) and a Chromium and mostly waits on them. On a loaded 2-core
 # machine two at once starve each other past their timeouts, so xdist hands them out as one scope: one
-# worker walks them in order while the others take the rest.
-BROWSER = ("tests/test_browser", "tests/test_hub.py")
+# worker walks them in order while the others take the rest. (tests/test_browser_pages.py opens static pages
+# in a Chromium, with no JupyterLab or kernel: it runs beside them.)
+BROWSER = ("tests/test_browser.py", "tests/test_browser_restart.py", "tests/test_browser_a11y.py", "tests/test_hub.py")
 
 
 @pytest.hookimpl(optionalhook=True)  # a run with -p no:xdist knows no such hook
