@@ -63,7 +63,7 @@ _LAZY = {
 }
 
 __all__ = ["predict", "reveal", "check", "mark_passed", "reset", "hint", "status", *_LAZY]
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 
 def __getattr__(name):

@@ -233,6 +233,27 @@ RULE_STATEMENTS = {
     "12.anomaly-inf": r"for NaN only|an inf passes|inf,? is not (a )?NaN|(lets?|let) (an )?inf through",
     "04.frozen-loop-facts": r"half (of )?its model frozen|returns a detached copy",
     "06.which-grads-recorded": r"gradient that depends on the input gets a graph|linear in `?x`? is a constant",
+    # issue 30's second reader, units 07-13 and 09b
+    "07.version-count": r"any operation that writes into `?t`?'s memory adds one",
+    "07.pow-broken-node": r"the power (node )?(kept|saved|keeps) `?u\b",
+    "07.gan-step": r"g_loss`?'s graph (kept|saved) `?D\.weight",
+    "07.reciprocal-write": r"makes `?s`? the reciprocal's own\s+result|that result is s itself",
+    "07.data-write": r"counter of its own|counter never hears",
+    "07.hooks-grad": r"skips? the check|taken over the check|nothing compares",
+    "08.retain-mul-runs": r"walks the whole graph under step n'?s loss",
+    "08.detach-which-sum": r"starts from a constant|turned the state it received into a constant",
+    "09.offload-write-grad": r"`?save_on_cpu\(\)`? keeps the very tensor it is handed",
+    "09b.checkpoint-side-effect-count": r"each backward over the retained graph\s+reruns",
+    "10.worked-reached": r"neither feeds the loss|no cut on a path to the loss",
+    "10.worked-carrier": r"state = 0\.5 \* state \+ h`? (carries|reads)",
+    "10.worked-detach-placement": r"reaches the loss as a constant",
+    "10.trap-loss-falls": r"loss falls in all three runs|w_head alone can lower the loss",
+    "11.saved-write": r"with the version it had|gives your node the check|keeps x with its version",
+    "11.once-diff": r"runs?\s+backward\s+with grad mode off|ran under no_grad",
+    "12.masked-loss-nan": r"NaN \* 0`? is NaN|so is `NaN \* 0`",
+    "12.anomaly-nan-to-num": r"clean(s|ed) the forward value only",
+    "13.item-graphs": r"where Python must see a real value|a tensor graph cannot hold",
+    "13.hook-side-effects": r"depends on\s+what it does|a hook with a side effect[^.]*breaks the graph",
 }
 _COMMENTS = re.compile(r"<!--.*?-->", re.S)
 
@@ -268,6 +289,19 @@ def test_the_rule_check_finds_a_rule_stated_early():
         "With `create_graph=True`, the backward pass records its own operations, so a gradient that depends on the "
         "input gets a graph and can be differentiated again. (The gradient of a loss linear in `x` is a constant"
     )
+    # and the cells of units 07-13 as issue 30's second reader found them
+    early["07.version-count"] = "`t._version` starts at 0. Any operation that writes into `t`'s memory adds one"
+    early["07.data-write"] = "(Section 10 meets aliases whose writes the counter never hears about.)"
+    early["07.hooks-grad"] = "## 10. When nothing compares: `.data` and saved-tensor hooks"
+    early["08.retain-mul-runs"] = "Step n's backward walks the whole graph under step n's loss."
+    early["08.detach-which-sum"] = "and drops the history: the next step\nstarts from a constant."
+    early["09.offload-write-grad"] = "so on a machine without a GPU the default\n`save_on_cpu()` keeps the very tensor it is handed"
+    early["10.worked-reached"] = "Neither feeds the loss: `loss` on\nline 15 has `requires_grad` True"
+    early["10.worked-carrier"] = "state = 0.5 * state + h carries the previous state with its graph"
+    early["11.saved-write"] = "keeps it the way a\nbuilt-in node keeps its `_saved_*` tensors (unit 05), with the version it had"
+    early["11.once-diff"] = "`@once_differentiable` marks a backward that is not: it runs\nbackward with grad mode off."
+    early["13.item-graphs"] = "where Python must see a real value it stops, runs that line in\nPython"
+    early["13.hook-side-effects"] = "what Dynamo does with one depends on\nwhat it does:"
     for qid, text in early.items():
         assert re.search(RULE_STATEMENTS[qid], text, re.I), qid
 

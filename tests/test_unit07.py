@@ -43,7 +43,7 @@ def test_syllabus_figures():
 def test_the_confusions_still_behave_as_the_notebook_says():
     assert truth("07.gan-step").where == "at backward"
     assert truth("07.relu-inplace-off").where == "at backward"
-    assert truth("07.handmade-sigmoid").where == "no error"
+    assert truth("07.reciprocal-write").where == "at backward"
     version, grad = truth("07.data-write")
     assert version == 0 and abs(grad - 2 * torch.e) < 1e-4
 
@@ -62,6 +62,18 @@ def test_the_self_tests_that_repeated_a_cell_ask_new_programs():
     assert truth("07.self-inplace-after-exp") == "ExpBackward0"
     assert not _graded_right("07.self-inplace-after-exp", "neither: backward runs")
     assert not _graded_right("07.self-inplace-after-exp", "the in-place ReLU's node")
+
+
+def test_the_reciprocal_question_replaces_one_unit_05_asked():
+    """07.handmade-sigmoid repeated 05.handmade-write (the same 1 / (1 + exp(-a)) after a write: no error); its
+    replacement spells the reciprocal as a method, whose node keeps s itself."""
+    assert registry.get("07.handmade-sigmoid") is None
+    assert not _graded_right("07.reciprocal-write", "no error")  # the answer unit 05 taught for 1 / t
+    a = torch.tensor([0.5, -1.0], requires_grad=True)
+    s = 1 / (1 + torch.exp(-a))  # the prompt's aside: written as a division, the same write is harmless
+    s.mul_(2)
+    s.sum().backward()
+    assert torch.isfinite(a.grad).all()
 
 
 def test_the_mechanism_of_section_10_is_stated_only_after_its_reveals():

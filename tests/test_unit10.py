@@ -238,15 +238,23 @@ def test_the_reference_passes_on_a_loaded_machine(qid, busy_machine):
     assert check(qid, ref.REFERENCE[qid]).passed
 
 
-def test_the_repaired_depths_are_asked_as_a_shape_torch_decides():
+def test_the_replaced_repair_and_trap_questions_ask_what_the_prose_does_not_give():
+    """Issue 30's second reader: 10.worked-repaired-shape was answered by the checklist's healthy reading (the same
+    depth every step) and 10.trap-moved by its runs' labels ('fake repair', 'real repair'). Their replacements
+    ask where a detach must stand, and in which runs the loss falls (all three: the trap)."""
     from grader.engine import question as registry
 
-    q = registry.get("10.worked-repaired-shape")
-    truth = q.kind.truth(q.run())
-    assert q.kind.agrees(truth, q.kind.read("the same at every step"))
-    assert not q.kind.agrees(truth, q.kind.read("one step longer each step"))
-    depths = list(unit10.capstone.prove(unit10.WORKED, unit10.WORKED_REPAIRED).depths)
-    assert len(depths) == 4 and len(set(depths)) == 1
+    assert registry.get("10.worked-repaired-shape") is None and registry.get("10.trap-moved") is None
+    placement = registry.get("10.worked-detach-placement")
+    truth = placement.kind.truth(placement.run())
+    assert placement.kind.agrees(truth, placement.kind.read({"w_head"}))
+    assert not placement.kind.agrees(truth, placement.kind.read({"w_enc", "w_head"}))  # the repair done right
+    early = prove(unit10.WORKED, unit10.WORKED_DETACHED_EARLY)
+    assert not early.error and len(set(early.depths)) == 1  # it runs, and no history is carried either
+    falls = registry.get("10.trap-loss-falls")
+    truth = falls.kind.truth(falls.run())
+    assert falls.kind.agrees(truth, falls.kind.read({"as found", "fake repair", "real repair"}))
+    assert not falls.kind.agrees(truth, falls.kind.read({"real repair"}))  # the old question's answer
 
 
 _STEP_START = """import torch

@@ -192,6 +192,26 @@ def test_the_anomaly_question_asks_what_unit_10_did_not_show():
     assert not q.kind.agrees(truth, q.kind.read("raises, naming SqrtBackward0"))
 
 
+def test_the_first_two_questions_ask_what_unit_10_did_not_show():
+    """Unit 10's where-guard showed a masked sqrt's NaN gradient arriving silently, and anomaly mode raising at
+    backward on it: 12.plain-nan and 12.anomaly-place asked exactly that. Their replacements ask what a mask made
+    by multiplication does to the loss (NaN * 0 is NaN), and whether cleaning the forward value with nan_to_num
+    protects the backward (it does not)."""
+    from grader.engine import question as registry
+
+    assert registry.get("12.plain-nan") is None and registry.get("12.anomaly-place") is None
+    q = registry.get("12.masked-loss-nan")
+    truth = q.kind.truth(q.run())
+    assert q.kind.agrees(truth, q.kind.read("loss NaN, NaN in x.grad"))
+    assert not q.kind.agrees(truth, q.kind.read("loss finite, NaN in x.grad"))  # what torch.where gives (unit 10)
+    q = registry.get("12.anomaly-nan-to-num")
+    truth = q.kind.truth(q.run())
+    assert q.kind.agrees(truth, q.kind.read("raises at loss.backward(), naming SqrtBackward0"))
+    assert not q.kind.agrees(truth, q.kind.read("no error: nan_to_num removed the NaN"))
+    x = torch.tensor([4.0, -1.0, 9.0], requires_grad=True)
+    assert x.sqrt().nan_to_num().sum().item() == 5.0  # the prompt's loss: finite
+
+
 def _batches(n=3):
     torch.manual_seed(0)
     return [(torch.randn(5, 3), torch.randn(5, 1)) for _ in range(n)]

@@ -33,9 +33,17 @@ class _Entry(Protocol):
 
 Event = TypeVar("Event", bound=_Entry)
 
-QUESTIONS: dict[str, str] = {}
+QUESTIONS: dict[str, str] = {
+    # 0.5.0: unit 09's checkpointing became unit 09b
+    "09.checkpoint-recompute-reached": "09b.checkpoint-recompute-reached",
+    "09.checkpoint-held-fraction": "09b.checkpoint-held-fraction",
+    "09.reentrant-grads": "09b.reentrant-grads",
+    "09.checkpoint-side-effect-count": "09b.checkpoint-side-effect-count",
+    "09.self-checkpoint-plan": "09b.self-checkpoint-plan",
+    "09.self-checkpoint-input-write": "09b.self-checkpoint-input-write",
+}
 
-SPLITS: dict[str, str] = {}
+SPLITS: dict[str, str] = {"09": "09b"}
 
 
 def current_id(qid: str) -> str:

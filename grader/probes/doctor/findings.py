@@ -36,7 +36,7 @@ _UNITS = {
     Mechanism.INERT_LOSS_TERM: "04",
     Mechanism.FREED_GRAPH: "06",
     Mechanism.NONLEAF_GRAD: "03",
-    Mechanism.HOOKS_CHECKPOINT: "09",
+    Mechanism.HOOKS_CHECKPOINT: "03/09b",
 }
 
 

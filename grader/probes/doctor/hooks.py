@@ -1,5 +1,5 @@
-"""Hooks and checkpointing (unit 09), and torch's own warnings about the mechanisms (seen as torch gives
-them, before any filter of the program's, so even silenced ones are reported):
+"""Module backward hooks (unit 03) and checkpointing (unit 09b), and torch's own warnings about the mechanisms
+(seen as torch gives them, before any filter of the program's, so even silenced ones are reported):
 
 * a legacy ``register_backward_hook`` on a module whose forward makes several nodes (torch's warning);
 * a reentrant checkpoint whose inputs need no grad (torch's warning);

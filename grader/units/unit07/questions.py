@@ -143,9 +143,8 @@ MESSAGE_OPS = {"Mul": "w * 3", "Add": "u.add_(10)", "Pow": "u ** 2", "Sum": "v.s
     "u.add_(10); v.sum().backward() raises at backward, and its message says the modified tensor "
     "'is output 0 of' an operation. Which line made that operation: 'w * 3', 'u.add_(10)', 'u ** 2' or "
     "'v.sum()'?",
-    explain="The power node saved u (the derivative is 2u), so the write breaks it. The message describes the "
-    "tensor it found modified by what produced it now: after u.add_(10) that is the in-place addition "
-    "('output 0 of Add').",
+    explain="The message describes the tensor it found modified by what produced it now: after u.add_(10) that "
+    "is the in-place addition ('output 0 of Add'), whichever node kept u and tripped over it.",
     misconceptions=[
         (
             "u ** 2",
@@ -285,25 +284,30 @@ def relu_inplace_off():
 
 
 @predict_then_run(
-    "07.handmade-sigmoid",
-    Error("at the write", "at backward"),
-    prompt="a = torch.tensor([0.5, -1.0], requires_grad=True); s = 1 / (1 + torch.exp(-a)); s.mul_(2); "
-    "s.sum().backward(). (With s = torch.sigmoid(a) the same lines raise at backward.) Does the "
-    "hand-written version raise, and where?",
-    explain="SigmoidBackward0 keeps its output s, so writing s breaks it. The hand-written formula ends in a "
-    "multiplication by the constant 1 whose node keeps only that constant; the reciprocal keeps its own "
-    "result, a different tensor. Nothing kept s, so the write is harmless.",
+    "07.reciprocal-write",
+    Error("at the write", "at backward", causes=WRITE_SEEN),
+    prompt=(
+        "a = torch.tensor([0.5, -1.0], requires_grad=True); s = (1 + torch.exp(-a)).reciprocal(); s.mul_(2); "
+        "s.sum().backward(). (Written s = 1 / (1 + torch.exp(-a)), the same lines run without an error.) Does it "
+        "raise, and where? For an error, answer a pair (place, cause), the cause chosen from the candidates listed "
+        "with the answer's form; your own words may follow as a third item, a note shown beside torch's message "
+        "and never graded."
+    ),
+    explain="reciprocal's backward reads its own result (the slope of 1/t is -1/t^2), so ReciprocalBackward0 keeps "
+    "it, and with .reciprocal() that result is s itself: the write moves s to version 1 and backward refuses "
+    "it. Written 1 / t, the division is recorded as a reciprocal and then a multiplication by the constant 1: "
+    "s is the product's output, and the reciprocal's kept result is another tensor.",
     misconceptions=[
         (
-            "at backward",
-            "same values, different keepers: no node of the hand-written graph kept s "
-            "itself, so nothing it kept went stale",
+            "no error",
+            "1 / t records a reciprocal and then a product, and the product's output is s; .reciprocal() makes s "
+            "the reciprocal's own result, which its node keeps",
         )
     ],
 )
-def handmade_sigmoid():
+def reciprocal_write():
     a = torch.tensor([0.5, -1.0], requires_grad=True)
-    s = 1 / (1 + torch.exp(-a))
+    s = (1 + torch.exp(-a)).reciprocal()
     yield "at the write"
     s.mul_(2)
     yield "at backward"

@@ -1,6 +1,7 @@
 """Unit 09's instruments, models and pairs: :class:`MemoryWatch` (a dispatch mode that counts the memory an
-operation creates, as the allocator would), the :class:`Block` chain the checkpointing questions run, and the
-pack/unpack pairs the notebook builds (alias, copy, float16), with what the experiments measure through them.
+operation creates, as the allocator would), the :class:`Block` chain the compression questions run (and unit
+09b's checkpointing questions), and the pack/unpack pairs the notebook builds (alias, copy, float16), with what
+the experiments measure through them.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from torch import nn
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
-from torch.utils.checkpoint import checkpoint
 
 # =====================================================================================================
 # Instruments and models
@@ -101,17 +101,6 @@ def block_chain(batch: int = 256, hidden=(512, 512, 512, 512), width: int = 128,
     return model, torch.randn(batch, width)
 
 
-def checkpointed(model: nn.Sequential, x: torch.Tensor, which=None, use_reentrant: bool = False):
-    """Run the blocks in order, each one in ``which`` (all by default) under torch.utils.checkpoint."""
-    h = x
-    for i, block in enumerate(model):
-        if which is None or i in which:
-            h = checkpoint(block, h, use_reentrant=use_reentrant)
-        else:
-            h = block(h)
-    return h
-
-
 # --- the pairs the notebook builds ----------------------------------------------------------------
 
 
@@ -172,6 +161,16 @@ def alias_pack(t):
 def copy_pack(t):
     """Keeps a copy taken at save time: what save_on_cpu() does on a GPU, or with pin_memory=True on a CPU."""
     return t.detach().clone()
+
+
+def noting_pack(into: list):
+    """A pack that appends each tensor it is handed to ``into`` and keeps it detached (what a pair is handed)."""
+
+    def pack(t):
+        into.append(t)
+        return t.detach()
+
+    return pack
 
 
 def keep_as_is(packed):
@@ -284,21 +283,3 @@ def square_grad(dtype) -> str:
     if math.isnan(value) or math.isinf(value) or value == 0:
         return _classify(value, 600.0)
     return "600 to 3 digits" if abs(value - 600.0) < 0.5 else f"{value:.4g}"
-
-
-# --- checkpointing --------------------------------------------------------------------------------
-
-
-def bn_block(seed: int = 0):
-    torch.manual_seed(seed)
-    return nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)), torch.randn(8, 4)
-
-
-# --- the self-test's checkpoint plan --------------------------------------------------------------
-
-PLAN_HIDDEN = (256, 1024, 512, 2048)
-
-
-def plan_held(which) -> int:
-    model, x = block_chain(batch=64, hidden=PLAN_HIDDEN)
-    return held_after(lambda: checkpointed(model, x, which=set(which)).sum())

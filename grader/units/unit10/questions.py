@@ -75,9 +75,9 @@ def _worked_run(steps=None):
             "retain_graph=True keeps step 1's saved values, so step 2's walk back into them succeeds.",
         )
     ],
-    explain="Nothing cuts the carried state, so each step's graph runs back through every earlier step; "
-    "retain_graph=True keeps those older saved values alive, so every backward finds what it needs. "
-    "The flag silenced the error that would have pointed at the fault.",
+    explain="retain_graph=True keeps every saved value a graph holds after its backward, so a later backward "
+    "that walks back into an earlier step's graph finds what it needs, and nothing else in the script raises. "
+    "Running tells you nothing here: the flag would silence the error such a walk raises without it.",
 )
 def worked_runs():
     yield from capstone.backward_places(WORKED)
@@ -106,8 +106,8 @@ def worked_reached():
     "loss.grad_fn down to a leaf; for step 1's loss it is "
     + str(capstone.step_through(WORKED, steps=1).depths()[0])
     + ". What is it for the losses of steps 1 to 4? Answer four numbers.",
-    explain="state = 0.5 * state + h carries the previous state with its graph: every step puts one more "
-    "multiplication and one more addition under the new state, on top of all earlier steps.",
+    explain="Each step's loss sits on top of the graphs of all earlier steps: every step adds one more "
+    "multiplication and one more addition to the path, two nodes more per step.",
 )
 def worked_depths():
     return _worked_run().depths()
@@ -142,40 +142,34 @@ def worked_first_differs():
     return next(i + 1 for i, ok in enumerate(matches) if not ok)
 
 
-DEPTH_SHAPES = (
-    "the same at every step",
-    "one step longer each step",
-    "longer each step, then level",
-    "shorter each step",
+# The repair's detach, put where it cuts the step's own path too: right after the state is computed, before the
+# prediction reads it.
+WORKED_DETACHED_EARLY = WORKED.source.replace("loss.backward(retain_graph=True)", "loss.backward()").replace(
+    "    state = 0.5 * state + h\n", "    state = 0.5 * state + h\n    state = state.detach()\n"
 )
 
 
 @predict_then_run(
-    "10.worked-repaired-shape",
-    Choice(*DEPTH_SHAPES),
-    prompt="Repair the worked example: replace loss.backward(retain_graph=True) by loss.backward() and add "
-    "state = state.detach() as the last statement of the loop body (after opt.step()). How does "
-    "probes.depth(loss) run over steps 1 to 4 now? One of " + ", ".join(repr(d) for d in DEPTH_SHAPES) + ".",
-    explain="The detached state enters each step as a leaf with no history, so every step's graph is one step "
-    "long, the same at every step: the quantity the fault broke, restored, along with the gradients.",
+    "10.worked-detach-placement",
+    Names(pool=WORKED.params),
+    prompt="Repair the worked example with the detach in the wrong place: replace loss.backward(retain_graph=True) "
+    "by loss.backward() and put state = state.detach() right after line "
+    + str(line_of(WORKED, "state = 0.5"))
+    + " (state = 0.5 * state + h), before pred = state @ w_head reads the state. Over the 4 steps, which "
+    "parameters move? Answer a set of names.",
+    explain="Detached before the prediction reads it, the state reaches the loss as a constant: the history is "
+    "cut, and so is the step's own path from w_enc (through h and the state). w_head, which multiplies the "
+    "state, still gets its gradient and moves; w_enc gets none and stays where it was.",
     misconceptions=[
         (
-            DEPTH_SHAPES[1],
-            "that is the fault as found: the carried state joined each step's graph to the last. "
-            "Detached after the step, it enters the next one with no history",
+            lambda truth: set(WORKED.params),
+            "the detach also cuts the path of the step itself: w_enc reaches the loss only through the state",
         )
     ],
 )
-def worked_repaired_shape():
-    depths = list(capstone.prove(WORKED, WORKED_REPAIRED).depths)
-    steps = [b - a for a, b in zip(depths, depths[1:])]
-    if all(d == 0 for d in steps):
-        return DEPTH_SHAPES[0]
-    if all(d > 0 for d in steps) and len(set(steps)) == 1:
-        return DEPTH_SHAPES[1]
-    if all(d >= 0 for d in steps) and steps[0] > 0 and steps[-1] == 0:
-        return DEPTH_SHAPES[2]
-    return DEPTH_SHAPES[3] if all(d < 0 for d in steps) else "another pattern"
+def worked_detach_placement():
+    moved = capstone.prove(WORKED, WORKED_DETACHED_EARLY).moved
+    return {name for name in WORKED.params if moved.get(name)}
 
 
 # --- trap 1: "the loss went down, so it is fixed" ---------------------------------------------------
@@ -207,15 +201,27 @@ def _frozen_proofs():
 
 
 @predict_then_run(
-    "10.trap-moved",
+    "10.trap-loss-falls",
     Names(pool=tuple(FROZEN_RUNS)),
-    prompt="The same three runs of the frozen encoder. In which of them does w_enc move from its starting value?",
-    explain="requires_grad_(True) on kept makes a new leaf in the middle of the model; it cannot reconnect the "
-    "path to w_enc, which the detach cut. Only sending the computed h on restores the path, and the "
-    "proof is the quantity the fault broke: w_enc moves.",
+    prompt="The same three runs of the frozen encoder (as found; with kept.requires_grad_(True) added after the "
+    "detach, the 'fake repair'; with h itself sent to the head, the 'real repair'), 6 steps each. In which of them "
+    "is the loss lower at the last step than at the first? Answer a set of the runs' labels.",
+    explain="On a fixed batch w_head alone can lower the loss, and it trains in all three runs. A falling loss says "
+    "that something trains, not that the part you repaired does: requires_grad_(True) makes kept a new leaf and "
+    "w_enc still gets nothing. The quantity the fault broke, w_enc moving, tells the runs apart.",
+    misconceptions=[
+        (
+            {"real repair"},
+            "w_head is trained in every run, and on a fixed batch it can lower the loss alone",
+        ),
+        (
+            {"fake repair", "real repair"},
+            "as found, w_enc is frozen but w_head still trains, and the loss falls with it",
+        ),
+    ],
 )
-def trap_moved():
-    return {label for label, proof in _frozen_proofs().items() if proof.moved.get("w_enc")}
+def trap_loss_falls():
+    return {label for label, proof in _frozen_proofs().items() if proof.losses[-1] < proof.losses[0]}
 
 
 # --- trap 2: retain_graph=True on a stale graph -----------------------------------------------------

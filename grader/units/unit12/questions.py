@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from grader import probes
-from grader.engine.kinds import Choice, Error, Function, Name, Names
+from grader.engine.kinds import Choice, Function, Name, Names
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.unit12 import support as kit
 from grader.units.unit12.cases import setup_cases
@@ -30,14 +30,18 @@ from grader.units.unit12.support import (
     leak_loop,
     make_cycle,
     masked_root,
-    masked_root_outcome,
     their_param_names,
     where_trap,
 )
 
 # --- 1. anomaly mode --------------------------------------------------------------------------------
 
-GRAD_STATES = ("every entry finite", "NaN in x.grad, no error", "backward raises")
+LOSS_AND_GRAD = (
+    "loss finite, x.grad finite",
+    "loss finite, NaN in x.grad",
+    "loss NaN, NaN in x.grad",
+    "backward raises",
+)
 PROGRAM = (
     "x = torch.tensor([4.0, -1.0, 9.0], requires_grad=True); mask = torch.tensor([1.0, 0.0, 1.0]); "
     "y = x.sqrt(); loss = (y * mask).sum(); loss.backward()"
@@ -45,47 +49,81 @@ PROGRAM = (
 
 
 @predict_then_run(
-    "12.plain-nan",
-    Choice(*GRAD_STATES),
-    prompt=PROGRAM + ". Without anomaly mode, what happens: " + ", ".join(repr(s) for s in GRAD_STATES) + "?",
-    explain="The mask stops nothing: sqrt's backward divides the incoming gradient by 2*sqrt(x), and at "
-    "x = -1 that is 0 / NaN, which is NaN. Plain autograd never checks a value, so the NaN lands in "
-    "x.grad silently.",
+    "12.masked-loss-nan",
+    Choice(*LOSS_AND_GRAD),
+    prompt=PROGRAM
+    + ". Without anomaly mode, what are the loss and x.grad: "
+    + ", ".join(repr(s) for s in LOSS_AND_GRAD)
+    + "?",
+    explain="Multiplying by 0 does not remove a NaN: sqrt(-1) is NaN and NaN * 0 is NaN, so the loss itself is NaN. "
+    "In backward the product sends 0 to y[1], and sqrt's backward divides it by 2 * sqrt(-1): 0 / NaN is NaN. "
+    "Nothing raises: plain autograd never checks a value.",
     misconceptions=[
         (
-            "every entry finite",
-            "multiplying by 0 does not cancel a NaN: sqrt's backward computes 0 / (2 * sqrt(-1)), and sqrt(-1) is NaN",
-        )
+            "loss finite, NaN in x.grad",
+            "that is torch.where's guard (unit 10), which picks values; a multiplication by 0 keeps the NaN: "
+            "NaN * 0 is NaN, in the loss too",
+        ),
+        (
+            "loss finite, x.grad finite",
+            "NaN * 0 is NaN: the mask removes nothing, in the forward pass or in backward",
+        ),
     ],
 )
-def plain_nan():
-    return masked_root_outcome(anomaly=False)
+def masked_loss_nan():
+    x, loss = masked_root()
+    loss_finite = bool(torch.isfinite(loss))
+    try:
+        loss.backward()
+    except RuntimeError:
+        return LOSS_AND_GRAD[3]
+    grad_finite = kit.finite(x.grad)
+    if loss_finite:
+        return LOSS_AND_GRAD[0] if grad_finite else LOSS_AND_GRAD[1]
+    return LOSS_AND_GRAD[2] if not grad_finite else "loss NaN, x.grad finite"
 
 
-ANOMALY_PLACES = ("at y = x.sqrt()", "at loss.backward()")
+NAN_TO_NUM_OUTCOMES = (
+    "no error: nan_to_num removed the NaN",
+    "raises at loss.backward(), naming SqrtBackward0",
+    "raises at loss.backward(), naming NanToNumBackward0",
+    "raises at y = x.sqrt()",
+)
 
 
 @predict_then_run(
-    "12.anomaly-place",
-    Error(*ANOMALY_PLACES),
-    prompt="The same program inside `with torch.autograd.detect_anomaly():`. Does it raise, and where: "
-    "'no error', 'at y = x.sqrt()' or 'at loss.backward()'?",
-    explain="Anomaly mode checks what each backward node returns and raises at the first NaN. It does not "
-    "check forward results: sqrt(-1) = NaN in the forward pass goes through without a word.",
+    "12.anomaly-nan-to-num",
+    Choice(*NAN_TO_NUM_OUTCOMES),
+    prompt="Inside `with torch.autograd.detect_anomaly():` x = torch.tensor([4.0, -1.0, 9.0], requires_grad=True); "
+    "y = x.sqrt().nan_to_num() (the NaN of sqrt(-1) replaced by 0); loss = y.sum(), which is 5.0; "
+    "loss.backward(). What happens: " + ", ".join(repr(s) for s in NAN_TO_NUM_OUTCOMES) + "?",
+    explain="nan_to_num cleans the forward value only. Its backward sends 0 to the entry it replaced, and sqrt's "
+    "backward still runs on every entry: 0 / (2 * sqrt(-1)) is NaN. Anomaly mode checks what each backward node "
+    "returns, not forward values: SqrtBackward0 is the first to return a NaN, and anomaly mode raises there, "
+    "naming it (its warning points at the forward line).",
     misconceptions=[
         (
-            "at y = x.sqrt()",
-            "anomaly mode checks the outputs of backward nodes, not forward "
-            "results; the NaN from sqrt(-1) passes the forward silently",
-        )
+            NAN_TO_NUM_OUTCOMES[0],
+            "the forward value is clean, but sqrt's backward still runs on sqrt(-1): it turns the 0 that "
+            "nan_to_num's backward sends into 0 / NaN",
+        ),
+        (
+            NAN_TO_NUM_OUTCOMES[3],
+            "anomaly mode does not check forward values; it checks what backward nodes return",
+        ),
     ],
 )
-def anomaly_place():
-    with torch.autograd.detect_anomaly():
-        yield "at y = x.sqrt()"
-        x, loss = masked_root()
-        yield "at loss.backward()"
-        loss.backward()
+def anomaly_nan_to_num():
+    def run():
+        x = torch.tensor([4.0, -1.0, 9.0], requires_grad=True)
+        x.sqrt().nan_to_num().sum().backward()
+
+    report = kit.anomaly_report(run)
+    if not report.raised:
+        return NAN_TO_NUM_OUTCOMES[0]
+    if report.node in ("SqrtBackward0", "NanToNumBackward0"):
+        return f"raises at loss.backward(), naming {report.node}"
+    return f"raises: {report.raised}"
 
 
 INF_OUTCOMES = (

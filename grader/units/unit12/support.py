@@ -122,27 +122,6 @@ def masked_root():
     return x, loss
 
 
-def masked_root_outcome(anomaly: bool, check_nan: bool = True) -> str:
-    holder = {}
-
-    def run():
-        x, loss = masked_root()
-        holder["x"] = x
-        loss.backward()
-
-    report = anomaly_report(run, check_nan=check_nan, anomaly=anomaly)
-    if report.raised:
-        return "backward raises"
-    return "every entry finite" if finite(holder["x"].grad) else "NaN in x.grad, no error"
-
-
-def masked_root_report(check_nan=True):
-    def run():
-        masked_root()[1].backward()
-
-    return anomaly_report(run, check_nan=check_nan)
-
-
 COSTS = ("under 1.5x", "1.5x to 3x", "3x or more")
 
 

@@ -1,0 +1,1 @@
+"""Unit 09b, Checkpointing: keep less, compute again: its declarations are in ``questions.py``."""

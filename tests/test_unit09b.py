@@ -1,0 +1,105 @@
+"""Unit 09b: the checkpointing figures its cells show still hold on this torch, its questions are the ones that
+moved from unit 09 (read under their old ids too), and its new self-test is not answered by a cell of the unit."""
+
+import math
+import warnings
+
+import pytest
+import torch
+from torch.utils.checkpoint import checkpoint
+
+from grader.engine import moves
+from grader.engine import question as registry
+from grader.engine.course import UNITS
+from grader.engine.question import of_unit
+from grader.units.unit09.support import block_chain, held_after
+from grader.units.unit09b.support import PLAN_HIDDEN, checkpointed, plan_held
+
+
+def truth(qid):
+    return registry.get(qid).run()
+
+
+def test_checkpointing_figures():
+    assert truth("09b.checkpoint-recompute-reached") == (1, 1, 2, 2)
+    model, x = block_chain(batch=256)
+    plain = held_after(lambda: model(x).sum())
+    model, x = block_chain(batch=256)
+    ckpt = held_after(lambda: checkpointed(model, x).sum())
+    assert ckpt == 3 * 256 * 128 * 4 + 4 and plain == 4 * 2 * 256 * 512 * 4 + ckpt
+    assert truth("09b.checkpoint-held-fraction") == "under a fifth of the plain run"  # a twelfth
+    assert truth("09b.reentrant-grads") == {"0.up.weight", "0.up.bias", "0.down.weight", "0.down.bias"}
+    assert truth("09b.self-checkpoint-plan") == {"1", "3"}
+    assert truth("09b.self-checkpoint-input-write").where == "at backward"
+    assert truth("09b.self-pair-around-checkpoint") == (2, 4)
+
+
+def test_the_plan_is_the_only_smallest_one():
+    """The self-test's budget singles out one plan of two blocks: no single block fits, and only {1, 3} of the pairs."""
+    fits = {
+        (i, j) for i in range(len(PLAN_HIDDEN)) for j in range(i + 1, len(PLAN_HIDDEN)) if plan_held({i, j}) <= 700_000
+    }
+    assert fits == {(1, 3)}
+    assert all(plan_held({i}) > 700_000 for i in range(len(PLAN_HIDDEN)))
+
+
+def test_checkpoint_caveats_hold_on_this_torch():
+    assert truth("09b.checkpoint-side-effect-count") == 3  # forward, and once per backward over the retained graph
+    model, x = block_chain(batch=8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        h = checkpoint(model[0], x)  # no flag: still the reentrant variant on 2.13
+    assert not h.requires_grad
+    assert any("use_reentrant" in str(w.message) for w in caught)
+
+
+def test_the_pair_around_checkpoint_counts_inputs_and_reruns():
+    """The self-test's rule on neighbours of its program: pack sees each tensor input, needing grad or not, and
+    each backward over the retained graph unpacks every input once more."""
+    for inputs, passes in ((1, 1), (2, 1), (3, 2), (2, 3)):
+        counts = [0, 0]
+
+        def pack(t, counts=counts):
+            counts[0] += 1
+            return t.detach()
+
+        def unpack(kept, counts=counts):
+            counts[1] += 1
+            return kept
+
+        args = [torch.randn(4, requires_grad=i == 0) for i in range(inputs)]
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            y = checkpoint(lambda *a: math.prod(a).tanh(), *args, use_reentrant=False).sum()
+        for i in range(passes):
+            y.backward(retain_graph=i < passes - 1)
+        assert counts == [inputs, inputs * passes], (inputs, passes, counts)
+
+
+def test_09b_follows_09_and_holds_the_questions_that_moved():
+    order = list(UNITS)
+    assert order.index("09b") == order.index("09") + 1 and UNITS["09b"].needs == ("09",)
+    assert moves.SPLITS["09"] == "09b"
+    moved = {old: new for old, new in moves.QUESTIONS.items() if old.startswith("09.")}
+    assert moved and all(new.startswith("09b.") for new in moved.values())
+    here = {q.qid for q in of_unit("09b")}
+    assert set(moved.values()) <= here
+    for old, new in moved.items():
+        assert registry.get(old).qid == new  # an old id still names its question
+        assert old not in {q.qid for q in of_unit("09")}
+    assert not any("checkpoint" in q.qid for q in of_unit("09"))
+
+
+@pytest.mark.parametrize("uid", ["09", "09b"])
+def test_each_half_is_at_most_75_minutes_and_has_its_own_self_test(uid):
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "unit_minutes.py"
+    spec = importlib.util.spec_from_file_location("unit_minutes", path)
+    model = sys.modules.setdefault("unit_minutes", importlib.util.module_from_spec(spec))
+    spec.loader.exec_module(model)
+    work = model.work_of(uid)
+    assert work.minutes <= 75, (uid, work.minutes)
+    assert UNITS[uid].minutes == work.stated
+    assert work.self_tests >= 3
