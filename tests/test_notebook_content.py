@@ -295,10 +295,14 @@ def test_the_rule_check_finds_a_rule_stated_early():
     early["07.hooks-grad"] = "## 10. When nothing compares: `.data` and saved-tensor hooks"
     early["08.retain-mul-runs"] = "Step n's backward walks the whole graph under step n's loss."
     early["08.detach-which-sum"] = "and drops the history: the next step\nstarts from a constant."
-    early["09.offload-write-grad"] = "so on a machine without a GPU the default\n`save_on_cpu()` keeps the very tensor it is handed"
+    early["09.offload-write-grad"] = (
+        "so on a machine without a GPU the default\n`save_on_cpu()` keeps the very tensor it is handed"
+    )
     early["10.worked-reached"] = "Neither feeds the loss: `loss` on\nline 15 has `requires_grad` True"
     early["10.worked-carrier"] = "state = 0.5 * state + h carries the previous state with its graph"
-    early["11.saved-write"] = "keeps it the way a\nbuilt-in node keeps its `_saved_*` tensors (unit 05), with the version it had"
+    early["11.saved-write"] = (
+        "keeps it the way a\nbuilt-in node keeps its `_saved_*` tensors (unit 05), with the version it had"
+    )
     early["11.once-diff"] = "`@once_differentiable` marks a backward that is not: it runs\nbackward with grad mode off."
     early["13.item-graphs"] = "where Python must see a real value it stops, runs that line in\nPython"
     early["13.hook-side-effects"] = "what Dynamo does with one depends on\nwhat it does:"
