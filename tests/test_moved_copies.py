@@ -1,0 +1,148 @@
+"""Copies made before a unit was split (04 into 04 and 04b, 09 into 09 and 09b) still work with today's course.
+
+``tests/fixtures/before_split/`` holds the worked notebooks of 04 and 09 as release 0.4.0 had them (outputs
+cleared): what a learner's finished copy in ``my-work/`` looked like then. Today's grader must run such a copy
+top to bottom (its imports and old question ids resolve), record every answer under today's ids, and the
+gradebook must grade it, handed out as 0.4.0, as both halves: each half on its own questions, the questions
+that moved counted where they now are, only those added since excused.
+
+Beside them, progress stores that release 0.4.0's grader wrote (``NN_store-worked``: that copy run top to bottom;
+``NN_store-partial``: a few predictions, reveals, a reset, hints and a refused mark), and what that grader read
+in each (``stores-0.4.0.json``). Today's course must read every record under today's id, unchanged, without
+rewriting the file.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import grader
+from grader.engine import moves, progress
+from grader.engine.question import of_unit
+from grader.engine.store import Store
+from grader.instructor.build import execute
+from grader.instructor.grading import gradebook, pipeline, scores, versions
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "before_split"
+BEFORE = "0.4.0"  # the release the fixtures come from
+SPLIT = sorted(moves.SPLITS.items())  # (old unit, new unit)
+
+
+def _fixture(unit: str) -> Path:
+    (path,) = FIXTURES.glob(f"{unit}_*.ipynb")
+    return path
+
+
+def test_every_split_has_a_copy_from_before_it():
+    assert SPLIT, "no unit has been split: this module has nothing to test"
+    for old, new in SPLIT:
+        assert _fixture(old).exists()
+        assert new not in versions.released()[BEFORE] and old in versions.released()[BEFORE]
+
+
+@pytest.mark.parametrize("old,new", SPLIT)
+def test_an_old_copy_runs_and_records_todays_ids(old, new, tmp_path):
+    execute(_fixture(old), strict=True, home=str(tmp_path))
+    events = Store(tmp_path / "progress.sqlite3").events()
+    current = {q.qid for u in (old, new) for q in of_unit(u)}
+    recorded = {e.qid for e in events if e.qid}
+    assert recorded and recorded <= current, sorted(recorded - current)
+    moved_here = {q for q in moves.QUESTIONS.values() if q.startswith(f"{new}.")}
+    assert moved_here <= recorded, sorted(moved_here - recorded)
+    old_state = progress.unit_state(old, Store(tmp_path / "progress.sqlite3").events(old))
+    new_state = progress.unit_state(new, Store(tmp_path / "progress.sqlite3").events(new))
+    assert old_state.passed, "the old copy's mark_passed is 04's"
+    # run today, its mark_passed("04") is a mark written after the split: it names 04 only (04b has questions the
+    # copy never held); the questions that moved are done in the new half all the same
+    assert not new_state.passed, f"a mark of {old} written today passed {new}, whose new questions were never asked"
+    assert all(new_state.questions[q].done for q in moved_here), [
+        q for q in moved_here if not new_state.questions[q].done
+    ]
+
+
+@pytest.fixture(scope="module")
+def graded_halves(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("before-split")
+    for old, _ in SPLIT:
+        (folder / "olga").mkdir(exist_ok=True)
+        shutil.copy(_fixture(old), folder / "olga" / _fixture(old).name)
+    out = folder / "grades.csv"
+    pipeline.grade([str(folder / "olga")], out, jobs=2, progress_to=None, handed_out=BEFORE)
+    with open(out, newline="", encoding="utf-8") as f:
+        return {r["unit"]: r for r in csv.DictReader(f)}
+
+
+@pytest.mark.parametrize("old,new", SPLIT)
+def test_an_old_copy_is_graded_as_both_halves(old, new, graded_halves):
+    rows = graded_halves
+    assert {old, new} <= set(rows), sorted(rows)
+    whole = rows[old]
+    assert whole["run"] == "ok" and float(whole["points"]) == float(whole["max"]), whole["problems"]
+    half = rows[new]
+    assert half["run"] == "ok", half["problems"]
+    added = set(versions.added_since(BEFORE, new))
+    for q in of_unit(new):
+        if q.qid in added:
+            assert half[q.qid] == "not in this copy", (q.qid, half[q.qid])
+        else:
+            assert half[q.qid] not in ("not in this copy", "not answered"), (q.qid, half[q.qid])
+    excused = sum(sum(scores.Weights().of(q.qid, q.role).values()) for q in of_unit(new) if q.qid in added)
+    assert float(half["points"]) == pytest.approx(gradebook.unit_maximum(new, scores.Weights()) - excused)
+
+
+# --- a progress store written before the split ---------------------------------------------------------------
+
+THEN = json.loads((FIXTURES / "stores-0.4.0.json").read_text(encoding="utf-8"))
+
+
+def _old_ids(qid: str) -> list[str]:
+    """``qid`` and every id it had before it moved."""
+    return [qid] + [old for old in moves.QUESTIONS if old != qid and moves.current_id(old) == qid]
+
+
+@pytest.mark.parametrize("kind", ["worked", "partial"])
+@pytest.mark.parametrize("old,new", SPLIT)
+def test_a_store_written_before_the_split_reads_every_record_under_todays_id(old, new, kind, tmp_path):
+    path = tmp_path / "progress.sqlite3"
+    shutil.copy(FIXTURES / f"{old}_store-{kind}.sqlite3", path)
+    written = sqlite3.connect(path).execute("SELECT * FROM events ORDER BY id").fetchall()
+    then = THEN[f"{old}_store-{kind}"]
+    store = Store(path)
+    read = set()
+    for unit in (old, new):
+        state = progress.unit_state(unit, store.events(unit))
+        for qid, now in state.questions.items():
+            before = [then["records"][o] for o in _old_ids(qid) if o in then["records"]]
+            if before:
+                assert now.record == before[0], (kind, qid, now.record, before[0])
+                read.add(qid)
+            else:  # added since 0.4.0
+                assert now.record in ("not attempted", "not answered"), (kind, qid, now.record)
+        assert state.passed == then["passed"], f"{unit}: a mark written before the split counts for both halves"
+    assert {moves.current_id(q) for q in then["records"]} == read, "every record 0.4.0 read is read today"
+    assert not [e for e in store.events() if e.qid and e.qid != moves.current_id(e.qid)], "old ids read as today's"
+    assert sqlite3.connect(path).execute("SELECT * FROM events ORDER BY id").fetchall() == written, (
+        "the migration reads; it never rewrites the file (0.4.0 can still open it)"
+    )
+
+
+@pytest.mark.parametrize("old,new", SPLIT)
+def test_a_unit_wide_event_written_after_the_split_names_only_its_unit(old, new, tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOGRAD_LAB_HOME", str(tmp_path))
+    monkeypatch.delenv("AUTOGRAD_LAB_STRICT", raising=False)
+    grader.reset(old)  # today's course writes its version on a unit-wide event
+    (event,) = Store(tmp_path / "progress.sqlite3").events(old)
+    assert event.detail == {"course": grader.__version__}
+    store = Store(tmp_path / "other.sqlite3")
+    store.append(old, None, "mark", "passed", None, detail={"course": grader.__version__})
+    assert progress.unit_state(old, store.events(old)).passed
+    assert not progress.unit_state(new, store.events(new)).passed, f"marking {old} today must not pass {new}"
+    store.append(old, None, "mark", "passed", None, detail={"course": "0.4.0"})
+    assert progress.unit_state(new, store.events(new)).passed, "a mark written by 0.4.0 counts for both halves"
