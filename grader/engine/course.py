@@ -29,14 +29,14 @@ class Unit:
 
 
 _TABLE = [
-    ("00", "start_here", "Start here: how the course works", (), 20),
-    ("01", "what_the_forward_pass_records", "What the forward pass records", ("00",), 80),
-    ("02", "backward_and_why_gradients_add", "Backward, and why gradients add", ("01",), 90),
-    ("03", "observing_gradients", "Observing gradients: retain_grad, hooks, autograd.grad", ("02",), 85),
+    ("00", "start_here", "Start here: how the course works", (), 15),
+    ("01", "what_the_forward_pass_records", "What the forward pass records", ("00",), 65),
+    ("02", "backward_and_why_gradients_add", "Backward, and why gradients add", ("01",), 100),
+    ("03", "observing_gradients", "Observing gradients: retain_grad, hooks, autograd.grad", ("02",), 90),
     ("04", "where_the_path_stops", "Where the path stops: detach, no_grad, inference_mode, .item()", ("03",), 75),
     ("04b", "modules_and_optimizers", "The path through modules and optimizers", ("04",), 75),
-    ("05", "saved_tensors_and_what_they_cost", "Saved tensors and what they cost", ("01",), 85),
-    ("06", "graph_lifetime", "Graph lifetime: retain_graph, create_graph, higher order", ("05",), 90),
+    ("05", "saved_tensors_and_what_they_cost", "Saved tensors and what they cost", ("01",), 100),
+    ("06", "graph_lifetime", "Graph lifetime: retain_graph, create_graph, higher order", ("05",), 100),
     ("07", "version_counters_and_in_place_writes", "Version counters and in-place writes", ("05",), 100),
     ("08", "carried_state_and_truncated_bptt", "Carried state and truncated BPTT", ("06", "07"), 65),
     (
