@@ -463,7 +463,9 @@ def to_after_requires_grad_is_not_a_leaf():
     "04b.module-to-keeps-its-parameters",
     sentence="`Module.to()` converts each parameter in place and keeps the same `nn.Parameter` objects",
     holds_when="torch.__future__'s overwrite setting is at its default (False); with "
-    "set_overwrite_module_params_on_conversion(True) the module gets new Parameter objects",
+    "set_overwrite_module_params_on_conversion(True) the module gets new Parameter objects (checked on dtype "
+    "conversions on the CPU; a move to a device whose tensors are of another kind, such as XLA, also makes new "
+    "ones)",
 )
 def module_to_keeps_its_parameters():
     future = torch.__future__
