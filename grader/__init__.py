@@ -32,6 +32,7 @@ del _category
 
 # imported after the filters above, so that torch's import is already quiet
 from grader import _moved  # noqa: E402
+from grader.engine.course import VERSION  # noqa: E402
 from grader.learner.api import check, hint, mark_passed, predict, reset, reveal, status  # noqa: E402
 
 _moved.install()
@@ -63,7 +64,7 @@ _LAZY = {
 }
 
 __all__ = ["predict", "reveal", "check", "mark_passed", "reset", "hint", "status", *_LAZY]
-__version__ = "0.5.0"
+__version__ = VERSION  # the course's version: grader/engine/course.py
 
 
 def __getattr__(name):

@@ -5,16 +5,24 @@ cleared): what a learner's finished copy in ``my-work/`` looked like then. Today
 top to bottom (its imports and old question ids resolve), record every answer under today's ids, and the
 gradebook must grade it, handed out as 0.4.0, as both halves: each half on its own questions, the questions
 that moved counted where they now are, only those added since excused.
+
+Beside them, progress stores that release 0.4.0's grader wrote (``NN_store-worked``: that copy run top to bottom;
+``NN_store-partial``: a few predictions, reveals, a reset, hints and a refused mark), and what that grader read
+in each (``stores-0.4.0.json``). Today's course must read every record under today's id, unchanged, without
+rewriting the file.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+import grader
 from grader.engine import moves, progress
 from grader.engine.question import of_unit
 from grader.engine.store import Store
@@ -51,7 +59,9 @@ def test_an_old_copy_runs_and_records_todays_ids(old, new, tmp_path):
     old_state = progress.unit_state(old, Store(tmp_path / "progress.sqlite3").events(old))
     new_state = progress.unit_state(new, Store(tmp_path / "progress.sqlite3").events(new))
     assert old_state.passed, "the old copy's mark_passed is 04's"
-    assert new_state.passed, f"a mark of {old} written before the split reads as {new} passed too"
+    # run today, its mark_passed("04") is a mark written after the split: it names 04 only (04b has questions the
+    # copy never held); the questions that moved are done in the new half all the same
+    assert not new_state.passed, f"a mark of {old} written today passed {new}, whose new questions were never asked"
     assert all(new_state.questions[q].done for q in moved_here), [
         q for q in moved_here if not new_state.questions[q].done
     ]
@@ -85,3 +95,54 @@ def test_an_old_copy_is_graded_as_both_halves(old, new, graded_halves):
             assert half[q.qid] not in ("not in this copy", "not answered"), (q.qid, half[q.qid])
     excused = sum(sum(scores.Weights().of(q.qid, q.role).values()) for q in of_unit(new) if q.qid in added)
     assert float(half["points"]) == pytest.approx(gradebook.unit_maximum(new, scores.Weights()) - excused)
+
+
+# --- a progress store written before the split ---------------------------------------------------------------
+
+THEN = json.loads((FIXTURES / "stores-0.4.0.json").read_text(encoding="utf-8"))
+
+
+def _old_ids(qid: str) -> list[str]:
+    """``qid`` and every id it had before it moved."""
+    return [qid] + [old for old in moves.QUESTIONS if old != qid and moves.current_id(old) == qid]
+
+
+@pytest.mark.parametrize("kind", ["worked", "partial"])
+@pytest.mark.parametrize("old,new", SPLIT)
+def test_a_store_written_before_the_split_reads_every_record_under_todays_id(old, new, kind, tmp_path):
+    path = tmp_path / "progress.sqlite3"
+    shutil.copy(FIXTURES / f"{old}_store-{kind}.sqlite3", path)
+    written = sqlite3.connect(path).execute("SELECT * FROM events ORDER BY id").fetchall()
+    then = THEN[f"{old}_store-{kind}"]
+    store = Store(path)
+    read = set()
+    for unit in (old, new):
+        state = progress.unit_state(unit, store.events(unit))
+        for qid, now in state.questions.items():
+            before = [then["records"][o] for o in _old_ids(qid) if o in then["records"]]
+            if before:
+                assert now.record == before[0], (kind, qid, now.record, before[0])
+                read.add(qid)
+            else:  # added since 0.4.0
+                assert now.record in ("not attempted", "not answered"), (kind, qid, now.record)
+        assert state.passed == then["passed"], f"{unit}: a mark written before the split counts for both halves"
+    assert {moves.current_id(q) for q in then["records"]} == read, "every record 0.4.0 read is read today"
+    assert not [e for e in store.events() if e.qid and e.qid != moves.current_id(e.qid)], "old ids read as today's"
+    assert sqlite3.connect(path).execute("SELECT * FROM events ORDER BY id").fetchall() == written, (
+        "the migration reads; it never rewrites the file (0.4.0 can still open it)"
+    )
+
+
+@pytest.mark.parametrize("old,new", SPLIT)
+def test_a_unit_wide_event_written_after_the_split_names_only_its_unit(old, new, tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOGRAD_LAB_HOME", str(tmp_path))
+    monkeypatch.delenv("AUTOGRAD_LAB_STRICT", raising=False)
+    grader.reset(old)  # today's course writes its version on a unit-wide event
+    (event,) = Store(tmp_path / "progress.sqlite3").events(old)
+    assert event.detail == {"course": grader.__version__}
+    store = Store(tmp_path / "other.sqlite3")
+    store.append(old, None, "mark", "passed", None, detail={"course": grader.__version__})
+    assert progress.unit_state(old, store.events(old)).passed
+    assert not progress.unit_state(new, store.events(new)).passed, f"marking {old} today must not pass {new}"
+    store.append(old, None, "mark", "passed", None, detail={"course": "0.4.0"})
+    assert progress.unit_state(new, store.events(new)).passed, "a mark written by 0.4.0 counts for both halves"

@@ -254,6 +254,30 @@ RULE_STATEMENTS = {
     "12.anomaly-nan-to-num": r"clean(s|ed) the forward value only",
     "13.item-graphs": r"where Python must see a real value|a tensor graph cannot hold",
     "13.hook-side-effects": r"depends on\s+what it does|a hook with a side effect[^.]*breaks the graph",
+    # the second reader of issue 29 (units 00-06 and 04b)
+    "01.mul-edges": r"the second is `?\(None, 0\)`?|`w \* 3` and `w \+ 1` have two|`w \+ 1`\s+has such a pair",
+    "02.nonscalar-backward": r"needs a seed you choose|only for scalar outputs|can seed only an output holding a single",
+    "02.zero-grad-none": r"with `?p\.grad = None`? or an optimizer's `?zero_grad|drops the gradient tensors",
+    "03.hooks-pile-up": r"stays on its tensor|same tensor at every step",
+    "03.autograd-grad-stores": r"asking without storing|write nothing themselves|writes no leaf's",
+    "03.optimizer-non-leaf": r"catch the slip earlier|refuses a non-leaf|can't optimize a non-leaf",
+    "04.never-entered": r"no node for `?backward\(\)`? to start from",
+    "04.detach-write": r"views the same memory|a write through `?d`? is a write into",
+    "04.item-new-start": r"starts afresh|brand-new leaf",
+    "04.unused-input": r"graph (simply )?does not contain the parameter|no path from this loss to `?w1",
+    "04b.which-layers-learn": r"a Python list or dict is neither|not registered",
+    "04b.freeze-three-ways": r"plain (Python )?attribute",
+    "04b.unfreeze-later": r"holds the tensors it was given",
+    "04b.write-to-weight": r"takes only an `?nn\.Parameter|raises a TypeError",
+    "04b.to-order": r"keeps the same `?nn\.Parameter`? objects|converts each parameter in place",
+    "04b.legacy-hook-sees": r"`?grad_input`? of the last node",
+    "04b.full-hook-inplace": r"hands it on as a view|raises at once",
+    "05.owed-at-forward": r"set too late|too late for `?m|the record was already made",
+    "06.second-backward": r"a second backward pass cannot|cannot run the power node's rule|the first pass released",
+    "06.nothing-saved": r"error is about freed values",
+    "06.shared-intermediate": r"`?retain_graph=True`? is right|keeping the values is right",
+    "06.which-flag": r"`?retain_graph`? is not `?create_graph|it records nothing new",
+    "06.cycle-survives": r"reference cycle between the parameter and its gradient|never visits it",
 }
 _COMMENTS = re.compile(r"<!--.*?-->", re.S)
 
@@ -279,7 +303,7 @@ def test_no_earlier_cell_states_the_rule_a_question_tests(qid):
 
 
 def test_the_rule_check_finds_a_rule_stated_early():
-    """The check is not vacuous: the notebooks as they were before issue 29 stated both rules before asking."""
+    """The check is not vacuous: the notebooks as they were before issue 29 stated these rules before asking."""
     early = {"01.constant-is-leaf": "(a tensor you made, or one nothing tracks)"}
     early["01.neuron-grad-ratio"] = "By hand, `ds/dx = w·σ(z)·(1 − σ(z))`; ds/dw = x·σ(z)·(1 − σ(z))"
     early["02.straight-through"] = 'the "straight-through" trick: the value of `round`, the gradient of `x`'
@@ -306,6 +330,26 @@ def test_the_rule_check_finds_a_rule_stated_early():
     early["11.once-diff"] = "`@once_differentiable` marks a backward that is not: it runs\nbackward with grad mode off."
     early["13.item-graphs"] = "where Python must see a real value it stops, runs that line in\nPython"
     early["13.hook-side-effects"] = "what Dynamo does with one depends on\nwhat it does:"
+    # and what the second reader of issue 29 found in units 00-06 before it was moved or reworded
+    early["01.mul-edges"] = "`w * 3` and `w + 1` have two pairs (the second is `(None, 0)`)"
+    early["02.nonscalar-backward"] = "## 2. An output with several numbers needs a seed you choose"
+    early["03.hooks-pile-up"] = "The hook stays on its tensor until `handle.remove()` takes it off"
+    early["03.autograd-grad-stores"] = "## 3. Asking without storing: `torch.autograd.grad`"
+    early["03.optimizer-non-leaf"] = "An optimizer would catch the slip earlier, if you let it."
+    early["04.never-entered"] = "a loss built that way has no node for `backward()` to start from"
+    early["04.detach-write"] = "`t.detach()` gives a new tensor object that views the same memory as `t`"
+    early["04.item-new-start"] = (
+        "Numbers carry no history, so whatever you build from them starts afresh, flag or no flag."
+    )
+    early["04.unused-input"] = "All these cuts look the same from the loss: its graph does not contain the parameter."
+    early["05.owed-at-forward"] = "a product in which only one operand requires grad, and a flag set too late"
+    early["06.second-backward"] = "but a second backward pass cannot run the power node's rule any more"
+    early["06.nothing-saved"] = "The error is about freed values, not about the graph."
+    early["06.shared-intermediate"] = "## 2. When `retain_graph=True` is right: two losses that share work"
+    early["06.which-flag"] = "**Trap: `retain_graph` is not `create_graph`.**"
+    early["06.cycle-survives"] = (
+        "torch warned: Using backward() with create_graph=True will create a reference cycle between the parameter and its gradient"
+    )
     for qid, text in early.items():
         assert re.search(RULE_STATEMENTS[qid], text, re.I), qid
 

@@ -179,3 +179,12 @@ def test_undivided_micro_batches_are_as_many_times_the_batch_gradient_as_there_a
         assert torch.allclose(microbatch_grad(X, Y, w0, pieces, divide=True), full, atol=1e-6)
     assert abs(get("02.microbatch-undivided").run() - 4.0) < 1e-4
     _refused_with("02.microbatch-undivided", 1.0, "not 8")
+
+
+def test_the_repeated_accumulate_grad_question_is_gone():
+    """Issue 29's second reader: 02.same-accumulate asked again unit 01's rule (a leaf used twice is one
+    AccumulateGrad node, 01.walk-shared); the section now cites 01's claim and asks only where the adding happens."""
+    from grader.engine.question import get
+
+    assert get("02.same-accumulate") is None
+    assert get("02.accumulate-runs").run() == (1, 7.0)

@@ -194,3 +194,19 @@ def test_hooks_registered_in_a_loop_pile_up_until_removed():
     assert hooks_registered_in_a_loop(3, remove=True) == [0, 1, 2]
     assert get("03.hooks-pile-up").run() == 6.0
     _refused_with("03.hooks-pile-up", 3, "still on w")
+
+
+def test_retain_grad_is_asked_on_a_chain_no_earlier_cell_ran():
+    """Issue 29's second reader: 03.retain-grad asked for [12, 36] after c004 had printed w.grad 36 and h.grad 12 (h
+    has x's value) and c006 had said dy/dx = 12. Its replacement runs the chain at w = 0.5, which no cell before it
+    runs or prints."""
+    assert get("03.retain-grad") is None
+    truth = get("03.retain-grad-kept").run()
+    assert truth == (3.0, 9.0)
+    cells = _cells()
+    asked = _asked_at(cells, "03.retain-grad-kept")
+    before = " ".join(
+        "".join(o.get("text", "")) for c in cells[:asked] if c.cell_type == "code" for o in c.get("outputs", [])
+    )
+    assert "0.5, requires_grad" not in " ".join(c.source for c in cells[:asked] if c.cell_type == "code")
+    assert "9.0" not in before and "x.grad: 3" not in before

@@ -1,5 +1,5 @@
-"""Unit 04's own cases: the tracer, the generated programs cover what the bugs need, planted causes are
-what torch's record shows, and odd learner answers get a clear verdict."""
+"""Unit 04's own cases: the tracer, the generated programs cover what the bugs need, and odd learner answers get a
+clear verdict. (The planted causes of 04b.why-grad-none are tested in test_unit04b.py.)"""
 
 import collections
 
@@ -94,38 +94,6 @@ loss.backward()
 
 # --- the generated cases ----------------------------------------------------------------------
 
-WHY = unit04_cases.why_cases()
-
-
-@pytest.mark.parametrize("case", WHY, ids=lambda c: c.label)
-def test_every_planted_cause_is_what_the_record_shows(case):
-    t = case.fresh()["trace"].names[case.name]
-    assert (not t.is_leaf and not t.retains_grad) or t.grad is None
-    assert get("04.why-grad-none").run(case) == case.cause
-
-
-def test_why_cases_cover_every_cause_and_their_decoys():
-    counts = collections.Counter(c.cause for c in WHY)
-    assert set(counts) == set(traces.CAUSES) and min(counts.values()) >= 4
-    text = {cause: ["\n".join(c.lines) for c in WHY if c.cause == cause] for cause in traces.CAUSES}
-    assert any("log = h.detach()" in t for cause in (traces.NO_GRAD, traces.ITEM) for t in text[cause]), (
-        "a detached log copy beside a different cut"
-    )
-    assert any(
-        "requires_grad=True)" in t.split("loss.backward()")[-1] or "requires_grad_()" in t for t in text[traces.REBOUND]
-    ), "a rebinding to a tensor that requires grad"
-    assert any("no_grad" in t.split("loss.backward()")[-1] for t in text[traces.REBOUND])
-    assert any("loss.backward()" not in t for t in text[traces.NO_BACKWARD])
-    assert any("if loss.item()" in t or t.rstrip().endswith("loss.backward") for t in text[traces.NO_BACKWARD])
-    assert any(".tolist()" in t for t in text[traces.ITEM]) and any(".item()" in t for t in text[traces.ITEM])
-    assert any("opt.zero_grad()" in t.split("loss =")[-1] for t in text[traces.NO_BACKWARD]), (
-        "a zero_grad() that runs, harmlessly, where backward should have been"
-    )
-    assert any("zero_grad" in t for t in text[traces.CLEARED]) and any("grad = None" in t for t in text[traces.CLEARED])
-    quiet = "\n".join(text[traces.NON_DIFFERENTIABLE])
-    assert all(op in quiet for op in ("argmax", ">", "long", "m = ")), "argmax, a comparison, a cast, two steps"
-    assert [c.size for c in WHY] == sorted(c.size for c in WHY), "smallest first"
-
 
 def test_edge_cases_cover_every_cut_and_intact_paths():
     cases = unit04_cases.edge_cases()
@@ -177,12 +145,7 @@ def test_a_step_number_for_an_edge_gets_a_clear_message():
     assert result.verdict == "incorrect" and "not a number" in str(result)
 
 
-def test_a_made_up_cause_is_named_as_not_a_choice():
-    result = check("04.why-grad-none", lambda trace, name: "gremlins")
-    assert result.verdict == "incorrect" and "not a choice" in str(result)
-
-
-@pytest.mark.parametrize("qid", ["04.reachable-leaves", "04.first-broken-edge", "04.why-grad-none"])
+@pytest.mark.parametrize("qid", ["04.reachable-leaves", "04.first-broken-edge"])
 def test_the_reference_passes_on_a_loaded_machine(qid, busy_machine):
     """Within its per-case limits with two CPU-bound processes beside it (the speed figure: bench/run.py)."""
     check(qid, ref.REFERENCE[qid])  # the first check builds (and keeps) the cases
@@ -190,14 +153,6 @@ def test_the_reference_passes_on_a_loaded_machine(qid, busy_machine):
 
 
 # --- the questions issue 29 replaced: each asks for the mechanism, not a number -------------------------
-
-
-def test_the_patched_loss_question_asks_where_the_gradient_went():
-    q = get("04.patched-loss-facts")
-    truth = q.run()
-    assert truth == {"loss.is_leaf", "loss.grad is not None"}
-    assert "cannot reach back" in q.misconception(truth, q.kind.read(set(truth) | {"w.grad is not None", "w moved"}))
-    assert get("04.patched-loss") is None, "replaced: its answer was two equal losses to two decimals"
 
 
 def test_the_frozen_loop_question_separates_none_from_zeros_and_the_loss_from_the_parameter():

@@ -8,6 +8,10 @@ table is how they are read:
 * ``SPLITS``: old unit -> the unit made from part of it. A unit-wide event written before the split (a
   ``mark`` or a unit ``reset``) is read for both units: a learner who had passed 04 before it was split has
   passed the 04b its questions went to.
+* ``SPLIT_IN``: old unit -> the course version that first had both halves. A unit-wide event carries the
+  course version that wrote it (``detail["course"]``); one written by that version or a later one names only
+  the unit it says (marking 04 passed today passes 04, not 04b). An event without a version was written
+  before any split was known, so before this one.
 
 The store is migrated as it is read (:func:`moved_event`), never rewritten: an older version of the course
 opening the same file still reads its own ids, and two kernels of different versions can share it. The
@@ -33,17 +37,52 @@ class _Entry(Protocol):
 
 Event = TypeVar("Event", bound=_Entry)
 
+# 0.5.0 split two units in two; these questions went to the new half, under the same names:
+# 04 (where the path stops) -> 04b (the path through modules and optimizers)
+_TO_04B = (
+    "four-offs",
+    "nested-modes",
+    "patched-loss-facts",
+    "fake-fix-grads",
+    "why-grad-none",
+    "closed-book-frozen-grad",
+    "closed-book-modes",
+)
+# 09 (saved-tensor hooks) -> 09b (checkpointing)
+_TO_09B = (
+    "checkpoint-recompute-reached",
+    "checkpoint-held-fraction",
+    "reentrant-grads",
+    "checkpoint-side-effect-count",
+    "self-checkpoint-plan",
+    "self-checkpoint-input-write",
+)
+
 QUESTIONS: dict[str, str] = {
-    # 0.5.0: unit 09's checkpointing became unit 09b
-    "09.checkpoint-recompute-reached": "09b.checkpoint-recompute-reached",
-    "09.checkpoint-held-fraction": "09b.checkpoint-held-fraction",
-    "09.reentrant-grads": "09b.reentrant-grads",
-    "09.checkpoint-side-effect-count": "09b.checkpoint-side-effect-count",
-    "09.self-checkpoint-plan": "09b.self-checkpoint-plan",
-    "09.self-checkpoint-input-write": "09b.self-checkpoint-input-write",
+    **{f"04.{name}": f"04b.{name}" for name in _TO_04B},
+    **{f"09.{name}": f"09b.{name}" for name in _TO_09B},
 }
 
-SPLITS: dict[str, str] = {"09": "09b"}
+SPLITS: dict[str, str] = {"04": "04b", "09": "09b"}
+
+SPLIT_IN: dict[str, str] = {"04": "0.5.0", "09": "0.5.0"}  # the course version that split each unit
+
+
+def _version(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in str(text).split("."))
+    except ValueError:
+        return ()
+
+
+def _written_before_split(e: _Entry, unit: str) -> bool:
+    """Whether the unit-wide event ``e`` was written before ``unit`` was split (no version: before any split)."""
+    detail = getattr(e, "detail", None)
+    written = detail.get("course") if isinstance(detail, dict) else None
+    split = SPLIT_IN.get(unit)
+    if written is None or split is None:
+        return True
+    return _version(written) < _version(split)
 
 
 def current_id(qid: str) -> str:
@@ -72,14 +111,14 @@ def sources(unit: str) -> set[str]:
 
 def moved_event(e: Event) -> Iterator[Event]:
     """``e`` as today's course reads it: its question's id and unit as they are now, and a unit-wide event of a
-    split unit once for each unit it now covers."""
+    split unit, written before the split, once for each unit it now covers."""
     if e.qid is not None:
         qid = current_id(e.qid)
         yield e if qid == e.qid else replace(e, qid=qid, unit=unit_of(qid))
         return
     yield e
     unit = e.unit
-    while unit in SPLITS:
+    while unit in SPLITS and _written_before_split(e, unit):
         unit = SPLITS[unit]
         yield replace(e, unit=unit)
 

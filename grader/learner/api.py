@@ -18,7 +18,7 @@ from typing import Any
 
 from grader.engine import progress
 from grader.engine import question as registry
-from grader.engine.course import UNITS, leads_to, unit_id
+from grader.engine.course import UNITS, VERSION, leads_to, unit_id
 from grader.engine.exercises import run_exercise
 from grader.engine.kinds import BadAnswer, Function, Unanswered, plain_copy, short
 from grader.engine.results import GraderCheckFailed, Result
@@ -482,6 +482,12 @@ def hint(qid: Any) -> Result:
     return Result("hint", q.qid, "info", f"hints are recorded in your progress.{more}", rows=rows)
 
 
+def _written_by() -> dict:
+    """The course version a unit-wide event is written by: read with it, a mark or reset of a unit split later
+    names both halves, one written after the split only the unit it says (:mod:`grader.engine.moves`)."""
+    return {"course": VERSION}
+
+
 @_guarded("mark")
 def mark_passed(unit: Any) -> Result:
     """Record the unit as passed, or refuse and list exactly what is missing."""
@@ -493,7 +499,7 @@ def mark_passed(unit: Any) -> Result:
     missing = state.missing()
     title = f"unit {uid} ({UNITS[uid].title})"
     if missing:
-        store().append(uid, None, "mark", "refused", None, detail={"missing": missing})
+        store().append(uid, None, "mark", "refused", None, detail={"missing": missing, **_written_by()})
         return _finish(
             Result(
                 "mark",
@@ -502,7 +508,7 @@ def mark_passed(unit: Any) -> Result:
                 f"{title} cannot be marked passed yet. Missing:\n" + "\n".join("  - " + m for m in missing),
             )
         )
-    store().append(uid, None, "mark", "passed", None)
+    store().append(uid, None, "mark", "passed", None, detail=_written_by())
     nxt = leads_to(uid)
     if nxt:
         then = " Next: " + ", ".join(f"{n} ({UNITS[n].title})" for n in nxt)
@@ -533,7 +539,7 @@ def reset(target: Any) -> Result:
         uid = unit_id(target)
     except ValueError as exc:
         return Result("reset", short(target), "invalid", str(exc))
-    store().append(uid, None, "reset", "recorded")
+    store().append(uid, None, "reset", "recorded", detail=_written_by())
     _after_reset(uid)
     return Result("reset", uid, "info", f"unit {uid} starts again from nothing: run its cells again from the top.")
 

@@ -211,7 +211,7 @@ class CourseMap:
         for r in rows:
             needs = ", ".join(n + ("✓" if ok else "") for n, ok in r["needs"]) or "-"
             done = f"{r['done']}/{r['questions']}" if r["questions"] and r["status"] != "not started" else "-"
-            lines.append(f"  {r['unit']:<3}  {r['status']:<12} {done:>6}  after {needs:<9} {r['title']}")
+            lines.append(f"  {r['unit']:<3} {r['status']:<12} {done:>6}  after {needs:<9} {r['title']}")
         return "\n".join(lines)
 
     def html(self) -> str:

@@ -56,5 +56,12 @@ INPUT_NO_GRAD = Cause(
     "One of the differentiated Tensors does not require grad",
 )
 
+HOOKED_VIEW_WRITE = Cause(
+    "hooked output written",
+    "an in-place operation on an output that a module's full backward hook handed on as a view",
+    "RuntimeError",
+    "is a view and is being modified inplace",
+)
+
 PASS_TWICE = (STALE, FREED, NO_GRAD_FN)  # a second pass through a graph: freed, or something else?
 WRITE_SEEN = (FREED, STALE, LEAF_WRITE)  # an in-place write somewhere: which refusal?

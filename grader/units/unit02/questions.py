@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from grader import probes
-from grader.engine.kinds import Boolean, Choice, Error, Function, Names, Number
+from grader.engine.kinds import Choice, Error, Function, Names, Number
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.causes import FREED, NO_GRAD_FN, NOT_SCALAR
 from grader.units.unit02.cases import (
@@ -161,20 +161,6 @@ def two_routes():
     w, a, b, loss = two_route_loss()
     loss.backward()
     return w.grad.item()
-
-
-@predict_then_run(
-    "02.same-accumulate",
-    Boolean(),
-    prompt="In that graph, left = loss.grad_fn.next_functions[0][0].next_functions[0][0] and right = "
-    "loss.grad_fn.next_functions[1][0].next_functions[0][0]: the node under each branch. "
-    "Is left the very same object as right (left is right)?",
-    explain="A leaf has one AccumulateGrad node, however many operations use it; both branches lead to it.",
-)
-def same_accumulate():
-    w, a, b, loss = two_route_loss()
-    left, right = accumulate_nodes(loss)
-    return left is right
 
 
 @predict_then_run(

@@ -66,15 +66,15 @@ def where_grad_lands():
 
 
 @predict_then_run(
-    "03.retain-grad",
+    "03.retain-grad-kept",
     Number(),
-    prompt="The chain w = torch.tensor(2.0, requires_grad=True); x = w * 3; y = x ** 2, with x.retain_grad() "
-    "called before y = x ** 2 and y.backward(). What are x.grad and w.grad? Answer [x.grad, w.grad].",
-    explain="retain_grad() asks backward to keep the gradient that passes through x: dy/dx = 2x = 12. "
-    "It changes nothing that is computed, so w.grad is still 12 * 3 = 36.",
+    prompt="The chain started at w = 0.5: w = torch.tensor(0.5, requires_grad=True); x = w * 3; x.retain_grad(); "
+    "y = x ** 2; y.backward(). What are x.grad and w.grad? Answer [x.grad, w.grad].",
+    explain="retain_grad() asks backward to keep the gradient that passes through x: dy/dx = 2x = 3 at x = 1.5. "
+    "It changes nothing that is computed: w.grad is 3 * 3 = 9, the chain rule's product, as without it.",
 )
-def retain_grad():
-    w = torch.tensor(2.0, requires_grad=True)
+def retain_grad_kept():
+    w = torch.tensor(0.5, requires_grad=True)
     x = w * 3
     x.retain_grad()
     y = x**2

@@ -1,12 +1,12 @@
-"""Unit 04, where the path stops: never entered, detach, no_grad, inference_mode, .item(), and the
-procedure for "why is .grad None?"."""
+"""Unit 04, where the path stops: never entered, detach, no_grad, inference_mode, .item(), the quiet breaks, the
+leaves a loss reaches and the first broken edge. (Its second half, modules and optimizers, is unit 04b.)"""
 
 from __future__ import annotations
 
 import torch
 
 from grader import probes
-from grader.engine.kinds import Choice, Error, Function, Name, Names, Number, Sequence
+from grader.engine.kinds import Error, Function, Name, Names, Number, Sequence
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.probes import traces
 from grader.units.causes import FREED, INFERENCE, INPUT_NO_GRAD, NO_GRAD_FN, NOT_SCALAR, STALE, UNUSED
@@ -17,18 +17,13 @@ from grader.units.unit04.cases import (
     edge_cases,
     leaf_cases,
     line_key,
-    why_cases,
 )
 from grader.units.unit04.support import (
     FROZEN_FACTS,
-    PATCH_FACTS,
     QUIET_LOSSES,
     detached_stage,
     evaluate,
-    four_ways_off,
     frozen_facts,
-    grad_field_state,
-    patched_facts,
     pq_leaves,
     quiet_loss_moves_w,
     returned_grad_word,
@@ -59,33 +54,6 @@ def never_entered():
     loss = y.sum()
     yield "at backward"
     loss.backward()
-
-
-@predict_then_run(
-    "04.patched-loss-facts",
-    Names(pool=PATCH_FACTS),
-    prompt="x = [1., 2., 3.], y = 2 * x, w = torch.tensor(0.0) created without requires_grad, "
-    "opt = torch.optim.SGD([w], lr=0.05). Twenty steps of: loss = ((w * x - y) ** 2).mean(); "
-    "loss.requires_grad = True; opt.zero_grad(); loss.backward(); opt.step(). After the last step, which "
-    "of these hold: 'loss.is_leaf', 'loss.grad is not None', 'w.grad is not None', 'w moved'? Answer a set.",
-    explain="Setting requires_grad on the loss makes the loss itself a new leaf: backward runs from it and "
-    "computes the only gradient there is, d loss / d loss = 1, into loss.grad. Nothing recorded w, so "
-    "w.grad stays None, SGD skips w, and w never moves.",
-    misconceptions=[
-        (
-            lambda truth: set(truth) | {"w.grad is not None", "w moved"},
-            "requires_grad set on the loss cannot reach back: the product with w was never recorded, so "
-            "backward has no path to w",
-        ),
-        (
-            lambda truth: set(truth) - {"loss.grad is not None"},
-            "the patched loss is a leaf that requires grad, and backward starts from it: it accumulates its "
-            "own gradient, d loss / d loss = 1",
-        ),
-    ],
-)
-def patched_loss_facts():
-    return patched_facts()
 
 
 # --- 2. detach: one tensor, the same storage, a cut record -------------------------------------
@@ -174,64 +142,6 @@ def inference_reuse():
     pred.sum().backward()
 
 
-# --- 4b. turning gradients off: the whole picture --------------------------------------------------
-
-
-@predict_then_run(
-    "04.four-offs",
-    Names(pool=("a", "b", "c", "d")),
-    prompt="lin = torch.nn.Linear(3, 2); x = torch.randn(4, 3, requires_grad=True). with torch.no_grad(): "
-    "a = lin(x). with torch.inference_mode(): b = lin(x). Then lin.eval(); c = lin(x). Then "
-    "for p in lin.parameters(): p.requires_grad_(False); d = lin(x). Which of a, b, c, d have a grad_fn? "
-    "Answer a set of names.",
-    explain="no_grad and inference_mode are regions: nothing inside is recorded. eval() only switches layers "
-    "such as dropout and batch norm to their evaluation behaviour; autograd records as before. "
-    "requires_grad_(False) freezes the parameters, but x still requires grad, so the layer is recorded "
-    "for x's sake.",
-    misconceptions=[
-        (
-            lambda truth: set(truth) - {"c"},
-            "model.eval() does not turn autograd off: it changes how layers such as dropout behave. "
-            "The output still has a grad_fn.",
-        )
-    ],
-)
-def four_offs():
-    made = four_ways_off()
-    return {n for n, t in made.items() if t.grad_fn is not None}
-
-
-@predict_then_run(
-    "04.nested-modes",
-    Sequence(),
-    prompt="w = torch.tensor(2.0, requires_grad=True). with torch.no_grad(): a = w * 3; inside it, with "
-    "torch.enable_grad(): b = w * 3, and inside that, with torch.set_grad_enabled(False): c = w * 3; "
-    "back in the no_grad block (after the enable_grad block): d = b * 2. What are the class names of "
-    "a.grad_fn, b.grad_fn, c.grad_fn, d.grad_fn? Answer a list, writing 'None' where there is none.",
-    explain="Grad mode is one switch, and the innermost block sets it for as long as it lasts: enable_grad "
-    "turns recording back on inside no_grad, set_grad_enabled(False) turns it off again, and when a "
-    "block ends the previous setting returns. d is computed under no_grad, so it is not recorded even "
-    "though b was.",
-    misconceptions=[
-        (
-            lambda truth: [truth[0], truth[1], truth[2], truth[1]],
-            "d = b * 2 runs back inside the no_grad block: whether b has a history does not matter, the "
-            "multiplication itself is not recorded.",
-        )
-    ],
-)
-def nested_modes():
-    w = torch.tensor(2.0, requires_grad=True)
-    with torch.no_grad():
-        a = w * 3
-        with torch.enable_grad():
-            b = w * 3
-            with torch.set_grad_enabled(False):
-                c = w * 3
-        d = b * 2
-    return [probes.node_name(t.grad_fn) for t in (a, b, c, d)]
-
-
 # --- 5. a value that left through .item() --------------------------------------------------------
 
 
@@ -250,6 +160,36 @@ def item_new_start():
     bad = torch.tensor((prediction - 5.0).item() ** 2, requires_grad=True)
     bad.backward()
     return bad.grad.item()
+
+
+# --- 5b. the quiet breaks: operations with no derivative ---------------------------------------------
+
+
+@predict_then_run(
+    "04.quiet-break-paths",
+    Names(pool=tuple(QUIET_LOSSES)),
+    prompt="w = torch.tensor([0.4, -1.3, 2.6], requires_grad=True); h = w * 2. Four losses, each built and "
+    "backpropagated on its own with a fresh w: 'h[h.argmax()]', '(h * (h > 0)).sum()', "
+    "'((h > 0).float() * 3).sum()', 'h.round().sum()'. After loss.backward(), which of them leave w.grad a "
+    "nonzero tensor (a backward that raises leaves none)? Answer a set of the losses.",
+    explain="An integer or bool tensor cuts only its own path. Used as an index or as a mask, it picks which "
+    "entries of h go on, and those keep their path to w: the gradient is 2 where they were picked. A "
+    "loss made of the mask alone has no grad_fn, so backward raises. round() is recorded, with a "
+    "derivative of zero almost everywhere: w.grad is a tensor of zeros.",
+    misconceptions=[
+        (
+            lambda truth: set(truth) - {"h[h.argmax()]", "(h * (h > 0)).sum()"},
+            "argmax and > are not recorded, but here they only choose entries of h: the chosen entries of h "
+            "are still on w's path, and carry its gradient",
+        ),
+        (
+            lambda truth: set(truth) | {"h.round().sum()"},
+            "round() is recorded, but its derivative is zero almost everywhere: w.grad is a tensor of zeros",
+        ),
+    ],
+)
+def quiet_break_paths():
+    return {label for label in QUIET_LOSSES if quiet_loss_moves_w(label)}
 
 
 # --- 6. asking the graph which inputs it reaches -----------------------------------------------
@@ -339,49 +279,6 @@ def repaired_loop():
     return {f for f, held in facts.items() if held}
 
 
-# --- 8. the fix that fixes nothing ---------------------------------------------------------------
-
-FAKE_FIX_SOURCE = """\
-x = torch.tensor([1.0, 2.0, 3.0])
-target = 2 * x
-encoder_scale = torch.tensor(2.0, requires_grad=True)
-head_weight = torch.tensor(0.5, requires_grad=True)
-with torch.no_grad():
-    features = encoder_scale * x
-features.requires_grad_(True)
-prediction = head_weight * features
-loss = ((prediction - target) ** 2).mean()
-loss.backward()"""
-
-
-FAKE_FIX_NAMES = ("encoder_scale", "head_weight", "features", "prediction")
-
-
-@predict_then_run(
-    "04.fake-fix-grads",
-    Names(pool=FAKE_FIX_NAMES),
-    prompt="encoder_scale = 2.0 and head_weight = 0.5 require grad; x = [1., 2., 3.], target = 2 * x. "
-    "with torch.no_grad(): features = encoder_scale * x; then features.requires_grad_(True) (the "
-    "'fix'); prediction = head_weight * features; loss = ((prediction - target) ** 2).mean(); "
-    "loss.backward(). Which of encoder_scale, head_weight, features, prediction have a .grad that is "
-    "not None? Answer a set of names.",
-    explain="requires_grad_(True) made features a new leaf in the middle of the model: it gets a real "
-    "gradient, and so does the head, but encoder_scale.grad stays None, because the multiplication "
-    "that used it was never recorded. prediction is a non-leaf, so its gradient was passed on, not kept.",
-    misconceptions=[
-        (
-            lambda truth: set(truth) | {"encoder_scale"},
-            "requires_grad_(True) makes features a new leaf from here on; it cannot reach back to the "
-            "multiplication that ran under no_grad, so nothing leads to encoder_scale.",
-        )
-    ],
-)
-def fake_fix_grads():
-    tr = traces.trace(FAKE_FIX_SOURCE)
-    named = {n: tr.names[n] for n in FAKE_FIX_NAMES}
-    return {n for n, t in named.items() if (t.is_leaf or t.retains_grad) and t.grad is not None}
-
-
 # --- self-test -------------------------------------------------------------------------------------
 
 
@@ -447,46 +344,6 @@ def closed_book_edge():
     return traces.first_broken_edge(tr, "w").number
 
 
-ENC_GRAD_STATES = ("None", "a tensor of zeros", "a nonzero tensor", "an error at backward")
-
-
-@self_test(
-    "04.closed-book-frozen-grad",
-    Choice(*ENC_GRAD_STATES),
-    prompt="enc = torch.tensor(1.0, requires_grad=True); head = torch.tensor(0.5, requires_grad=True); "
-    "opt = torch.optim.SGD([enc, head], lr=0.1); x = torch.tensor([1.0, 2.0]). Three steps of: "
-    "opt.zero_grad(set_to_none=False); feats = (enc * x).detach(); loss = ((head * feats - x) ** 2).mean(); "
-    "loss.backward(); opt.step(). What is enc.grad afterwards: " + ", ".join(repr(g) for g in ENC_GRAD_STATES) + "?",
-    explain="enc never reaches the loss (the detach cut it), so no backward ever created enc.grad. "
-    "zero_grad(set_to_none=False) zeroes a .grad that exists and leaves a missing one missing: None.",
-    hints=(
-        "Does any backward pass reach enc? Where does its path to the loss stop?",
-        "zero_grad(set_to_none=False) calls .zero_() on each .grad that is not None; it creates nothing.",
-    ),
-    misconceptions=[
-        (
-            "a tensor of zeros",
-            "zero_grad(set_to_none=False) zeroes existing gradients; enc never had one, so its .grad is still None.",
-        )
-    ],
-)
-def closed_book_frozen_grad():
-    enc = torch.tensor(1.0, requires_grad=True)
-    head = torch.tensor(0.5, requires_grad=True)
-    opt = torch.optim.SGD([enc, head], lr=0.1)
-    x = torch.tensor([1.0, 2.0])
-    for _ in range(3):
-        opt.zero_grad(set_to_none=False)
-        feats = (enc * x).detach()
-        loss = ((head * feats - x) ** 2).mean()
-        try:
-            loss.backward()
-        except RuntimeError:
-            return "an error at backward"
-        opt.step()
-    return grad_field_state(enc)
-
-
 @self_test(
     "04.closed-book-allow-unused",
     Sequence(),
@@ -517,53 +374,6 @@ def closed_book_allow_unused():
     c = torch.tensor(4.0, requires_grad=True)
     out = a * 0 + b.floor() * 2 + (c > 0).float()
     return [returned_grad_word(g) for g in torch.autograd.grad(out, [a, b, c], allow_unused=True)]
-
-
-@self_test(
-    "04.closed-book-modes",
-    Names(pool=("a", "b", "c", "d")),
-    prompt="w = torch.tensor(1.0, requires_grad=True). frozen(t) is decorated with @torch.no_grad() and returns "
-    "t * 2; tracked(t) is decorated with @torch.enable_grad() and returns t * 3. Then: with "
-    "torch.no_grad(): a = tracked(w). b = frozen(w) * w. with torch.set_grad_enabled(False): "
-    "c = tracked(w) + frozen(w). with torch.inference_mode(): d = tracked(w). Which of a, b, c, d have a "
-    "grad_fn? Answer a set of names.",
-    explain="A decorator is a with-block around the function's body, and the innermost setting wins while it "
-    "lasts: tracked records even inside no_grad (a), frozen's result has no history but the product "
-    "outside it is recorded (b), the addition in c runs with grad mode off, and inference_mode is not "
-    "undone by enable_grad (d).",
-    hints=(
-        "Treat each decorator as a with-block around the function's body, and ask which setting is "
-        "innermost when each multiplication or addition runs.",
-        "Only the operation that produces a tensor decides whether it has a grad_fn; and enable_grad turns "
-        "grad mode back on, but not inside inference_mode.",
-    ),
-    misconceptions=[
-        (
-            lambda truth: set(truth) | {"d"},
-            "enable_grad inside inference_mode switches grad mode on, yet nothing is recorded: "
-            "inference_mode is a stronger setting that enable_grad does not undo.",
-        )
-    ],
-)
-def closed_book_modes():
-    w = torch.tensor(1.0, requires_grad=True)
-
-    @torch.no_grad()
-    def frozen(t):
-        return t * 2
-
-    @torch.enable_grad()
-    def tracked(t):
-        return t * 3
-
-    with torch.no_grad():
-        a = tracked(w)
-    b = frozen(w) * w
-    with torch.set_grad_enabled(False):
-        c = tracked(w) + frozen(w)
-    with torch.inference_mode():
-        d = tracked(w)
-    return {n for n, t in {"a": a, "b": b, "c": c, "d": d}.items() if t.grad_fn is not None}
 
 
 # --- exercise 1: reachable leaves -----------------------------------------------------------------
@@ -621,64 +431,3 @@ def first_broken_edge_ex(case):
     ns = case.fresh()
     step = traces.first_broken_edge(ns["trace"], ns["name"])
     return INTACT if step is None else step.line
-
-
-# --- 10. the quiet breaks: operations with no derivative ---------------------------------------------
-
-
-@predict_then_run(
-    "04.quiet-break-paths",
-    Names(pool=tuple(QUIET_LOSSES)),
-    prompt="w = torch.tensor([0.4, -1.3, 2.6], requires_grad=True); h = w * 2. Four losses, each built and "
-    "backpropagated on its own with a fresh w: 'h[h.argmax()]', '(h * (h > 0)).sum()', "
-    "'((h > 0).float() * 3).sum()', 'h.round().sum()'. After loss.backward(), which of them leave w.grad a "
-    "nonzero tensor (a backward that raises leaves none)? Answer a set of the losses.",
-    explain="An integer or bool tensor cuts only its own path. Used as an index or as a mask, it picks which "
-    "entries of h go on, and those keep their path to w: the gradient is 2 where they were picked. A "
-    "loss made of the mask alone has no grad_fn, so backward raises. round() is recorded, with a "
-    "derivative of zero almost everywhere: w.grad is a tensor of zeros.",
-    misconceptions=[
-        (
-            lambda truth: set(truth) - {"h[h.argmax()]", "(h * (h > 0)).sum()"},
-            "argmax and > are not recorded, but here they only choose entries of h: the chosen entries of h "
-            "are still on w's path, and carry its gradient",
-        ),
-        (
-            lambda truth: set(truth) | {"h.round().sum()"},
-            "round() is recorded, but its derivative is zero almost everywhere: w.grad is a tensor of zeros",
-        ),
-    ],
-)
-def quiet_break_paths():
-    return {label for label in QUIET_LOSSES if quiet_loss_moves_w(label)}
-
-
-# --- exercise 4: why is .grad None? ----------------------------------------------------------------
-
-
-@exercise(
-    "04.why-grad-none",
-    Function(returns=Choice(*traces.CAUSES), cases=why_cases, call=lambda fn, case, ns: fn(ns["trace"], ns["name"])),
-    prompt="Write why_grad_none(trace, name): trace is a traced program (steps, each with step.grad_names, the "
-    "names whose leaf held a .grad right after that step; trace.names with every name's value when it "
-    "ended; trace.loss), and trace.names[name].grad is None. Return the cause, one of: "
-    + ", ".join(repr(c) for c in traces.CAUSES)
-    + ".",
-    explain="The procedure asks in order: is it the tensor the loss was computed from (rebound name)? does it "
-    "require grad (never entered)? is it a leaf (non-leaf not retained)? does the loss reach it? If it "
-    "does, backward either never ran or ran and its result was cleared afterwards (zero_grad(), "
-    ".grad = None): the steps' grad_names tell which. If not, what cut the path: detach, no_grad, "
-    "inference_mode, a value taken out with .item() or .tolist(), or an operation with no derivative "
-    "(argmax, a comparison, an integer cast).",
-    hints=(
-        "Ask the questions in the order of section 10, each with live evidence: `is` for the rebinding, "
-        "requires_grad, is_leaf, then your reachable_leaves(trace.loss).",
-        "When the loss reaches the tensor, the record is whole: look at step.grad_names to see whether the "
-        "gradient ever arrived (then something cleared it) or never did.",
-        "When it does not, your first_broken_edge gives the statement; read what it does: a no_grad or "
-        "inference_mode block, a detach, .item()/.tolist(), or a result with an integer or bool dtype.",
-    ),
-)
-def why_grad_none_ex(case):
-    ns = case.fresh()
-    return traces.diagnose(ns["trace"], ns["name"])

@@ -1,34 +1,10 @@
-"""Unit 04's helpers: the programs its experiments run (the patched loss, the loop whose stage one returns
-the copy made for its log and its repair, the losses with a quiet break on the way, the four ways of
-turning gradients off), with the grader's own copies of the functions the notebook defines (``evaluate``,
-``stage_one``, ``train_frozen``)."""
+"""Unit 04's helpers: the programs its experiments run (the loop whose stage one returns the copy made for its
+log and its repair, the losses with a quiet break on the way), with the grader's own copies of the functions
+the notebook defines (``evaluate``, ``stage_one``, ``train_frozen``)."""
 
 from __future__ import annotations
 
 import torch
-
-PATCH_FACTS = ("loss.is_leaf", "loss.grad is not None", "w.grad is not None", "w moved")
-
-
-def patched_facts(steps: int = 20) -> set:
-    """Which of PATCH_FACTS hold after the patched loop (the loss given requires_grad, w without it)."""
-    x = torch.tensor([1.0, 2.0, 3.0])
-    y = 2 * x
-    w = torch.tensor(0.0)
-    opt = torch.optim.SGD([w], lr=0.05)
-    for _ in range(steps):
-        loss = ((w * x - y) ** 2).mean()
-        loss.requires_grad = True
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    facts = {
-        "loss.is_leaf": loss.is_leaf,
-        "loss.grad is not None": loss.grad is not None,
-        "w.grad is not None": w.grad is not None,
-        "w moved": w.item() != 0.0,
-    }
-    return {fact for fact, holds in facts.items() if holds}
 
 
 def pq_leaves():
@@ -39,22 +15,6 @@ def evaluate(w, x):
     """An evaluation helper that someone sped up with inference_mode."""
     with torch.inference_mode():
         return (w * x).relu()
-
-
-def four_ways_off():
-    torch.manual_seed(0)
-    lin = torch.nn.Linear(3, 2)
-    x = torch.randn(4, 3, requires_grad=True)
-    with torch.no_grad():
-        a = lin(x)
-    with torch.inference_mode():
-        b = lin(x)
-    lin.eval()
-    c = lin(x)
-    for p in lin.parameters():
-        p.requires_grad_(False)
-    d = lin(x)
-    return {"a": a, "b": b, "c": c, "d": d}
 
 
 def detached_stage():
@@ -149,12 +109,6 @@ def quiet_loss_moves_w(label: str) -> bool:
         return False  # backward would raise: nothing was recorded
     loss.backward()
     return w.grad is not None and bool(w.grad.any())
-
-
-def grad_field_state(t):
-    if t.grad is None:
-        return "None"
-    return "a tensor of zeros" if not t.grad.any() else "a nonzero tensor"
 
 
 def returned_grad_word(g):

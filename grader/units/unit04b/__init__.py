@@ -1,0 +1,1 @@
+"""Unit 04b, The path through modules and optimizers: its declarations are in ``questions.py``."""
