@@ -99,3 +99,39 @@ def test_loading_the_questions_leaves_the_learners_random_streams_alone():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "True", out.stderr[-2000:]
+
+
+def test_an_experiment_collects_its_own_garbage_and_leaves_the_collector_as_it_found_it():
+    """clean_room freezes what was alive before it (so an experiment's gc.collect() costs what it made, not the
+    whole process): a cycle made inside is still collected, nothing stays frozen afterwards, and a process that
+    froze objects itself keeps them frozen."""
+    import gc
+    import weakref
+
+    from grader.engine.torch_state import clean_room
+
+    class Node:
+        pass
+
+    def cycle():
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        return weakref.ref(a)
+
+    assert gc.get_freeze_count() == 0
+    with clean_room():
+        assert gc.get_freeze_count() > 0
+        ref = cycle()
+        gc.collect()
+        assert ref() is None, "a reference cycle made inside the block was not collected"
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with clean_room():
+            ref = cycle()
+            gc.collect()
+            assert ref() is None
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
