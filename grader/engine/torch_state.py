@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -243,6 +244,10 @@ def _hooks_enabled() -> Iterator[None]:
         _hooks._saved_tensors_hooks_disable(message or "saved tensors hooks are disabled")
 
 
+_FREEZE_LOCK = threading.Lock()
+_freezes = 0  # clean rooms open now (in any thread) under the freeze the first of them made
+
+
 @contextlib.contextmanager
 def _collect_only_what_is_new() -> Iterator[None]:
     """While the block runs, ``gc.collect()`` looks only at objects made since it began: every object alive
@@ -251,15 +256,23 @@ def _collect_only_what_is_new() -> Iterator[None]:
     a full collection in a kernel or a test process that imported torch takes 0.15 s or more, and one
     self-test collects eleven times. Garbage the block makes is found as before (it is all new); nothing
     made before the block is collected inside it, which no experiment asks for. A process that froze objects
-    itself is left as it is."""
-    if gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
+    itself is left as it is. (Nested blocks and other threads' blocks share the outermost freeze: they are
+    counted here, since ``gc.get_freeze_count()`` walks every frozen object.)"""
+    global _freezes
+    with _FREEZE_LOCK:
+        mine = _freezes > 0 or not gc.get_freeze_count()
+        if mine:
+            if _freezes == 0:
+                gc.freeze()
+            _freezes += 1
     try:
         yield
     finally:
-        gc.unfreeze()
+        if mine:
+            with _FREEZE_LOCK:
+                _freezes -= 1
+                if _freezes == 0:
+                    gc.unfreeze()
 
 
 @contextlib.contextmanager
