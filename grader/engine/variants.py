@@ -110,14 +110,20 @@ class Listing:
         """The question as the learner reads it: the program, then what is asked about it."""
         return f"{self.source.strip()}\n{' '.join(self.ask.split())}"
 
-    def run(self) -> dict[str, Any]:
+    def run(self, until: str | None = None) -> dict[str, Any]:
         """Run the program in a fresh namespace, in torch's clean state (the state every experiment runs in:
-        the same random numbers, grad mode on, no hooks), and return its names."""
+        the same random numbers, grad mode on, no hooks), and return its names. ``until`` (a program made in
+        steps) stops before the first step of that name: an experiment that looks at the graph before backward."""
         import torch
 
         ns: dict[str, Any] = {"torch": torch, "__builtins__": builtins}
+        if until is not None and until not in {place for place, _ in self.steps}:
+            raise ValueError(f"this program has no step {until!r}")
         with torch_state.clean_room():
-            exec(compile(self.source, "<your program>", "exec"), ns)
+            for place, code in self.steps if until is not None else (("", self.source),):
+                if place == until:
+                    break
+                exec(compile(code, "<your program>", "exec"), ns)
         return ns
 
     def stepped(self) -> Iterator[str]:

@@ -69,7 +69,9 @@ def _placeholder_for(region: list[str], indent: str, where: str) -> list[str]:
 def _scratch(node: ast.stmt) -> bool:
     """The solution's scratch, which gets no placeholder (a self-test's solution that works on the learner's program
     before it assigns ``answer``): an assignment to names that all start with ``_``, or an expression that reads
-    only such names (``_mine["y"].backward()``)."""
+    only such names (``_mine["y"].backward()``), or a function named so (``def _breaks(name): ...``)."""
+    if isinstance(node, ast.FunctionDef):
+        return node.name.startswith("_")
     if isinstance(node, ast.Assign):
         return all(isinstance(t, ast.Name) and t.id.startswith("_") for t in node.targets)
     if isinstance(node, ast.Expr):

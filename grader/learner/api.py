@@ -557,7 +557,8 @@ def _check_value(q, answer, variant: Variant | None = None) -> Result:
 class YourProgram(Result):
     """What ``program(qid)`` shows: this learner's program for a generated self-test, and the question about it.
     ``.source`` is the code; ``.run()`` runs it in torch's clean state and returns its names (what a learner may
-    always do with the code shown: the answer is torch's, on this program)."""
+    always do with the code shown: the answer is torch's, on this program); ``.run(until="backward")`` stops
+    before the step of that name, where the program has one."""
 
     program: Listing | None = None
 
@@ -565,10 +566,10 @@ class YourProgram(Result):
     def source(self) -> str:
         return self.program.source if self.program is not None else ""
 
-    def run(self) -> dict:
+    def run(self, until: str | None = None) -> dict:
         if self.program is None:
             raise ValueError(f"{self.subject} has no program of yours to run: {self.message}")
-        return self.program.run()
+        return self.program.run(until)
 
 
 @_guarded("program")
