@@ -66,6 +66,11 @@ class Draw:
             raise ValueError("a choice needs at least one option")
         return items[0] if self._rng is None else self._rng.choice(items)
 
+    def other(self, first: _T, rest: Iterable[_T]) -> _T:
+        """``first`` for the canonical program, else one of ``rest``: where the canonical program's choice (a name,
+        a constant) is one the unit's own cells show, and a drawn program must not repeat them."""
+        return first if self._rng is None else self._rng.choice(list(rest))
+
     def some(self, options: Iterable[_T], k: int) -> list[_T]:
         """``k`` different ones of ``options``, in the order drawn: the first ``k`` for the canonical program."""
         items = list(options)
