@@ -80,8 +80,16 @@ def test_variants_are_diverse_in_their_answers_not_only_their_numbers(q, answere
 
 
 def _lines(source: str) -> list[str]:
+    """A program's distinctive lines: a class it defines (a custom autograd.Function) is a tool the unit may have
+    shown, so only the statements outside classes count, less set-up too common to identify a program."""
+    import ast
+
+    tree = ast.parse(source)
+    in_class = {n for c in tree.body if isinstance(c, ast.ClassDef) for n in range(c.lineno, (c.end_lineno or 0) + 1)}
     out = []
-    for line in source.splitlines():
+    for number, line in enumerate(source.splitlines(), start=1):
+        if number in in_class:
+            continue
         norm = re.sub(r"\s+", "", line.split("#")[0])
         if len(norm) >= 6 and not GENERIC.search(norm) and not norm.startswith(("import", "from")):
             out.append(norm)
