@@ -26,7 +26,16 @@ from grader.units.unit10.capstone import (
     render,
 )
 from grader.units.unit10.cases import exercise_cases
-from grader.units.unit10.generators import broken_c_program, kind_a_program, kind_b_program, kind_d_program
+from grader.units.unit10.generators import (  # programs A to D: a learner's copy from before variants imports them
+    SELF_A,  # noqa: F401
+    SELF_B,  # noqa: F401
+    SELF_C,  # noqa: F401
+    SELF_D,  # noqa: F401
+    broken_c_program,
+    kind_a_program,
+    kind_b_program,
+    kind_d_program,
+)
 from grader.units.unit10.kinds import FaultAtLine
 from grader.units.unit10.support import line_of, module_loop
 
