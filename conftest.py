@@ -3,6 +3,8 @@
 For nbval, each notebook gets:
 
 * its own throwaway progress store (AUTOGRAD_LAB_HOME), made before its kernel starts;
+* the course's identity (AUTOGRAD_LAB_LEARNER=course), so every generated self-test asks the same program on
+  every run;
 * strict mode (AUTOGRAD_LAB_STRICT=1) for solutions/, so a solution whose own
   check fails raises instead of printing a quiet "incorrect";
 * one more test after its last cell that reads the store the notebook wrote:
@@ -67,6 +69,10 @@ def pytest_runtest_setup(item):
     home = _home_for(nbfile)
     home.mkdir(parents=True, exist_ok=True)
     os.environ["AUTOGRAD_LAB_HOME"] = str(home)
+    # the course's own run asks the course identity's programs (grader.engine.identity): the stored outputs of a
+    # self-test's program are the same on every run
+    os.environ["AUTOGRAD_LAB_LEARNER"] = "course"
+    os.environ.pop("AUTOGRAD_LAB_MASTERY", None)
     if Path(str(nbfile.fspath)).parent.name == "solutions":
         os.environ["AUTOGRAD_LAB_STRICT"] = "1"
     else:

@@ -8,6 +8,8 @@ In a notebook::
     ...                                        # run the experiment yourself
     reveal("01.pow-node")                      # torch's live answer beside yours
     check("01.graph-walk", graph_nodes)        # exercises and self-test
+    program(question_id)                       # a self-test's program: your own, a new one after a wrong answer
+    review()                                   # fresh programs of what you passed, when they are due
     mark_passed("01")                          # or the "Mark passed" button of unit_panel("01")
 
 The interactive layer: ``draw(y, names=...)`` (the graph with its saved tensors),
@@ -33,7 +35,8 @@ del _category
 # imported after the filters above, so that torch's import is already quiet
 from grader import _moved  # noqa: E402
 from grader.engine.course import VERSION  # noqa: E402
-from grader.learner.api import check, hint, mark_passed, predict, reset, reveal, status  # noqa: E402
+from grader.learner.api import check, hint, mark_passed, predict, program, reset, reveal, status  # noqa: E402
+from grader.learner.review import review  # noqa: E402
 
 _moved.install()
 # the widgets plug their inputs, reveal lock and action buttons into the API (ipywidgets loads on first use)
@@ -63,7 +66,7 @@ _LAZY = {
     "doctor": "learner.doctor",
 }
 
-__all__ = ["predict", "reveal", "check", "mark_passed", "reset", "hint", "status", *_LAZY]
+__all__ = ["predict", "reveal", "check", "program", "review", "mark_passed", "reset", "hint", "status", *_LAZY]
 __version__ = VERSION  # the course's version: grader/engine/course.py
 
 

@@ -3,9 +3,12 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def home(tmp_path, monkeypatch):
-    """Every test gets its own progress store and starts outside strict mode."""
+    """Every test gets its own progress store (and so its own learner identity) and starts outside strict mode."""
     monkeypatch.setenv("AUTOGRAD_LAB_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("AUTOGRAD_LAB_STRICT", raising=False)
+    # the learner's identity is the one kept beside that store (made on first use), the mastery setting the default
+    for name in ("AUTOGRAD_LAB_LEARNER", "JUPYTERHUB_USER", "AUTOGRAD_LAB_MASTERY"):
+        monkeypatch.delenv(name, raising=False)
     return tmp_path / "home"
 
 

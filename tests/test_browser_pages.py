@@ -74,7 +74,7 @@ def test_the_class_report_renders_offline_and_its_figures_match_the_csv(tmp_path
         ("ann", "", ""),
         ("ben", "answer = [2.0, 3.0]", "answer = [1.0, 2.0]"),
         ("cat", "answer = [2.0, 3.0]", "answer = [1.0, 2.0]"),
-        ("dan", "answer = 6.0", "answer = 5.0"),
+        ("dan", 'answer = program("00.warmup-square").run()["s"].grad.item()', "answer = 123456.0"),
     ):
         nb = nbformat.read(solution, as_version=4)
         for cell in nb.cells:

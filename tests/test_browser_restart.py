@@ -44,14 +44,17 @@ def test_the_record_survives_restart_an_old_widget_reload_reset_and_reopen(tmp_p
     button, nothing recorded again; the saved file holds the lock's record); a page reload (the widgets
     re-attach); a reset and a new prediction (the old input closes and says why); close and reopen (the saved
     widgets take no input). After each, the panel, status and the store agree; the saved file grades the same."""
+    from grader.engine import identity, variants
     from grader.engine.question import get
     from grader.learner.stale import NOTE
 
+    identity.set_identity("graded")  # the kernel's identity: the learner the saved file is graded as, below
     root = tmp_path / "course"
     root.mkdir()
     shutil.copy(ROOT / "notebooks" / START, root / START)
     saved = root / START
-    square = get("00.warmup-square").run()
+    q = get("00.warmup-square")
+    square = q.run(variants.make(q.program, q.qid, "graded", 0).program)  # torch's answer on that learner's program
     ARTIFACTS.mkdir(exist_ok=True)
     with lab_page(root, tmp_path / "jupyter", home, "browser-recovery-failed.png") as (lab, page):
         open_notebook(page, lab, START)
@@ -106,7 +109,7 @@ def test_the_record_survives_restart_an_old_widget_reload_reset_and_reopen(tmp_p
         assert records == {
             "00.warmup-add": "predicted, correct",
             "00.warmup-flag": "revealed without prediction",
-            "00.warmup-square": "correct",
+            "00.warmup-square": "correct (variant 1)",
         }
         square_cell.scroll_into_view_if_needed()
         square_cell.get_by_text("Passed (correct").wait_for()  # the check cell run again: passed, closed

@@ -137,3 +137,16 @@ def test_one_keyword_selects_all_of_a_units_tests():
     ids = [line for line in out.stdout.splitlines() if "::" in line]
     assert ids and all("02." in i or "test_unit02" in i for i in ids)
     assert any("test_questions.py" in i for i in ids) and any("test_unit02.py" in i for i in ids)
+
+
+def test_a_solutions_own_working_leaves_no_placeholder():
+    """A self-test's solution works on the learner's program before it assigns the answer: names, expressions and
+    functions that start with _ are its scratch; the learner's cell keeps only ``answer = ...``."""
+    from grader.instructor.build import strip_solutions
+
+    source = (
+        "### BEGIN SOLUTION\n_mine = program('x').run()\n_mine['y'].backward()\n"
+        "def _seen(name):\n    return _mine[name].grad is not None\n\nanswer = {n for n in 'ab' if _seen(n)}\n"
+        "### END SOLUTION\ncheck('x', answer)"
+    )
+    assert strip_solutions(source) == "answer = ...  # YOUR ANSWER HERE\ncheck('x', answer)"

@@ -18,7 +18,7 @@ def test_a_renamed_node_class_still_matches(monkeypatch):
     swap_experiment(
         monkeypatch,
         "01.closed-book-walk",
-        lambda: [
+        lambda *program: [  # a generated self-test's experiment takes the program
             "SumBackward1",
             "ReluBackward1",
             "AddBackward0",

@@ -13,6 +13,8 @@ from grader.instructor.grading.gradebook import page_name
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = ROOT / "solutions" / "00_start_here.ipynb"
 UNTOUCHED = ROOT / "notebooks" / "00_start_here.ipynb"
+# the solution's answer to 00.warmup-square: torch's, on the program the learner's identity is asked
+SOLVED_SQUARE = 'answer = program("00.warmup-square").run()["s"].grad.item()'
 
 
 def edited(source: Path, change) -> nbformat.NotebookNode:
@@ -40,7 +42,7 @@ def gradebook(tmp_path_factory):
     learners = {
         "alice": nbformat.read(SOLUTION, as_version=4),
         "bob": nbformat.read(UNTOUCHED, as_version=4),
-        "carol": edited(SOLUTION, lambda nb: replace_in(nb, "answer = 6.0", "answer = 7.0")),
+        "carol": edited(SOLUTION, lambda nb: replace_in(nb, SOLVED_SQUARE, "answer = 123456.0")),
         "dave": edited(SOLUTION, lambda nb: drop_question(nb, "00.warmup-flag")),
         "erin": edited(SOLUTION, lambda nb: add_first(nb, "while True:\n    pass")),
         "gina": edited(SOLUTION, lambda nb: add_first(nb, "import os\nos._exit(1)")),
@@ -88,7 +90,7 @@ def test_a_solved_notebook_passes_everything(gradebook):
     rows, _, _ = gradebook
     alice = rows["alice"]
     assert alice["run"] == "ok" and alice["unit"] == "00" and alice["marked passed"] == "yes"
-    assert alice["00.warmup-add"] == "predicted, correct" and alice["00.warmup-square"] == "correct"
+    assert alice["00.warmup-add"] == "predicted, correct" and alice["00.warmup-square"] == "correct (variant 1)"
     assert (alice["done"], alice["questions"], alice["percent"]) == ("3", "3", "100")
 
 
@@ -101,7 +103,7 @@ def test_an_untouched_notebook_passes_nothing(gradebook):
 
 def test_a_wrong_answer_is_recorded_and_blocks_the_pass(gradebook):
     carol = gradebook[0]["carol"]
-    assert carol["00.warmup-square"] == "incorrect (1 attempt)" and carol["marked passed"] == "no"
+    assert carol["00.warmup-square"] == "incorrect (1 attempt; last on variant 1)" and carol["marked passed"] == "no"
 
 
 def test_deleted_cells_are_reported_and_the_rest_still_graded(gradebook):
@@ -184,7 +186,7 @@ def test_restore_puts_grader_cells_back_and_reports_deleted_ones(tmp_path):
     nbformat.write(nb, tmp_path / "00_start_here.ipynb")
     restored = restore(Submission("x", tmp_path / "00_start_here.ipynb"))
     sources = {c["id"]: c["source"] for c in restored.notebook.cells}
-    assert sources["c017"] == 'mark_passed("00")' and "answer = 6.0" in sources["c015"]
+    assert sources["c017"] == 'mark_passed("00")' and SOLVED_SQUARE in sources["c015"]
     assert restored.status == "missing cells" and "1 cell(s) of the unit's questions" in restored.problems[0]
     assert restored.findings == []  # the mark cell belongs to no question: restored, and not the learner's business
     nb.cells[1].source += "\n# edited"  # the import cell: no question either

@@ -23,6 +23,7 @@ from grader.engine import locked
 from grader.engine.store import current
 from grader.instructor.grading.locks import apply_locks, with_answer
 from grader.learner import widgets
+from tests.truths import asked_now
 
 ROOT = Path(__file__).resolve().parent.parent
 UNTOUCHED = ROOT / "notebooks" / "00_start_here.ipynb"
@@ -214,10 +215,11 @@ def test_a_self_test_checked_with_the_widget_is_carried_by_its_cell(shown):
     from grader import check
     from grader.engine.question import get
 
-    truth = get("00.warmup-square").run()
-    asked = _checked_with_the_widget(f"{truth + 1:g}")
+    first = asked_now(get("00.warmup-square"))  # on this learner's own program
+    asked = _checked_with_the_widget(f"{first + 1:g}")
     assert shown[0].data["text/plain"].startswith("00.warmup-square: checked with the widget")
-    assert locked.read(as_saved(shown[0].data)) == ("00.warmup-square", truth + 1)  # a wrong answer is carried too
+    assert locked.read(as_saved(shown[0].data)) == ("00.warmup-square", first + 1)  # a wrong answer is carried too
+    truth = asked_now(get("00.warmup-square"))  # the program that followed the wrong answer
     asked.widget.input.box.value = f"{truth:g}"
     assert asked.widget.lock().verdict == "correct"
     assert locked.read(as_saved(shown[0].data)) == ("00.warmup-square", truth)
@@ -316,7 +318,7 @@ def _checked_record(text: str) -> dict:
     return displays[-1].data
 
 
-def test_grading_grades_the_predictions_locked_with_the_widget(tmp_path):
+def test_grading_grades_the_predictions_locked_with_the_widget(tmp_path, monkeypatch):
     """The same gradebook run as tests/test_grade.py, on learner copies whose predictions were locked with
     the widget: a true lock grades "predicted, correct"; a forged one and a lock after the reveal earn nothing; a
     self-test answered only with its Check button grades "correct"."""
@@ -325,7 +327,8 @@ def test_grading_grades_the_predictions_locked_with_the_widget(tmp_path):
     add, flag = (get(q).kind.encode(get(q).run()) for q in ("00.warmup-add", "00.warmup-flag"))  # torch's answers
     folder = tmp_path / "class"
     checked = with_records({})  # a self-test answered with its Check button, as the widget wrote the record
-    square = get("00.warmup-square").run()
+    monkeypatch.setenv("AUTOGRAD_LAB_LEARNER", "checked")  # answered as the learner graded below, on their program
+    square = asked_now(get("00.warmup-square"))
     shown_data = _checked_record(f"{square:g}")
     next(c for c in checked.cells if c.get("id") == SQUARE).outputs = [nbformat.from_dict(as_saved(shown_data))]
     learners = {
@@ -350,7 +353,9 @@ def test_grading_grades_the_predictions_locked_with_the_widget(tmp_path):
     assert rows["lock"]["00.warmup-add"] == "predicted, correct"
     assert rows["lock"]["00.warmup-flag"] == "predicted, correct"
     assert rows["lock"]["00.warmup-square"] == "not answered"
-    assert rows["checked"]["run"] == "ok" and rows["checked"]["00.warmup-square"] == "correct", rows["checked"]
+    assert rows["checked"]["run"] == "ok" and rows["checked"]["00.warmup-square"] == "correct (variant 1)", rows[
+        "checked"
+    ]
     assert rows["forge"]["00.warmup-add"] == "not answered", rows["forge"]
     assert rows["forge"]["points"] == "0", rows["forge"]
 

@@ -12,10 +12,10 @@ import pytest
 
 from grader import check, predict, reveal
 from grader.engine.kinds import BadAnswer, Function
-from grader.engine.question import all_questions
-from grader.learner.api import repeats
+from grader.engine.question import all_questions, wrong_answer
+from grader.learner.api import repeats, variant_of
 from tests.reference import BUGGY, REFERENCE
-from tests.truths import truth_of
+from tests.truths import asked_now, truth_of
 
 QUESTIONS = [q for q in all_questions() if not isinstance(q.kind, Function)]
 EXERCISES = [q for q in all_questions() if isinstance(q.kind, Function)]
@@ -48,6 +48,8 @@ def test_wrong_answers_derived_from_the_truth_are_refused(q):
             continue
         assert not q.kind.agrees(truth, q.kind.read(answer)), f"{q.qid} accepted {answer!r}"
     if q.role != "predict":  # through the whole check path too, once (each check runs the experiment again)
+        if q.program is not None:  # a generated self-test: wrong answers on the program this learner is asked
+            wrong = q.kind.wrong_answers(asked_now(q))
         readable = [a for a in wrong if _reads(q, a)]
         assert readable and not check(q.qid, readable[0]).passed
 
@@ -99,7 +101,11 @@ def test_misconception_answers_are_wrong_and_get_their_note(q):
 
     for wrong, note in q.misconceptions:
         reset(q.qid)
-        answer = wrong(truth) if callable(wrong) else wrong
+        program = variant_of(q).program if q.program is not None else None  # the program this learner is asked
+        truth = asked_now(q) if program is not None else truth
+        answer = wrong_answer(q, wrong, truth, program)
+        if answer is None:  # a trap this learner's program does not set (tests/test_variants.py draws them all)
+            continue
         value = q.kind.read_misconception(answer)
         if getattr(value, "cause", "") is None and getattr(q.kind, "causes", ()) and value.where != "no error":
             value = q.kind.read((value.where, q.kind.causes[0].label))  # a place's note holds for any cause

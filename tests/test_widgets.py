@@ -22,6 +22,13 @@ from grader.learner.panels import CourseMap, UnitPanel
 from grader.learner.widgets import PredictionWidget
 
 
+def _square():
+    """torch's answer to 00.warmup-square on the program this learner is asked now (their own)."""
+    from tests.truths import asked_now
+
+    return asked_now(get("00.warmup-square"))
+
+
 def events(unit):
     return [(e.unit, e.qid, e.action, e.verdict, e.answer) for e in current().events(unit)]
 
@@ -253,7 +260,7 @@ def _finish_unit_00():
     reveal("00.warmup-add")
     predict("00.warmup-flag", False)
     reveal("00.warmup-flag")
-    check("00.warmup-square", 6.0)
+    check("00.warmup-square", _square())
 
 
 def test_unit_panel_lists_progress_and_marks_passed_through_its_button():
@@ -333,13 +340,14 @@ def test_a_self_test_gets_the_same_input_with_a_check_button(monkeypatch):
     r = check("00.warmup-square", ...)
     assert isinstance(r, widgets.Asked) and r.widget.mode == "check"
     assert r.widget.button.description == "Check"
-    r.widget.input.box.value = "5"
+    r.widget.input.box.value = f"{_square() + 1000:g}"
     assert r.widget.lock().verdict == "incorrect"
-    r.widget.input.box.value = "6"
+    r.widget.input.box.value = f"{_square():g}"  # the program that followed the wrong answer
     assert r.widget.lock().verdict == "correct" and r.widget.button.disabled
     assert [e[3] for e in events("00")] == ["incorrect", "correct"]
     assert (
-        progress.unit_state("00", current().events("00")).questions["00.warmup-square"].record == "correct on attempt 2"
+        progress.unit_state("00", current().events("00")).questions["00.warmup-square"].record
+        == "correct on attempt 2 (variant 2)"
     )
 
 
@@ -415,7 +423,7 @@ def test_a_slip_is_caught_at_lock_in_with_the_answer_meant_and_nothing_is_record
 def test_a_wrong_answer_through_the_widget_offers_the_hint_button_as_code_does(monkeypatch):
     monkeypatch.setattr(widgets, "widgets_available", lambda: True)
     r = check("00.warmup-square", ...)
-    r.widget.input.box.value = "5"
+    r.widget.input.box.value = f"{_square() + 1000:g}"
     assert r.widget.lock().verdict == "incorrect"
     # the verdict stays in the widget's result area (the live region the focus moves to), shown once
     assert "incorrect" in r.widget.message.value and "agl-said" in r.widget.message._dom_classes
@@ -425,7 +433,7 @@ def test_a_wrong_answer_through_the_widget_offers_the_hint_button_as_code_does(m
     assert button.description == "Show a hint for 00.warmup-square"
     button.click()
     assert [e[2] for e in events("00")] == ["check", "hint"]
-    r.widget.input.box.value = "6"
+    r.widget.input.box.value = f"{_square():g}"
     assert r.widget.lock().verdict == "correct" and r.widget.offers.children == ()
 
 

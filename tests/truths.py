@@ -19,3 +19,12 @@ def _truth(qid: str):
 def truth_of(q: Question):
     """A copy of torch's answer to ``q``, so that a test that edits it changes no other test's."""
     return copy.deepcopy(_truth(q.qid))
+
+
+def asked_now(q: Question):
+    """torch's answer to ``q`` as this test's learner is asked it now: on their own program for a generated
+    self-test (grader.engine.variants: the program the record has in force), else the question's one answer."""
+    from grader.learner.api import variant_of
+
+    v = variant_of(q) if q.program is not None else None
+    return q.run(v.program) if v is not None else q.run()

@@ -11,7 +11,9 @@ A declaration reads like this::
 The body is the experiment: torch answers at check time. Roles:
 
 * ``predict_then_run``: predicted in the notebook, then revealed;
-* ``self_test``: answered with ``check`` at the end of a unit;
+* ``self_test``: answered with ``check`` at the end of a unit; declared with ``program=`` (a generator,
+  :mod:`grader.engine.variants`) its program is generated for each learner and attempt, and its experiment
+  takes that :class:`~grader.engine.variants.Listing`;
 * ``exercise``: a learner function, ``check``-ed on generated cases
   (its experiment takes one case and returns torch's answer for it).
 
@@ -34,6 +36,7 @@ from grader.engine import torch_state
 from grader.engine.course import UNITS, unit_id
 from grader.engine.kinds import NO_ERROR, Error, ErrorOutcome, Function, Kind
 from grader.engine.moves import current_id
+from grader.engine.variants import Draw, Generator, Listing
 
 # Where the units' declarations live: one package per unit, each with a questions module.
 CONTENT_PACKAGE = "grader.units"
@@ -55,26 +58,60 @@ class Question:
     order: int = 0
     hints: tuple[str, ...] = ()  # from a nudge to the mechanism, shown one at a time
     misconceptions: tuple[tuple[Any, str], ...] = ()  # (wrong answer, or a function of torch's answer; the note)
+    program: Generator | None = None  # a self-test's generator: its program is drawn per learner and attempt
 
-    def misconception(self, truth: Any, value: Any) -> str:
-        """The note declared for a wrong answer learners actually give, when ``value`` is one; else ''."""
+    def misconception(self, truth: Any, value: Any, program: Listing | None = None) -> str:
+        """The note declared for a wrong answer learners actually give, when ``value`` is one; else ''. A wrong
+        answer declared as a function of two arguments also gets the program asked (the canonical one if None)."""
         for wrong, note in self.misconceptions:
             try:
-                answer = wrong(truth) if callable(wrong) else wrong
+                answer = wrong_answer(self, wrong, truth, program)
+                if answer is None:  # a generated program this misconception does not apply to
+                    continue
                 if self.kind.same_answer(self.kind.read_misconception(answer), value):
                     return note
             except Exception:  # a declared answer that no longer reads is not the learner's problem
                 continue
         return ""
 
+    def canonical(self) -> Listing | None:
+        """The program a generated self-test asked before it had variants (every choice its first option)."""
+        return self.program(Draw(None)) if self.program is not None else None
+
+    def asked(self, program: Listing | None) -> Question:
+        """This question as asked with ``program`` (its prompt that program's): what a front end shows."""
+        if program is None:
+            return self
+        import dataclasses
+
+        return dataclasses.replace(self, prompt=program.prompt)
+
     def run(self, *case: Any) -> Any:
-        """Run the live experiment in a clean torch state and return torch's answer, normalised."""
+        """Run the live experiment in a clean torch state and return torch's answer, normalised. A generated
+        self-test's experiment takes the program (``q.run(program)``); without one, the canonical program."""
+        if self.program is not None and not case:
+            case = (self.canonical(),)
         with torch_state.clean_room():
             return (
                 self.kind.truth(run_experiment(self.experiment, *case))
                 if not isinstance(self.kind, Function)
                 else self.kind.returns.truth(run_experiment(self.experiment, *case))
             )
+
+
+def wrong_answer(q: Question, wrong: Any, truth: Any, program: Listing | None = None) -> Any:
+    """A declared misconception's wrong answer: a literal, a function of torch's answer, or (a generated
+    self-test's) a function of torch's answer and the program asked, which returns None for a program the
+    misconception does not apply to (a trap that program does not set)."""
+    if not callable(wrong):
+        return wrong
+    try:
+        takes = len(inspect.signature(wrong).parameters)
+    except (TypeError, ValueError):
+        takes = 1
+    if takes >= 2:
+        return wrong(truth, program if program is not None else q.canonical())
+    return wrong(truth)
 
 
 def run_experiment(experiment: Callable, *args: Any) -> Any:
@@ -139,6 +176,7 @@ def _declare(
     explain: str,
     hints: Seq[str] = (),
     misconceptions: Seq[tuple[Any, str]] = (),
+    program: Generator | None = None,
 ) -> Callable[[_Experiment], _Experiment]:
     match = _ID.match(qid)
     if not match:
@@ -148,6 +186,13 @@ def _declare(
         raise ValueError(f"question {qid!r} names unit {unit}, which the course does not have")
     if (role == "exercise") != isinstance(kind, Function):
         raise ValueError(f"{qid}: exercises, and only exercises, take a Function kind")
+    if program is not None:
+        if role != "self-test":
+            raise ValueError(f"{qid}: only a self-test takes a program generator")
+        canonical = program(Draw(None))
+        if not isinstance(canonical, Listing):
+            raise ValueError(f"{qid}: its generator must return a Listing")
+        prompt = prompt or canonical.prompt
     if not prompt.strip() or not explain.strip():
         raise ValueError(f"{qid}: a question needs a prompt and an explanation")
     hints = tuple(" ".join(h.split()) for h in hints)
@@ -172,12 +217,13 @@ def _declare(
             unit,
             role,
             kind,
-            " ".join(prompt.split()),
+            prompt.strip() if program is not None else " ".join(prompt.split()),
             " ".join(explain.split()),
             experiment,
             order=len(REGISTRY),
             hints=hints,
             misconceptions=tuple((m, " ".join(n.split())) for m, n in misconceptions),
+            program=program,
         )
         return experiment
 
@@ -191,9 +237,19 @@ def predict_then_run(
 
 
 def self_test(
-    qid: str, kind: Kind, *, prompt: str, explain: str, hints: Seq[str] = (), misconceptions: Seq[tuple[Any, str]] = ()
+    qid: str,
+    kind: Kind,
+    *,
+    explain: str,
+    prompt: str = "",
+    program: Generator | None = None,
+    hints: Seq[str] = (),
+    misconceptions: Seq[tuple[Any, str]] = (),
 ) -> Callable[[_Experiment], _Experiment]:
-    return _declare("self-test", qid, kind, prompt, explain, hints, misconceptions)
+    """A self-test. With ``program`` (a generator: :mod:`grader.engine.variants`) each learner and attempt gets a
+    program of its own, the prompt is the program's, and the experiment takes the program; without one (a
+    question not converted yet) ``prompt`` states the one program."""
+    return _declare("self-test", qid, kind, prompt, explain, hints, misconceptions, program)
 
 
 def exercise(

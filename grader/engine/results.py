@@ -65,6 +65,7 @@ class Result:
     explain: str = ""
     detail: dict = field(default_factory=dict)
     actions: list = field(default_factory=list)  # (action, target) a front end offers as a button: ("reset", qid)
+    records: dict = field(default_factory=dict)  # display data the saved notebook carries (mimetype -> JSON payload)
 
     @property
     def passed(self) -> bool:
@@ -98,7 +99,7 @@ class Result:
         printer.text(str(self))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        data = {"text/plain": str(self), "text/html": self._repr_html_()}
+        data = {"text/plain": str(self), "text/html": self._repr_html_(), **self.records}
         for view in EXTRA_VIEWS:  # a front end's additions (the learner's widgets: a button per action)
             try:
                 data.update(view(self) or {})

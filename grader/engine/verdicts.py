@@ -18,6 +18,8 @@ Action = Literal[
     "reset",
     "mark",
     "status",
+    "review",  # a fresh program of a passed self-test, answered when the spaced schedule says it is due
+    "program",  # a generated self-test's program shown (never stored)
     "answer-key",  # a grading run: a cell called a question's sealed experiment (engine.question.seal)
     "unknown",
 ]

@@ -47,6 +47,8 @@ def _placeholder_for(region: list[str], indent: str, where: str) -> list[str]:
         raise BuildError(f"{where}: the solution region does not parse ({exc.msg})") from None
     out = []
     for node in tree.body:
+        if _scratch(node):  # the solution's own working: the learner writes theirs
+            continue
         targets = (
             node.targets
             if isinstance(node, ast.Assign)
@@ -62,6 +64,20 @@ def _placeholder_for(region: list[str], indent: str, where: str) -> list[str]:
         for t in targets:
             out.append(f"{t.id} = ...  # YOUR ANSWER HERE")
     return out
+
+
+def _scratch(node: ast.stmt) -> bool:
+    """The solution's scratch, which gets no placeholder (a self-test's solution that works on the learner's program
+    before it assigns ``answer``): an assignment to names that all start with ``_``, or an expression that reads
+    only such names (``_mine["y"].backward()``), or a function named so (``def _breaks(name): ...``)."""
+    if isinstance(node, ast.FunctionDef):
+        return node.name.startswith("_")
+    if isinstance(node, ast.Assign):
+        return all(isinstance(t, ast.Name) and t.id.startswith("_") for t in node.targets)
+    if isinstance(node, ast.Expr):
+        names = [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+        return bool(names) and all(name.startswith("_") for name in names)
+    return False
 
 
 def strip_solutions(source: str, where: str = "cell") -> str:
@@ -172,14 +188,21 @@ def execute(path: Path, strict: bool = True, timeout: int = 300, home: str | Non
     from nbclient import NotebookClient
     from traitlets.config import Config
 
+    from grader.engine import identity, variants
+
     nb = nbformat.read(path, as_version=4)
-    saved = {k: os.environ.get(k) for k in ("AUTOGRAD_LAB_STRICT", "AUTOGRAD_LAB_HOME")}
+    saved = {
+        k: os.environ.get(k) for k in ("AUTOGRAD_LAB_STRICT", "AUTOGRAD_LAB_HOME", identity.ENV, variants.MASTERY_ENV)
+    }
     with tempfile.TemporaryDirectory(prefix="agl-run-") as tmp:
         # IPC where there are Unix sockets: no TCP port, and no warning from the kernel about one
         sockets = (
             {"KernelManager": {"transport": "ipc", "ip": os.path.join(tmp, "kernel")}} if os.name == "posix" else {}
         )
         os.environ["AUTOGRAD_LAB_HOME"] = home or tmp
+        # the course's own run: every self-test asks the course identity's programs, so stored outputs are stable
+        os.environ[identity.ENV] = identity.COURSE
+        os.environ.pop(variants.MASTERY_ENV, None)
         if strict:
             os.environ["AUTOGRAD_LAB_STRICT"] = "1"
         else:

@@ -194,7 +194,7 @@ def _question_row(q, learners: list[Learner], states: dict[str, dict[str, progre
         if learner.problem:
             continue
         s = states[learner.name][q.unit].questions[q.qid]
-        row["records"][s.record] += 1
+        row["records"][s.words(variant=False)] += 1  # counted by standing: each learner's program is their own
         hinted += s.hints > 0
         hints += s.hints
         if q.role == "predict":

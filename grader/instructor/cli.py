@@ -304,6 +304,8 @@ def _grade(args) -> int:
         problems.append(f"--out {args.out} is a folder; give the CSV file to write")
     elif not out.parent.is_dir():
         problems.append(f"--out {args.out}: the folder {out.parent} does not exist")
+    if args.mastery is not None and args.mastery < 1:
+        problems.append(f"--mastery must be 1 or more, not {args.mastery}")
     for flag in ("jobs", "cell_timeout", "notebook_timeout", "memory_mb"):
         if getattr(args, flag) <= 0:
             problems.append(f"--{flag.replace('_', '-')} must be a positive number, not {getattr(args, flag)}")
@@ -420,8 +422,49 @@ def _grade(args) -> int:
         lms_out=Path(args.lms_out) if args.lms_out else None,
         overrides=changes,
         late_rule=rule,
+        identity_from=args.identity,
+        mastery=args.mastery,
     )
     return 0 if rows or shard else 2
+
+
+def _identity(args) -> int:
+    """Show the learner's identity (the seed of their self-tests' programs), or keep a new one."""
+    from grader.engine import identity
+
+    if args.name:
+        try:
+            name = identity.set_identity(args.name)
+        except (ValueError, OSError) as exc:
+            print(f"identity: {exc}", file=sys.stderr)
+            return 2
+        print(f"your identity is now {name!r} (kept in {identity.path()})")
+        if identity.key(os.environ.get(identity.ENV, "")) or identity.key(os.environ.get(identity.HUB_ENV, "")):
+            print(f"note: {identity.source()} sets another one, and it comes first", file=sys.stderr)
+        return 0
+    print(f"{identity.current()}  (from {identity.source()})")
+    return 0
+
+
+def _review(args) -> int:
+    """What is due for review, with each program; REVIEW QID ANSWER grades one, as review() does in a notebook."""
+    import ast
+
+    from grader.learner.review import review
+
+    if args.qid is None:
+        print(review())
+        return 0
+    if args.answer is None:
+        print(review(args.qid))
+        return 0
+    try:
+        answer = ast.literal_eval(args.answer)
+    except (ValueError, SyntaxError):
+        answer = args.answer  # a plain word: a name, a label
+    result = review(args.qid, answer)
+    print(result)
+    return 0 if result.verdict in ("correct", "info") else 1
 
 
 def _new_question(args) -> int:
@@ -631,7 +674,36 @@ def main(argv: list[str] | None = None) -> int:
         "--late-penalty", type=float, metavar="PCT", help="with --due: percent of the points off per day late"
     )
     p.add_argument("--late-cutoff", type=float, metavar="DAYS", help="with --due: 0 points when more than DAYS late")
+    p.add_argument(
+        "--identity",
+        choices=["learner", "student-id"],
+        default="learner",
+        help="whose programs a self-test is judged on: the learner's name as graded (default: on a hub, the Unix "
+        "user) or the --roster's student id (where learners set it: python -m grader identity ID)",
+    )
+    p.add_argument(
+        "--mastery",
+        type=int,
+        metavar="K",
+        help="right answers in a row, each on a fresh program, that pass a self-test (default 1; set "
+        "AUTOGRAD_LAB_MASTERY=K in the learners' kernels too)",
+    )
     p.set_defaults(run=_grade)
+
+    p = sub.add_parser(
+        "identity", help="your identity, which your self-tests' programs are drawn from; identity NAME keeps one"
+    )
+    p.add_argument("name", nargs="?", help="the name to keep (the id on your course's roster)")
+    p.set_defaults(run=_identity)
+
+    p = sub.add_parser(
+        "review",
+        help="fresh programs of the self-tests you passed that are due again (1, 3, 7, 21 days); "
+        "review QID ANSWER answers one",
+    )
+    p.add_argument("qid", nargs="?", help="a question due for review, e.g. 01.closed-book-walk")
+    p.add_argument("answer", nargs="?", help="your answer, as a Python literal (['A', 'B'], 6.0, {'x'})")
+    p.set_defaults(run=_review)
 
     sub.add_parser(
         "collect",

@@ -16,13 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.engine import progress
+from grader.engine import identity, progress, variants
 from grader.engine import question as registry
 from grader.engine.course import UNITS, VERSION, leads_to, unit_id
 from grader.engine.exercises import run_exercise
 from grader.engine.kinds import BadAnswer, Function, Unanswered, plain_copy, short
 from grader.engine.results import GraderCheckFailed, Result
 from grader.engine.store import current as store
+from grader.engine.variants import Listing, Variant
 
 _ASK = object()
 OK = ("recorded", "correct", "passed", "info")
@@ -105,11 +106,11 @@ def _state(q) -> progress.QuestionState:
     return progress.unit_state(q.unit, store().events(q.unit)).questions[q.qid]
 
 
-def _run_truth(q, action):
+def _run_truth(q, action, variant: Variant | None = None):
     if registry.SEALED:  # a grading run: torch's answer is the gradebook's to compute (never an answer-key call)
         return None, Result(action, q.qid, "info", SEALED_NOTE)
     try:
-        return q.run(), None
+        return (q.run(variant.program) if variant is not None else q.run()), None
     except Exception as exc:  # torch changed, or a grader bug: say so, plainly
         import torch
 
@@ -120,6 +121,58 @@ def _run_truth(q, action):
             f"its live experiment raised {type(exc).__name__}: {exc} on torch {torch.__version__}. "
             "This is not your mistake; please report it to the course maintainers.",
         )
+
+
+PINS_VAR = "AGL_VARIANTS"  # a grading run: {qid: number} of the programs the copy's records say were in force
+
+
+def _pinned(q) -> int | None:
+    """In a grading run, the number of ``q``'s program the next check asks: the one in force when the learner
+    saved (the gradebook reads it from the copy's records and pins it, so the re-run asks what the learner answered),
+    moved on by one for each answer this run has recorded for it already (a sealed run cannot know a verdict, and a
+    retry is a new program: the gradebook judges each answer on the program it was asked); None elsewhere."""
+    if not registry.SEALED:
+        return None
+    import json
+
+    try:
+        pins = json.loads(os.environ.get(PINS_VAR, "") or "{}")
+    except ValueError:
+        pins = {}
+    start = variants.number_in({"variant": pins.get(q.qid)}) if isinstance(pins, dict) else None
+    answered = sum(
+        1
+        for e in store().events(q.unit)
+        if e.qid == q.qid
+        and e.action == "check"
+        and e.verdict == "recorded"
+        and variants.number_in(e.detail) is not None
+    )
+    return (start or 0) + answered
+
+
+def variant_of(q, state: progress.QuestionState | None = None) -> Variant | None:
+    """The program this learner is asked now for the generated self-test ``q`` (None for any other question)."""
+    if q.program is None:
+        return None
+    state = state if state is not None else _state(q)
+    pinned = _pinned(q)
+    number = pinned if pinned is not None else state.variant
+    return variants.make(q.program, q.qid, identity.current(), number)
+
+
+def _carried(q, state: progress.QuestionState) -> dict:
+    """The record a generated self-test's cells carry for batch grading: the program in force, the answers given."""
+    payload = variants.record(
+        q.qid, state.variant, [tuple(a) for a in state.answers], identity.fingerprint(identity.current())
+    )
+    return variants.bundle(payload)
+
+
+def _program_rows(variant: Variant | None, q, label: str = "your program") -> list[tuple[str, str]]:
+    if variant is None:
+        return [("question", q.prompt)]
+    return [(label, variant.program.source.strip()), ("question", " ".join(variant.program.ask.split()))]
 
 
 def seal_for_grading() -> None:
@@ -339,11 +392,11 @@ def _after_reveal(qid: str) -> None:
         listener(qid)
 
 
-def _wrong_note(q, truth, value) -> str:
+def _wrong_note(q, truth, value, program: Listing | None = None) -> str:
     """Why a wrong answer is wrong: the question's own misconception note if it matches, else the kind's."""
     if value is None:
         return ""
-    return q.misconception(truth, value) or q.kind.verdict_note(truth, value)
+    return q.misconception(truth, value, program) or q.kind.verdict_note(truth, value)
 
 
 def repeats(note: str, why: str) -> bool:
@@ -373,21 +426,26 @@ def check(qid: Any, answer: Any = _ASK) -> Result:
                 f"{q.qid} is a predict-then-run question: predict('{q.qid}', ...) then reveal('{q.qid}')",
             )
         )
+    variant = variant_of(q) if q.program is not None else None
+    carried = _carried(q, _state(q)) if variant is not None else {}
     if answer is _ASK or (q.role == "self-test" and answer is Ellipsis):
         asked = Result(
             "check",
             q.qid,
             "unanswered",
             f"pass your answer: check('{q.qid}', answer), where answer is {q.kind.describe()}",
-            rows=[("question", q.prompt)],
+            rows=_program_rows(variant, q),
+            records=carried,
         )
         if q.role == "self-test" and FRONT_END.ask is not None:  # an input with a Check button, where one can show
-            shown = FRONT_END.ask(q, _state(q))
+            shown = FRONT_END.ask(q.asked(variant.program if variant else None), _state(q))
             if shown is not None:
                 return _finish(shown)
         return _finish(asked)
     if registry.SEALED:
-        return _finish(_record_sealed(q, answer))
+        return _finish(_record_sealed(q, answer, variant))
+    if variant is not None:
+        return _finish(_check_generated(q, answer, variant))
     if isinstance(q.kind, Function):
         result = run_exercise(q, answer)
         if result.verdict == "incorrect" and q.hints:
@@ -417,42 +475,72 @@ def then(message: str, more: str) -> str:
 SEALED_NOTE = "recorded for the gradebook, which computes torch's answer outside this run"
 
 
-def _record_sealed(q, answer) -> Result:
-    """A check in a grading run: the answer is recorded as given, with no verdict (the gradebook computes it)."""
+def _record_sealed(q, answer, variant: Variant | None = None) -> Result:
+    """A check in a grading run: the answer is recorded as given, with no verdict (the gradebook computes it), and
+    the number of the program it answered (the gradebook regenerates that program from the identity it grades)."""
+    detail = variant.detail(identity.fingerprint(identity.current())) if variant is not None else None
     if isinstance(q.kind, Function):
         store().append(q.unit, q.qid, "check", "recorded", None)
         return Result("check", q.qid, "recorded", SEALED_NOTE)
     try:
         value = q.kind.read(plain_copy(answer))
     except Unanswered:
-        store().append(q.unit, q.qid, "check", "unanswered", None)
+        store().append(q.unit, q.qid, "check", "unanswered", None, detail=detail)
         return Result("check", q.qid, "unanswered", f"replace ... with your answer: {q.kind.describe()}")
     except BadAnswer as exc:
         value = _legacy(q, answer)  # a copy handed out in 0.2.0's form: recorded, the gradebook decides
         if value is None:
-            store().append(q.unit, q.qid, "check", "invalid", None)
+            store().append(q.unit, q.qid, "check", "invalid", None, detail=detail)
             return Result("check", q.qid, "invalid", str(exc))
-    store().append(q.unit, q.qid, "check", "recorded", q.kind.encode(value))
+    store().append(q.unit, q.qid, "check", "recorded", q.kind.encode(value), detail=detail)
     return Result("check", q.qid, "recorded", SEALED_NOTE, got=value)
 
 
-def _check_value(q, answer) -> Result:
-    rows = [("question", q.prompt)]
+def _check_generated(q, answer, variant: Variant) -> Result:
+    """A generated self-test's check: graded on the learner's own program, recorded with its number; a graded
+    answer before the pass brings a new program, shown in the result (the record then carried by the cell)."""
+    result = _check_value(q, answer, variant)
+    detail = {**result.detail, **variant.detail(identity.fingerprint(identity.current()))}
+    got = q.kind.encode(result.got) if result.got is not None else None
+    store().append(q.unit, q.qid, "check", result.verdict, got, detail=detail)
+    state = _state(q)
+    result.records = _carried(q, state)
+    if result.verdict in ("correct", "incorrect"):
+        result.rows[0] = (f"your program ({variant.name})", result.rows[0][1])
+        if not state.passed:
+            nxt = variant_of(q, state)
+            if nxt is not None and nxt.number != variant.number:
+                k = variants.mastery()
+                why = (
+                    f"Right: {state.streak} of the {k} in a row this self-test asks for. "
+                    if result.verdict == "correct"
+                    else ""
+                )
+                result.message = then(
+                    why + result.message,
+                    f"A retry is a new program: answer the one below with check('{q.qid}', answer).",
+                )
+                result.rows += _program_rows(nxt, q, f"your next program ({nxt.name})")
+    return result
+
+
+def _check_value(q, answer, variant: Variant | None = None) -> Result:
+    rows = _program_rows(variant, q)
     try:
         value = q.kind.read(plain_copy(answer))
     except Unanswered:
         return Result("check", q.qid, "unanswered", f"replace ... with your answer: {q.kind.describe()}", rows=rows)
     except BadAnswer as exc:
         return Result("check", q.qid, "invalid", str(exc), rows=rows)
-    truth, failed = _run_truth(q, "check")
+    truth, failed = _run_truth(q, "check", variant)
     if failed:
         return failed
     ok = q.kind.agrees(truth, value)
     rows.append(("your answer", q.kind.show(value)))
     if ok:
-        rows.insert(1, ("torch says", q.kind.show(truth)))
+        rows.insert(len(rows) - 1, ("torch says", q.kind.show(truth)))
         return Result("check", q.qid, "correct", expected=truth, got=value, rows=rows, explain=q.explain)
-    note = _wrong_note(q, truth, value)
+    note = _wrong_note(q, truth, value, variant.program if variant is not None else None)
     more = f" hint('{q.qid}') gives a hint." if q.hints else ""
     return Result(
         "check",
@@ -462,6 +550,62 @@ def _check_value(q, answer) -> Result:
         got=value,
         rows=rows,
         actions=[("hint", q.qid)] if q.hints else [],
+    )
+
+
+@dataclass
+class YourProgram(Result):
+    """What ``program(qid)`` shows: this learner's program for a generated self-test, and the question about it.
+    ``.source`` is the code; ``.run()`` runs it in torch's clean state and returns its names (what a learner may
+    always do with the code shown: the answer is torch's, on this program); ``.run(until="backward")`` stops
+    before the step of that name, where the program has one."""
+
+    program: Listing | None = None
+
+    @property
+    def source(self) -> str:
+        return self.program.source if self.program is not None else ""
+
+    def run(self, until: str | None = None) -> dict:
+        if self.program is None:
+            raise ValueError(f"{self.subject} has no program of yours to run: {self.message}")
+        return self.program.run(until)
+
+
+@_guarded("program")
+def program(qid: Any) -> Result:
+    """Show this learner's program for the self-test ``qid`` (generated for them, on this attempt) and what it asks;
+    ``check(qid, answer)`` grades the answer on it. A wrong answer brings a new program."""
+    q, bad = _lookup(qid, "program")
+    if bad:
+        return _finish(bad)
+    if q.role != "self-test":
+        verb = f"predict('{q.qid}', ...)" if q.role == "predict" else f"check('{q.qid}', your_function)"
+        return _finish(Result("program", q.qid, "invalid", f"{q.qid} is a {q.role} question: answer it with {verb}"))
+    state = _state(q)
+    variant = variant_of(q, state)
+    if variant is None:  # a self-test that states its one program (not generated yet)
+        return _finish(
+            YourProgram(
+                "program", q.qid, "info", "this self-test asks one program, stated here", rows=[("question", q.prompt)]
+            )
+        )
+    if state.passed:
+        then_ = f"passed ({state.record}): this is the program you answered."
+    elif state.answered is not None or state.attempts:
+        then_ = f"a new program after your last answer: answer it with check('{q.qid}', answer)."
+    else:
+        then_ = f"your own program: answer it with check('{q.qid}', answer). A wrong answer brings a new one."
+    return _finish(
+        YourProgram(
+            "program",
+            q.qid,
+            "info",
+            then_[0].upper() + then_[1:],
+            rows=_program_rows(variant, q, f"your program ({variant.name})"),
+            records=_carried(q, state),
+            program=variant.program,
+        )
     )
 
 

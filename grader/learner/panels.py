@@ -21,6 +21,21 @@ def question_line(qs) -> str:
     return qs.record
 
 
+def due_for_review(unit: str | None = None) -> list[str]:
+    """The questions due for review now (:mod:`grader.engine.review`), of ``unit`` or of every unit. Shown only when
+    there are some: a unit passed today has none due until tomorrow, so stored outputs stay the same."""
+    from grader.engine import progress, review
+    from grader.engine.store import current
+
+    states = progress.course_state(current())
+    return [d.qid for d in review.due(states, limit=100) if unit is None or d.unit == unit]
+
+
+def _review_line(qids: list[str]) -> str:
+    shown = ", ".join(qids[:6]) + (" …" if len(qids) > 6 else "")
+    return f"review due: {shown} (review() asks a fresh program of each)"
+
+
 class UnitPanel:
     """A unit's status (predicted, revealed, checked, missing) and a "Mark passed" button."""
 
@@ -54,8 +69,11 @@ class UnitPanel:
         for qid, qs in s.questions.items():
             lines.append(f"  {'✓' if qs.done else '·'} {qid:<{width}}  {qs.role:<9}  {question_line(qs)}")
         missing = s.missing()
+        due = due_for_review(self.uid)
         if s.passed:
             lines.append("  marked passed.")
+            if due:
+                lines.append("  " + _review_line(due))
         elif missing:
             lines.append(f"  missing before Mark passed: {len(missing)}")
         else:
@@ -78,7 +96,8 @@ class UnitPanel:
             )
         missing = s.missing()
         if s.passed:
-            foot = "Marked passed."
+            due = due_for_review(self.uid)
+            foot = "Marked passed." + (" " + _review_line(due[:]) + "." if due else "")
         elif missing:
             foot = f"{len(missing)} still missing before the unit can be marked passed."
         else:
@@ -212,6 +231,9 @@ class CourseMap:
             needs = ", ".join(n + ("✓" if ok else "") for n, ok in r["needs"]) or "-"
             done = f"{r['done']}/{r['questions']}" if r["questions"] and r["status"] != "not started" else "-"
             lines.append(f"  {r['unit']:<3} {r['status']:<12} {done:>6}  after {needs:<9} {r['title']}")
+        due = due_for_review()
+        if due:
+            lines.append("  " + _review_line(due))
         return "\n".join(lines)
 
     def html(self) -> str:
@@ -240,9 +262,11 @@ class CourseMap:
                 f"<td style='text-align:left;padding:2px 10px 2px 0;color:{colours.get(r['status'], '#57606a')}'>"
                 f"{esc(r['status'])}{note}</td><td style='text-align:left'>{done}</td></tr>"
             )
+        due = due_for_review()
+        review = f"<div class='agl-review-due'>{esc(_review_line(due))}</div>" if due else ""
         return (
             f"<table class='agl-map' style='border-collapse:collapse'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(body)}</tbody></table>"
+            f"<tbody>{''.join(body)}</tbody></table>{review}"
         )
 
     def _repr_mimebundle_(self, include=None, exclude=None):

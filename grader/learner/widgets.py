@@ -519,14 +519,20 @@ def checked_answer(q) -> tuple[bool, Any]:
 
 
 def _checked_data(q) -> dict:
+    """The check cell's record of the answer its Check button graded; a generated self-test's also carries the
+    program in force and the answers given (:mod:`grader.engine.variants`), which batch grading reads back."""
+    from grader.engine import question as registry
+
+    generated = registry.get(q.qid)
+    extra = api._carried(generated, api._state(generated)) if generated is not None and generated.program else {}
     found, answer = checked_answer(q)
     if not found:
-        return locked.bundle(locked.unlocked(q.qid, checked=True))
+        return {**locked.bundle(locked.unlocked(q.qid, checked=True)), **extra}
     try:
         shown = q.kind.show(q.kind.read(answer))
     except Exception:
         shown = repr(answer)
-    return locked.bundle(locked.record(q.qid, answer, before_reveal=True, checked=True), shown)
+    return {**locked.bundle(locked.record(q.qid, answer, before_reveal=True, checked=True), shown), **extra}
 
 
 def carry(q, state=None) -> None:
@@ -613,9 +619,10 @@ class PredictionWidget:
         self.offers = W.VBox()  # the Hint button of a wrong answer (action_box), as a result in code offers
         self.last: Result | None = None
         verb = "predict" if mode == "predict" else "self-test"
-        head = W.HTML(
-            f"<div style='margin-bottom:4px'><b>{html.escape(q.qid)}</b> · {verb}: {html.escape(q.prompt)}</div>"
-        )
+        prompt = html.escape(q.prompt)
+        if "\n" in q.prompt:  # a generated self-test's program: its lines kept
+            prompt = f"<pre style='margin:2px 0;white-space:pre-wrap'>{prompt}</pre>"
+        head = W.HTML(f"<div style='margin-bottom:4px'><b>{html.escape(q.qid)}</b> · {verb}: {prompt}</div>")
         self.box = W.VBox(
             [head, self.input.box, W.HBox([self.button, self.again]), self.message, self.offers],
             layout=W.Layout(border="1px solid #d0d7de", padding="6px 10px", margin="4px 0"),

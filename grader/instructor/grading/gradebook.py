@@ -98,11 +98,12 @@ def _show(kind, answer) -> str:
 
 
 def _feedback(q, r, verdict: str, earned: float, maximum: float) -> dict:
-    from grader.instructor.grading.verify import truth_of
+    from grader.instructor.grading.verify import truth_of, truth_on
 
+    variant = getattr(r, "variants", {}).get(q.qid)  # a generated self-test: the learner's own program, as judged
     item = {
         "verdict": verdict,
-        "prompt": q.prompt,
+        "prompt": variant.program.prompt if variant is not None else q.prompt,
         "explain": q.explain,
         "role": q.role,
         "yours": "",
@@ -125,7 +126,9 @@ def _feedback(q, r, verdict: str, earned: float, maximum: float) -> dict:
         else:
             if q.qid in r.answers and r.answers[q.qid] is not None:
                 item["yours"] = _show(q.kind, r.answers[q.qid])
-            item["torch"] = q.kind.show(truth_of(q))
+            item["torch"] = q.kind.show(truth_on(q, variant) if variant is not None else truth_of(q))
+            if variant is not None:
+                item["variant"] = variant.name
     except Exception as exc:  # torch's answer could not be shown: say so, the row stands
         item["torch"] = item["torch"] or f"(not available: {type(exc).__name__})"
     return item

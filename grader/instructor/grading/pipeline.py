@@ -86,6 +86,11 @@ class Submission:
     path: Path
     problem: str = ""  # set by find() for a path that cannot be a notebook (a broken link, say)
     named: lms_names.Named | None = None  # how find() named it: the file as handed in, the LMS's id, late
+    identity: str = ""  # whose programs its generated self-tests are judged on (grade: the learner, or a roster id)
+    mastery: int | None = None  # right answers in a row that pass a generated self-test (grade --mastery)
+
+    def whose(self) -> str:
+        return self.identity or self.learner
 
 
 @dataclass
@@ -100,6 +105,7 @@ class Restored:
     copy: object = None  # copies.CopyContents: what the copy holds
     runs: list = field(default_factory=list)  # per cell: whether the grading run executes it (slicing.needed)
     handed_out: str | None = None  # the course version the class was handed (grade --handed-out)
+    variants: dict = field(default_factory=dict)  # qid -> variants.Carried: what the copy's records say was asked
 
 
 @dataclass
@@ -254,6 +260,7 @@ def restore(sub: Submission, handed_out: str | None = None, as_unit: str | None 
         out.status, out.problems = NOT_RESTORED, [f"not graded: {why}"]
         return out
     out.findings += apply_locks(cells, template)  # predictions locked with the widget, into their cells
+    out.variants = carried_variants(cells, out.unit)
     out.copy = _what_the_copy_holds(out.unit, template, cells, handed_out)
     out.findings += reach.findings(template, cells)
     edited = []
@@ -284,6 +291,34 @@ def restore(sub: Submission, handed_out: str | None = None, as_unit: str | None 
     out.exercises = _exercise_sources(out.unit, template, cells)
     out.runs = slicing.needed(cells, [c.get("id") not in owned for c in cells])
     return out
+
+
+def carried_variants(cells: list, unit: str) -> dict:
+    """For each generated self-test of ``unit``, the record its cells' saved outputs carry (data, never trusted:
+    :func:`grader.engine.variants.read_record`) with the highest program number: the program in force when the
+    learner saved. Records of the course's own run (a solution's stored outputs) are no learner's: left out."""
+    from grader.engine import identity, variants
+
+    wanted = {q.qid for q in of_unit(unit) if q.program is not None} if unit in UNITS else set()
+    course = identity.fingerprint(identity.COURSE)
+    found: dict = {}
+    for cell in cells:
+        outputs = cell.get("outputs") if isinstance(cell, dict) and cell.get("cell_type") == "code" else None
+        for output in outputs if isinstance(outputs, list) else []:
+            carried = variants.read_record(output)
+            if carried is not None and carried.qid in wanted and carried.fingerprint != course:
+                if carried.qid not in found or carried.number >= found[carried.qid].number:
+                    found[carried.qid] = carried
+    return found
+
+
+def pins(restored: Restored) -> dict:
+    """The program numbers a grading run asks (``AGL_VARIANTS``): those the copy's records say were in force, where
+    they were answered under the identity graded (another identity's numbers mean nothing for this learner)."""
+    from grader.engine import identity
+
+    mine = identity.fingerprint(restored.submission.whose())
+    return {qid: c.number for qid, c in restored.variants.items() if c.fingerprint == mine}
 
 
 def _what_the_copy_holds(unit: str, template: list, cells: list, handed_out: str | None = None):
@@ -404,6 +439,11 @@ def execute(
         scratch = containment.private_folder("agl-read-")
         env = _contained_env(work)
         env["AGL_SEAL"] = "1"  # the answer key is sealed in the run (grader/__init__.py, workers._run_cells)
+        # the run asks the programs of the identity graded, numbered as the copy's records say (learner.api._pinned)
+        env["AUTOGRAD_LAB_LEARNER"] = restored.submission.whose()
+        env["AGL_VARIANTS"] = json.dumps(pins(restored))
+        env.pop("JUPYTERHUB_USER", None)
+        env.pop("AUTOGRAD_LAB_MASTERY", None)
         copy = work / "submission.ipynb"
         nbformat.write(_to_run(restored), str(copy))
         if worker:
@@ -539,7 +579,18 @@ def recompute(restored: Restored, execution: Execution, pool=None) -> GradedSubm
     exercises, found = run_exercises(restored, pool=pool)
     out.findings += found
     legacy_ok = versions.before_causes(restored.handed_out)
-    out.units = [verify_submission.recompute(restored.unit, execution.events, exercises, legacy_ok)]
+    out.units = [
+        verify_submission.recompute(
+            restored.unit,
+            execution.events,
+            exercises,
+            legacy_ok,
+            identity=restored.submission.whose(),
+            carried=restored.variants,
+            mastery=restored.submission.mastery,
+            canonical=versions.before_variants(restored.handed_out),
+        )
+    ]
     for r in out.units:
         out.findings += r.findings
         for qid, v in exercises.items():
@@ -589,7 +640,16 @@ def _graded(sub, restored: Restored, cell_timeout, notebook_timeout, memory_mb, 
         out.unit = restored.unit
         try:
             exercises = out.units[0].exercises if out.units and out.units[0] is not None else {}
-            out.facts = [report.facts_of(sub.learner, restored.unit, restored.notebook, execution.events, exercises)]
+            out.facts = [
+                report.facts_of(
+                    sub.learner,
+                    restored.unit,
+                    restored.notebook,
+                    execution.events,
+                    exercises,
+                    identity=None if versions.before_variants(restored.handed_out) else sub.whose(),
+                )
+            ]
         except Exception as exc:  # the report's facts never cost a learner a row
             out.facts = [
                 {
@@ -642,8 +702,15 @@ def grade(
     lms_out: Path | None = None,
     overrides=None,
     late_rule=None,
+    identity_from: str = "learner",
+    mastery: int | None = None,
 ) -> list[dict]:
     """Grade every submission found (or one shard of them), reusing a journal's work with ``resume``.
+
+    ``identity_from`` says whose programs a copy's generated self-tests are judged on: ``"learner"`` (the name the
+    copy is graded under: the Unix user a hub's collect names it by) or ``"student-id"`` (the roster's id, where the
+    learners set it as their identity: ``python -m grader identity ID``); ``mastery``: right answers in a row, each
+    on a fresh program, that pass one (the instructor's AUTOGRAD_LAB_MASTERY in the learners' kernels).
 
     ``late_rule`` (:mod:`.late`, from --due) takes points off late rows and says so in each.
 
@@ -661,6 +728,10 @@ def grade(
     verify_submission.new_run()
     found = find(paths, name_pattern)
     subs = [s for s in found if shard is None or shards.shard_of(s.learner, shard[1]) == shard[0]]
+    for s in subs:
+        s.mastery = mastery
+        if identity_from == "student-id" and ids is not None:
+            s.identity = roster.lookup(ids, s.learner, str(s.path)) or s.learner
     if progress_to is not None:
         for s in subs:
             if s.named is not None and s.named.unmatched:
@@ -676,6 +747,8 @@ def grade(
         "shard": list(shard) if shard else None,
         "handed_out": handed_out,
         "name_pattern": name_pattern.pattern if name_pattern is not None else None,
+        "identity_from": identity_from,
+        "mastery": mastery,
         # rows in the journal carry points and student ids: a change of weights, roster or times redoes them
         "rows": repr(
             (

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from grader.engine.course import UNITS
 from grader.engine.question import of_unit
+from grader.instructor.grading import items
 
 ANSWER_CHARS = 120
 
@@ -45,21 +46,22 @@ def _canonical(value) -> str:
     return text if len(text) <= ANSWER_CHARS else text[: ANSWER_CHARS - 1] + "…"
 
 
-def _wrong(q, answer):
-    """(is it wrong, the misconception note) for a recorded answer, judged against torch's live answer here."""
-    from grader.instructor.grading.verify import truth_of
+def _wrong(q, answer, variant=None):
+    """(is it wrong, the misconception note) for a recorded answer, judged against torch's live answer here (on
+    ``variant``'s program, for a generated self-test)."""
+    from grader.instructor.grading.verify import truth_on
 
     try:
         value = q.kind.read_recorded(answer)
     except Exception:
         return False, ""
-    truth = truth_of(q)
+    truth = truth_on(q, variant)
     try:
         if q.kind.agrees(truth, value):
             return False, ""
     except Exception:
         return False, ""
-    return True, q.misconception(truth, value)
+    return True, q.misconception(truth, value, variant.program if variant is not None else None)
 
 
 def learner_minutes(notebook) -> float | None:
@@ -101,9 +103,14 @@ def failed_cases(exercises: dict) -> dict:
     return out
 
 
-def facts_of(learner: str, unit: str, notebook, events: list, exercises: dict | None = None) -> dict:
+def facts_of(
+    learner: str, unit: str, notebook, events: list, exercises: dict | None = None, identity: str | None = None
+) -> dict:
     """What the report needs of one graded notebook beyond its gradebook row: its wrong answers, the generated
-    case each failed exercise failed on first (``exercises``: the recomputed ExerciseVerdicts) and its time."""
+    case each failed exercise failed on first (``exercises``: the recomputed ExerciseVerdicts) and its time.
+    ``identity``: whose programs a generated self-test's answers are judged on (None: the canonical ones)."""
+    from grader.instructor.grading.verify import variant_of
+
     facts = {"learner": learner, "unit": unit, "wrong": {}, "minutes": learner_minutes(notebook)}
     if unit not in UNITS:
         return facts
@@ -117,7 +124,7 @@ def facts_of(learner: str, unit: str, notebook, events: list, exercises: dict | 
         if (q.role == "predict" and e.action == "predict" and e.verdict == "recorded") or (
             q.role == "self-test" and e.action == "check"
         ):
-            bad, note = _wrong(q, e.answer)
+            bad, note = _wrong(q, e.answer, variant_of(q, e, identity) if q.role == "self-test" else None)
             if bad:
                 wrong[q.qid].setdefault(_canonical(e.answer), note)
     facts["wrong"] = {qid: [[a, n] for a, n in answers.items()] for qid, answers in wrong.items()}
@@ -145,7 +152,9 @@ def _numbers(field: str) -> dict[str, int]:
 
 
 def summary(rows: list[dict], facts: list[dict]) -> dict:
-    """Per unit and question, the counts the page shows (and a test compares with the CSV)."""
+    """Per unit and question, the counts the page shows (and a test compares with the CSV), with each question's
+    item analysis (:mod:`.items`: difficulty, discrimination, a flag)."""
+    analysed = {i["qid"]: i for i in items.analyse(rows)}
     units = {}
     for unit in sorted({r["unit"] for r in rows if r.get("unit") in UNITS}):
         mine = [r for r in rows if r["unit"] == unit]
@@ -188,6 +197,8 @@ def summary(rows: list[dict], facts: list[dict]) -> dict:
                 }
             )
             questions[-1]["wrong_learners"] = max(0, questions[-1]["attempted"] - questions[-1]["correct"])
+            item = analysed.get(q.qid, {})
+            questions[-1]["item"] = {k: item.get(k) for k in ("learners", "difficulty", "r", "D", "flag")}
         units[unit] = {
             "title": UNITS[unit].title,
             "notebooks": len(mine),
@@ -233,6 +244,39 @@ def _ranking(units: dict) -> str:
         "learners tried and did not get them right.</p><table><tr><th class='num'>#</th><th>question</th>"
         "<th>unit</th><th>kind</th><th class='num'>wrong</th><th class='num'>tried</th><th class='num'>right</th>"
         f"</tr>{body}</table></section>"
+    )
+
+
+def _item_analysis(units: dict) -> str:
+    """Every question's difficulty and discrimination (:mod:`.items`), the flagged ones first."""
+    e = html.escape
+    every = [dict(q, unit=unit) for unit, u in units.items() for q in u["questions"] if q["item"].get("learners")]
+    if not every:
+        return ""
+    every.sort(key=lambda q: (not q["item"]["flag"], q["unit"], q["qid"]))
+
+    def num(x) -> str:
+        return "" if x is None else f"{x:.2f}"
+
+    body = "".join(
+        f"<tr class='item' data-item='{e(q['qid'])}' data-difficulty='{num(q['item']['difficulty'])}' "
+        f"data-r='{num(q['item']['r'])}' data-d='{num(q['item']['D'])}' data-flagged='{int(bool(q['item']['flag']))}'>"
+        f"<td><code>{e(q['qid'])}</code></td><td>{KIND_WORDS.get(q['role'], q['role'])}</td>"
+        f"<td class='num'>{q['item']['learners']}</td><td class='num'>{num(q['item']['difficulty'])}</td>"
+        f"<td class='num'>{num(q['item']['r'])}</td><td class='num'>{num(q['item']['D'])}</td>"
+        f"<td class='note'>{e(q['item']['flag'])}</td></tr>"
+        for q in every
+    )
+    flagged = sum(bool(q["item"]["flag"]) for q in every)
+    return (
+        "<section id='items'><h2>Item analysis</h2><p>Per question: <b>difficulty</b>, the share right at the first "
+        "try; <b>r</b>, the correlation of the question's score with each learner's score on every other question "
+        "(corrected point-biserial); <b>D</b>, the share right among the top 27% of learners by that score minus "
+        f"the share among the bottom 27%. {flagged} question(s) flagged: near-zero or negative r or D means the "
+        "question does not separate learners who know the course from those who do not (a generator whose "
+        "programs differ in difficulty, or luck).</p><table><tr><th>question</th><th>kind</th>"
+        "<th class='num'>learners</th><th class='num'>difficulty</th><th class='num'>r</th><th class='num'>D</th>"
+        f"<th>flag</th></tr>{body}</table></section>"
     )
 
 
@@ -335,6 +379,7 @@ def write_report(rows: list[dict], facts: list[dict], path: Path) -> dict:
     if units:
         parts.append(f"<figure id='overview'>{_overview_chart(units)}</figure>")
         parts.append(_ranking(units))
+        parts.append(_item_analysis(units))
     for unit, u in units.items():
         minutes = (
             f"median {u['learner_minutes_median']} minutes (from {u['timed']} notebook(s) with cell timing)"

@@ -8,6 +8,12 @@ from the per-case results that :mod:`grader.instructor.grading.learner_function`
 (values only: the truth is computed here). "Marked passed" then comes from
 :meth:`grader.engine.progress.UnitState.missing` on the recomputed events, never from
 a ``mark`` event. Anything the kernel recorded differently is a finding.
+
+A generated self-test (:mod:`grader.engine.variants`) is judged on the learner's own program: the number of the
+program an event answered is read from the event (data), and the program is regenerated here from the identity
+the gradebook grades (:func:`variant_of`), never from a seed the notebook carries. An answer pasted from
+another learner is judged on this learner's program, and an event that names another identity's program is a
+finding. A class handed a version from before variants (``canonical``) is judged on the canonical programs.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.engine import progress
+from grader.engine import identity as identities
+from grader.engine import progress, variants
 from grader.engine.cases import fingerprint
 from grader.engine.kinds import BadAnswer, Function, Unanswered
 from grader.engine.question import of_unit
@@ -46,6 +53,24 @@ def truth_of(q, *case, key=None):
         return _TRUTHS[k]
 
 
+def variant_of(q, e: Event | None, identity: str | None, canonical: bool = False) -> variants.Variant | None:
+    """The program ``e`` answered, regenerated for ``identity`` from the program number the event names (0 where
+    it names none); the canonical program where ``canonical`` or no identity is known; None if ``q`` draws none."""
+    if q.program is None:
+        return None
+    if canonical or identity is None:
+        return variants.make(q.program, q.qid, None, None)
+    number = variants.number_in(e.detail if e is not None else None)
+    return variants.make(q.program, q.qid, identity, number if number is not None else 0)
+
+
+def truth_on(q, variant: variants.Variant | None):
+    """torch's live answer for ``q`` on ``variant``'s program (the canonical one where None), once per run."""
+    if variant is None:
+        return truth_of(q)
+    return truth_of(q, variant.program, key=("variant", variant.seed))
+
+
 @dataclass
 class ExerciseVerdict:
     verdict: Verdict  # correct, incorrect, unanswered, invalid, not recomputed
@@ -66,6 +91,7 @@ class Recomputed:
     hints: dict = field(default_factory=dict)  # qid -> hints shown
     answers: dict = field(default_factory=dict)  # qid -> the learner's answer (JSON form): prediction or last check
     exercises: dict = field(default_factory=dict)  # qid -> ExerciseVerdict
+    variants: dict = field(default_factory=dict)  # qid -> the Variant a generated self-test was last judged on
 
 
 def judge_exercise(q, lines: list) -> ExerciseVerdict:
@@ -156,9 +182,18 @@ class Recomputing(progress.Judge):
     """The gradebook's judge for :func:`grader.engine.progress.replay`: every verdict recomputed with live
     torch from the recorded answer; where it differs from the kernel's record, the question is noted."""
 
-    def __init__(self, exercises: dict[str, ExerciseVerdict], legacy_ok: bool = False):
+    def __init__(
+        self,
+        exercises: dict[str, ExerciseVerdict],
+        legacy_ok: bool = False,
+        identity: str | None = None,
+        canonical: bool = False,
+    ):
         self.exercises = exercises
         self.legacy_ok = legacy_ok  # the class was handed a version whose error questions took words
+        self.identity = identity  # whose programs a generated self-test's answers are judged on
+        self.canonical = canonical  # the class was handed a version from before variants
+        self.variants: dict[str, variants.Variant] = {}  # qid -> the program its latest graded answer was judged on
         self.differs: set[str] = set()
         self.findings: list[str] = []
         self.answers: dict[str, Any] = {}
@@ -191,23 +226,32 @@ class Recomputing(progress.Judge):
                 self.differs.add(q.qid)
             return mine.verdict
         self.answers[q.qid] = e.answer
+        variant = variant_of(q, e, self.identity, self.canonical)
         if e.answer is None:
             verdict = e.verdict if e.verdict in ("unanswered", "invalid", "error") else "unanswered"
         else:
             value, bad = _read(q, e.answer)
-            verdict = bad or ("correct" if self._agrees(q, value) else "incorrect")
+            verdict = bad or ("correct" if self._agrees(q, value, variant) else "incorrect")
+            if variant is not None and verdict in GRADED:
+                self.variants[q.qid] = variant
             if _legacy(value):
                 return verdict
         if verdict != e.verdict and e.verdict != "recorded":  # a sealed grading run records, it does not judge
             self.differs.add(q.qid)
         return verdict
 
-    def _agrees(self, q, value) -> bool:
-        """Whether ``value`` agrees with torch's live answer; an answer in an older form (``legacy``) earns
-        what it earned under the question it answered only for a class handed that version."""
+    def review(self, q, e: Event) -> Verdict:
+        """A review is no part of a unit's grade: the gradebook never counts one."""
+        return "unknown"
+
+    def _agrees(self, q, value, variant: variants.Variant | None = None) -> bool:
+        """Whether ``value`` agrees with torch's live answer (on ``variant``'s program, for a generated self-test);
+        an answer in an older form (``legacy``) earns what it earned under the question it answered only for a
+        class handed that version."""
+        truth = truth_on(q, variant)
         if _legacy(value) and self.legacy_ok:
-            return bool(q.kind.agrees_as_answered(truth_of(q), value))
-        return bool(q.kind.agrees(truth_of(q), value))
+            return bool(q.kind.agrees_as_answered(truth, value))
+        return bool(q.kind.agrees(truth, value))
 
     def mark(self, e: Event) -> bool:
         """A mark event is never a pass here: "marked passed" comes from what is missing."""
@@ -224,11 +268,21 @@ class Recomputing(progress.Judge):
 
 
 def recompute(
-    unit: str, events: list[Event], exercises: dict[str, ExerciseVerdict], legacy_ok: bool = False
+    unit: str,
+    events: list[Event],
+    exercises: dict[str, ExerciseVerdict],
+    legacy_ok: bool = False,
+    identity: str | None = None,
+    carried: dict[str, variants.Carried] | None = None,
+    mastery: int | None = None,
+    canonical: bool = False,
 ) -> Recomputed:
     """The unit's verdicts from the recorded data alone (see the module's text): the learner's own replay
     of the log (:func:`grader.engine.progress.replay`) with the :class:`Recomputing` judge. ``legacy_ok``:
-    the class was handed a version whose error questions took words (``versions.BEFORE_CAUSES``)."""
+    the class was handed a version whose error questions took words (``versions.BEFORE_CAUSES``). ``identity``:
+    whose programs the generated self-tests are judged on; ``carried``: the answers the copy's records say were
+    given before (each judged on that learner's program of its number, before the run's own); ``mastery``: right
+    answers in a row that pass; ``canonical``: the class was handed a version from before variants."""
     questions = {q.qid: q for q in of_unit(unit)}
     findings: list[str] = []
     mine = [e for e in events if e.unit == unit]
@@ -237,6 +291,11 @@ def recompute(
         if last_time is not None and e.time < last_time:
             findings.append("events out of order: a later event carries an earlier time")
         last_time = e.time if last_time is None else max(last_time, e.time)
+    if not canonical and identity is not None:
+        mine, found = _own_programs(questions, mine, identity, carried or {})
+        findings += found
+    elif canonical:  # every answer is to the one program the version asked: no program numbers in its record
+        mine = [_without_number(questions, e) for e in mine]
     sessions = {e.session for e in mine}
     checked = {e.qid for e in mine if e.action == "check"}
     for qid, verdict in exercises.items():
@@ -244,8 +303,8 @@ def recompute(
         if q is not None and q.role == "exercise" and qid not in checked and verdict.verdict == "correct":
             # the check cell never recorded (the kernel died or was stopped first): the function still counts
             mine.append(Event(0, 0.0, unit, qid, "check", None, "correct", "", "", {}))
-    judge = Recomputing(exercises, legacy_ok)
-    state = progress.replay(unit, mine, judge)
+    judge = Recomputing(exercises, legacy_ok, identity, canonical)
+    state = progress.replay(unit, mine, judge, mastery)
     findings += judge.findings
     missing = state.missing()
     if judge.differs:
@@ -276,7 +335,50 @@ def recompute(
         hints={qid: st.hints for qid, st in state.questions.items() if st.hints},
         answers=judge.answers,
         exercises=dict(exercises),
+        variants=dict(judge.variants),
     )
+
+
+def _without_number(questions: dict, e: Event) -> Event:
+    q = questions.get(e.qid) if e.qid else None
+    if q is None or q.program is None or not isinstance(e.detail, dict) or "variant" not in e.detail:
+        return e
+    detail = {k: v for k, v in e.detail.items() if k not in ("variant", "seed")}
+    return Event(e.id, e.time, e.unit, e.qid, e.action, e.answer, e.verdict, e.torch, e.session, detail)
+
+
+def _own_programs(questions: dict, events: list[Event], identity: str, carried: dict[str, variants.Carried]):
+    """The events of the generated self-tests as the gradebook reads them: each check names a program number (0
+    where it names none), the answers the copy's records carry come first (judged like the run's own), and an event
+    that recorded another identity's program is a finding (it is judged on this learner's program anyway)."""
+    mine = identities.fingerprint(identity)
+    findings, out = [], []
+    first_time = min((e.time for e in events), default=0.0)
+    for qid, c in sorted(carried.items()):
+        q = questions.get(qid)
+        if q is None or q.program is None:
+            continue
+        if c.fingerprint != mine:  # answers to someone else's programs: only the cell's answer, re-run, counts
+            findings.append(
+                f"{qid}: the copy's record was answered under another identity (its answers there are not counted; "
+                "the cell's answer is judged on this learner's own program)"
+            )
+            continue
+        for number, answer in c.answers:
+            detail = {"variant": number, "carried": True}
+            out.append(Event(0, first_time, q.unit, qid, "check", answer, "recorded", "", "", detail))
+    for e in events:
+        q = questions.get(e.qid) if e.qid else None
+        if q is not None and q.program is not None and e.action == "check":
+            detail = dict(e.detail or {})
+            number = variants.number_in(detail)
+            if number is None:
+                detail["variant"] = 0
+            elif isinstance(detail.get("seed"), int) and detail["seed"] != variants.seed_of(identity, q.qid, number):
+                findings.append(f"{q.qid}: a check recorded a program that is not this learner's own; judged on theirs")
+            e = Event(e.id, e.time, e.unit, e.qid, e.action, e.answer, e.verdict, e.torch, e.session, detail)
+        out.append(e)
+    return out, list(dict.fromkeys(findings))
 
 
 def decode_lines(raw: bytes, limit: int = 100_000) -> tuple[dict, list[str]]:

@@ -32,6 +32,16 @@ def before_causes(version: str | None) -> bool:
     return version in BEFORE_CAUSES
 
 
+# The released versions whose self-tests asked one program each, the same for everyone: a class handed one of them
+# answered the canonical programs (every generator's first choices, grader.engine.variants), and is judged on them.
+BEFORE_VARIANTS = frozenset({"0.2.0", "0.3.0", "0.4.0"})
+
+
+def before_variants(version: str | None) -> bool:
+    """Whether a class handed ``version`` answered its self-tests on the one program each then asked."""
+    return version in BEFORE_VARIANTS
+
+
 class UnknownVersion(ValueError):
     pass
 

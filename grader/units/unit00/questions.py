@@ -4,6 +4,7 @@ import torch
 
 from grader.engine.kinds import Boolean, Number
 from grader.engine.question import predict_then_run, self_test
+from grader.units.unit00.generators import square_program
 
 
 @predict_then_run(
@@ -31,22 +32,21 @@ def warmup_flag():
 @self_test(
     "00.warmup-square",
     Number(),
-    prompt="s = torch.tensor(3.0, requires_grad=True); (s * s).backward(). What is s.grad?",
-    explain="d(s*s)/ds = 2s, which is 6 at s = 3; backward() stores it in s.grad.",
+    program=square_program,
+    explain="backward() stores d(output)/ds in s.grad. s is used in more than one place, and each use adds its "
+    "own term to the slope: for s * s that is s + s.",
     hints=(
-        "s * s is s squared: what is the slope of a square at s = 3?",
-        "backward() puts d(output)/ds into s.grad; for s * s that is s + s, one term for each factor.",
+        "How many times does s appear in the expression? Each place it appears changes the output when s moves.",
+        "backward() puts d(output)/ds into s.grad; each use of s contributes its own term (the product rule), and "
+        "the terms add.",
     ),
     misconceptions=[
         (
-            lambda truth: truth / 2,
-            "that is s itself, the value of one factor; the product has a "
-            "factor s in two places, and each contributes s to the slope.",
+            lambda truth, p: p.facts["counted once"],
+            "that counts one use of s: s appears in more than one place, and each use adds its own term to the slope.",
         ),
-        (lambda truth: truth * 1.5, "that is s * s, the value of the output; s.grad holds its slope."),
+        (lambda truth, p: p.facts["value"], "that is the output's value; s.grad holds its slope."),
     ],
 )
-def warmup_square():
-    s = torch.tensor(3.0, requires_grad=True)
-    (s * s).backward()
-    return s.grad.item()
+def warmup_square(p):
+    return p.run()["s"].grad.item()

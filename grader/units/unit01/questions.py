@@ -6,16 +6,15 @@ from grader import probes
 from grader.engine.kinds import Boolean, Function, Name, Names, Number, Sequence, saved_key
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.unit01.cases import walk_cases, walk_result
+from grader.units.unit01.generators import keeps_program, leaves_program, saves_program, walk_program
 from grader.units.unit01.support import (
     branchy,
     chain,
-    closed_book,
     mm_as_addmm,
     neuron,
     recorded_results,
     shared_chain,
     walk_every_edge,
-    who_keeps,
 )
 
 
@@ -286,114 +285,150 @@ def neuron_mul_saves():
 @self_test(
     "01.closed-book-walk",
     Sequence(),
-    prompt="y = (x @ W + b).relu().sum(), with x 2x3, W 3x4 and b of 4, all requiring grad. Walk "
-    "y.grad_fn: every node once, depth first, next_functions in order. Which nodes, in order?",
-    explain="Sum, then ReLU, then the addition of b, then the matrix product; its two edges lead to the "
-    "AccumulateGrad of x and of W, and the addition's second edge to b's.",
+    program=walk_program,
+    explain="Each operation that ran leaves one node, met last first: the reduction, the activation (if any), the "
+    "addition of b, then the matrix product. Each leaf that requires grad ends its branch in one AccumulateGrad, "
+    "met in next_functions order (an addition's first edge leads to its left operand).",
     hints=(
-        "Write the expression as the operations that ran, last first: .sum(), .relu(), +, @. Each ran "
-        "as its own operation and left its own node.",
-        "x @ W on two 2-D tensors runs a matrix-matrix product (Mm); + b then runs separately (Add). "
-        "Each leaf ends the walk with one AccumulateGrad, met in next_functions order: Mm's x, W, then "
-        "Add's b.",
+        "Write the expression as the operations that ran, last first: the reduction, the activation, +, @. Each "
+        "ran as its own operation and left its own node.",
+        "x @ W on two 2-D tensors runs a matrix-matrix product (Mm); + b then runs separately (Add). Each leaf "
+        "that requires grad ends the walk with one AccumulateGrad, met in next_functions order: an addition's "
+        "left operand first, the product's x before its W.",
     ),
     misconceptions=[
         (
             mm_as_addmm,
-            "AddmmBackward0 is what nn.Linear (torch.addmm) records: one fused "
-            "operation. x @ W + b is two operations, a matrix product and then an "
-            "addition, so it leaves two nodes.",
+            "AddmmBackward0 is what nn.Linear (torch.addmm) records: one fused operation. x @ W + b is two "
+            "operations, a matrix product and then an addition, so it leaves two nodes.",
         ),
         (
             lambda truth: [n for n in truth if n != "AccumulateGrad"],
-            "the walk goes on past the operations: every leaf that requires grad ends in an "
-            "AccumulateGrad node, and the walker lists those too.",
+            "the walk goes on past the operations: every leaf that requires grad ends in an AccumulateGrad "
+            "node, and the walker lists those too.",
         ),
     ],
 )
-def closed_book_walk():
-    *_, y = closed_book()
-    return probes.node_names(y)
+def closed_book_walk(p):
+    return probes.node_names(p.run()["y"])
 
 
 @self_test(
     "01.closed-book-leaves",
     Names(pool=("x", "W", "b", "y")),
-    prompt="In the same graph, which of x, W, b, y have an AccumulateGrad node? Answer a set of names.",
-    explain="Every leaf that requires grad and was used gets one AccumulateGrad node; y is the output, "
-    "whose grad_fn is the sum's node.",
+    program=leaves_program,
+    explain="A leaf gets one AccumulateGrad node when it requires grad and an operation on the way to y used it; "
+    "y is the output, whose grad_fn is the reduction's node.",
     hints=(
-        "An AccumulateGrad node belongs to a leaf. Which of the four are leaves?",
-        "x, W and b were created with requires_grad=True and used; y was produced by .sum(), so its "
-        "grad_fn is SumBackward0, not an AccumulateGrad.",
+        "An AccumulateGrad node belongs to a leaf. Which of the four are leaves that require grad?",
+        "A leaf's AccumulateGrad is made when an operation recorded in y's graph uses it: a tensor made without "
+        "requires_grad=True, or one never used on the way to y, gets none. y was produced by the reduction.",
     ),
     misconceptions=[
-        ({"W", "b"}, "x requires grad too here, so it is a leaf that gets its own AccumulateGrad, data or not.")
+        (
+            lambda truth: set(truth) | {"y"},
+            "y is the output: its grad_fn is the reduction's node, not an AccumulateGrad; only leaves get one.",
+        ),
+        (
+            lambda truth, p: set(truth) | {p.facts["no grad"]} if p.facts["no grad"] else None,
+            "a tensor made without requires_grad=True takes no part in the graph: autograd makes no "
+            "AccumulateGrad node for it.",
+        ),
+        (
+            lambda truth, p: set(truth) | {p.facts["unused"]} if p.facts["unused"] else None,
+            "that tensor requires grad but no operation on the way to y used it, so y's graph never reaches it "
+            "and it has no AccumulateGrad node there.",
+        ),
+        (
+            lambda truth, p: set(truth) - {"x"} if p.facts["x needs"] else None,
+            "x requires grad too here, so it is a leaf that gets its own AccumulateGrad, data or not.",
+        ),
     ],
 )
-def closed_book_leaves():
-    x, W, b, y = closed_book()
-    names = {"x": x, "W": W, "b": b}
-    return probes.leaf_names(y, names)
+def closed_book_leaves(p):
+    ns = p.run()
+    return probes.leaf_names(ns["y"], {name: ns[name] for name in ("x", "W", "b")})
 
 
 @self_test(
     "01.closed-book-saves",
     Names(key=saved_key, pool=("_saved_self", "_saved_other", "_saved_result")),
-    prompt="a = torch.randn(3, requires_grad=True); b = torch.randn(3) (no grad); y = a * b. Which "
-    "_saved_ attributes of y.grad_fn hold a tensor (not None)? Answer a set of names.",
-    explain="Only a needs a gradient, and d(a*b)/da = b: the node keeps b (_saved_other). a itself would be "
-    "needed only for b's gradient, which nobody asked for, so _saved_self stays None.",
+    program=saves_program,
+    explain="Each factor's gradient is the other factor: a product's node keeps the factor that the gradients "
+    "asked for read. With one input requiring grad, only the other one is kept; with both, both are. The product's "
+    "own output is never needed.",
     hints=(
         "Which inputs need a gradient, and what does each one's local rule read?",
-        "For a product, the gradient for one factor is the other factor. Only a requires grad, so only "
-        "one factor has to be kept.",
+        "For a product, the gradient for one factor is the other factor. _saved_self is the left operand, "
+        "_saved_other the right one.",
     ),
     misconceptions=[
         (
-            {"_saved_self", "_saved_other"},
-            "both are kept only when both inputs need a gradient "
-            "(the neuron's w * x); here b needs none, so a is not "
-            "kept.",
-        )
+            lambda truth, p: {"_saved_self", "_saved_other"} if p.facts["one needs grad"] else None,
+            "both are kept only when both inputs need a gradient (the neuron's w * x); here one needs none, so "
+            "the factor that only its gradient would read is not kept.",
+        ),
+        (
+            lambda truth: (
+                {"_saved_self"}
+                if set(truth) == {"_saved_other"}
+                else ({"_saved_other"} if set(truth) == {"_saved_self"} else None)
+            ),
+            "each factor's gradient reads the other factor: the node keeps the operand that does not require grad, "
+            "the one the other's gradient reads.",
+        ),
+        (
+            lambda truth: set(truth) | {"_saved_result"},
+            "a product's backward reads its inputs, never its output: nothing is kept as _saved_result.",
+        ),
     ],
 )
-def closed_book_saves():
-    a = torch.randn(3, requires_grad=True)
-    b = torch.randn(3)
-    y = a * b
+def closed_book_saves(p):
+    y = p.run()["y"]
     return {n for n, v in probes.saved_attributes(y.grad_fn).items() if isinstance(v, torch.Tensor)}
 
 
 @self_test(
     "01.who-keeps-grad",
     Names(pool=("p", "u", "q", "s")),
-    prompt="p = torch.ones(2, requires_grad=True); u = torch.zeros(2, requires_grad=True).double(); "
-    "q = p * 2 + u; s = torch.tensor(3.0); (q * s).sum().backward(). Which of p, u, q, s have a "
-    ".grad that is not None afterwards?",
-    explain="Only leaves that require grad store a gradient. p is one. u is the output of a float32 to "
-    "float64 copy, a non-leaf (the zeros tensor is the leaf, and no name holds it); q is computed; "
-    "s needs no gradient.",
+    program=keeps_program,
+    explain="Only leaves that require grad store a gradient, and a non-leaf that asked with retain_grad(). A cast "
+    "that changes the dtype records a copy, whose output is a non-leaf; a cast to the dtype it already has returns "
+    "the leaf itself. A computed tensor's gradient passes through it; a constant needs none.",
     hints=(
         "Print the three flags in your head for each name: requires_grad, is_leaf, grad_fn.",
-        "A cast that changes the dtype is a recorded operation: u is its output, not the tensor created "
-        "with requires_grad=True.",
+        "A cast that changes the dtype is a recorded operation: its output is not the tensor created with "
+        "requires_grad=True. One to the same dtype records nothing and returns the same tensor.",
     ),
     misconceptions=[
         (
-            {"p", "u"},
-            "u was made by .double(), which changed the dtype and so recorded a copy: "
-            "u is that copy's output, a non-leaf, and its gradient is not stored.",
+            lambda truth, p: set(truth) | {"u"} if p.facts["u copy"] else None,
+            "u was made by a cast that changed the dtype and so recorded a copy: u is that copy's output, a "
+            "non-leaf, and its gradient is not stored.",
         ),
         (
-            {"p", "q"},
-            "q is computed by the addition, so it is not a leaf: its gradient passes "
-            "through on the way to p and is not stored.",
+            lambda truth, p: set(truth) - {"u"} if not p.facts["u copy"] else None,
+            "u is a leaf here: a cast to the dtype the tensor already has records nothing and returns the same "
+            "tensor (and a tensor made as float64 needs no cast), so u stores its gradient.",
+        ),
+        (
+            lambda truth, p: set(truth) | {"q"} if not p.facts["q retained"] else None,
+            "q is computed by the addition, so it is not a leaf: its gradient passes through on the way to p and "
+            "is not stored.",
+        ),
+        (
+            lambda truth, p: set(truth) - {"q"} if p.facts["q retained"] else None,
+            "q.retain_grad() asked autograd to keep q's gradient: a non-leaf stores it when asked.",
+        ),
+        (
+            lambda truth: set(truth) ^ {"s"},
+            "s is a leaf: it stores a gradient exactly when it was made with requires_grad=True.",
         ),
     ],
 )
-def who_keeps_grad():
-    return {name for name, t in who_keeps().items() if t.grad is not None}
+def who_keeps_grad(p):
+    ns = p.run()
+    return {name for name in ("p", "u", "q", "s") if ns[name].grad is not None}
 
 
 # --- exercise -------------------------------------------------------------------------

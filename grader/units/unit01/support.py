@@ -60,23 +60,7 @@ def neuron(x_value=1.0, w_value=2.0):
     return x, w, z, s
 
 
-def closed_book():
-    x = torch.randn(2, 3, requires_grad=True)
-    W = torch.randn(3, 4, requires_grad=True)
-    b = torch.randn(4, requires_grad=True)
-    return x, W, b, (x @ W + b).relu().sum()
-
-
 def mm_as_addmm(truth):
     """The walk a learner writes who expects one fused node for x @ W + b."""
     out = [n for n in truth if n != "MmBackward0"]
     return ["AddmmBackward0" if n == "AddBackward0" else n for n in out]
-
-
-def who_keeps():
-    p = torch.ones(2, requires_grad=True)
-    u = torch.zeros(2, requires_grad=True).double()
-    q = p * 2 + u
-    s = torch.tensor(3.0)
-    (q * s).sum().backward()
-    return {"p": p, "u": u, "q": q, "s": s}

@@ -17,6 +17,7 @@ from grader.units.unit02.cases import (
     timeline_cases,
     timeline_result,
 )
+from grader.units.unit02.generators import broadcast_program, none_program, seed_program, steps_program
 from grader.units.unit02.kinds import LeafGrads
 from grader.units.unit02.support import (
     accumulate_nodes,
@@ -389,130 +390,142 @@ def where_nan():
 # --- self-test ---------------------------------------------------------------------------------
 
 
+def _one_route(truth, p):
+    """v[k] counted once: its entry without the route through the left factor (the others' shared term)."""
+    wrong = list(truth)
+    wrong[p.facts["k"]] = truth[p.facts["k"]] - truth[p.facts["other"]]
+    return wrong
+
+
 @self_test(
     "02.closed-book-seed",
     Number(),
-    prompt="v = torch.tensor([2.0, -1.0, 1.0], requires_grad=True); m = v * v.sum(); "
-    "m.backward(torch.tensor([1.0, 0.0, 0.0])). What is v.grad?",
-    explain="The one-hot seed keeps only m[0] = v[0] * (v[0] + v[1] + v[2]). Its gradient is v.sum() + v[0] "
-    "for v[0] (two routes add) and v[0] for the others.",
+    program=seed_program,
+    explain="The one-hot seed keeps only one output element, m[k] = v[k] * v.sum(), scaled by the seed's value. "
+    "v[k] reaches it by two routes, the factor and the sum, and the two contributions add; every other element "
+    "reaches it through the sum only.",
     hints=(
-        "The seed [1, 0, 0] keeps a single output element. Write that element out in terms of v[0], v[1] and v[2].",
-        "m[0] = v[0] * (v[0] + v[1] + v[2]). v[0] reaches it by two routes (the left factor and the sum), "
-        "and the two contributions add; v[1] and v[2] only through the sum.",
+        "The seed keeps a single output element (times its value). Write that element out in terms of v's elements.",
+        "m[k] = v[k] * (v[0] + v[1] + ...). v[k] reaches it by two routes (the factor and the sum), and the two "
+        "contributions add; the others only through the sum.",
     ),
     misconceptions=[
         (
-            lambda truth: [truth[0] - truth[1], truth[1], truth[2]],
-            "that counts v[0] once; it reaches m[0] by two routes, the left factor and the sum, and "
-            "backward adds both.",
+            _one_route,
+            "that counts the seeded element once; it reaches the kept output by two routes, the factor and the "
+            "sum, and backward adds both.",
         ),
         (
-            lambda truth: [truth[0], 0.0, 0.0],
-            "v[1] and v[2] reach m[0] through v.sum(), so the one-hot seed does not cut them off.",
+            lambda truth, p: [t if i == p.facts["k"] else 0.0 for i, t in enumerate(truth)],
+            "the other elements reach the kept output through v.sum(), so the one-hot seed does not cut them off.",
         ),
     ],
 )
-def closed_book_seed():
-    v = torch.tensor([2.0, -1.0, 1.0], requires_grad=True)
-    m = v * v.sum()
-    m.backward(torch.tensor([1.0, 0.0, 0.0]))
-    return v.grad.tolist()
+def closed_book_seed(p):
+    return p.run()["v"].grad.tolist()
 
 
 @self_test(
     "02.closed-book-broadcast",
     Number(),
-    prompt="X = torch.randn(4, 3); b = torch.zeros(1, 3, requires_grad=True); loss = (X + b).mean(); "
-    "loss.backward(). What is b.grad? Answer its three numbers as a flat list (4 decimals).",
-    explain="Each element of b is added to the 4 rows of one column, 4 of the 12 averaged entries: the "
-    "engine sums 4 gradients of 1/12 down to b's shape (1, 3). The sum comes from broadcasting, the "
-    "1/12 from the mean.",
+    program=broadcast_program,
+    explain="Each element of b is added to a whole row or column of X: broadcasting made copies, and the engine "
+    "sums their gradients down to b's shape. A mean then divides every entry's gradient by the number of entries; "
+    "a subtraction sends each one through -1. X's values do not matter.",
     hints=(
-        "X's values do not matter: the gradient of X + b with respect to b is 1 everywhere. What does the "
-        "mean multiply every entry's gradient by?",
-        "The mean of 12 entries sends 1/12 to each. b has shape (1, 3), so each of its elements was "
-        "broadcast over 4 rows, and the 4 gradients of its column are summed into it.",
+        "X's values do not matter: the gradient of X + b with respect to each copy of b is 1 (or -1 for X - b). "
+        "What does the reduction send to every entry?",
+        "A mean of n entries sends 1/n to each, a sum 1. Each element of b was broadcast over several entries, "
+        "and the gradients of its copies are summed into it.",
     ),
     misconceptions=[
         (
-            lambda truth: [t / 4 for t in truth],
-            "that is one entry's share, 1/12; b's element is "
-            "broadcast over 4 rows, and their 4 gradients are "
-            "summed into it.",
+            lambda truth, p: [t / p.facts["copies"] for t in truth],
+            "that is one entry's share; each element of b is broadcast over several entries, and their gradients "
+            "are summed into it.",
         ),
         (
-            lambda truth: [t * 12 for t in truth],
-            "4 per element would be the gradient of the sum; the mean divides every entry's gradient by 12.",
+            lambda truth, p: [t * p.facts["entries"] for t in truth] if p.facts["mean"] else None,
+            "that would be the gradient of the sum; the mean divides every entry's gradient by the number of entries.",
+        ),
+        (
+            lambda truth, p: [t / p.facts["entries"] for t in truth] if not p.facts["mean"] else None,
+            "a sum sends 1 to every entry: nothing divides it by the number of entries (a mean would).",
+        ),
+        (
+            lambda truth, p: [-t for t in truth] if p.facts["minus"] else None,
+            "b is subtracted: each copy's gradient passes through -1, so b's gradient is negative.",
         ),
     ],
 )
-def closed_book_broadcast():
-    X = torch.randn(4, 3)
-    b = torch.zeros(1, 3, requires_grad=True)
-    (X + b).mean().backward()
-    return b.grad.flatten().tolist()
+def closed_book_broadcast(p):
+    return p.run()["b"].grad.flatten().tolist()
 
 
 @self_test(
     "02.closed-book-steps",
     Number(),
-    prompt="w = torch.tensor(-1.0, requires_grad=True); opt = torch.optim.SGD([w], lr=0.0). For step in 0, 1, 2: "
-    "(w ** 3).backward(), and after step 1 only, opt.zero_grad(). What is w.grad at the end?",
-    explain="Steps 0 and 1 add 3 + 3; zero_grad() then sets .grad to None; step 2 starts again from "
-    "nothing and stores 3.",
+    program=steps_program,
+    explain="Each backward call adds its gradient into .grad; zero_grad() sets .grad to None, so only the calls "
+    "after it are left, each adding the same amount (lr=0.0 keeps w where it was).",
     hints=(
-        "What is one backward call's gradient of w ** 3 at w = -1? Then follow .grad through the three steps.",
-        "Each backward adds 3 into .grad. lr=0.0 keeps w at -1. zero_grad() (set_to_none=True by default) "
-        "runs after step 1 only, so only what step 2 adds is left.",
+        "What is one backward call's gradient of the power at w's value? Then follow .grad through the steps.",
+        "Each backward adds the same gradient into .grad. zero_grad() (set_to_none=True by default) runs after "
+        "one step only, so only what the steps after it added is left.",
     ),
     misconceptions=[
         (
-            lambda truth: truth * 3,
-            "that adds all three steps; zero_grad() after step 1 dropped "
-            "the first two, so only step 2's gradient is left.",
+            lambda truth, p: truth / p.facts["after"] * p.facts["steps"],
+            "that adds every step; zero_grad() dropped what the steps before it had added, so only the steps "
+            "after it are left.",
         ),
         (
             lambda truth: truth * 0,
-            "zero_grad() ran before step 2, not after it: step 2's backward stored a fresh gradient.",
+            "zero_grad() ran after that step, not at the end: the backward calls after it stored their gradients "
+            "again.",
+        ),
+        (
+            lambda truth, p: truth / p.facts["after"] if p.facts["after"] > 1 else None,
+            "each backward call after zero_grad() adds into .grad again: their gradients sum.",
         ),
     ],
 )
-def closed_book_steps():
-    w = torch.tensor(-1.0, requires_grad=True)
-    opt = torch.optim.SGD([w], lr=0.0)
-    for step in range(3):
-        (w**3).backward()
-        if step == 1:
-            opt.zero_grad()
-    return w.grad.item()
+def closed_book_steps(p):
+    return p.run()["w"].grad.item()
 
 
 @self_test(
     "02.closed-book-none",
     Names(pool=("a", "b", "c", "d")),
-    prompt="a = torch.tensor(1.0, requires_grad=True); b = torch.tensor(-1.0, requires_grad=True); "
-    "c = torch.tensor(1.0, requires_grad=True); d = torch.tensor(1.0); loss = a * 0 + b.relu() + d; "
-    "loss.backward(). Which of a, b, c, d have a .grad that is None? Answer a set of names.",
-    explain="a and b are connected: their gradients were computed and are zero (times 0, and relu's slope "
-    "below zero). c was never used, so nothing reached it; d does not require grad.",
+    program=none_program,
+    explain="A leaf that backward reached has a gradient, even a zero one (times 0, relu below zero, x - x). "
+    "A leaf that no recorded operation used was never reached, and one made without requires_grad takes no part: "
+    "both keep .grad None.",
     hints=(
         "None means no gradient arrived at all; zero means one arrived and was zero. Which leaves did backward reach?",
-        "a * 0 and b.relu() are recorded operations with edges to a and b, so both receive a gradient (here "
-        "zero). c appears nowhere in loss; d was created without requires_grad.",
+        "a * 0, b.relu() and (a - a) are recorded operations with edges to their inputs, so each input receives a "
+        "gradient (here zero). A name that appears nowhere in loss, or one created without requires_grad, "
+        "receives none.",
     ),
     misconceptions=[
-        ({"a", "b", "c", "d"}, "a and b were reached: their gradients are zeros, which is not None."),
-        ({"c"}, "d does not require grad, so backward never stores a gradient in it: its .grad stays None."),
+        (
+            lambda truth, p: set(truth) | p.facts["zero"] if p.facts["zero"] else None,
+            "a leaf that backward reached has a gradient even when it is zero (times 0, relu below zero, x - x): "
+            "zeros, which is not None.",
+        ),
+        (
+            lambda truth, p: set(truth) - p.facts["constant"] if p.facts["constant"] else None,
+            "a tensor that does not require grad never gets a gradient stored: its .grad stays None.",
+        ),
+        (
+            lambda truth, p: set(truth) - p.facts["unused"] if p.facts["unused"] else None,
+            "a leaf that appears nowhere in loss is never reached by backward: its .grad stays None.",
+        ),
     ],
 )
-def closed_book_none():
-    a = torch.tensor(1.0, requires_grad=True)
-    b = torch.tensor(-1.0, requires_grad=True)
-    c = torch.tensor(1.0, requires_grad=True)
-    d = torch.tensor(1.0)
-    (a * 0 + b.relu() + d).backward()
-    return {n for n, t in {"a": a, "b": b, "c": c, "d": d}.items() if t.grad is None}
+def closed_book_none(p):
+    ns = p.run()
+    return {n for n in ("a", "b", "c", "d") if ns[n].grad is None}
 
 
 # --- exercise 1: every leaf's .grad after one step, two steps, and zero_grad() ----------------------------

@@ -20,6 +20,7 @@ import torch
 from grader.engine.kinds import Boolean, Choice, Error, Function, Names, Number, Sequence
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.unit03.cases import loop_cases, run_loop, run_watch, three_ways_cases
+from grader.units.unit03.generators import leaf_second_program, retain_program, shared_program, untouched_program
 from grader.units.unit03.kinds import WAYS_TO_READ, StepReport, ThreeWays, Watched
 from grader.units.unit03.support import (
     backward_order,
@@ -351,126 +352,121 @@ def optimizer_non_leaf():
 @self_test(
     "03.which-untouched",
     Names(pool=("u", "v", "m", "out")),
-    prompt="u = torch.tensor(1.0, requires_grad=True); v = torch.tensor(2.0, requires_grad=True); m = u * v; "
-    "m.retain_grad(); out = m.exp() + v; v.register_hook(lambda g: g * 0); "
-    "(gu,) = torch.autograd.grad(out, u). Which of u, v, m, out have a .grad that is not None afterwards? "
-    "Answer a set of names (set() for none).",
-    explain="autograd.grad writes no leaf's .grad, so u and v stay None whatever the hook does (and v's hook "
-    "never even runs: v's gradient was not asked for). retain_grad() on m is a standing order, obeyed "
-    "by every backward pass, autograd.grad's included.",
+    program=untouched_program,
+    explain="backward() stores gradients in the leaves' .grad (a hook may change the value stored, zeros included, "
+    "not whether it is stored); torch.autograd.grad returns them and writes no leaf's .grad. retain_grad() on m is "
+    "a standing order, obeyed by every pass that goes through m, autograd.grad's included. out, the output, keeps "
+    "no gradient.",
     hints=(
-        "Take the three instructions one at a time: which of them can write a .grad field at all?",
-        "torch.autograd.grad returns gradients instead of storing them in leaves; retain_grad() belongs to "
-        "the tensor and is obeyed by whichever backward pass goes through it.",
+        "Take the instructions one at a time: which of them can write a .grad field at all?",
+        "torch.autograd.grad returns gradients instead of storing them in leaves; backward() stores them. "
+        "retain_grad() belongs to the tensor and is obeyed by whichever pass goes through it.",
     ),
     misconceptions=[
         (
-            set(),
-            "retain_grad() is attached to m, not to backward(): the pass that autograd.grad runs "
-            "goes through m and stores its gradient there.",
+            lambda truth, p: set(truth) - {"m"} if p.facts["retained"] and p.facts["grad"] else None,
+            "retain_grad() is attached to m, not to backward(): the pass that autograd.grad runs goes through m "
+            "and stores its gradient there.",
         ),
         (
-            lambda truth: set(truth) | {"u"},
-            "autograd.grad hands u's gradient back to you (gu) and leaves u.grad alone.",
+            lambda truth, p: set(truth) | p.facts["asked"] if p.facts["grad"] else None,
+            "autograd.grad hands the gradients you asked for back to you and leaves the leaves' .grad alone.",
+        ),
+        (
+            lambda truth, p: set(truth) - {"v"} if p.facts["hooked"] and not p.facts["grad"] else None,
+            "the hook changed the value v's gradient carries (to zeros); backward still stores it: v.grad is a "
+            "zero tensor, not None.",
+        ),
+        (
+            lambda truth, p: set(truth) | {"m"} if not p.facts["retained"] else None,
+            "m is computed, not a leaf, and nothing asked to keep its gradient: it passes through m and is not stored.",
+        ),
+        (
+            lambda truth: set(truth) | {"out"},
+            "out is where the pass starts; nothing stores a gradient in it.",
         ),
     ],
 )
-def which_untouched():
-    u = torch.tensor(1.0, requires_grad=True)
-    v = torch.tensor(2.0, requires_grad=True)
-    m = u * v
-    m.retain_grad()
-    out = m.exp() + v
-    v.register_hook(lambda g: g * 0)
-    torch.autograd.grad(out, u)
-    return {n for n, t in {"u": u, "v": v, "m": m, "out": out}.items() if read_grad(t) is not None}
+def which_untouched(p):
+    ns = p.run()
+    return {n for n in ("u", "v", "m", "out") if read_grad(ns[n]) is not None}
 
 
 @self_test(
     "03.hook-on-shared",
     Number(),
-    prompt="a = torch.tensor(0.5, requires_grad=True); h = a * 4; calls = []; "
-    "h.register_hook(lambda g: calls.append(g.item())); out = h ** 2 + 5 * h; out.backward(). How many "
-    "times is the hook called, and with what value? Answer [calls, value].",
-    explain="h is used twice, but its two contributions are added before its node runs, and the hook "
-    "sees that sum once: 2h + 5 = 9.",
+    program=shared_program,
+    explain="A tensor hook runs when the gradient with respect to that tensor is complete: within one backward "
+    "pass, the contributions of every use of h are added first, and the hook sees the total once. Two backward "
+    "calls are two passes, and it runs in each.",
     hints=(
-        "How many gradients does h receive, and does backward deliver them to h separately or together?",
-        "A tensor hook runs when the gradient with respect to that tensor is complete: the sum of what every "
-        "use of h sent back. d/dh of h ** 2 + 5 * h at h = 2.",
+        "How many gradients does h receive in each backward pass, and does backward deliver them to h separately "
+        "or together?",
+        "A tensor hook runs once per pass that reaches h, with the sum of what every use of h sent back in that "
+        "pass. Count the backward calls, then differentiate what each one starts from with respect to h.",
     ),
     misconceptions=[
         (
-            lambda truth: [2, *truth[1:]],
+            lambda truth, p: [2, *truth[1:]] if not p.facts["apart"] else None,
             "backward adds the contributions of both uses before h's hook runs; the hook sees the total once.",
-        )
+        ),
+        (
+            lambda truth, p: [1, sum(truth[1:])] if p.facts["apart"] else None,
+            "each backward call is a pass of its own, and h's hook runs in each, with that pass's gradient.",
+        ),
     ],
 )
-def hook_on_shared():
-    a = torch.tensor(0.5, requires_grad=True)
-    h = a * 4
-    calls = []
-    h.register_hook(lambda g: calls.append(g.item()))
-    (h**2 + 5 * h).backward()
-    return [len(calls), *calls[:1]]
+def hook_on_shared(p):
+    calls = p.run()["calls"]
+    return [len(calls), *calls]
 
 
 @self_test(
     "03.leaf-hook-second",
     Number(),
-    prompt="p = torch.tensor(1.5, requires_grad=True); got = []; p.register_hook(lambda g: got.append(g.item())); "
-    "z = (p * 2) ** 2; z.backward(retain_graph=True); z.backward(). What did the hook receive the second "
-    "time, and what is p.grad now? Answer [second value, p.grad].",
-    explain="A hook on a leaf sees the gradient arriving from this pass, before AccumulateGrad adds it to "
-    "p.grad; the field holds the running total of both passes.",
+    program=leaf_second_program,
+    explain="A hook on a leaf sees the gradient arriving from this pass, before AccumulateGrad adds it to p.grad; "
+    "the field holds the running total of every pass.",
     hints=(
         "Does a tensor hook on a leaf run before or after the gradient is added into p.grad?",
-        "The hook sees what this pass brings (dz/dp = 8p); AccumulateGrad then adds it to whatever .grad "
-        "already holds.",
+        "The hook sees what this pass brings (dz/dp at p); AccumulateGrad then adds it to whatever .grad already "
+        "holds, pass after pass.",
     ),
     misconceptions=[
         (
             lambda truth: [truth[1], truth[1]],
             "the hook sees the gradient arriving from this pass, before it is added to p.grad, not the running total.",
-        )
+        ),
+        (
+            lambda truth: [truth[0], truth[0]],
+            "AccumulateGrad adds each pass's gradient into p.grad: it holds the total of every pass, not the last.",
+        ),
     ],
 )
-def leaf_hook_second():
-    p = torch.tensor(1.5, requires_grad=True)
-    got = []
-    p.register_hook(lambda g: got.append(g.item()))
-    z = (p * 2) ** 2
-    z.backward(retain_graph=True)
-    z.backward()
-    return [got[-1], p.grad.item()]
+def leaf_hook_second(p):
+    ns = p.run()
+    return [ns["got"][-1], ns["p"].grad.item()]
 
 
 @self_test(
     "03.retain-accumulates",
     Number(),
-    prompt="q = torch.tensor(-0.5, requires_grad=True); h = q * 4; h.retain_grad(); out = h ** 2; "
-    "out.backward(retain_graph=True); out.backward(). What is h.grad?",
-    explain="A retained gradient behaves like a leaf's: each backward pass adds to it (2h = -4 each time), "
-    "so it needs zeroing just the same.",
+    program=retain_program,
+    explain="A retained gradient behaves like a leaf's: each backward pass adds to it, so it needs zeroing just "
+    "the same.",
     hints=(
-        "Two backward passes go through h. Does the second replace h.grad or add to it?",
-        "retain_grad() makes h's gradient behave like a leaf's .grad: each pass adds d out / dh = 2h to it.",
+        "Several backward passes go through h. Does each one replace h.grad or add to it?",
+        "retain_grad() makes h's gradient behave like a leaf's .grad: each pass adds d out / dh at h to it.",
     ),
     misconceptions=[
         (
-            lambda truth: truth / 2,
+            lambda truth, p: truth / p.facts["passes"],
             "that is one pass's gradient. A retained gradient accumulates across passes like a leaf's .grad.",
         )
     ],
 )
-def retain_accumulates():
-    q = torch.tensor(-0.5, requires_grad=True)
-    h = q * 4
-    h.retain_grad()
-    out = h**2
-    out.backward(retain_graph=True)
-    out.backward()
-    return h.grad.item()
+def retain_accumulates(p):
+    return p.run()["h"].grad.item()
 
 
 # --- exercise A: the three ways on generated programs ---------------------------------------

@@ -19,13 +19,20 @@ from grader import probes
 from grader.engine.kinds import Choice, Error, Function, Names, Number, saved_key
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.unit05.cases import call_with_spec, mlp_cases
+from grader.units.unit05.generators import (
+    RELU_SIN,
+    frozen_program,
+    identity_program,
+    outputs_program,
+    storages_program,
+    view_bill_program,
+    writes_program,
+)
 from grader.units.unit05.support import (
+    BillProgram,
     frozen_first_program,
-    input_bytes,
     input_grad_program,
-    kept_outputs_program,
     lowered,
-    middle_frozen_program,
     param_bytes,
     plain_bill,
     state_bytes,
@@ -34,10 +41,7 @@ from grader.units.unit05.support import (
     tensor_saves,
     view_program,
     view_shape_bytes,
-    view_tanh,
-    view_tanh_program,
     wrapped_bytes,
-    write_then_backward,
 )
 
 # --- 1. ask the node ------------------------------------------------------------------
@@ -330,179 +334,213 @@ def adam_state_ratio():
 @self_test(
     "05.closed-book-view-tanh",
     Number(tol=0),
-    prompt="h = torch.randn(256, 512, requires_grad=True) * 2 (an activation, float32). out = h[:, :8].tanh(). "
-    "How many bytes does out's graph keep for backward, counted as the bill counts (what reaches a pack "
-    "hook, each storage once at its full size)?",
-    explain="tanh keeps its output, a fresh 256x8 tensor; the view of h is not saved, so h's big storage "
-    "is not held. Whether a view pins its base depends on whether a node saves the view.",
+    program=view_bill_program,
+    explain="An op that keeps its output (tanh, exp, sigmoid, relu) keeps a fresh tensor of the view's size; the view "
+    "itself is read once and dropped, so h's big storage is not held. An op that keeps its input (sin, cos) keeps the "
+    "view, and a kept view pins its base's whole storage. Whether a view costs its base depends on whether a node "
+    "saves the view. The * 2 keeps its 2 as a wrapped number: kept, but outside the bill.",
     hints=(
-        "Which does tanh keep, its input or its output? Its slope is 1 - tanh(x)^2.",
-        "tanh's output is a new tensor of its own, 256 x 8 float32 values; the view h[:, :8] is not kept by "
-        "anyone, so h's storage is not on the bill.",
+        "Which does the op keep, its input or its output? tanh's slope is 1 - tanh(x)^2; sin's is cos(x).",
+        "A fresh output is a tensor of its own, the view's size. A saved view is a view of h: the bill counts the "
+        "storage it shares, at its full size.",
         "The multiplication by 2 keeps the 2 as a wrapped number: kept, but outside the bill.",
     ),
     misconceptions=[
         (
-            lambda truth: view_tanh()[0].untyped_storage().nbytes(),
-            "That is all of h. It would be kept if a node saved the view h[:, :8], but tanh keeps its output, "
-            "not its input.",
+            lambda truth, p: p.facts["h bytes"] if p.facts["keeps"] == "output" else None,
+            "That is all of h. It would be kept if a node saved the view, but this op keeps its output, not its input.",
         ),
         (
-            lambda truth: truth + view_tanh()[0].untyped_storage().nbytes(),
-            "tanh's output is all it keeps; the view of h is read once and dropped, so h's storage is not held "
-            "for backward.",
+            lambda truth, p: truth + p.facts["h bytes"] if p.facts["keeps"] == "output" else None,
+            "the op's output is all it keeps; the view of h is read once and dropped, so h's storage is not held for "
+            "backward.",
+        ),
+        (
+            lambda truth, p: p.facts["view bytes"] if p.facts["keeps"] == "input" else None,
+            "that is the view's own size; but this op keeps its input, the view, and a kept view holds its base's "
+            "whole storage.",
         ),
         (
             lambda truth: truth + wrapped_bytes(2),
-            "You added the 2 of '* 2' (an 8-byte int64). It is kept, but as a wrapped Python number it never "
-            "reaches a pack hook, so the bill leaves it out.",
+            "You added the 2 of '* 2' (an 8-byte int64). It is kept, but as a wrapped Python number it never reaches a "
+            "pack hook, so the bill leaves it out.",
         ),
     ],
 )
-def closed_book_view_tanh():
-    return view_tanh_program().bill().total
-
-
-_RELU_SIN = (
-    "r is y itself; s is y itself",
-    "r is y itself; s is another object over y's storage",
-    "r is another object over y's storage; s is y itself",
-    "both are other objects over y's storage",
-    "at least one of them is a copy in new storage",
-)
+def closed_book_view_tanh(p):
+    ns = p.run(until="forward")
+    return probes.bill(lambda: eval(p.facts["forward"], {**ns, "torch": torch})).total
 
 
 @self_test(
     "05.closed-book-relu-sin-identity",
-    Choice(*_RELU_SIN),
-    prompt="v = torch.randn(5, requires_grad=True); y = v.relu(); z = y.sin(); r = y.grad_fn._saved_result; "
-    "s = z.grad_fn._saved_self. y is saved twice: by the ReLU that made it and by the sin that reads it. "
-    "Compared with y, what are r and s? Answer one of: " + "; ".join(repr(o) for o in _RELU_SIN) + ".",
-    explain="To the ReLU, y is its own output: holding y would close a reference cycle (y.grad_fn is that "
-    "node), so it keeps the data and rebuilds a tensor object when asked. To the sine, y is an "
-    "input, which it may hold as it is. Both share y's storage.",
+    Choice(*RELU_SIN),
+    program=identity_program,
+    explain="To the node that made y, y is its own output: holding y would close a reference cycle (y.grad_fn is that "
+    "node), so it keeps the data and rebuilds a tensor object when asked. To a node that reads y, y is an input, "
+    "which it may hold as it is. Both share y's storage: saving never copies. A node after y that keeps its own "
+    "output (exp) keeps that output, a new storage.",
     hints=(
         "Ask, for each node, whether y is that node's output or its input.",
-        "y.grad_fn is the ReLU node. What would happen if that node also held a strong reference to y?",
+        "y.grad_fn is the node that made y. What would happen if that node also held a strong reference to y?",
         "A node rebuilds only its own saved output; a saved input comes back as the very object.",
     ),
     misconceptions=[
         (
-            _RELU_SIN[1],
-            "It is the other way round: a node may not hold its own output (y -> its node -> y "
-            "would be a cycle), but it may hold its inputs.",
+            lambda truth: RELU_SIN[1] if truth == RELU_SIN[2] else None,
+            "It is the other way round: a node may not hold its own output (y -> its node -> y would be a cycle), "
+            "but it may hold its inputs.",
         ),
         (
-            _RELU_SIN[4],
+            lambda truth: RELU_SIN[4] if truth != RELU_SIN[4] else None,
             "Saving never copies; both nodes keep y's memory, which is why an in-place write to y would spoil both.",
+        ),
+        (
+            lambda truth: RELU_SIN[3] if truth == RELU_SIN[4] else None,
+            "exp after y keeps its own output, a new tensor in new storage, not y",
+        ),
+        (
+            lambda truth: RELU_SIN[3] if truth == RELU_SIN[0] else None,
+            "a node keeps its input as the very object: both nodes here read y as an input",
+        ),
+        (
+            lambda truth: RELU_SIN[0] if truth == RELU_SIN[3] else None,
+            "the node that made y may not hold y itself (y -> its node -> y would be a cycle): each time you ask, it "
+            "rebuilds another object over y's storage",
         ),
     ],
 )
-def closed_book_relu_sin_identity():
-    v = torch.randn(5, requires_grad=True)
-    y = v.relu()
-    z = y.sin()
-    r, s = y.grad_fn._saved_result, z.grad_fn._saved_self
+def closed_book_relu_sin_identity(p):
+    ns = p.run()
+    y, r, s = ns["y"], ns["r"], ns["s"]
     if storage_ptr(r) != storage_ptr(y) or storage_ptr(s) != storage_ptr(y):
-        return _RELU_SIN[4]
+        return RELU_SIN[4]
     return {
-        (True, True): _RELU_SIN[0],
-        (True, False): _RELU_SIN[1],
-        (False, True): _RELU_SIN[2],
-        (False, False): _RELU_SIN[3],
+        (True, True): RELU_SIN[0],
+        (True, False): RELU_SIN[1],
+        (False, True): RELU_SIN[2],
+        (False, False): RELU_SIN[3],
     }[(r is y, s is y)]
 
 
 @self_test(
     "05.closed-book-mul-exp-storages",
     Names(pool=("a", "b", "m", "p")),
-    prompt="a = torch.randn(4, requires_grad=True); b = torch.randn(4) (no grad); m = a * b; p = m.exp(). "
-    "Whose storages do the tensors kept anywhere in p's graph share: which of a, b, m, p? Answer a set "
-    "of names.",
-    explain="The product owes a gradient to a only, and that gradient is grad * b: it keeps b, not a. exp's "
-    "slope is its own output, so it keeps p. m is kept by nobody.",
+    program=storages_program,
+    explain="Each node keeps what its own backward reads, and only for the gradients owed. A product keeps, for each "
+    "factor that needs a gradient, the other factor; a quotient keeps its divisor (and its dividend when the divisor "
+    "needs a gradient); a sum keeps nothing. exp, relu and tanh keep their output p; sin and a square keep their "
+    "input m.",
     hints=(
-        "Take the two nodes one at a time: MulBackward0 and ExpBackward0.",
-        "A product keeps the operand that the other operand's gradient needs, and only for operands that require grad.",
-        "exp's slope at a point is exp of that point, which it has already computed.",
+        "Take the two nodes one at a time: the one that made m, and the one that made p.",
+        "A product keeps the operand that the other operand's gradient needs, and only for operands that require "
+        "grad. Does the op on m read its input or its output?",
     ),
     misconceptions=[
         (
-            {"a", "b", "p"},
-            "The product keeps a only if someone needs b's gradient (grad * a). b does not "
-            "require grad, so a is not kept.",
+            lambda truth, p: set(truth) | {"m"} if p.facts["keeps"] == "output" and "m" not in truth else None,
+            "exp, relu and tanh keep their output p, not their input m: their slope is read off the output.",
         ),
-        ({"b", "m"}, "exp keeps its output p, not its input m: exp's slope is exp itself."),
+        (
+            lambda truth, p: set(truth) | {"p"} if p.facts["keeps"] == "input" and "p" not in truth else None,
+            "sin and a square keep their input m: their slope is read at m, not at p.",
+        ),
+        (
+            lambda truth, p: (
+                set(truth) | {"a"}
+                if p.facts["who"] == "a" and p.facts["combine"] == "a * b" and "a" not in truth
+                else None
+            ),
+            "The product keeps a only if someone needs b's gradient (grad * a). b does not require grad, so a is not "
+            "kept.",
+        ),
+        (
+            lambda truth, p: set(truth) - {"b"} if "b" in truth and p.facts["combine"] != "a + b" else None,
+            "a's gradient reads b (grad * b, or grad / b): the node keeps b.",
+        ),
     ],
 )
-def closed_book_mul_exp_storages():
-    a = torch.randn(4, requires_grad=True)
-    b = torch.randn(4)
-    m = a * b
-    p = m.exp()
-    kept = [e.storage for e in probes.saved_tensors(p) if e.state == "ok" and not e.wrapped]
-    return {name for name, t in {"a": a, "b": b, "m": m, "p": p}.items() if storage_ptr(t) in kept}
+def closed_book_mul_exp_storages(p):
+    ns = p.run()
+    kept = [e.storage for e in probes.saved_tensors(ns["p"]) if e.state == "ok" and not e.wrapped]
+    return {name for name in ("a", "b", "m", "p") if storage_ptr(ns[name]) in kept}
+
+
+def _bill_of(p, ns, forward):
+    model, x = ns[p.facts["model"]], ns[p.facts["x"]]
+    return BillProgram(forward, names=model, inputs={"input": x}).bill()
 
 
 @self_test(
     "05.closed-book-middle-frozen",
     Number(tol=0),
-    prompt="The seed-0 MLP of the bill questions (Linear(512, 512), ReLU, Linear(512, 512), ReLU, "
-    "Linear(512, 1)) on its 256x512 input that does not require grad, with the middle layer frozen: "
-    "model[2].requires_grad_(False). How many bytes does model(x).sum() save?",
-    explain="Layer 0 still trains, so everything after it carries a gradient: the frozen layer 2 must "
-    "keep its weight to pass the gradient back, and its ReLU neighbours keep their outputs. "
-    "Freezing layer 2 saves nothing here because its input is a ReLU output, which that ReLU keeps anyway; "
-    "after a GELU, which keeps only its own input, freezing it would drop that input from the bill.",
+    program=frozen_program,
+    explain="Walk the layers with one flag: does the tensor entering this layer need a gradient? A layer keeps its "
+    "input when its weight trains, and its weight when its input needs a gradient, frozen or not: the gradient "
+    "still has to pass back through it. A frozen layer whose input needs no gradient keeps nothing. An activation "
+    "keeps its output (ReLU, Tanh) or its input (GELU) once its input needs a gradient; a storage kept twice is "
+    "counted once.",
     hints=(
         "Walk the layers with one flag: does the tensor entering this layer need a gradient?",
-        "Layer 0 trains, so from its output on every tensor needs a gradient, frozen layers or not.",
+        "From the first layer that trains (or from an input that requires grad) on, every tensor needs a gradient, "
+        "frozen layers or not.",
         "A frozen layer whose input needs a gradient still has to send grad @ W back: it keeps its weight.",
     ),
     misconceptions=[
         (
-            lambda truth: truth - param_bytes("2.weight"),
-            "Freezing layer 2 stops its weight from training, not from being saved: the gradient still has to "
-            "pass through layer 2 to reach layer 0, and that takes 2.weight.",
+            lambda truth, p: (
+                truth - p.facts["weight_bytes"] if p.facts["frozen"] > 0 or p.facts["grad_input"] else None
+            ),
+            "Freezing a layer stops its weight from training, not from being saved: the gradient still has to pass "
+            "through it to reach the layers before it, and that takes its weight.",
         ),
         (
-            lambda truth: truth - param_bytes("2.weight") - input_bytes(),
-            "Layer 2's input is a ReLU output, kept anyway by that ReLU; and 2.weight is still needed to pass "
-            "the gradient back to layer 0.",
+            lambda truth, p: (
+                truth + p.facts["input_bytes"] if p.facts["frozen"] == 0 and not p.facts["grad_input"] else None
+            ),
+            "a frozen first layer on an input that needs no gradient owes no gradient at all: it keeps nothing, not "
+            "even its input.",
         ),
     ],
 )
-def closed_book_middle_frozen():
-    return middle_frozen_program().bill().total
+def closed_book_middle_frozen(p):
+    ns = p.run()
+    return _bill_of(p, ns, lambda: ns[p.facts["model"]](ns[p.facts["x"]]).sum()).total
+
+
+def _one_pass(p) -> list:
+    """[storages, bytes] one forward pass of the drawn model keeps (what keeping a single output keeps)."""
+    ns = p.run(until="forward")
+    bill = _bill_of(p, ns, lambda: ns[p.facts["model"]](ns[p.facts["x"]]))
+    return [bill.count, bill.total]
 
 
 @self_test(
     "05.closed-book-kept-outputs",
     Number(tol=0),
-    prompt="The same seed-0 MLP and plain input, all layers training. outputs = [model(x) for _ in range(3)] "
-    "keeps three forward outputs (say, for logging) and never calls backward. Together, how many "
-    "distinct storages and bytes do their graphs keep alive? Answer [storages, bytes].",
-    explain="Each pass makes two new ReLU outputs, but the input, 2.weight and 4.weight are the same "
-    "storages every time: 3 shared + 3 x 2 new storages.",
+    program=outputs_program,
+    explain="Each pass makes new activations, but the input and the weights are the same storages every time: kept "
+    "by every graph, counted once. The total is the shared storages once plus each pass's own activations.",
     hints=(
         "Which storages are new in each pass, and which are the same tensors every time?",
-        "x and the weights are one storage each, however many graphs keep them. Each pass makes its own ReLU outputs.",
-        "One pass keeps the input, two ReLU outputs, 2.weight and 4.weight.",
+        "x and the weights are one storage each, however many graphs keep them. Each pass makes its own activations.",
+        "Bill one pass first: which of its storages would a second pass share?",
     ),
     misconceptions=[
         (
-            lambda truth: [3 * plain_bill().count, 3 * plain_bill().total],
-            "The three graphs share x, 2.weight and 4.weight: one storage each, counted once. Only the ReLU "
-            "outputs are new in every pass.",
+            lambda truth, p: [v * p.facts["passes"] for v in _one_pass(p)],
+            "The graphs share x and the weights: one storage each, counted once. Only the activations are new in "
+            "every pass.",
         ),
         (
-            lambda truth: [plain_bill().count, plain_bill().total],
-            "Each output keeps its own graph alive, with its own two ReLU outputs: three graphs, not one.",
+            lambda truth, p: _one_pass(p),
+            "Each output keeps its own graph alive, with its own activations: several graphs, not one.",
         ),
     ],
 )
-def closed_book_kept_outputs():
-    bill = kept_outputs_program().bill()
+def closed_book_kept_outputs(p):
+    ns = p.run(until="forward")
+    bill = _bill_of(p, ns, lambda: eval(p.facts["forward"], ns))
     return [bill.count, bill.total]
 
 
@@ -512,28 +550,45 @@ _WRITES = ("b", "c", "d", "e")
 @self_test(
     "05.closed-book-which-writes",
     Names(pool=_WRITES),
-    prompt="a = torch.tensor([0.25, 0.75, 1.25], requires_grad=True); b = a * 3; c = b.relu(); d = b.sin(); "
-    "e = c.exp(); loss = (d + e).sum(). Before loss.backward(), one in-place write t.add_(1) is made to one "
-    "of b, c, d, e (a fresh program each time). For which of them does backward then fail? Answer a set "
-    "of names.",
-    explain="A write spoils backward only if some node saved that storage. sin keeps its input b; relu keeps "
-    "its output c; exp keeps its output e. d is kept by nobody (sin kept b, the addition keeps "
-    "nothing), and the multiplication kept only the 3.",
+    program=writes_program,
+    explain="A write spoils backward only if some node saved that storage: an op that reads its input (sin, cos, a "
+    "square, abs) keeps the tensor it was given; one that reads its output (exp, relu, tanh, sigmoid) keeps the "
+    "tensor it made; a product by a number and the final addition keep no tensor.",
     hints=(
-        "List what each node keeps: MulBackward0, ReluBackward0, SinBackward0, ExpBackward0, AddBackward0.",
+        "List what each node keeps: the one that made b, c, d, e, and the addition.",
         "For each node ask: does its local rule read its input, its output, or neither?",
         "A write is harmless to backward when no node saved the storage written.",
     ),
     misconceptions=[
         (
-            {"b", "c", "d", "e"},
-            "d is written safely: sin kept its input b, not its output d, and the addition keeps nothing.",
+            lambda truth: set(truth) | {"d"} if "d" not in truth else None,
+            "d is written safely: its maker kept its input or nothing, and the addition keeps nothing.",
         ),
-        ({"c", "e"}, "b is kept too: sin's slope is cos(b), so the sine node keeps its input b."),
+        (
+            lambda truth: set(_WRITES) if set(truth) | {"d"} != set(_WRITES) else None,
+            "not every tensor is kept: each node keeps only what its own backward reads (its input, its output, or "
+            "nothing), and the addition keeps nothing.",
+        ),
+        (
+            lambda truth: set(truth) - {"b"} if "b" in truth else None,
+            "b is kept: a node that reads b in its backward (sin, cos, a square, abs) kept it, or b's own maker keeps "
+            "its output.",
+        ),
     ],
 )
-def closed_book_which_writes():
-    return {name for name in _WRITES if write_then_backward(name)}
+def closed_book_which_writes(p):
+    build = p.run()["build"]
+    broken = set()
+    for name in _WRITES:
+        ns = build()
+        ns[name].add_(1)
+        try:
+            ns["loss"].backward()
+        except RuntimeError as exc:
+            if "modified by an inplace operation" not in str(exc):
+                raise
+            broken.add(name)
+    return broken
 
 
 # --- exercises: predict the bill of a generated model ------------------------------------------

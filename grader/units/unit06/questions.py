@@ -16,6 +16,7 @@ import torch
 from grader import probes
 from grader.engine.kinds import Boolean, Choice, Error, Function, Names, Number, Sequence
 from grader.engine.question import exercise, predict_then_run, self_test
+from grader.engine.variants import Listing
 from grader.units.causes import PASS_TWICE, WRITE_SEEN
 from grader.units.unit06.cases import (
     call_hvp,
@@ -27,19 +28,22 @@ from grader.units.unit06.cases import (
     two_loss_cases,
     two_loss_truth,
 )
+from grader.units.unit06.generators import (
+    MODULE_CLEARINGS,
+    keeps_program,
+    module_cycle_program,
+    running_program,
+    second_pass_program,
+    twice_program,
+)
 from grader.units.unit06.kinds import WAYS, GradPairs
 from grader.units.unit06.support import (
     FIRST_GRADIENTS,
-    MODULE_CLEARINGS,
-    best_loss,
     chain,
     differentiable_again,
-    exp_times_self,
     first_gradient_recorded,
     mlp_stale,
-    module_weight_alive,
     run_stale_loop,
-    second_pass_then_backward,
     state_label,
     survives,
     training,
@@ -366,135 +370,216 @@ def cycle_survives():
 @self_test(
     "06.closed-book-relu-twice",
     Error("at the first backward", "at the second backward", causes=PASS_TWICE),
-    prompt=(
-        "x = torch.randn(5, requires_grad=True); loss = x.relu().sum(); loss.backward(); loss.backward(). "
-        "Where does it fail: 'no error', 'at the first backward' or 'at the second backward', and why? For an"
-        " error, answer a pair (place, cause), the cause chosen from the candidates listed with the answer's "
-        "form; your own words may follow as a third item, a note shown beside torch's message and never "
-        "graded."
-    ),
-    explain="ReLU keeps its output to know where the gradient passes; the first backward released it.",
+    program=twice_program,
+    explain="A node keeps the tensors its backward rule reads (relu and exp their output, a power its input, a "
+    "product by a number that number, wrapped in a tensor), and a backward pass releases them unless "
+    "retain_graph=True. A second pass then fails where a kept tensor is gone, or was written in place since; a "
+    "graph that keeps no tensor (x + 1 keeps only its alpha) can be walked again.",
     hints=(
-        "Does ReLU's backward rule need any value from the forward pass?",
-        "ReLU passes the gradient where its output was positive, so it kept its output; the first backward "
-        "released what it kept.",
+        "Does each node's backward rule need a tensor from the forward pass?",
+        "ReLU passes the gradient where its output was positive, so it keeps its output; a product by a number "
+        "keeps the number (as a tensor); an addition keeps no tensor. The first backward releases what was kept, "
+        "unless told to retain it.",
     ),
     misconceptions=[
         (
-            "no error",
-            "ReLU needs to know where its output was positive, so it kept its output, and the first pass released it",
-        )
+            lambda truth, p: (
+                "no error" if truth.where != "no error" and p.facts["tracked"] and not p.facts["written"] else None
+            ),
+            "a node of this graph kept a tensor for backward, and the first pass released it",
+        ),
+        (
+            lambda truth, p: (
+                "at the second backward"
+                if truth.where == "no error" and p.facts["keeps"] == "nothing" and p.facts["tracked"]
+                else None
+            ),
+            "this graph keeps no tensor for backward (an addition keeps only its alpha, a plain number): a second "
+            "pass has everything it needs",
+        ),
+        (
+            lambda truth, p: (
+                "at the second backward"
+                if truth.where == "no error"
+                and p.facts["keeps"] == "kept"
+                and p.facts["retain"]
+                and not p.facts["written"]
+                else None
+            ),
+            "retain_graph=True on the first backward kept the saved values for the second",
+        ),
+        (
+            lambda truth, p: "at the second backward" if not p.facts["tracked"] else None,
+            "x does not require grad: nothing was recorded, so the first backward already has no graph to walk",
+        ),
+        (
+            lambda truth, p: "no error" if p.facts["written"] and truth.where != "no error" else None,
+            "retain_graph kept the saved values, but h was written in place between the passes: the tensor its node "
+            "kept is stale",
+        ),
     ],
 )
-def closed_book_relu_twice():
-    x = torch.randn(5, requires_grad=True)
-    loss = x.relu().sum()
-    yield "at the first backward"
-    loss.backward()
-    yield "at the second backward"
-    loss.backward()
+def closed_book_relu_twice(p):
+    yield from p.stepped()
 
 
 @self_test(
     "06.closed-book-create-keeps",
     Choice(*SAVED_STATES),
-    prompt="x = torch.tensor([0.5, 1.5], requires_grad=True); z = (x.exp() * x).sum(); "
-    "torch.autograd.grad(z, x, create_graph=True). What does probes.saved_tensors(z) report for "
-    "z's saved tensors now: 'ok', 'freed', 'stale', 'mixed' or 'nothing saved'?",
-    explain="retain_graph defaults to the value of create_graph: a pass that records itself for a second "
-    "derivative keeps the first graph's saved values, because the second pass will need them.",
+    program=keeps_program,
+    explain="A pass releases the saved values of the nodes it walks unless retain_graph is true, and retain_graph "
+    "defaults to create_graph: a pass that records itself for a second derivative keeps them. A pass walks only "
+    "where the inputs asked for lead, so a part it never reached keeps its values; a graph that saves only numbers "
+    "has nothing saved.",
     hints=(
-        "What is retain_graph when you pass only create_graph=True?",
-        "A pass that records itself for a second derivative must keep the first graph's saved values: the "
-        "second pass reads them.",
+        "What is retain_graph when you pass only create_graph=True, and when you pass neither?",
+        "A pass releases what it went through, unless retain_graph (which defaults to create_graph) is true. Does "
+        "the pass go through every part of z's graph?",
     ),
-    misconceptions=[("freed", "retain_graph defaults to create_graph, so this pass kept the saved values")],
+    misconceptions=[
+        (
+            lambda truth: "freed" if truth == "ok" else None,
+            "retain_graph defaults to create_graph (or was passed): this pass kept the saved values",
+        ),
+        (
+            lambda truth: "ok" if truth == "freed" else None,
+            "without create_graph or retain_graph=True, a pass releases the saved values of every node it went through",
+        ),
+        (
+            lambda truth: "freed" if truth == "mixed" else None,
+            "a pass goes only where the inputs it was asked for lead: y's part of z was never walked, so its saved "
+            "values are still there",
+        ),
+        (
+            lambda truth: "freed" if truth == "nothing saved" else None,
+            "this graph saves no tensor for backward, only numbers: there is nothing to free",
+        ),
+    ],
 )
-def closed_book_create_keeps():
-    x, z = exp_times_self()
-    torch.autograd.grad(z, x, create_graph=True)
-    return state_label(z)
+def closed_book_create_keeps(p):
+    return state_label(p.run()["z"])
 
 
 @self_test(
     "06.closed-book-second-pass",
     Error("at the second autograd.grad", "at z.backward()", causes=PASS_TWICE),
-    prompt=(
-        "x = torch.tensor([0.5, 1.5], requires_grad=True); z = (x.cos() ** 2).sum(); (g,) = "
-        "torch.autograd.grad(z, x, create_graph=True); (h,) = torch.autograd.grad(g.sum(), x); z.backward(). "
-        "Where does it fail: 'no error', 'at the second autograd.grad' or 'at z.backward()', and why? For an "
-        "error, answer a pair (place, cause), the cause chosen from the candidates listed with the answer's "
-        "form; your own words may follow as a third item, a note shown beside torch's message and never graded."
-    ),
-    explain="create_graph=True retained z's graph through the first pass, but g's recorded graph leads into it "
-    "(its operations read cos(x), whose node is the forward graph's). The second autograd.grad ran "
-    "without retain_graph, so it freed what it traversed, the forward nodes included, and z.backward() "
-    "then finds a saved value already freed.",
+    program=second_pass_program,
+    explain="create_graph=True retained z's graph through the first pass, and recorded g's graph. Where z's node "
+    "kept a forward intermediate (cos(x), exp(x)), g's graph reads that intermediate and so leads into z's own "
+    "nodes; a second pass without retain_graph frees what it walks, those nodes included, and z.backward() then "
+    "finds them freed. Where the node kept only x, g's graph stays off z's nodes.",
     hints=(
         "Draw g's graph: which nodes does it reach? Are any of them nodes of z's own graph?",
-        "A pass without retain_graph frees the saved values of every node it goes through. g's graph reads "
-        "cos(x), and cos(x)'s node belongs to z's graph.",
+        "A pass without retain_graph frees the saved values of every node it goes through. g's graph reads what "
+        "z's nodes saved: an intermediate like cos(x) belongs to z's graph; the leaf x does not.",
     ),
     misconceptions=[
         (
-            "no error",
-            "create_graph=True kept z's graph for the first pass only; the second pass, without retain_graph, "
-            "went through z's forward nodes (g's graph reaches them) and freed their saved values",
-        )
+            lambda truth: "no error" if truth.where == "at z.backward()" else None,
+            "create_graph=True kept z's graph for the first pass only; the second pass, without retain_graph, went "
+            "through z's forward nodes (g's graph reaches them) and freed their saved values",
+        ),
+        (
+            lambda truth, p: "no error" if not p.facts["create"] else None,
+            "without create_graph=True the first gradient was not recorded: g has no grad_fn, and the second "
+            "autograd.grad has nothing to differentiate",
+        ),
+        (
+            lambda truth, p: (
+                "at z.backward()"
+                if truth.where == "no error" and not p.facts["reaches"] and not p.facts["retain"]
+                else None
+            ),
+            "g's graph reaches only x here (z's node saved the leaf itself): the second pass freed none of z's nodes",
+        ),
+        (
+            lambda truth, p: "at z.backward()" if truth.where == "no error" and p.facts["retain"] else None,
+            "retain_graph=True on the second pass kept what it walked: z's nodes are whole for z.backward()",
+        ),
     ],
 )
-def closed_book_second_pass():
-    yield from second_pass_then_backward()
+def closed_book_second_pass(p):
+    yield from p.stepped()
 
 
 @self_test(
     "06.closed-book-module-cycle",
     Names(pool=MODULE_CLEARINGS),
-    prompt="torch.manual_seed(0); lin = nn.Linear(4, 1); opt = torch.optim.SGD(lin.parameters(), lr=0.1); "
-    "ref = weakref.ref(lin.weight); x = torch.randn(6, 4); (lin(x) ** 2).sum().backward(create_graph=True). "
-    "Four separate runs, each followed by del lin, opt and gc.collect(): 'nothing cleared'; "
-    "'opt.zero_grad()'; 'only lin.weight.grad = None'; 'only lin.bias.grad = None'. In which runs is ref() "
-    "still alive? Answer a set of the labels.",
-    explain="Both gradients depend on the weight (the bias's gradient is the sum of 2 * lin(x), which reads it), "
-    "so both .grad graphs reach the weight's AccumulateGrad, which holds the weight. Clearing one "
-    ".grad leaves the other's cycle standing, and that one still holds the weight: only clearing every "
-    "gradient, as zero_grad() does, frees it.",
+    program=module_cycle_program,
+    explain="backward(create_graph=True) stores each .grad as a tensor with a graph, and a leaf's .grad whose graph "
+    "reaches that leaf's AccumulateGrad is a reference cycle that holds the leaf. A cycle holds every leaf its "
+    "gradient's graph reaches, not only its own: clearing one .grad frees the weight only if no other gradient's "
+    "graph reaches it; zero_grad() clears them all. A gradient built from values that do not depend on the weight "
+    "(a linear loss, a detached factor) holds nothing.",
     hints=(
-        "Which leaves does each gradient's graph reach? A cycle holds every leaf its gradient's graph reaches, "
-        "not only its own.",
-        "d/db of (lin(x) ** 2).sum() is 2 * lin(x) summed: it reads the weight, so bias.grad's graph holds the "
-        "weight too.",
+        "Which leaves does each gradient's graph reach? A cycle holds every leaf its gradient's graph reaches, not "
+        "only its own.",
+        "Write each gradient: d/dW and d/db of the loss. Does it read the weight? Then its graph (create_graph=True) "
+        "reaches the weight's AccumulateGrad, and that .grad holds the weight.",
     ),
     misconceptions=[
         (
-            lambda truth: set(truth) - {"only lin.weight.grad = None"},
-            "clearing the weight's .grad breaks its own cycle, but the bias's gradient depends on the weight, "
-            "so bias.grad's graph still holds it",
+            lambda truth: (
+                set(truth) - {"only lin.weight.grad = None"} if "only lin.weight.grad = None" in truth else None
+            ),
+            "clearing the weight's .grad breaks its own cycle, but another gradient's graph still reaches the weight "
+            "and holds it",
+        ),
+        (
+            lambda truth: set(truth) - {"only lin.bias.grad = None"} if "only lin.bias.grad = None" in truth else None,
+            "clearing the bias's .grad leaves the weight's own gradient graph standing, and that holds the weight",
+        ),
+        (
+            lambda truth: set(truth) | {"opt.zero_grad()"},
+            "opt.zero_grad() sets every .grad to None: no gradient graph is left to hold the weight",
+        ),
+        (
+            lambda truth: {"nothing cleared"} if not truth else None,
+            "these gradients are built from values that do not depend on the weight (a linear loss, a detached "
+            "factor): their graphs never reach it, so nothing holds it",
         ),
     ],
 )
-def closed_book_module_cycle():
-    return {clearing for clearing in MODULE_CLEARINGS if module_weight_alive(clearing)}
+def closed_book_module_cycle(p):
+    run = p.run()["run"]
+    return {clearing for clearing in MODULE_CLEARINGS if run(clearing)}
+
+
+def _one_step_size(p) -> int:
+    """Nodes under one step's loss of the drawn loop (what keeping a single loss keeps)."""
+    one = Listing(p.source.replace(f"range({p.facts['steps']})", "range(1)"), p.ask, p.facts)
+    return probes.size(one.run()["loss"])
 
 
 @self_test(
     "06.closed-book-detached-running",
     Number(tol=0),
-    prompt="The training loop of 06.running-loss-holds (100 steps), but instead of a running sum it keeps the "
-    "lowest loss so far: if best is None or loss < best: best = loss. After 100 steps, how many nodes "
-    "does the graph under best hold (probes.size(best))?",
-    explain="best is one step's loss tensor: it holds that step's graph (mean, power, subtraction, "
-    "matrix-vector product and w's AccumulateGrad), no more. A comparison records nothing.",
+    program=running_program,
+    explain="Keeping a loss tensor keeps its graph: the lowest loss so far, or the last one, is one step's loss and "
+    "holds that step's graph (a comparison records nothing). A running sum of tensors joins every step's graph "
+    "into one; a sum of detached copies keeps none.",
     hints=(
-        "Does loss < best record an operation? Does best = loss make a new tensor?",
-        "best is one step's loss, with that step's graph; count the nodes of one step's graph.",
+        "Does loss < best record an operation? Does best = loss make a new tensor? Does total + loss?",
+        "One step's loss holds that step's graph: count its nodes (the reduction, each operation, v's "
+        "AccumulateGrad). A sum joins graphs; a detached copy has none.",
     ),
     misconceptions=[
-        (lambda truth: 0, "best = loss keeps the loss tensor itself, with its grad_fn and the graph under it")
+        (
+            lambda truth: 0 if truth > 0 else None,
+            "keeping the loss tensor keeps its grad_fn and the graph under it",
+        ),
+        (
+            lambda truth, p: _one_step_size(p) if p.facts["name"] == "total" and truth > _one_step_size(p) else None,
+            "total + loss is recorded: the sum joins every step's graph, not just one",
+        ),
+        (
+            lambda truth, p: _one_step_size(p) if p.facts["name"] == "total" and truth == 0 else None,
+            "loss.detach() is a tensor without a graph: a sum of them keeps none",
+        ),
     ],
 )
-def closed_book_detached_running():
-    return probes.size(best_loss(100))
+def closed_book_detached_running(p):
+    return probes.size(p.run()[p.facts["name"]])
 
 
 # --- exercise 1: two losses sharing an intermediate, three ways ----------------------------------

@@ -115,35 +115,6 @@ def survives(how: str) -> bool:
     return ref() is not None
 
 
-def exp_times_self():
-    x = torch.tensor([0.5, 1.5], requires_grad=True)
-    return x, (x.exp() * x).sum()
-
-
-# labels of 06.closed-book-module-cycle: what is cleared after backward(create_graph=True) on a Linear
-MODULE_CLEARINGS = ("nothing cleared", "opt.zero_grad()", "only lin.weight.grad = None", "only lin.bias.grad = None")
-
-
-def module_weight_alive(clearing: str) -> bool:
-    """After backward(create_graph=True) on a Linear, the clearing named, then del lin, opt and gc.collect():
-    is the weight still alive?"""
-    torch.manual_seed(0)
-    lin = nn.Linear(4, 1)
-    opt = torch.optim.SGD(lin.parameters(), lr=0.1)
-    ref = weakref.ref(lin.weight)
-    x = torch.randn(6, 4)
-    (lin(x) ** 2).sum().backward(create_graph=True)
-    if clearing == "opt.zero_grad()":
-        opt.zero_grad()
-    elif clearing == "only lin.weight.grad = None":
-        lin.weight.grad = None
-    elif clearing == "only lin.bias.grad = None":
-        lin.bias.grad = None
-    del lin, opt
-    gc.collect()
-    return ref() is not None
-
-
 # labels of 06.which-grads-recorded: a first gradient of x = 2.0, and whether it was taken with create_graph
 FIRST_GRADIENTS = {
     "sin(x ** 2), create_graph": (lambda x: torch.sin(x**2), True),
@@ -159,33 +130,6 @@ def first_gradient_recorded(label: str) -> bool:
     x = torch.tensor(2.0, requires_grad=True)
     (g,) = torch.autograd.grad(fn(x), x, create_graph=create)
     return g.grad_fn is not None
-
-
-def second_pass_then_backward():
-    """06.closed-book-second-pass: a second-order pass without retain_graph, then the forward graph's backward."""
-    x = torch.tensor([0.5, 1.5], requires_grad=True)
-    z = (x.cos() ** 2).sum()
-    (g,) = torch.autograd.grad(z, x, create_graph=True)
-    yield "at the second autograd.grad"
-    torch.autograd.grad(g.sum(), x)
-    yield "at z.backward()"
-    z.backward()
-
-
-def best_loss(steps: int):
-    torch.manual_seed(0)
-    w = torch.randn(4, requires_grad=True)
-    best = None
-    for _ in range(steps):
-        X, Y = torch.randn(16, 4), torch.randn(16)
-        loss = ((X @ w - Y) ** 2).mean()
-        loss.backward()
-        with torch.no_grad():
-            w -= 0.01 * w.grad
-        w.grad = None
-        if best is None or loss < best:
-            best = loss
-    return best
 
 
 # --- comparing gradients (the exercises' kind and cases) ----------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 
 import torch
-from torch import nn
 
 from grader import probes
 from grader.engine.kinds import Choice, Error, Function, FunctionPair, Name, Names, Number
@@ -24,8 +23,17 @@ from grader.units.unit07.cases import (
     write_cases,
     write_outcome,
 )
+from grader.units.unit07.generators import (
+    STALE_KEEPERS,
+    alias_program,
+    detach_program,
+    keepers_program,
+    param_program,
+    stale_program,
+    which_node_program,
+)
 from grader.units.unit07.kinds import WriteVerdict
-from grader.units.unit07.support import consumer, gan_models, inplace_block, keep_saved, keeper_program
+from grader.units.unit07.support import consumer, gan_models, inplace_block, keep_saved
 
 # --- 1. the counter -----------------------------------------------------------------------
 
@@ -373,39 +381,45 @@ def hooks_grad():
 # --- self-test -----------------------------------------------------------------------------------
 
 
+def _reshape_copy(truth, p):
+    """The counters of a learner who takes reshape of a contiguous tensor for a copy."""
+    writes = p.facts["reshape writes"]
+    return [truth[0] - writes, truth[1] - (writes if p.facts["c view"] else 0)] if writes else None
+
+
 @self_test(
     "07.self-alias-or-copy",
     Number(tol=0),
-    prompt="b = torch.zeros(4); c = b.clone(); v = b[::2]; r = b.reshape(2, 2); c.add_(1); v.add_(1); "
-    "r.mul_(2). What are b._version and c._version? Answer [b's, c's].",
-    explain="A view shares its base's counter; a copy has its own. b[::2] is a view, and so is reshape of a "
-    "contiguous tensor (it only reinterprets the same memory), so both writes move b's counter to 2. "
-    "clone() copies the memory into a new storage with a counter of its own: c.add_(1) moves only c's.",
+    program=alias_program,
+    explain="A view shares its base's version counter; a copy has its own. Slicing, view, unsqueeze, detach() and "
+    "reshape of a contiguous tensor (it only reinterprets the same memory) are views: every write through one "
+    "moves b's counter, and the view reads that same counter. clone(), a cast and an arithmetic result copy into "
+    "a new storage with a counter of their own.",
     hints=(
-        "For each of c, v and r: does it share b's memory, or own a copy?",
-        "reshape returns a view whenever the memory allows it, as it does for a contiguous b; clone never does.",
+        "For each of c, v and r: does it share b's memory, or own a copy? Then count the writes into b's memory.",
+        "reshape returns a view whenever the memory allows it, as it does for a contiguous b; clone never does. A "
+        "view's _version is its base's.",
     ),
     misconceptions=[
         (
-            lambda truth: [truth[0] - 1, truth[1]],
-            "reshape of a contiguous tensor is a view, not a copy: r.mul_(2) is a write into b's "
-            "memory, and it moves b's counter",
+            _reshape_copy,
+            "reshape of a contiguous tensor is a view, not a copy: a write through it is a write into b's memory, "
+            "and it moves b's counter",
         ),
         (
-            lambda truth: [truth[0] + 1, truth[1]],
-            "clone() copies into a new storage with its own counter: a write into c is not a write into b",
+            lambda truth, p: [truth[0] + p.facts["c writes"], truth[1]] if not p.facts["c view"] else None,
+            "c is a copy in a new storage with its own counter: a write into c is not a write into b",
+        ),
+        (
+            lambda truth, p: [truth[0] - p.facts["c writes"], p.facts["c writes"]] if p.facts["c view"] else None,
+            "c is a view of b: it shares b's memory and b's version counter, so its writes move b's counter and "
+            "c._version is b's",
         ),
     ],
 )
-def self_alias_or_copy():
-    b = torch.zeros(4)
-    c = b.clone()
-    v = b[::2]
-    r = b.reshape(2, 2)
-    c.add_(1)
-    v.add_(1)
-    r.mul_(2)
-    return [b._version, c._version]
+def self_alias_or_copy(p):
+    ns = p.run()
+    return [ns["b"]._version, ns["c"]._version]
 
 
 KEEPER_NAMES = ("a", "t", "c", "y")
@@ -414,35 +428,41 @@ KEEPER_NAMES = ("a", "t", "c", "y")
 @self_test(
     "07.self-mul-constant",
     Names(pool=KEEPER_NAMES),
-    prompt="a = torch.tensor([0.5, 1.0], requires_grad=True); c = torch.tensor([2.0, 3.0]); t = a.sin(); "
-    "y = t * c. On a fresh build for each name, one write x.add_(1) under torch.no_grad() (so even the "
-    "leaf a may be written), then y.sum().backward(). For which of a, t, c, y does backward raise? "
-    "Answer a set of names.",
-    explain="Each node keeps what its backward rule reads. sin keeps its input a (its slope is cos a). The "
-    "product needs the other operand for each gradient it must produce; only t needs one, and its "
-    "gradient is c, so MulBackward0 kept c and not t. Nothing kept y. Writing a or c breaks a kept "
-    "tensor; writing t or y breaks nothing.",
+    program=keepers_program,
+    explain="Each node keeps what its backward rule reads, and a write into a kept tensor makes backward raise. "
+    "sin and a power read their input a; exp, tanh and sigmoid read their own output t. A product keeps, for each "
+    "factor that needs a gradient, the other factor; a quotient keeps its divisor (and its dividend too when the "
+    "divisor needs a gradient); a sum keeps nothing, and nothing keeps y.",
     hints=(
         "For each node, ask what its backward rule reads: that is what it kept.",
-        "The slope of sin(a) is cos(a). In t * c only t needs a gradient, and that gradient is c times the "
-        "incoming one: which operand does MulBackward0 need, and which does it not?",
+        "The slope of sin(a) is cos(a), of exp(a) exp(a) itself. In t * c each factor's gradient is the other "
+        "factor, needed only if that factor requires grad: which operands does the product need?",
     ),
     misconceptions=[
         (
-            lambda truth: set(truth) | {"t"},
-            "MulBackward0 kept c, the slope for t, and not t itself: c needs no gradient, so t's value is never read",
+            lambda truth, p: set(truth) | {"t"} if p.facts["product"] and "t" not in truth else None,
+            "the product kept c, the slope for t, and not t itself: c needs no gradient, so t's value is never read",
         ),
         (
-            lambda truth: set(truth) - {"a"},
-            "SinBackward0 kept a, its input, to compute cos(a); under no_grad the "
-            "write to the leaf is allowed and still moves a's counter",
+            lambda truth: set(truth) - {"a"} if "a" in truth else None,
+            "the first node's slope reads its input, so it kept a; under no_grad the write to the leaf is allowed "
+            "and still moves a's counter",
         ),
+        (
+            lambda truth, p: set(truth) - {"t"} if p.facts["keeps"] == "output" else None,
+            "exp, tanh and sigmoid compute their slope from their own output: that node kept t",
+        ),
+        (
+            lambda truth: set(truth) - {"c"} if "c" in truth else None,
+            "t's gradient is the incoming one times c (or divided by c): the node kept c",
+        ),
+        (lambda truth: set(truth) | {"y"}, "nothing kept y: the sum's backward needs only its input's shape"),
     ],
 )
-def self_mul_constant():
+def self_mul_constant(p):
     broken = set()
     for name in KEEPER_NAMES:
-        ns = keeper_program()
+        ns = p.run()["build"]()
         with torch.no_grad():
             ns[name].add_(1)
         try:
@@ -452,43 +472,44 @@ def self_mul_constant():
     return broken
 
 
-STALE_KEEPERS = ("ExpBackward0", "the in-place ReLU's node", "both", "neither: backward runs")
-
-
 @self_test(
     "07.self-inplace-after-exp",
     Choice(*STALE_KEEPERS),
-    prompt="x = torch.tensor([-3.0, 1.5], requires_grad=True); h = x.exp(); h.relu_(); h.sum().backward(). "
-    "Both exp's node and the in-place ReLU's node keep h, their output. Whose kept h no longer matches "
-    "its version when backward reads it? One of " + ", ".join(repr(k) for k in STALE_KEEPERS) + ".",
-    explain="exp kept its output h at version 0. relu_ then wrote h (version 1) and kept its own result "
-    "after that write, at version 1, so its own write never trips its own check. But it does trip "
-    "exp's: the h that ExpBackward0 kept is now at version 1, and backward refuses.",
+    program=stale_program,
+    explain="A node keeps a tensor at the version it had when it was saved. exp kept its output before any write; "
+    "an in-place ReLU keeps its result after its own write, so its own write never trips its own check. A later "
+    "write into the same memory trips every earlier keeper's check; a write into a clone trips none, and a node "
+    "that kept another tensor (exp's output, before a copy made by * 2) is not touched.",
     hints=(
-        "Which node kept h first, and at which version? Which write came after that?",
-        "An in-place op keeps its result after writing it; what about a node that kept the same tensor earlier?",
+        "For each node that kept a tensor: which tensor, at which version? Which writes into that memory came after?",
+        "An in-place op keeps its result after writing it; a node that kept the same memory earlier sees every "
+        "later write.",
     ),
     misconceptions=[
         (
-            STALE_KEEPERS[3],
-            "relu_'s own write is safe for relu_, which keeps its result after writing; but exp "
-            "kept h before that write, and its kept h is now stale",
+            lambda truth: STALE_KEEPERS[3] if truth != STALE_KEEPERS[3] else None,
+            "a write after a node kept a tensor makes that kept tensor stale: relu_'s own write is safe for relu_, "
+            "which keeps its result after writing, but not for a node that kept the same memory before",
         ),
         (
-            STALE_KEEPERS[1],
-            "relu_ keeps its result after writing it, at the version its own write made; it is exp's "
-            "kept h, saved before the write, that no longer matches",
+            lambda truth: STALE_KEEPERS[1] if truth == STALE_KEEPERS[0] else None,
+            "relu_ keeps its result after writing it, at the version its own write made; it is exp's kept output, "
+            "saved before the write, that no longer matches",
+        ),
+        (
+            lambda truth: STALE_KEEPERS[0] if truth in (STALE_KEEPERS[2], STALE_KEEPERS[3]) else None,
+            "look at every write after each keeper: a write after relu_ spoils relu_'s kept result too, and a write "
+            "into a clone, or into the copy * 2 made, spoils nothing exp kept",
         ),
     ],
 )
-def self_inplace_after_exp():
-    x = torch.tensor([-3.0, 1.5], requires_grad=True)
-    h = x.exp()
-    h.relu_()
-    stale = {s.node for s in probes.saved_tensors(h) if s.state == "stale"}
+def self_inplace_after_exp(p):
+    ns = p.run(until="backward")
+    out = eval(p.facts["out"], ns)
+    stale = {s.node for s in probes.saved_tensors(out) if s.state == "stale"}
     exp_stale, relu_stale = "ExpBackward0" in stale, any(n.startswith(("Relu", "Threshold")) for n in stale)
     try:
-        h.sum().backward()
+        out.sum().backward()
         ran = True
     except RuntimeError:
         ran = False
@@ -502,89 +523,92 @@ def self_inplace_after_exp():
 @self_test(
     "07.self-detach-write",
     Error("at the write", "at backward", causes=(FREED, STALE, NO_GRAD_FN)),
-    prompt=(
-        "a = torch.tensor([1.0, 2.0], requires_grad=True); e = a.exp(); e.detach().add_(1); "
-        "e.sum().backward(). Does it raise, and where? For an error, answer a pair (place, cause), the cause "
-        "chosen from the candidates listed with the answer's form; your own words may follow as a third item,"
-        " a note shown beside torch's message and never graded."
-    ),
-    explain="detach() cuts the history but shares both the memory and the version counter, so the write is "
-    "seen. (.data shares the memory only, which is why it goes unseen.)",
+    program=detach_program,
+    explain="detach() cuts the history but shares both the memory and the version counter, so a write through it "
+    "is seen by every node that kept that memory; .data shares the memory only, so its write goes unseen (and "
+    "backward silently reads the new values); clone() writes a copy. A tensor made by detach() has no grad_fn, "
+    "so backward cannot start from it.",
     hints=(
-        "What does detach() share with e, and what does it cut?",
-        "A detached alias shares e's memory and e's version counter; exp kept e, its own output.",
+        "What does the alias share with the tensor it came from: the memory, the version counter, the history?",
+        "A detached alias shares e's memory and e's version counter; .data shares the memory only. Then ask which "
+        "node kept which tensor (exp keeps its output, sin its input).",
     ),
     misconceptions=[
         (
-            "no error",
-            "detach() cuts the history, not the counter: the write through it moves e's version, and exp kept e",
-        )
+            lambda truth, p: "no error" if truth.where != "no error" and p.facts["alias"] != "cut" else None,
+            "detach() cuts the history, not the counter: the write through it moves the version of the memory a "
+            "node kept",
+        ),
+        (
+            lambda truth, p: "no error" if p.facts["alias"] == "cut" else None,
+            "detach() cut e from a's history: e has no grad_fn and does not require grad, so backward from it has "
+            "nothing to differentiate and refuses",
+        ),
+        (
+            lambda truth, p: ("at backward", "stale") if p.facts["alias"] == "e.data" else None,
+            ".data shares the memory but not the version counter: the write goes unseen, and backward runs on the "
+            "changed values without a word",
+        ),
     ],
 )
-def self_detach_write():
-    a = torch.tensor([1.0, 2.0], requires_grad=True)
-    e = a.exp()
-    yield "at the write"
-    e.detach().add_(1)
-    yield "at backward"
-    e.sum().backward()
+def self_detach_write(p):
+    yield from p.stepped()
 
 
 @self_test(
     "07.self-which-node",
-    Name(pool=("MulBackward0", "SinBackward0", "AccumulateGrad", "AddBackward0")),
-    prompt="w = torch.tensor([2.0], requires_grad=True); u = w * 3; s = u.sin(); u.mul_(2); s.sum().backward() "
-    "raises at backward, its message naming u by its latest operation, the in-place multiplication. "
-    "Which node's saved tensor broke? Give its class name.",
-    explain="sin's derivative is cos(u), so SinBackward0 kept u; the write made that copy stale. Mul is only "
-    "u's history after the write.",
+    Name(pool=("SinBackward0", "CosBackward0", "PowBackward0", "MulBackward0", "AddBackward0", "AccumulateGrad")),
+    program=which_node_program,
+    explain="The node whose kept tensor broke is the one that read u's value before the write: its backward rule "
+    "needs u (sin, cos and a power read their input; a product reads the other factor). The in-place write is "
+    "only u's latest history, which the message names.",
     hints=(
         "The message names the written tensor's history, not the node that failed.",
         "Which node's backward rule reads u's value? That node kept u.",
     ),
     misconceptions=[
-        ("MulBackward0", "Mul is u's latest history, which the message names; the node that kept u is its consumer")
+        (
+            lambda truth, p: p.facts["history"],
+            "that is u's latest history, the in-place write, which the message names; the node that kept u is its "
+            "consumer",
+        )
     ],
 )
-def self_which_node():
-    w = torch.tensor([2.0], requires_grad=True)
-    u = w * 3
-    s = u.sin()
-    u.mul_(2)
-    stale = [e.node for e in probes.saved_tensors(s) if e.stale]
+def self_which_node(p):
+    ns = p.run(until="backward")
+    stale = {e.node for e in probes.saved_tensors(ns["s"]) if e.stale}
     if len(stale) != 1:
-        raise RuntimeError(f"expected exactly one stale saved tensor, torch shows {stale}")
-    return stale[0]
+        raise RuntimeError(f"expected exactly one node with a stale saved tensor, torch shows {sorted(stale)}")
+    return stale.pop()
 
 
 @self_test(
     "07.self-param-version",
     Number(tol=0),
-    prompt="torch.manual_seed(0); D = nn.Linear(2, 1); opt = torch.optim.SGD(D.parameters(), lr=0.1); "
-    "D(torch.ones(1, 2)).sum().backward(); opt.step(). What is D.weight._version right after "
-    "nn.Linear(2, 1), and after the step? Answer [after construction, after the step].",
-    explain="Initialisation fills the weight in place (under no_grad), so a fresh layer is already at version "
-    "1; each optimizer step is one more write.",
+    program=param_program,
+    explain="Initialisation fills a layer's parameters in place (under no_grad), so a fresh layer is already past "
+    "version 0; each optimizer step writes them in place again (momentum, Adam's moments and weight decay live in "
+    "the optimizer's state or its arithmetic, the parameter still takes its update). backward and zero_grad() write "
+    "only .grad.",
     hints=(
-        "Which of these lines write into D.weight's memory? Backward writes only .grad.",
-        "A layer's weights are filled in place by its initialiser, and an optimizer step updates them in "
-        "place: each is one write.",
+        "Which of these lines write into the parameter's memory? backward and zero_grad() touch only .grad.",
+        "A layer's parameters are filled in place by its initialiser, and an optimizer step updates them in place: "
+        "count the writes, then read how many the step made.",
     ),
     misconceptions=[
         (
-            lambda truth: [0, truth[1] - 1],
-            "a fresh layer is not at version 0: its initialiser fills the weight in place",
-        )
+            lambda truth: [0, truth[1] - truth[0]],
+            "a fresh layer is not at version 0: its initialiser fills the parameters in place",
+        ),
+        (
+            lambda truth, p: [truth[0], truth[1] + p.facts["steps"]],
+            "backward and zero_grad() write only .grad, never the parameter's own memory",
+        ),
     ],
 )
-def self_param_version():
-    torch.manual_seed(0)
-    D = nn.Linear(2, 1)
-    first = D.weight._version
-    opt = torch.optim.SGD(D.parameters(), lr=0.1)
-    D(torch.ones(1, 2)).sum().backward()
-    opt.step()
-    return [first, D.weight._version]
+def self_param_version(p):
+    ns = p.run()
+    return [ns["first"], getattr(ns["D"], p.facts["param"])._version]
 
 
 # =====================================================================================================

@@ -14,6 +14,8 @@ chunking live in :mod:`grader.units.unit08.support`; the exercise's generated se
 
 from __future__ import annotations
 
+import textwrap
+
 import torch
 
 from grader import probes
@@ -21,8 +23,17 @@ from grader.engine.kinds import Choice, Error, Function, Number
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.causes import PASS_TWICE, WRITE_SEEN
 from grader.units.unit08.cases import call_tbptt, flatten_tbptt_grads, tbptt_cases
+from grader.units.unit08.generators import (
+    RETAIN_K1,
+    WHICH_K,
+    chunk_depth_program,
+    detach_early_program,
+    retain_k1_program,
+    which_k_program,
+)
 from grader.units.unit08.support import (
     STEPS,
+    Recurrence,
     carried_loop,
     chunked_grads,
     first_w_grad,
@@ -359,50 +370,50 @@ def tbptt(case):
 
 # --- self-test --------------------------------------------------------------------------------------
 
-WHICH_K = ("k=1", "k=2", "k=3", "k=6", "none of them")
 
-
-def _retained_within_chunks(w: float = 0.7, steps: int = 6, every: int = 3) -> float:
-    """backward(retain_graph=True) on each step's own loss, the state detached only every ``every`` steps."""
+def _recurrence(w: float, h0: float, bias: float, steps: int = 6) -> Recurrence:
+    """The loop of a drawn program as a Recurrence: hidden = hidden * w + bias, loss = hidden ** 2."""
     wt = torch.tensor(w, requires_grad=True)
-    hidden = torch.tensor(1.0)
-    for step in range(1, steps + 1):
-        hidden = hidden * wt + 0.1
-        (hidden**2).backward(retain_graph=True)
-        if step % every == 0:
-            hidden = hidden.detach()
-    return wt.grad.item()
+    return Recurrence(
+        {"w": wt},
+        torch.tensor(h0),
+        [torch.tensor(bias) for _ in range(steps)],
+        step=lambda h, x: h * wt + x,
+        loss=lambda h, t: h**2,
+    )
 
 
 @self_test(
     "08.which-k-per-step",
     Choice(*WHICH_K),
-    prompt="A loop carries hidden across 6 steps (w = 0.7, hidden from 1.0, hidden = hidden * w + 0.1, "
-    "loss = hidden ** 2). It calls loss.backward(retain_graph=True) on every step's own loss, and detaches "
-    "hidden only after steps 3 and 6. Its w.grad equals the k-step truncation (backward of each chunk's "
-    "summed losses, then detach) with which k? One of " + ", ".join(repr(k) for k in WHICH_K) + ".",
-    explain="How far back a loss is differentiated is decided by where the state was last detached, not by "
-    "when backward is called: each loss here reaches back to the start of its chunk of 3. Gradients are "
-    "linear, so one backward per loss adds up to one backward of the chunk's summed losses: k = 3.",
+    program=which_k_program,
+    explain="How far back a loss is differentiated is decided by where the state was last detached, not by when "
+    "backward is called: each loss reaches back to the start of its chunk. Gradients are linear, so one backward "
+    "per loss adds up to one backward of the chunk's summed losses: detaches every k steps make the k-step "
+    "truncation, and detaches at uneven steps make none of them.",
     hints=(
         "For each loss, ask how far back its backward can reach: where was the state it grew from last detached?",
-        "A backward per loss through the same graph adds up to one backward of the summed losses (gradients "
-        "are linear). Which chunks do the detaches make?",
+        "A backward per loss through the same graph adds up to one backward of the summed losses (gradients are "
+        "linear). Which chunks do the detaches make, and are they all k steps long?",
     ),
     misconceptions=[
         (
-            "k=1",
-            "a backward every step is not a detach every step: each loss still reaches back to the "
-            "start of its chunk, through the graph retain_graph kept",
+            lambda truth: "k=1" if truth != "k=1" else None,
+            "a backward every step is not a detach every step: each loss still reaches back to the start of its "
+            "chunk, through the graph retain_graph kept",
         ),
-        ("k=6", "the detach after step 3 cuts the history: no loss of steps 4 to 6 reaches steps 1 to 3"),
+        (
+            lambda truth: "k=6" if truth != "k=6" else None,
+            "a detach cuts the history: no loss after it reaches the steps before it",
+        ),
     ],
 )
-def which_k_per_step():
-    got = _retained_within_chunks()
+def which_k_per_step(p):
+    got = p.run()[p.facts["weight"]].grad.item()
     for label in WHICH_K[:-1]:
         k = int(label.split("=")[1])
-        if abs(first_w_grad((the_loop(0.7, 6), k)) - got) < 1e-4:
+        seq = _recurrence(p.facts["w"], p.facts["h0"], p.facts["bias"])
+        if abs(first_w_grad((seq, k)) - got) < 1e-4 * max(1.0, abs(got)):
             return label
     return WHICH_K[-1]
 
@@ -410,100 +421,127 @@ def which_k_per_step():
 @self_test(
     "08.chunk-depth",
     Number(tol=0),
-    prompt=LOOP + ", for 7 steps in chunks of k = 3: backward the chunk's summed losses "
-    "after steps 3 and 6 and at the end, and detach hidden after each backward. What is "
-    "probes.depth(loss) for step 6's own loss, loss = hidden ** 2, before the backward?",
-    explain="Step 6 is the third step of the chunk that starts at step 4, whose state entered detached: "
-    "three add-multiply pairs, the power node and w's AccumulateGrad.",
+    program=chunk_depth_program,
+    explain="A loss's graph reaches back to the state that entered its chunk detached: one add and one multiply for "
+    "each step of the chunk so far, then the power node and w's AccumulateGrad.",
     hints=(
-        "Find the chunk that step 6 belongs to, and where the state entering it was detached.",
-        "Within a chunk, a loss's graph holds one add and one multiply for each step of the chunk so far, "
-        "plus the power node and w's AccumulateGrad.",
+        "Find the chunk that the asked step belongs to, and where the state entering it was detached.",
+        "Within a chunk, a loss's graph holds one add and one multiply for each step of the chunk so far, plus the "
+        "power node and w's AccumulateGrad.",
     ),
     misconceptions=[
         (
-            lambda truth: 2 * 6 + 2,
-            "That is the depth with nothing detached: the detach after step 3 cut everything before step 4.",
-        )
+            lambda truth, p: 2 * p.facts["asked"] + 2 if p.facts["asked"] > p.facts["k"] else None,
+            "That is the depth with nothing detached: the detach at the end of each chunk cut everything before it.",
+        ),
+        (
+            lambda truth, p: 2 * p.facts["k"] + 2 if truth != 2 * p.facts["k"] + 2 else None,
+            "That is the depth of a chunk's last loss; the asked loss was made earlier in its chunk, with fewer steps "
+            "since the detach.",
+        ),
     ],
 )
-def chunk_depth():
-    w = torch.tensor(0.9, requires_grad=True)
-    hidden, pending, found = torch.tensor(1.0), 0, {}
-    for step in range(1, 8):
-        hidden = hidden * w + 0.1
-        loss = hidden**2
-        found[step] = probes.depth(loss)
-        pending = pending + loss
-        if step % 3 == 0 or step == 7:
-            pending.backward()
-            pending, hidden = 0, hidden.detach()
-    return found[6]
-
-
-RETAIN_K1 = (
-    "unchanged",
-    "it becomes the full-history value",
-    "it lands between the two",
-    "it raises at step 2's backward",
-)
+def chunk_depth(p):
+    return probes.depth(p.run()["asked"])
 
 
 @self_test(
     "08.retain-k1",
     Choice(*RETAIN_K1),
-    prompt=DETACHED + " at the end of every step (k = 1), five steps. Add retain_graph=True to that backward. "
-    "What happens to w.grad after five steps? One of " + ", ".join(repr(c) for c in RETAIN_K1) + ".",
-    explain="retain_graph only decides whether the saved values survive a backward; which history each "
-    "loss can reach is decided by detach. The cut graphs are never walked again, so nothing changes.",
+    program=retain_k1_program,
+    explain="retain_graph only decides whether the saved values survive a backward; which history each loss can "
+    "reach is decided by detach. With a detach every step the cut graphs are never walked again, retained or not; "
+    "fewer detaches let losses reach further back (all the way without any), which a backward can do only if the "
+    "graph it reaches was retained.",
     hints=(
         "Which line decides how far back each loss's backward can reach: the detach, or the flag?",
-        "retain_graph=True keeps saved values alive after a backward. Does any later backward in this "
-        "loop walk an earlier step's graph?",
+        "retain_graph=True keeps saved values alive after a backward. Does any later backward in this loop walk an "
+        "earlier step's graph, and if so, was that graph kept?",
     ),
     misconceptions=[
         (
-            RETAIN_K1[1],
-            "The flag keeps saved values; it does not reconnect anything. The detach "
-            "still cuts every step's graph at the state it received.",
-        )
+            lambda truth: RETAIN_K1[1] if truth == RETAIN_K1[0] else None,
+            "The flag keeps saved values; it does not reconnect anything. The detach still cuts every step's graph "
+            "at the state it received.",
+        ),
+        (
+            lambda truth: RETAIN_K1[0] if truth in (RETAIN_K1[1], RETAIN_K1[2]) else None,
+            "with fewer detaches each loss reaches back further, through the graphs retain_graph kept: the gradient "
+            "adds those longer paths.",
+        ),
+        (
+            lambda truth: RETAIN_K1[1] if truth == RETAIN_K1[3] else None,
+            "without a detach, step 2's loss reaches step 1's graph, which step 1's plain backward already freed.",
+        ),
     ],
 )
-def retain_k1():
-    plain = carried_loop(detach=True).grad.item()
-    kept = carried_loop(detach=True, retain=True).grad.item()
-    full = carried_loop(retain=True).grad.item()
-    if abs(plain - kept) < 1e-6:
+def retain_k1(p):
+    base = _listed_loop(p.facts["w"], p.facts["steps"], p.facts["bias"], retain=False, detach=True)
+    full = _listed_loop(p.facts["w"], p.facts["steps"], p.facts["bias"], retain=True, detach=False)
+    try:
+        kept = p.run()[p.facts["weight"]].grad.item()
+    except RuntimeError as exc:
+        if "backward through the graph a second time" in str(exc):
+            return RETAIN_K1[3]
+        raise
+    if abs(kept - base) < 1e-6:
         return RETAIN_K1[0]
-    if abs(kept - full) < 1e-4:
+    if abs(kept - full) < 1e-4 * max(1.0, abs(full)):
         return RETAIN_K1[1]
-    return RETAIN_K1[2]
+    if min(base, full) < kept < max(base, full):
+        return RETAIN_K1[2]
+    raise RuntimeError(f"w.grad {kept} is none of the labels: k = 1 gives {base}, the full history {full}")
+
+
+def _listed_loop(w: float, steps: int, bias: float, retain: bool, detach: bool) -> float:
+    """w.grad after the drawn loop with plain (or retained) backward, detached every step or never."""
+    wt = torch.tensor(w, requires_grad=True)
+    state = torch.tensor(1.0)
+    for _ in range(steps):
+        state = state * wt + bias
+        (state**2).backward(retain_graph=retain)
+        if detach:
+            state = state.detach()
+    return wt.grad.item()
 
 
 @self_test(
     "08.detach-early",
     Error(*PLACES),
-    prompt="A smoother carries c across five steps, with a = torch.tensor(0.5, requires_grad=True) and "
-    "c = torch.tensor(2.0). Each step: c = (c * a).tanh(); c = c.detach(); err = (c - 1) ** 2; "
-    "err.backward(). Where does it fail, if anywhere? (The place is graded.)",
-    explain="The detach comes before err uses c, so err is computed from a tensor with no history at all: "
-    "there is no path from the very first err to a.",
+    program=detach_early_program,
+    explain="A detach taken before the loss uses c leaves the loss with no history at all: there is no path to a, "
+    "and the first backward refuses. Taken after each backward it cuts the state from the graph that backward "
+    "freed, so every step builds a fresh one. Without it, the next step's graph reaches back into the freed one.",
     hints=(
-        "Draw the graph of step 1's err: what is c, right before err = (c - 1) ** 2 runs?",
-        "detach() returns a tensor with no grad_fn that does not require grad. A loss computed only from "
-        "it has nothing for backward to walk, at any step.",
+        "Draw the graph of the first failing step's err: what is c, right before err = (c - 1) ** 2 runs, and what "
+        "does its graph reach?",
+        "detach() returns a tensor with no grad_fn that does not require grad. A backward fails when its loss has "
+        "no history at all, or when its graph reaches a part an earlier backward freed.",
     ),
     misconceptions=[
-        ("no error", "The detach is taken before err uses c, so err has no history at all; backward has no path to a."),
-        ("at step 2's backward", "Step 1's err is already computed from the detached copy."),
+        (
+            lambda truth: "no error" if truth.where != "no error" else None,
+            "look at what each err is computed from: a detach before err leaves it no history, and without a detach "
+            "after each backward the next step reaches the graph that backward freed.",
+        ),
+        (
+            lambda truth, p: "at step 2's backward" if p.facts["where"] == "before err" else None,
+            "Step 1's err is already computed from the detached copy.",
+        ),
+        (
+            lambda truth, p: "at step 2's backward" if truth.where == "no error" else None,
+            "the detach after each backward cut the state from the graph that backward freed: the next step builds "
+            "a fresh graph of its own.",
+        ),
     ],
 )
-def detach_early():
-    a = torch.tensor(0.5, requires_grad=True)
-    c = torch.tensor(2.0)
-    for place in PLACES:
-        c = (c * a).tanh()
-        c = c.detach()
-        err = (c - 1) ** 2
+def detach_early(p):
+    ns = {"torch": torch}
+    exec(p.facts["setup"], ns)
+    for step, place in enumerate(PLACES, start=1):
+        ns["step"] = step
+        exec(textwrap.dedent(p.facts["body"]), ns)
         yield place
-        err.backward()
+        ns["err"].backward()
+        if p.facts["after"]:
+            exec(textwrap.dedent(p.facts["after"]), ns)

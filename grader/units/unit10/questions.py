@@ -19,9 +19,6 @@ from grader.units.unit10.capstone import (
     CARRIED,
     DETACHED,
     FACTS,
-    IN_PLACE,
-    NOT_CLEARED,
-    REBOUND,
     STALE,
     VERDICTS,
     Fault,
@@ -29,6 +26,16 @@ from grader.units.unit10.capstone import (
     render,
 )
 from grader.units.unit10.cases import exercise_cases
+from grader.units.unit10.generators import (  # programs A to D: a learner's copy from before variants imports them
+    SELF_A,  # noqa: F401
+    SELF_B,  # noqa: F401
+    SELF_C,  # noqa: F401
+    SELF_D,  # noqa: F401
+    broken_c_program,
+    kind_a_program,
+    kind_b_program,
+    kind_d_program,
+)
 from grader.units.unit10.kinds import FaultAtLine
 from grader.units.unit10.support import line_of, module_loop
 
@@ -302,172 +309,159 @@ def module_unheld():
     return {n for n, p in model.named_parameters() if id(p) not in held}
 
 
-# --- the self-test programs --------------------------------------------------------------------------
-
-SELF_A = render(
-    Spec(
-        template="batch",
-        x=((0.3, 1.0), (-0.8, 0.5)),
-        y=(0.2, -0.6),
-        w_enc=((1.0, -0.3), (0.5, 0.6)),
-        w_head=(-0.4, 0.8),
-        steps=3,
-        lr=0.2,
-        zero_first=True,
-    ),
-    Fault(REBOUND, form="in loop", target="w_head"),
-    "program A",
-)
-SELF_B = render(
-    Spec(
-        template="sequence",
-        x=((1.0, 0.2), (0.7, -0.9), (-0.3, 1.1)),
-        y=(0.5, 0.3, -0.4),
-        w_enc=((1.2, 0.4), (-0.6, 0.9)),
-        w_head=(0.8, 0.6),
-        steps=3,
-        lr=0.2,
-        clamp_state=True,
-    ),
-    Fault(IN_PLACE, form="state"),
-    "program B",
-)
-SELF_C = render(
-    Spec(
-        template="batch",
-        x=((0.5, 0.5), (1.0, -1.0)),
-        y=(0.3, 0.8),
-        w_enc=((0.6, -0.2), (0.1, 0.7)),
-        w_head=(1.0, -0.5),
-        steps=3,
-        lr=0.1,
-        log=True,
-    ),
-    Fault(NOT_CLEARED),
-    "program C",
-)
-SELF_D = render(
-    Spec(
-        template="sequence",
-        x=((0.4, -0.7), (1.0, 0.6), (-0.9, 0.2)),
-        y=(0.3, -0.5, 0.2),
-        w_enc=((0.7, 0.5), (-0.3, 1.1)),
-        w_head=(0.9, -0.4),
-        steps=3,
-        lr=0.2,
-        retain=True,
-        metric=True,
-        log=True,
-    ),
-    None,
-    "program D",
-)
+# --- self-test ------------------------------------------------------------------------------------------
 
 
 @self_test(
     "10.self-kind-a",
     Choice(*VERDICTS),
-    prompt="Program A: "
-    + SELF_A.inline()
-    + ". Which fault does it have? One of "
-    + ", ".join(repr(v) for v in VERDICTS)
-    + ".",
-    explain="opt holds the w_head made before the loop. The first lines of the body bind the name to a new leaf every step; the loss "
-    "reaches that one, so the optimizer finds no gradient on its own tensor and the model's w_head "
-    "never moves.",
+    program=kind_a_program,
+    explain="Each of these faults breaks the path from a parameter to the loss in its own place: a name rebound to a "
+    "new leaf (the loss reaches the new one, the optimizer holds the old one), a detach on the way (the path stops "
+    "there), or an encoder run under no_grad (nothing was recorded). The checklist asks in that order: is the "
+    "tensor the loss used the optimizer's, and does the loss reach it?",
     hints=(
-        "Run the checklist in order and stop at the first item that finds something. Item 3 asks whether "
-        "the tensors the loss used are the ones opt updates.",
-        "Which tensor does opt hold for w_head: the one made on line 4, or the one the loop binds? Which one "
-        "does the loss reach?",
+        "Run the checklist in order and stop at the first item that finds something: are the tensors the loss used "
+        "the ones opt updates? Does step 1's loss reach every parameter?",
+        "Which tensor does opt hold for each parameter: the one made before the loop, or one a line binds later? "
+        "Where the loss does not reach a parameter, what stopped the path: a detach, or a no_grad block?",
     ),
     misconceptions=[
         (
-            "detached stage",
-            "The detach here makes a new leaf that the loss does reach; what it "
-            "breaks is the link to the tensor the optimizer holds.",
-        )
+            lambda truth: "detached stage" if truth == "rebound parameter" else None,
+            "The detach here makes a new leaf that the loss does reach; what it breaks is the link to the tensor "
+            "the optimizer holds.",
+        ),
+        (
+            lambda truth: "rebound parameter" if truth == "detached stage" else None,
+            "the optimizer's tensor is the one the loss should reach; the detach cuts the path from it to the loss, "
+            "so the loss never reaches it: a detached stage.",
+        ),
+        (
+            lambda truth: "detached stage" if truth == "no_grad encoder" else None,
+            "nothing is detached: the encoder ran under no_grad, which recorded nothing, so the loss has no path "
+            "back to the encoder's weight.",
+        ),
     ],
 )
-def self_kind_a():
-    return capstone.audit(SELF_A).kind
+def self_kind_a(p):
+    return capstone.audit(p.facts["training"]).kind
 
 
 @self_test(
     "10.self-kind-b",
     Choice(*VERDICTS),
-    prompt="Program B: "
-    + SELF_B.inline()
-    + ". Which fault does it have? One of "
-    + ", ".join(repr(v) for v in VERDICTS)
-    + ".",
-    explain="pred = state @ w_head saved state (the gradient for w_head is state); clamping state in place "
-    "afterwards moves its version, and step 1's backward finds the saved copy stale.",
+    program=kind_b_program,
+    explain="Each of these faults is in what a graph keeps: a tensor a node saved written in place before backward "
+    "reads it, a graph built before the loop that every step's loss reaches again, or a state carried into the "
+    "next step with the previous step's graph (never detached).",
     hints=(
-        "Look for a write in place (a method ending in _) and ask which node kept the tensor it writes.",
-        "A product keeps each factor for the other's gradient: pred = state @ w_head keeps state. What does "
-        "the clamp on the next line do to state's version before backward reads it?",
+        "Look for a write in place (a method ending in _) and ask which node kept the tensor it writes; then look "
+        "for a value made before the loop, or in an earlier step, that a later loss reaches with its graph.",
+        "A product keeps each factor for the other's gradient. A value bound before the loop whose graph step 2's "
+        "loss reaches is a stale graph; one bound at step 1 is a carried state.",
     ),
     misconceptions=[
         (
-            "carried state leak",
-            "The state is detached at the end of every step, so no later step "
-            "reaches an earlier graph; the trouble is inside step 1.",
-        )
+            lambda truth, p: (
+                "carried state leak" if truth == "in-place on a saved tensor" and p.facts["sequence"] else None
+            ),
+            "The state is detached at the end of every step, so no later step reaches an earlier graph; the trouble "
+            "is inside step 1.",
+        ),
+        (
+            lambda truth: "in-place on a saved tensor" if truth == "stale graph" else None,
+            "nothing here is written in place: the graph every loss reaches was built once, before the loop, and the "
+            "first backward freed it.",
+        ),
+        (
+            lambda truth: "stale graph" if truth == "carried state leak" else None,
+            "the graph step 2 reaches was made in step 1, not before the loop: the state carries it from step to "
+            "step because it is never detached.",
+        ),
     ],
 )
-def self_kind_b():
-    return capstone.audit(SELF_B).kind
+def self_kind_b(p):
+    return capstone.audit(p.facts["training"]).kind
 
 
 @self_test(
     "10.self-broken-c",
     Names(pool=FACTS),
-    prompt="Program C: "
-    + SELF_C.inline()
-    + ". Which of these quantities does it break: '"
-    + "', '".join(FACTS)
-    + "'? Answer a set.",
-    explain="Without zero_grad each backward adds into what the last one left, so from step 2 on opt.step() "
-    "uses a sum of gradients. It runs, both weights move and the graph stays the same size: only the "
-    "gradient itself is wrong.",
+    program=broken_c_program,
+    explain="Each fault shows in what it breaks: a program that raises stops running; a parameter the loss never "
+    "reaches, or one the optimizer does not hold, never moves; a carried graph grows; and every fault that changes "
+    "the gradient (a sum of steps' gradients without zero_grad, a missing path, a stale value) makes a step's "
+    "gradient differ from the reference. A program can run and move and still train on the wrong gradient.",
     hints=(
-        "Which line that a training loop usually has is missing from this one?",
-        "Without it, each backward adds into what the previous step left in .grad. Which of the four "
-        "quantities can see a gradient that is a sum of several steps'?",
+        "Which line that a training loop usually has is missing or changed in this one?",
+        "Ask of each quantity in turn: does it raise? does every parameter move? is the graph as deep at every "
+        "step? is each step's gradient the intended one?",
     ),
+    misconceptions=[
+        (
+            lambda truth: set() if truth else None,
+            "a program can run and move every parameter and still compute the wrong gradient: compare each step's "
+            "gradients with the reference.",
+        ),
+        (
+            lambda truth: set(truth) - {"runs without an error"} if "runs without an error" in truth else None,
+            "it raises: a program that stops partway does not run without an error, whatever it did before.",
+        ),
+        (
+            lambda truth: {"every step's gradients equal the reference"} if not truth else None,
+            "every check came back clean: the suspicious lines are harmless, so each step's gradient is the "
+            "intended one.",
+        ),
+    ],
 )
-def self_broken_c():
-    return set(FACTS) - set(capstone.prove(SELF_C).facts)
+def self_broken_c(p):
+    return set(FACTS) - set(capstone.prove(p.facts["training"]).facts)
+
+
+def _decoy(name: str, kind: str, note: str):
+    """A wrong kind learners read into a harmless decoy line, offered where the program has that decoy and no
+    fault."""
+    return (lambda truth, p: kind if truth == "no fault" and p.facts["decoys"][name] else None, note)
 
 
 @self_test(
     "10.self-kind-d",
     Choice(*VERDICTS),
-    prompt="Program D: "
-    + SELF_D.inline()
-    + ". Which fault does it have? One of "
-    + ", ".join(repr(v) for v in VERDICTS)
-    + ".",
-    explain="Every suspicious line is harmless here: the detach feeds only a log, the no_grad block only a "
-    "metric, and retain_graph=True keeps a graph no later step walks, because the state is detached "
-    "at the end of each step.",
+    program=kind_d_program,
+    explain="A suspicious line is harmless unless it sits on a route to the loss, or a later step walks what it "
+    "kept: a detach that feeds only a log, a no_grad block that computes only a metric, retain_graph=True on a "
+    "state detached at the end of each step. The checklist, asked in order, tells them from a real fault.",
     hints=(
-        "Each suspicious line is harmless unless it sits on a route to the loss, or a later step walks "
-        "what it kept. Check them one by one.",
-        "retain_graph=True matters only if a later backward walks this step's graph. Does anything carry "
-        "this step's graph into the next one, given the last line of the loop?",
+        "Each suspicious line is harmless unless it sits on a route to the loss, or a later step walks what it "
+        "kept. Check them one by one, then run the checklist in order.",
+        "retain_graph=True matters only if a later backward walks this step's graph. Does anything carry this "
+        "step's graph into the next one, given the last line of the loop?",
     ),
     misconceptions=[
-        (
+        _decoy(
+            "retain",
             "carried state leak",
-            "The last line of the loop detaches the state, so the next step "
-            "starts from a constant; retain_graph=True only keeps a graph nothing walks again.",
-        )
+            "The last line of the loop detaches the state, so the next step starts from a constant; "
+            "retain_graph=True only keeps a graph nothing walks again.",
+        ),
+        _decoy(
+            "log", "detached stage", "the detach feeds only the log; the loss reaches the features on its own path."
+        ),
+        _decoy(
+            "metric",
+            "no_grad encoder",
+            "the no_grad block computes only a metric, after the loss: nothing the loss needs was made there.",
+        ),
+        (
+            lambda truth: "no fault" if truth != "no fault" else None,
+            "one line here is a real fault among the harmless ones: run the checklist in order and stop at the first "
+            "item that finds something.",
+        ),
     ],
 )
-def self_kind_d():
-    return capstone.audit(SELF_D).kind
+def self_kind_d(p):
+    return capstone.audit(p.facts["training"]).kind
 
 
 # --- exercise 1: diagnose a program ----------------------------------------------------------------

@@ -13,18 +13,24 @@ import weakref
 
 import torch
 from torch.autograd import Function as AutogradFunction
-from torch.autograd.function import once_differentiable
 from torch.autograd.gradcheck import GradcheckError
 
 from grader.engine.kinds import Boolean, Choice, Error, Number
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.causes import FREED, NO_GRAD_FN, UNUSED, WRITE_SEEN
+from grader.units.unit11.generators import (
+    GRADGRAD_OPTIONS,
+    LEAF_OPTIONS,
+    decoder_program,
+    gradgrad_program,
+    leaf_program,
+    stash_program,
+)
 from grader.units.unit11.kinds import exercise_kind
 from grader.units.unit11.support import (
     CubeOnce,
     CubeSaved,
     CubeStashed,
-    SigmoidInPlaceFn,
     SplitPair,
     describe_received,
     function_report,
@@ -575,153 +581,148 @@ def round_ste(case):
 @self_test(
     "11.self-stash",
     Number(tol=1e-4),
-    prompt="class Sq(torch.autograd.Function): forward(t) returns t * t; setup_context stashes ctx.inp = "
-    "inputs[0]; backward returns grad * 2 * ctx.inp. b = torch.tensor([3.0], requires_grad=True); "
-    "u = b - 1; out = Sq.apply(u); u.mul_(4); out.backward(). What is b.grad[0] (4 decimals)?",
-    explain="Nothing checks a stash: backward reads u as it is after the write, 8, and returns 2 * 8 = 16 "
-    "instead of the slope 4. save_for_backward would have raised at backward.",
+    program=stash_program,
+    explain="Nothing checks a stash: a plain attribute keeps the tensor, not its version, so backward reads u as it "
+    "is after the write and computes the slope there. save_for_backward would have raised at backward.",
     hints=(
         "Which way of keeping a tensor records its version?",
         "ctx.inp is a plain attribute: backward reads the tensor's current values, after the write.",
     ),
     misconceptions=[
         (
-            lambda truth: truth / 4,
-            "4 is the right slope at u = 2; a stash has no version check, so backward used u after u.mul_(4)",
+            lambda truth, p: p.facts["right slope"],
+            "that is the right slope, at u before the write; a stash has no version check, so backward used u after "
+            "the write",
         )
     ],
 )
-def self_stash():
-    class Sq(AutogradFunction):
-        @staticmethod
-        def forward(t):
-            return t * t
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            ctx.inp = inputs[0]
-
-        @staticmethod
-        def backward(ctx, grad):
-            return grad * 2 * ctx.inp
-
-    b = torch.tensor([3.0], requires_grad=True)
-    u = b - 1
-    out = Sq.apply(u)
-    u.mul_(4)
-    out.backward()
-    return b.grad[0].item()
+def self_stash(p):
+    return p.run()["b"].grad[0].item()
 
 
 @self_test(
     "11.self-decoder-passes",
     Number(tol=0),
-    prompt="decode maps z (4 numbers) to an image of 250 numbers: decode(z) = torch.tanh(W @ z) with W of shape "
-    "(250, 4). Building its whole Jacobian at one z, one pass at a time: how many reverse passes "
-    "(vector–Jacobian products) and how many forward-mode passes (Jacobian–vector products)? Answer "
-    "[reverse passes, forward passes].",
-    explain="The Jacobian is 250 rows by 4 columns. A reverse pass gives one row (one output's gradient), a "
-    "forward-mode pass one column (one input's direction): with few inputs and many outputs, forward "
-    "mode is the cheap way.",
+    program=decoder_program,
+    explain="The Jacobian has one row per output and one column per input. A reverse pass gives one row (one "
+    "output's gradient), a forward-mode pass one column (one input's direction): with few inputs and many outputs "
+    "forward mode is the cheap way, with many inputs and few outputs reverse mode.",
     hints=(
         "Draw the Jacobian: one row per output, one column per input.",
-        "A vector–Jacobian product gives one row of the Jacobian, a Jacobian–vector product one column.",
+        "A vector-Jacobian product gives one row of the Jacobian, a Jacobian-vector product one column.",
     ),
     misconceptions=[
         (
             lambda truth: [1, truth[1]],
             "one reverse pass gives the gradient of one output number; there are many outputs here",
-        )
+        ),
+        (
+            lambda truth: [truth[1], truth[0]],
+            "a reverse pass gives a row (one output), a forward-mode pass a column (one input): count the outputs "
+            "for the first",
+        ),
     ],
 )
-def self_decoder_passes():
-    torch.manual_seed(3)
-    weight = torch.randn(250, 4)
-    z = torch.randn(4, requires_grad=True)
-    return passes_for_whole_jacobian(lambda v: torch.tanh(weight @ v), z)
-
-
-LEAF_OPTIONS = ("runs, w.grad right", "runs, w.grad wrong", "raises at apply", "raises at backward")
+def self_decoder_passes(p):
+    ns = p.run()
+    return passes_for_whole_jacobian(ns["decode"], ns["z"])
 
 
 @self_test(
     "11.self-leaf-inplace",
     Choice(*LEAF_OPTIONS),
-    prompt="SigmoidInPlace (forward x.sigmoid_(), mark_dirty on the input, saves the output) applied straight "
-    "to a leaf: w = torch.tensor([0.2, -0.7], requires_grad=True); SigmoidInPlace.apply(w); "
-    "w.sum().backward(). What happens? One of " + ", ".join(repr(o) for o in LEAF_OPTIONS) + ".",
-    explain="A leaf that requires grad may not be written in place while grad mode is on, whoever writes it: "
-    "mark_dirty on a leaf is refused at apply, before any backward.",
+    program=leaf_program,
+    explain="mark_dirty tells autograd a custom Function wrote its input. A leaf that requires grad may not be "
+    "written in place while grad mode is on, whoever writes it: refused at apply. A tensor another node kept (exp "
+    "keeps its output) is stale once written: refused at backward. On a fresh non-leaf the write is allowed, and "
+    "w.grad is right if backward reads the output it saved, wrong if it reads its input, overwritten since.",
     hints=(
-        "Unit 07 met this rule for built-in in-place ops.",
-        "Where would the leaf's gradient accumulate if its values were replaced by the op's output?",
+        "Unit 07 met these rules for built-in in-place ops: a leaf, and a tensor some node kept.",
+        "Where would the leaf's gradient accumulate if its values were replaced by the op's output? Which node kept "
+        "the tensor the op writes, and what does backward read?",
     ),
+    misconceptions=[
+        (
+            lambda truth: LEAF_OPTIONS[0] if truth == LEAF_OPTIONS[2] else None,
+            "a leaf that requires grad may not be written in place while grad mode is on, whoever writes it: "
+            "mark_dirty on a leaf is refused at apply",
+        ),
+        (
+            lambda truth: LEAF_OPTIONS[0] if truth == LEAF_OPTIONS[3] else None,
+            "exp kept its output, and the in-place sigmoid wrote that very tensor: exp's saved output is stale when "
+            "backward reads it",
+        ),
+        (
+            lambda truth: LEAF_OPTIONS[0] if truth == LEAF_OPTIONS[1] else None,
+            "backward reads the input it stashed, which forward overwrote with its output: the slope of the sigmoid "
+            "at the wrong point",
+        ),
+        (
+            lambda truth: LEAF_OPTIONS[2] if truth == LEAF_OPTIONS[0] else None,
+            "the op writes a fresh non-leaf, which is allowed: mark_dirty says so, and backward reads the output it "
+            "saved",
+        ),
+    ],
 )
-def self_leaf_inplace():
-    w = torch.tensor([0.2, -0.7], requires_grad=True)
+def self_leaf_inplace(p):
+    ns = p.run(until="at apply")
     try:
-        SigmoidInPlaceFn.apply(w)
+        exec(p.steps[1][1], ns)
     except RuntimeError:
         return LEAF_OPTIONS[2]
     try:
-        w.sum().backward()
+        exec(p.steps[2][1], ns)
     except RuntimeError:
         return LEAF_OPTIONS[3]
-    return LEAF_OPTIONS[0]
-
-
-GRADGRAD_OPTIONS = (
-    "passes",
-    "fails: the analytical second derivative is all zeros",
-    "fails: the numerical second derivative is all zeros",
-    "raises: once_differentiable refuses create_graph",
-)
+    w = torch.tensor(eval(p.facts["w"]), requires_grad=True)
+    (reference,) = torch.autograd.grad(torch.sigmoid(eval(p.facts["target"], {"w": w})).sum(), w)
+    return LEAF_OPTIONS[0] if torch.allclose(ns["w"].grad, reference) else LEAF_OPTIONS[1]
 
 
 @self_test(
     "11.self-gradgrad-once",
     Choice(*GRADGRAD_OPTIONS),
-    prompt="class Quart(torch.autograd.Function): forward(t) returns t ** 4; setup_context saves t; backward, "
-    "decorated with @once_differentiable, returns grad * 4 * t ** 3. "
-    "torch.autograd.gradgradcheck(Quart.apply, (torch.tensor([0.5, -1.5], dtype=torch.float64, "
-    "requires_grad=True),)): what happens? One of " + ", ".join(repr(o) for o in GRADGRAD_OPTIONS) + ".",
-    explain="gradgradcheck's analytical side differentiates what your backward returned, with a gradient "
-    "coming in that itself needs grad. Under once_differentiable, torch then wraps backward's result in an "
-    "Error node whose inputs are detached stand-ins, so nothing leads back to t: the analytical second "
-    "derivative comes out all zeros. The numerical side only calls backward at nearby points and finds "
-    "12t²: a Jacobian mismatch.",
+    program=gradgrad_program,
+    explain="gradgradcheck's analytical side differentiates what your backward returned, with a gradient coming in "
+    "that itself needs grad. Under once_differentiable torch wraps backward's result in a node whose inputs are "
+    "detached stand-ins, so nothing leads back to t: the analytical second derivative comes out all zeros, while "
+    "the numerical side, which only calls backward at nearby points, finds the real one. A second "
+    "torch.autograd.grad by hand finds no graph at all and raises. Without the decorator backward is recorded like "
+    "any code, and both agree.",
     hints=(
         "What does gradgradcheck compare, and which of the two depends on your backward being recorded?",
-        "The numerical side only calls backward at nearby points; the analytical side needs a graph of "
-        "backward that leads back to t, which once_differentiable does not give.",
+        "The numerical side only calls backward at nearby points; the analytical side (and a second grad by hand) "
+        "needs a graph of backward that leads back to t, which once_differentiable does not give.",
     ),
+    misconceptions=[
+        (
+            lambda truth: GRADGRAD_OPTIONS[0] if truth == GRADGRAD_OPTIONS[1] else None,
+            "gradgradcheck's analytical side differentiates what backward returned; once_differentiable gave it no "
+            "graph back to t, so it comes out zeros",
+        ),
+        (
+            lambda truth: GRADGRAD_OPTIONS[1] if truth == GRADGRAD_OPTIONS[0] else None,
+            "without once_differentiable backward's operations are recorded like any others: its result has a graph "
+            "back to t, and both sides agree",
+        ),
+        (
+            lambda truth: GRADGRAD_OPTIONS[0] if truth == GRADGRAD_OPTIONS[3] else None,
+            "a once_differentiable backward's result carries no graph: the second torch.autograd.grad finds nothing "
+            "to differentiate and raises",
+        ),
+    ],
 )
-def self_gradgrad_once():
-    class Quart(AutogradFunction):
-        @staticmethod
-        def forward(t):
-            return t**4
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            ctx.save_for_backward(inputs[0])
-
-        @staticmethod
-        @once_differentiable
-        def backward(ctx, grad):
-            (t,) = ctx.saved_tensors
-            return grad * 4 * t**3
-
-    t = torch.tensor([0.5, -1.5], dtype=torch.float64, requires_grad=True)
+def self_gradgrad_once(p):
+    ns = p.run(until="check")
     try:
-        torch.autograd.gradgradcheck(Quart.apply, (t,))
+        exec(p.steps[1][1], ns)
     except GradcheckError as exc:
         text = str(exc)
         if "analytical" in text and not any(matrix_after("analytical:", text)):
             return GRADGRAD_OPTIONS[1]
         if "numerical" in text and not any(matrix_after("numerical:", text)):
             return GRADGRAD_OPTIONS[2]
-        return GRADGRAD_OPTIONS[0] + "?"
+        raise RuntimeError(f"gradgradcheck failed in a way none of the options names: {text[:200]}") from exc
     except RuntimeError:
         return GRADGRAD_OPTIONS[3]
     return GRADGRAD_OPTIONS[0]

@@ -69,24 +69,6 @@ class CubeOnce(CubeSaved):
         return grad * 3 * x**2
 
 
-class SigmoidInPlaceFn(AutogradFunction):
-    """x.sigmoid_() with mark_dirty, keeping its output."""
-
-    @staticmethod
-    def forward(x):
-        return x.sigmoid_()
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.mark_dirty(inputs[0])
-        ctx.save_for_backward(output)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
-        return grad * y * (1 - y)
-
-
 class SplitPair(AutogradFunction):
     """Two outputs, 2x and x ** 2; records what backward receives for each output gradient."""
 

@@ -20,12 +20,19 @@ from grader.engine.kinds import Choice, Function, Name, Names
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.unit12 import support as kit
 from grader.units.unit12.cases import setup_cases
+from grader.units.unit12.generators import (
+    FIXES,
+    GROWTH,
+    ORIGINS,
+    anomaly_program,
+    ema_program,
+    first_hook_program,
+    fix_program,
+)
 from grader.units.unit12.kinds import FaultInModule
 from grader.units.unit12.support import (
     CYCLES,
     FAULTS,
-    ema_loop,
-    fix_grad,
     hook_model,
     leak_loop,
     make_cycle,
@@ -465,97 +472,112 @@ def diagnose_setup(case):
 @self_test(
     "12.self-anomaly-node",
     Name(),
-    prompt="x = torch.tensor([0.0, 3.0], requires_grad=True); inside torch.autograd.detect_anomaly(): y = "
-    "(x ** 2).sqrt(); y.sum().backward(). It raises. Which node does anomaly mode name ('Error detected in "
-    "<node>')? Answer its class name.",
-    explain="At x = 0 sqrt's backward computes 1 / (2 * sqrt(0)) = inf: not NaN, and anomaly mode checks for "
-    "NaN only. The power's backward then multiplies inf by 2 * x = 0, and inf * 0 is the first NaN.",
+    program=anomaly_program,
+    explain="Anomaly mode checks each backward's output for NaN only. A slope at 0 is inf (sqrt's 1 / (2 * sqrt(0)), "
+    "log's 1 / 0), which passes the check; the first NaN is born where that inf meets a zero: a power's or a "
+    "product's backward multiplying inf by 2x = 0, abs's by sign(0) = 0, or a backward multiplying the zero sent "
+    "back by * 0 by its inf slope.",
     hints=(
-        "Walk backward from y node by node and compute what each returns at x = 0.",
-        "Anomaly mode raises on NaN, not on inf. What does sqrt's backward give at 0, and what does the next "
-        "node do with it?",
+        "Walk backward from y node by node and compute what each returns at the zero of x.",
+        "Anomaly mode raises on NaN, not on inf. Which backward gives inf at 0, and which node is the first to "
+        "multiply an inf by a zero?",
     ),
     misconceptions=[
         (
-            "SqrtBackward0",
-            "sqrt's backward returns inf at 0 (1 / 0), not NaN; anomaly mode only "
-            "checks for NaN. The NaN appears in the next node: inf * 0",
-        )
+            lambda truth, p: "SqrtBackward0" if "sqrt" in p.source and truth != "SqrtBackward0" else None,
+            "sqrt's backward returns inf at 0 (1 / 0), not NaN; anomaly mode only checks for NaN. The NaN appears in "
+            "the next node, where inf meets a zero",
+        ),
+        (
+            lambda truth, p: "MulBackward0" if p.facts["order"] == "zero then" else None,
+            "the product by 0 sends back zeros, not NaN; the NaN is born when the next backward multiplies that 0 by "
+            "its inf slope",
+        ),
     ],
 )
-def self_anomaly_node():
-    def run():
-        x = torch.tensor([0.0, 3.0], requires_grad=True)
-        (x**2).sqrt().sum().backward()
-
-    return kit.anomaly_report(run).node
-
-
-FIXES = ("torch.where(x > 0, x.sqrt(), 0.0)", "torch.where(x > 0, x, 0.0).sqrt()", "x.abs().sqrt()", "x.relu().sqrt()")
+def self_anomaly_node(p):
+    return kit.anomaly_report(lambda: exec(p.source, {"torch": torch})).node
 
 
 @self_test(
     "12.self-finite-fix",
     Names(pool=FIXES),
-    prompt="x = torch.tensor([-1.0, 0.0, 2.0], requires_grad=True); y = <expression>; y.sum().backward(). For "
-    "which of these expressions is every entry of x.grad finite: "
-    + "; ".join(repr(f) for f in FIXES)
-    + "? Answer a set of the expressions.",
-    explain="Where the expression's backward divides by sqrt(0), the result is inf, and what happens next "
-    "decides. An outer where runs sqrt's backward on NaN and 0 (NaN out); a where or relu before "
-    "sqrt sends inf into a backward that selects zero for masked entries (finite); abs's backward "
-    "multiplies by sign(x), and at x = 0 that is 0 * inf = NaN.",
+    program=fix_program,
+    explain="Where an expression's backward divides by sqrt(0), the result is inf, and what happens next decides. "
+    "An outer where still runs sqrt's backward on every entry (NaN or inf where x <= 0, times where's zero: NaN); "
+    "a where or relu before sqrt sends inf into a backward that selects zero for masked entries (finite); abs's "
+    "backward multiplies by sign(x), and at x = 0 that is 0 * inf = NaN. With no zero or negative in x, every slope "
+    "is finite.",
     hints=(
-        "For each expression, list the backward nodes from y to x and what each computes at x = -1 and x = 0.",
-        "sqrt's backward at 0 gives inf. A where or a relu backward picks 0 for masked entries, whatever "
-        "came in; abs's backward multiplies by the sign instead.",
+        "For each expression, list the backward nodes from y to x and what each computes at each entry of x.",
+        "sqrt's backward at 0 gives inf, at a negative NaN. A where or a relu backward picks 0 for masked entries, "
+        "whatever came in; abs's backward multiplies by the sign instead.",
     ),
     misconceptions=[
         (
-            lambda truth: set(truth) | {FIXES[2]},
-            "abs keeps every value non-negative, but its "
-            "backward multiplies by sign(0) = 0, and 0 times "
-            "sqrt's inf at 0 is NaN",
-        )
+            lambda truth: set(truth) | {FIXES[2]} if FIXES[2] not in truth else None,
+            "abs keeps every value non-negative, but its backward multiplies by sign(0) = 0, and 0 times sqrt's inf "
+            "at 0 is NaN",
+        ),
+        (
+            lambda truth: set(truth) | {FIXES[0]} if FIXES[0] not in truth else None,
+            "the outer where still runs sqrt's backward on every entry: where x <= 0 its slope is inf or NaN, and "
+            "where's zero gradient times it is NaN",
+        ),
+        (
+            lambda truth: set(truth) - {FIXES[2]} if FIXES[2] in truth else None,
+            "with no zero in x, sqrt's slope is finite at every entry abs passes it: sign times a finite slope stays "
+            "finite",
+        ),
     ],
 )
-def self_finite_fix():
-    return {label for label in FIXES if kit.finite(fix_grad(label))}
-
-
-GROWTH = ("nothing grows", "only held bytes grow", "only depth grows", "both grow", "backward raises at step 2")
+def self_finite_fix(p):
+    return {label for label, grad in p.run()["grads"].items() if kit.finite(grad)}
 
 
 @self_test(
     "12.self-ema",
     Choice(*GROWTH),
-    prompt="net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1)); ema = torch.tensor(0.0); each "
-    "of 4 steps: loss = ((net(x) - y) ** 2).mean(); opt.zero_grad(); loss.backward(); opt.step(); "
-    "ema = 0.9 * ema + 0.1 * loss. From step 1 to step 4, what happens to ema's graph: the bytes it "
-    "holds for backward as held_bytes(ema) counts them (the saved tensors a pack hook sees, not yet freed: a "
-    "Python number an op keeps as a 0-dim tensor is not counted) and its depth? One of "
-    + ", ".join(repr(g) for g in GROWTH)
-    + ".",
-    explain="ema chains every step's loss, so its depth grows by the two nodes of the update each step. But "
-    "each loss.backward() already freed what the loss's graph saved, and multiplying by a Python "
-    "number keeps only that number, as a 0-dim tensor no pack hook sees (held_bytes leaves it out): the "
-    "chain keeps nodes, not activations.",
+    program=ema_program,
+    explain="0.9 * ema + 0.1 * loss chains every step's loss, so ema's depth grows each step; but each "
+    "loss.backward() already freed what the loss's graph saved, and multiplying by a Python number keeps only that "
+    "number, which held_bytes leaves out: the chain keeps nodes, not activations. A retained graph, or a product of "
+    "two tensors, keeps tensors the chain reaches: bytes grow too. A detached or .item() value chains nothing; an "
+    "ema fed back into the loss makes the next backward walk the freed graph.",
     hints=(
-        "Is ema's graph ever walked by backward? Which graphs does it reach, and were they walked?",
-        "backward frees the saved tensors of the nodes it runs; the nodes themselves stay while something "
-        "reaches them. What does 0.9 * ema + 0.1 * loss save?",
+        "Is ema's graph ever walked by backward? Which graphs does it reach, and were they walked and freed?",
+        "backward frees the saved tensors of the nodes it runs; the nodes themselves stay while something reaches "
+        "them. What does the update of ema save, and does the loss read ema?",
     ),
     misconceptions=[
         (
-            "both grow",
-            "each loss.backward() freed the activations of its graph before ema reached "
-            "it; the chain keeps nodes, and the scalar multiplications save nothing a "
-            "pack hook sees",
-        )
+            lambda truth: "both grow" if truth == "only depth grows" else None,
+            "each loss.backward() freed the activations of its graph before ema reached it; the chain keeps nodes, "
+            "and the scalar multiplications save nothing a pack hook sees",
+        ),
+        (
+            lambda truth: "only depth grows" if truth == "both grow" else None,
+            "ema's chain also reaches tensors still saved: a graph backward was told to retain, or a product of two "
+            "tensors, which keeps both",
+        ),
+        (
+            lambda truth: "only depth grows" if truth == "nothing grows" else None,
+            "a detached or .item() loss gives ema a value without a graph: nothing is chained",
+        ),
+        (
+            lambda truth: "only depth grows" if truth == "backward raises at step 2" else None,
+            "the loss reads ema, so step 2's backward walks ema's graph back into step 1's, which step 1's backward "
+            "freed",
+        ),
     ],
 )
-def self_ema():
-    seen = ema_loop()
+def self_ema(p):
+    try:
+        seen = p.run()["seen"]
+    except RuntimeError as exc:
+        if "backward through the graph a second time" in str(exc):
+            return GROWTH[4]
+        raise
     held = seen[-1][0] > seen[0][0]
     deep = seen[-1][1] > seen[0][1]
     return {(False, False): GROWTH[0], (True, False): GROWTH[1], (False, True): GROWTH[2], (True, True): GROWTH[3]}[
@@ -563,38 +585,44 @@ def self_ema():
     ]
 
 
-ORIGINS = ("n", "r", "h", "none of them")
-
-
 @self_test(
     "12.self-first-hook",
     Choice(*ORIGINS),
-    prompt="x = torch.tensor([[1.0, 2.0], [-1.0, -3.0]]); w1 = torch.tensor([[1.0, 0.5], [0.5, 1.0]], "
-    "requires_grad=True); w2 = torch.tensor([[1.0], [-1.0]], requires_grad=True); h = x @ w1; r = h.relu(); "
-    "n = r / r.norm(dim=1, keepdim=True); out = n @ w2. A hook (tensor.register_hook) on each of h, r and "
-    "n records whether the gradient it sees is finite; out.sum().backward(). Which is the first hook, in "
-    "the order they fire, to see a non-finite gradient: " + ", ".join(repr(o) for o in ORIGINS) + "?",
-    explain="The second row of h is negative, so r's second row is all zeros and its norm is 0. n's gradient "
-    "comes from the product with w2: finite. The division's backward divides by that zero norm: r's "
-    "gradient is non-finite. relu's backward then picks 0 where h was negative, so h's gradient, and "
-    "w1.grad, are finite again: a NaN can start and vanish inside one backward.",
+    program=first_hook_program,
+    explain="Hooks fire from out back to h. A non-finite gradient is born where a backward divides by zero (a zero "
+    "norm, log at 0) or meets inf (sqrt's slope at 0 times 2h = 0), and the first hook after it sees it; relu's "
+    "backward then picks 0 where h was negative, so the NaN can vanish before h, and an epsilon or a row that is "
+    "never all zero keeps every gradient finite.",
     hints=(
-        "Compute r for the second row first. What is its norm?",
-        "Hooks fire from out back to h. The division's backward divides by the norm; relu's backward keeps "
-        "the gradient only where h > 0.",
+        "Compute h, r and n row by row first. Is any row of r all zeros, any entry of n zero?",
+        "Hooks fire from out back to h. Which backward divides by a zero (a norm, log at 0) or multiplies inf by 0? "
+        "relu's backward keeps the gradient only where h > 0.",
     ),
     misconceptions=[
-        ("h", "relu's backward selects 0 where h was negative, which replaces the NaN: h's gradient is finite"),
-        ("none of them", "the division's backward divides by r's zero norm for the second row"),
+        (
+            lambda truth: "h" if truth == "r" else None,
+            "relu's backward selects 0 where h was negative, which replaces the NaN: h's gradient is finite",
+        ),
+        (
+            lambda truth: "none of them" if truth == "r" else None,
+            "the division's backward divides by r's zero norm for that row",
+        ),
+        (
+            lambda truth: "r" if truth == "h" else None,
+            "r's gradient comes through a product by 2: finite; the square root's backward at h = 0 is inf, and the "
+            "power's backward multiplies it by 2h = 0: the NaN is born at h",
+        ),
+        (
+            lambda truth: "r" if truth == "none of them" else None,
+            "no backward here divides by zero: an epsilon keeps the norm away from it, or no row of r is all zero",
+        ),
+        (
+            lambda truth: "r" if truth == "n" else None,
+            "log's backward divides by n, which is 0 where relu cut a row: the first hook to fire, n's, already sees "
+            "NaN",
+        ),
     ],
 )
-def self_first_hook():
-    x = torch.tensor([[1.0, 2.0], [-1.0, -3.0]])
-    w1 = torch.tensor([[1.0, 0.5], [0.5, 1.0]], requires_grad=True)
-    w2 = torch.tensor([[1.0], [-1.0]], requires_grad=True)
-    watch = kit.GradWatch()
-    h = watch.watch("h", x @ w1)
-    r = watch.watch("r", h.relu())
-    n = watch.watch("n", r / r.norm(dim=1, keepdim=True))
-    (n @ w2).sum().backward()
-    return watch.first_nonfinite() or "none of them"
+def self_first_hook(p):
+    seen = p.run()["seen"]
+    return next((name for name, ok in seen if not ok), "none of them")

@@ -237,13 +237,6 @@ def hook_model():
     return model, torch.randn(6, 3)
 
 
-def fix_grad(label):
-    x = torch.tensor([-1.0, 0.0, 2.0], requires_grad=True)
-    y = eval(label, {"torch": torch, "x": x})
-    y.sum().backward()
-    return x.grad
-
-
 # =================================================================================================
 # Memory that grows
 # =================================================================================================
@@ -489,23 +482,6 @@ def make_cycle(kind: str):
     w = torch.randn(1000, requires_grad=True)
     (w.sin() ** 2).sum().backward(create_graph=True)
     return weakref.ref(w)
-
-
-def ema_loop(steps=4):
-    torch.manual_seed(7)
-    net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
-    opt = torch.optim.SGD(net.parameters(), lr=0.1)
-    ema = torch.tensor(0.0)
-    seen = []
-    for _ in range(steps):
-        x, y = torch.randn(10, 3), torch.randn(10, 1)
-        loss = ((net(x) - y) ** 2).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        ema = 0.9 * ema + 0.1 * loss
-        seen.append((held_bytes(ema), probes.depth(ema)))
-    return seen
 
 
 # =================================================================================================

@@ -15,15 +15,20 @@ from grader.engine.kinds import Choice, Error, Function, Number
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.causes import FREED, NO_GRAD_FN, STALE
 from grader.units.unit13.cases import call_kept_bytes, call_per_sample, chain_cases, flatten_grads, per_sample_cases
+from grader.units.unit13.generators import (
+    KEEP_OPTIONS,
+    accumulate_program,
+    branch_program,
+    dual_program,
+    keeps_program,
+)
 from grader.units.unit13.support import (
     bill_pair,
-    cos_branch,
     count_activations,
     graphs_made,
     graphs_with_hook,
     kept_by_compile,
     loop_grads,
-    mm_exp,
     quiet_dynamo,
     sin_cos,
     with_item,
@@ -310,107 +315,135 @@ def eager_vs_compiled(case):
 @self_test(
     "13.self-accumulate",
     Number(tol=1e-4),
-    prompt="w = torch.tensor([1.0, 3.0], requires_grad=True); f = lambda t: (t * t).sum(); f(w).backward(); "
-    "g = torch.func.grad(f)(w); f(w).backward(). What is w.grad afterwards? Answer [w.grad[0], w.grad[1]].",
-    explain="Each .backward() adds 2w into w.grad; torch.func.grad in between returns 2w and writes nothing: "
-    "two backward calls, 4w.",
+    program=accumulate_program,
+    explain="Each .backward() adds its gradient into w.grad; torch.func.grad and torch.autograd.grad return theirs "
+    "and write nothing; w.grad = None drops what was there. w.grad is the sum of the backward calls since the last "
+    "clear.",
     hints=(
-        "Which of the three calls write into w.grad, and do they overwrite or add?",
-        "torch.func.grad returns its gradient; .backward() accumulates into .grad.",
+        "Which of the calls write into w.grad, and do they overwrite or add?",
+        "torch.func.grad and torch.autograd.grad return their gradient; .backward() accumulates into .grad; "
+        "w.grad = None starts it again.",
     ),
     misconceptions=[
         (
-            lambda truth: [v * 1.5 for v in truth],
-            "torch.func.grad adds nothing to w.grad: only the two backward calls do",
+            lambda truth, p: (
+                [v * (p.facts["backwards"] + p.facts["returns"]) / p.facts["backwards"] for v in truth]
+                if p.facts["returns"]
+                else None
+            ),
+            "torch.func.grad and torch.autograd.grad return their gradient and add nothing to w.grad: only the "
+            "backward calls do",
         ),
         (
-            lambda truth: [v / 2 for v in truth],
-            ".backward() adds into w.grad: the second call does not replace the first",
+            lambda truth, p: [v / p.facts["backwards"] for v in truth] if p.facts["backwards"] > 1 else None,
+            ".backward() adds into w.grad: a later call does not replace an earlier one",
+        ),
+        (
+            lambda truth, p: (
+                [v * p.facts["all backwards"] / p.facts["backwards"] for v in truth]
+                if p.facts["backwards"] != p.facts["all backwards"] != p.facts["backwards"] + p.facts["returns"]
+                else None  # (a count the previous misconception gives already is left to it)
+            ),
+            "w.grad = None dropped what the earlier backward calls had added: only those after it count",
         ),
     ],
 )
-def self_accumulate():
-    w = torch.tensor([1.0, 3.0], requires_grad=True)
-
-    def f(t):
-        return (t * t).sum()
-
-    f(w).backward()
-    torch.func.grad(f)(w)
-    f(w).backward()
-    return w.grad.tolist()
+def self_accumulate(p):
+    return p.run()["w"].grad.tolist()
 
 
 @self_test(
     "13.self-dual",
     Number(tol=1e-4),
-    prompt="with fwAD.dual_level(): x = fwAD.make_dual(torch.tensor(0.0), torch.tensor(3.0)); "
-    "y = x.exp() * (x + 1); what is fwAD.unpack_dual(y).tangent (4 decimals)?",
-    explain="The tangent is the derivative times x's tangent: (exp(x)(x + 1) + exp(x)) * 3 = 2 * 3 at 0.",
+    program=dual_program,
+    explain="A dual number's tangent is moved by each op's derivative (the chain and product rules apply): y's "
+    "tangent is the derivative of y at the primal, times the tangent x came in with.",
     hints=(
-        "A dual number's tangent is moved by each op's derivative: the product rule applies.",
-        "Differentiate exp(x) * (x + 1) at 0, then multiply by the tangent x came in with.",
+        "A dual number's tangent is moved by each op's derivative: the product and chain rules apply.",
+        "Differentiate y at the primal value, then multiply by the tangent x came in with.",
     ),
-    misconceptions=[(lambda truth: truth / 3, "that is the derivative alone; multiply by the tangent x carries")],
+    misconceptions=[
+        (
+            lambda truth, p: truth / p.facts["tangent"],
+            "that is the derivative alone; multiply by the tangent x carries",
+        )
+    ],
 )
-def self_dual():
-    with fwAD.dual_level():
-        x = fwAD.make_dual(torch.tensor(0.0), torch.tensor(3.0))
-        y = x.exp() * (x + 1)
-        return fwAD.unpack_dual(y).tangent.item()
-
-
-KEEP_OPTIONS = ("the matmul's result", "exp's result", "both", "neither: it recomputes the matmul")
+def self_dual(p):
+    return p.run()["tangent"].item()
 
 
 @self_test(
     "13.self-compiled-keeps",
     Choice(*KEEP_OPTIONS),
-    prompt="f(x, w) = (x @ w).exp().sum(), x = torch.randn(4, 6), w = torch.randn(6, 3, requires_grad=True), "
-    "compiled with AOTAutograd (aot_eager, the default min-cut partitioner). Besides x (kept for w's "
-    "gradient), what does the compiled forward keep? One of " + ", ".join(repr(o) for o in KEEP_OPTIONS) + ".",
-    explain="exp's backward reads its own output (exp's derivative is exp itself), and the partitioner keeps "
-    "such an output rather than recomputing it (section 3); with it, nothing in backward needs the matmul's "
-    "result again, and the matmul is never recomputed.",
+    program=keeps_program,
+    explain="The min-cut partitioner keeps what backward cannot do without, choosing cheap tensors: the output of "
+    "an op whose backward reads its own output (exp, as tanh and sigmoid in section 3), and the matmul's result "
+    "where another op's backward reads it as its input (sin, cos, a square, a product with it). Anything cheaper to "
+    "recompute than to keep is recomputed; the matmul never is.",
     hints=(
-        "What does exp's backward need? Could the same tensor serve for anything else?",
-        "Section 3: what does the partitioner do with the output of an op whose backward reads it "
-        "(tanh, sigmoid)? And is anything left that needs the matmul's result?",
+        "What does each op's backward read: its input, or its own output? Could one kept tensor serve several?",
+        "Section 3: the partitioner keeps the output of an op whose backward reads it (tanh, sigmoid, exp). Is "
+        "anything left whose backward needs the matmul's result?",
     ),
     misconceptions=[
         (
-            "the matmul's result",
-            "that would work, but the partitioner keeps the output of an op whose backward reads it, as it "
-            "keeps tanh's and sigmoid's; with exp's result kept, nothing needs the matmul's",
-        )
+            lambda truth: KEEP_OPTIONS[0] if truth == KEEP_OPTIONS[1] else None,
+            "that would work, but the partitioner keeps the output of an op whose backward reads it, as it keeps "
+            "tanh's and sigmoid's; with exp's result kept, nothing needs the matmul's",
+        ),
+        (
+            lambda truth: KEEP_OPTIONS[1] if truth == KEEP_OPTIONS[2] else None,
+            "exp keeps its output, but another op's backward (sin, a square, the product) reads the matmul's result "
+            "as its input: that is kept too",
+        ),
+        (
+            lambda truth: KEEP_OPTIONS[2] if truth == KEEP_OPTIONS[0] else None,
+            "cos's backward reads its input, the matmul's result; there is no exp here to keep",
+        ),
     ],
 )
-def self_compiled_keeps():
-    kept = [
-        k for k in kept_by_compile(mm_exp, torch.randn(4, 6), torch.randn(6, 3, requires_grad=True)) if k != "input"
-    ]
+def self_compiled_keeps(p):
+    ns = p.run()
+    kept = [k for k in kept_by_compile(ns["f"], ns["x"], ns["w"]) if k != "input"]
     if kept == ["mm"]:
         return KEEP_OPTIONS[0]
     if kept == ["exp"]:
         return KEEP_OPTIONS[1]
     if sorted(kept) == ["exp", "mm"]:
         return KEEP_OPTIONS[2]
-    return KEEP_OPTIONS[3] if not kept else ", ".join(kept)
+    if not kept:
+        return KEEP_OPTIONS[3]
+    raise RuntimeError(f"the compiled forward keeps {kept}: none of the options")
 
 
 @self_test(
     "13.self-branch-graphs",
     Number(tol=0),
-    prompt="def f(x): h = x.cos(); if h.sum() > 0: h = h * 3; return h.tanh(). torch.compile(f) with a "
-    "graph-counting backend, one call on x = torch.zeros(4, requires_grad=True). How many graphs does "
-    "Dynamo make?",
-    explain="`if` on a tensor needs its value in Python: a graph break, like .item(). Dynamo compiles the part "
-    "before the test, Python takes the branch, and the rest after it is a graph of its own.",
+    program=branch_program,
+    explain="A Python if on a tensor's value needs that value in Python, and so does .item(): a graph break. Dynamo "
+    "compiles the part before it, Python takes the branch, and the rest is a graph of its own; each break adds one. "
+    "A test on the shape or the number of dimensions is known while tracing: no break.",
     hints=(
-        "Can a graph of tensor ops hold a Python `if` that depends on a tensor's value?",
-        "Where does Dynamo stop, and what does it compile after Python has taken the branch?",
+        "Can a graph of tensor ops hold a Python if that depends on a tensor's value? On its shape?",
+        "Where does Dynamo stop, and what does it compile after Python has taken the branch? Count the breaks.",
     ),
-    misconceptions=[(1, "the branch depends on a tensor's value: Dynamo cannot trace through it, the graph breaks")],
+    misconceptions=[
+        (
+            lambda truth: 1 if truth > 1 else None,
+            "the branch depends on a tensor's value: Dynamo cannot trace through it, the graph breaks",
+        ),
+        (
+            lambda truth: truth + 1 if truth == 1 else None,
+            "a test on the shape or the number of dimensions is known while tracing: Dynamo takes the branch itself, "
+            "with no break",
+        ),
+        (
+            lambda truth, p: truth - 1 if p.facts["breaks"] == 2 else None,
+            "each break ends one graph and starts another: two breaks make three graphs",
+        ),
+    ],
 )
-def self_branch_graphs():
-    return graphs_made(cos_branch, torch.zeros(4, requires_grad=True))
+def self_branch_graphs(p):
+    ns = p.run()
+    return graphs_made(ns["f"], ns["x"])

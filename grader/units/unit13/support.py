@@ -188,14 +188,3 @@ def with_item(x):
     h = x.sin()
     scale = h.sum().item()
     return h * scale
-
-
-def mm_exp(x, w):
-    return (x @ w).exp().sum()
-
-
-def cos_branch(x):
-    h = x.cos()
-    if h.sum() > 0:
-        h = h * 3
-    return h.tanh()
