@@ -22,7 +22,7 @@ from grader.engine.course import UNITS
 from grader.engine.question import all_questions, get, wrong_answer
 from grader.engine.store import Store, current
 from grader.learner.api import check, program, variant_of
-from grader.learner.review import review
+from grader.learner.review import program_for, review
 from tests.test_notebook_content import GENERIC
 
 GENERATED = [q for q in all_questions() if q.program is not None]
@@ -264,7 +264,8 @@ def test_review_offers_a_fresh_program_of_a_passed_self_test_when_it_is_due(monk
     shown = review(SQUARE)
     assert shown.verdict == "unanswered" and shown.rows[0][1] != program(SQUARE).source
     q = get(SQUARE)
-    mine = variants.make(q.program, SQUARE, identity.current(), 0, "review")
+    mine = program_for(SQUARE)
+    assert mine.program.source != variants.make(q.program, SQUARE, identity.current(), 0).program.source  # not re-asked
     wrong = review(SQUARE, q.run(mine.program) + 1000)
     assert wrong.verdict == "incorrect" and "pass stands" in wrong.message
     states = progress.course_state(current())
@@ -274,10 +275,32 @@ def test_review_offers_a_fresh_program_of_a_passed_self_test_when_it_is_due(monk
     )
     assert "not due" in review(SQUARE, 1.0).message  # wrong: back tomorrow, not now
     _later(monkeypatch, 6)
-    again = variants.make(q.program, SQUARE, identity.current(), 1, "review")
+    again = program_for(SQUARE)
+    assert again.number == 1 and again.program.source != mine.program.source
     assert review(SQUARE, q.run(again.program)).verdict == "correct"
     events = [e for e in current().events("00") if e.action == "review"]
     assert [e.verdict for e in events] == ["incorrect", "correct"] and all("seed" in e.detail for e in events)
+
+
+def test_a_review_never_asks_a_program_the_learner_already_answered(monkeypatch):
+    """For many learners (the CI identity drew a review program equal to the one passed, once): each review of
+    a small generator's self-test is a program not asked before, while one is left, and the same one on every call."""
+    from grader.learner.review import _program
+
+    q = get(SQUARE)
+    repeats = 0
+    for i in range(60):
+        who = f"learner-{i}"
+        monkeypatch.setenv(identity.ENV, who)
+        state = progress.QuestionState(SQUARE, "self-test", passed=True, variant=1, answers=[[0, 1.0], [1, 2.0]])
+        asked = {variants.make(q.program, SQUARE, identity.current(), n).program.source for n in (0, 1)}
+        for reviews in range(3):
+            state.reviews = reviews
+            v = _program(q, state)
+            assert v.purpose == "review" and v.number == reviews and _program(q, state).seed == v.seed
+            repeats += v.program.source in asked
+            asked.add(v.program.source)
+    assert repeats == 0
 
 
 def test_the_schedule_spaces_reviews_and_brings_wrong_ones_first():

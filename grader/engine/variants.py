@@ -148,11 +148,12 @@ class Listing:
 Generator = Callable[[Draw], Listing]
 
 
-def seed_of(identity: str, qid: str, number: int, purpose: str = "self-test") -> int:
-    """The seed of ``identity``'s program number ``number`` of ``qid`` (``purpose``: "self-test" or "review")."""
+def seed_of(identity: str, qid: str, number: int, purpose: str = "self-test", draw: int = 0) -> int:
+    """The seed of ``identity``'s program number ``number`` of ``qid`` (``purpose``: "self-test" or "review");
+    ``draw`` > 0 names a redraw (:func:`fresh`)."""
     from grader.engine.identity import key
 
-    text = f"autograd-lab\n{purpose}\n{key(identity)}\n{qid}\n{int(number)}"
+    text = f"autograd-lab\n{purpose}\n{key(identity)}\n{qid}\n{int(number)}" + (f"\n{int(draw)}" if draw else "")
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:6], "big")
 
 
@@ -198,6 +199,30 @@ def make(
         return Variant(qid, None, None, generator(Draw(None)), purpose)
     seed = seed_of(identity, qid, number, purpose)
     return Variant(qid, number, seed, generator(Draw(seed)), purpose)
+
+
+def fresh(
+    generator: Generator,
+    qid: str,
+    identity: str,
+    number: int,
+    purpose: str,
+    seen: Iterable[str],
+    draws: int = 32,
+) -> Variant:
+    """Like :func:`make`, but a program whose source is none of ``seen`` (the programs this learner was already
+    asked) where one of ``draws`` redraws gives one; the first draw where none does (a generator with few
+    programs, all of them seen). Deterministic: the same ``seen`` gives the same program."""
+    old = {" ".join(s.split()) for s in seen}
+    first: Variant | None = None
+    for draw in range(draws):
+        seed = seed_of(identity, qid, number, purpose, draw)
+        v = Variant(qid, number, seed, generator(Draw(seed)), purpose)
+        if " ".join(v.program.source.split()) not in old:
+            return v
+        first = first or v
+    assert first is not None
+    return first
 
 
 def number_in(detail: Any) -> int | None:

@@ -24,7 +24,23 @@ _ASK = object()
 
 
 def _program(q, state: progress.QuestionState) -> variants.Variant:
-    return variants.make(q.program, q.qid, identity.current(), state.reviews, "review")
+    """The program of this learner's next review of ``q``: one they were not asked before (neither a program of
+    the self-test they answered or had in force, nor an earlier review's), where the generator has one left."""
+    who = identity.current()
+    numbers = {state.variant, *(n for n, _ in state.answers if isinstance(n, int))}
+    seen = [variants.make(q.program, q.qid, who, n).program.source for n in sorted(numbers)]
+    v = None
+    for n in range(state.reviews + 1):
+        v = variants.fresh(q.program, q.qid, who, n, "review", seen)
+        seen.append(v.program.source)
+    assert v is not None
+    return v
+
+
+def program_for(qid: str) -> variants.Variant:
+    """The program ``review(qid)`` asks now (for tests and tools that answer it)."""
+    q = api.registry.get(qid)
+    return _program(q, progress.course_state(store())[q.unit].questions[q.qid])
 
 
 def listing(states: dict[str, progress.UnitState], now: float) -> Result:
