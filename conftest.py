@@ -33,6 +33,12 @@ from pathlib import Path
 
 import pytest
 
+# One intra-op thread in every process of the suite (its workers, their kernels, grading runs): several test
+# processes share the machine's cores, and torch's default of one OpenMP thread per core makes each process's
+# threads wait for one another. Measured on 2 busy cores: a tanh-matmul chain's step took 10x the CPU time and up
+# to 12x the wall time with 2 threads. A learner's kernel keeps torch's default.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 ROOT = Path(__file__).resolve().parent
 _HOMES = Path(tempfile.mkdtemp(prefix="agl-nbval-"))
 SKIP_COMPARE = (

@@ -241,3 +241,30 @@ def test_the_cold_path_grades_as_the_warm_one(tmp_path, gradebook):
         assert cold[name]["run"] == "ok", cold[name]
         for column in ("marked passed", "done", "correct", "00.warmup-add", "00.warmup-flag", "00.warmup-square"):
             assert cold[name][column] == warm[name][column], (name, column)
+
+
+def test_each_grading_process_gets_its_share_of_the_cores_and_the_environment_is_left_as_it_was(tmp_path, monkeypatch):
+    import os
+
+    from grader.instructor.grading import pipeline
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert [pipeline.threads_per_job(j) for j in (1, 2, 3, 16, 0)] == [8, 4, 2, 1, 8]
+    seen = []
+
+    def spy(*args, **kwargs):
+        seen.append(os.environ.get("OMP_NUM_THREADS"))
+        raise RuntimeError("stop here: only the environment is under test")
+
+    monkeypatch.setattr(pipeline.workers, "Pool", spy)
+    nb = nbformat.v4.new_notebook()
+    (tmp_path / "in").mkdir()
+    nbformat.write(nb, tmp_path / "in" / "ada_00_start_here.ipynb")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("AGL_GRADE_COLD", raising=False)
+    for given, expected in ((None, "4"), ("3", "3")):
+        if given is not None:
+            monkeypatch.setenv("OMP_NUM_THREADS", given)
+        with pytest.raises(RuntimeError, match="stop here"):
+            pipeline.grade([str(tmp_path / "in")], tmp_path / "out.csv", jobs=2, progress_to=None)
+        assert seen[-1] == expected and os.environ.get("OMP_NUM_THREADS") == given

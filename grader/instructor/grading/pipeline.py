@@ -678,6 +678,16 @@ def _adopt_orphans() -> None:
             pass
 
 
+THREADS_VAR = "OMP_NUM_THREADS"
+
+
+def threads_per_job(jobs: int) -> int:
+    """torch's intra-op threads for each process a grading run starts: the cores shared out among ``jobs``.
+    torch's default, a thread per core in every process, makes ``jobs`` processes' threads wait on one another
+    (on 2 cores, two such processes spent several times the CPU time one thread each does)."""
+    return max(1, (os.cpu_count() or 1) // max(1, jobs))
+
+
 def grade(
     paths: list[str],
     out: Path,
@@ -723,7 +733,8 @@ def grade(
     gradebook (merged, where ``merge_into``) in that LMS's import shape to ``lms_out`` (:mod:`.lms_gradebook`).
 
     Notebooks run in processes forked from ``jobs`` warm parents (:mod:`grader.instructor.grading.workers`); with
-    AGL_GRADE_COLD=1 in the environment, each in a fresh worker and kernel instead (slower; for comparison)."""
+    AGL_GRADE_COLD=1 in the environment, each in a fresh worker and kernel instead (slower; for comparison). Each
+    process the run starts gets :func:`threads_per_job` intra-op threads (OMP_NUM_THREADS, unless already set)."""
     _adopt_orphans()
     verify_submission.new_run()
     found = find(paths, name_pattern)
@@ -790,6 +801,9 @@ def grade(
     done = 0
     needs_worker = any(not s.problem for s, _ in todo)
     warm = None
+    threads_before = os.environ.get(THREADS_VAR)
+    if threads_before is None:  # the instructor's own setting wins
+        os.environ[THREADS_VAR] = str(threads_per_job(jobs))
     try:
         if needs_worker and not os.environ.get("AGL_GRADE_COLD"):
             units = {unit_named(s) for s, _ in todo}  # a hint: the exercises whose cases to build first
@@ -834,6 +848,8 @@ def grade(
         if warm is not None:
             warm.close()
         journal.close()
+        if threads_before is None:
+            os.environ.pop(THREADS_VAR, None)
     rows, facts, notes = duplicates.keep(rows, facts, keep)
     if progress_to is not None:
         for note in notes:
