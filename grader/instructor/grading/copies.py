@@ -1,7 +1,7 @@
 """What a learner's copy of a unit holds, compared with the unit's notebook today (used by ``grade``'s restore step).
 
 Only the cells of a question matter: a cell that names one of the unit's question ids (its
-predict, reveal or check cell) belongs to it. A cell that only shows a self-test's program (``program("QID")``)
+predict, reveal or check cell) belongs to it. A cell that only shows a self-test's program (a lone ``program`` call)
 holds no answer and belongs to none: a copy handed out before the question drew its programs lacks it, and
 loses nothing. A missing question cell is a *missing cell*, named;
 its question counts in the maximum, as not answered. A missing or changed cell that belongs to no
