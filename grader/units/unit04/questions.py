@@ -18,6 +18,7 @@ from grader.units.unit04.cases import (
     leaf_cases,
     line_key,
 )
+from grader.units.unit04.generators import allow_unused_program, edge_program, names_of, shares_program
 from grader.units.unit04.support import (
     FROZEN_FACTS,
     QUIET_LOSSES,
@@ -285,76 +286,83 @@ def repaired_loop():
 @self_test(
     "04.closed-book-shares",
     Names(pool=("d1", "d2", "d3", "d4")),
-    prompt="h = torch.tensor([1.0, 2.0], requires_grad=True) * 2; d1 = h.detach(); d2 = h.detach().clone(); "
-    "d3 = h.data; d4 = torch.tensor(h.tolist()). Which of d1..d4 share h's storage "
-    "(same untyped_storage().data_ptr())? Answer a set of names.",
-    explain="detach() and .data both give a new tensor over the same memory; clone() and a rebuild from "
-    "Python values make new memory.",
+    program=shares_program,
+    explain="detach() and .data give a new tensor over the same memory; a slice or view() is a view of it; a "
+    "conversion to the dtype the tensor already has returns it as it is. clone(), another dtype, arithmetic and a "
+    "rebuild from Python numbers make new memory.",
     hints=(
-        "For each, ask: was any memory allocated, or is this a second view of h's numbers?",
+        "For each, ask: was any memory allocated, or is this a second look at the same numbers?",
         "detach() and .data cut the history and copy nothing; clone() copies; .tolist() leaves tensors "
-        "altogether, so torch.tensor(...) must allocate anew.",
+        "altogether, so torch.tensor(...) must allocate anew; .float() on a float32 tensor has nothing to convert.",
     ),
     misconceptions=[
-        ({"d1"}, ".data, like detach(), is a history-free tensor over the same memory: it copies nothing.")
+        (
+            lambda truth, p: set(truth) - names_of(p, "data") if names_of(p, "data") else None,
+            ".data, like detach(), is a history-free tensor over the same memory: it copies nothing.",
+        ),
+        (
+            lambda truth, p: set(truth) - names_of(p, "same dtype") if names_of(p, "same dtype") else None,
+            "a conversion to the dtype the tensor already has converts nothing: torch returns the same memory.",
+        ),
+        (
+            lambda truth, p: set(truth) - names_of(p, "view") if names_of(p, "view") else None,
+            "a slice or view() is a view: another shape or offset over the same storage, not a copy.",
+        ),
+        (
+            lambda truth, p: set(truth) | names_of(p, "copy") if names_of(p, "copy") else None,
+            "clone(), another dtype and arithmetic all write their result to new memory, even when the values "
+            "are equal.",
+        ),
     ],
 )
-def closed_book_shares():
-    h = torch.tensor([1.0, 2.0], requires_grad=True) * 2
-    made = {"d1": h.detach(), "d2": h.detach().clone(), "d3": h.data, "d4": torch.tensor(h.tolist())}
-    ptr = h.untyped_storage().data_ptr()
-    return {n for n, t in made.items() if t.untyped_storage().data_ptr() == ptr}
-
-
-GATE_SOURCE = """\
-w = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
-b = torch.tensor(1.5, requires_grad=True)
-h = (w * b).tanh()
-gate = (h > 0).float()
-out = gate * b + h.detach()
-loss = (out ** 2).sum()"""
+def closed_book_shares(p):
+    ns = p.run()
+    ptr = ns[p.facts["base"]].untyped_storage().data_ptr()
+    return {n for n in ("d1", "d2", "d3", "d4") if ns[n].untyped_storage().data_ptr() == ptr}
 
 
 @self_test(
     "04.closed-book-edge",
     Number(tol=0),
-    prompt="Number the statements from 1: (1) w = torch.tensor([0.5, -1.0, 2.0], requires_grad=True); "
-    "(2) b = torch.tensor(1.5, requires_grad=True); (3) h = (w * b).tanh(); (4) gate = (h > 0).float(); "
-    "(5) out = gate * b + h.detach(); (6) loss = (out ** 2).sum(). Which statement is the first broken "
-    "edge on w's path to the loss?",
-    explain="h still leads back to w. A comparison has no derivative: gate is a bool turned float, with no "
-    "grad_fn, so statement 4 is where every route from w stops (the detach in statement 5 cuts the "
-    "other route, later). No error is raised: b gets a gradient, w gets None.",
+    program=edge_program,
+    explain="An op that autograd records keeps the route, whatever its derivative: round, floor and clamp are "
+    "recorded (their slope is 0, not missing). A comparison, argsort, .item(), .tolist() and detach() give a result "
+    "with no record of w: the first such statement on each route is where that route stops. No error is raised: b "
+    "gets a gradient, w gets None.",
     hints=(
         "List the statements that carry w's numbers towards the loss, and for each ask: does its result's "
         "record still lead back to w?",
-        "A comparison returns a bool tensor, which cannot require grad: autograd records nothing for it, "
-        "and no error says so.",
+        "A comparison returns a bool tensor, which cannot require grad; Python numbers and detach() leave the "
+        "record too. Autograd records nothing for them, and no error says so. A zero derivative is not a cut.",
     ),
     misconceptions=[
         (
-            lambda truth: truth + 1,
-            "the detach in statement 5 does cut a route from w, but an earlier "
-            "statement has already cut the other: the comparison in 4.",
-        )
+            lambda truth, p: p.facts["later"],
+            "the detach or rebuild in that statement does cut a route from w, but an earlier statement has "
+            "already cut the other one.",
+        ),
+        (
+            lambda truth, p: p.facts["flat"],
+            "that op is recorded: its derivative is 0, which passes zeros back, but the route from w goes on.",
+        ),
+        (
+            lambda truth, p: p.facts["cut"],
+            "that statement cuts a route too, but an earlier one already reads w with its record cut off.",
+        ),
     ],
 )
-def closed_book_edge():
-    tr = traces.trace(GATE_SOURCE)
+def closed_book_edge(p):
+    tr = traces.trace(p.source)
     return traces.first_broken_edge(tr, "w").number
 
 
 @self_test(
     "04.closed-book-allow-unused",
     Sequence(),
-    prompt="a = torch.tensor(2.0, requires_grad=True), b = torch.tensor(3.0, requires_grad=True), "
-    "c = torch.tensor(4.0, requires_grad=True); out = a * 0 + b.floor() * 2 + (c > 0).float(); "
-    "g = torch.autograd.grad(out, [a, b, c], allow_unused=True). For each of g[0], g[1], g[2], is it "
-    "None, a tensor equal to zero, or a nonzero tensor? Answer a list of three words, each 'None', "
-    "'zero' or 'nonzero'.",
+    program=allow_unused_program,
     explain="None means 'no path from out to this input'; zero means a path whose derivative happens to be "
-    "zero. a * 0 is recorded (derivative 0); floor is recorded too, with derivative 0 almost everywhere; "
-    "the comparison records nothing, so c has no path at all.",
+    "zero. Multiplying by 0, floor, round, sign and x - x are recorded, with derivative 0; a comparison, detach() "
+    "and a rebuild from .item() record nothing, so their input has no path at all.",
     hints=(
         "For each input, ask first whether out's record reaches it at all, and only then what the derivative is.",
         "Multiplying by 0 and floor() are recorded operations whose derivative is 0; a comparison gives a "
@@ -362,18 +370,20 @@ def closed_book_edge():
     ),
     misconceptions=[
         (
-            lambda truth: ["None" if w == "zero" else w for w in truth],
+            lambda truth: ["None" if w == "zero" else w for w in truth] if "zero" in truth else None,
             "a zero gradient is still a path: a * 0 and floor() are recorded, and their derivative is 0. "
             "None is kept for inputs the graph does not reach.",
-        )
+        ),
+        (
+            lambda truth: ["zero" if w == "None" else w for w in truth] if "None" in truth else None,
+            "an input out's record never reaches gets None, not a zero tensor: autograd has no path to "
+            "compute a zero along.",
+        ),
     ],
 )
-def closed_book_allow_unused():
-    a = torch.tensor(2.0, requires_grad=True)
-    b = torch.tensor(3.0, requires_grad=True)
-    c = torch.tensor(4.0, requires_grad=True)
-    out = a * 0 + b.floor() * 2 + (c > 0).float()
-    return [returned_grad_word(g) for g in torch.autograd.grad(out, [a, b, c], allow_unused=True)]
+def closed_book_allow_unused(p):
+    ns = p.run()
+    return [returned_grad_word(g) for g in ns["g"]]
 
 
 # --- exercise 1: reachable leaves -----------------------------------------------------------------

@@ -15,6 +15,14 @@ from grader.engine.question import exercise, predict_then_run, self_test
 from grader.probes import traces
 from grader.units.causes import HOOKED_VIEW_WRITE, LEAF_WRITE, STALE
 from grader.units.unit04b.cases import why_cases
+from grader.units.unit04b.generators import (
+    ENC_GRAD_STATES,
+    frozen_grad_program,
+    held,
+    held_program,
+    modes_program,
+    trapped,
+)
 from grader.units.unit04b.support import (
     FREEZES,
     HELD_PLACES,
@@ -23,7 +31,6 @@ from grader.units.unit04b.support import (
     PATCH_FACTS,
     UNFREEZE_FACTS,
     WRITES,
-    branched_moved,
     four_ways_off,
     frozen_model,
     grad_field_state,
@@ -398,107 +405,111 @@ def why_grad_none_ex(case):
 # --- self-test -------------------------------------------------------------------------------------
 
 
-ENC_GRAD_STATES = ("None", "a tensor of zeros", "a nonzero tensor", "an error at backward")
-
-
 @self_test(
     "04b.closed-book-frozen-grad",
     Choice(*ENC_GRAD_STATES),
-    prompt="enc = torch.tensor(1.0, requires_grad=True); head = torch.tensor(0.5, requires_grad=True); "
-    "opt = torch.optim.SGD([enc, head], lr=0.1); x = torch.tensor([1.0, 2.0]). Three steps of: "
-    "opt.zero_grad(set_to_none=False); feats = (enc * x).detach(); loss = ((head * feats - x) ** 2).mean(); "
-    "loss.backward(); opt.step(). What is enc.grad afterwards: " + ", ".join(repr(g) for g in ENC_GRAD_STATES) + "?",
-    explain="enc never reaches the loss (the detach cut it), so no backward ever created enc.grad. "
-    "zero_grad(set_to_none=False) zeroes a .grad that exists and leaves a missing one missing: None.",
+    program=frozen_grad_program,
+    explain="Only a backward pass that reaches enc writes enc.grad. Where enc's path to the loss is cut (detach, "
+    "no_grad, .item(), a rebuild from Python numbers) none ever does, and enc.grad stays None; a recorded op with "
+    "derivative 0 (round, sign) reaches it with zeros. zero_grad(set_to_none=False) zeroes a .grad that exists and "
+    "creates none; zero_grad() sets each .grad to None; without zero_grad the gradients add up. A loss with no path "
+    "to any parameter has no grad_fn, and backward raises.",
     hints=(
-        "Does any backward pass reach enc? Where does its path to the loss stop?",
-        "zero_grad(set_to_none=False) calls .zero_() on each .grad that is not None; it creates nothing.",
+        "Does any backward pass reach enc? Where does its path to the loss stop, if it stops?",
+        "zero_grad(set_to_none=False) calls .zero_() on each .grad that is not None; zero_grad() sets them to None. "
+        "Which ran last: backward or zero_grad?",
     ),
     misconceptions=[
         (
-            "a tensor of zeros",
+            lambda truth, p: (
+                "a tensor of zeros"
+                if truth == "None" and p.facts["reach"] == "cut" and "set_to_none=False" in p.facts["zero_grad"]
+                else None
+            ),
             "zero_grad(set_to_none=False) zeroes existing gradients; enc never had one, so its .grad is still None.",
-        )
+        ),
+        (
+            lambda truth, p: "a tensor of zeros" if truth == "None" and p.facts["reach"] != "cut" else None,
+            "opt.zero_grad() sets each .grad to None (its default since torch 2.0); it does not fill it with zeros.",
+        ),
+        (
+            lambda truth, p: "a nonzero tensor" if truth == "None" and p.facts["reach"] == "cut" else None,
+            "no backward pass reaches enc: its path to the loss is cut, so nothing is ever written to enc.grad.",
+        ),
+        (
+            lambda truth, p: "None" if truth == "a tensor of zeros" and p.facts["reach"] == "flat" else None,
+            "that op is recorded: its derivative is 0, so backward reaches enc and writes zeros to enc.grad.",
+        ),
+        (
+            lambda truth, p: "None" if truth == "an error at backward" else None,
+            "the loss reads no parameter through a recorded op: it has no grad_fn, and backward raises.",
+        ),
     ],
 )
-def closed_book_frozen_grad():
-    enc = torch.tensor(1.0, requires_grad=True)
-    head = torch.tensor(0.5, requires_grad=True)
-    opt = torch.optim.SGD([enc, head], lr=0.1)
-    x = torch.tensor([1.0, 2.0])
-    for _ in range(3):
-        opt.zero_grad(set_to_none=False)
-        feats = (enc * x).detach()
-        loss = ((head * feats - x) ** 2).mean()
-        try:
-            loss.backward()
-        except RuntimeError:
-            return "an error at backward"
-        opt.step()
-    return grad_field_state(enc)
+def closed_book_frozen_grad(p):
+    try:
+        ns = p.run()
+    except RuntimeError:  # only backward raises in these programs
+        return "an error at backward"
+    return grad_field_state(ns["enc"])
 
 
 @self_test(
     "04b.closed-book-modes",
     Names(pool=("a", "b", "c", "d")),
-    prompt="w = torch.tensor(1.0, requires_grad=True). frozen(t) is decorated with @torch.no_grad() and returns "
-    "t * 2; tracked(t) is decorated with @torch.enable_grad() and returns t * 3. Then: with "
-    "torch.no_grad(): a = tracked(w). b = frozen(w) * w. with torch.set_grad_enabled(False): "
-    "c = tracked(w) + frozen(w). with torch.inference_mode(): d = tracked(w). Which of a, b, c, d have a "
-    "grad_fn? Answer a set of names.",
+    program=modes_program,
     explain="A decorator is a with-block around the function's body, and the innermost setting wins while it "
-    "lasts: tracked records even inside no_grad (a), frozen's result has no history but the product "
-    "outside it is recorded (b), the addition in c runs with grad mode off, and inference_mode is not "
-    "undone by enable_grad (d).",
+    "lasts: tracked records even inside no_grad or set_grad_enabled(False), frozen's result has no history, and an "
+    "op outside both functions follows the region it runs in. An op records only if an input requires grad, so "
+    "tracked records nothing of an input made with grad mode off; and inference_mode is not undone by enable_grad.",
     hints=(
         "Treat each decorator as a with-block around the function's body, and ask which setting is "
         "innermost when each multiplication or addition runs.",
-        "Only the operation that produces a tensor decides whether it has a grad_fn; and enable_grad turns "
-        "grad mode back on, but not inside inference_mode.",
+        "Only the operation that produces a tensor decides whether it has a grad_fn, and only if one of its inputs "
+        "requires grad; enable_grad turns grad mode back on, but not inside inference_mode.",
     ),
     misconceptions=[
         (
-            lambda truth: set(truth) | {"d"},
+            lambda truth, p: set(truth) | trapped(p, "inference") if trapped(p, "inference") else None,
             "enable_grad inside inference_mode switches grad mode on, yet nothing is recorded: "
             "inference_mode is a stronger setting that enable_grad does not undo.",
-        )
+        ),
+        (
+            lambda truth, p: set(truth) - trapped(p, "inner enable") if trapped(p, "inner enable") else None,
+            "tracked's own enable_grad is innermost while its body runs: it records even inside a region "
+            "that turned grad mode off.",
+        ),
+        (
+            lambda truth, p: set(truth) | trapped(p, "no input") if trapped(p, "no input") else None,
+            "tracked records, but the tensor it was given was made with grad mode off and requires no grad: "
+            "there is nothing to record.",
+        ),
+        (
+            lambda truth, p: set(truth) - trapped(p, "outside") if trapped(p, "outside") else None,
+            "frozen's result has no history, but the product with w runs outside frozen, with grad mode on, and "
+            "w requires grad: it is recorded.",
+        ),
+        (
+            lambda truth, p: set(truth) | trapped(p, "after") if trapped(p, "after") else None,
+            "tracked's result has a grad_fn, but the op applied to it afterwards runs in the region around the "
+            "call, with grad mode off: the final result has none.",
+        ),
     ],
 )
-def closed_book_modes():
-    w = torch.tensor(1.0, requires_grad=True)
-
-    @torch.no_grad()
-    def frozen(t):
-        return t * 2
-
-    @torch.enable_grad()
-    def tracked(t):
-        return t * 3
-
-    with torch.no_grad():
-        a = tracked(w)
-    b = frozen(w) * w
-    with torch.set_grad_enabled(False):
-        c = tracked(w) + frozen(w)
-    with torch.inference_mode():
-        d = tracked(w)
-    return {n for n, t in {"a": a, "b": b, "c": c, "d": d}.items() if t.grad_fn is not None}
+def closed_book_modes(p):
+    ns = p.run()
+    return {n for n in ("a", "b", "c", "d") if ns[n].grad_fn is not None}
 
 
 @self_test(
     "04b.closed-book-held",
     Names(pool=HELD_PLACES),
-    prompt="torch.manual_seed(0). Branched's __init__ sets self.stem = nn.Linear(4, 4), self.branches = "
-    "[nn.Linear(4, 4), nn.Linear(4, 4)] and self.heads = nn.ModuleDict({'cls': nn.Linear(4, 2)}); its forward "
-    "returns heads['cls'](sum of each branch applied to stem(x).relu()). net = Branched(); net.stem.requires_grad "
-    "= False; opt = torch.optim.Adam(net.parameters(), lr=0.01); net.heads['cls'].weight = "
-    "nn.Parameter(torch.full((2, 4), 0.5)); net(torch.randn(8, 4)).sum().backward(); opt.step(). Which of "
-    + ", ".join(repr(p) for p in HELD_PLACES)
-    + " changed value? Answer a set.",
-    explain="Adam holds what net.parameters() listed when it was built: the stem's and the head's original "
-    "tensors. net.stem.requires_grad = False froze nothing, so the stem got a gradient and moved. The branches "
-    "sit in a Python list: not registered, not held, never moved. The head's new weight came after Adam was "
-    "built; its bias is the one Adam holds.",
+    program=held_program,
+    explain="An optimizer holds the tensor objects that parameters() listed when it was built, and moves those that "
+    "got a gradient. module.requires_grad = False sets a plain attribute and freezes nothing; requires_grad_(False) "
+    "freezes, and a parameter with no .grad is skipped. Layers in a Python list are not registered: never listed, "
+    "never moved (a ModuleList registers them). A new nn.Parameter assigned after the optimizer was built is a new "
+    "object the optimizer does not hold.",
     hints=(
         "For each tensor ask two questions: did backward give it a .grad, and is it one of the tensor objects in "
         "opt.param_groups?",
@@ -507,15 +518,34 @@ def closed_book_modes():
     ),
     misconceptions=[
         (
-            lambda truth: set(truth) - {"stem.weight"},
-            "net.stem.requires_grad = False sets a plain attribute on the module: the stem's parameters still "
-            "require grad, Adam holds them, and they move",
+            lambda truth, p: set(truth) - {"stem.weight"} if p.facts["freeze"] == "attribute" else None,
+            "stem.requires_grad = False sets a plain attribute on the module: the stem's parameters still "
+            "require grad, the optimizer holds them, and they move",
         ),
         (
-            lambda truth: set(truth) | {"heads['cls'].weight"},
-            "the head's weight was replaced by a new nn.Parameter after Adam was built: Adam holds the old one",
+            lambda truth, p: set(truth) | {"heads['cls'].weight"} if p.facts["replace"] == "weight after" else None,
+            "the head's weight was replaced by a new nn.Parameter after the optimizer was built: it holds the old one",
+        ),
+        (
+            lambda truth, p: set(truth) | {"heads['cls'].bias"} if p.facts["replace"] == "bias after" else None,
+            "the head's bias was replaced by a new nn.Parameter after the optimizer was built: it holds the old one",
+        ),
+        (
+            lambda truth, p: set(truth) | {"branches[0].weight"} if p.facts["container"] == "list" else None,
+            "layers kept in a plain Python list are not registered: parameters() never lists them, so the "
+            "optimizer never moves them (they do get a .grad)",
+        ),
+        (
+            lambda truth, p: set(truth) - {"branches[0].weight"} if p.facts["container"] == "ModuleList" else None,
+            "an nn.ModuleList registers its layers: parameters() lists them, and the optimizer moves them",
+        ),
+        (
+            lambda truth, p: set(truth) | {"stem.weight"} if p.facts["freeze"] == "method" else None,
+            "requires_grad_(False) does freeze the stem: it gets no .grad, and the optimizer skips a parameter "
+            "whose .grad is None",
         ),
     ],
 )
-def closed_book_held():
-    return branched_moved()
+def closed_book_held(p):
+    before, after = p.run(until="training"), p.run()
+    return {name for name in HELD_PLACES if not torch.equal(held(before, p, name), held(after, p, name))}

@@ -300,36 +300,3 @@ def grad_field_state(t):
 
 
 HELD_PLACES = ("stem.weight", "branches[0].weight", "heads['cls'].weight", "heads['cls'].bias")
-
-
-class Branched(nn.Module):
-    """The closed-book model: a stem, two branches in a list, a head in a ModuleDict."""
-
-    def __init__(self):
-        super().__init__()
-        self.stem = nn.Linear(4, 4)
-        self.branches = [nn.Linear(4, 4), nn.Linear(4, 4)]
-        self.heads = nn.ModuleDict({"cls": nn.Linear(4, 2)})
-
-    def forward(self, x):
-        h = self.stem(x).relu()
-        h = sum(branch(h) for branch in self.branches)
-        return self.heads["cls"](h)
-
-
-def branched_moved() -> set:
-    torch.manual_seed(0)
-    net = Branched()
-    net.stem.requires_grad = False
-    opt = torch.optim.Adam(net.parameters(), lr=0.01)
-    net.heads["cls"].weight = nn.Parameter(torch.full((2, 4), 0.5))
-    places = {
-        "stem.weight": lambda: net.stem.weight,
-        "branches[0].weight": lambda: net.branches[0].weight,
-        "heads['cls'].weight": lambda: net.heads["cls"].weight,
-        "heads['cls'].bias": lambda: net.heads["cls"].bias,
-    }
-    start = {name: get().detach().clone() for name, get in places.items()}
-    net(torch.randn(8, 4)).sum().backward()
-    opt.step()
-    return {name for name, get in places.items() if not torch.equal(get().detach(), start[name])}
