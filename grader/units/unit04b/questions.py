@@ -430,7 +430,8 @@ def why_grad_none_ex(case):
         ),
         (
             lambda truth, p: "a tensor of zeros" if truth == "None" and p.facts["reach"] != "cut" else None,
-            "opt.zero_grad() sets each .grad to None (its default since torch 2.0); it does not fill it with zeros.",
+            "opt.zero_grad() with no argument sets each .grad to None (set_to_none=True is its default); it does not fill "
+            "it with zeros.",
         ),
         (
             lambda truth, p: "a nonzero tensor" if truth == "None" and p.facts["reach"] == "cut" else None,
