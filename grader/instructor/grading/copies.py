@@ -1,7 +1,9 @@
 """What a learner's copy of a unit holds, compared with the unit's notebook today (used by ``grade``'s restore step).
 
 Only the cells of a question matter: a cell that names one of the unit's question ids (its
-predict, reveal or check cell) belongs to it. A missing question cell is a *missing cell*, named;
+predict, reveal or check cell) belongs to it. A cell that only shows a self-test's program (a lone ``program`` call)
+holds no answer and belongs to none: a copy handed out before the question drew its programs lacks it, and
+loses nothing. A missing question cell is a *missing cell*, named;
 its question counts in the maximum, as not answered. A missing or changed cell that belongs to no
 question (prose, an experiment, a drawing) is no one's fault and is not mentioned.
 
@@ -56,13 +58,21 @@ def _names(text: str, qids) -> set:
     return {q for q in qids if re.search(r"(?<![\w.-])" + re.escape(q) + r"(?![\w-])", text)}
 
 
+_PROGRAM_CELL = re.compile(r"""\s*program\(\s*["'][\w.-]+["']\s*\)\s*""")
+
+
+def _shows_program(cell) -> bool:
+    """A code cell that only shows a self-test's program: it records nothing (the check cell records the program)."""
+    return cell.get("cell_type") == "code" and _PROGRAM_CELL.fullmatch(_source(cell)) is not None
+
+
 def what_the_copy_holds(
     qids: list[str], predict_qids: list[str], template: list[dict], cells: list, excusable=()
 ) -> CopyContents:
     """Compare a copy's cells (read before anything is restored) with the unit's notebook, by cell id;
     ``excusable`` are the questions added after the version the class was handed."""
     ids = {c.get("id") for c in cells if isinstance(c, dict) and c.get("id")}
-    belongs = {c.get("id"): _names(_source(c), qids) for c in template if c.get("id")}
+    belongs = {c.get("id"): _names(_source(c), qids) for c in template if c.get("id") and not _shows_program(c)}
     belongs = {cid: named for cid, named in belongs.items() if named}
     out = CopyContents(question_cells=set(belongs), questions_of={cid: sorted(n) for cid, n in belongs.items()})
     excusable = set(excusable)
