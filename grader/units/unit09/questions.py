@@ -10,7 +10,7 @@ on timing.
 
 The instruments, models and pairs live in :mod:`grader.units.unit09.support`; the exercise's generated programs,
 and how a learner's pair is run on them, in :mod:`grader.units.unit09.cases`; its answer kind in
-:mod:`grader.units.unit09.kinds`.
+:mod:`grader.units.unit09.kinds`; the self-tests' program generators in :mod:`grader.units.unit09.generators`.
 """
 
 from __future__ import annotations
@@ -329,7 +329,7 @@ def _other_side(truth, p):
     misconceptions=[
         (0, "bill's pair is the innermost for the saves made outside the with: those reach it"),
         (
-            lambda truth, p: _plain_bill(p),
+            lambda truth, p: _plain_bill(p) if _plain_bill(p) != truth else None,
             "that is the plain bill; inside the with, the pair entered there receives the saves instead of bill's",
         ),
         (
@@ -383,7 +383,8 @@ def _per_storage(truth, p):
         ),
         (
             lambda truth, p: (
-                [truth[1] // 2 * p.facts["itemsize"], truth[1]] if truth[1] // 2 * p.facts["itemsize"] != truth[0]
+                [truth[1] // 2 * p.facts["itemsize"], truth[1]]
+                if truth[1] // 2 * p.facts["itemsize"] != truth[0]
                 else None
             ),
             "the bill counts each storage once, however many nodes save it",

@@ -33,7 +33,9 @@ def _budget(hidden, batch, width, size: int) -> int | None:
     """A budget that the best plan of ``size`` blocks meets and no smaller plan, nor another plan of that size,
     does; None where the widths do not single one out."""
     plain = 4 + (len(hidden) - 1) * batch * width * 4 + _removed(hidden, batch, range(len(hidden)))
-    ranked = sorted((_removed(hidden, batch, c) for c in itertools.combinations(range(len(hidden)), size)), reverse=True)
+    ranked = sorted(
+        (_removed(hidden, batch, c) for c in itertools.combinations(range(len(hidden)), size)), reverse=True
+    )
     smaller = max(_removed(hidden, batch, c) for c in itertools.combinations(range(len(hidden)), size - 1))
     best, rival = ranked[0], max(ranked[1] if len(ranked) > 1 else 0, smaller)
     if best - rival < 8 * batch * 16:  # too close to call on a learner's arithmetic

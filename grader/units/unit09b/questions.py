@@ -2,8 +2,8 @@
 
 Memory is measured with unit 09's :class:`~grader.units.unit09.support.MemoryWatch` (bytes created and still
 alive) and recomputation is counted in forward calls (each :class:`~grader.units.unit09.support.Block` counts its
-own), so nothing graded depends on a GPU or on timing. The chain run block by block under checkpoint, and the
-self-test's plan, live in :mod:`grader.units.unit09b.support`.
+own), so nothing graded depends on a GPU or on timing. The chain run block by block under checkpoint lives in
+:mod:`grader.units.unit09b.support`; the self-tests' program generators in :mod:`grader.units.unit09b.generators`.
 """
 
 from __future__ import annotations
