@@ -10,7 +10,7 @@ on timing.
 
 The instruments, models and pairs live in :mod:`grader.units.unit09.support`; the exercise's generated programs,
 and how a learner's pair is run on them, in :mod:`grader.units.unit09.cases`; its answer kind in
-:mod:`grader.units.unit09.kinds`.
+:mod:`grader.units.unit09.kinds`; the self-tests' program generators in :mod:`grader.units.unit09.generators`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from grader.engine.kinds import Choice, FunctionPair, Number
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.unit05.support import syllabus_mlp  # unit 05's very MLP: 09's prompts quote its bill
 from grader.units.unit09.cases import call_half_guard, guard_truth, half_guard_cases
+from grader.units.unit09.generators import bill_pair_program, saves_program, unpack_program
 from grader.units.unit09.kinds import GuardVerdict
 from grader.units.unit09.support import (
     ALIAS_PAIR,
@@ -282,63 +283,68 @@ def half_overflow_saved():
 # =====================================================================================================
 
 
-@self_test(
-    "09.self-bill-half-offloaded",
-    Number(tol=0),
-    prompt=f"{_MLP}. def forward(): h = model[:2](x); with torch.autograd.graph.save_on_cpu(): return "
-    "model[2:](h).sum(). How many bytes does probes.bill(forward).total report?",
-    explain="bill's pair is the innermost only outside the with: it receives what model[:2] saves, x (kept by "
-    "the first Linear for its weight's gradient) and the ReLU's output, 256 x 512 x 4 bytes each. Inside "
-    "the with, save_on_cpu's pair is the innermost and receives every save, the second Linear's copy of "
-    "the ReLU output included: bill never sees them.",
-    hints=(
-        "Which pair is the innermost in force for the saves made by model[:2], and which for those of model[2:]?",
-        "The plain bill (section 1) lists what each layer saves; keep the saves made outside the with, and count "
-        "each storage once.",
-    ),
-    misconceptions=[
-        (0, "bill's pair is the innermost for the saves made before the with: model[:2]'s reach it"),
-        (
-            lambda truth: probes.bill(lambda: syllabus_mlp()[0](syllabus_mlp()[1]).sum()).total,
-            "that is the plain bill; inside the with, save_on_cpu's pair receives the saves instead of bill's",
-        ),
-    ],
-)
-def self_bill_half_offloaded():
-    model, x = syllabus_mlp()
+def _bill_outside(p, inside_part: str) -> int:
+    """The bill of the drawn model when the pair is entered around ``inside_part`` ("first": model[:cut], "rest":
+    model[cut:]) instead: what the learner who puts the pair on the other side of the cut would count."""
+    ns = p.run()
+    model, x, cut = ns[p.facts["model"]], ns[p.facts["x"]], p.facts["cut"]
 
     def forward():
-        h = model[:2](x)
+        if inside_part == "first":
+            with torch.autograd.graph.save_on_cpu():
+                h = model[:cut](x)
+            return model[cut:](h).sum()
+        h = model[:cut](x)
         with torch.autograd.graph.save_on_cpu():
-            return model[2:](h).sum()
+            return model[cut:](h).sum()
 
     return probes.bill(forward).total
 
 
+def _plain_bill(p) -> int:
+    ns = p.run()
+    return probes.bill(lambda: ns[p.facts["model"]](ns[p.facts["x"]]).sum()).total
+
+
+def _other_side(truth, p):
+    wrong = _bill_outside(p, "rest" if p.facts["inside first"] else "first")
+    return wrong if wrong not in (truth, 0, _plain_bill(p)) else None
+
+
 @self_test(
-    "09.self-saved-three-times",
+    "09.self-bill-half-offloaded",
     Number(tol=0),
-    prompt="a = torch.randn(1000, requires_grad=True); h = a.exp(); out = (h * h).sum(). The plain bill, and "
-    "the total bytes of the float16 tensors the naive pack (t.detach().to(torch.float16)) creates? "
-    "Answer [bill bytes, float16 bytes].",
-    explain="One storage, h, saved three times: by exp (its output) and twice by the product (each factor). "
-    "The bill counts it once, 4,000 bytes; pack runs once for each saved tensor and makes three 2,000-byte "
-    "copies.",
+    program=bill_pair_program,
+    explain="probes.bill counts what its own pack receives, and only the innermost pair in force receives a save. "
+    "While the pair entered inside forward() is in force (save_on_cpu's, or one of your own), it is the innermost "
+    "and takes every save made there; bill's pair is the innermost only for the saves made outside that with. "
+    "bill reports what those saves keep, each storage once at its full size: a Linear keeps its input when its "
+    "weight trains and its weight when its input needs a gradient; ReLU and Tanh keep their output, GELU its input. "
+    "A tensor counts where it is saved, not where it was made.",
     hints=(
-        "List the saves: what does exp keep, and what does a product keep when both factors are the same tensor?",
-        "The bill counts storages once; pack is called once for each saved tensor, and each call makes its "
-        "own copy at 2 bytes a value.",
+        "Which pair is the innermost in force for each save: those made inside the with, and those made outside it?",
+        "List what each layer run outside the with keeps (a Linear: its input, and its weight when its input needs a "
+        "gradient; the activation: its output or its input), then count each storage once.",
     ),
     misconceptions=[
+        (0, "bill's pair is the innermost for the saves made outside the with: those reach it"),
         (
-            lambda truth: [truth[0], truth[0] // 2],
-            "pack runs once for each tensor a node saves, not once per storage: h is saved three times and "
-            "copied three times.",
-        )
+            lambda truth, p: _plain_bill(p) if _plain_bill(p) != truth else None,
+            "that is the plain bill; inside the with, the pair entered there receives the saves instead of bill's",
+        ),
+        (
+            _other_side,
+            "that counts the saves made inside the with; those go to the pair entered there, and bill sees the "
+            "saves made outside it",
+        ),
     ],
 )
-def self_saved_three_times():
-    a = torch.randn(1000, requires_grad=True)
+def self_bill_half_offloaded(p):
+    return probes.bill(p.run()["forward"]).total
+
+
+def _float16_made(forward) -> int:
+    """Bytes of the float16 tensors the naive pack creates while ``forward()`` runs under it."""
     made = []
 
     def pack(t):
@@ -346,57 +352,90 @@ def self_saved_three_times():
         made.append(small.untyped_storage().nbytes())
         return t.dtype, small
 
-    def forward():
-        h = a.exp()
-        return (h * h).sum()
-
-    total = probes.bill(forward).total
     under_hooks((pack, half_unpack), forward)
-    return [total, sum(made)]
+    return sum(made)
+
+
+def _per_storage(truth, p):
+    wrong = [truth[0], probes.bill(p.run()["forward"]).count * p.facts["n"] * 2]
+    return wrong if wrong != list(truth) else None
+
+
+@self_test(
+    "09.self-saved-three-times",
+    Number(tol=0),
+    program=saves_program,
+    explain="The bill counts each storage that reaches its pack once, at its full size. pack runs once for each "
+    "tensor a node saves: exp, tanh and sigmoid keep their output, sin and cos their input, a product keeps each "
+    "factor that the other's gradient needs, a square its input. A storage saved several times is copied each "
+    "time, at 2 bytes a value whatever its dtype. A Python number wrapped as a tensor (the 2 of * 2) is saved but "
+    "never reaches a pack hook.",
+    hints=(
+        "List the saves: what does the first op keep, and what does the next keep for each of its operands?",
+        "The bill counts storages once; pack is called once for each saved tensor, and each call makes its own copy "
+        "at 2 bytes a value.",
+    ),
+    misconceptions=[
+        (
+            _per_storage,
+            "pack runs once for each tensor a node saves, not once per storage: a tensor saved several times is "
+            "copied several times",
+        ),
+        (
+            lambda truth, p: (
+                [truth[1] // 2 * p.facts["itemsize"], truth[1]]
+                if truth[1] // 2 * p.facts["itemsize"] != truth[0]
+                else None
+            ),
+            "the bill counts each storage once, however many nodes save it",
+        ),
+        (
+            lambda truth, p: [truth[0], truth[1] + 2] if p.facts["wrapped"] else None,
+            "the 2 of * 2 is saved as a wrapped number, which never reaches a pack hook: pack makes no copy of it",
+        ),
+        (
+            lambda truth, p: [truth[0], 2 * truth[1]] if p.facts["itemsize"] == 8 else None,
+            "float16 is 2 bytes a value whatever the dtype it comes from: a copy of a float64 tensor is a quarter of "
+            "its bytes",
+        ),
+    ],
+)
+def self_saved_three_times(p):
+    forward = p.run()["forward"]
+    return [probes.bill(forward).total, _float16_made(forward)]
 
 
 @self_test(
     "09.self-unpack-partial",
     Number(tol=0),
-    prompt="a = torch.randn(5, requires_grad=True). A pair whose pack counts its calls and returns t.detach(), "
-    "whose unpack counts its calls and returns what pack kept. Under it: b = a.exp(); loss = b.sin().sum(). "
-    "Then torch.autograd.grad(loss, b). How many times did pack run, and unpack? Answer [pack, unpack].",
-    explain="exp keeps its output b and sin keeps its input, the same b: two saves, two packs. "
-    "torch.autograd.grad(loss, b) runs only the nodes between loss and b: sin's node unpacks its saved b, "
-    "and exp's node never runs, so its saved tensor is never unpacked.",
+    program=unpack_program,
+    explain="pack runs once for each tensor a node saves while the pair is in force (a Python number wrapped as a "
+    "tensor never reaches it). unpack runs when a node that runs in backward reads what it saved: "
+    "torch.autograd.grad(loss, t) runs only the nodes between loss and t, so what the nodes behind t saved is never "
+    "unpacked; a gradient for the leaf, or loss.backward(), runs every node.",
     hints=(
-        "Count the saves first: what does exp keep, and what does sin keep?",
-        "unpack runs when a node that runs in backward reads its saved tensor. Which nodes does "
-        "autograd.grad(loss, b) run?",
+        "Count the saves first: what does each op keep (its input, its output, a number, nothing)?",
+        "unpack runs when a node that runs in backward reads its saved tensor. Which nodes does the gradient asked "
+        "for run?",
     ),
     misconceptions=[
         (
-            lambda truth: [truth[0], truth[0]],
-            "backward stops at b: exp's node never runs, so what it saved is never unpacked",
+            lambda truth: [truth[0], truth[0]] if truth[1] != truth[0] else None,
+            "backward stops at the tensor asked for: the nodes behind it never run, so what they saved is never "
+            "unpacked",
         ),
         (
-            lambda truth: [truth[0] - 1, truth[1]],
-            "b is saved twice, by exp (its output) and by sin (its input): pack runs for each saved tensor",
+            lambda truth, p: [truth[0] - 1, truth[1]] if p.facts["shared"] else None,
+            "a tensor kept by two nodes, or twice by one, is packed once for each save",
+        ),
+        (
+            lambda truth, p: [truth[0] + 1, truth[1]] if p.facts["number"] else None,
+            "the number of * 3 is saved as a wrapped tensor, which never reaches a pack hook",
         ),
     ],
 )
-def self_unpack_partial():
-    counts = [0, 0]
-
-    def pack(t):
-        counts[0] += 1
-        return t.detach()
-
-    def unpack(kept):
-        counts[1] += 1
-        return kept
-
-    a = torch.randn(5, requires_grad=True)
-    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-        b = a.exp()
-        loss = b.sin().sum()
-    torch.autograd.grad(loss, b)
-    return counts
+def self_unpack_partial(p):
+    return list(p.run()["counts"])
 
 
 # =====================================================================================================

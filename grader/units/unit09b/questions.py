@@ -2,8 +2,8 @@
 
 Memory is measured with unit 09's :class:`~grader.units.unit09.support.MemoryWatch` (bytes created and still
 alive) and recomputation is counted in forward calls (each :class:`~grader.units.unit09.support.Block` counts its
-own), so nothing graded depends on a GPU or on timing. The chain run block by block under checkpoint, and the
-self-test's plan, live in :mod:`grader.units.unit09b.support`.
+own), so nothing graded depends on a GPU or on timing. The chain run block by block under checkpoint lives in
+:mod:`grader.units.unit09b.support`; the self-tests' program generators in :mod:`grader.units.unit09b.generators`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from torch.utils.checkpoint import checkpoint
 from grader.engine.kinds import Choice, Error, Names, Number
 from grader.engine.question import predict_then_run, self_test
 from grader.units.causes import FREED, NO_GRAD_FN, STALE
-from grader.units.unit09.support import block_chain, held_after
-from grader.units.unit09b.support import PLAN_HIDDEN, checkpointed, plan_held
+from grader.units.unit09.support import MemoryWatch, block_chain, held_after
+from grader.units.unit09b.generators import input_write_program, pair_program, plan_program
+from grader.units.unit09b.support import checkpointed
 
 _CHAIN = (
     "four Blocks (Linear(128, 512), GELU, Linear(512, 128)) in an nn.Sequential, torch.manual_seed(0), "
@@ -165,30 +166,59 @@ def checkpoint_side_effect_count():
 # =====================================================================================================
 
 
-_PLAN_BUDGET = 700_000
+def _widest(p, size: int) -> set[str] | None:
+    """The ``size`` blocks of the drawn chain with the widest hidden layers (None where there are not that many)."""
+    hidden = p.facts["hidden"]
+    if not 0 <= size <= len(hidden):
+        return None
+    return {str(i) for i in sorted(range(len(hidden)), key=lambda i: -hidden[i])[:size]}
+
+
+def _held(forward) -> int:
+    """held_after(forward) without a garbage collection per plan (the search runs up to 26 plans): a checkpointed
+    forward pass makes no reference cycle that would keep its memory alive, so the count is the same."""
+    with MemoryWatch() as watch:
+        out = forward()  # noqa: F841  (kept alive while the watch counts: the graph it holds is the point)
+    return watch.held(collect=False)
 
 
 @self_test(
     "09b.self-checkpoint-plan",
-    Names(pool=("0", "1", "2", "3")),
-    prompt="Four Blocks with hidden widths 256, 1024, 512, 2048 (width 128, torch.manual_seed(0)), input "
-    f"torch.randn(64, 128) without grad. Checkpoint as few blocks as you can (use_reentrant=False) so "
-    f"that the memory held after the forward pass (MemoryWatch, loss included) is at most "
-    f"{_PLAN_BUDGET:,} bytes. Which blocks? Answer a set of their indices as strings, such as {{'0'}}.",
-    explain="A block's own saves are its two 64 x hidden activations, 512 x hidden bytes; checkpointing it "
-    "leaves only its input, which the previous block's output already is. The widest block alone does "
-    "not bring the total under the budget; the two widest together do, and no other pair does.",
+    Names(pool=("0", "1", "2", "3", "4")),
+    program=plan_program,
+    explain="Plain, a block holds its two (batch, hidden) activations, the first Linear's output (kept by GELU) and "
+    "GELU's output (kept by the second Linear): 8 x batch x hidden bytes in float32. Checkpointing it leaves only its "
+    "input, which the block before made and holds anyway (the first block's input existed before). So each "
+    "checkpointed block takes its own two activations off the total: the fewest blocks that reach the budget are "
+    "the widest ones, and the budget is set so that one plan of that size fits and no smaller plan does.",
     hints=(
-        "Work out what each block holds on its own: which of its activations does it keep, and how big "
-        "are they at batch 64?",
-        "Checkpointing a block leaves only its input, which the previous block's output already is. Remove "
-        "the biggest blocks' activations first and add up until you are under the budget.",
+        "Work out what each block holds on its own: which of its activations does it keep, and how big are they "
+        "at this batch?",
+        "Checkpointing a block leaves only its input, which the block before already holds. Take off the widest "
+        "blocks' activations first and add up until you are under the budget.",
     ),
+    misconceptions=[
+        (
+            lambda truth, p: _widest(p, len(truth) - 1),
+            "that is not enough: each checkpointed block takes only its own two activations off the total, and the "
+            "inputs stay held",
+        ),
+        (
+            lambda truth, p: _widest(p, len(truth) + 1),
+            "that fits, but so do fewer blocks: checkpoint as few as you can",
+        ),
+    ],
 )
-def self_checkpoint_plan():
-    blocks = range(len(PLAN_HIDDEN))
-    for size in range(len(PLAN_HIDDEN) + 1):
-        fits = [set(c) for c in itertools.combinations(blocks, size) if plan_held(c) <= _PLAN_BUDGET]
+def self_checkpoint_plan(p):
+    ns = p.run()
+    chain, x, budget = ns["chain"], ns["x"], ns["budget"]
+    blocks = range(len(chain))
+    for size in range(len(chain) + 1):
+        fits = [
+            set(c)
+            for c in itertools.combinations(blocks, size)
+            if _held(lambda c=c: checkpointed(chain, x, which=set(c)).sum()) <= budget
+        ]
         if fits:
             if len(fits) != 1:
                 raise RuntimeError(f"the budget does not single out one plan: {fits}")
@@ -199,82 +229,93 @@ def self_checkpoint_plan():
 @self_test(
     "09b.self-checkpoint-input-write",
     Error("at the write", "at backward", causes=(FREED, STALE, NO_GRAD_FN)),
-    prompt=(
-        f"{_CHAIN}. h = model[0](x); y = checkpoint(model[1], h, "
-        "use_reentrant=False); h.add_(1); y.sum().backward(). Backward recomputes block 1 from h. Does "
-        "anything raise, and where? For an error, answer a pair (place, cause), the cause chosen from the "
-        "candidates listed with the answer's form; your own words may follow as a third item, a note shown "
-        "beside torch's message and never graded."
-    ),
-    explain="checkpoint keeps its inputs as ordinary saved tensors, with their versions; the write moved h's "
-    "counter, so backward refuses to recompute from the written value.",
+    program=input_write_program,
+    explain="checkpoint keeps its tensor inputs as ordinary saved tensors, with the version each had at the call, "
+    "and backward unpacks them to rerun the block: a later write through a name that shares the input's version "
+    "counter (the input itself, a view of it, its detach()) is refused there. A write through .data (same memory, "
+    "another counter), into a clone, into the checkpoint's output (nothing kept it), or before the call is not "
+    "seen. A reentrant checkpoint whose inputs need no gradient makes an output without history, so backward "
+    "refuses before reading anything.",
     hints=(
         "checkpoint must keep something to recompute from. What, and is it kept like any other saved tensor?",
-        "A saved tensor carries the version it was saved at (unit 07). What does h.add_(1) do to h's "
-        "version, and when is it compared?",
+        "A saved tensor carries the version it was saved at (unit 07). Does the write move the counter of what "
+        "checkpoint kept, and did it come after the call?",
     ),
     misconceptions=[
         (
-            "no error",
-            "checkpoint's input is a saved tensor like any other, with its version: the "
-            "write after the save is caught when backward unpacks it.",
-        )
+            lambda truth, p: "no error" if p.facts["trap"] == "input" else None,
+            "checkpoint's input is a saved tensor like any other, with its version: the write after the save is "
+            "caught when backward unpacks it",
+        ),
+        (
+            lambda truth, p: ("at backward", "stale") if p.facts["trap"] == "data" else None,
+            ".data shares the memory but not the version counter: the check of checkpoint's saved input sees no write "
+            "(and the rerun silently reads the written values)",
+        ),
+        (
+            lambda truth, p: ("at backward", "stale") if p.facts["trap"] == "before" else None,
+            "checkpoint saves its input when it is called, at the version it has then: a write before the call is "
+            "not a write after the save",
+        ),
+        (
+            lambda truth, p: ("at backward", "stale") if p.facts["trap"] in ("output", "clone") else None,
+            "no saved tensor shares that memory's counter: checkpoint keeps its inputs, not its output, a clone is a "
+            "copy with a counter of its own, and sum keeps nothing",
+        ),
+        (
+            lambda truth, p: ("at backward", "stale") if p.facts["trap"] == "reentrant" else None,
+            "the reentrant checkpoint's output requires grad only if a tensor input does: x does not, so y has no "
+            "grad_fn and backward refuses before any saved tensor is read",
+        ),
     ],
 )
-def self_checkpoint_input_write():
-    model, x = block_chain(batch=64)
-    h = model[0](x)
-    y = checkpoint(model[1], h, use_reentrant=False)
-    yield "at the write"
-    h.add_(1)
-    yield "at backward"
-    y.sum().backward()
+def self_checkpoint_input_write(p):
+    yield from p.stepped()
 
 
 @self_test(
     "09b.self-pair-around-checkpoint",
     Number(tol=0),
-    prompt="a = torch.randn(6, requires_grad=True); s = torch.randn(6) (no grad). A pair whose pack counts its calls "
-    "and returns t.detach(), and whose unpack counts its calls and returns what pack kept. Under it: "
-    "y = checkpoint(lambda a, s: (a * s).tanh().exp(), a, s, use_reentrant=False).sum(). Then "
-    "y.backward(retain_graph=True); y.backward(). How many times did pack run, and unpack? Answer [pack, unpack].",
-    explain="checkpoint installs a pair of its own while the function runs, so the saves of *, tanh and exp go to "
-    "it, never to yours; what reaches your pack is what checkpoint keeps: each tensor input, s as well as a, "
-    "since the rerun needs both. Each backward reruns the function, and the rerun unpacks both inputs: two "
-    "backward passes, four unpacks.",
+    program=pair_program,
+    explain="checkpoint installs a pair of its own while the function runs, so the saves of the function's ops go to "
+    "it, never to yours. What reaches your pack is what checkpoint keeps, each tensor input, with grad or without, "
+    "since the rerun needs its value (a Python number is kept as it is, not as a saved tensor), and whatever the "
+    "ops after checkpoint save. Each backward over the retained graph reruns the function, and the rerun unpacks "
+    "every input again; the ops after checkpoint unpack theirs once per backward too.",
     hints=(
-        "Which pair is the innermost while the function runs? What does checkpoint itself keep, and does an input "
-        "without grad count?",
-        "How many times does the function run again over two backward passes over the retained graph, and what "
-        "does each rerun read from what checkpoint kept?",
+        "Which pair is the innermost while the function runs, and which after it returns? What does checkpoint "
+        "itself keep, and does an input without grad count?",
+        "How many backward passes run, and what does each read from what your pack was handed?",
     ),
     misconceptions=[
         (
-            lambda truth: [truth[0] - 1, truth[1] // 2],
-            "s needs no gradient, but the rerun needs its value: checkpoint keeps every tensor input",
+            lambda truth, p: (
+                [truth[0] - p.facts["plain"], truth[1] - p.facts["plain"] * p.facts["passes"]]
+                if p.facts["plain"]
+                else None
+            ),
+            "an input without grad still needs its value in the rerun: checkpoint keeps every tensor input, and each "
+            "rerun unpacks it",
         ),
         (
-            lambda truth: [truth[0], truth[1] // 2],
-            "the recomputed tensors are dropped after use: the second backward reruns the function and unpacks the "
-            "inputs again",
+            lambda truth, p: [truth[0], truth[1] // p.facts["passes"]] if p.facts["passes"] > 1 else None,
+            "the recomputed tensors are dropped after use: every backward reruns the function and unpacks the inputs "
+            "again",
+        ),
+        (
+            lambda truth, p: [truth[0] + 1, truth[1] + p.facts["passes"]] if p.facts["number"] else None,
+            "a Python number passed to checkpoint is kept as it is, not as a saved tensor: your pack never sees it",
+        ),
+        (
+            lambda truth, p: (
+                [truth[0] - p.facts["outside"], truth[1] - p.facts["outside"] * p.facts["passes"]]
+                if p.facts["outside"] and p.facts["outside"] != p.facts["plain"]
+                else None
+            ),
+            "after checkpoint returns, your pair is the innermost again: what the ops on its output save reaches your "
+            "pack, and each backward unpacks it",
         ),
     ],
 )
-def self_pair_around_checkpoint():
-    counts = [0, 0]
-
-    def pack(t):
-        counts[0] += 1
-        return t.detach()
-
-    def unpack(kept):
-        counts[1] += 1
-        return kept
-
-    a = torch.randn(6, requires_grad=True)
-    s = torch.randn(6)
-    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-        y = checkpoint(lambda a, s: (a * s).tanh().exp(), a, s, use_reentrant=False).sum()
-    y.backward(retain_graph=True)
-    y.backward()
-    return counts
+def self_pair_around_checkpoint(p):
+    return list(p.run()["counts"])
