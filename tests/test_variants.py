@@ -40,9 +40,13 @@ def answered():
     return {q.qid: [(v, q.run(v.program)) for v in _draws(q)] for q in GENERATED}
 
 
-def test_some_self_tests_are_generated():
-    assert GENERATED, "no self-test draws its programs"
+def test_every_self_test_is_generated():
+    """Every self-test of every unit draws its program (issue 32); a self-test stated as one fixed program would
+    give every learner, and every retry, the same one."""
+    fixed = [q.qid for q in all_questions() if q.role == "self-test" and q.program is None]
+    assert fixed == [], f"self-tests that state one program: {fixed}"
     assert all(q.role == "self-test" for q in GENERATED)
+    assert {q.unit for q in GENERATED} == set(UNITS)
 
 
 @pytest.mark.parametrize("q", GENERATED, ids=lambda q: q.qid)
