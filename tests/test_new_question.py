@@ -113,21 +113,31 @@ def test_a_self_test_skeleton_is_checked_with_hints(course):
     assert done.returncode == 0, done.stderr
     cells = nbformat.read(course / "solutions" / NOTEBOOK, as_version=4).cells
     mine = [c for c in cells if "05.closed-book-square" in c.source]
-    assert [c.cell_type for c in mine] == ["markdown", "code"] and 'check("05.closed-book-square", answer)' in mine[
-        1
-    ].source
+    assert [c.cell_type for c in mine] == ["markdown", "code", "code"]
+    assert mine[1].source == 'program("05.closed-book-square")'
+    assert 'check("05.closed-book-square", answer)' in mine[2].source
     module = (course / "grader" / "units" / "unit05" / "questions.py").read_text(encoding="utf-8")
     assert "@self_test(" in module.split('"05.closed-book-square"')[0].rsplit("\n\n\n", 1)[1]
+    assert "program=closed_book_square_program," in module and "def closed_book_square_program(d: Draw)" in module
+    # a generator, as every self-test is: two learners' programs differ, and each is graded on their own
     live = _run(
         course,
-        code="import grader\n"
+        code="import os, grader\n"
+        "from grader.engine import variants\n"
         "from grader.engine.question import get\n"
-        "print('HINTS', len(get('05.closed-book-square').hints))\n"
-        "print('WRONG', grader.check('05.closed-book-square', 3.0).verdict)\n"
-        "print('RIGHT', grader.check('05.closed-book-square', 4.0).verdict)\n",
+        "from grader.learner.api import variant_of\n"
+        "q = get('05.closed-book-square')\n"
+        "print('HINTS', len(q.hints))\n"
+        "seen = {variants.make(q.program, q.qid, f'learner-{i}', 0).program.source for i in range(12)}\n"
+        "print('PROGRAMS', len(seen))\n"
+        "truth = q.run(variant_of(q).program)\n"
+        "print('WRONG', grader.check('05.closed-book-square', truth + 1).verdict)\n"
+        "truth = q.run(variant_of(q).program)\n"
+        "print('RIGHT', grader.check('05.closed-book-square', truth).verdict)\n",
     )
-    assert "HINTS 2" in live.stdout and "RIGHT correct" in live.stdout, live.stdout[-2000:] + live.stderr[-2000:]
-    assert "WRONG correct" not in live.stdout
+    out = live.stdout[-2000:] + live.stderr[-2000:]
+    assert "HINTS 2" in live.stdout and "RIGHT correct" in live.stdout and "WRONG incorrect" in live.stdout, out
+    assert int(re.search(r"PROGRAMS (\d+)", live.stdout).group(1)) >= 3, out
 
 
 def test_what_cannot_be_a_question_is_refused(course):

@@ -3,7 +3,8 @@
 It appends a declaration to ``grader/units/unitNN/questions.py`` (its imports merged into the module's own
 import lines) and inserts the question's cells into ``solutions/NN_*.ipynb``: a markdown cell naming it, then
 for a predict-then-run question the ``predict`` cell, a plain torch cell and the ``reveal`` cell; for a
-self-test the ``check`` cell. New cells take the id of the cell before them plus a letter (``c087a``), as
+self-test, which draws its program per learner and attempt (a generator beside the declaration), the cell that
+shows the learner's program and the ``check`` cell. New cells take the id of the cell before them plus a letter (``c087a``), as
 the notebooks' inserted cells do, and the notebook is written by :func:`grader.instructor.build.dumps`, the
 repository's own format, so its diff is the inserted cells and nothing else.
 
@@ -39,6 +40,9 @@ class Skeleton:
     experiment: str  # the declaration's body: the live experiment
     shown: str  # the notebook's torch cell for a predict-then-run question
     answer: str  # the solution region's answer to that program
+    draw: str = ""  # a self-test's generator body: a Draw ``d`` in, a Listing out (its first options: the program)
+    on_program: str = ""  # a self-test's experiment on the drawn program ``p``
+    answer_on: str = ""  # the solution region's answer on the learner's program, ``{mine}`` standing for it
 
 
 SKELETONS = {
@@ -49,6 +53,10 @@ SKELETONS = {
         "w = torch.tensor(2.0, requires_grad=True)\n(w * w).backward()\nreturn w.grad.item()",
         'w = torch.tensor(2.0, requires_grad=True)\n(w * w).backward()\nprint("w.grad:", w.grad.item())',
         "4.0",
+        "w = d.one([2.0, -1.5, 3.0])\npower = d.one([2, 3])\n"
+        'return Listing(f"w = torch.tensor({w}, requires_grad=True)\\n(w ** {power}).backward()", "What is w.grad?")',
+        'return p.run()["w"].grad.item()',
+        '{mine}.run()["w"].grad.item()',
     ),
     "boolean": Skeleton(
         "Boolean()",
@@ -65,6 +73,10 @@ SKELETONS = {
         "x = torch.ones(2, requires_grad=True)\ny = x * 2\nreturn type(y.grad_fn).__name__",
         'x = torch.ones(2, requires_grad=True)\ny = x * 2\nprint("y.grad_fn:", type(y.grad_fn).__name__)',
         '"MulBackward0"',
+        'op = d.one(["x * 2", "x + 2", "x.exp()", "x.sin()"])\n'
+        'return Listing(f"x = torch.ones(2, requires_grad=True)\\ny = {op}", "What is type(y.grad_fn).__name__?")',
+        'return type(p.run()["y"].grad_fn).__name__',
+        'type({mine}.run()["y"].grad_fn).__name__',
     ),
 }
 
@@ -100,9 +112,15 @@ def _import_order(name: str) -> tuple:
     return (0 if base.isupper() else 1 if base[:1].isupper() else 2, base)
 
 
+def _indented(code: str) -> str:
+    return "\n".join("    " + line for line in code.split("\n"))
+
+
 def declaration(qid: str, role: str, skeleton: Skeleton) -> str:
     function = qid.split(".", 1)[1].replace("-", "_")
-    body = "\n".join("    " + line for line in skeleton.experiment.split("\n"))
+    if role == "self-test":
+        return generated_declaration(qid, function, skeleton)
+    body = _indented(skeleton.experiment)
     hints = (
         f'    hints=("{PLACEHOLDER} a nudge, never the answer", "{PLACEHOLDER} the mechanism"),\n'
         if role == "self-test"
@@ -122,13 +140,42 @@ def declaration(qid: str, role: str, skeleton: Skeleton) -> str:
     )
 
 
+def generated_declaration(qid: str, function: str, skeleton: Skeleton) -> str:
+    """A self-test's skeleton: a generator (every self-test draws a program per learner and per attempt,
+    grader/engine/variants.py) and the experiment on the program it drew."""
+    return (
+        f"def {function}_program(d: Draw) -> Listing:\n"
+        f'    """{PLACEHOLDER} the mechanism every program of this self-test shares."""\n'
+        f"    # {PLACEHOLDER} draw programs of that mechanism whose answers differ (the first option of every\n"
+        f"    # choice is the canonical program; no cell of the unit may show any of them)\n"
+        f"{_indented(skeleton.draw)}\n"
+        f"\n\n"
+        f"@self_test(\n"
+        f'    "{qid}",\n'
+        f"    {skeleton.kind},\n"
+        f"    program={function}_program,\n"
+        f'    explain="{PLACEHOLDER} the mechanism, in one or two sentences, true for every program drawn.",\n'
+        f'    hints=("{PLACEHOLDER} a nudge, never the answer", "{PLACEHOLDER} the mechanism"),\n'
+        f")\n"
+        f"def {function}(p):\n"
+        f"    # {PLACEHOLDER} the live experiment: run the program and return what torch shows\n"
+        f"{_indented(skeleton.on_program)}\n"
+    )
+
+
 def cells(qid: str, role: str, skeleton: Skeleton) -> list[tuple[str, str]]:
     """(cell type, source) of the question's cells, in notebook order."""
     region = f"{BEGIN}\nanswer = {skeleton.answer}  # {PLACEHOLDER} your answer\n{END}\n"
     prose = f"**Question `{qid}`.** {PLACEHOLDER} the question, as the declaration's prompt states it. "
     prose += f"Skeleton: `{skeleton.program}`"
     if role == "self-test":
-        return [("markdown", prose), ("code", region + f'check("{qid}", answer)')]
+        mine = f'program("{qid}")'
+        region = f"{BEGIN}\nanswer = {skeleton.answer_on.format(mine=mine)}  # torch's answer on your program\n{END}\n"
+        prose = (
+            f"**Question `{qid}`.** {PLACEHOLDER} what every program of this self-test asks. The cell below "
+            "shows your own program."
+        )
+        return [("markdown", prose), ("code", mine), ("code", region + f'check("{qid}", answer)')]
     return [
         ("markdown", prose),
         ("code", region + f'predict("{qid}", answer)'),
@@ -196,6 +243,8 @@ def insert(root: Path, unit: str, slug: str, kind: str, role: str = "predict", a
         made.append(maker(text, id=cell_id))
     nb.cells[at:at] = made
     needed = {"grader.engine.question": [ROLES[role]], **skeleton.imports}
+    if role == "self-test":
+        needed["grader.engine.variants"] = ["Draw", "Listing"]
     if not re.search(r"^import torch$", source, re.M):  # a third-party block of its own, before grader's
         first = next(
             n for n in ast.parse(source).body if isinstance(n, ast.ImportFrom) and n.module.startswith("grader")
