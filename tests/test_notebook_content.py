@@ -8,6 +8,7 @@ questions' live experiments.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
 import textwrap
@@ -164,7 +165,8 @@ def test_a_closed_book_program_is_not_among_the_units_own_cells(q):
     )
 
 
-def _names_in_messages() -> set[str]:
+@functools.cache
+def _names_in_messages() -> frozenset[str]:
     """Learner functions that the grader's messages tell a learner to call."""
     api = set(grader.__all__)
     found = set()
@@ -172,7 +174,7 @@ def _names_in_messages() -> set[str]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 found |= {m for m in re.findall(r"\b([a-z_]+)\(['\"]", node.value) if m in api}
-    return found
+    return frozenset(found)
 
 
 def _imported(nb) -> set[str]:
@@ -192,7 +194,7 @@ def _imported(nb) -> set[str]:
 
 @pytest.mark.parametrize("uid", list(UNITS))
 def test_every_function_a_message_names_is_imported(uid):
-    needed = _names_in_messages()
+    needed = set(_names_in_messages())
     assert {"reset", "hint", "check", "reveal", "predict"} <= needed
     if not any(q.role != "predict" for q in of_unit(uid)):
         needed.discard("hint")
