@@ -29,6 +29,7 @@ asks the same program. A review (:mod:`grader.engine.review`) draws from a seed 
 from __future__ import annotations
 
 import builtins
+import functools
 import hashlib
 import math
 import os
@@ -194,11 +195,28 @@ class Variant:
 def make(
     generator: Generator, qid: str, identity: str | None, number: int | None, purpose: str = "self-test"
 ) -> Variant:
-    """The :class:`Variant` of ``qid`` numbered ``number`` for ``identity``; the canonical one where either is None."""
+    """The :class:`Variant` of ``qid`` numbered ``number`` for ``identity``; the canonical one where either is None.
+
+    A self-test's program number n > 0 is never the program number n - 1 (while the generator has another): the
+    program after a wrong answer, or after a right one while mastery asks for more, is a new one. It is drawn from
+    its own seed and redrawn (:func:`fresh`) only where that seed gives the program before it again."""
     if identity is None or number is None:
         return Variant(qid, None, None, generator(Draw(None)), purpose)
-    seed = seed_of(identity, qid, number, purpose)
-    return Variant(qid, number, seed, generator(Draw(seed)), purpose)
+    if purpose != "self-test" or number == 0:
+        seed = seed_of(identity, qid, number, purpose)
+        return Variant(qid, number, seed, generator(Draw(seed)), purpose)
+    return _chained(generator, qid, identity, int(number))
+
+
+@functools.lru_cache(maxsize=1024)
+def _chained(generator: Generator, qid: str, identity: str, number: int) -> Variant:
+    """Program ``number`` (> 0) of a self-test: drawn from its seed, redrawn where it repeats program ``number - 1``
+    (walked from the nearest multiple of 64 below it, so a large number costs no deep recursion)."""
+    base = number - (number % 64 or 64)
+    v = make(generator, qid, identity, base)
+    for n in range(base + 1, number + 1):
+        v = fresh(generator, qid, identity, n, "self-test", [v.program.source])
+    return v
 
 
 def fresh(
