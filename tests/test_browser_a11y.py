@@ -163,14 +163,14 @@ def test_every_widget_from_the_keyboard_and_axe_finds_nothing_serious(tmp_path, 
         # a self-test's Check and the panel's Mark passed: the focus moves to what they said
         square = page.locator(".agl-q-00-warmup-square")
         square.locator("input").first.focus()
-        page.keyboard.type("1")
+        page.keyboard.type("123456")  # wrong on every program the self-test draws ("1" was right on one of them)
         page.keyboard.press("Tab")
         assert focus_in(page, ".agl-q-00-warmup-square .agl-check"), focused(page)
         page.keyboard.press("Enter")
         square.locator(".agl-said .agl-result").first.wait_for(timeout=120_000)
         page.wait_for_function("() => !!document.activeElement.closest('.agl-q-00-warmup-square .agl-said')")
         verdict = square.locator(".agl-said .agl-result").first.inner_text()
-        assert verdict.split()[0] in ("✓", "✗") and ("correct" in verdict or "incorrect" in verdict)
+        assert verdict.split()[0] == "✗" and "incorrect" in verdict, verdict
         page.locator(".agl-panel-00 .agl-mark").focus()
         page.keyboard.press("Enter")
         page.locator(".agl-panel-00 .agl-said", has_text="not yet").wait_for()
