@@ -15,7 +15,9 @@ Measures, in one run:
   grade      `python -m grader grade` throughput on unit 01 copies (recomputation on) in notebooks per minute at
              -j 1 and -j 2, today's cold path (AGL_GRADE_COLD=1: a worker and a kernel per notebook) beside warm
              workers in the same run, as a ratio (target >= 30 per minute at -j 2 on 2 cores); and the per-notebook
-             floor (a notebook with only its imports) both ways; the load average before and after each
+             floor (a notebook with only its imports) both ways; the load average before and after each; and
+             grade.all_units_j2: a class mixing every unit's notebooks (solved, untouched, partly solved) at -j 2
+             (target >= 40 per minute)
   memory     a kernel's peak RSS after running a whole unit, against a kernel that only imported torch
              (target <= 1.5x)
   doctor     a training program's run time under `with doctor():` against its own, best of 5, for a small MLP,
