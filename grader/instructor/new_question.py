@@ -4,8 +4,8 @@ It appends a declaration to ``grader/units/unitNN/questions.py`` (its imports me
 import lines) and inserts the question's cells into ``solutions/NN_*.ipynb``: a markdown cell naming it, then
 for a predict-then-run question the ``predict`` cell, a plain torch cell and the ``reveal`` cell; for a
 self-test, which draws its program per learner and attempt (a generator beside the declaration), the cell that
-shows the learner's program and the ``check`` cell. New cells take the id of the cell before them plus a letter (``c087a``), as
-the notebooks' inserted cells do, and the notebook is written by :func:`grader.instructor.build.dumps`, the
+shows the learner's program and the ``check`` cell. New cells take the id of the cell before them plus a letter
+(``c087a``), as the notebooks' inserted cells do, and the notebook is written by :func:`grader.instructor.build.dumps`, the
 repository's own format, so its diff is the inserted cells and nothing else.
 
 The skeleton works: its experiment is a small live torch program and its solution region answers that
@@ -121,18 +121,12 @@ def declaration(qid: str, role: str, skeleton: Skeleton) -> str:
     if role == "self-test":
         return generated_declaration(qid, function, skeleton)
     body = _indented(skeleton.experiment)
-    hints = (
-        f'    hints=("{PLACEHOLDER} a nudge, never the answer", "{PLACEHOLDER} the mechanism"),\n'
-        if role == "self-test"
-        else ""
-    )
     return (
         f"@{ROLES[role]}(\n"
         f'    "{qid}",\n'
         f"    {skeleton.kind},\n"
         f'    prompt="{PLACEHOLDER} the program, stated completely. Skeleton: {skeleton.program}",\n'
         f'    explain="{PLACEHOLDER} the mechanism, in one or two sentences.",\n'
-        f"{hints}"
         f")\n"
         f"def {function}():\n"
         f"    # {PLACEHOLDER} the live experiment: run the program and return what torch shows\n"
