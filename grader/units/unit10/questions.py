@@ -110,9 +110,8 @@ def worked_reached():
     "10.worked-depths",
     Number(tol=0),
     prompt="The worked example runs 4 steps. probes.depth(loss) counts the nodes on the longest path from "
-    "loss.grad_fn down to a leaf; for step 1's loss it is "
-    + str(capstone.step_through(WORKED, steps=1).depths()[0])
-    + ". What is it for the losses of steps 1 to 4? Answer four numbers.",
+    "loss.grad_fn down to a leaf; for step 1's loss it is the number depth(loss1) printed above. What is it for the "
+    "losses of steps 1 to 4? Answer four numbers.",
     explain="Each step's loss sits on top of the graphs of all earlier steps: every step adds one more "
     "multiplication and one more addition to the path, two nodes more per step.",
 )
