@@ -91,16 +91,19 @@ def test_autocast_modes_hooks_switch_and_warn_only_do_not_reach_the_truth():
 
 
 def test_loading_the_questions_leaves_the_learners_random_streams_alone():
+    """... and imports nothing a learner's kernel did not ask for: building a first optimizer imports torch's
+    compiler (torch._dynamo, and sympy with it), about a second of CPU in every kernel and grading process."""
     import subprocess
     import sys
 
     code = (
-        "import random, torch; torch.manual_seed(7); random.seed(7); a, b = torch.get_rng_state(), random.getstate();"
+        "import random, sys, torch; torch.manual_seed(7); random.seed(7); a, b = torch.get_rng_state(), random.getstate();"
         "from grader.engine.question import all_questions; all_questions();"
-        "print(torch.equal(a, torch.get_rng_state()) and b == random.getstate())"
+        "print(torch.equal(a, torch.get_rng_state()) and b == random.getstate());"
+        "print(sorted(m for m in ('torch._dynamo', 'sympy') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.stdout.strip() == "True", out.stderr[-2000:]
+    assert out.stdout.split("\n")[:2] == ["True", "[]"], (out.stdout, out.stderr[-2000:])
 
 
 def test_an_experiment_collects_its_own_garbage_and_leaves_the_collector_as_it_found_it():
