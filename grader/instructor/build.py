@@ -28,6 +28,8 @@ from pathlib import Path
 
 import nbformat
 
+from grader.engine import syntax
+
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 PLACEHOLDER = "NEW-QUESTION: fill in"  # what a new-question skeleton leaves for its author (new_question.py)
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +44,7 @@ def _placeholder_for(region: list[str], indent: str, where: str) -> list[str]:
         return [f"{indent}# YOUR CODE HERE", f"{indent}raise NotImplementedError()"]
     source = "\n".join(region)
     try:
-        tree = ast.parse(source)
+        tree = syntax.parse(source)
     except SyntaxError as exc:
         raise BuildError(f"{where}: the solution region does not parse ({exc.msg})") from None
     out = []

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.engine import syntax
 from grader.instructor.build import BEGIN, END, PLACEHOLDER, dumps
 
 ROLES = {"predict": "predict_then_run", "self-test": "self_test"}
@@ -84,7 +85,7 @@ SKELETONS = {
 def _merge_imports(source: str, needed: dict) -> str:
     """``source`` with each needed name imported from its module: added to the module's own ``from M import``
     statement (names sorted as ruff sorts them), or a new statement after the last ``from grader`` import."""
-    tree = ast.parse(source)
+    tree = syntax.parse(source)
     lines = source.split("\n")
     for module, names in needed.items():
         node = next((n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == module), None)
@@ -102,7 +103,7 @@ def _merge_imports(source: str, needed: dict) -> str:
             one = f"from {module} import {', '.join(new)}"
             text = [one] if len(one) <= 120 else [f"from {module} import (", *[f"    {n}," for n in new], ")"]
             lines[node.lineno - 1 : node.end_lineno] = text
-        tree = ast.parse("\n".join(lines))
+        tree = syntax.parse("\n".join(lines))
     return "\n".join(lines)
 
 
@@ -241,7 +242,7 @@ def insert(root: Path, unit: str, slug: str, kind: str, role: str = "predict", a
         needed["grader.engine.variants"] = ["Draw", "Listing"]
     if not re.search(r"^import torch$", source, re.M):  # a third-party block of its own, before grader's
         first = next(
-            n for n in ast.parse(source).body if isinstance(n, ast.ImportFrom) and n.module.startswith("grader")
+            n for n in syntax.parse(source).body if isinstance(n, ast.ImportFrom) and n.module.startswith("grader")
         )
         lines = source.split("\n")
         lines[first.lineno - 1 : first.lineno - 1] = ["import torch", ""]

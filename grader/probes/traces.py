@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from grader import probes
-from grader.engine import torch_state
+from grader.engine import syntax, torch_state
 
 # --- the trace ------------------------------------------------------------------------------
 
@@ -145,7 +145,7 @@ def trace(source: str, namespace: Mapping[str, Any] | None = None, clean: bool =
     margin = min(indents, default=0)
     if margin:
         text = "\n".join(l[margin:] for l in text.split("\n"))
-    tree = ast.parse(text)
+    tree = syntax.parse(text)
     ns: dict[str, Any] = {"torch": torch}
     ns.update(namespace or {})
     known = {k for k, v in ns.items() if isinstance(v, torch.Tensor)}
@@ -153,7 +153,7 @@ def trace(source: str, namespace: Mapping[str, Any] | None = None, clean: bool =
 
     def run_all():
         for number, stmt in enumerate(tree.body, start=1):
-            code = compile(ast.Module(body=[stmt], type_ignores=[]), "<traced program>", "exec")
+            code = syntax.compile_tree(ast.Module(body=[stmt], type_ignores=[]), "<traced program>", "exec")
             exec(code, ns)
             names = _assigned(stmt)
             name = names[-1] if names else None

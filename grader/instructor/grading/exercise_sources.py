@@ -26,6 +26,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from grader.engine import syntax
+
 # The marks `grader build` leaves where it stripped a solution (a stripped body is `# YOUR CODE HERE` then
 # `raise NotImplementedError()`). The exception's name alone is no mark: a course cell may catch it.
 PLACEHOLDERS = ("YOUR ANSWER HERE", "YOUR CODE HERE")
@@ -77,7 +79,7 @@ def _literal_to_names(node: ast.Assign) -> bool:
 def definitions(text: str) -> list[str]:
     """The imports, function and class definitions and literal constants of one cell's code, in order."""
     try:
-        tree = ast.parse(text)
+        tree = syntax.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return []
     parts = []
@@ -93,7 +95,7 @@ def definitions(text: str) -> list[str]:
 def grader_modules(text: str) -> set[str]:
     """The grader modules one cell imports (``grader``, ``grader.probes``...)."""
     try:
-        tree = ast.parse(text)
+        tree = syntax.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return set()
     found = set()
@@ -110,7 +112,7 @@ def grader_modules(text: str) -> set[str]:
 def check_calls(text: str, qids: set[str]) -> dict[str, list[str]]:
     """``check("qid", name)`` / ``check("qid", (a, b))`` calls in one cell: qid -> names."""
     try:
-        tree = ast.parse(text)
+        tree = syntax.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return {}
     found: dict[str, list[str]] = {}

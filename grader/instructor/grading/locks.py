@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from grader.engine import locked
+from grader.engine import locked, syntax
 
 MARK = "  # locked in with the widget"
 REPLAYED = "  # replayed: torch's answer was revealed, then the question reset, before this prediction"
@@ -41,7 +41,7 @@ def predicted_qid(source: str, calls: tuple[str, ...] = ("predict",)) -> str | N
     """The question a predict cell's source predicts: the first ``predict("qid", ...)`` call's literal id
     (the first call named in ``calls``)."""
     try:
-        tree = ast.parse(source)
+        tree = syntax.parse(source)
     except (SyntaxError, ValueError):
         return None
     for node in ast.walk(tree):
@@ -60,7 +60,7 @@ def predicted_qid(source: str, calls: tuple[str, ...] = ("predict",)) -> str | N
 def _placeholders(source: str) -> list[ast.Assign]:
     """The top-level ``answer = ...`` statements of a cell."""
     try:
-        tree = ast.parse(source)
+        tree = syntax.parse(source)
     except (SyntaxError, ValueError):
         return []
     return [

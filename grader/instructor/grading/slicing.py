@@ -23,6 +23,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from grader.engine import syntax
+
 RECORDING = ("predict", "reveal", "check", "hint", "reset", "mark_passed", "unit_panel")
 
 
@@ -65,7 +67,7 @@ def _free_names(scope: ast.AST) -> set[str]:
 
 def names_of(text: str) -> CellNames:
     try:
-        tree = ast.parse(text)
+        tree = syntax.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return CellNames(False, set(), set(), set(), True)
     binds: set[str] = set()

@@ -42,7 +42,7 @@ import torch
 import torch.optim.optimizer as _optimizer
 
 from grader import probes
-from grader.engine import torch_state
+from grader.engine import syntax, torch_state
 from grader.engine.kinds import stable_part
 from grader.probes import traces
 from grader.units.unit10 import ops
@@ -320,7 +320,7 @@ def step_through(program: TrainingProgram | str, steps: int | None = None) -> Ru
     if isinstance(program, str):
         program = TrainingProgram(program, title="your program")
     source = program.source
-    tree = ast.parse(source)
+    tree = syntax.parse(source)
     loop = _loop(tree)
     ns: dict[str, Any] = {"torch": torch}
     events: list[StatementEvent] = []
@@ -337,7 +337,7 @@ def step_through(program: TrainingProgram | str, steps: int | None = None) -> Ru
 
     def one(stmt: ast.stmt, step: int) -> bool:
         read_first = [n for n in traces._read(stmt) if n in ns and not isinstance(ns[n], type(torch))]
-        code = compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec")
+        code = syntax.compile_tree(ast.Module(body=[stmt], type_ignores=[]), filename, "exec")
         event = StatementEvent(
             number=stmt.lineno,
             line=_statement_text(source, stmt),
@@ -378,7 +378,7 @@ def step_through(program: TrainingProgram | str, steps: int | None = None) -> Ru
                     break
                 continue
             after[0] = dict(ns)
-            iterable = eval(compile(ast.Expression(loop.iter), filename, "eval"), ns)
+            iterable = eval(syntax.compile_tree(ast.Expression(loop.iter), filename, "eval"), ns)
             for index, value in enumerate(iterable, start=1):
                 if steps is not None and index > steps:
                     break
@@ -624,20 +624,22 @@ def crossings(run: Run, n: int = 2) -> list[tuple[StatementEvent, str, Statement
 def backward_places(program: TrainingProgram):
     """Run ``program`` whole, yielding "at step n's backward" before each statement that calls backward:
     the experiment of an error question (the place torch raised in is the answer)."""
-    tree = ast.parse(program.source)
+    tree = syntax.parse(program.source)
     loop = _loop(tree)
     ns: dict[str, Any] = {"torch": torch}
     filename = f"<{program.title}>"
     for stmt in tree.body:
         if stmt is not loop:
-            exec(compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec"), ns)
+            exec(syntax.compile_tree(ast.Module(body=[stmt], type_ignores=[]), filename, "exec"), ns)
             continue
-        for index, value in enumerate(eval(compile(ast.Expression(loop.iter), filename, "eval"), ns), start=1):
+        for index, value in enumerate(
+            eval(syntax.compile_tree(ast.Expression(loop.iter), filename, "eval"), ns), start=1
+        ):
             ns[loop.target.id] = value
             for body in loop.body:
                 if ".backward(" in _statement_text(program.source, body):
                     yield f"at step {index}'s backward"
-                exec(compile(ast.Module(body=[body], type_ignores=[]), filename, "exec"), ns)
+                exec(syntax.compile_tree(ast.Module(body=[body], type_ignores=[]), filename, "exec"), ns)
 
 
 def checklist(run: Run) -> str:

@@ -1,0 +1,29 @@
+"""Python's ``ast`` from several threads: a parse, or a compile of a tree, one thread at a time.
+
+CPython 3.11 keeps the recursion depth of its AST converter (C tree to Python objects in ``ast.parse``, and back
+in ``compile`` of a tree) in state the whole interpreter shares. Two threads converting at once spoil each other's
+count, and one of them raises ``SystemError: AST constructor recursion depth mismatch (before=30, after=181)``
+(python/cpython gh-106905). The gradebook grades several notebooks at a time in threads of one process, each
+reading its notebook's code with ``ast``: one notebook in 96 once got the row "grader error" that way. Every
+parse and tree compile in the grader goes through here (``tests/test_syntax.py`` checks that none goes round).
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+from types import CodeType
+
+LOCK = threading.RLock()
+
+
+def parse(source: str, filename: str = "<unknown>") -> ast.Module:
+    """``ast.parse`` of a module's source, never beside another thread's parse or tree compile."""
+    with LOCK:
+        return ast.parse(source, filename)
+
+
+def compile_tree(tree: ast.Module | ast.Expression, filename: str, mode: str) -> CodeType:
+    """``compile`` of an AST node (a Module, an Expression), never beside another thread's parse or compile."""
+    with LOCK:
+        return compile(tree, filename, mode)
