@@ -13,14 +13,13 @@ catches. A code cell that prints ``NAME.listing()`` of a program object the unit
 import importlib
 import pkgutil
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 
 from grader.engine.course import UNITS
 from grader.engine.question import all_questions
+from tests.cli import run as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w])")
@@ -80,9 +79,7 @@ def test_the_prompt_in_the_notebook_agrees_with_the_declaration():
 
 
 def test_verify_ends_with_one_summary_line():
-    out = subprocess.run(
-        [sys.executable, "-m", "grader", "verify", "--unit", "00"], capture_output=True, text=True, timeout=300
-    )
+    out = cli("verify", "--unit", "00")
     last = out.stdout.strip().splitlines()[-1]
     assert re.fullmatch(
         r"\d+ answers and \d+ claims; (none changed|.+) since the manifest built with torch \S+", last

@@ -10,6 +10,7 @@ import nbformat
 import pytest
 
 from grader.instructor.build import BuildError, build, learner_copy, strip_solutions
+from tests.cli import run as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,8 +69,7 @@ def test_check_fails_on_drift_and_build_repairs_it(tmp_path):
     nb["cells"][0]["source"] = "edited by hand"
     target.write_text(json.dumps(nb))
     (tmp_path / "notebooks" / "99_orphan.ipynb").write_text("{}")
-    cli = [sys.executable, "-m", "grader", "build", "--check", "--root", str(tmp_path)]
-    result = subprocess.run(cli, capture_output=True, text=True)
+    result = cli("build", "--check", "--root", tmp_path)
     assert result.returncode == 1
     assert "00_start_here.ipynb differs" in result.stdout and "99_orphan.ipynb has no solution" in result.stdout
     build(tmp_path)

@@ -9,13 +9,7 @@ import pytest
 
 from grader import predict, reveal
 from grader.instructor.cli import main
-
-
-def run(*args, env=None):
-    # no terminal on stdin, as in a script: reset must not wait for an answer
-    return subprocess.run(
-        [sys.executable, "-m", "grader", *args], capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL
-    )
+from tests.cli import run  # no terminal on stdin, as in a script: reset must not wait for an answer
 
 
 def test_questions_lists_every_question():

@@ -21,6 +21,7 @@ import nbformat
 import pytest
 
 from grader.instructor.grading import containment, pipeline, workers
+from tests.cli import run as cli
 from tests.test_grade_attacks import BLANK_00, ROOT, SOLVED_00, with_cell
 
 needs_bwrap = pytest.mark.skipif(not containment.bwrap_works(), reason="bubblewrap does not work here")
@@ -36,14 +37,7 @@ def outside():
 
 def grade(folder: Path, *options: str, env: dict | None = None) -> dict:
     out = folder.parent / f"{folder.name}-grades.csv"
-    done = subprocess.run(
-        [sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "-j", "1", "--cell-timeout", "60"]
-        + list(options),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, **(env or {})},
-    )
+    done = cli("grade", folder, "--out", out, "-j", "1", "--cell-timeout", "60", *options, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     with open(out, newline="") as f:
         return {r["learner"]: r for r in csv.DictReader(f)}

@@ -6,8 +6,6 @@ the rest are fast tests of the write step's parts on data made here.
 
 import csv
 import html
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -18,6 +16,7 @@ from grader.engine.store import Event
 from grader.instructor.grading import gradebook, roster, scores
 from grader.instructor.grading import verify as vs
 from grader.instructor.grading.pipeline import GradedSubmission, Submission, _template, _what_the_copy_holds
+from tests.cli import run as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLVED_00 = ROOT / "solutions" / "00_start_here.ipynb"
@@ -44,12 +43,7 @@ def older_copy(nb):  # handed out before 00.warmup-flag was added
 
 
 def _grade(*args):
-    out = subprocess.run(
-        [sys.executable, "-m", "grader", "grade", *map(str, args), "--cell-timeout", "60"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    out = cli("grade", *args, "--cell-timeout", "60")
     assert out.returncode == 0, out.stderr[-3000:]
     return out
 

@@ -1,12 +1,11 @@
 """Late rules from the ``submitted`` column: a penalty per day or a cut-off, applied to the points and shown."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from grader.instructor.grading import gradebook, late, report
+from tests.cli import run as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,10 +92,5 @@ def test_late_rows_are_shown_in_the_wide_csv_the_page_and_the_report(tmp_path):
     ],
 )
 def test_the_cli_refuses_a_wrong_rule_without_a_traceback(tmp_path, argv, words):
-    done = subprocess.run(
-        [sys.executable, "-m", "grader", "grade", str(tmp_path), "--out", str(tmp_path / "g.csv"), *argv],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    done = cli("grade", tmp_path, "--out", tmp_path / "g.csv", *argv)
     assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import csv
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from grader.instructor.grading import duplicates, lms_gradebook, lms_names, pipeline
 from grader.instructor.grading.lms_names import name_of
+from tests.cli import run as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 N01 = "01_what_the_forward_pass_records.ipynb"
@@ -84,10 +83,8 @@ def test_a_name_pattern_names_learners_and_units_and_says_what_it_did_not_match(
 # --- the whole run, without a kernel --------------------------------------------------------------
 
 
-def _grade(*args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "grader", "grade", *map(str, args)], capture_output=True, text=True, timeout=300
-    )
+def _grade(*args):
+    return cli("grade", *args)
 
 
 def _csv(path: Path) -> list[dict]:

@@ -9,8 +9,6 @@ Re-running a predict cell never changes the record and shows the question as it 
 import copy
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -23,6 +21,7 @@ from grader.engine import locked
 from grader.engine.store import current
 from grader.instructor.grading.locks import apply_locks, with_answer
 from grader.learner import widgets
+from tests.cli import run as cli
 from tests.truths import asked_now
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -340,12 +339,7 @@ def test_grading_grades_the_predictions_locked_with_the_widget(tmp_path, monkeyp
         (folder / name).mkdir(parents=True)
         nbformat.write(nb, folder / name / "00_start_here.ipynb")
     out = folder / "grades.csv"
-    done = subprocess.run(
-        [sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "-j", "2", "--cell-timeout", "60"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = cli("grade", folder, "--out", out, "-j", "2", "--cell-timeout", "60")
     assert done.returncode == 0, done.stderr[-3000:]
     with open(out, newline="") as f:
         rows = {r["learner"]: r for r in csv.DictReader(f)}
@@ -385,7 +379,7 @@ def test_a_prediction_after_the_reveal_reads_the_same_in_the_panel_status_and_th
     panel = {qid: s.record for qid, s in state.questions.items()}  # what the panel's rows read
     assert panel["00.warmup-add"] == panel["00.warmup-flag"] == "predicted after reveal, correct"
 
-    status = subprocess.run([sys.executable, "-m", "grader", "status", "--json"], capture_output=True, text=True)
+    status = cli("status", "--json")
     assert status.returncode == 0, status.stderr[-2000:]
     (row,) = [u for u in json.loads(status.stdout)["units"] if u["unit"] == "00"]
     assert {k: row[k] for k in state.counts()} == state.counts()
@@ -400,12 +394,7 @@ def test_a_prediction_after_the_reveal_reads_the_same_in_the_panel_status_and_th
     (tmp_path / "class" / "late").mkdir(parents=True)
     nbformat.write(nb, tmp_path / "class" / "late" / "00_start_here.ipynb")
     out = tmp_path / "grades.csv"
-    done = subprocess.run(
-        [sys.executable, "-m", "grader", "grade", str(tmp_path / "class"), "--out", str(out), "--cell-timeout", "60"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = cli("grade", tmp_path / "class", "--out", out, "--cell-timeout", "60")
     assert done.returncode == 0, done.stderr[-3000:]
     with open(out, newline="") as f:
         (graded,) = list(csv.DictReader(f))

@@ -3,8 +3,6 @@
 No notebook runs here: the graded submission is made from recorded events, as the grading run recomputes it.
 """
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from grader.engine.store import Event
 from grader.instructor.grading import gradebook, overrides, report, scores
 from grader.instructor.grading import verify as vs
 from grader.instructor.grading.pipeline import GradedSubmission, Submission
+from tests.cli import run as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -112,22 +111,7 @@ def test_a_wrong_overrides_file_says_what_is_wrong(tmp_path, text, words):
 def test_the_cli_refuses_a_wrong_overrides_file_without_a_traceback(tmp_path):
     bad = tmp_path / "o.csv"
     bad.write_text("learner,question,points,reason\nfrank,01.nope,1,x\n")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "grader",
-            "grade",
-            str(tmp_path),
-            "--out",
-            str(tmp_path / "g.csv"),
-            "--overrides",
-            str(bad),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    done = cli("grade", tmp_path, "--out", tmp_path / "g.csv", "--overrides", bad)
     assert done.returncode == 2 and "01.nope" in done.stderr and "Traceback" not in done.stderr
 
 
@@ -152,16 +136,9 @@ def test_a_grade_run_applies_overrides_then_the_late_rule_and_shows_both(tmp_pat
         "learner,question,points,reason\nann,00.warmup-square,0,copied from a neighbour\nbob,00.warmup-square,1,x\n"
     )
     out, wide, pages = tmp_path / "g.csv", tmp_path / "w.csv", tmp_path / "fb"
-    done = subprocess.run(
-        [
-            sys.executable, "-m", "grader", "grade", str(tmp_path / "ann"), "--out", str(out), "--wide", str(wide),
-            "--html", str(pages), "--times", str(tmp_path / "times.csv"), "--overrides", str(tmp_path / "o.csv"),
-            "--due", "2026-03-01", "--late-penalty", "10",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
+    done = cli(
+        "grade", tmp_path / "ann", "--out", out, "--wide", wide, "--html", pages, "--times", tmp_path / "times.csv",
+        "--overrides", tmp_path / "o.csv", "--due", "2026-03-01", "--late-penalty", "10",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     (row,) = gradebook.read_csv(out)

@@ -7,14 +7,13 @@ the rest reads those gradebooks or re-runs only what resume says must run.
 import csv
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from grader.instructor.grading.shards import MergeError, read_partials, shard_of
+from tests.cli import run as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = ROOT / "solutions" / "00_start_here.ipynb"
@@ -43,11 +42,8 @@ CLASS = {
 }
 
 
-def grade(*args, timeout=600):
-    out = subprocess.run(
-        [sys.executable, "-m", "grader", "grade", *map(str, args)], capture_output=True, text=True, timeout=timeout
-    )
-    return out
+def grade(*args):
+    return cli("grade", *args)
 
 
 def read(path: Path) -> list[dict]:

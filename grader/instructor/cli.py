@@ -424,6 +424,7 @@ def _grade(args) -> int:
         late_rule=rule,
         identity_from=args.identity,
         mastery=args.mastery,
+        progress_to=sys.stderr,  # the stream as it is now (a caller may have redirected it), not at import
     )
     return 0 if rows or shard else 2
 
