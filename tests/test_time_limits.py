@@ -234,3 +234,38 @@ def test_the_measured_scale_follows_the_slower_figure_never_below_one(monkeypatc
     assert pace.scale() == pace.MAX_SCALE
     monkeypatch.setenv(pace.ENV, "not a number")
     assert pace.scale() == pace.MAX_SCALE  # ignored: the measured figure stands
+
+
+def test_the_limit_never_cuts_short_the_import_of_a_library_module(tmp_path, monkeypatch):
+    """A learner's function whose first optimizer imports torch._dynamo (and sympy) may run out of time in the
+    middle of that import. Cut short there, the module stayed in sys.modules half made, and every later
+    torch.compile failed ("module 'sympy' has no attribute 'core'"). The limit waits for the import to end, then
+    stops the learner's code."""
+    import sys
+
+    (tmp_path / "slow_library").mkdir()
+    (tmp_path / "slow_library" / "__init__.py").write_text(
+        textwrap.dedent(
+            """
+            import time
+            started = time.monotonic()
+            while time.monotonic() - started < 1.5:  # past the limit and past GRACE_S, waiting as an import can
+                time.sleep(0.02)
+            COMPLETE = True
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(limits, "_LIBRARY", (*limits._LIBRARY, str(tmp_path) + os.sep))  # installed code
+
+    def learner():
+        import slow_library  # noqa: F401
+
+        return "went on"
+
+    try:
+        out = limits.call(learner, seconds=SHORT)
+        assert out.timed_out and out.value is None, out
+        assert sys.modules["slow_library"].COMPLETE
+    finally:
+        sys.modules.pop("slow_library", None)

@@ -17,7 +17,9 @@ stays pending, every learner frame on the stack (and every new one, through
 of torch (the dispatch-mode stack's pop, ``saved_tensors_hooks``, ``no_grad``)
 runs to completion: the OutOfTime passes through it, it is never raised in it.
 A learner's ``except BaseException: pass`` loop is still stopped: each of its
-lines raises again. Other library code is interrupted too once the expiry is
+lines raises again. The import of a module that is not the learner's is never
+interrupted either (a half-run module would stay in sys.modules, broken): the
+limit waits for it to end. Other library code is interrupted too once the expiry is
 GRACE_S old, so a learner blocked in ``queue.get()`` or ``Event.wait()`` is
 stopped; a single long call inside torch (or C) cannot be, and runs to its
 end. A learner function that swallows the OutOfTime and returns is still
@@ -41,7 +43,6 @@ import os
 import signal
 import site
 import sys
-import sysconfig
 import threading
 import time
 import traceback
@@ -129,6 +130,8 @@ def _library_roots() -> tuple[tuple[str, ...], tuple[str, ...]]:
     contextlib), and folders of other library code (the stdlib, site-packages)."""
     grader_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     torch_root = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    import sysconfig  # here, not at import: `import grader` stays close to `import torch`
+
     paths = sysconfig.get_paths()
     library = {os.path.abspath(paths[k]) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
     library.update(os.path.abspath(p) + os.sep for p in site.getsitepackages() if p)
@@ -158,6 +161,19 @@ def _owner(code: CodeType) -> str:
     return "learner"
 
 
+def _importing_a_library(frame: FrameType | None, home: FrameType | None) -> bool:
+    """Whether ``frame`` runs inside the import of a module that is not the learner's: its top-level code is on
+    the stack. Interrupted there, the module stays half made (found in sys.modules without what it had not yet
+    defined: torch's first optimizer imports torch._dynamo and sympy, and a sympy cut short lost ``sympy.core``
+    for every later torch.compile), so the limit waits for the import to end."""
+    f = frame
+    while f is not None and f is not home:
+        if f.f_code.co_name == "<module>" and _owner(f.f_code) != "learner":
+            return True
+        f = f.f_back
+    return False
+
+
 def _enter_learner(fn: Callable, args: tuple, kwargs: dict) -> Any:
     """The one frame of ours that counts as the learner's: it holds nothing to clean up, so a builtin the
     learner passed (``time.sleep``) can be interrupted while it runs here."""
@@ -185,8 +201,10 @@ class _Timer:
     timed_out: bool = False  # an OutOfTime was raised
     home: Any = None
 
-    def _may_raise(self, code: CodeType) -> bool:
-        owner = _owner(code)
+    def _may_raise(self, frame: FrameType) -> bool:
+        if _importing_a_library(frame, self.home):
+            return False
+        owner = _owner(frame.f_code)
         if owner == "learner":
             return True
         return owner == "library" and time.monotonic() - self.expired_at >= GRACE_S
@@ -194,7 +212,7 @@ class _Timer:
     def _tracer(self, frame: FrameType, event: str, arg: Any) -> Callable[[FrameType, str, Any], Any] | None:
         if self.stopped or _owner(frame.f_code) != "learner":
             return None  # library frames are never traced, so never interrupted from here
-        if event == "line" and self.expired_at and not self.stopped:
+        if event == "line" and self.expired_at and not self.stopped and not _importing_a_library(frame, self.home):
             self.timed_out = True
             raise OutOfTime()
         return self._tracer
@@ -224,7 +242,7 @@ class _Timer:
                     self.expired_at = time.monotonic()
                     self._trace_learner_frames(frame)
                 signal.setitimer(signal.ITIMER_REAL, TICK_S)  # looked at again until the call has returned
-                if frame is not None and self._may_raise(frame.f_code):
+                if frame is not None and self._may_raise(frame):
                     self.timed_out = True
                     raise OutOfTime()
 
@@ -248,7 +266,7 @@ class _Timer:
             if not self.expired_at:
                 self.expired_at = time.monotonic()
             frame = sys._current_frames().get(self.target)
-            if frame is not None and self._may_raise(frame.f_code):
+            if frame is not None and self._may_raise(frame):
                 self.timed_out = True
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target), ctypes.py_object(OutOfTime))
             self._schedule(TICK_S)
