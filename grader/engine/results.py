@@ -7,7 +7,6 @@ can compare stored outputs.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,7 +108,8 @@ class Result:
 
     def _repr_html_(self) -> str:
         colour = _COLOURS.get(self.mark, "#57606a")
-        esc = html.escape
+        from html import escape as esc  # here, not at import (html.entities): `import grader` stays light
+
         parts = [
             f'<div class="agl-result agl-{esc(self.verdict)}" style="border-left:4px solid {colour};'
             'padding:4px 10px;margin:4px 0;font-family:var(--jp-ui-font-family,sans-serif)">',
