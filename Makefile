@@ -116,13 +116,16 @@ hub: test-install hub-deps
 # `make test`: the installs, then lint in the background while one pytest run takes the unit
 # tests, every solution (strict nbval) and every learner notebook (run untouched) on TEST_JOBS workers:
 # most tests wait on kernels, servers and browsers, so three workers keep two cores busy. The long
-# modules are handed out first (conftest.py's LONGEST_FIRST). Lint's output follows the tests'.
+# modules are handed out first (conftest.py's LONGEST_FIRST). Lint's output follows the tests'. The course's
+# modules are byte-compiled first: with PYTHONDONTWRITEBYTECODE set (as on some CI machines) every kernel and
+# grading process would compile them from source again, about 0.1 s of CPU each.
 TEST_JOBS ?= 3
 SUITE := tests solutions notebooks --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	-n $(TEST_JOBS) --dist loadscope --no-loadscope-reorder
 test: test-install system-deps hub-deps browser-deps
 	@mkdir -p test-artifacts; \
 	$(MAKE) --no-print-directory lint > test-artifacts/lint.log 2>&1 & lint=$$!; \
+	$(BIN)/python -m compileall -q grader tests conftest.py > /dev/null; \
 	$(PYTEST) $(SUITE); tests=$$?; \
 	wait $$lint; linted=$$?; \
 	echo "--- make lint"; cat test-artifacts/lint.log; \
