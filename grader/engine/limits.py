@@ -19,9 +19,9 @@ runs to completion: the OutOfTime passes through it, it is never raised in it.
 A learner's ``except BaseException: pass`` loop is still stopped: each of its
 lines raises again. The import of a module that is not the learner's is never
 interrupted either (a half-run module would stay in sys.modules, broken): the
-limit waits for it to end. Other library code is interrupted too once the expiry is
-GRACE_S old, so a learner blocked in ``queue.get()`` or ``Event.wait()`` is
-stopped; a single long call inside torch (or C) cannot be, and runs to its
+limit waits for it to end. Other library code is interrupted too once the
+expiry is GRACE_S old, so a learner blocked in ``queue.get()`` or
+``Event.wait()`` is stopped; a single long call inside torch (or C) cannot be, and runs to its
 end. A learner function that swallows the OutOfTime and returns is still
 reported as stopped. Whatever the learner itself leaves half done (its own
 ``__exit__`` interrupted, a mode entered by hand), ``torch_state.clean_room``

@@ -4,8 +4,9 @@ CPython 3.11 keeps the recursion depth of its AST converter (C tree to Python ob
 in ``compile`` of a tree) in state the whole interpreter shares. Two threads converting at once spoil each other's
 count, and one of them raises ``SystemError: AST constructor recursion depth mismatch (before=30, after=181)``
 (python/cpython gh-106905). The gradebook grades several notebooks at a time in threads of one process, each
-reading its notebook's code with ``ast``: one notebook in 96 once got the row "grader error" that way. Every
-parse and tree compile in the grader goes through here (``tests/test_syntax.py`` checks that none goes round).
+reading its notebook's code with ``ast``: in two of the suite's full runs, one notebook got the row "grader
+error" that way. Every parse and tree compile in the grader goes through here (``tests/test_syntax.py`` checks
+that none goes round it).
 """
 
 from __future__ import annotations
