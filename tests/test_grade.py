@@ -124,25 +124,13 @@ def test_feedback_pages_and_progress(gradebook):
     assert "9/9" in stderr and "per minute" in stderr
 
 
-def _cli(capsys, *args):
-    """The command line in this process (its refusals need no interpreter of their own): exit code and stderr."""
-    from grader.instructor.cli import main
-
-    capsys.readouterr()
-    try:
-        code = main(list(args))
-    except SystemExit as stop:
-        code = stop.code
-    return code, capsys.readouterr().err
-
-
-def test_unknown_units_are_errors(capsys):
+def test_unknown_units_are_errors():
     for args in (("questions", "--unit", "99"), ("verify", "--unit", "99")):
-        code, err = _cli(capsys, *args)
-        assert code == 2 and "no such unit: 99" in err
+        done = cli(*args)
+        assert done.returncode == 2 and "no such unit: 99" in done.stderr
 
 
-def test_bad_grade_options_are_refused_before_anything_runs(tmp_path, capsys):
+def test_bad_grade_options_are_refused_before_anything_runs(tmp_path):
     nb = tmp_path / "x.ipynb"
     nb.write_text("{}")
     for extra, words in (
@@ -151,10 +139,8 @@ def test_bad_grade_options_are_refused_before_anything_runs(tmp_path, capsys):
         (("--cell-timeout", "-1"), "--cell-timeout must be"),
         (("--memory-mb", "0"), "--memory-mb"),
     ):
-        code, err = _cli(
-            capsys, "grade", str(nb), *(extra if "--out" in extra else ("--out", str(tmp_path / "g.csv"), *extra))
-        )
-        assert code == 2 and words in err, err
+        done = cli("grade", nb, *(extra if "--out" in extra else ("--out", tmp_path / "g.csv", *extra)))
+        assert done.returncode == 2 and words in done.stderr, done.stderr
     assert not (tmp_path / "g.csv").exists()
 
 

@@ -1,29 +1,17 @@
 """The drift report: verify lists every answer that changed since build recorded the manifest."""
 
-import contextlib
-import io
 import json
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
-from grader.instructor.cli import main
 from grader.instructor.manifest import same
+from tests.cli import run as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _cli(*argv):
-    """The command line in this process (as `python -m grader ...` would run it, without a fresh interpreter's
-    imports for each call): its exit code and what it printed."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = main(list(argv))
-    return SimpleNamespace(returncode=code, stdout=out.getvalue())
-
-
 def verify(root, *flags):
-    return _cli("verify", "--root", str(root), *flags)
+    return cli("verify", "--root", str(root), *flags)
 
 
 def test_the_committed_manifest_matches_this_torch():
@@ -62,7 +50,7 @@ def test_build_check_notices_a_manifest_out_of_step(tmp_path):
     manifest = json.loads(path.read_text())
     del manifest["questions"]["01.x-is-leaf"]
     path.write_text(json.dumps(manifest))
-    result = _cli("build", "--check", "--root", str(tmp_path))
+    result = cli("build", "--check", "--root", str(tmp_path))
     assert result.returncode == 1 and "manifest lacks 01.x-is-leaf" in result.stdout
 
 
