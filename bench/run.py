@@ -19,7 +19,8 @@ Measures, in one run:
              grade.all_units_j2: a class mixing every unit's notebooks (solved, untouched, partly solved) at -j 2
              (target >= 40 per minute)
   memory     a kernel's peak RSS after running a whole unit, against a kernel that only imported torch
-             (target <= 1.5x)
+             (target <= 1.5x); beside it, a kernel that imported the grader and loaded every question, so the
+             grader's own share is told apart from what a unit's cells hold
   doctor     a training program's run time under `with doctor():` against its own, best of 5, for a small MLP,
              an LSTM language model, a masked (torch.where) loss, a loss of two summands and the fixed
              twins of tests/real_bugs, interleaved, one thread (target <= 3x); the CPU time's ratio beside it
@@ -210,6 +211,15 @@ def kernel_run(path: Path, home: str, extra_cell: str | None = None) -> tuple[fl
     return wall, inside, nb
 
 
+LOADED = "import torch\nimport grader\nfrom grader.engine.question import load\nload()"
+
+
+def _with_source(nb: dict, source: str) -> dict:
+    out = json.loads(json.dumps(nb))
+    out["cells"][0]["source"] = source
+    return out
+
+
 PEAK = "import resource; print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
 
 
@@ -230,6 +240,10 @@ def bench_course(quick: bool) -> dict:
         floor_runs = [kernel_run(bare, tmp, PEAK) for _ in range(3)]
         floor_one = median([w for w, _, _ in floor_runs])
         torch_peak = median([peak_of(nb) for _, _, nb in floor_runs])
+        # what the grader itself holds: imported, with every unit's questions loaded, and no unit's cells run
+        loaded = Path(tmp) / "loaded.ipynb"
+        loaded.write_text(json.dumps(_with_source(BARE, LOADED)))
+        grader_peak = median([peak_of(kernel_run(loaded, tmp, PEAK)[2]) for _ in range(3)])
         units, cells_total = [], 0.0
         for path in solutions:
             wall, inside, nb = kernel_run(path, tempfile.mkdtemp(dir=tmp), PEAK)
@@ -250,6 +264,8 @@ def bench_course(quick: bool) -> dict:
         "floor_s": round(floor, 2),
         "cells_s": round(cells_total, 2),
         "torch_only_peak_rss_mb": round(torch_peak / 1024, 1),
+        "grader_loaded_peak_rss_mb": round(grader_peak / 1024, 1),
+        "grader_loaded_ratio": round(grader_peak / torch_peak, 2) if torch_peak else 0,
     }
     for label, extra in (("serial", []), ("n2", ["-n", "2", "--dist", "loadscope"])):
         if quick and label == "serial":
@@ -576,6 +592,11 @@ def table(r: dict) -> str:
             f"{c['peak_rss_max_mb']:.0f} MB ({c['peak_rss_ratio']:.2f}x; target <= {c['peak_rss_target_ratio']:.1f}x)  "
             f"{flag(c['peak_rss_ok'])}"
         )
+        if "grader_loaded_peak_rss_mb" in c:
+            lines.append(
+                f"          the grader with every question loaded, no unit run: {c['grader_loaded_peak_rss_mb']:.0f} MB "
+                f"({c['grader_loaded_ratio']:.2f}x); the rest is what each unit's own cells hold"
+            )
         for u in c["units"]:
             lines.append(
                 f"          {u['notebook']:<48} {u['wall_s']:>6.2f} s  cells {u['cells_s']:>6.2f} s  "
