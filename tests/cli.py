@@ -13,32 +13,9 @@ import io
 import os
 import sys
 from types import SimpleNamespace
+from unittest import mock
 
 from grader.instructor.cli import main
-
-
-@contextlib.contextmanager
-def _environment(env: dict | None):
-    before = {k: os.environ.get(k) for k in env or {}}
-    os.environ.update(env or {})
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-@contextlib.contextmanager
-def _stdin(text: str):
-    before = sys.stdin
-    sys.stdin = io.StringIO(text)
-    try:
-        yield
-    finally:
-        sys.stdin = before
 
 
 def run(*argv, env: dict | None = None, stdin: str = "") -> SimpleNamespace:
@@ -46,7 +23,12 @@ def run(*argv, env: dict | None = None, stdin: str = "") -> SimpleNamespace:
     them; ``env``: variables set for this call only; ``stdin``: what it reads, from no terminal (as a script's
     ``stdin=subprocess.DEVNULL``)."""
     out, err = io.StringIO(), io.StringIO()
-    with _environment(env), _stdin(stdin), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (
+        mock.patch.dict(os.environ, env or {}),
+        mock.patch.object(sys, "stdin", io.StringIO(stdin)),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
         try:
             code = main([str(a) for a in argv])
         except SystemExit as stop:

@@ -5,8 +5,9 @@ import lines) and inserts the question's cells into ``solutions/NN_*.ipynb``: a 
 for a predict-then-run question the ``predict`` cell, a plain torch cell and the ``reveal`` cell; for a
 self-test, which draws its program per learner and attempt (a generator beside the declaration), the cell that
 shows the learner's program and the ``check`` cell. New cells take the id of the cell before them plus a letter
-(``c087a``), as the notebooks' inserted cells do, and the notebook is written by :func:`grader.instructor.build.dumps`, the
-repository's own format, so its diff is the inserted cells and nothing else.
+(``c087a``), as the notebooks' inserted cells do, and the notebook is written by
+:func:`grader.instructor.build.dumps`, the repository's own format, so its diff is the inserted cells and nothing
+else.
 
 The skeleton works: its experiment is a small live torch program and its solution region answers that
 program, so the question runs, checks and reveals as it stands. What only the author can write (the prompt,
