@@ -377,7 +377,8 @@ def _grade(args) -> int:
         for p in problems:
             print(f"grade: {p}", file=sys.stderr)
         return 2
-    from grader.instructor.grading.pipeline import grade, merge
+    from grader.instructor.grading.pipeline import grading_failed, merge
+    from grader.instructor.grading.workers import NoWorker
 
     if merging:
         from grader.instructor.grading.shards import MergeError
@@ -399,7 +400,22 @@ def _grade(args) -> int:
             return 2
         print(f"merged {len(args.paths) - 1} partial gradebooks: {len(rows)} rows -> {out}", file=sys.stderr)
         return 0
-    rows = grade(
+    try:
+        rows = _run_grade(args, out, weights, ids, times, shard, report_to, pattern, changes, rule)
+    except NoWorker as exc:
+        print(f"grade: {exc}; nothing was graded", file=sys.stderr)
+        return 1
+    failed = grading_failed(rows)
+    if failed:
+        print(f"grade: {failed}. Look at the rows' problems before you use this gradebook.", file=sys.stderr)
+        return 1
+    return 0 if rows or shard else 2
+
+
+def _run_grade(args, out, weights, ids, times, shard, report_to, pattern, changes, rule) -> list[dict]:
+    from grader.instructor.grading.pipeline import grade
+
+    return grade(
         args.paths,
         out,
         jobs=args.jobs,
@@ -426,7 +442,6 @@ def _grade(args) -> int:
         mastery=args.mastery,
         progress_to=sys.stderr,  # the stream as it is now (a caller may have redirected it), not at import
     )
-    return 0 if rows or shard else 2
 
 
 def _identity(args) -> int:

@@ -22,6 +22,13 @@ root-only files are closed to it and ``RLIMIT_NPROC`` holds. ``set_limits``
 caps, in the contained process, processes, file size, CPU time and memory
 (``RLIMIT_AS`` counts shared mappings too). ``isolation()`` names what is in
 use; the gradebook reports it.
+
+A contained process starts from an allow-listed environment (:func:`environment`): the locale, the time zone,
+torch's thread counts and the course's own pace switch, a PATH of the system folders and this Python's, and
+nothing else of the grading process's (a token in the instructor's shell never reaches a submission).
+Everything it may write (its folder, and in bubblewrap its /tmp and /dev/shm) is measured together, bytes and
+entries (:func:`usage`): a process past :func:`writable_mb` MB or :func:`writable_files` entries is stopped.
+Interpreters are started by an absolute path (:func:`python`), whatever folder the grader was started from.
 """
 
 from __future__ import annotations
@@ -46,7 +53,7 @@ EVENTS_STREAM_CAP = 64 * 2**20  # bytes of streamed events kept
 
 _bwrap_ok: bool | None = None
 ADOPTING = False  # set when this process is a subreaper (grade does it): orphans come to us
-_LIVE: set[int] = set()  # contained processes still running, never taken for orphans
+_LIVE: set[int] = set()  # contained processes still running, never taken for orphans (see start_live)
 _LIVE_LOCK = threading.Lock()
 
 
@@ -91,6 +98,85 @@ _ETC = (
     "mime.types",
     "os-release",
 )
+
+
+FILES_CAP = 20_000  # default: entries (files, folders, links) a submission may make; AGL_WRITABLE_FILES overrides
+KEPT_ENV = (  # what a contained process keeps of the grading process's environment (see environment())
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_NUMERIC",
+    "LC_COLLATE",
+    "LC_MESSAGES",
+    "TZ",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "AUTOGRAD_LAB_TIME_SCALE",
+)
+
+
+def python() -> str:
+    """This interpreter by an absolute, normalised path that keeps its virtual environment.
+
+    ``sys.executable`` is the path the grader was started by, joined to the folder it was started from:
+    ``../course/.venv/bin/python`` run in ``/srv/submissions`` gives ``/srv/submissions/../course/.venv/bin/python``,
+    a path that does not exist inside the sandbox (whose /tmp, say, is its own). The folder is resolved, the name
+    kept: resolving the name too would leave the virtual environment for the interpreter it links to."""
+    exe = Path(sys.executable or "python3")
+    return str(exe.absolute().parent.resolve() / exe.name)
+
+
+def environment(**settings: str) -> dict:
+    """The environment a contained process starts from: the allow-list KEPT_ENV of this process's, a PATH of
+    this Python's folder and the system's, a user name (torch's compiler names its cache after it; the sandbox's
+    user has no passwd entry), then ``settings``. No other variable of the grading process is passed on."""
+    env = {k: os.environ[k] for k in KEPT_ENV if k in os.environ}
+    env["PATH"] = os.pathsep.join([str(Path(python()).parent), "/usr/local/bin", "/usr/bin", "/bin"])
+    env.update(USER="learner", LOGNAME="learner", LANG=env.get("LANG", "C.UTF-8"))
+    env.update({k: str(v) for k, v in settings.items()})
+    return env
+
+
+def writable_files() -> int:
+    """Entries a submission may make in all its writable places together: AGL_WRITABLE_FILES, else FILES_CAP."""
+    try:
+        return max(100, int(os.environ.get("AGL_WRITABLE_FILES", "")))
+    except ValueError:
+        return FILES_CAP
+
+
+@dataclass
+class Usage:
+    bytes: int = 0
+    entries: int = 0
+
+    def over(self, max_bytes: int, max_entries: int) -> str:
+        """What a process that wrote this much went past, in words ("" where it stayed within both caps)."""
+        if self.bytes > max_bytes:
+            return f"it wrote more than {max_bytes // 2**20} MB into its folder and was stopped"
+        if self.entries > max_entries:
+            return f"it made more than {max_entries:,} files and folders and was stopped"
+        return ""
+
+
+def usage(places: list, max_bytes: int = 0, max_entries: int = 0, skip: tuple = ()) -> Usage:
+    """Bytes on disk and entries under ``places`` together (links not followed, ``skip``'s paths left out);
+    counting stops once past either cap. A place that cannot be listed counts nothing."""
+    out = Usage()
+    skipped = {str(p) for p in skip}
+    for place in places:
+        for top, dirs, files in os.walk(place):
+            dirs[:] = [d for d in dirs if os.path.join(top, d) not in skipped]
+            for name in files + dirs:
+                out.entries += 1
+                try:
+                    out.bytes += os.lstat(os.path.join(top, name)).st_blocks * 512
+                except OSError:
+                    continue
+            if (max_bytes and out.bytes > max_bytes) or (max_entries and out.entries > max_entries):
+                return out
+    return out
 
 
 def writable_mb() -> int:
@@ -264,7 +350,7 @@ def read_capped(path: Path, cap: int) -> bytes:
 # --- draining a pipe with a cap -------------------------------------------------------------------
 
 
-class _Drain(threading.Thread):
+class Drain(threading.Thread):
     """Reads a pipe to its end, keeping the first ``cap`` bytes and counting the rest."""
 
     def __init__(self, fd: int, cap: int):
@@ -305,16 +391,32 @@ class Finished:
     seconds: float = 0.0
     events: bytes | None = None  # the event stream (EVENT_FD_VAR), when one was asked for
     notes: list = field(default_factory=list)
+    over_cap: str = ""  # what it wrote past (Usage.over), when it was stopped for writing too much
 
     @property
     def died(self) -> bool:
         return not self.timed_out and self.returncode != 0
 
 
-# --- finding and killing what it started ----------------------------------------------------------
+# --- starting, finding and killing what it started ------------------------------------------------
 
 
-def _proc_ids() -> list[int]:
+def start_live(cmd: list[str], **popen) -> subprocess.Popen:
+    """``subprocess.Popen(cmd, **popen)`` in a session of its own, registered as a live contained process (which
+    :func:`kill_everything`, adopting orphans, never takes for one of them) until :func:`forget` is called."""
+    with _LIVE_LOCK:
+        proc = subprocess.Popen(cmd, start_new_session=True, **popen)
+        _LIVE.add(proc.pid)
+    return proc
+
+
+def forget(pid: int) -> None:
+    """A contained process that has ended: no longer live (see :func:`start_live`)."""
+    with _LIVE_LOCK:
+        _LIVE.discard(pid)
+
+
+def proc_ids() -> list[int]:
     try:
         return [int(n) for n in os.listdir("/proc") if n.isdigit()]
     except OSError:
@@ -343,7 +445,7 @@ def kill_everything(session: int, token: bytes) -> int:
     found: set[int] = set()
     for _ in range(5):  # a process may fork while we look: look again until none are left
         with _LIVE_LOCK:
-            pids = [p for p in _proc_ids() if p != me and _belongs(p, session, token)]
+            pids = [p for p in proc_ids() if p != me and _belongs(p, session, token)]
         if not pids:
             break
         for pid in pids:
@@ -358,7 +460,7 @@ def kill_everything(session: int, token: bytes) -> int:
     except OSError:
         pass
     if ADOPTING:  # reap the orphans we killed, so they do not linger as zombies
-        for pid in [p for p in _proc_ids() if p not in _LIVE]:
+        for pid in [p for p in proc_ids() if p not in _LIVE]:
             try:
                 with open(f"/proc/{pid}/stat", "rb") as f:
                     if int(f.read().rsplit(b")", 1)[1].split()[1]) != me:
@@ -474,18 +576,15 @@ def run(
         give_to(workdir, uid)
     cmd = sandboxed(cmd, workdir, sandbox, uid)
     try:
-        with _LIVE_LOCK:
-            proc = subprocess.Popen(
-                cmd,
-                cwd=workdir,
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                pass_fds=tuple(passed),
-                start_new_session=True,
-            )
-            _LIVE.add(proc.pid)
+        proc = start_live(
+            cmd,
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=tuple(passed),
+        )
     except OSError as exc:
         for fd in [result_r, *passed] + ([events_r] if events_r is not None else []):
             os.close(fd)
@@ -493,12 +592,12 @@ def run(
     for fd in passed:
         os.close(fd)
     drains = [
-        _Drain(os.dup(proc.stdout.fileno()), output_cap),
-        _Drain(os.dup(proc.stderr.fileno()), output_cap),
-        _Drain(result_r, result_cap),
+        Drain(os.dup(proc.stdout.fileno()), output_cap),
+        Drain(os.dup(proc.stderr.fileno()), output_cap),
+        Drain(result_r, result_cap),
     ]
     if events_r is not None:
-        drains.append(_Drain(events_r, EVENTS_STREAM_CAP))
+        drains.append(Drain(events_r, EVENTS_STREAM_CAP))
     proc.stdout.close()
     proc.stderr.close()
     for d in drains:
@@ -518,10 +617,7 @@ def run(
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
     out = Finished(returncode=None)
-    try:
-        out.returncode = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        out.timed_out = True
+    _wait(proc, out, started + timeout, workdir)
     if out.returncode is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -531,8 +627,7 @@ def run(
             out.returncode = proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             out.notes.append("the process could not be stopped")
-    with _LIVE_LOCK:
-        _LIVE.discard(proc.pid)
+    forget(proc.pid)
     out.leftovers = kill_everything(proc.pid, f"{TOKEN_VAR}={token}".encode())
     for d in drains:
         d.join(timeout=5)
@@ -545,6 +640,60 @@ def run(
     out.result_overflow = result_d.total > result_cap
     out.seconds = time.monotonic() - started
     return out
+
+
+WATCH_S = 0.5  # how often what a contained process wrote is measured
+
+
+def _wait(proc: subprocess.Popen, out: Finished, deadline: float, workdir: Path) -> None:
+    """Wait for ``proc`` until ``deadline``, measuring what it wrote every WATCH_S seconds: past a cap, stop waiting
+    (``out.over_cap`` says which); past the deadline, ``out.timed_out``."""
+    max_bytes, max_entries = writable_mb() * 2**20, writable_files()
+    while out.returncode is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            out.timed_out = True
+            return
+        try:
+            out.returncode = proc.wait(timeout=min(WATCH_S, left))
+        except subprocess.TimeoutExpired:
+            places, skip = writable_places(workdir, proc.pid)
+            out.over_cap = usage(places, max_bytes, max_entries, skip).over(max_bytes, max_entries)
+            if out.over_cap:
+                return
+
+
+def _sandbox_root(pid: int) -> str | None:
+    """The root folder, seen from here, of the bubblewrap sandbox ``pid`` started (/proc/CHILD/root), or None."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = f.read().split()
+    except OSError:
+        return None
+    return f"/proc/{children[0]}/root" if children else None
+
+
+def writable_places(workdir: Path, pid: int | None = None, inside: bool = False) -> tuple[list[str], list[str]]:
+    """Where a contained process can write, as folders to measure together, and the folders among them to leave
+    out (the read-only code and the job folder's own mount under /tmp, measured once): its folder, and with
+    bubblewrap its private /tmp and /dev/shm, reached from outside through ``pid``'s sandbox root, or directly
+    ``inside`` it (the warm parent)."""
+    places, skip = [str(workdir)], []
+    if not (os.environ.get("AGL_SANDBOX") == "bwrap" if inside else bwrap_works()):
+        return places, skip
+    root = "" if inside else _sandbox_root(pid) if pid else None
+    if root is None:
+        return places, skip
+    mounted = [Path(workdir), *code_paths()]
+    for top in ("/tmp", "/dev/shm"):
+        places.append(root + top)
+        for path in mounted:
+            try:
+                first = Path(path).resolve().relative_to(top).parts[0]
+            except (ValueError, IndexError):
+                continue
+            skip.append(f"{root}{top}/{first}")
+    return places, skip
 
 
 def result_pipe() -> int | None:
@@ -562,7 +711,7 @@ def others_alive() -> int:
     if os.environ.get("AGL_SANDBOX") != "bwrap":
         return 0
     me = os.getpid()
-    return sum(1 for p in _proc_ids() if p not in (1, me))
+    return sum(1 for p in proc_ids() if p not in (1, me))
 
 
 def send(fd: int | None, data: bytes) -> None:

@@ -79,7 +79,7 @@ def _literal_to_names(node: ast.Assign) -> bool:
 def definitions(text: str) -> list[str]:
     """The imports, function and class definitions and literal constants of one cell's code, in order."""
     try:
-        tree = syntax.parse(text)
+        tree = syntax.parse_submitted(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return []
     parts = []
@@ -95,7 +95,7 @@ def definitions(text: str) -> list[str]:
 def grader_modules(text: str) -> set[str]:
     """The grader modules one cell imports (``grader``, ``grader.probes``...)."""
     try:
-        tree = syntax.parse(text)
+        tree = syntax.parse_submitted(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return set()
     found = set()
@@ -112,7 +112,7 @@ def grader_modules(text: str) -> set[str]:
 def check_calls(text: str, qids: set[str]) -> dict[str, list[str]]:
     """``check("qid", name)`` / ``check("qid", (a, b))`` calls in one cell: qid -> names."""
     try:
-        tree = syntax.parse(text)
+        tree = syntax.parse_submitted(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return {}
     found: dict[str, list[str]] = {}

@@ -41,7 +41,7 @@ def predicted_qid(source: str, calls: tuple[str, ...] = ("predict",)) -> str | N
     """The question a predict cell's source predicts: the first ``predict("qid", ...)`` call's literal id
     (the first call named in ``calls``)."""
     try:
-        tree = syntax.parse(source)
+        tree = syntax.parse_submitted(source)
     except (SyntaxError, ValueError):
         return None
     for node in ast.walk(tree):
@@ -60,7 +60,7 @@ def predicted_qid(source: str, calls: tuple[str, ...] = ("predict",)) -> str | N
 def _placeholders(source: str) -> list[ast.Assign]:
     """The top-level ``answer = ...`` statements of a cell."""
     try:
-        tree = syntax.parse(source)
+        tree = syntax.parse_submitted(source)
     except (SyntaxError, ValueError):
         return []
     return [

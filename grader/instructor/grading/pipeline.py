@@ -44,6 +44,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.engine import syntax
 from grader.engine.course import UNITS, leading_unit
 from grader.engine.question import of_unit
 from grader.engine.store import FILENAME, Event
@@ -55,6 +56,7 @@ from grader.instructor.grading import (
     lms_gradebook,
     lms_names,
     outputs,
+    prediction_order,
     reach,
     report,
     roster,
@@ -76,8 +78,10 @@ STORE_CAP = untrusted_store.STORE_CAP  # bytes of a progress store (and of its W
 EVENTS_CAP = untrusted_store.EVENTS_CAP  # events read at most
 ANSWER_CAP = untrusted_store.ANSWER_CAP  # characters of one recorded answer
 TAMPERED = ("worker died", "worker lied")
+NOT_RUN = (*TAMPERED, "could not run", "grader error")  # the grading itself did not run the notebook
 NOT_RESTORED = "could not be restored"
 CELL_CAP = 5_000  # cells of a submitted notebook graded at most (a unit's notebook has about 100)
+SOURCE_CAP = 2 * 2**20  # characters of code in a copy's own cells the grading process reads at most
 
 
 @dataclass
@@ -106,6 +110,7 @@ class Restored:
     runs: list = field(default_factory=list)  # per cell: whether the grading run executes it (slicing.needed)
     handed_out: str | None = None  # the course version the class was handed (grade --handed-out)
     variants: dict = field(default_factory=dict)  # qid -> variants.Carried: what the copy's records say was asked
+    revealed_first: dict = field(default_factory=dict)  # qid -> why the copy shows torch's answer before its prediction
 
 
 @dataclass
@@ -133,6 +138,7 @@ class GradedSubmission:
         default_factory=list
     )  # for the class report (grader.instructor.grading.report.facts_of), one per unit
     halves: list = field(default_factory=list)  # the same copy graded as the units split from its own (grade_one)
+    identity: str = ""  # whose programs its self-tests were judged on (judged_identity)
 
     def graded(self) -> list[GradedSubmission]:
         """This grading and each half's: what the gradebook writes rows for."""
@@ -256,9 +262,24 @@ def restore(sub: Submission, handed_out: str | None = None, as_unit: str | None 
         )
     elif not owned.keys() & set(ids):
         why = "none of its cells is a cell of the unit's notebook (matched by cell id)"
+    own_code = [_source(c) for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"]
+    if not why and sum(map(len, own_code)) > SOURCE_CAP:
+        why = f"its cells hold {sum(map(len, own_code)):,} characters of code, more than the {SOURCE_CAP:,} it reads"
     if why:
         out.status, out.problems = NOT_RESTORED, [f"not graded: {why}"]
         return out
+    big = [
+        containment.cell_name(i, c)
+        for i, c in enumerate(cells)
+        if isinstance(c, dict) and c.get("id") not in owned and len(_source(c)) > syntax.SUBMITTED_CAP
+    ]
+    if big:
+        out.findings.append(
+            f"{len(big)} cell(s) too large for the grader to read ({', '.join(big[:3])}: more than "
+            f"{syntax.SUBMITTED_CAP:,} characters each): run, but not read for definitions or answers"
+        )
+    predictions = {q.qid for q in of_unit(out.unit) if q.role == "predict"}
+    out.revealed_first = prediction_order.revealed_first(cells, template, predictions)  # before locks rewrite cells
     out.findings += apply_locks(cells, template)  # predictions locked with the widget, into their cells
     out.variants = carried_variants(cells, out.unit)
     out.copy = _what_the_copy_holds(out.unit, template, cells, handed_out)
@@ -312,12 +333,49 @@ def carried_variants(cells: list, unit: str) -> dict:
     return found
 
 
+def judged_identity(restored: Restored) -> str:
+    """Whose programs the copy's self-tests are judged on: the identity its records say they were drawn for, where
+    they all name one (a learner who answered on a laptop under the identity made there is judged on the programs
+    they were asked); else the name it is graded under (or its roster id: ``grade --identity student-id``). A copy
+    passed from one learner to another carries the first one's identity: :func:`shared_identities` names it."""
+    from grader.engine.identity import key
+
+    named = {key(c.drawn_for) for c in restored.variants.values() if c.drawn_for}
+    return named.pop() if len(named) == 1 else restored.submission.whose()
+
+
+def shared_identities(judged: dict[str, set[str]], ids: dict | None = None) -> dict[str, str]:
+    """For each learner whose self-tests were drawn for an identity another learner's copy carries too (or for
+    another learner's name or roster id), the finding that says so: one learner's programs, two learners' rows.
+    ``judged``: learner -> the identities their copies were judged on."""
+    from grader.engine.identity import key
+
+    owners: dict[str, set[str]] = {}
+    for learner, names in judged.items():
+        for name in names:
+            owners.setdefault(key(name), set()).add(learner)
+    for learner in judged:  # a name or roster id of the class is that learner's identity too
+        for own in (learner, (ids or {}).get(learner, "")):
+            if own and key(own) in owners:
+                owners[key(own)].add(learner)
+    out = {}
+    for name, learners in owners.items():
+        if len(learners) > 1:
+            for learner in learners:
+                out[learner] = (
+                    f"one identity, {name!r}, for {len(learners)} learners ({', '.join(sorted(learners))}): a "
+                    "copy's self-tests were drawn for it, and it names or was drawn for another learner too (one "
+                    "notebook shared or copied?)"
+                )
+    return out
+
+
 def pins(restored: Restored) -> dict:
     """The program numbers a grading run asks (``AGL_VARIANTS``): those the copy's records say were in force, where
     they were answered under the identity graded (another identity's numbers mean nothing for this learner)."""
     from grader.engine import identity
 
-    mine = identity.fingerprint(restored.submission.whose())
+    mine = identity.fingerprint(judged_identity(restored))
     return {qid: c.number for qid, c in restored.variants.items() if c.fingerprint == mine}
 
 
@@ -346,8 +404,9 @@ def _exercise_sources(unit: str, template: list, cells: list) -> dict:
 
 
 def _contained_env(work: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("AUTOGRAD_LAB_STRICT",) and not k.startswith("AGL_")}
-    env.update(
+    """A submission's environment: the allow-list :func:`containment.environment` (nothing else of the grading
+    process's: no token in the instructor's shell reaches a notebook) and its own folders."""
+    env = containment.environment(
         AUTOGRAD_LAB_HOME=str(work / "home"),
         HOME=str(work / "home"),
         PYTHONUNBUFFERED="1",
@@ -440,7 +499,7 @@ def execute(
         env = _contained_env(work)
         env["AGL_SEAL"] = "1"  # the answer key is sealed in the run (grader/__init__.py, workers._run_cells)
         # the run asks the programs of the identity graded, numbered as the copy's records say (learner.api._pinned)
-        env["AUTOGRAD_LAB_LEARNER"] = restored.submission.whose()
+        env["AUTOGRAD_LAB_LEARNER"] = judged_identity(restored)
         env["AGL_VARIANTS"] = json.dumps(pins(restored))
         env.pop("JUPYTERHUB_USER", None)
         env.pop("AUTOGRAD_LAB_MASTERY", None)
@@ -460,7 +519,7 @@ def execute(
             )
         else:
             cmd = [
-                sys.executable,
+                containment.python(),
                 str(Path(__file__).with_name("notebook_worker.py")),
                 str(copy),
                 str(work),
@@ -469,7 +528,9 @@ def execute(
                 str(notebook_timeout),
             ]
             run = containment.run(cmd, work, env, notebook_timeout, events=True)
-        if run.timed_out:
+        if run.over_cap and not run.result:  # stopped for what it wrote before it could report (the cold path)
+            out.status, out.problems = "killed", [run.over_cap]
+        elif run.timed_out:
             out.status = "killed"
             out.problems.append(f"the notebook ran past {notebook_timeout} s in all and was stopped")
         elif run.returncode != 0:
@@ -497,6 +558,9 @@ def execute(
                         f"{report['leftovers']} process(es) it started outlived the notebook and were killed"
                     )
                 out.problems += [str(p)[:300] for p in report.get("problems", [])][:50]
+        if run.over_cap and run.result and out.status not in TAMPERED:  # the warm parent stopped it and reported
+            out.status = "killed"
+            out.problems.insert(0, run.over_cap)
         if run.leftovers:
             out.findings.append(f"{run.leftovers} process(es) it started were still running at the end and were killed")
         if run.output_bytes > 10 * 2**20:
@@ -537,7 +601,7 @@ def run_exercises(restored: Restored, timeout: float = 0, pool=None) -> tuple[di
             run = worker.run({"kind": "exercises", "dir": work.name, "env": env}, timeout)
         else:
             run = containment.run(
-                [sys.executable, "-m", "grader.instructor.grading.learner_function"],
+                [containment.python(), "-m", "grader.instructor.grading.learner_function"],
                 work,
                 env,
                 timeout,
@@ -549,7 +613,9 @@ def run_exercises(restored: Restored, timeout: float = 0, pool=None) -> tuple[di
         if worker:
             pool.give_back(worker)
     lines, findings = verify_submission.decode_lines(run.result)
-    if run.timed_out:
+    if run.over_cap:
+        findings.append(f"the exercise runner: {run.over_cap}")
+    elif run.timed_out:
         findings.append(f"the exercise runner ran past {timeout:g} s and was stopped")
     elif run.returncode != 0:
         findings.append("the exercise runner died before it finished")
@@ -573,6 +639,7 @@ def recompute(restored: Restored, execution: Execution, pool=None) -> GradedSubm
         out.status = execution.status
     out.problems += execution.problems
     out.findings += execution.findings
+    out.identity = judged_identity(restored)
     if restored.unit not in UNITS:
         out.units = []
         return out
@@ -585,10 +652,11 @@ def recompute(restored: Restored, execution: Execution, pool=None) -> GradedSubm
             execution.events,
             exercises,
             legacy_ok,
-            identity=restored.submission.whose(),
+            identity=out.identity,
             carried=restored.variants,
             mastery=restored.submission.mastery,
             canonical=versions.before_variants(restored.handed_out),
+            revealed_first=restored.revealed_first,
         )
     ]
     for r in out.units:
@@ -799,6 +867,7 @@ def grade(
                 file=progress_to,
             )
     done = 0
+    judged: dict[str, set[str]] = {}  # learner -> identities their self-tests were judged on
     needs_worker = any(not s.problem for s, _ in todo)
     warm = None
     threads_before = os.environ.get(THREADS_VAR)
@@ -823,6 +892,8 @@ def grade(
                     result = GradedSubmission(
                         sub, status="grader error", problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None]
                     )
+                if result.identity and any(u is not None and u.variants for u in result.units):
+                    judged.setdefault(sub.learner, set()).add(result.identity)
                 mine, their_facts = [], []
                 for part in result.graded():
                     mine += gradebook.rows_of(part, weights, ids, times, feedback=bool(html_dir), overrides=overrides)
@@ -850,6 +921,12 @@ def grade(
         journal.close()
         if threads_before is None:
             os.environ.pop(THREADS_VAR, None)
+    for learner, finding in shared_identities(judged, ids).items():
+        if progress_to is not None:
+            print(f"grade: warning: {learner}: {finding}", file=progress_to)
+        for row in rows:
+            if row["learner"] == learner:
+                row["findings"] = "; ".join(f for f in (row["findings"], finding) if f)
     rows, facts, notes = duplicates.keep(rows, facts, keep)
     if progress_to is not None:
         for note in notes:
@@ -874,6 +951,9 @@ def grade(
             rows, {r["learner"] for r in everyone} | {r.get("student id") for r in everyone}
         ):
             print(f"grade: warning: {warning}", file=progress_to)
+    failed = grading_failed(rows)
+    if failed and lms and progress_to is not None:
+        print(f"grade: {failed}; the {lms} import file was not written", file=progress_to)
     write_outputs(
         everyone,
         everyone_facts,
@@ -883,7 +963,7 @@ def grade(
         report_to=report_to,
         weights=weights,
         ids=ids,
-        lms=lms,
+        lms=None if failed else lms,
         lms_out=lms_out,
         pages_for={r["learner"] for r in rows},
         progress_to=progress_to,
@@ -896,6 +976,21 @@ def grade(
             file=progress_to,
         )
     return rows
+
+
+def grading_failed(rows: list[dict]) -> str:
+    """Why a run's grading itself failed ("" where it did not): more than half of its notebooks were never run to
+    the end by the grader (a worker that died or lied, a notebook that could not run, a grader error). Each such
+    row reads 0 points, which must never reach an LMS as a grade."""
+    notebooks = {r.get("notebook") or r.get("learner") for r in rows}
+    failed = {r.get("notebook") or r.get("learner") for r in rows if r.get("run") in NOT_RUN}
+    if not failed or 2 * len(failed) <= len(notebooks):
+        return ""
+    runs = sorted({r.get("run") for r in rows if r.get("run") in NOT_RUN})
+    return (
+        f"the grading itself failed for {len(failed)} of {len(notebooks)} notebook(s) ({', '.join(runs)}): "
+        "their rows read 0 points for the grader's failure, not the learners'"
+    )
 
 
 def write_outputs(

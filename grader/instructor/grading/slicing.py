@@ -67,7 +67,7 @@ def _free_names(scope: ast.AST) -> set[str]:
 
 def names_of(text: str) -> CellNames:
     try:
-        tree = syntax.parse(text)
+        tree = syntax.parse_submitted(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return CellNames(False, set(), set(), set(), True)
     binds: set[str] = set()

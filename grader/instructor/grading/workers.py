@@ -50,7 +50,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -61,62 +60,97 @@ EVENTS_CAP = 8 * 2**20  # bytes of one job's event stream kept
 BORROW_S = 3600.0  # a job waits this long for a free warm parent at most (each of its jobs has a timeout)
 ACCEPT_S = 300.0  # a warm parent takes a job at once, once warm; (re)starting one imports torch and every unit first
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 4, 36, 1, 38
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # the folder that holds the grader package
+# The warm parent's first line (python -I -c BOOT ROOT FOLDER UNITS): -I puts no folder a job could write on the
+# module path (no current folder, no PYTHONPATH, no user site); the package's root, read-only in the sandbox, goes first.
+BOOT = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "from grader.instructor.grading.workers import main; sys.exit(main(sys.argv[1:]))"
+)
 
 
 # --- the grading process's side -------------------------------------------------------------------
 
 
 class Worker:
-    """One warm parent, started contained, answering one job at a time."""
+    """One warm parent, started contained, answering one job at a time.
+
+    Every start is fresh: a new sandbox user, an interpreter that reads no module from a folder a job could write
+    (``-I``, the package's root put first on its path by the grading process), and a warm folder emptied of
+    whatever a job left there: a job that killed its warm parent has left nothing the next one trusts. Run as
+    root, the warm folder belongs to root and only lets the sandbox's user pass (0711): a job writes its own job
+    folder (made by the grading process, handed to that user, deleted after the job), its /tmp and /dev/shm, and
+    nothing one folder up."""
 
     def __init__(self, env: dict, units: list | None = None):
         self.units = sorted(units) if units is not None else None
-        self.folder = containment.private_folder("agl-warm-")
-        self.uid = containment.fresh_uid()  # the warm parent and its jobs run as a user of their own
         self.env = dict(env)
         self.jobs = 0
         self.proc = None
+        self.folder: Path | None = None
+        self.ready = False
         self.start()
 
-    def start(self) -> None:
+    def start(self, keep: str = "") -> None:
+        """Start a warm parent as a fresh user, in its folder emptied of everything an earlier job may have left
+        there (but ``keep``, the folder the grading process made for the job about to run)."""
+        if self.folder is None:
+            self.folder = containment.private_folder("agl-warm-")
+        else:
+            _empty(self.folder, keep)
+        self.uid = containment.fresh_uid()  # the warm parent and its jobs run as a user of their own
+        if self.uid is not None:
+            os.chmod(self.folder, 0o711)  # its user passes through to its job folders; it can neither list nor write
         self.token = secrets.token_hex(16)
+        sandboxed = containment.bwrap_works()
+        scratch = Path("/tmp/agl-warm-parent") if sandboxed else self.folder / "parent"
+        if not sandboxed:
+            scratch.mkdir(mode=0o700)
         env = dict(self.env, **{containment.TOKEN_VAR: self.token})
-        for name in ("home", "tmp", "mpl", "ipython"):
-            (self.folder / name).mkdir(exist_ok=True)
         env.update(
-            HOME=str(self.folder / "home"),
-            TMPDIR=str(self.folder / "tmp"),
-            MPLCONFIGDIR=str(self.folder / "mpl"),
-            IPYTHONDIR=str(self.folder / "ipython"),
+            HOME=str(scratch / "home"),
+            TMPDIR=str(scratch / "tmp"),
+            MPLCONFIGDIR=str(scratch / "mpl"),
+            IPYTHONDIR=str(scratch / "ipython"),
             MPLBACKEND="Agg",
             PYTHONUNBUFFERED="1",
         )
         self.reply_r, reply_w = os.pipe()
         env[containment.RESULT_FD_VAR] = str(reply_w)
         units = ",".join(self.units) if self.units is not None else "all"
-        containment.give_to(self.folder, self.uid)
+        root = PACKAGE_ROOT
         cmd = containment.sandboxed(
-            [sys.executable, "-m", "grader.instructor.grading.workers", str(self.folder), units],
-            self.folder,
-            uid=self.uid,
+            [containment.python(), "-I", "-c", BOOT, root, str(self.folder), units], self.folder, uid=self.uid
         )
-        with containment._LIVE_LOCK:
-            self.proc = subprocess.Popen(
-                cmd,
-                cwd=self.folder,
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                pass_fds=(reply_w,),
-                start_new_session=True,
-            )
-            containment._LIVE.add(self.proc.pid)
+        self.proc = containment.start_live(
+            cmd,
+            cwd="/",
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            pass_fds=(reply_w,),
+        )
         os.close(reply_w)
-        self.stderr = containment._Drain(os.dup(self.proc.stderr.fileno()), 64 * 1024)
+        self.stderr = containment.Drain(os.dup(self.proc.stderr.fileno()), 64 * 1024)
         self.proc.stderr.close()
         self.stderr.start()
         self.buffer = b""
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_ready(self, deadline: float) -> bool:
+        """Whether the warm parent said it is ready (torch and the course imported) before ``deadline``."""
+        return bool(self._reply(deadline, lambda r: r.get("ready") is True))
+
+    def why(self) -> str:
+        """Why a warm parent did not start: the last line it wrote to stderr, or how it ended."""
+        self.stderr.join(timeout=2)
+        lines = bytes(self.stderr.kept).decode(errors="replace").strip().splitlines()
+        code = self.proc.poll() if self.proc is not None else None
+        how = f"it ended with exit status {code}" if code is not None else "it did not answer"
+        return f"{how}: {lines[-1][:300]}" if lines else how
 
     def stop(self) -> None:
         if self.proc is None:
@@ -129,8 +163,7 @@ class Worker:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        with containment._LIVE_LOCK:
-            containment._LIVE.discard(self.proc.pid)
+        containment.forget(self.proc.pid)
         containment.kill_everything(self.proc.pid, f"{containment.TOKEN_VAR}={self.token}".encode())
         try:
             os.close(self.reply_r)
@@ -140,10 +173,15 @@ class Worker:
 
     def close(self) -> None:
         self.stop()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def job_folder(self) -> Path:
-        """A fresh folder for one job, named so that no submission can guess or make it first."""
+        """A fresh folder for one job, named so that no submission can guess or make it first, in the folder of a
+        warm parent that is alive (one that a job killed is replaced first, in a fresh folder)."""
+        if not self.alive():
+            self.stop()
+            self.start()
         self.jobs += 1
         for _ in range(5):
             path = self.folder / f"job-{secrets.token_hex(12)}"
@@ -187,12 +225,18 @@ class Worker:
         A warm parent that is dead before it accepted the job (the previous job killed it) is replaced and
         the job sent again, so a learner is never charged with what the notebook before theirs did."""
         started = time.monotonic()
-        job = dict(job, timeout=timeout, nonce=secrets.token_hex(16), write_mb=containment.writable_mb())
-        containment.give_to(self.folder / str(job["dir"]), self.uid)
+        job = dict(
+            job,
+            timeout=timeout,
+            nonce=secrets.token_hex(16),
+            write_mb=containment.writable_mb(),
+            write_files=containment.writable_files(),
+        )
         for attempt in (1, 2):
-            if self.proc is None or self.proc.poll() is not None:
+            if not self.alive():
                 self.stop()
-                self.start()
+                self.start(keep=str(job["dir"]))
+            containment.give_to(self.folder / str(job["dir"]), self.uid)
             try:
                 self.proc.stdin.write((json.dumps(job) + "\n").encode())
                 self.proc.stdin.flush()
@@ -216,6 +260,7 @@ class Worker:
             result_overflow=bool(reply.get("result_overflow")),
             output_bytes=int(reply.get("output_bytes", 0)),
             leftovers=int(reply.get("leftovers", 0)),
+            over_cap=str(reply.get("over_cap", ""))[:200],
         )
         if isinstance(reply.get("events"), str):
             out.events = reply["events"].encode("utf-8", "surrogateescape")
@@ -230,28 +275,30 @@ def Finished_died(started: float, timed_out: bool = False) -> containment.Finish
 
 
 class NoWorker(RuntimeError):
-    """Every warm parent stayed busy past the borrowing timeout."""
+    """Every warm parent stayed busy past the borrowing timeout, or none could start."""
 
 
 class Pool:
     """``size`` warm parents; ``borrow()`` one (with a timeout), ``give_back()`` it when the job is over."""
 
     def __init__(self, size: int, env: dict, units: list | None = None):
-        """``units``: the units whose exercise cases the warm parents build first (None: every unit)."""
-        self.idle: queue.Queue = queue.Queue()
-        self.all = []
-        starters = []
-        for _ in range(max(1, size)):
-            t = threading.Thread(target=lambda: self._add(env, units), daemon=True)
-            t.start()
-            starters.append(t)
-        for t in starters:
-            t.join()
+        """``units``: the units whose exercise cases the warm parents build first (None: every unit).
 
-    def _add(self, env, units):
-        w = Worker(env, units)
-        self.all.append(w)
-        self.idle.put(w)
+        The warm parents are started from this thread, the one that keeps the pool: bubblewrap's --die-with-parent
+        kills a sandbox when the *thread* that started it ends (a starter thread of its own used to end at once, and
+        every warm parent died before its first job, to be started again then). They warm up together; a parent
+        that does not say it is ready is :class:`NoWorker` with the reason."""
+        self.idle: queue.Queue = queue.Queue()
+        self.all = [Worker(env, units) for _ in range(max(1, size))]
+        deadline = time.monotonic() + ACCEPT_S
+        for w in self.all:
+            w.ready = w.wait_ready(deadline)
+        broken = [w for w in self.all if not w.ready]
+        if broken:
+            self.close()
+            raise NoWorker(f"the grading workers could not start: {broken[0].why()}")
+        for w in self.all:
+            self.idle.put(w)
 
     def borrow(self, timeout: float = BORROW_S) -> Worker:
         """An idle warm parent; :class:`NoWorker` when none comes free within ``timeout`` seconds."""
@@ -275,8 +322,9 @@ class Pool:
 
 
 def base_env() -> dict:
-    """The environment a warm parent and its children start from: the grader's, less its own switches."""
-    return {k: v for k, v in os.environ.items() if k != "AUTOGRAD_LAB_STRICT" and not k.startswith("AGL_")}
+    """The environment a warm parent starts from (its jobs bring their own): the allow-list of
+    :func:`containment.environment`, nothing else of the grading process's."""
+    return containment.environment()
 
 
 # --- the warm parent (runs contained) ------------------------------------------------------------
@@ -320,7 +368,7 @@ def _sandboxed() -> bool:
 def _others() -> list[int]:
     """Processes that are not this warm parent: in its namespace, everything else but PID 1; outside, descendants."""
     me = os.getpid()
-    pids = containment._proc_ids()
+    pids = containment.proc_ids()
     if _sandboxed():
         return [p for p in pids if p not in (1, me)]
     parents = {}
@@ -344,7 +392,7 @@ def _kill_rest(token: bytes) -> int:
     for _ in range(10):
         pids = set(_others())
         if not _sandboxed():
-            for p in containment._proc_ids():
+            for p in containment.proc_ids():
                 try:
                     with open(f"/proc/{p}/environ", "rb") as f:
                         if token in f.read(1 << 20).split(b"\0"):
@@ -526,25 +574,21 @@ def _run_cells(cells: list, cell_timeout: int, msg: int) -> None:
     send({"done": True})
 
 
-def folder_bytes(folder: Path, stop_at: int = 0) -> int:
-    """Bytes the files under ``folder`` take on disk (links not followed); counting stops past ``stop_at``."""
-    total = 0
-    for top, dirs, files in os.walk(folder):
-        for name in files + dirs:
-            try:
-                total += os.lstat(os.path.join(top, name)).st_blocks * 512
-            except OSError:
-                continue
-        if stop_at and total > stop_at:
-            break
-    return total
+def _measured(folder: Path, work: Path) -> tuple[list[str], list[str]]:
+    """What a job can write, to measure together (see :func:`containment.writable_places`): its job folder, or the
+    whole warm folder where the job's user may write there too (no user of its own: the grader was not run as
+    root), and the sandbox's /tmp and /dev/shm."""
+    writable = folder if os.access(folder, os.W_OK | os.R_OK) else work
+    return containment.writable_places(writable, inside=_sandboxed())
 
 
-def _watch(pid: int, fds: dict, timeout: float, folder: Path | None = None, cap: int = 0) -> dict:
+def _watch(pid: int, fds: dict, timeout: float, places: tuple | None = None, caps: tuple = (0, 0)) -> dict:
     """Drain the child's pipes (counting output, keeping messages up to a cap) until it ends or time runs out;
-    a child whose folder grows past ``cap`` bytes (every file of it together) is stopped too."""
+    a child that wrote past ``caps`` (bytes, entries) in ``places`` (:func:`_measured`: every writable place
+    together) is stopped too."""
     deadline = time.monotonic() + timeout
-    measured, over_cap = 0.0, False
+    measured, over_cap = 0.0, ""
+    max_bytes, max_entries = caps
     open_fds = {fds["out_r"]: "out", fds["err_r"]: "err", fds["msg_r"]: "msg"}
     if "events_r" in fds:
         open_fds[fds["events_r"]] = "events"
@@ -581,10 +625,10 @@ def _watch(pid: int, fds: dict, timeout: float, folder: Path | None = None, cap:
         done, st = os.waitpid(pid, os.WNOHANG)
         if done:
             status = st
-        elif folder is not None and cap and time.monotonic() - measured > 0.5:
+        elif places is not None and time.monotonic() - measured > containment.WATCH_S:
             measured = time.monotonic()
-            if folder_bytes(folder, cap) > cap:
-                over_cap = True
+            over_cap = containment.usage(places[0], max_bytes, max_entries, places[1]).over(max_bytes, max_entries)
+            if over_cap:
                 break
     if status is None:
         try:
@@ -640,8 +684,9 @@ def _job(job: dict, folder: Path) -> dict:
         _child(job, work, ends, cells)
     for fd in ends.values():
         os.close(fd)
-    cap = containment.writable_mb() * 2**20  # the job's folder, all its files together (RLIMIT_FSIZE caps one)
-    w = _watch(pid, reads, float(job.get("timeout", 600)), work, cap)
+    places = _measured(folder, work)  # every place it can write, together (RLIMIT_FSIZE caps one file)
+    caps = (int(job.get("write_mb") or containment.WRITABLE_MB) * 2**20, int(job.get("write_files") or 0))
+    w = _watch(pid, reads, float(job.get("timeout", 600)), places, (caps[0], caps[1] or containment.FILES_CAP))
     leftovers = _kill_rest(b"%s=%s" % (containment.TOKEN_VAR.encode(), token))
     end = time.monotonic() + 5
     while w["open"] and time.monotonic() < end:  # everything that held the pipes is dead: read to the end
@@ -653,14 +698,12 @@ def _job(job: dict, folder: Path) -> dict:
     status = w["status"]
     code = os.waitstatus_to_exitcode(status)
     reply = {"returncode": 0, "timed_out": w["timed_out"], "output_bytes": w["output"], "leftovers": 0}
+    reply["over_cap"] = w["over_cap"]
     if job["kind"] == "notebook":
         if w["timed_out"]:
             reply["returncode"] = -signal.SIGKILL
         else:
             report = _report(w["messages"], code, total, int(job.get("cell_timeout", 60)), leftovers, names)
-            if w["over_cap"]:
-                report["status"] = "killed"
-                report["problems"].insert(0, f"it wrote more than {cap // 2**20} MB into its folder and was stopped")
             reply["result"] = json.dumps(report) + "\n"
             reply["events"] = bytes(w["events"]).decode("utf-8", "surrogateescape")
         reply["leftovers"] = 0
@@ -677,7 +720,7 @@ def _report(raw: bytes, code: int, cells: int, cell_timeout: int, leftovers: int
     ended; ``names`` say each cell as the learner sees it (:func:`containment.cell_name`)."""
     names = names or {}
     report = {"status": "ok", "problems": [], "cells": cells, "leftovers": leftovers}
-    done = False
+    done, running = False, None
     for line in bytes(raw).splitlines()[:100_000]:
         try:
             item = json.loads(line)
@@ -687,6 +730,8 @@ def _report(raw: bytes, code: int, cells: int, cell_timeout: int, leftovers: int
             continue
         if item.get("done") is True:
             done = True
+        if isinstance(item.get("cell"), int) and set(item) == {"cell"}:
+            running = item["cell"]  # the cell it started last
         name = item.get("ename")
         if not isinstance(name, str) or not isinstance(item.get("cell"), int):
             continue
@@ -704,7 +749,8 @@ def _report(raw: bytes, code: int, cells: int, cell_timeout: int, leftovers: int
                 report["status"] = "cell errors"
     if not done:
         report["status"] = "kernel died"
-        report["problems"].append("the kernel died (a crash, os._exit, or memory)")
+        where = f"while {names.get(running, f'cell {running + 1}')} ran " if isinstance(running, int) else ""
+        report["problems"].append(f"the kernel died {where}(a crash, os._exit, or memory)")
     report["problems"] = report["problems"][:50]
     return report
 
@@ -712,10 +758,13 @@ def _report(raw: bytes, code: int, cells: int, cell_timeout: int, leftovers: int
 def serve(folder: Path, units: list | None = None) -> int:
     """The warm parent's loop: one JSON job per line on stdin, one JSON reply per line on the result pipe."""
     reply_fd = containment.result_pipe()
+    for name in ("HOME", "TMPDIR", "MPLCONFIGDIR", "IPYTHONDIR"):  # its own scratch (a job's are in its folder)
+        os.makedirs(os.environ.get(name, "/tmp"), mode=0o700, exist_ok=True)
     _prctl(PR_SET_DUMPABLE, 0)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     _warm(units)
+    containment.send(reply_fd, b'{"ready": true}\n')
     pending = b""
     while True:
         while b"\n" not in pending:
@@ -746,6 +795,11 @@ def serve(folder: Path, units: list | None = None) -> int:
         containment.send(reply_fd, (json.dumps(reply) + "\n").encode())
 
 
+def main(argv: list[str]) -> int:
+    """``FOLDER [UNITS]``: serve jobs in FOLDER, the exercises of UNITS (comma-separated, or "all") made first."""
+    wanted = argv[1] if len(argv) > 1 else "all"
+    return serve(Path(argv[0]), None if wanted == "all" else [u for u in wanted.split(",") if u])
+
+
 if __name__ == "__main__":
-    wanted = sys.argv[2] if len(sys.argv) > 2 else "all"
-    sys.exit(serve(Path(sys.argv[1]), None if wanted == "all" else [u for u in wanted.split(",") if u]))
+    sys.exit(main(sys.argv[1:]))
