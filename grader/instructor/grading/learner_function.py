@@ -19,8 +19,11 @@ import functools
 import json
 import sys
 import time
+import types
 
-from grader.instructor.grading import containment
+from grader.instructor.grading import answer_tools, containment
+
+LEARNER_MODULE = "__learner__"  # the module name the learner's definitions run under
 
 REQUEST_CAP = 4 * 2**20
 
@@ -38,17 +41,50 @@ def _gone(*args, **kwargs):
     raise RuntimeError("the grader's experiments are not available here")
 
 
-def _kinds_only(qids: list) -> dict:
-    """Each exercise's kind and cases; then every experiment is sealed, out of reach of the learner's code."""
+def _kinds_only(request: list) -> tuple[dict, dict]:
+    """Each exercise's kind and cases, and the course's own tools its experiment computes the answer with
+    (:mod:`.answer_tools`, switched off while the learner's code runs); then every experiment is sealed, out of
+    reach of the learner's code."""
     from grader.engine import question
 
     registry = question.load()
-    wanted = {qid: registry[qid].kind for qid in qids}
+    wanted = {item["qid"]: registry[item["qid"]].kind for item in request}
+    tools = {
+        item["qid"]: answer_tools.Refusals(
+            answer_tools.tools_of(
+                registry[item["qid"]].experiment,
+                {str(a) for a in item.get("allowed", ())},
+                call=registry[item["qid"]].kind.call,
+            )
+        )
+        for item in request
+    }
     for kind in wanted.values():
         kind.cases()  # made now, cached in the kind
     question.seal()
     question.run_experiment = _gone
-    return wanted
+    return wanted, tools
+
+
+LAZY = (map, filter, zip, enumerate, reversed, types.GeneratorType, range)
+
+
+def _plain(value, depth: int = 0):
+    """What the learner's function returned, made plain while its code may still run (the course's tools are
+    off): lazy iterables and the learner's own containers are walked now, into lists; an object of a class the
+    notebook defines is refused (its methods would run later, while the runner reads it)."""
+    if depth > 6:
+        return value
+    cls = type(value)
+    if any(getattr(c, "__module__", "") == LEARNER_MODULE for c in cls.__mro__):
+        raise TypeError(f"it returned an object of a class your notebook defines ({cls.__name__}): return plain values")
+    if isinstance(value, LAZY) or type(value).__module__ == "itertools":
+        return [_plain(v, depth + 1) for v in value]
+    if cls in (list, tuple):
+        return cls(_plain(v, depth + 1) for v in value)
+    if cls is dict:
+        return {k: _plain(v, depth + 1) for k, v in value.items()}
+    return value
 
 
 def _learner_builtins(allowed: list | tuple = ()) -> dict:
@@ -129,12 +165,13 @@ def main() -> int:
     from grader.engine.cases import fingerprint
     from grader.engine.kinds import BadAnswer, Unanswered
 
-    kinds = _kinds_only([item["qid"] for item in request.get("exercises", [])])
+    kinds, tools = _kinds_only(request.get("exercises", []))
     for item in request.get("exercises", []):
         qid = item["qid"]
         kind = kinds[qid]
+        off = tools[qid]
         cases = kind.cases()
-        ns: dict = {"__name__": "__learner__"}
+        ns: dict = {"__name__": LEARNER_MODULE}
         try:  # the course's own definitions, from notebooks/ (trusted), with the real import
             exec(compile(str(item.get("prelude", "")), "<the course's cells>", "exec"), ns)
         except BaseException as exc:  # noqa: BLE001 - a course cell that no longer runs here: the grader's fault
@@ -145,7 +182,8 @@ def main() -> int:
                 ns[name] = _gone
         ns["__builtins__"] = _learner_builtins(item.get("allowed", ()))
         try:
-            exec(compile(str(item["source"]), "<your notebook>", "exec"), ns)
+            with off.switched_off():
+                exec(compile(str(item["source"]), "<your notebook>", "exec"), ns)
         except BaseException as exc:  # noqa: BLE001 - the learner's code, whatever it raised
             _line(
                 fd,
@@ -170,7 +208,16 @@ def main() -> int:
                 break
             with torch_state.clean_room():
                 case_ns = case.fresh()
-            outcome = limits.call(kind.call, fn, case, case_ns, seconds=kind.per_case_s)
+            with off.switched_off():
+                outcome = limits.call(kind.call, fn, case, case_ns, seconds=kind.per_case_s)
+                if not (outcome.not_written or outcome.problem):
+                    try:
+                        raw = _plain(outcome.value)
+                    except TypeError as exc:
+                        outcome.problem = str(exc)
+            if off.tried:
+                send(problem=f"it called {off.tried[0]}, the course's own tool for this answer, reached past the API")
+                break
             if outcome.not_written:
                 send(not_written=True)
                 break
@@ -178,7 +225,7 @@ def main() -> int:
                 send(problem=outcome.problem)
                 break
             try:
-                value = kind.returns.encode(kind.returns.read(kind.convert(outcome.value, case, case_ns)))
+                value = kind.returns.encode(kind.returns.read(kind.convert(raw, case, case_ns)))
                 json.dumps(value)
             except Unanswered:
                 send(problem="it returned nothing (a missing return?)")

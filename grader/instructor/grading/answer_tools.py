@@ -1,0 +1,131 @@
+"""The grader's own functions that compute an exercise's answer, switched off while a learner's function runs.
+
+An exercise's experiment (its declaration's body) computes torch's answer with the course's own tools: unit 01's
+``graph_walk`` returns ``probes.node_names(t)``. The exercise runner holds those tools (its cases and their
+conversions use them), and a learner's function can reach any object of its process whatever names it spells: by
+frames (``getattr(sys, "_get" + "frame")``), by a function's ``__globals__``, by ``__subclasses__``, from another
+thread. Sealing the experiment hides the declaration; it does not hide the tools.
+
+So, for the time the learner's code runs, every function the experiment names from a grader module the unit does
+not give the learner (a module the course's own cells do not import), and every function those call in turn from
+such modules, has its code swapped for a refusal: the function object itself refuses, however it was reached, in
+any thread. The refusal is noted, so the case that met it fails with a sentence that says why, and the gradebook
+names it. The code is put back for the runner's own steps (reading the result, the next case's build).
+
+A module the unit gives the learner (``allowed``) is the learner's to use: using it is not reaching past the API
+(whether an exercise may be passed with the course's own tool is the exercise's business, not this module's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import types
+from collections.abc import Iterator
+
+DEPTH = 3  # callees followed from the experiment's own names
+
+
+def _protected(module_name: str, allowed: set[str]) -> bool:
+    """A grader module the learner was not given (the engine holds no answer: kinds, cases, limits)."""
+    if not module_name.startswith("grader.") or module_name.startswith("grader.engine"):
+        return False
+    return module_name not in allowed and not any(module_name.startswith(a + ".") for a in allowed if a != "grader")
+
+
+def _names(code: types.CodeType) -> set[str]:
+    """Every global and attribute name ``code`` (and the code nested in it) loads."""
+    out = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out |= _names(const)
+    return out
+
+
+def _functions_named(fn: types.FunctionType, allowed: set[str]) -> set[types.FunctionType]:
+    """The functions of protected grader modules that ``fn`` names: globals, and attributes of grader modules."""
+    names = _names(fn.__code__)
+    found: set[types.FunctionType] = set()
+    scope = fn.__globals__
+    for name in names:
+        value = scope.get(name)
+        candidates = []
+        if isinstance(value, types.ModuleType) and value.__name__.startswith("grader"):
+            candidates = [getattr(value, other, None) for other in names]
+        elif value is not None:
+            candidates = [value]
+        for c in candidates:
+            if isinstance(c, types.FunctionType) and _protected(getattr(c, "__module__", "") or "", allowed):
+                found.add(c)
+    return found
+
+
+def _reached(fn, allowed: set[str]) -> set[types.FunctionType]:
+    """The functions of protected modules ``fn`` names, and those they name, DEPTH deep."""
+    start = getattr(fn, "__wrapped__", fn)
+    if not isinstance(start, types.FunctionType):
+        return set()
+    found: set[types.FunctionType] = set()
+    frontier = {start}
+    for _ in range(DEPTH):
+        frontier = {g for f in frontier for g in _functions_named(f, allowed)} - found
+        found |= frontier
+    return found
+
+
+def tools_of(experiment, allowed: set[str], call=None) -> set[types.FunctionType]:
+    """The functions an experiment computes its answer with, from grader modules the learner was not given: those it
+    names, and those they name, DEPTH deep (a learner could rebuild ``node_names`` from ``nodes`` and
+    ``node_name``). Those the exercise's own ``call`` reaches are left on: the runner needs them while the
+    learner's function runs (unit 03's ``run_watch`` trains with the loop its experiment reads)."""
+    needed = _reached(call, allowed) | ({call} if call is not None else set())
+    return _reached(experiment, allowed) - needed
+
+
+HANDLER = "__autograd_lab_refused__"  # a builtin, so that swapped code finds it from any module's globals
+
+
+def _template(*args, **kwargs):
+    return __autograd_lab_refused__("NAME")  # noqa: F821 - a builtin while tools are switched off
+
+
+class Refusals:
+    """The tools switched off (code swapped), and what learner code tried to call."""
+
+    def __init__(self, tools: set[types.FunctionType]):
+        self.tools = {f for f in tools if not f.__code__.co_freevars}  # a closure's code cannot be swapped
+        self.saved = {f: f.__code__ for f in self.tools}
+        self.refusals = {f: self._refusal(f) for f in self.tools}
+        self.tried: list[str] = []
+
+    def _refusal(self, fn: types.FunctionType) -> types.CodeType:
+        name = f"{fn.__module__}.{fn.__qualname__}"
+        consts = tuple(name if c == "NAME" else c for c in _template.__code__.co_consts)
+        return _template.__code__.replace(co_consts=consts, co_name=fn.__code__.co_name)
+
+    def _refused(self, name: str):
+        self.tried.append(name)
+        raise RuntimeError(
+            f"{name} is the course's own tool for this exercise's answer, reached past the API the notebook "
+            "gives you; it is not available to an exercise function"
+        )
+
+    @contextlib.contextmanager
+    def switched_off(self) -> Iterator[None]:
+        """The tools refuse while the block runs (learner code), whatever reaches them."""
+        import builtins
+
+        setattr(builtins, HANDLER, self._refused)
+        swapped = []
+        try:
+            for fn in self.tools:
+                fn.__code__ = self.refusals[fn]
+                swapped.append(fn)
+            yield
+        finally:
+            for fn in swapped:
+                fn.__code__ = self.saved[fn]
+
+
+def describe(tools: set[types.FunctionType]) -> str:
+    """The tools' names, for a message."""
+    return ", ".join(sorted(f"{f.__module__}.{f.__qualname__}" for f in tools)) or "none"
