@@ -24,6 +24,11 @@ The number of the program in force (:class:`grader.engine.progress.QuestionState
 every graded answer until the question is passed: after a wrong answer, and after a right one while the
 instructor asks for more than one in a row (:func:`mastery`). Once passed it stays, so running the cell again
 asks the same program. A review (:mod:`grader.engine.review`) draws from a seed of its own purpose.
+
+A program after the first is never one that an answer the learner already gave is right on (``avoid`` in
+:func:`make`, where another draw gives one): repeating an answer, or cycling through a few, never passes by
+luck, and an honest learner's right answer is never one they gave before. So the gradebook can refuse points for
+a pass reached with an answer given before (:data:`REPEATED`), and never refuses an honest one.
 """
 
 from __future__ import annotations
@@ -44,7 +49,9 @@ MASTERY_ENV = "AUTOGRAD_LAB_MASTERY"
 MAX_MASTERY = 5
 MAX_NUMBER = 10_000  # a program's number read from a record is trusted no further than this
 RECORD_MIME = "application/vnd.autograd-lab.variant+json"
-CARRIED_ANSWERS = 8  # graded answers a self-test's record carries, the latest last
+CARRIED_ANSWERS = 64  # graded answers a self-test's record carries, the latest last
+AVOID_DRAWS = 32  # draws tried for a program no earlier answer is right on
+REPEATED = "passed with an answer given before"  # a pass that repetition, not the program, may have made
 _T = TypeVar("_T")
 
 
@@ -193,19 +200,36 @@ class Variant:
 
 
 def make(
-    generator: Generator, qid: str, identity: str | None, number: int | None, purpose: str = "self-test"
+    generator: Generator,
+    qid: str,
+    identity: str | None,
+    number: int | None,
+    purpose: str = "self-test",
+    avoid: Callable[[Variant], bool] | None = None,
 ) -> Variant:
     """The :class:`Variant` of ``qid`` numbered ``number`` for ``identity``; the canonical one where either is None.
 
     A self-test's program number n > 0 is never the program number n - 1 (while the generator has another): the
     program after a wrong answer, or after a right one while mastery asks for more, is a new one. It is drawn from
-    its own seed and redrawn (:func:`fresh`) only where that seed gives the program before it again."""
+    its own seed and redrawn (:func:`fresh`) only where that seed gives the program before it again.
+
+    ``avoid`` (a self-test's program after the first): True for a program that an answer already given is right on
+    (the caller runs it: the kernel and the gradebook alike). The first of AVOID_DRAWS draws it does not refuse is
+    taken; where it refuses them all, the program drawn as above. Deterministic for the same answers."""
     if identity is None or number is None:
         return Variant(qid, None, None, generator(Draw(None)), purpose)
     if purpose != "self-test" or number == 0:
         seed = seed_of(identity, qid, number, purpose)
         return Variant(qid, number, seed, generator(Draw(seed)), purpose)
-    return _chained(generator, qid, identity, int(number))
+    first = _chained(generator, qid, identity, int(number))
+    if avoid is None or not avoid(first):
+        return first
+    for draw in range(1, AVOID_DRAWS):
+        seed = seed_of(identity, qid, number, "self-test, new answer", draw)
+        v = Variant(qid, number, seed, generator(Draw(seed)), purpose)
+        if not avoid(v):
+            return v
+    return first
 
 
 @functools.lru_cache(maxsize=1024)
@@ -243,6 +267,38 @@ def fresh(
     return first
 
 
+def answered_before(kind: Any, earlier: Iterable[Any], truth: Callable[[Variant], Any]) -> Callable[[Variant], bool]:
+    """``avoid`` for :func:`make`: True for a program that one of the answers ``earlier`` given (recorded forms, read
+    by ``kind``) is right on, by torch's answer ``truth(variant)`` (the caller's: the kernel runs the experiment, the
+    gradebook its own). An answer that cannot be read, or an experiment that raises, avoids nothing."""
+    values = []
+    for answer in earlier:
+        try:
+            values.append(kind.read_recorded(answer))
+        except Exception:  # noqa: BLE001 - data from a record: what cannot be read is no answer
+            continue
+    truths: dict[Any, Any] = {}
+
+    def avoid(v: Variant) -> bool:
+        if not values:
+            return False
+        if v.seed not in truths:
+            try:
+                truths[v.seed] = truth(v)
+            except Exception:  # noqa: BLE001 - an experiment that raises gives no reason to redraw
+                return False
+        return any(_agrees(kind, truths[v.seed], value) for value in values)
+
+    return avoid
+
+
+def _agrees(kind: Any, truth: Any, value: Any) -> bool:
+    try:
+        return bool(kind.agrees(truth, value))
+    except Exception:  # noqa: BLE001
+        return False
+
+
 def number_in(detail: Any) -> int | None:
     """The program number an event's detail (data from a learner's kernel) names, or None: an int in range only."""
     value = detail.get("variant") if isinstance(detail, dict) else None
@@ -265,12 +321,16 @@ def mastery(value: Any = None) -> int:
 # --- what a notebook carries of the programs it was asked ------------------------------------------------------
 
 
-def record(qid: str, number: int, answers: Sequence[tuple[int | None, Any]], fingerprint: str) -> dict[str, Any]:
+def record(
+    qid: str, number: int, answers: Sequence[tuple[int | None, Any]], fingerprint: str, drawn_for: str = ""
+) -> dict[str, Any]:
     """The record a self-test's cells carry: the number of the program in force, the graded answers given so far
-    (``[number, encoded answer]``, the latest last), and the identity's fingerprint. Batch grading reads it as data:
-    it regenerates each program from the identity it grades and recomputes every answer."""
+    (``[number, encoded answer]``, the latest last), the identity's fingerprint and the identity itself
+    (``drawn_for``: whose programs they were). Batch grading reads it as data: it regenerates each program from
+    that identity, numbers the answers itself in order, and recomputes every one."""
     kept = [[n, a] for n, a in list(answers)[-CARRIED_ANSWERS:]]
-    return {"qid": qid, "variant": number, "answers": kept, "identity": fingerprint}
+    out = {"qid": qid, "variant": number, "answers": kept, "identity": fingerprint}
+    return {**out, "drawn_for": drawn_for} if drawn_for else out
 
 
 def bundle(payload: dict[str, Any]) -> dict[str, Any]:
@@ -285,6 +345,7 @@ class Carried:
     number: int
     answers: list[tuple[int, Any]]
     fingerprint: str
+    drawn_for: str = ""  # the identity the programs were drawn for, as the record says (data: never trusted)
 
 
 def _plain(value: Any, depth: int = 0) -> bool:
@@ -320,4 +381,6 @@ def read_record(output: Any) -> Carried | None:
             if _plain(item[1]):
                 answers.append((int(item[0]), item[1]))
     fingerprint = payload.get("identity")
-    return Carried(qid, number, answers, fingerprint if isinstance(fingerprint, str) else "")
+    drawn_for = payload.get("drawn_for")
+    drawn_for = drawn_for if isinstance(drawn_for, str) and 0 < len(drawn_for) <= 200 else ""
+    return Carried(qid, number, answers, fingerprint if isinstance(fingerprint, str) else "", drawn_for)

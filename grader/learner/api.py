@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.engine import identity, progress, variants
+from grader.engine import identity, order, progress, variants
 from grader.engine import question as registry
 from grader.engine.course import UNITS, VERSION, leads_to, unit_id
 from grader.engine.exercises import run_exercise
@@ -151,20 +151,35 @@ def _pinned(q) -> int | None:
     return (start or 0) + answered
 
 
+_DRAWN: dict = {}  # (qid, identity, number, earlier answers) -> the Variant drawn (its experiments ran to draw it)
+
+
 def variant_of(q, state: progress.QuestionState | None = None) -> Variant | None:
-    """The program this learner is asked now for the generated self-test ``q`` (None for any other question)."""
+    """The program this learner is asked now for the generated self-test ``q`` (None for any other question): never
+    one that an answer they already gave is right on (:func:`variants.answered_before`; not in a sealed grading
+    run, which runs no experiment: the gradebook draws it again itself)."""
     if q.program is None:
         return None
     state = state if state is not None else _state(q)
     pinned = _pinned(q)
     number = pinned if pinned is not None else state.variant
-    return variants.make(q.program, q.qid, identity.current(), number)
+    who = identity.current()
+    earlier = [a for n, a in state.answers if isinstance(n, int) and n < number]
+    if registry.SEALED or not earlier:
+        return variants.make(q.program, q.qid, who, number)
+    key = (q.qid, who, number, repr(earlier))
+    if key not in _DRAWN:
+        avoid = variants.answered_before(q.kind, earlier, lambda v: q.run(v.program))
+        _DRAWN[key] = variants.make(q.program, q.qid, who, number, avoid=avoid)
+    return _DRAWN[key]
 
 
 def _carried(q, state: progress.QuestionState) -> dict:
-    """The record a generated self-test's cells carry for batch grading: the program in force, the answers given."""
+    """The record a generated self-test's cells carry for batch grading: the program in force, the answers given,
+    and whose programs they were."""
+    who = identity.current()
     payload = variants.record(
-        q.qid, state.variant, [tuple(a) for a in state.answers], identity.fingerprint(identity.current())
+        q.qid, state.variant, [tuple(a) for a in state.answers], identity.fingerprint(who), drawn_for=who
     )
     return variants.bundle(payload)
 
@@ -366,6 +381,7 @@ def reveal(qid: Any) -> Result:
                 expected=truth,
                 rows=rows,
                 explain=q.explain,
+                records=order.record(q.qid, predicted=False),
             )
         )
     try:
@@ -381,8 +397,20 @@ def reveal(qid: Any) -> Result:
     note = "" if ok else _wrong_note(q, truth, value)
     note = "" if repeats(note, q.explain) else note  # the why line below says it: once is enough
     actions = [("hint", q.qid)] if not ok and q.hints else []  # every wrong answer offers the Hint button
+    before = not state.predicted_after_reveal
     return _finish(
-        Result("reveal", q.qid, verdict, note, expected=truth, got=value, rows=rows, explain=q.explain, actions=actions)
+        Result(
+            "reveal",
+            q.qid,
+            verdict,
+            note,
+            expected=truth,
+            got=value,
+            rows=rows,
+            explain=q.explain,
+            actions=actions,
+            records=order.record(q.qid, predicted=before),
+        )
     )
 
 

@@ -38,6 +38,7 @@ def run(notebook: str, workdir: str, cell_timeout: int, memory_mb: int, cpu_s: f
     report = {"status": "ok", "problems": []}
     nb = nbformat.read(notebook, as_version=4)
     report["cells"] = len(nb.cells)
+    running: list[int] = []  # the cell started last (named when the kernel dies in it)
     client = NotebookClient(
         nb,
         timeout=cell_timeout,
@@ -46,13 +47,15 @@ def run(notebook: str, workdir: str, cell_timeout: int, memory_mb: int, cpu_s: f
         interrupt_on_timeout=True,
         record_timing=False,
         resources={"metadata": {"path": workdir}},
+        on_cell_execute=lambda cell, cell_index: running.append(cell_index),
     )
     stream = os.environ.get(containment.EVENT_FD_VAR, "")
     try:  # the kernel inherits the event stream; the grader's store writes each event to it
         client.execute(**({"pass_fds": (int(stream),)} if stream.isdigit() else {}))
     except DeadKernelError:
         report["status"] = "kernel died"
-        report["problems"].append("the kernel died (a crash, os._exit, or memory)")
+        where = f"while {containment.cell_name(running[-1], nb.cells[running[-1]])} ran " if running else ""
+        report["problems"].append(f"the kernel died {where}(a crash, os._exit, or memory)")
     except Exception as exc:
         report["status"] = "could not run"
         report["problems"].append(f"{type(exc).__name__}: {str(exc)[:200]}")

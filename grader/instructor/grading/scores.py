@@ -3,8 +3,8 @@
 The course's defaults are below; an instructor overrides them in a small TOML
 file (``python -m grader grade ... --weights weights.toml``)::
 
-    participation = 1      # a prediction locked in before torch's answer was shown
-    correctness = 1        # ... and torch agreed with it
+    participation = 1      # a prediction made (locked in, and not shown to have come after torch's answer)
+    correctness = 0        # ... and torch agreed with it: the learner's own record, honour-system (see below)
     self-test = 2          # a self-test passed (on any attempt)
     exercise = 4           # an exercise passed (every generated case)
     count-absent = false   # true: a question not in an older copy counts (0 points) in the maximum
@@ -13,9 +13,13 @@ file (``python -m grader grade ... --weights weights.toml``)::
     "01.graph-walk" = 6
     "01.pow-node" = { participation = 0, correctness = 2 }
 
-A prediction earns its participation points when it was made before the reveal
-(not after a reset, not left as the placeholder), and its correctness points
-when torch agreed. A self-test or exercise earns its points when it passed.
+A prediction earns its participation points when it was made (not left as the placeholder) and nothing the copy
+shows puts it after torch's answer (a reveal recorded first, a lock after the reveal, a prediction cell that never
+ran: :mod:`.prediction_order`). Whether it was really made before the reveal cannot be verified from a notebook:
+the learner can always type an answer in after seeing torch's. So its correctness is reported (the question's
+column says "predicted, correct") but earns nothing by default; an instructor who wants to pay it sets
+``correctness`` and pays an honour-system record. A self-test or exercise earns its points when it passed (a
+self-test not with an answer given before: its programs after the first avoid the answers already given).
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULTS = {"participation": 1.0, "correctness": 1.0, "self-test": 2.0, "exercise": 4.0}
+from grader.engine.variants import REPEATED
+
+DEFAULTS = {"participation": 1.0, "correctness": 0.0, "self-test": 2.0, "exercise": 4.0}
 PARTS = {"predict": ("participation", "correctness"), "self-test": ("self-test",), "exercise": ("exercise",)}
 
 
@@ -107,10 +113,11 @@ def honest(state, flag: str) -> bool:
 
 
 def correct(role: str, state, flag: str) -> bool:
-    """Torch agreed: an honest prediction revealed correct, or a self-test or exercise passed."""
+    """Torch agreed: an honest prediction revealed correct, or a self-test or exercise passed (a self-test not
+    with an answer given before, :data:`grader.engine.variants.REPEATED`)."""
     if role == "predict":
         return honest(state, flag) and state.revealed and state.reveal_verdict == "correct"
-    return state.passed
+    return state.passed and REPEATED not in flag
 
 
 def earned(role: str, state, flag: str, weights: dict) -> dict:
@@ -121,7 +128,7 @@ def earned(role: str, state, flag: str, weights: dict) -> dict:
             "correctness": weights["correctness"] if correct(role, state, flag) else 0.0,
         }
     part = PARTS[role][0]
-    return {part: weights[part] if state.passed else 0.0}
+    return {part: weights[part] if correct(role, state, flag) else 0.0}
 
 
 def number(x: float):

@@ -9,11 +9,14 @@ from the per-case results that :mod:`grader.instructor.grading.learner_function`
 :meth:`grader.engine.progress.UnitState.missing` on the recomputed events, never from
 a ``mark`` event. Anything the kernel recorded differently is a finding.
 
-A generated self-test (:mod:`grader.engine.variants`) is judged on the learner's own program: the number of the
-program an event answered is read from the event (data), and the program is regenerated here from the identity
-the gradebook grades (:func:`variant_of`), never from a seed the notebook carries. An answer pasted from
-another learner is judged on this learner's program, and an event that names another identity's program is a
-finding. A class handed a version from before variants (``canonical``) is judged on the canonical programs.
+A generated self-test (:mod:`grader.engine.variants`) is judged on the learner's own programs, and the gradebook,
+not the copy, decides which: the answers (those the copy's records carry, then the run's own) are replayed in
+order, each judged on the program its place in that order asks (the first on program 0, the next on a fresh one
+after every graded answer until the question is passed), regenerated here from the identity, never from a number
+or seed the notebook carries. A record whose numbers do not follow its answers is a finding. Programs after the
+first avoid the answers already given (:func:`grader.engine.variants.answered_before`), so a pass reached with an
+answer given before earns nothing (:data:`grader.engine.variants.REPEATED`). A class handed a version from before
+variants (``canonical``) is judged on the canonical programs.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from grader.engine.verdicts import GRADED, Verdict
 # check had torch.func blocked came out with other cases, and a right function "differed from torch".
 LOCK = threading.RLock()
 _TRUTHS: dict[Any, Any] = {}
+REPLAYED = "replayed"  # an event's detail key: its program number and seed were set by this gradebook's replay
 
 
 def new_run() -> None:
@@ -61,6 +65,9 @@ def variant_of(q, e: Event | None, identity: str | None, canonical: bool = False
     if canonical or identity is None:
         return variants.make(q.program, q.qid, None, None)
     number = variants.number_in(e.detail if e is not None else None)
+    seed = e.detail.get("seed") if e is not None and isinstance(e.detail, dict) and e.detail.get(REPLAYED) else None
+    if isinstance(seed, int) and number is not None:  # drawn here by the replay (_Replay): its own seed, no copy's
+        return variants.Variant(q.qid, number, seed, q.program(variants.Draw(seed)))
     return variants.make(q.program, q.qid, identity, number if number is not None else 0)
 
 
@@ -276,13 +283,16 @@ def recompute(
     carried: dict[str, variants.Carried] | None = None,
     mastery: int | None = None,
     canonical: bool = False,
+    revealed_first: dict[str, str] | None = None,
 ) -> Recomputed:
     """The unit's verdicts from the recorded data alone (see the module's text): the learner's own replay
     of the log (:func:`grader.engine.progress.replay`) with the :class:`Recomputing` judge. ``legacy_ok``:
     the class was handed a version whose error questions took words (``versions.BEFORE_CAUSES``). ``identity``:
     whose programs the generated self-tests are judged on; ``carried``: the answers the copy's records say were
     given before (each judged on that learner's program of its number, before the run's own); ``mastery``: right
-    answers in a row that pass; ``canonical``: the class was handed a version from before variants."""
+    answers in a row that pass; ``canonical``: the class was handed a version from before variants;
+    ``revealed_first``: the predictions the copy shows were made after torch's answer (:mod:`.prediction_order`),
+    whatever the run's own order: "predicted" is never read against what the copy shows."""
     questions = {q.qid: q for q in of_unit(unit)}
     findings: list[str] = []
     mine = [e for e in events if e.unit == unit]
@@ -291,12 +301,13 @@ def recompute(
         if last_time is not None and e.time < last_time:
             findings.append("events out of order: a later event carries an earlier time")
         last_time = e.time if last_time is None else max(last_time, e.time)
+    repeated: dict[str, str] = {}
     if not canonical and identity is not None:
-        mine, found = _own_programs(questions, mine, identity, carried or {})
+        mine, found, repeated = _own_programs(questions, mine, identity, carried or {}, variants.mastery(mastery))
         findings += found
     elif canonical:  # every answer is to the one program the version asked: no program numbers in its record
         mine = [_without_number(questions, e) for e in mine]
-    sessions = {e.session for e in mine}
+    sessions = {e.session for e in events if e.unit == unit and e.session}  # the run's own, not a record's answers
     checked = {e.qid for e in mine if e.action == "check"}
     for qid, verdict in exercises.items():
         q = questions.get(qid)
@@ -321,6 +332,16 @@ def recompute(
             flags[qid] = "predicted after reveal"
         elif st.revealed and not st.predicted_before_reveal:
             flags[qid] = "revealed without prediction"
+    for qid, why in (revealed_first or {}).items():
+        st = state.questions.get(qid)
+        if st is None or st.role != "predict" or flags.get(qid) == "predicted after reveal":
+            continue
+        flags[qid] = "predicted after reveal" if st.predicted else "revealed without prediction"
+        findings.append(f"{qid}: the copy shows torch's answer before the prediction ({why})")
+    for qid, note in repeated.items():
+        st = state.questions.get(qid)
+        if st is not None and st.passed:
+            flags[qid] = f"{st.record}; {note}"
     late = [qid for qid, flag in flags.items() if flag == "predicted after reveal"]
     if late:
         findings.append("predicted after reveal: " + ", ".join(late))
@@ -347,13 +368,18 @@ def _without_number(questions: dict, e: Event) -> Event:
     return Event(e.id, e.time, e.unit, e.qid, e.action, e.answer, e.verdict, e.torch, e.session, detail)
 
 
-def _own_programs(questions: dict, events: list[Event], identity: str, carried: dict[str, variants.Carried]):
-    """The events of the generated self-tests as the gradebook reads them: each check names a program number (0
-    where it names none), the answers the copy's records carry come first (judged like the run's own), and an event
-    that recorded another identity's program is a finding (it is judged on this learner's program anyway)."""
+def _own_programs(
+    questions: dict, events: list[Event], identity: str, carried: dict[str, variants.Carried], mastery: int
+) -> tuple[list[Event], list[str], dict[str, str]]:
+    """The events of the generated self-tests as the gradebook reads them: the answers the copy's records carry
+    first, then the run's own, each numbered here by replaying them in order (see the module's text); a record
+    answered under another identity, or whose numbers were not the replay's, is a finding. Also, per self-test passed
+    with an answer given before (right on a program drawn to avoid it only where no draw could), the note that
+    earns it nothing."""
     mine = identities.fingerprint(identity)
-    findings, out = [], []
+    findings: list[str] = []
     first_time = min((e.time for e in events), default=0.0)
+    ordered: list[Event] = []
     for qid, c in sorted(carried.items()):
         q = questions.get(qid)
         if q is None or q.program is None:
@@ -364,21 +390,75 @@ def _own_programs(questions: dict, events: list[Event], identity: str, carried: 
                 "the cell's answer is judged on this learner's own program)"
             )
             continue
+        avoiding = bool(c.drawn_for)  # a record made before programs avoided earlier answers draws as it did then
         for number, answer in c.answers:
-            detail = {"variant": number, "carried": True}
-            out.append(Event(0, first_time, q.unit, qid, "check", answer, "recorded", "", "", detail))
-    for e in events:
+            detail = {"variant": number, "carried": True, "avoiding": avoiding}
+            ordered.append(Event(0, first_time, q.unit, qid, "check", answer, "recorded", "", "", detail))
+    ordered += events
+    replays = {qid: _Replay(q, identity, mastery) for qid, q in questions.items() if q.program is not None}
+    out = []
+    for e in ordered:
         q = questions.get(e.qid) if e.qid else None
         if q is not None and q.program is not None and e.action == "check":
-            detail = dict(e.detail or {})
-            number = variants.number_in(detail)
-            if number is None:
-                detail["variant"] = 0
-            elif isinstance(detail.get("seed"), int) and detail["seed"] != variants.seed_of(identity, q.qid, number):
-                findings.append(f"{q.qid}: a check recorded a program that is not this learner's own; judged on theirs")
-            e = Event(e.id, e.time, e.unit, e.qid, e.action, e.answer, e.verdict, e.torch, e.session, detail)
+            e, finding = replays[q.qid].number(e)
+            if finding:
+                findings.append(f"{q.qid}: {finding}")
         out.append(e)
-    return out, list(dict.fromkeys(findings))
+    repeated = {qid: r.repeated for qid, r in replays.items() if r.repeated}
+    return out, list(dict.fromkeys(findings)), repeated
+
+
+class _Replay:
+    """One generated self-test's answers, numbered in order as the learner's kernel numbers them: program 0 first,
+    a fresh one after each graded answer until ``mastery`` right answers in a row pass it (then it stays)."""
+
+    def __init__(self, q, identity: str, mastery: int):
+        self.q, self.identity, self.mastery = q, identity, mastery
+        self.n = self.streak = 0
+        self.passed = False
+        self.given: list = []  # the graded answers so far, as recorded, in order
+        self.values: list = []  # the same, read by the kind
+        self.repeated = ""
+
+    def number(self, e: Event) -> tuple[Event, str]:
+        """``e`` with the program number the replay asks (and its seed); a finding where its own number differs."""
+        claimed = variants.number_in(e.detail)
+        avoid = None
+        if self.n and (e.detail or {}).get("avoiding", True) and self.given:
+            avoid = variants.answered_before(self.q.kind, self.given, lambda v: truth_on(self.q, v))
+        v = variants.make(self.q.program, self.q.qid, self.identity, self.n, avoid=avoid)
+        detail = {k: val for k, val in dict(e.detail or {}).items() if k not in ("variant", "seed", "avoiding")}
+        detail.update(variant=self.n, seed=v.seed, **{REPLAYED: True})
+        numbered = Event(e.id, e.time, e.unit, e.qid, e.action, e.answer, e.verdict, e.torch, e.session, detail)
+        finding = ""
+        if (e.detail or {}).get("carried") and claimed is not None and claimed != self.n and not self.passed:
+            finding = "the copy's record numbers its answers otherwise than their order does: judged in their order"
+        value, bad = _read(self.q, e.answer) if e.answer is not None else (None, "unanswered")
+        if bad or self.passed:
+            return numbered, finding
+        right = _agrees_safely(self.q, truth_on(self.q, v), value)
+        self.given.append(e.answer)
+        self.values.append(value)
+        self.streak = self.streak + 1 if right else 0
+        if not right or self.streak < self.mastery:
+            self.n += 1
+            return numbered, finding
+        self.passed = True
+        start = len(self.values) - self.streak  # the row of right answers that passed it
+        if any(
+            _agrees_safely(self.q, earlier, mine)
+            for i, mine in enumerate(self.values[start:], start)
+            for earlier in self.values[:i]
+        ):
+            self.repeated = f"{variants.REPEATED}: no points"
+        return numbered, finding
+
+
+def _agrees_safely(q, truth, value) -> bool:
+    try:
+        return bool(q.kind.agrees(truth, value))
+    except Exception:  # noqa: BLE001 - an answer that cannot be compared is not right
+        return False
 
 
 def decode_lines(raw: bytes, limit: int = 100_000) -> tuple[dict, list[str]]:
