@@ -406,13 +406,16 @@ def class_run():
             for n in names
         }
         t0 = time.monotonic()
-        run["report"] = classview.report(classview.collect([homes]))
+        run["report"] = classview.report(classview.collect([homes], users=[*names, idle]))
         run["timings"]["instructor's view"] = time.monotonic() - t0
         run["unchanged"] = before == {
             n: sorted((p.name, p.stat().st_mtime_ns, p.stat().st_uid) for p in stores[n].parent.iterdir())
             for n in names
         }
-        run["collected"] = {c.learner: c for c in collect.collect([homes], base / "collected", units=["00", "01"])}
+        run["unnamed"] = [l.name for l in classview.collect([homes])]  # the homes that hold the course
+        run["collected"] = {
+            c.learner: c for c in collect.collect([homes], base / "collected", [*names, idle], units=["00", "01"])
+        }
         run["collected to"] = base / "collected"
         ARTIFACTS.mkdir(exist_ok=True)
         run["page"] = ARTIFACTS / "hub-class.html"
@@ -554,7 +557,8 @@ def check_each_learner_keeps_their_own_record(run):
 def check_the_instructors_view_matches_every_store_and_reads_only(run):
     assert run["unchanged"], "collecting the class created or changed a file beside a learner's store"
     rep, own, names = run["report"], run["own"], run["names"]
-    assert (rep["learners"], rep["readable"]) == (4, 3)  # every user of the hub, the one who never started too
+    assert (rep["learners"], rep["readable"]) == (4, 3)  # every user named, the one who never started too
+    assert run["unnamed"] == sorted(names), "unnamed, the learners are the homes that hold the course"
     idle = next(r for r in rep["class"] if r["learner"] == run["idle"])
     assert idle["problem"].startswith("not started") and idle["events"] == 0
     by_q = {row["qid"]: row for unit in rep["units"] for row in unit["questions"]}

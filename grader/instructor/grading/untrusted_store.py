@@ -125,6 +125,25 @@ def read(path: Path, *, live: bool = False, copy: bool = False) -> tuple[list[Ev
     return events, list(dict.fromkeys(findings))
 
 
+def read_bytes(store: bytes, wal: bytes | None = None) -> tuple[list[Event], list[str]]:
+    """:func:`read` of a store taken as bytes (and its write-ahead log's, where it had one), through a private copy
+    in a fresh 0700 folder that is removed after: what a learner's folder holds is never opened by SQLite."""
+    import shutil
+    import tempfile
+
+    if len(store) > STORE_CAP or (wal is not None and len(wal) > STORE_CAP):
+        raise Refused(f"larger than {STORE_CAP:,} bytes")
+    folder = Path(tempfile.mkdtemp(prefix="agl-store-"))
+    try:
+        path = folder / "progress.sqlite3"
+        path.write_bytes(store)
+        if wal:
+            Path(f"{path}-wal").write_bytes(wal)
+        return read(path, copy=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _json(text, cap: int):
     if not isinstance(text, str) or len(text) > cap:
         return None
