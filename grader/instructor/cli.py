@@ -324,7 +324,12 @@ def _grade(args) -> int:
         if args.count_absent:
             weights.count_absent = True
         ids = roster.read_roster(Path(args.roster)) if args.roster else None
-        times = roster.read_times(Path(args.times)) if args.times else None
+        # the times a notebook was handed in: --times (the LMS's, or mtime), else collect's record in the folder
+        # given; never the files' own times unasked (grader/instructor/grading/late.py)
+        record = None if args.times or merging else roster.collect_record(args.paths)
+        times = roster.read_times(args.times if args.times else record) if (args.times or record) else None
+        if record is not None:
+            print(f"grade: submission times from collect's record {record}", file=sys.stderr)
         changes = overrides.load(Path(args.overrides) if args.overrides else None, weights)
     except (scores.WeightsError, roster.RosterError, overrides.OverridesError) as exc:
         problems.append(str(exc))
@@ -356,6 +361,22 @@ def _grade(args) -> int:
             problems.append(str(exc))
     if args.lms_out and not args.lms:
         problems.append("--lms-out: say which LMS with --lms canvas or --lms moodle")
+    lms_columns = None
+    if args.lms_columns and not args.lms:
+        problems.append("--lms-columns: say which LMS with --lms canvas or --lms moodle")
+    elif args.lms_columns:
+        from grader.instructor.grading.lms_gradebook import ColumnsError, read_columns
+
+        try:
+            lms_columns = read_columns(Path(args.lms_columns))
+        except ColumnsError as exc:
+            problems.append(str(exc))
+    if changes and args.merge_into and Path(args.merge_into).is_file() and not merging:
+        from grader.instructor.grading import gradebook
+        from grader.instructor.grading.pipeline import find
+
+        graded_now = {s.learner for s in find(args.paths, pattern)}
+        problems += changes.pending(gradebook.read_csv(Path(args.merge_into)), graded_now)
     if args.lms_out and (Path(args.lms_out).is_dir() or not Path(args.lms_out).parent.is_dir()):
         problems.append(f"--lms-out {args.lms_out}: give a CSV file in a folder that exists")
     report_to = Path(args.report) if args.report else None
@@ -393,6 +414,7 @@ def _grade(args) -> int:
                 ids=ids,
                 lms=args.lms,
                 lms_out=Path(args.lms_out) if args.lms_out else None,
+                lms_columns=lms_columns,
             )
         except MergeError as exc:
             print(f"grade merge: refused: {exc}", file=sys.stderr)
@@ -424,6 +446,7 @@ def _grade(args) -> int:
         late_rule=rule,
         identity_from=args.identity,
         mastery=args.mastery,
+        lms_columns=lms_columns,
         progress_to=sys.stderr,  # the stream as it is now (a caller may have redirected it), not at import
     )
     return 0 if rows or shard else 2
@@ -622,7 +645,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--wide", help="also write one row per learner, every unit as columns, to this CSV")
     p.add_argument("--roster", help="a CSV mapping learner (folder or file) names to student IDs")
-    p.add_argument("--times", help="a CSV of submission times from the LMS (file, time); default: file times")
+    p.add_argument(
+        "--times",
+        help="a CSV of submission times (file, time): the LMS's, or collect's collect-times.csv (read by itself from "
+        "the folder given); `--times mtime` takes the files' own times, which their owners can set",
+    )
     p.add_argument(
         "--merge-into",
         help="an existing gradebook CSV: replace the rows of the learners and units graded now, keep the rest",
@@ -657,7 +684,16 @@ def main(argv: list[str] | None = None) -> int:
         choices=["canvas", "moodle"],
         help="also write the gradebook in that LMS's import shape (UTF-8 with a BOM) to --lms-out",
     )
-    p.add_argument("--lms-out", help="the file --lms writes (default: beside --out, grades-canvas.csv)")
+    p.add_argument(
+        "--lms-out",
+        help="the file --lms writes (default: beside --out, grades-canvas.csv; with --merge-into, beside that)",
+    )
+    p.add_argument(
+        "--lms-columns",
+        metavar="CSV",
+        help="the LMS's own columns for the units (unit,column[,points]: an assignment's name, or a Canvas "
+        "assignment id, and its maximum); see grader/instructor/grading/lms_gradebook.py",
+    )
     p.add_argument(
         "--overrides",
         metavar="CSV",

@@ -69,6 +69,7 @@ from grader.instructor.grading import verify as verify_submission
 from grader.instructor.grading.copies import cell_label, what_the_copy_holds
 from grader.instructor.grading.exercise_sources import exercise_sources, grader_owned
 from grader.instructor.grading.locks import apply_locks
+from grader.instructor.grading.printable import escape
 
 ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOK_CAP = 32 * 2**20  # bytes of a submitted notebook read at most
@@ -714,6 +715,7 @@ def grade(
     late_rule=None,
     identity_from: str = "learner",
     mastery: int | None = None,
+    lms_columns: dict | None = None,
 ) -> list[dict]:
     """Grade every submission found (or one shard of them), reusing a journal's work with ``resume``.
 
@@ -743,14 +745,19 @@ def grade(
         s.mastery = mastery
         if identity_from == "student-id" and ids is not None:
             s.identity = roster.lookup(ids, s.learner, str(s.path)) or s.learner
-    if progress_to is not None:
+    if progress_to is not None:  # every name a learner chose is printed escaped (printable.escape)
         for s in subs:
             if s.named is not None and s.named.unmatched:
-                print(f"grade: warning: {s.path} does not match --name-pattern; named {s.learner}", file=progress_to)
+                print(
+                    f"grade: warning: {escape(s.path)} does not match --name-pattern; named {escape(s.learner)}",
+                    file=progress_to,
+                )
+        for warning in lms_names.warnings([(s.path, s.named) for s in subs if s.named is not None]):
+            print(f"grade: warning: {warning}", file=progress_to)
         if ids is not None:
             unknown = sorted({s.learner for s in subs if roster.lookup(ids, s.learner, str(s.path)) is None})
             for learner in unknown:
-                print(f"grade: warning: {learner} is not in the roster (no student ID)", file=progress_to)
+                print(f"grade: warning: {roster.not_in_roster(ids, learner)}", file=progress_to)
     options = {
         "cell_timeout": cell_timeout,
         "notebook_timeout": notebook_timeout,
@@ -839,7 +846,7 @@ def grade(
                     filled = int(width * done / max(1, len(todo)))
                     print(
                         f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{len(todo)} "
-                        f"{result.submission.learner}: {result.status} ({result.seconds:.1f} s)   ",
+                        f"{escape(result.submission.learner)}: {result.status} ({result.seconds:.1f} s)   ",
                         end="" if done < len(todo) else "\n",
                         file=progress_to,
                         flush=True,
@@ -874,6 +881,9 @@ def grade(
             rows, {r["learner"] for r in everyone} | {r.get("student id") for r in everyone}
         ):
             print(f"grade: warning: {warning}", file=progress_to)
+    # the LMS file is the whole gradebook's: in a regrade, the one beside the gradebook merged into (the file the
+    # instructor uploads), not one beside this run's partial --out
+    lms_path = (lms_out or lms_gradebook.default_path(merge_into or out, lms)) if lms else None
     write_outputs(
         everyone,
         everyone_facts,
@@ -884,15 +894,24 @@ def grade(
         weights=weights,
         ids=ids,
         lms=lms,
-        lms_out=lms_out,
+        lms_out=lms_path,
         pages_for={r["learner"] for r in rows},
         progress_to=progress_to,
+        lms_columns=lms_columns,
     )
     if progress_to is not None:
+        if late_rule and late.untimed(rows):
+            print(
+                f"grade: warning: --due: {late.untimed(rows)} row(s) with no late rule applied: {late.NO_TIME}",
+                file=progress_to,
+            )
         elapsed = time.monotonic() - started
         print(
             f"graded {len(todo)} notebooks in {elapsed:.1f} s ({60 * len(todo) / max(elapsed, 1e-9):.1f} per minute) "
-            f"-> {out}" + (f"; report {report_to}" if report_to else ""),
+            f"-> {out}"
+            + (f" (merged into {merge_into})" if merge_into else "")
+            + (f"; {lms} import file {lms_path}" if lms_path else "")
+            + (f"; report {report_to}" if report_to else ""),
             file=progress_to,
         )
     return rows
@@ -911,6 +930,7 @@ def write_outputs(
     lms_out: Path | None = None,
     pages_for: set | None = None,
     progress_to=sys.stderr,
+    lms_columns: dict | None = None,
 ) -> None:
     """Every output beside the long CSV, from one whole gradebook (``rows``, with their feedback, and the
     report's ``facts``): the wide CSV, an LMS's CSV, the pages (of ``pages_for``'s learners, default all) and
@@ -918,7 +938,8 @@ def write_outputs(
     if wide:
         gradebook.write_wide(rows, wide, weights, ids)
     if lms:
-        for note in lms_gradebook.write(lms, rows, lms_out or lms_gradebook.default_path(out, lms), weights, ids):
+        target = lms_out or lms_gradebook.default_path(out, lms)
+        for note in lms_gradebook.write(lms, rows, target, weights, ids, lms_columns):
             if progress_to is not None:
                 print(f"grade: {note}", file=progress_to)
     if html_dir:
@@ -938,6 +959,7 @@ def merge(
     lms: str | None = None,
     lms_out: Path | None = None,
     progress_to=sys.stderr,
+    lms_columns: dict | None = None,
 ) -> list[dict]:
     """Join the partial gradebooks of `grade --shard i/n` into one (see :mod:`grader.instructor.grading.shards`),
     and write every output a single run writes (the partials' feedback and facts come from beside them)."""
@@ -961,6 +983,7 @@ def merge(
         lms=lms,
         lms_out=lms_out,
         progress_to=progress_to,
+        lms_columns=lms_columns,
     )
     return rows
 
