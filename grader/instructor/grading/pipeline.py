@@ -66,7 +66,7 @@ from grader.instructor.grading import (
     workers,
 )
 from grader.instructor.grading import verify as verify_submission
-from grader.instructor.grading.copies import cell_label, what_the_copy_holds
+from grader.instructor.grading.copies import cell_label, match_by_source, what_the_copy_holds
 from grader.instructor.grading.exercise_sources import exercise_sources, grader_owned
 from grader.instructor.grading.locks import apply_locks
 from grader.instructor.grading.printable import escape
@@ -215,8 +215,10 @@ def _unit_of(sub: Submission, cells: list) -> str:
 def restore(sub: Submission, handed_out: str | None = None, as_unit: str | None = None) -> Restored:
     """Read the submission safely and put every grader-owned cell back from notebooks/ by cell id.
 
-    A copy whose cells cannot be matched to the unit's notebook (no cell ids, as nbformat 4.4 and older
-    write; another notebook; an empty one) is *not restored*: it gets a row that says why and no score.
+    A copy saved without cell ids (nbformat 4.4 and older, Colab) has the unit's cells found by their source
+    (:func:`.copies.match_by_source`), and a finding says so. A copy whose cells cannot be matched to the unit's
+    notebook either way (another notebook; an empty one) is *not restored*: it gets a row that says why and no
+    score.
     ``handed_out`` names the course version the class was given (:mod:`.versions`): only questions
     added after it may be "not in this copy". ``as_unit`` grades the copy as that unit (a copy handed out before
     its unit was split holds the questions of both halves: :func:`grade_one` restores it once for each)."""
@@ -245,15 +247,28 @@ def restore(sub: Submission, handed_out: str | None = None, as_unit: str | None 
     template = _template(out.unit)
     owned = {c.get("id"): c for c in template if c.get("id") and grader_owned(c)}
     ids = [c.get("id") for c in cells if isinstance(c, dict)]
+    had_ids = any(ids)
+    if out.unit in UNITS and len(cells) <= CELL_CAP and not owned.keys() & set(ids):
+        # saved without cell ids (nbformat 4.4 and older, Colab, an editor that drops them; or ids an upgrade made
+        # up): the unit's cells are found by their source instead (copies.match_by_source)
+        found = match_by_source(cells, template)
+        ids = [c.get("id") for c in cells if isinstance(c, dict)]
+        if owned.keys() & set(ids):
+            nb.nbformat_minor = max(int(nb.get("nbformat_minor", 0) or 0), 5)  # ids belong to nbformat 4.5
+            out.findings.append(
+                f"its cells carried {'ids of no cell of the unit' if had_ids else 'no ids'} (nbformat 4.4 or older, "
+                f"Colab, or an editor that drops them): {found} of the unit's {len(template)} cells were found by "
+                "their source"
+            )
     why = ""
     if out.unit not in UNITS:
         why = "it is not a notebook of this course (no unit in its file name or its code)"
     elif len(cells) > CELL_CAP:
         why = f"it has {len(cells):,} cells (the unit's notebook has {len(template)}; at most {CELL_CAP:,} are read)"
-    elif not any(ids):
+    elif not had_ids and not owned.keys() & set(ids):
         why = (
-            "its cells carry no ids (nbformat 4.4 or older, or a tool that drops them), so the grader's cells "
-            "cannot be matched and put back"
+            "its cells carry no ids (nbformat 4.4 or older, or a tool that drops them), and none of them is a cell "
+            "of the unit's notebook by its source either"
         )
     elif not owned.keys() & set(ids):
         why = "none of its cells is a cell of the unit's notebook (matched by cell id)"
