@@ -251,6 +251,10 @@ for label, path in (("store", STORE), ("home", HOME)):
     except OSError as exc:
         out[label] = type(exc).__name__
 out["uid"] = os.getuid()
+import grader
+from pathlib import Path
+out["grader"] = grader.__file__  # the course the hub installed for its learners: the student bundle
+out["course"] = sorted(p.name for p in Path(grader.__file__).resolve().parents[1].iterdir())
 print(json.dumps(out))
 """
 
@@ -291,7 +295,9 @@ def class_run():
         python, note = hub.python_for_users(base)
         if not python:
             pytest.skip(note)
-        the_hub = hub.Hub(passwords, base / "state", python=python)
+        course = hub.prepare_course(base / "course")  # what learners get: the student bundle, as make hub does
+        run["course"] = course
+        the_hub = hub.Hub(passwords, base / "state", python=python, course=course)
         the_hub.start(timeout=150)
         run["timings"]["hub start"] = the_hub.started_in
         url = the_hub.url
@@ -550,6 +556,9 @@ def check_each_learner_keeps_their_own_record(run):
     # no user can read another's store or home, even from their own kernel
     assert run["probe"]["store"] == "PermissionError" and run["probe"]["home"] == "PermissionError"
     assert run["probe"]["uid"] == run["modes"][first]["uid"]
+    # the learner's kernel runs the course the hub installed: the student bundle, with nothing to give away
+    assert run["probe"]["grader"].startswith(str(run["course"])), run["probe"]
+    assert "notebooks" in run["probe"]["course"] and not {"solutions", "tests", ".git"} & set(run["probe"]["course"])
     for what, status in run["cross"].items():
         assert status in (302, 403, 404), f"{first}'s token reached {second}'s {what}: {status}"
 
