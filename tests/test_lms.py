@@ -254,19 +254,25 @@ def test_names_are_matched_exactly_and_one_id_is_one_learner(tmp_path):
 
 
 def test_two_copies_of_one_unit_are_named_and_one_is_kept(canvas_export, tmp_path):
+    """Without submission times, Canvas's attachment ids say which was handed in last (Canvas numbers them in
+    order), never the files' own times, which a learner can set."""
     export, _ = canvas_export
     (export / f"mullerjurgen_4101_7731000_{N01}").symlink_to(tmp_path / "gone" / "again")
-    times = tmp_path / "times.csv"
-    times.write_text(
-        f"file,time\nmullerjurgen_4101_7730011_{N01},2026-01-10T09:00\nmullerjurgen_4101_7731000_{N01},2026-01-11T09:00\n"
-    )
+    os.utime(export / f"mullerjurgen_4101_7731000_{N01}", (1_500_000_000, 1_500_000_000), follow_symlinks=False)
     out = tmp_path / "grades.csv"
-    done = _grade(export, "--out", out, "--times", times)
+    done = _grade(export, "--out", out)
     assert done.returncode == 0, done.stderr[-2000:]
     mine = [r for r in _csv(out) if r["learner"] == "mullerjurgen_4101" and r["unit"] == "01"]
     assert len(mine) == 1 and mine[0]["notebook"].endswith(f"7731000_{N01}")  # the latest
-    assert "2 copies of unit 01 handed in; kept the latest" in mine[0]["findings"]
+    assert "2 copies of unit 01 handed in; kept the latest by Canvas's attachment ids" in mine[0]["findings"]
     assert "mullerjurgen_4101: 2 copies of unit 01" in done.stderr
+    times = tmp_path / "times.csv"  # the LMS's own times, where given, come first
+    times.write_text(
+        f"file,time\nmullerjurgen_4101_7730011_{N01},2026-01-12T09:00\nmullerjurgen_4101_7731000_{N01},2026-01-11T09:00\n"
+    )
+    done = _grade(export, "--out", out, "--times", times)
+    mine = [r for r in _csv(out) if r["learner"] == "mullerjurgen_4101" and r["unit"] == "01"]
+    assert mine[0]["notebook"].endswith(f"7730011_{N01}") and "by the submission times" in mine[0]["findings"]
 
 
 def test_a_broken_json_file_is_shown_under_the_unit_its_name_says(tmp_path):
@@ -314,7 +320,7 @@ def test_keep_best_takes_the_most_points_and_latest_the_last_handed_in():
         ("bob", "01", "b/only.ipynb"),
     ]
     assert kept_facts == [] and notes == [
-        "ann: 2 copies of unit 01 handed in; kept the latest (a/second.ipynb), not a/first.ipynb"
+        "ann: 2 copies of unit 01 handed in; kept the latest by the submission times (a/second.ipynb), not a/first.ipynb"
     ]
     kept, kept_facts, _ = duplicates.keep([dict(r) for r in rows], facts, "best")
     assert [r["notebook"] for r in kept if r["learner"] == "ann" and r["unit"] == "01"] == ["a/first.ipynb"]
