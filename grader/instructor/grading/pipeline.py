@@ -875,7 +875,7 @@ def grade(
     rows, facts, notes = duplicates.keep(rows, facts, keep)
     if progress_to is not None:
         for note in notes:
-            print(f"grade: {note}", file=progress_to)
+            print(f"grade: {escape(note)}", file=progress_to)
     if merge_into:  # read before --out is written: the two may be one file (--out's default is grades.csv)
         old_facts, old_feedback, note = outputs.read(merge_into) if merge_into.exists() else ([], {}, "")
         if note and progress_to is not None:
