@@ -13,6 +13,11 @@ without end, a trigger, a generated column, a virtual table. So a store is read 
 
 ``read(path)`` raises :class:`Refused` (an ``sqlite3.DatabaseError``) with a reason, never anything else
 from SQLite; callers turn it into a finding or a "store not readable" line.
+
+SQLite opens a file by its path, and follows a link to do so, so it is never given a path a learner shapes:
+:func:`read_bytes` reads a store from bytes its caller took through descriptors opened without links (the class
+view, :mod:`grader.instructor.homes`; ``grade``, :func:`grader.instructor.grading.containment.read_capped`), from a
+private copy in a fresh 0700 folder.
 """
 
 from __future__ import annotations
