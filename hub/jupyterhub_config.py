@@ -5,11 +5,13 @@
 existing hub's own configuration: the spawner part (cmd, default_url, umask) is what the course needs;
 the authenticator and the ports are for the local demo only.
 
-* Every user's server runs `python -m grader.instructor.hub singleuser` from the course's environment (installed
-  once for everybody). That command, already running as the user, creates or updates the user's own
-  workspace ~/autograd-lab from the course's notebooks/, keeps the workspace and the progress folder
-  (~/.local/share/autograd-lab) private to the user (0700, umask 077), then becomes
-  `jupyterhub-singleuser` with that workspace as its root.
+* Every user's server runs `python -m grader.learner.hub_start` from the course's environment (installed
+  once for everybody: what `grader release` produces, never the checkout with its solutions/ and tests/). That
+  command, already running as the user, creates or updates the user's own workspace ~/autograd-lab from the
+  installed course's notebooks/, keeps the workspace and the progress folder (~/.local/share/autograd-lab)
+  private to the user (0700, umask 077), then becomes `jupyterhub-singleuser` with that workspace as its root.
+* The local demo hub runs the student bundle it wrote into .hub/course/ (AGL_HUB_COURSE, first on every user's
+  server's PYTHONPATH), so learners' kernels import that grader and their workspaces come from its notebooks.
 * Run as root, the hub starts each user's server as that Unix user (LocalProcessSpawner): the
   operating system keeps users apart. Not run as root, every user's server runs as you
   (SimpleLocalProcessSpawner, each with its own HOME): convenient for trying the course, no isolation.
@@ -66,7 +68,9 @@ c.Authenticator.allowed_users = set(USERS)
 
 # --- what the course needs from any hub -------------------------------------------------------------
 # Each user's server: their own workspace made or updated on start, then jupyterhub-singleuser.
-c.Spawner.cmd = [PYTHON, "-m", "grader.instructor.hub", "singleuser"]
+c.Spawner.cmd = [PYTHON, "-m", "grader.learner.hub_start"]
+if os.environ.get("AGL_HUB_COURSE"):  # the local demo: the student bundle comes first on the users' path
+    c.Spawner.environment = {"PYTHONPATH": os.environ["AGL_HUB_COURSE"]}
 c.Spawner.default_url = "/lab/tree/00_start_here.ipynb"
 c.Spawner.start_timeout = 180  # a busy machine: JupyterLab and torch load slowly
 c.Spawner.http_timeout = 180

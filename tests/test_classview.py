@@ -161,12 +161,16 @@ def test_missing_and_unreadable_stores_are_listed_not_fatal(a_class, tmp_path):
     assert broken.read_bytes() == b"not a database at all, " * 100
 
 
-def test_every_home_is_a_learner_and_one_without_a_store_reads_not_started(a_class, tmp_path):
-    """Every user of a hub has a home; one who never started has no store yet, and is listed, not dropped."""
+def test_a_named_user_without_a_store_reads_not_started_and_other_homes_are_not_learners(a_class, tmp_path):
+    """A home with nothing of the course (a service account, a user not in the course) is not a learner unless
+    named; a named user who never ran a graded cell is listed "not started", never dropped."""
     homes, *_ = a_class
     (homes / "dev").mkdir()  # a user who never logged in: a home and nothing in it
     try:
-        learners = classview.collect([homes])
+        others: list = []
+        assert [l.name for l in classview.collect([homes], others=others)] == ["ada", "bo", "cy"]
+        assert others == ["dev"]
+        learners = classview.collect([homes], users=["ada", "bo", "cy", "dev"])
         assert [l.name for l in learners] == ["ada", "bo", "cy", "dev"]
         rep = classview.report(learners)
         dev = next(r for r in rep["class"] if r["learner"] == "dev")
@@ -175,6 +179,63 @@ def test_every_home_is_a_learner_and_one_without_a_store_reads_not_started(a_cla
         assert not (homes / "dev" / classview.STORE_IN_HOME).exists(), "collecting created a store"
     finally:
         (homes / "dev").rmdir()
+
+
+@pytest.mark.parametrize("linked", ["store", ".local"])
+def test_a_store_or_a_whole_local_folder_linked_to_another_learners_is_refused(a_class, tmp_path, linked):
+    """eve makes her store (or her whole ~/.local) a link to ada's: the old view showed ada's record as eve's."""
+    homes, *_ = a_class
+    eve = homes / "eve"
+    try:
+        if linked == "store":
+            (eve / classview.STORE_IN_HOME.parent).mkdir(parents=True)
+            (eve / classview.STORE_IN_HOME).symlink_to(homes / "ada" / classview.STORE_IN_HOME)
+        else:
+            eve.mkdir()
+            (eve / ".local").symlink_to(homes / "ada" / ".local")
+        learners = {l.name: l for l in classview.collect([homes])}
+        assert "eve" in learners, "a home with a trace of the course is a learner"
+        assert not learners["eve"].events, "another learner's record was read as eve's"
+        assert "a link (not followed)" in learners["eve"].problem
+        rep = classview.report(list(learners.values()))
+        assert rep["readable"] == 3 and classview.text(rep).count("a link (not followed)") == 1
+    finally:
+        shutil.rmtree(eve)
+
+
+def test_the_same_wrong_answer_on_two_programs_is_two_entries_each_judged_on_its_own(tmp_path, monkeypatch):
+    """Each learner's self-test programs are their own: one wrong answer given on two programs is not pooled,
+    and the misconception note, where one is given, is worked out on the program that learner was asked."""
+    from grader import check
+    from grader.engine.question import get
+
+    q = get("00.warmup-square")
+    homes = tmp_path / "homes"
+    for name in ("kim", "lee"):
+        monkeypatch.setenv("AUTOGRAD_LAB_LEARNER", name)
+        _as(monkeypatch, homes, name)
+        check(q.qid, -12345.0)
+    monkeypatch.delenv("AUTOGRAD_LAB_HOME")
+    rep = classview.report(classview.collect([homes]))
+    wrong = _row(rep, q.qid)["wrong_answers"]
+    assert [w["count"] for w in wrong] == [1, 1], wrong
+    assert len({w["program"] for w in wrong}) == 2 and all(w["answer"] == wrong[0]["answer"] for w in wrong)
+    assert "on program" in classview.page(rep) and "(program " in classview.text(rep)
+
+
+def test_control_characters_in_names_and_answers_are_escaped_when_printed(tmp_path, monkeypatch, capsys):
+    from grader import predict, reveal
+
+    homes = tmp_path / "homes"
+    odd = "\x1b]0;pwned\x07mal\x1b[2J"
+    _as(monkeypatch, homes, odd)
+    predict("00.warmup-add", "\x1b[2J\x1b]0;x\x07")
+    reveal("00.warmup-add")
+    monkeypatch.delenv("AUTOGRAD_LAB_HOME")
+    assert classview.main(["--homes", str(homes)]) == 0
+    printed = capsys.readouterr()
+    assert "\x1b" not in printed.out + printed.err and "\x07" not in printed.out + printed.err
+    assert "\\x1b]0;pwned\\x07mal" in printed.out
 
 
 def test_the_command_prints_and_writes_the_page(a_class, tmp_path, capsys):
@@ -190,13 +251,13 @@ def test_the_command_prints_and_writes_the_page(a_class, tmp_path, capsys):
 
 def test_a_home_that_cannot_be_entered_is_listed_with_why(a_class, tmp_path, monkeypatch):
     homes, *_ = a_class
-    real = Path.is_file
+    real = classview.home_files.open_home
 
-    def guarded(self):
-        if "bo" in self.parts:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+    def guarded(user, path):
+        if user == "bo":
+            raise classview.home_files.Refused("the home: permission denied (collect the class as root)")
+        return real(user, path)
 
-    monkeypatch.setattr(Path, "is_file", guarded)
-    problems = {l.name: l.problem for l in classview.collect([homes])}
-    assert problems["ada"] == "" and problems["bo"].startswith("store not readable: permission denied")
+    monkeypatch.setattr(classview.home_files, "open_home", guarded)
+    problems = {l.name: l.problem for l in classview.collect([homes], users=["ada", "bo"])}
+    assert problems["ada"] == "" and problems["bo"].startswith("store not read: the home: permission denied")

@@ -219,5 +219,8 @@ def test_a_regrade_of_mallorys_folder_keeps_alices_row(klass):
 def test_a_file_named_for_someone_else_never_takes_their_student_id():
     ids = {"alice": "S-1", "mallory": "S-2", "frank": "S-3"}
     assert roster.lookup(ids, "mallory/alice", "class/mallory/alice_00.ipynb") is None
-    assert roster.lookup(ids, "class/frank", "class/frank_01.ipynb") == "S-3"  # a flat folder's file
+    # a flat folder's files are named by the folder too; its row is the learner's exact name (no file-name fallback)
+    assert roster.lookup(ids, "class/frank", "class/frank_01.ipynb") is None
+    assert roster.lookup({**ids, "class/frank": "S-5"}, "class/frank", "class/frank_01.ipynb") == "S-5"
+    assert "never gives a learner an ID" in roster.not_in_roster(ids, "mallory/alice")
     assert roster.lookup(ids, "alice", "class/alice/00_start_here.ipynb") == "S-1"

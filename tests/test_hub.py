@@ -251,6 +251,10 @@ for label, path in (("store", STORE), ("home", HOME)):
     except OSError as exc:
         out[label] = type(exc).__name__
 out["uid"] = os.getuid()
+import grader
+from pathlib import Path
+out["grader"] = grader.__file__  # the course the hub installed for its learners: the student bundle
+out["course"] = sorted(p.name for p in Path(grader.__file__).resolve().parents[1].iterdir())
 print(json.dumps(out))
 """
 
@@ -291,7 +295,9 @@ def class_run():
         python, note = hub.python_for_users(base)
         if not python:
             pytest.skip(note)
-        the_hub = hub.Hub(passwords, base / "state", python=python)
+        course = hub.prepare_course(base / "course")  # what learners get: the student bundle, as make hub does
+        run["course"] = course
+        the_hub = hub.Hub(passwords, base / "state", python=python, course=course)
         the_hub.start(timeout=150)
         run["timings"]["hub start"] = the_hub.started_in
         url = the_hub.url
@@ -406,13 +412,16 @@ def class_run():
             for n in names
         }
         t0 = time.monotonic()
-        run["report"] = classview.report(classview.collect([homes]))
+        run["report"] = classview.report(classview.collect([homes], users=[*names, idle]))
         run["timings"]["instructor's view"] = time.monotonic() - t0
         run["unchanged"] = before == {
             n: sorted((p.name, p.stat().st_mtime_ns, p.stat().st_uid) for p in stores[n].parent.iterdir())
             for n in names
         }
-        run["collected"] = {c.learner: c for c in collect.collect([homes], base / "collected", units=["00", "01"])}
+        run["unnamed"] = [l.name for l in classview.collect([homes])]  # the homes that hold the course
+        run["collected"] = {
+            c.learner: c for c in collect.collect([homes], base / "collected", [*names, idle], units=["00", "01"])
+        }
         run["collected to"] = base / "collected"
         ARTIFACTS.mkdir(exist_ok=True)
         run["page"] = ARTIFACTS / "hub-class.html"
@@ -547,6 +556,9 @@ def check_each_learner_keeps_their_own_record(run):
     # no user can read another's store or home, even from their own kernel
     assert run["probe"]["store"] == "PermissionError" and run["probe"]["home"] == "PermissionError"
     assert run["probe"]["uid"] == run["modes"][first]["uid"]
+    # the learner's kernel runs the course the hub installed: the student bundle, with nothing to give away
+    assert run["probe"]["grader"].startswith(str(run["course"])), run["probe"]
+    assert "notebooks" in run["probe"]["course"] and not {"solutions", "tests", ".git"} & set(run["probe"]["course"])
     for what, status in run["cross"].items():
         assert status in (302, 403, 404), f"{first}'s token reached {second}'s {what}: {status}"
 
@@ -554,7 +566,8 @@ def check_each_learner_keeps_their_own_record(run):
 def check_the_instructors_view_matches_every_store_and_reads_only(run):
     assert run["unchanged"], "collecting the class created or changed a file beside a learner's store"
     rep, own, names = run["report"], run["own"], run["names"]
-    assert (rep["learners"], rep["readable"]) == (4, 3)  # every user of the hub, the one who never started too
+    assert (rep["learners"], rep["readable"]) == (4, 3)  # every user named, the one who never started too
+    assert run["unnamed"] == sorted(names), "unnamed, the learners are the homes that hold the course"
     idle = next(r for r in rep["class"] if r["learner"] == run["idle"])
     assert idle["problem"].startswith("not started") and idle["events"] == 0
     by_q = {row["qid"]: row for unit in rep["units"] for row in unit["questions"]}

@@ -162,3 +162,39 @@ def test_a_regrade_of_one_learner_warns_only_of_lines_for_them_or_for_nobody(tmp
     (warning,) = changes.unused(rows, everyone)  # gina was graded earlier; ginna is no one
     assert "ginna" in warning
     assert len(changes.unused(rows)) == 2  # without the gradebook around it, both are unused
+
+
+def test_an_override_for_a_learner_not_regraded_stops_the_regrade_and_one_already_shown_does_not(tmp_path):
+    """A kept row cannot take a new override (it does not hold what each question earned): a regrade merged into a
+    gradebook refuses, before anything runs, a line for a learner of the gradebook who is not graded now and
+    whose rows do not show it; a line their rows already show (given to an earlier run) is fine."""
+    (tmp_path / "dave").mkdir()
+    (tmp_path / "dave" / "01_what_the_forward_pass_records.ipynb").symlink_to(tmp_path / "gone.ipynb")
+    changes = load(tmp_path, "learner,question,points,reason\ncarol,01.graph-walk,3,on paper\n")
+    grades = tmp_path / "grades.csv"
+    regrade = ("grade", tmp_path / "dave", "--out", tmp_path / "dave.csv", "--merge-into", grades)
+    gradebook.write_csv(gradebook.rows_of(graded("carol")), grades)  # graded before the line was written
+    done = cli(*regrade, "--overrides", tmp_path / "overrides.csv")
+    assert done.returncode == 2 and "carol is in the gradebook but not graded in this run" in done.stderr
+    gradebook.write_csv(gradebook.rows_of(graded("carol"), overrides=changes), grades)  # graded with it
+    again = cli(*regrade, "--overrides", tmp_path / "overrides.csv")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "on paper" in next(r for r in gradebook.read_csv(grades) if r["learner"] == "carol")["overrides"]
+
+
+def test_a_regrade_writes_the_lms_file_beside_the_gradebook_merged_into_and_says_so(tmp_path):
+    folder = tmp_path / "class"
+    for name in ("dave", "carol"):
+        (folder / name).mkdir(parents=True)
+        (folder / name / "01_what_the_forward_pass_records.ipynb").symlink_to(tmp_path / "gone.ipynb")
+    (tmp_path / "roster.csv").write_text("learner,student id\ndave,1\ncarol,2\n")
+    grades = tmp_path / "grades.csv"
+    common = ("--roster", tmp_path / "roster.csv", "--lms", "canvas")
+    assert cli("grade", folder, "--out", grades, *common).returncode == 0
+    uploaded = tmp_path / "grades-canvas.csv"
+    uploaded.unlink()
+    done = cli("grade", folder / "dave", "--out", tmp_path / "dave.csv", "--merge-into", grades, *common)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert uploaded.is_file() and not (tmp_path / "dave-canvas.csv").exists()
+    assert len(uploaded.read_text(encoding="utf-8-sig").splitlines()) == 4, "the whole class: header, points, 2"
+    assert done.stderr.strip().splitlines()[-1].endswith(f"canvas import file {uploaded}")

@@ -25,7 +25,13 @@ def test_release_writes_a_bundle_without_solutions(tmp_path):
         assert not (out / name).exists()
     assert check_bundle(out) == []
     assert (out / "grader" / "learner" / "api.py").exists() and (out / "pyproject.toml").exists()
-    assert "make lab" in (out / "README.md").read_text()
+    assert not (out / "grader" / "instructor").exists(), "the instructor's tools are not the learner's"
+    readme = (out / "README.md").read_text()
+    two = re.search(r"Two commands.*?```\n(.*?)```", readme, re.S).group(1)
+    assert [line.split("#")[0].split()[:2] for line in two.strip().splitlines()] == [
+        ["make", "lab"],
+        [".venv/bin/python", "-m"],
+    ], "the README says two commands and shows two"
     with zipfile.ZipFile(tmp_path / "bundle.zip") as z:
         names = z.namelist()
     assert any(n.startswith("bundle/notebooks/") for n in names) and not any("/solutions/" in n for n in names)
@@ -43,6 +49,15 @@ def test_release_writes_a_bundle_without_solutions(tmp_path):
         cwd=tmp_path,
     )
     assert probe.stdout.split() == [str(out / "grader" / "__init__.py"), "unanswered"], probe.stderr
+    # python -m grader in the bundle: the learner's commands, and no instructor's command
+    status = subprocess.run(
+        [sys.executable, "-m", "grader", "status"], capture_output=True, text=True, env=env, cwd=out
+    )
+    assert status.returncode == 0 and "00  not started" in status.stdout, status.stderr
+    grade = subprocess.run(
+        [sys.executable, "-m", "grader", "grade", "."], capture_output=True, text=True, env=env, cwd=out
+    )
+    assert grade.returncode == 2 and "invalid choice: 'grade'" in grade.stderr and "Traceback" not in grade.stderr
 
 
 def test_release_refuses_a_folder_that_is_not_empty_or_inside_the_course(tmp_path):

@@ -1,22 +1,27 @@
 """The instructor's view of a class: every learner's own progress record, collected read-only.
 
 On a hub each learner's progress store lies in their home
-(``~/.local/share/autograd-lab/progress.sqlite3``). This reads every such store, never writes
-to one (each is opened with SQLite's ``mode=ro``, and never in a way that leaves a file beside it; each is read
-as untrusted data, see :mod:`grader.instructor.grading.untrusted_store`),
-never runs a notebook, and reports:
+(``~/.local/share/autograd-lab/progress.sqlite3``). This reads every such store and never writes to one: each
+part of its path is opened from the one above it without following a link, owned by the home's owner
+(:mod:`grader.instructor.homes`: a store, or a whole ``~/.local``, made a link to another learner's is refused,
+with a finding, never read), its bytes (and its write-ahead log's) are copied through the opened descriptors into
+a private folder, and only that copy is read, as untrusted data (:mod:`grader.instructor.grading.untrusted_store`).
+Nothing is created beside a learner's file. It never runs a notebook, and reports:
 
 * per unit and question: how many predicted correctly, wrongly, revealed without predicting or predicted
-  after a reveal; the most common wrong answers with their counts (and the question's note when it is a
-  known misconception); hints and attempts;
-* per learner: last activity, the unit in progress, and what it still misses; every home in ``--homes`` (every
-  user of the hub) is a learner, and one without a store reads "not started".
+  after a reveal; the most common wrong answers with their counts (a generated self-test's per program asked,
+  each with the question's note when it is a known misconception on that program); hints and attempts;
+* per learner: last activity, the unit in progress, and what it still misses. The learners are the users named
+  (``--users``, ``--group``), else every home in ``--homes`` that holds the course (its workspace or progress
+  folder); one without a store reads "not started", and the homes left out are named.
 
 This is the learners' own record, derived exactly as their panel and ``python -m grader status`` derive it
 (:mod:`grader.engine.progress`). It is not recomputed: ``python -m grader grade`` re-runs submitted notebooks and
-grades them afresh; this only reads what the learners' kernels wrote.
+grades them afresh; this only reads what the learners' kernels wrote. Every name and answer it prints has its
+control characters escaped (:mod:`grader.instructor.grading.printable`).
 
-    python -m grader.instructor.classview --homes /home [--users alice,bob] [--html class.html] [--json]
+    python -m grader.instructor.classview --homes /home [--users alice,bob | --group students] [--html class.html]
+        [--json]
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import datetime
 import functools
 import html
 import json
-import pwd
+import os
 import sqlite3
 import sys
 import time
@@ -38,10 +43,12 @@ from grader.engine import moves, progress
 from grader.engine.course import UNITS
 from grader.engine.question import of_unit
 from grader.engine.store import FILENAME, Event
+from grader.instructor import homes as home_files
 from grader.instructor.grading import untrusted_store
+from grader.instructor.grading.printable import escape
 
 ROOT = Path(__file__).resolve().parents[2]
-STORE_IN_HOME = Path(".local") / "share" / "autograd-lab" / FILENAME
+STORE_IN_HOME = Path(*home_files.PROGRESS) / FILENAME
 TOP = 5  # wrong answers listed per question
 NOT_STARTED = "not started (no progress store yet: never ran a graded cell)"
 MISSING_SHOWN = 8  # items of a learner's missing list shown on the page (the JSON has all)
@@ -50,18 +57,29 @@ MISSING_SHOWN = 8  # items of a learner's missing list shown on the page (the JS
 # --- reading the stores --------------------------------------------------------------------
 
 
-def read_events(path: Path) -> list[Event]:
-    """Every event in the store at ``path``, read-only and as untrusted data
-    (:mod:`grader.instructor.grading.untrusted_store`: only a plain ``events`` table, ``trusted_schema`` off, an
-    operation budget, a size cap). It creates nothing beside the learner's file: when a kernel is writing (both
-    ``-wal`` and ``-shm`` exist) it reads through them, otherwise it opens the file as immutable (``mode=ro``
-    alone would leave a ``-wal`` and ``-shm`` owned by whoever reads, which, run as root, would stop the learner's
-    own kernel from writing). A store caught mid-write is read again; one refused raises
-    :class:`untrusted_store.Refused` (an ``sqlite3.DatabaseError``) saying why."""
+def _read_copy(folder_fd: int, owner: int | None, name: str = FILENAME) -> list[Event]:
+    """The events of the store in ``folder_fd``, read from a private copy of its bytes (and of its write-ahead log)
+    taken through the descriptor: the store file, then its log, then the store again, until the store did not
+    change meanwhile (a kernel's checkpoint between the two would pair a log with a store it does not belong to)."""
+    cap = untrusted_store.STORE_CAP
+    for _ in range(4):
+        db, _ = home_files.read_file(folder_fd, name, cap, owner)
+        try:
+            wal, _ = home_files.read_file(folder_fd, name + "-wal", cap, owner)
+        except home_files.Missing:
+            wal = None
+        again, _ = home_files.read_file(folder_fd, name, cap, owner)
+        if again == db:
+            break
+    events, _ = untrusted_store.read_bytes(db, wal)
+    return moves.moved_events(events)  # a unit-wide event of a split unit counts for both halves
+
+
+def _retrying(read) -> list[Event]:
+    """``read()``, again while the store is caught mid-write (a kernel writing it as it is copied)."""
     for attempt in range(4):
         try:
-            events, _ = untrusted_store.read(path, live=True)
-            return moves.moved_events(events)  # a unit-wide event of a split unit counts for both halves
+            return read()
         except untrusted_store.Refused as exc:
             busy = "locked" in str(exc) or "busy" in str(exc) or "malformed" in str(exc)
             if attempt == 3 or not busy:
@@ -70,61 +88,76 @@ def read_events(path: Path) -> list[Event]:
     return []
 
 
+def read_events(path: Path) -> list[Event]:
+    """Every event in the store at ``path`` (a store given by its path, ``--store NAME=PATH``), read as untrusted
+    data (:mod:`grader.instructor.grading.untrusted_store`: only a plain ``events`` table, ``trusted_schema`` off,
+    an operation budget, a size cap) from a private copy taken without following a link at its last part. Nothing
+    is created beside the file. Raises :class:`untrusted_store.Refused` or :class:`home_files.Refused`."""
+    path = Path(path)
+    try:
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise home_files.Missing(f"{path.parent}: {exc.strerror}") from None
+    try:
+        return _retrying(lambda: _read_copy(folder, None, path.name))
+    finally:
+        os.close(folder)
+
+
+def read_home_store(user: str, home: Path) -> list[Event]:
+    """The events of the store in ``home`` (``~/.local/share/autograd-lab/progress.sqlite3``), every part of the
+    path opened from the one above it without following a link, each owned by the home's owner
+    (:mod:`grader.instructor.homes`). Raises Missing (no store yet), home_files.Refused or untrusted_store.Refused."""
+    with home_files.open_home(user, home) as opened:
+        folder = home_files.open_folder(opened, home_files.PROGRESS)
+        try:
+            return _retrying(lambda: _read_copy(folder, opened.owner))
+        finally:
+            os.close(folder)
+
+
 @dataclass
 class Learner:
     name: str
     store: Path
     events: list = field(default_factory=list)
     problem: str = ""  # why the store could not be read; '' when it was
+    home: Path | None = None  # read through the home (every part without links); None: a store given by path
 
     def states(self) -> dict[str, progress.UnitState]:
         return {u: progress.unit_state(u, self.events) for u in UNITS}
 
 
-def home_of(user: str, homes: list[Path]) -> Path:
-    try:
-        return Path(pwd.getpwnam(user).pw_dir)
-    except KeyError:
-        for base in homes:
-            if (base / user).is_dir():
-                return base / user
-        return (homes[0] if homes else Path("/home")) / user
-
-
 def find(
-    homes: list[Path], users: list[str] | None = None, stores: dict[str, Path] | None = None
-) -> list[tuple[str, Path]]:
-    """(learner, store path) for the given users, else for every folder in ``homes`` (every user of a hub, those
-    who never started too: their store's path, which does not exist yet)."""
-    found: dict[str, Path] = {}
-    if users:
-        for user in users:
-            found[user] = home_of(user, homes) / STORE_IN_HOME
-    else:
-        for base in homes:
-            try:
-                entries = sorted(p for p in Path(base).iterdir() if p.is_dir())
-            except OSError:
-                continue
-            for home in entries:
-                if home.name.startswith(".") or home.name == "lost+found":
-                    continue
-                found[home.name] = home / STORE_IN_HOME  # one we may not enter: listed, with why (run as root)
-    found.update(stores or {})
-    return sorted(found.items())
+    homes: list[Path], users: list[str] | None = None, stores: dict[str, Path] | None = None, others=None
+) -> list[tuple[str, Path | None, Path]]:
+    """(learner, home or None, store path) for the given users, else for every home in ``homes`` that holds the
+    course (:func:`grader.instructor.homes.learners`; the other homes are appended to ``others``), and each store
+    given by path."""
+    found: dict[str, tuple[Path | None, Path]] = {}
+    if users or homes:
+        listed = home_files.learners(homes, users)
+        if others is not None:
+            others += listed.others
+        for user, home in listed.learners:
+            found[user] = (home, home / STORE_IN_HOME)
+    for name, path in (stores or {}).items():
+        found[name] = (None, Path(path))
+    return [(name, home, path) for name, (home, path) in sorted(found.items())]
 
 
-def collect(homes: list[Path], users: list[str] | None = None, stores: dict[str, Path] | None = None) -> list[Learner]:
+def collect(
+    homes: list[Path], users: list[str] | None = None, stores: dict[str, Path] | None = None, others=None
+) -> list[Learner]:
     learners = []
-    for name, path in find(homes, users, stores):
-        learner = Learner(name, path)
+    for name, home, path in find(homes, users, stores, others):
+        learner = Learner(name, path, home=home)
         try:
-            if path.is_file():
-                learner.events = read_events(path)
-            else:
-                learner.problem = NOT_STARTED
-        except PermissionError:
-            learner.problem = "store not readable: permission denied (collect the class as root)"
+            learner.events = read_home_store(name, home) if home is not None else read_events(path)
+        except home_files.Missing:
+            learner.problem = NOT_STARTED
+        except home_files.Refused as exc:
+            learner.problem = f"store not read: {exc}"
         except (OSError, sqlite3.Error) as exc:
             learner.problem = f"store not readable: {exc}"
         learners.append(learner)
@@ -143,13 +176,23 @@ def _truths() -> dict:
         return {}
 
 
-def _answer_text(q, answer) -> tuple[str, str]:
-    """(how the answer reads, the question's misconception note for it or '')."""
+def _answer_text(q, answer, variant=None) -> tuple[str, str]:
+    """(how the answer reads, the question's misconception note for it or ''). A generated self-test's answer is
+    judged on ``variant``, the program the learner was asked (torch's answer on it, computed here), never on the
+    canonical program's: the same wrong words mean another mistake on another program."""
     try:
         value = q.kind.read_recorded(answer)
         text = q.kind.show(value)
     except Exception:
         return (json.dumps(answer) if not isinstance(answer, str) else answer)[:120], ""
+    if variant is not None:
+        from grader.instructor.grading.report import _wrong
+
+        try:
+            _, note = _wrong(q, answer, variant)
+        except Exception:
+            note = ""
+        return text[:120], note
     truth = None  # only a misconception declared as a function of torch's answer needs it
     try:
         truth = q.kind.read(_truths()[q.qid]["answer"])
@@ -162,6 +205,30 @@ def _answer_text(q, answer) -> tuple[str, str]:
     return text[:120], note
 
 
+PROGRAMS_NOTED = 400  # distinct programs of a class whose torch answers are worked out for the notes, at most
+
+
+def _program_of(q, e: Event, budget: list):
+    """(the program a self-test's check event says it graded, as the course's generator draws it from the seed the
+    event records; its label) or (None, label) where it names none or the budget of programs is spent. The seed is
+    the learner's own record, as everything here is."""
+    from grader.engine import variants
+
+    if q.program is None:
+        return None, ""
+    seed = e.detail.get("seed") if isinstance(e.detail, dict) else None
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**48):
+        return None, "?"
+    label = variants.label(seed)
+    if budget[0] <= 0:
+        return None, label
+    budget[0] -= 1
+    try:
+        return variants.Variant(q.qid, variants.number_in(e.detail), seed, q.program(variants.Draw(seed))), label
+    except Exception:
+        return None, label
+
+
 _STANDING_COUNT = {
     "revealed only": "revealed_without_prediction",
     "predicted after reveal": "predicted_after_reveal",
@@ -170,10 +237,13 @@ _STANDING_COUNT = {
 }
 
 
-def _question_row(q, learners: list[Learner], states: dict[str, dict[str, progress.UnitState]]) -> dict:
+def _question_row(
+    q, learners: list[Learner], states: dict[str, dict[str, progress.UnitState]], budget: list | None = None
+) -> dict:
+    budget = budget if budget is not None else [PROGRAMS_NOTED]
     row = {"qid": q.qid, "role": q.role, "prompt": q.prompt, "records": Counter()}
     wrong: Counter = Counter()
-    notes: dict[str, str] = {}
+    notes: dict[tuple[str, str], str] = {}
     hinted = hints = 0
     if q.role == "predict":
         counts = dict.fromkeys(
@@ -204,8 +274,8 @@ def _question_row(q, learners: list[Learner], states: dict[str, dict[str, progre
                 counts[_STANDING_COUNT[s.standing]] += 1
             if s.revealed and s.reveal_verdict == "incorrect" and s.prediction is not None:
                 text, note = _answer_text(q, s.prediction)
-                wrong[text] += 1
-                notes[text] = note
+                wrong[(text, "")] += 1
+                notes[(text, "")] = note
         else:
             if s.passed:
                 counts["passed"] += 1
@@ -215,15 +285,16 @@ def _question_row(q, learners: list[Learner], states: dict[str, dict[str, progre
                 counts["not_answered"] += 1
             else:
                 counts["failing"] += 1
-            if q.role == "self-test":  # each learner's distinct wrong answers, once each
+            if q.role == "self-test":  # each learner's distinct wrong answers, once each, by the program asked
                 seen = set()
                 for e in learner.events:
                     if e.qid == q.qid and e.action == "check" and e.verdict == "incorrect":
-                        text, note = _answer_text(q, e.answer)
-                        if text not in seen:
-                            seen.add(text)
-                            wrong[text] += 1
-                            notes[text] = note
+                        variant, label = _program_of(q, e, budget)
+                        text, note = _answer_text(q, e.answer, variant)
+                        if (text, label) not in seen:
+                            seen.add((text, label))
+                            wrong[(text, label)] += 1
+                            notes[(text, label)] = note if variant is not None or not label else ""
     row.update(counts)
     if q.role != "predict":
         row["attempts_total"] = sum(states[l.name][q.unit].questions[q.qid].attempts for l in learners if not l.problem)
@@ -231,7 +302,12 @@ def _question_row(q, learners: list[Learner], states: dict[str, dict[str, progre
             round(sum(attempts_to_pass) / len(attempts_to_pass), 2) if attempts_to_pass else None
         )
     row["learners_with_hints"], row["hints_shown"] = hinted, hints
-    row["wrong_answers"] = [{"answer": a, "count": n, "note": notes.get(a, "")} for a, n in wrong.most_common(TOP)]
+    # a generated self-test's wrong answers are counted per program (each learner's programs are their own):
+    # one answer given on two programs is two entries, each with the note for its own program
+    row["wrong_answers"] = [
+        {"answer": a, "count": n, "note": notes.get((a, p), ""), **({"program": p} if p else {})}
+        for (a, p), n in wrong.most_common(TOP)
+    ]
     row["records"] = dict(row["records"].most_common())
     return row
 
@@ -284,13 +360,14 @@ def report(learners: list[Learner], now: float | None = None) -> dict:
     now = time.time() if now is None else now
     states = {l.name: l.states() for l in learners}
     readable = [l for l in learners if not l.problem]
+    budget = [PROGRAMS_NOTED]
     units = []
     for uid, unit in UNITS.items():
         started = sum(states[l.name][uid].started for l in readable)
         passed = sum(states[l.name][uid].passed for l in readable)
         entry = {"unit": uid, "title": unit.title, "started": started, "passed": passed, "questions": []}
         if started:
-            entry["questions"] = [_question_row(q, readable, states) for q in of_unit(uid)]
+            entry["questions"] = [_question_row(q, readable, states, budget) for q in of_unit(uid)]
         units.append(entry)
     return {
         "generated": _when(now),
@@ -328,23 +405,27 @@ def text(rep: dict) -> str:
                 )
             lines.append(f"  {q['qid']:<30} {figures}, hints {q['hints_shown']} ({q['learners_with_hints']} learners)")
             for w in q["wrong_answers"]:
+                on = f" (program {escape(w['program'])})" if w.get("program") else ""
                 lines.append(
-                    f"      wrong: {w['answer']} x{w['count']}" + (f"  ({w['note'][:80]})" if w["note"] else "")
+                    f"      wrong: {escape(w['answer'])}{on} x{w['count']}"
+                    + (f"  ({w['note'][:80]})" if w["note"] else "")
                 )
     lines.append("\nwho is where:")
-    for r in rep["class"]:
+    for r in rep["class"]:  # every name and every text a learner's store gave is escaped for the terminal
         if r["problem"]:
-            lines.append(f"  {r['learner']:<16} {r['problem']}")
+            lines.append(f"  {escape(r['learner']):<16} {escape(r['problem'])}")
             continue
         where = (
-            f"in {r['unit_in_progress']} ({r['done']} done), missing: " + "; ".join(r["missing"])
+            f"in {escape(r['unit_in_progress'])} ({r['done']} done), missing: " + escape("; ".join(r["missing"]))
             if r["unit_in_progress"]
             else "nothing in progress"
         )
         lines.append(
-            f"  {r['learner']:<16} last {r['last_activity'] or 'never'} ({r['idle']} ago), "
-            f"passed {', '.join(r['passed']) or 'none'}; {where}"
+            f"  {escape(r['learner']):<16} last {r['last_activity'] or 'never'} ({r['idle']} ago), "
+            f"last action {escape(r['last_action']) or 'none'}, passed {', '.join(r['passed']) or 'none'}; {where}"
         )
+    if rep.get("others"):
+        lines.append("\n" + home_files.others_line(rep["others"]))
     return "\n".join(lines)
 
 
@@ -469,9 +550,10 @@ def _wrongs(q: dict) -> str:
     items = []
     for w in q["wrong_answers"]:
         note = f" <span class='muted'>({html.escape(w['note'])})</span>" if w["note"] else ""
+        on = f" <span class='muted'>on program {html.escape(w['program'])}</span>" if w.get("program") else ""
         items.append(
             f"<span class='wrong' data-q='{html.escape(q['qid'])}' data-count='{w['count']}'>"
-            f"{html.escape(w['answer'])} ×{w['count']}</span>{note}"
+            f"{html.escape(w['answer'])} ×{w['count']}</span>{on}{note}"
         )
     return "<br>".join(items)
 
@@ -485,6 +567,7 @@ def main(argv: list[str] | None = None) -> int:
         "--homes", action="append", default=[], help="a folder of home folders (repeatable; default /home)"
     )
     parser.add_argument("--users", help="only these users, comma-separated (their homes from the system)")
+    parser.add_argument("--group", help="the learners are the members of this Unix group")
     parser.add_argument(
         "--store",
         action="append",
@@ -503,11 +586,24 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--store takes NAME=PATH, not {item!r}")
         stores[name] = Path(path)
     users = [u for u in (args.users or "").split(",") if u] or None
-    learners = collect(homes, users, stores)
+    if args.group:
+        if users:
+            parser.error("give --users or --group, not both")
+        try:
+            users = home_files.group_members(args.group)
+        except KeyError:
+            parser.error(f"no such group: {escape(args.group)}")
+    others: list[str] = []
+    learners = collect(homes, users, stores, others)
     if not learners:
-        print(f"no progress stores found under {', '.join(map(str, homes))}", file=sys.stderr)
+        print(
+            f"no learners found under {', '.join(escape(h) for h in homes)}"
+            + (f"; {home_files.others_line(others)}" if others else ""),
+            file=sys.stderr,
+        )
         return 1
     rep = report(learners)
+    rep["others"] = others
     if args.html:
         Path(args.html).write_text(page(rep), encoding="utf-8")
     print(json.dumps(rep, indent=1) if args.json else text(rep))

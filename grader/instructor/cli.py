@@ -1,44 +1,15 @@
-"""python -m grader: status, questions, claims, reset, workspace, build, new-question, verify, grade, collect, class,
-release, doctor."""
+"""python -m grader: the learner's commands (status, reset, workspace, identity, review, doctor:
+:mod:`grader.learner.commands`) and the instructor's (questions, claims, build, new-question, verify, grade, collect,
+class, release)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
-
-def _status(args) -> int:
-    from grader.engine import progress
-    from grader.engine.course import UNITS
-    from grader.engine.store import current
-
-    states = progress.course_state(current())
-    rows = []
-    for uid, unit in UNITS.items():
-        s = states[uid]
-        rows.append(
-            {
-                "unit": uid,
-                "title": unit.title,
-                "status": s.status,
-                "needs": list(unit.needs),
-                "note": progress.prerequisites_note(uid, states) if not s.passed else "",
-                **s.counts(),
-                "missing": s.missing() if s.started and not s.passed else [],
-            }
-        )
-    if args.json:
-        print(json.dumps({"store": str(current().path), "units": rows}, indent=2))
-        return 0
-    print(f"progress: {current().path}")
-    for r in rows:
-        extra = f"  ({r['note']})" if r["note"] else ""
-        done = f"{r['done']}/{r['questions']}" if r["questions"] else "-"
-        print(f"  {r['unit']}  {r['status']:<12} {done:>6}  {r['title']}{extra}")
-    return 0
+from grader.learner import commands
 
 
 def _known_units(units) -> list[str] | None:
@@ -114,94 +85,6 @@ def _claims(args) -> int:
             if args.check:
                 print(f"    {r['result']}")
     return 1 if args.check and not all(r["ok"] for r in rows) else 0
-
-
-def _reset_target(target: str):
-    """(kind, id, what) for an exact unit id ('07') or question id ('07.exp-add'); ValueError otherwise."""
-    from grader.engine.course import UNITS
-    from grader.engine.moves import current_id
-    from grader.engine.question import all_questions
-
-    if target in UNITS:
-        return "unit", target, f"unit {target} ({UNITS[target].title})"
-    qids = {q.qid for q in all_questions()}
-    if target in qids:
-        return "question", target, f"question {target}"
-    if current_id(target) in qids:  # an id from before its question moved (grader.engine.moves)
-        return "question", current_id(target), f"question {current_id(target)} (once {target})"
-    unit, dot, rest = target.partition(".")
-    padded = unit.zfill(2) + dot + rest if unit.isdigit() else None
-    hint = f" Did you mean {padded}?" if padded and (padded in UNITS or padded in qids) else ""
-    raise ValueError(
-        f"{target!r} is not a unit id or a question id.{hint} Units are written with two "
-        f"digits ({', '.join(UNITS)}); question ids look like 07.exp-add "
-        f"(`python -m grader questions --unit 07` lists them)."
-    )
-
-
-def _reset(args) -> int:
-    from grader.learner.api import reset
-
-    try:
-        kind, target, what = _reset_target(args.target)
-    except ValueError as exc:
-        print(f"reset: {exc}", file=sys.stderr)
-        return 2
-    if not args.yes:
-        if not sys.stdin.isatty():
-            print(
-                f"reset: not forgetting {what} without a yes: there is no terminal to ask at. "
-                f"To forget it, run `python -m grader reset {target} --yes`.",
-                file=sys.stderr,
-            )
-            return 2
-        forgets = (
-            "every prediction, reveal, check and pass of this unit"
-            if kind == "unit"
-            else "its prediction, reveal and checks"
-        )
-        try:
-            answer = input(f"Forget your progress on {what}: {forgets}? It starts again from nothing. [y/N] ")
-        except (EOFError, KeyboardInterrupt):
-            answer = ""
-            print()
-        if answer.strip().lower() not in ("y", "yes"):
-            print("nothing forgotten")
-            return 1
-    result = reset(target)
-    print(result)
-    return 0 if result.verdict == "info" else 2
-
-
-def _workspace(args) -> int:
-    from grader.learner.workspace import WorkspaceError, check_location, default_dir, port_in_use, report, sync
-
-    if args.port is not None:
-        try:
-            taken = port_in_use(args.port)
-        except OSError as exc:
-            print(
-                f"cannot listen on 127.0.0.1:{args.port} ({exc.strerror}); choose another: make lab PORT=8899",
-                file=sys.stderr,
-            )
-            return 3
-        if taken:
-            print(
-                f"port {args.port} is taken: is `make lab` already running? Open the URL it printed, or stop it "
-                f"(Ctrl-C in its terminal), or use another port: make lab PORT={args.port + 1}",
-                file=sys.stderr,
-            )
-            return 3
-    try:
-        where = check_location(Path(args.dir) if args.dir else default_dir())
-        changes = sync(where)
-    except WorkspaceError as exc:
-        print(f"workspace: {exc}", file=sys.stderr)
-        return 2
-    print(report(changes, where), file=sys.stderr if args.print_dir else sys.stdout)
-    if args.print_dir:
-        print(where)
-    return 0
 
 
 def _build(args) -> int:
@@ -324,7 +207,12 @@ def _grade(args) -> int:
         if args.count_absent:
             weights.count_absent = True
         ids = roster.read_roster(Path(args.roster)) if args.roster else None
-        times = roster.read_times(Path(args.times)) if args.times else None
+        # the times a notebook was handed in: --times (the LMS's, or mtime), else collect's record in the folder
+        # given; never the files' own times unasked (grader/instructor/grading/late.py)
+        record = None if args.times or merging else roster.collect_record(args.paths)
+        times = roster.read_times(args.times if args.times else record) if (args.times or record) else None
+        if record is not None:
+            print(f"grade: submission times from collect's record {record}", file=sys.stderr)
         changes = overrides.load(Path(args.overrides) if args.overrides else None, weights)
     except (scores.WeightsError, roster.RosterError, overrides.OverridesError) as exc:
         problems.append(str(exc))
@@ -356,6 +244,22 @@ def _grade(args) -> int:
             problems.append(str(exc))
     if args.lms_out and not args.lms:
         problems.append("--lms-out: say which LMS with --lms canvas or --lms moodle")
+    lms_columns = None
+    if args.lms_columns and not args.lms:
+        problems.append("--lms-columns: say which LMS with --lms canvas or --lms moodle")
+    elif args.lms_columns:
+        from grader.instructor.grading.lms_gradebook import ColumnsError, read_columns
+
+        try:
+            lms_columns = read_columns(Path(args.lms_columns))
+        except ColumnsError as exc:
+            problems.append(str(exc))
+    if changes and args.merge_into and Path(args.merge_into).is_file() and not merging:
+        from grader.instructor.grading import gradebook
+        from grader.instructor.grading.pipeline import find
+
+        graded_now = {s.learner for s in find(args.paths, pattern)}
+        problems += changes.pending(gradebook.read_csv(Path(args.merge_into)), graded_now)
     if args.lms_out and (Path(args.lms_out).is_dir() or not Path(args.lms_out).parent.is_dir()):
         problems.append(f"--lms-out {args.lms_out}: give a CSV file in a folder that exists")
     report_to = Path(args.report) if args.report else None
@@ -377,7 +281,7 @@ def _grade(args) -> int:
         for p in problems:
             print(f"grade: {p}", file=sys.stderr)
         return 2
-    from grader.instructor.grading.pipeline import grading_failed, merge
+    from grader.instructor.grading.pipeline import grade, grading_failed, merge
     from grader.instructor.grading.workers import NoWorker
 
     if merging:
@@ -394,6 +298,7 @@ def _grade(args) -> int:
                 ids=ids,
                 lms=args.lms,
                 lms_out=Path(args.lms_out) if args.lms_out else None,
+                lms_columns=lms_columns,
             )
         except MergeError as exc:
             print(f"grade merge: refused: {exc}", file=sys.stderr)
@@ -401,7 +306,34 @@ def _grade(args) -> int:
         print(f"merged {len(args.paths) - 1} partial gradebooks: {len(rows)} rows -> {out}", file=sys.stderr)
         return 0
     try:
-        rows = _run_grade(args, out, weights, ids, times, shard, report_to, pattern, changes, rule)
+        rows = grade(
+            args.paths,
+            out,
+            jobs=args.jobs,
+            cell_timeout=args.cell_timeout,
+            notebook_timeout=args.notebook_timeout,
+            memory_mb=args.memory_mb,
+            html_dir=Path(args.html) if args.html else None,
+            weights=weights,
+            ids=ids,
+            times=times,
+            wide=Path(args.wide) if args.wide else None,
+            merge_into=Path(args.merge_into) if args.merge_into else None,
+            shard=shard,
+            resume=args.resume,
+            report_to=report_to,
+            handed_out=args.handed_out,
+            name_pattern=pattern,
+            keep=args.keep,
+            lms=args.lms,
+            lms_out=Path(args.lms_out) if args.lms_out else None,
+            overrides=changes,
+            late_rule=rule,
+            identity_from=args.identity,
+            mastery=args.mastery,
+            lms_columns=lms_columns,
+            progress_to=sys.stderr,  # the stream as it is now (a caller may have redirected it), not at import
+        )
     except NoWorker as exc:
         print(f"grade: {exc}; nothing was graded", file=sys.stderr)
         return 1
@@ -410,77 +342,6 @@ def _grade(args) -> int:
         print(f"grade: {failed}. Look at the rows' problems before you use this gradebook.", file=sys.stderr)
         return 1
     return 0 if rows or shard else 2
-
-
-def _run_grade(args, out, weights, ids, times, shard, report_to, pattern, changes, rule) -> list[dict]:
-    from grader.instructor.grading.pipeline import grade
-
-    return grade(
-        args.paths,
-        out,
-        jobs=args.jobs,
-        cell_timeout=args.cell_timeout,
-        notebook_timeout=args.notebook_timeout,
-        memory_mb=args.memory_mb,
-        html_dir=Path(args.html) if args.html else None,
-        weights=weights,
-        ids=ids,
-        times=times,
-        wide=Path(args.wide) if args.wide else None,
-        merge_into=Path(args.merge_into) if args.merge_into else None,
-        shard=shard,
-        resume=args.resume,
-        report_to=report_to,
-        handed_out=args.handed_out,
-        name_pattern=pattern,
-        keep=args.keep,
-        lms=args.lms,
-        lms_out=Path(args.lms_out) if args.lms_out else None,
-        overrides=changes,
-        late_rule=rule,
-        identity_from=args.identity,
-        mastery=args.mastery,
-        progress_to=sys.stderr,  # the stream as it is now (a caller may have redirected it), not at import
-    )
-
-
-def _identity(args) -> int:
-    """Show the learner's identity (the seed of their self-tests' programs), or keep a new one."""
-    from grader.engine import identity
-
-    if args.name:
-        try:
-            name = identity.set_identity(args.name)
-        except (ValueError, OSError) as exc:
-            print(f"identity: {exc}", file=sys.stderr)
-            return 2
-        print(f"your identity is now {name!r} (kept in {identity.path()})")
-        if identity.key(os.environ.get(identity.ENV, "")) or identity.key(os.environ.get(identity.HUB_ENV, "")):
-            print(f"note: {identity.source()} sets another one, and it comes first", file=sys.stderr)
-        return 0
-    print(f"{identity.current()}  (from {identity.source()})")
-    return 0
-
-
-def _review(args) -> int:
-    """What is due for review, with each program; REVIEW QID ANSWER grades one, as review() does in a notebook."""
-    import ast
-
-    from grader.learner.review import review
-
-    if args.qid is None:
-        print(review())
-        return 0
-    if args.answer is None:
-        print(review(args.qid))
-        return 0
-    try:
-        answer = ast.literal_eval(args.answer)
-    except (ValueError, SyntaxError):
-        answer = args.answer  # a plain word: a name, a label
-    result = review(args.qid, answer)
-    print(result)
-    return 0 if result.verdict in ("correct", "info") else 1
 
 
 def _new_question(args) -> int:
@@ -513,51 +374,10 @@ def _release(args) -> int:
     return 0
 
 
-_DOCTOR_USAGE = (
-    "usage: python -m grader doctor [--frozen NAME]... [--should-move NAME]... script.py [args...]\n"
-    "       (or declare them in the script: # doctor: frozen=NAME,... should_move=NAME,...)"
-)
-
-
-def _doctor(argv: list[str]) -> int:
-    """The doctor's own options come before the script; everything after the script is the script's."""
-    from grader.learner.doctor import run_script
-
-    declared: dict[str, list[str]] = {"--frozen": [], "--should-move": []}
-    i = 0
-    while i < len(argv) and argv[i].startswith("-"):
-        option, _, value = argv[i].partition("=")
-        if option in ("-h", "--help"):
-            print(_DOCTOR_USAGE)
-            return 0
-        if option not in declared:
-            print(f"doctor: unknown option {option}\n{_DOCTOR_USAGE}", file=sys.stderr)
-            return 2
-        if not value:
-            i += 1
-            if i == len(argv):
-                print(f"doctor: {option} needs a parameter name\n{_DOCTOR_USAGE}", file=sys.stderr)
-                return 2
-            value = argv[i]
-        declared[option] += [v for v in value.split(",") if v]
-        i += 1
-    if i == len(argv):
-        print(_DOCTOR_USAGE, file=sys.stderr)
-        return 2
-    script = argv[i]
-    if not Path(script).is_file():
-        print(f"doctor: no such script: {script}", file=sys.stderr)
-        return 2
-    return run_script(script, argv[i + 1 :], frozen=declared["--frozen"], should_move=declared["--should-move"])
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader", description="autograd-lab's grader")
     sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("status", help="every unit: passed, in progress or not started")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(run=_status)
+    commands.add_to(sub)  # the learner's: status, reset, workspace, identity, review, doctor
 
     p = sub.add_parser("questions", help="every question with id, unit, kind and prompt")
     p.add_argument("--json", action="store_true")
@@ -572,21 +392,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--root", default=str(Path(__file__).resolve().parents[2]), help=argparse.SUPPRESS)
     p.set_defaults(run=_claims)
-
-    p = sub.add_parser("reset", help="forget progress on a unit (01) or one question (01.pow-node); asks first")
-    p.add_argument("target", help="a unit id such as 07, or a question id such as 07.exp-add")
-    p.add_argument("--yes", action="store_true", help="forget without asking (for scripts)")
-    p.set_defaults(run=_reset)
-
-    p = sub.add_parser("workspace", help="create or update your own copies of the notebooks (what `make lab` opens)")
-    p.add_argument(
-        "--dir", help="the workspace folder (default: $AUTOGRAD_LAB_WORKSPACE, else my-work/ in the repository)"
-    )
-    p.add_argument("--port", type=int, help="first check that this port on 127.0.0.1 is free (exit 3 if not)")
-    p.add_argument(
-        "--print-dir", action="store_true", help="print only the workspace's path on stdout (the report goes to stderr)"
-    )
-    p.set_defaults(run=_workspace)
 
     p = sub.add_parser("build", help="write notebooks/ from solutions/")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if notebooks/ differs")
@@ -637,7 +442,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--wide", help="also write one row per learner, every unit as columns, to this CSV")
     p.add_argument("--roster", help="a CSV mapping learner (folder or file) names to student IDs")
-    p.add_argument("--times", help="a CSV of submission times from the LMS (file, time); default: file times")
+    p.add_argument(
+        "--times",
+        help="a CSV of submission times (file, time): the LMS's, or collect's collect-times.csv (read by itself from "
+        "the folder given); `--times mtime` takes the files' own times, which their owners can set",
+    )
     p.add_argument(
         "--merge-into",
         help="an existing gradebook CSV: replace the rows of the learners and units graded now, keep the rest",
@@ -672,7 +481,16 @@ def main(argv: list[str] | None = None) -> int:
         choices=["canvas", "moodle"],
         help="also write the gradebook in that LMS's import shape (UTF-8 with a BOM) to --lms-out",
     )
-    p.add_argument("--lms-out", help="the file --lms writes (default: beside --out, grades-canvas.csv)")
+    p.add_argument(
+        "--lms-out",
+        help="the file --lms writes (default: beside --out, grades-canvas.csv; with --merge-into, beside that)",
+    )
+    p.add_argument(
+        "--lms-columns",
+        metavar="CSV",
+        help="the LMS's own columns for the units (unit,column[,points]: an assignment's name, or a Canvas "
+        "assignment id, and its maximum); see grader/instructor/grading/lms_gradebook.py",
+    )
     p.add_argument(
         "--overrides",
         metavar="CSV",
@@ -706,21 +524,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.set_defaults(run=_grade)
 
-    p = sub.add_parser(
-        "identity", help="your identity, which your self-tests' programs are drawn from; identity NAME keeps one"
-    )
-    p.add_argument("name", nargs="?", help="the name to keep (the id on your course's roster)")
-    p.set_defaults(run=_identity)
-
-    p = sub.add_parser(
-        "review",
-        help="fresh programs of the self-tests you passed that are due again (1, 3, 7, 21 days); "
-        "review QID ANSWER answers one",
-    )
-    p.add_argument("qid", nargs="?", help="a question due for review, e.g. 01.closed-book-walk")
-    p.add_argument("answer", nargs="?", help="your answer, as a Python literal (['A', 'B'], 6.0, {'x'})")
-    p.set_defaults(run=_review)
-
     sub.add_parser(
         "collect",
         help="copy each learner's workspace notebooks out of their homes, a folder per user, ready for grade "
@@ -735,14 +538,6 @@ def main(argv: list[str] | None = None) -> int:
         add_help=False,
     )
     p.add_argument("options", nargs="*", help="the options of python -m grader.instructor.classview")
-
-    sub.add_parser(
-        "doctor",
-        help="run a training script unchanged and name what goes wrong in its autograd use "
-        "(python -m grader doctor [--frozen NAME] [--should-move NAME] train.py [args...]; or a "
-        "'# doctor: frozen=NAME should_move=NAME' line in the script)",
-        add_help=False,
-    )
 
     p = sub.add_parser(
         "new-question",
@@ -766,8 +561,6 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=_release)
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["doctor"]:  # the script's own arguments, passed on whole
-        return _doctor(argv[1:])
     if argv[:1] == ["collect"]:
         from grader.instructor.collect import main as collect
 
@@ -776,16 +569,7 @@ def main(argv: list[str] | None = None) -> int:
         from grader.instructor.classview import main as classview
 
         return classview(argv[1:])
-    args = parser.parse_args(argv)
-    try:
-        code = args.run(args)
-        sys.stdout.flush()
-        return code
-    except BrokenPipeError:
-        # the reader left (`python -m grader status --json | head`): stop quietly, and keep Python's
-        # own flush at exit from failing on the closed pipe again
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+    return commands.run(parser, argv)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,24 @@
-"""autograd-lab on JupyterHub: the local hub (`make hub`, tests/test_hub.py) and each user's start command.
+"""autograd-lab on JupyterHub: the local hub (`make hub`, tests/test_hub.py).
 
-* ``python -m grader.instructor.hub singleuser [ARGS]`` is every user's server on a hub (the spawner's ``cmd``).
-  Running as the user, it creates or updates the user's workspace (``~/autograd-lab``, or
-  ``AUTOGRAD_LAB_WORKSPACE``) from the course's ``notebooks/``, makes the workspace and the progress
-  folder private (0700, umask 077), then replaces itself with ``jupyterhub-singleuser`` rooted there.
+* Every user's server on a hub (the spawner's ``cmd``) is ``python -m grader.learner.hub_start``
+  (:mod:`grader.learner.hub_start`; ``python -m grader.instructor.hub singleuser`` still runs it): running as the
+  user, it creates or updates the user's workspace from the installed course's ``notebooks/``, makes it and the
+  progress folder private, then becomes ``jupyterhub-singleuser`` rooted there.
 * ``python -m grader.instructor.hub start --users 3`` starts a hub on 127.0.0.1 for trying the course: JupyterHub,
   configurable-http-proxy (installed by ``make hub`` under ``.hub/``), ``hub/jupyterhub_config.py``,
   and N demo users with a random password each. As root the demo users are real Unix users
   (``agl-demo-1`` ...), created if missing, each server running as its user (LocalProcessSpawner);
   ``python -m grader.instructor.hub remove-users`` deletes them. Without root, every server runs as you.
+  Ctrl-C, SIGTERM (systemd, ``kill``) and SIGHUP (a closed terminal) stop the hub, every user's server and the
+  proxy (:func:`serve`).
+
+**What the learners can read.** A hub's learners get what ``grader release`` produces and nothing else: the demo hub
+writes the student bundle into ``.hub/course/`` (:func:`prepare_course`: learner notebooks and the grader, no
+``solutions/``, no manifest of live answers, no tests, no instructor's tools) and every user's server runs with it
+first on its path, so their kernels import that grader and their workspaces are made from its notebooks. As root,
+the checkout the hub runs from is made unreadable where it holds what a learner must not read (:func:`protect`:
+``solutions/``, ``tests/``, ``.git``, ``test-artifacts/`` become 0700): the demo users are real Unix users, and
+``tests/test_hub_install.py`` logs in as one and fails to open them.
 
 Nothing here imports jupyterhub: the course itself does not need it; the hub's environment does.
 """
@@ -23,6 +33,7 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -33,45 +44,53 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "hub" / "jupyterhub_config.py"
-LOCAL = ROOT / ".hub"  # ignored by git: the proxy (npm) and the demo hub's state
+LOCAL = ROOT / ".hub"  # ignored by git: the proxy (npm), the demo hub's state and the course its users get
+COURSE = LOCAL / "course"  # the student bundle the demo hub's users run (grader release), rebuilt on each start
+PRIVATE = ("solutions", "tests", ".git", "test-artifacts")  # what of the checkout learners must not read
 CHP = LOCAL / "node_modules" / ".bin" / "configurable-http-proxy"
-WORKSPACE_NAME = "autograd-lab"
 DEMO_PREFIX = "agl-demo-"
 
 
-# --- each user's server ------------------------------------------------------------------------
+# --- each user's server: grader.learner.hub_start (in the student bundle a hub installs) ----------------------
+
+from grader.learner.hub_start import WORKSPACE_NAME, private, singleuser  # noqa: E402,F401  (older configurations)
+
+# --- what the learners get, and what they must not read ------------------------------------------------------
 
 
-def private(folder: Path) -> None:
-    """Create ``folder`` if needed and make it readable by its owner only."""
-    folder.mkdir(parents=True, exist_ok=True)
-    if folder.stat().st_mode & 0o077:
-        folder.chmod(0o700)
+def prepare_course(where: Path = COURSE, root: Path = ROOT) -> Path:
+    """The student bundle (``grader release``) written afresh at ``where``, readable by every user: what the demo
+    hub's users run. Written beside it first, then put in its place."""
+    from grader.instructor.release import release
+
+    where = Path(where)
+    fresh = where.with_name(where.name + ".new")
+    shutil.rmtree(fresh, ignore_errors=True)
+    release(fresh, root=root)
+    for folder, _dirs, files in os.walk(fresh):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+    shutil.rmtree(where, ignore_errors=True)
+    fresh.rename(where)
+    return where
 
 
-def singleuser(args: list[str]) -> int:
-    """Prepare this user's workspace and progress folder, then exec jupyterhub-singleuser there."""
-    from grader.engine.store import home as progress_home
-    from grader.learner.workspace import WorkspaceError, report, sync
-
-    os.umask(0o077)  # every file the user's server and kernels write: theirs alone
-    value = os.environ.get("AUTOGRAD_LAB_WORKSPACE", "").strip()
-    workspace = Path(value).expanduser() if value else Path.home() / WORKSPACE_NAME
-    try:
-        private(workspace)
-        print(report(sync(workspace), workspace), file=sys.stderr, flush=True)
-        private(progress_home())
-    except (WorkspaceError, OSError) as exc:
-        print(
-            f"autograd-lab: the workspace could not be prepared ({exc}); starting without it",
-            file=sys.stderr,
-            flush=True,
-        )
-        workspace = Path.home()
-    os.execv(
-        sys.executable, [sys.executable, "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={workspace}", *args]
-    )
-    return 1  # not reached
+def protect(root: Path = ROOT) -> list[str]:
+    """Make the folders of the checkout that hold what a learner must not read (solutions and the manifest of live
+    answers, the tests and their reference implementations, git's history of both) readable by their owner only;
+    the names of those changed. A hub's learners are other Unix users: an install they can read must not hold them."""
+    changed = []
+    for name in PRIVATE:
+        path = Path(root) / name
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            continue
+        if stat.S_ISDIR(mode) and mode & 0o077:
+            os.chmod(path, 0o700)
+            changed.append(name)
+    return changed
 
 
 # --- demo users (root only) ----------------------------------------------------------------------
@@ -254,8 +273,10 @@ class Hub:
         homes: Path | None = None,
         port: int | None = None,
         python: str | None = None,
+        course: Path | None = None,
     ):
         self.users, self.state = users, Path(state)
+        self.course = course  # the student bundle the users' servers run (prepare_course); None: this install
         self.python = python or sys.executable  # what users' servers run (see python_for_users)
         self.state.mkdir(parents=True, exist_ok=True)
         self.state.chmod(0o700)
@@ -286,6 +307,8 @@ class Hub:
         )
         if self.homes is not None:
             env["AGL_HUB_HOMES"] = str(self.homes)
+        if self.course is not None:
+            env["AGL_HUB_COURSE"] = str(self.course)
         started = time.monotonic()
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
@@ -342,6 +365,53 @@ class Hub:
         self.log.close()
 
 
+class _Stop(Exception):
+    """SIGTERM or SIGHUP while the hub runs."""
+
+
+def _on_signal(signum, frame):
+    raise _Stop(signal.Signals(signum).name)
+
+
+def serve(hub, poll: float = 1.0, users: list[str] | None = None) -> int:
+    """Wait while the hub runs; on Ctrl-C, SIGTERM (systemd, ``kill``, a supervisor) or SIGHUP (the terminal
+    closed), or when it stops by itself, stop it: JupyterHub stops every user's server, the proxy is killed, and
+    whatever still runs as a demo user (``users``, root only) is stopped too. The handlers are put back after."""
+    previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        while hub.proc.poll() is None:
+            time.sleep(poll)
+    except (KeyboardInterrupt, _Stop) as exc:
+        print(f"\nstopping ({exc or 'Ctrl-C'})", flush=True)
+    finally:
+        try:
+            hub.stop()
+            for name in users or []:
+                stop_processes_of(name)
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+    return 0
+
+
+def stop_processes_of(name: str, grace: float = 5.0) -> None:
+    """SIGTERM every process of the Unix user ``name``, then SIGKILL what is left after ``grace`` seconds."""
+    try:
+        uid = pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = _pids_of(uid)
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + grace
+        while pids and _pids_of(uid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
 def _start(args) -> int:
     why = missing_requirements()
     if why:
@@ -366,8 +436,14 @@ def _start(args) -> int:
         return 2
     if note:
         print(note)
+    course = prepare_course()
+    print(f"the learners' course: the student bundle in {course} (grader release: no solutions, no tests)")
+    if root:
+        hidden = protect()
+        if hidden:
+            print(f"made {', '.join(f'{h}/' for h in hidden)} of {ROOT} readable by its owner only (chmod 700)")
     users = {name: secrets.token_urlsafe(9) for name in names}
-    hub = Hub(users, LOCAL / "state", homes=None if root else homes, port=args.port, python=python)
+    hub = Hub(users, LOCAL / "state", homes=None if root else homes, port=args.port, python=python, course=course)
     try:
         hub.start()
     except RuntimeError as exc:
@@ -384,21 +460,14 @@ def _start(args) -> int:
             + " (no isolation between users)"
         )
     print(
-        f"the instructor's view: {sys.executable} -m grader.instructor.classview --homes {homes if not root else '/home'} "
+        f"the instructor's view: {sys.executable} -m grader class --homes {homes if not root else '/home'} "
         f"--users {','.join(names)} --html class.html"
     )
     print(
-        "Ctrl-C stops the hub and every user's server"
+        "Ctrl-C (or SIGTERM) stops the hub and every user's server"
         + ("; python -m grader.instructor.hub remove-users deletes the demo users" if root else "")
     )
-    try:
-        while hub.proc.poll() is None:
-            time.sleep(1)
-    except KeyboardInterrupt:
-        print("\nstopping")
-    finally:
-        hub.stop()
-    return 0
+    return serve(hub, users=names if root else None)
 
 
 def _remove_users(args) -> int:
@@ -427,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=_start)
     p = sub.add_parser("remove-users", help=f"delete the demo users ({DEMO_PREFIX}N) and their homes (root)")
     p.set_defaults(run=_remove_users)
-    sub.add_parser("singleuser", help="a user's server: prepare the workspace, then jupyterhub-singleuser")
+    sub.add_parser("singleuser", help="a user's server (python -m grader.learner.hub_start does the same)")
     args = parser.parse_args(argv)
     return args.run(args)
 

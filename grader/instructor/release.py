@@ -1,8 +1,12 @@
 """The student bundle: what learners get, and nothing they should not.
 
 ``python -m grader release OUT/`` writes the learner notebooks (generated from solutions/, outputs
-cleared), the grader package, the install files, LICENSE and a short README, and never solutions/, the
-tests (with their reference implementations) or the instructors' tools. ``--zip`` also packs it.
+cleared), the grader package without the instructor's tools (``grader/instructor/``: grading, collect, the class
+view, build; ``python -m grader`` there offers the learner's commands alone, :mod:`grader.learner.commands`), the
+install files, LICENSE and a short README, and never solutions/ (with the manifest of every live answer), the tests
+(with their reference implementations) or the instructors' tools. ``--zip`` also packs it. It is also what a hub
+installs for its learners (README, "Deploy on an existing hub"; ``hub/Dockerfile``): a learner's account can read
+all of it, and nothing in it gives an answer away.
 
 The bundle's Makefile is the repository's without the targets that need what the bundle leaves out
 (``test``, ``lint``, ``hub``, ``drift``, ``build``...: :func:`learner_makefile`), so ``make lab`` there
@@ -22,15 +26,18 @@ FILES = ("pyproject.toml", "environment.yml", "LICENSE", "jupyter/overrides.json
 # The Makefile's targets a bundle can run: the course's install, its system packages, JupyterLab, clean.
 # Every other target (the tests, lint, the hub, drift, build) needs solutions/, tests/ or tools/.
 LEARNER_TARGETS = ("install", "system-deps", "lab", "clean")
-FORBIDDEN = ("solutions", "tests", "bench", ".ci", ".github", "docs")
+FORBIDDEN = ("solutions", "tests", "bench", ".ci", ".github", "docs", "grader/instructor", "hub", "tools")
 
 README = """# autograd-lab: your copy of the course
 
 Two commands, on a machine with Python 3.10+ and `make`:
 
 ```
-make lab     # installs the course (CPU build of torch, about 1.5 GB) and opens it in JupyterLab
+make lab                              # installs the course (CPU build of torch, about 1.5 GB), opens JupyterLab
+.venv/bin/python -m grader status     # where you are: each unit passed, in progress or not started
 ```
+
+In JupyterLab's own terminal, `grader status` does the same.
 
 Conda users: `conda env create -f environment.yml`, `conda activate autograd-lab`,
 `python -m grader workspace` (your own copies of the notebooks, in `my-work/`), then
@@ -41,7 +48,8 @@ prediction beside torch's live answer; `unit_panel` at the end of a unit marks i
 progress is kept in your user data folder (`python -m grader status` shows it).
 
 Hand in the notebooks as your instructor asks (a folder, a zip, the LMS or the hub): the instructor
-re-runs them and recomputes every verdict with live torch.
+re-runs them and recomputes every verdict with live torch. A notebook edited in Colab, or saved by an older tool
+that drops the cells' ids, is still graded: its cells are matched by their source.
 """
 
 
@@ -91,9 +99,14 @@ def release(out: Path, root: Path = ROOT, make_zip: bool = False) -> list[str]:
         target.parent.mkdir(exist_ok=True)
         target.write_text(dumps(nb), encoding="utf-8")
         written.append(f"notebooks/{path.name}")
-    shutil.copytree(
-        root / "grader", out / "grader", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    )
+    instructor = (root / "grader" / "instructor").resolve()
+
+    def left_out(folder: str, names: list[str]) -> list[str]:
+        """What of ``folder`` is not copied: caches, and the instructor's tools (grader/instructor/)."""
+        skipped = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")(folder, names)
+        return [*skipped, *(n for n in names if (Path(folder) / n).resolve() == instructor)]
+
+    shutil.copytree(root / "grader", out / "grader", ignore=left_out)
     written.append("grader/")
     (out / "Makefile").write_text(learner_makefile((root / "Makefile").read_text(encoding="utf-8")), encoding="utf-8")
     written.append("Makefile")

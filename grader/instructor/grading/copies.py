@@ -100,3 +100,74 @@ def what_the_copy_holds(
         if theirs is None or _source(theirs).strip() == _source(mine[0]).strip():
             out.unanswered.append(q)
     return out
+
+
+# --- a copy saved without cell ids ------------------------------------------------------------------------------
+
+PLACEHOLDER_LINES = ("YOUR ANSWER HERE", "YOUR CODE HERE", "raise NotImplementedError()")
+ADDED = "agl-added-"  # the id given to a cell of a copy without ids that matches none of the unit's cells
+
+
+def _lines(cell) -> list[str]:
+    return [line.rstrip() for line in _source(cell).strip().splitlines()]
+
+
+def _fingerprint(cell) -> frozenset[str]:
+    """What of a learner-owned cell (one with a placeholder) a learner's answer keeps: its lines other than the
+    placeholder's, stripped (``predict("01.pow-node", answer)``, ``def graph_nodes(t):``)."""
+    return frozenset(
+        line.strip() for line in _lines(cell) if line.strip() and not any(p in line for p in PLACEHOLDER_LINES)
+    )
+
+
+def match_by_source(cells: list, template: list[dict]) -> int:
+    """Give a copy whose cells carry no ids (nbformat 4.4 and older, Colab, an editor that drops them; or ids an
+    upgrade made up) the ids of the unit's cells, matched by source, in place; the number of the unit's cells found.
+
+    A cell whose source is a unit cell's exactly (ends of lines aside) takes its id: the grader's own cells, which a
+    copy keeps as they were handed out, and anything unchanged. Then each learner-owned cell of the unit (one with a
+    placeholder) takes the first cell after the last one matched before it that keeps every other line of it (its
+    ``predict("QID", answer)`` line, its ``def name(...):`` line). Every other cell gets an id of its own
+    (``agl-added-N``): a cell the learner added."""
+    exact: dict[tuple[str, str], list[str]] = {}
+    for c in template:
+        if c.get("id"):
+            exact.setdefault((c.get("cell_type", ""), "\n".join(_lines(c))), []).append(c["id"])
+    taken: set[str] = set()
+    position: dict[str, int] = {}  # template id -> index in the copy
+    mine = [c if isinstance(c, dict) else {} for c in cells]
+    for i, cell in enumerate(mine):
+        ids = exact.get((cell.get("cell_type", ""), "\n".join(_lines(cell))), [])
+        free = [cid for cid in ids if cid not in taken]
+        if len(ids) == 1 and free:  # a source the unit has once: that cell (a repeated one is matched by place)
+            cell["id"] = free[0]
+            taken.add(free[0])
+            position[free[0]] = i
+    used = set(position.values())
+    last = -1
+    for c in template:
+        cid = c.get("id")
+        if cid in position:
+            last = position[cid]
+            continue
+        if not cid or c.get("cell_type") != "code" or not any(p in _source(c) for p in PLACEHOLDER_LINES):
+            continue
+        wanted = _fingerprint(c)
+        if not wanted:
+            continue
+        found = [
+            i
+            for i, cell in enumerate(mine)
+            if i not in used and cell.get("cell_type") == "code" and wanted <= {x.strip() for x in _lines(cell)}
+        ]
+        after = [i for i in found if i > last] or found
+        if after:
+            mine[after[0]]["id"] = cid
+            position[cid] = last = after[0]
+            used.add(last)
+    n = 0
+    for i, cell in enumerate(mine):
+        if i not in used and isinstance(cells[i], dict):
+            n += 1
+            cell["id"] = f"{ADDED}{n}"
+    return len(position)

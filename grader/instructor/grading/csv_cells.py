@@ -11,7 +11,8 @@ cell is written by OWASP's rule for CSV injection:
   that begins with a single quote gets one more, so that reading strips exactly one back;
 * a number stays a number: a Python int or float (the grader's points, max, percent, counts and
   seconds), or text that is nothing but a plain decimal number (``-1``, ``2.5``, ``1e3``: a
-  spreadsheet reads it as that number and runs nothing) is written as it is.
+  spreadsheet reads it as that number and runs nothing) is written as it is, and so is a lone ``-`` (Moodle's
+  "no grade", which runs nothing either).
 
 :func:`read` undoes the quote, so a gradebook merged with ``--merge-into`` (or joined from shards)
 names a learner called ``=1+2`` as ``=1+2`` again and finds the same learner's rows.
@@ -25,6 +26,7 @@ from pathlib import Path
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 QUOTE = "'"
+NO_GRADE = "-"  # Moodle's "no grade" (its export writes it, its import reads it so): a lone dash runs nothing
 _PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
@@ -33,7 +35,7 @@ def safe(value):
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     text = "" if value is None else str(value)
-    if _PLAIN_NUMBER.fullmatch(text):
+    if _PLAIN_NUMBER.fullmatch(text) or text == NO_GRADE:
         return text
     if text.startswith(FORMULA_STARTS + (QUOTE,)):
         return QUOTE + text

@@ -1,8 +1,10 @@
 """Two copies of one unit from one learner (a resubmission, a file renamed and handed in again): say so, keep one.
 
-``grade --keep latest`` (the default) keeps the copy handed in last: its ``submitted`` time where that reads as
-a date (the LMS's own, from ``--times``, or the file's), else the file's modification time; ``--keep best``
-keeps the one with the most points (the latest of those tied). The gradebook, the feedback pages and the class
+``grade --keep latest`` (the default) keeps the copy handed in last: by its ``submitted`` time where that reads as
+a date (the LMS's own, from ``--times``, or collect's record), else by Canvas's attachment id (Canvas numbers the
+files handed in in order), else by the files' own modification times, which their owner can set (the note says
+which: a learner choosing between their own copies); ``--keep best`` keeps the one with the most points (the
+latest of those tied). The gradebook, the feedback pages and the class
 report then hold only the kept copy; its row's findings name the others, and :func:`keep` returns one line per
 learner and unit for the run to print. Rows whose unit is unknown (``?``) are never merged.
 """
@@ -12,21 +14,31 @@ from __future__ import annotations
 import datetime
 import os
 from collections import defaultdict
+from pathlib import Path
+
+from grader.instructor.grading.lms_names import CANVAS
 
 CHOICES = ("latest", "best")
 
 
-def _time(row: dict) -> float:
+BASIS = {2: "by the submission times", 1: "by Canvas's attachment ids", 0: "by the files' own times"}
+
+
+def _time(row: dict) -> tuple[int, float]:
+    """(what the order rests on: 2 a submission time, 1 Canvas's attachment id, 0 the file's own time; the value)."""
     text = str(row.get("submitted") or "").strip()
     if text:
         try:
-            return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+            return 2, datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
         except ValueError:
             pass
+    m = CANVAS.match(Path(str(row.get("notebook", ""))).name)
+    if m:
+        return 1, float(m["attachment"])
     try:
-        return os.lstat(row["notebook"]).st_mtime
+        return 0, os.lstat(row["notebook"]).st_mtime
     except (OSError, KeyError):
-        return 0.0
+        return 0, 0.0
 
 
 def _points(row: dict) -> float:
@@ -53,7 +65,9 @@ def keep(rows: list[dict], facts: list[dict], how: str = "latest") -> tuple[list
         kept = max(mine, key=key)
         others = sorted({r["notebook"] for r in mine} - {kept["notebook"]})
         dropped.update((other, unit) for other in others)
-        note = f"{len(others) + 1} copies of unit {unit} handed in; kept the {how} ({kept['notebook']}), not " + (
+        basis = min(_time(r)[0] for r in mine)
+        how_said = how if how == "best" else f"latest {BASIS[basis]}"
+        note = f"{len(others) + 1} copies of unit {unit} handed in; kept the {how_said} ({kept['notebook']}), not " + (
             ", ".join(others)
         )
         kept["findings"] = "; ".join(x for x in (kept.get("findings"), note) if x)

@@ -180,9 +180,9 @@ def rows_of(
         }
         named = getattr(out.submission, "named", None)
         if named is not None and named.lms_id:  # the LMS's own id of the learner (Canvas's user id), for --lms
-            row["lms id"] = named.lms_id
-        if named is not None and named.late:
-            row["late"] = "yes"  # the LMS's export says so (Canvas's _LATE)
+            row["lms id"], row["lms"] = named.lms_id, named.lms
+        if named is not None and named.lms == "canvas":
+            row["late"] = "yes" if named.late else "no"  # Canvas's own mark (_LATE in the file's name), see .late
         if ids is not None and student is None:
             row["findings"] = "; ".join(p for p in (row["findings"], "not in the roster") if p)
         if r is None:
@@ -409,14 +409,20 @@ def _roster_only(ids: dict | None, rows: list[dict]) -> list[str]:
     seen = {r["learner"] for r in rows}
     names = set()
     for name, sid in ids.items():
-        if name in seen or sid in seen_ids or name.endswith(".ipynb") or "/" in name:
+        if name in seen or sid in seen_ids or name.endswith(".ipynb"):
             continue
         names.add(name)
     return sorted(names)
 
 
 def write_wide(rows: list[dict], path: Path, weights: scores.Weights | None = None, ids: dict | None = None) -> None:
+    """The wide CSV, each learner's name and ID with its control characters escaped (:mod:`.printable`): it is
+    read by people, in a spreadsheet or a terminal, never merged back."""
+    from grader.instructor.grading.printable import escape
+
     columns, table = wide_rows(rows, weights, ids)
+    for row in table:
+        row["learner"], row["student id"] = escape(row["learner"]), escape(row["student id"])
     csv_cells.write(path, columns, table)
 
 

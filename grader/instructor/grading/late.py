@@ -1,7 +1,15 @@
 """Late rules: ``grade --due DATE [--late-penalty PCT] [--late-cutoff DAYS]``, applied to a row's points and shown.
 
-The time a notebook was handed in is the row's ``submitted`` column (the LMS's own time from ``--times``, else
-the file's, in local time). ``--due`` is one date for every unit or ``NN=DATE`` for one unit (repeatable; a
+The time a notebook was handed in is the row's ``submitted`` column: the LMS's own time (``--times``), or the time
+``grader collect`` first saw the notebook (its ``collect-times.csv``, which ``grade`` reads by itself), never the
+file's modification time, which its owner can set (``touch -d 2020-01-01``) and an unzip may not restore
+(``--times mtime`` takes it all the same, and the row says so). A row with no such time:
+
+* from a **Canvas** export, is judged by Canvas's own mark: a file Canvas named ``_LATE`` was handed in after
+  Canvas's due date, and counts as 1 day late (how late is not in the export; Canvas's submission times, given
+  with ``--times``, say it to the day); one without the mark was on time by Canvas's due date;
+* otherwise gets no late rule, and says why (no trustworthy time): the run names how many such rows there are.
+ ``--due`` is one date for every unit or ``NN=DATE`` for one unit (repeatable; a
 unit's own date wins over the one for all); a date alone means the end of that day, a date and time that
 minute (ISO 8601, ``2026-03-01`` or ``2026-03-01T17:00``; a time without a zone is local, as ``submitted``
 is). A notebook handed in after its due time is late by whole days, a part of a day counting as one:
@@ -89,6 +97,29 @@ def days_late(submitted: str, due: dt.datetime) -> int | None:
     return math.ceil(seconds / 86400) if seconds > 0 else 0
 
 
+NO_TIME = (
+    "no trustworthy submission time (a file's own time is its owner's to set): no late rule applied; give the "
+    "LMS's times with --times, or grade what grader collect wrote (its collect-times.csv)"
+)
+CANVAS_LATE = "late by Canvas's own mark (_LATE; how late is not in the export): counted as 1 day"
+
+
+def _days(row: dict, due) -> tuple[int | None, str]:
+    """(whole days late or None when unknown, what the count rests on: '' for a time, else a note)."""
+    text = str(row.get("submitted", "") or "")
+    if text:
+        days = days_late(text, due)
+        return days, "" if days is not None else f"the submission time {text!r} cannot be read: no late rule applied"
+    if row.get("late") in ("yes", "no"):  # a Canvas export: Canvas's own judgement against its due date
+        return (1, CANVAS_LATE) if row["late"] == "yes" else (0, "")
+    return None, NO_TIME
+
+
+def untimed(rows: list[dict]) -> int:
+    """How many rows a late rule could not be applied to (no time, or one that cannot be read)."""
+    return sum(1 for r in rows if r.get("days late") == "unknown")
+
+
 def apply(rows: list[dict], rule: LateRule | None) -> list[dict]:
     """Take the rule's points off each late row (in place) and say so in the row; rows on time are untouched."""
     if not rule:
@@ -97,9 +128,9 @@ def apply(rows: list[dict], rule: LateRule | None) -> list[dict]:
         due = rule.due_of(str(row.get("unit", "")))
         if due is None:
             continue
-        days = days_late(str(row.get("submitted", "")), due)
+        days, basis = _days(row, due)
         if days is None:
-            note = f"the submission time {row.get('submitted', '')!r} cannot be read: no late rule applied"
+            note = basis
             row["days late"], row["late rule"] = "unknown", note
         elif days == 0:
             continue
@@ -111,7 +142,7 @@ def apply(rows: list[dict], rule: LateRule | None) -> list[dict]:
                 share = min(100.0, rule.penalty * days)
                 kept = points * (1 - share / 100)
                 how = f"-{scores.number(share)}% (-{scores.number(points - kept)} points)" if share else "no penalty"
-            note = f"{days} day(s) late (due {due.strftime('%Y-%m-%d %H:%M')}): {how}"
+            note = f"{days} day(s) late (due {due.strftime('%Y-%m-%d %H:%M')}): {how}" + (f"; {basis}" if basis else "")
             row.update(
                 {
                     "days late": days,

@@ -1,29 +1,42 @@
 """Whose notebook is it, as an LMS export names it: Canvas's file names, Moodle's folders, or the instructor's pattern.
 
-Understood out of the box, besides the folder-per-learner layout of :func:`grader.instructor.grading.roster.learner_of`:
+Names are identities, and two students can share one: so wherever an LMS's export carries its own id of the
+learner, that id keeps learners apart. Understood out of the box, besides the folder-per-learner layout of
+:func:`grader.instructor.grading.roster.learner_of`:
 
-* **Canvas** ("Download Submissions"): a flat folder of files named
+* **Canvas** ("Download Submissions"): files named
   ``<name>[_LATE]_<user id>_<attachment id>_<the file as handed in>``, e.g.
   ``mullerjurgen_4101_7730011_01_what_the_forward_pass_records.ipynb`` and
-  ``mullerjurgen_LATE_4101_7730412_02_backward_and_why_gradients_add-1.ipynb``: one learner, ``mullerjurgen``,
-  whose Canvas user id (4101) is kept for the Canvas gradebook's ID column; ``_LATE`` is kept as ``late``.
+  ``mullerjurgen_LATE_4101_7730412_02_backward_and_why_gradients_add-1.ipynb``: one learner,
+  ``mullerjurgen_4101`` (Canvas's sortable name, then its user id, which is the same in every assignment of the
+  course: two students named ``smithalice`` are ``smithalice_4101`` and ``smithalice_4999``, never one learner);
+  the id is also kept for the Canvas gradebook's ID column, and ``_LATE`` (Canvas's own mark) as ``late``.
 * **Moodle** ("Download all submissions"): a folder per submission,
   ``<full name>_<participant id>_assignsubmission_file_/`` holding the files as handed in (``Jürgen
-  Müller_118822_assignsubmission_file_/01_….ipynb``: ``Jürgen Müller``, id 118822), or, with "download
-  submissions in folders" off, files named ``<full name>_<participant id>_assignsubmission_file_<file>``.
+  Müller_118822_assignsubmission_file_/01_….ipynb``), or, with "download submissions in folders" off, files named
+  ``<full name>_<participant id>_assignsubmission_file_<file>``. Moodle's participant id is the assignment's own
+  (another assignment gives the same student another), so the learner is the full name, ``Jürgen Müller``, which
+  joins a student's units across per-unit assignments; where two participants of one export share a full name,
+  each is named with their id (``Alice Smith_118822``, ``Alice Smith_119999``), and blind marking, which names
+  everyone ``Participant``, becomes one learner per participant (``Participant_118822``). The run warns of both.
 * ``--name-pattern REGEX`` (as nbgrader's ``zip_collect`` takes one) for any other export: searched in the
   notebook's path below the folder given (``/`` between folders), it must have a group ``learner`` (or
   ``student_id``) and may have ``id`` (the LMS's id of the learner) and ``unit``. A notebook it does not
   match is named by the rules above, and :attr:`Named.unmatched` says so (``grade`` warns).
 
-A file name is a learner's to choose, so an LMS name counts only where an export puts it: a file lying in the
-folder given (the export's own folder) or given itself; in a learner's sub-folder it keeps that folder in
-front (``class/mallory/alicesmith_1_2_01_x.ipynb`` -> ``mallory/alicesmith``), as ``roster.learner_of`` does.
-Names are NFC-normalised (an archive unpacked on macOS writes ``Müller`` decomposed).
+A file name is a learner's to choose, so an LMS's file name counts only where an export put it: in an *export
+folder*, one whose notebooks all carry that LMS's names (the folder of a whole export, or an export unzipped into
+a folder of its own: ``unit01/``, ``unit02/`` from one zip per unit are one learner per Canvas user). Elsewhere
+(a learner's own folder holding a file named like an export's) it keeps that folder in front
+(``class/mallory/alicesmith_1_2_01_x.ipynb`` -> ``mallory/alicesmith_1``), as ``roster.learner_of`` does. Which
+folders are export folders is read from the disk, so a notebook is named alike whatever path is given. Names are
+NFC-normalised (an archive unpacked on macOS writes ``Müller`` decomposed). :func:`warnings` names every LMS id that
+spreads over several learners and every name several Moodle participants share.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import unicodedata
@@ -50,6 +63,7 @@ class Named:
     late: bool = False  # Canvas's _LATE
     unit: str = ""  # a --name-pattern's unit group
     unmatched: bool = False  # a --name-pattern was given and did not match this notebook
+    shared: bool = False  # a Moodle full name several participants of one export share: named with the id
 
 
 def compile_pattern(text: str) -> re.Pattern:
@@ -67,13 +81,6 @@ def _nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
-def _in_export(notebook: Path, given: Path) -> bool:
-    """The notebook lies in the folder given (an export's own folder), or is the path given."""
-    if notebook == given:
-        return True
-    return Path(os.path.abspath(notebook)).parent == Path(os.path.abspath(given))
-
-
 def _from_pattern(notebook: Path, given: Path, pattern: re.Pattern) -> Named | None:
     try:
         rel = notebook.relative_to(given).as_posix() if notebook != given else notebook.name
@@ -89,6 +96,48 @@ def _from_pattern(notebook: Path, given: Path, pattern: re.Pattern) -> Named | N
     return Named(learner, notebook.name, (groups.get("id") or "").strip(), "pattern", unit=groups.get("unit") or "")
 
 
+LMS_SHAPES = {"canvas": CANVAS, "moodle": MOODLE_FILE}
+
+
+def _listing(folder: Path) -> tuple[str, ...] | None:
+    """The names in ``folder`` (NFC), or None where it cannot be listed; read again whenever the folder changed."""
+    try:
+        changed = os.stat(folder).st_mtime_ns
+    except OSError:
+        return None
+    return _listed(str(folder), changed)
+
+
+@functools.lru_cache(maxsize=256)
+def _listed(folder: str, changed: int) -> tuple[str, ...] | None:
+    try:
+        return tuple(_nfc(n) for n in os.listdir(folder))
+    except OSError:
+        return None
+
+
+def _export_folder(folder: Path, lms: str, given: Path, notebook: Path) -> bool:
+    """Whether ``folder`` is an export folder of ``lms``: every notebook in it carries that LMS's names. Where it
+    cannot be listed (a path given that is not there yet), the folder given on the command line is one."""
+    names = _listing(folder)
+    if names is None:
+        return notebook == given or Path(os.path.abspath(notebook)).parent == Path(os.path.abspath(given))
+    notebooks = [n for n in names if n.endswith(".ipynb")]
+    return bool(notebooks) and all(LMS_SHAPES[lms].match(n) for n in notebooks)
+
+
+def _moodle_learner(name: str, ident: str, export: Path) -> tuple[str, bool]:
+    """(the learner a Moodle participant is, whether their full name is shared): the full name, or ``name_id``
+    where another participant of the same export (``export``, the folder holding the submissions) has that name."""
+    ids = set()
+    for entry in _listing(export) or ():
+        m = MOODLE_FOLDER.match(entry) or MOODLE_FILE.match(entry)
+        if m and _nfc(m["learner"]) == name:
+            ids.add(m["id"])
+    shared = len(ids - {ident}) > 0
+    return (f"{name}_{ident}" if shared else name), shared
+
+
 def name_of(notebook: Path, given: Path, pattern: re.Pattern | None = None) -> Named:
     """Who handed ``notebook`` in (``given`` being the path named on the command line); the module's rules."""
     if pattern is not None:
@@ -96,20 +145,62 @@ def name_of(notebook: Path, given: Path, pattern: re.Pattern | None = None) -> N
         if found is not None:
             return found
     unmatched = pattern is not None
-    holder = _nfc(Path(os.path.abspath(notebook)).parent.name)
+    where = Path(os.path.abspath(notebook)).parent
+    holder = _nfc(where.name)
     try:
-        first = _nfc(notebook.relative_to(given).parts[0]) if notebook != given else holder
+        rel = notebook.relative_to(given) if notebook != given else None
+        first = Path(os.path.abspath(given)) / rel.parts[0] if rel is not None and len(rel.parts) > 1 else where
     except (ValueError, IndexError):
-        first = holder
-    for folder in dict.fromkeys((holder, first)):  # its folder, or the first below the one given (nested)
-        m = MOODLE_FOLDER.match(folder)
+        first = where
+    for folder in dict.fromkeys((where, first)):  # its folder, or the first below the one given (nested)
+        m = MOODLE_FOLDER.match(_nfc(folder.name))
         if m:
-            return Named(_nfc(m["learner"]), notebook.name, m["id"], "moodle", unmatched=unmatched)
+            learner, shared = _moodle_learner(_nfc(m["learner"]), m["id"], folder.parent)
+            return Named(learner, notebook.name, m["id"], "moodle", unmatched=unmatched, shared=shared)
     name = _nfc(notebook.name)
-    for lms, shape in (("canvas", CANVAS), ("moodle", MOODLE_FILE)):
+    for lms, shape in LMS_SHAPES.items():
         m = shape.match(name)
         if m:
-            learner = m["learner"] if _in_export(notebook, given) else f"{holder}/{m['learner']}"
+            shared = False
+            if lms == "canvas":
+                base = f"{m['learner']}_{m['id']}"
+            else:
+                base, shared = _moodle_learner(_nfc(m["learner"]), m["id"], where)
+            learner = base if _export_folder(where, lms, given, notebook) else f"{holder}/{base}"
             late = bool(m.groupdict().get("late"))
-            return Named(learner, m["file"], m["id"], lms, late=late, unmatched=unmatched)
+            return Named(learner, m["file"], m["id"], lms, late=late, unmatched=unmatched, shared=shared)
     return Named(_nfc(learner_of(notebook, given)), notebook.name, unmatched=unmatched)
+
+
+def warnings(named: list[tuple[Path, Named]]) -> list[str]:
+    """What the run says about the names it found: each Canvas (or --name-pattern) id on the notebooks of several
+    learners (a student renamed between exports, or one export graded outside its folder), and each full name
+    several Moodle participants of one export share (graded apart, by participant id)."""
+    from grader.instructor.grading.printable import escape
+
+    by_id: dict[tuple[str, str], set[str]] = {}
+    shared: dict[tuple[str, str], set[str]] = {}
+    for path, n in named:
+        if n.lms_id and n.lms in ("canvas", "pattern"):
+            by_id.setdefault((n.lms, n.lms_id), set()).add(n.learner)
+        if n.shared:
+            folder = Path(os.path.abspath(path)).parent
+            folder = folder.parent if MOODLE_FOLDER.match(_nfc(folder.name)) else folder
+            shared.setdefault((str(folder), n.learner.rpartition("_")[0]), set()).add(n.learner)
+    out = []
+    for (lms, ident), learners in sorted(by_id.items()):
+        if len(learners) > 1:
+            what = "Canvas user id" if lms == "canvas" else "the --name-pattern's id"
+            out.append(
+                f"{what} {escape(ident)} is on the notebooks of {len(learners)} learners, graded apart: "
+                + ", ".join(escape(x) for x in sorted(learners))
+                + " (one student renamed, or an export not in a folder of its own: join them with a --name-pattern)"
+            )
+    for (folder, name), learners in sorted(shared.items()):
+        out.append(
+            f"{len(learners)} Moodle participants of {escape(folder)} share the name {escape(name)}: graded apart by "
+            f"participant id ({', '.join(escape(x) for x in sorted(learners))}); Moodle's participant ids are per "
+            "assignment, so their units in other assignments cannot be told apart by name (blind marking names "
+            "everyone Participant: reveal identities before downloading to join a student's units)"
+        )
+    return out

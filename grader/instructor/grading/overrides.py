@@ -8,8 +8,9 @@ or without a byte-order mark, a leading ``'`` that a spreadsheet-safe copy added
     alice,01.pow-node,2,,"answered on paper in class; checked by Sam"
     *,03.shape-of-grad,,"[3, 4]","(3, 4) is the same shape written as a list: accepted for everyone"
 
-* ``learner``: the learner as the gradebook names them, or their student ID, or ``*`` (every learner; only with
-  ``accept``);
+* ``learner``: the learner as the gradebook names them, or their student ID, exactly (``bob``'s line is never
+  ``BOB``'s or ``bob ``'s: names are identities; a near miss is named in the warning), or ``*`` (every learner;
+  only with ``accept``);
 * ``question``: a question id of the course (``python -m grader questions``);
 * exactly one of ``points`` (the points this learner gets for the question, 0 to its maximum: replaces what the
   recomputed verdict earned) or ``accept`` (an alternative answer, as the learner's answer is written, a JSON
@@ -20,7 +21,10 @@ or without a byte-order mark, a leading ``'`` that a spreadsheet-safe copy added
 An override never changes a verdict: the question's column still says what live torch decided, and the row's
 ``overrides`` column, the wide CSV's ``overrides`` column, the learner's feedback page and the class report say
 which points a person changed, from what to what, and why. "Marked passed" stays torch's. An override that
-matched no graded learner is warned of at the end of the run, so a misspelt name is never silently ignored.
+matched no graded learner is warned of at the end of the run, so a misspelt name is never silently ignored. In a
+regrade merged into a gradebook (``--merge-into``), a line for a learner of that gradebook who is not graded in this
+run, whose rows do not show it yet, stops the run before anything is graded (:meth:`Overrides.pending`): a kept row
+cannot take a new override, so that learner is graded again with it.
 """
 
 from __future__ import annotations
@@ -63,28 +67,65 @@ class Overrides:
         return bool(self.items)
 
     def for_question(self, qid: str, learner: str, student: str) -> list[Override]:
-        who = {learner.casefold(), student.casefold()} - {""}
-        return [o for o in self.items if o.qid == qid and (o.learner == EVERYONE or o.learner.casefold() in who)]
+        """The lines for ``qid`` that name this learner exactly (their gradebook name or their student ID; case and
+        spaces count: ``bob``'s line is never ``BOB``'s), or everyone."""
+        who = {learner, student} - {""}
+        return [o for o in self.items if o.qid == qid and (o.learner == EVERYONE or o.learner in who)]
 
     def unused(self, rows: list[dict], everyone=None) -> list[str]:
         """A warning for each override that changed no row of ``rows`` (the rows graded now, which keep the lines
         that changed them). Where ``everyone`` (the names and IDs of the whole gradebook, in a regrade merged into
         it) is given, a line for a learner of the gradebook who was not graded now is not warned of; one for a
         learner it does not know (a misspelt name) is."""
+        from grader.instructor.grading.printable import escape
+
         used = {line for r in rows for line in r.get("_overridden", [])}
-        graded = {str(r.get(k) or "").casefold() for r in rows for k in ("learner", "student id")} - {""}
-        known = {str(x or "").casefold() for x in everyone} - {""} if everyone is not None else graded
+        graded = {str(r.get(k) or "") for r in rows for k in ("learner", "student id")} - {""}
+        known = {str(x or "") for x in everyone} - {""} if everyone is not None else graded
         return [
-            f"{self.path} line {o.line}: the override of {o.qid} for {o.learner} matched no graded learner"
+            f"{self.path} line {o.line}: the override of {o.qid} for {escape(o.learner)} matched no graded learner"
             + (" with that answer" if o.accept is not None else "")
+            + (_near(o.learner, known) if o.learner != EVERYONE and o.learner not in known else "")
             for o in self.items
-            if o.line not in used
-            and (o.learner == EVERYONE or o.learner.casefold() in graded or o.learner.casefold() not in known)
+            if o.line not in used and (o.learner == EVERYONE or o.learner in graded or o.learner not in known)
         ]
+
+    def pending(self, old_rows: list[dict], graded_now: set) -> list[str]:
+        """In a regrade merged into a gradebook (``old_rows``): a reason to refuse for each line naming a learner of
+        that gradebook who is not graded in this run and whose rows do not show the line yet. An override is applied
+        where a row is made; a row kept from an earlier run cannot take a new one (it does not hold what each
+        question earned), so that learner must be graded in this run too."""
+        from grader.instructor.grading.printable import escape
+
+        out = []
+        for o in self.items:
+            if o.learner == EVERYONE:
+                continue
+            mine = [
+                r
+                for r in old_rows
+                if o.learner in (r.get("learner"), r.get("student id")) and r.get("learner") not in graded_now
+            ]
+            if not mine or any(o.describe() in str(r.get("overrides") or "") for r in mine):
+                continue
+            who = escape(mine[0].get("learner", o.learner))
+            out.append(
+                f"{self.path} line {o.line}: {who} is in the gradebook but not graded in this run, and their rows "
+                f"were made without this override of {o.qid}: add {who}'s notebooks to this run (an override is "
+                "applied where a row is made), or leave the line out"
+            )
+        return out
 
     def fingerprint(self) -> list:
         """What a journal compares (a changed file regrades the rows)."""
         return [(o.learner, o.qid, o.points, o.accept, o.reason) for o in self.items]
+
+
+def _near(name: str, known: set) -> str:
+    from grader.instructor.grading.printable import escape
+
+    near = sorted(k for k in known if k.strip().casefold() == name.strip().casefold())
+    return f" (the gradebook has {escape(near[0])!r}: names match exactly, case and spaces count)" if near else ""
 
 
 def load(path: Path | None, weights: scores.Weights | None = None) -> Overrides:

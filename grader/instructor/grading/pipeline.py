@@ -68,9 +68,10 @@ from grader.instructor.grading import (
     workers,
 )
 from grader.instructor.grading import verify as verify_submission
-from grader.instructor.grading.copies import cell_label, what_the_copy_holds
+from grader.instructor.grading.copies import cell_label, match_by_source, what_the_copy_holds
 from grader.instructor.grading.exercise_sources import exercise_sources, grader_owned
 from grader.instructor.grading.locks import apply_locks
+from grader.instructor.grading.printable import escape
 
 ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOK_CAP = 32 * 2**20  # bytes of a submitted notebook read at most
@@ -220,8 +221,10 @@ def _unit_of(sub: Submission, cells: list) -> str:
 def restore(sub: Submission, handed_out: str | None = None, as_unit: str | None = None) -> Restored:
     """Read the submission safely and put every grader-owned cell back from notebooks/ by cell id.
 
-    A copy whose cells cannot be matched to the unit's notebook (no cell ids, as nbformat 4.4 and older
-    write; another notebook; an empty one) is *not restored*: it gets a row that says why and no score.
+    A copy saved without cell ids (nbformat 4.4 and older, Colab) has the unit's cells found by their source
+    (:func:`.copies.match_by_source`), and a finding says so. A copy whose cells cannot be matched to the unit's
+    notebook either way (another notebook; an empty one) is *not restored*: it gets a row that says why and no
+    score.
     ``handed_out`` names the course version the class was given (:mod:`.versions`): only questions
     added after it may be "not in this copy". ``as_unit`` grades the copy as that unit (a copy handed out before
     its unit was split holds the questions of both halves: :func:`grade_one` restores it once for each)."""
@@ -250,15 +253,28 @@ def restore(sub: Submission, handed_out: str | None = None, as_unit: str | None 
     template = _template(out.unit)
     owned = {c.get("id"): c for c in template if c.get("id") and grader_owned(c)}
     ids = [c.get("id") for c in cells if isinstance(c, dict)]
+    had_ids = any(ids)
+    if out.unit in UNITS and len(cells) <= CELL_CAP and not owned.keys() & set(ids):
+        # saved without cell ids (nbformat 4.4 and older, Colab, an editor that drops them; or ids an upgrade made
+        # up): the unit's cells are found by their source instead (copies.match_by_source)
+        found = match_by_source(cells, template)
+        ids = [c.get("id") for c in cells if isinstance(c, dict)]
+        if owned.keys() & set(ids):
+            nb.nbformat_minor = max(int(nb.get("nbformat_minor", 0) or 0), 5)  # ids belong to nbformat 4.5
+            out.findings.append(
+                f"its cells carried {'ids of no cell of the unit' if had_ids else 'no ids'} (nbformat 4.4 or older, "
+                f"Colab, or an editor that drops them): {found} of the unit's {len(template)} cells were found by "
+                "their source"
+            )
     why = ""
     if out.unit not in UNITS:
         why = "it is not a notebook of this course (no unit in its file name or its code)"
     elif len(cells) > CELL_CAP:
         why = f"it has {len(cells):,} cells (the unit's notebook has {len(template)}; at most {CELL_CAP:,} are read)"
-    elif not any(ids):
+    elif not had_ids and not owned.keys() & set(ids):
         why = (
-            "its cells carry no ids (nbformat 4.4 or older, or a tool that drops them), so the grader's cells "
-            "cannot be matched and put back"
+            "its cells carry no ids (nbformat 4.4 or older, or a tool that drops them), and none of them is a cell "
+            "of the unit's notebook by its source either"
         )
     elif not owned.keys() & set(ids):
         why = "none of its cells is a cell of the unit's notebook (matched by cell id)"
@@ -782,6 +798,7 @@ def grade(
     late_rule=None,
     identity_from: str = "learner",
     mastery: int | None = None,
+    lms_columns: dict | None = None,
 ) -> list[dict]:
     """Grade every submission found (or one shard of them), reusing a journal's work with ``resume``.
 
@@ -811,14 +828,19 @@ def grade(
         s.mastery = mastery
         if identity_from == "student-id" and ids is not None:
             s.identity = roster.lookup(ids, s.learner, str(s.path)) or s.learner
-    if progress_to is not None:
+    if progress_to is not None:  # every name a learner chose is printed escaped (printable.escape)
         for s in subs:
             if s.named is not None and s.named.unmatched:
-                print(f"grade: warning: {s.path} does not match --name-pattern; named {s.learner}", file=progress_to)
+                print(
+                    f"grade: warning: {escape(s.path)} does not match --name-pattern; named {escape(s.learner)}",
+                    file=progress_to,
+                )
+        for warning in lms_names.warnings([(s.path, s.named) for s in subs if s.named is not None]):
+            print(f"grade: warning: {warning}", file=progress_to)
         if ids is not None:
             unknown = sorted({s.learner for s in subs if roster.lookup(ids, s.learner, str(s.path)) is None})
             for learner in unknown:
-                print(f"grade: warning: {learner} is not in the roster (no student ID)", file=progress_to)
+                print(f"grade: warning: {roster.not_in_roster(ids, learner)}", file=progress_to)
     options = {
         "cell_timeout": cell_timeout,
         "notebook_timeout": notebook_timeout,
@@ -910,7 +932,7 @@ def grade(
                     filled = int(width * done / max(1, len(todo)))
                     print(
                         f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{len(todo)} "
-                        f"{result.submission.learner}: {result.status} ({result.seconds:.1f} s)   ",
+                        f"{escape(result.submission.learner)}: {result.status} ({result.seconds:.1f} s)   ",
                         end="" if done < len(todo) else "\n",
                         file=progress_to,
                         flush=True,
@@ -930,7 +952,7 @@ def grade(
     rows, facts, notes = duplicates.keep(rows, facts, keep)
     if progress_to is not None:
         for note in notes:
-            print(f"grade: {note}", file=progress_to)
+            print(f"grade: {escape(note)}", file=progress_to)
     if merge_into:  # read before --out is written: the two may be one file (--out's default is grades.csv)
         old_facts, old_feedback, note = outputs.read(merge_into) if merge_into.exists() else ([], {}, "")
         if note and progress_to is not None:
@@ -951,9 +973,14 @@ def grade(
             rows, {r["learner"] for r in everyone} | {r.get("student id") for r in everyone}
         ):
             print(f"grade: warning: {warning}", file=progress_to)
+    # the LMS file is the whole gradebook's: in a regrade, the one beside the gradebook merged into (the file the
+    # instructor uploads), not one beside this run's partial --out
+    lms_path = (lms_out or lms_gradebook.default_path(merge_into or out, lms)) if lms else None
     failed = grading_failed(rows)
-    if failed and lms and progress_to is not None:
-        print(f"grade: {failed}; the {lms} import file was not written", file=progress_to)
+    if failed and lms:
+        if progress_to is not None:
+            print(f"grade: {failed}; the {lms} import file was not written", file=progress_to)
+        lms = lms_path = None
     write_outputs(
         everyone,
         everyone_facts,
@@ -963,16 +990,25 @@ def grade(
         report_to=report_to,
         weights=weights,
         ids=ids,
-        lms=None if failed else lms,
-        lms_out=lms_out,
+        lms=lms,
+        lms_out=lms_path,
         pages_for={r["learner"] for r in rows},
         progress_to=progress_to,
+        lms_columns=lms_columns,
     )
     if progress_to is not None:
+        if late_rule and late.untimed(rows):
+            print(
+                f"grade: warning: --due: {late.untimed(rows)} row(s) with no late rule applied: {late.NO_TIME}",
+                file=progress_to,
+            )
         elapsed = time.monotonic() - started
         print(
             f"graded {len(todo)} notebooks in {elapsed:.1f} s ({60 * len(todo) / max(elapsed, 1e-9):.1f} per minute) "
-            f"-> {out}" + (f"; report {report_to}" if report_to else ""),
+            f"-> {out}"
+            + (f" (merged into {merge_into})" if merge_into else "")
+            + (f"; {lms} import file {lms_path}" if lms_path else "")
+            + (f"; report {report_to}" if report_to else ""),
             file=progress_to,
         )
     return rows
@@ -1006,6 +1042,7 @@ def write_outputs(
     lms_out: Path | None = None,
     pages_for: set | None = None,
     progress_to=sys.stderr,
+    lms_columns: dict | None = None,
 ) -> None:
     """Every output beside the long CSV, from one whole gradebook (``rows``, with their feedback, and the
     report's ``facts``): the wide CSV, an LMS's CSV, the pages (of ``pages_for``'s learners, default all) and
@@ -1013,7 +1050,8 @@ def write_outputs(
     if wide:
         gradebook.write_wide(rows, wide, weights, ids)
     if lms:
-        for note in lms_gradebook.write(lms, rows, lms_out or lms_gradebook.default_path(out, lms), weights, ids):
+        target = lms_out or lms_gradebook.default_path(out, lms)
+        for note in lms_gradebook.write(lms, rows, target, weights, ids, lms_columns):
             if progress_to is not None:
                 print(f"grade: {note}", file=progress_to)
     if html_dir:
@@ -1033,6 +1071,7 @@ def merge(
     lms: str | None = None,
     lms_out: Path | None = None,
     progress_to=sys.stderr,
+    lms_columns: dict | None = None,
 ) -> list[dict]:
     """Join the partial gradebooks of `grade --shard i/n` into one (see :mod:`grader.instructor.grading.shards`),
     and write every output a single run writes (the partials' feedback and facts come from beside them)."""
@@ -1056,6 +1095,7 @@ def merge(
         lms=lms,
         lms_out=lms_out,
         progress_to=progress_to,
+        lms_columns=lms_columns,
     )
     return rows
 

@@ -24,14 +24,20 @@ regrade merged with ``--merge-into`` replaces that learner's rows and no one els
 
 A roster is a CSV file with a header: one column naming the learner (``learner``, ``name``,
 ``folder``, ``file`` or ``username``) and one the student ID (``id``, ``student id``,
-``student_id``, ``sis id`` or ``email``). A row matches a learner by name, or a notebook by its
-file name or stem; a learner named by a flat folder and a file name (``submissions/frank``) is also
-matched by the file's part (``frank``) where the folder's name (``submissions``) is not a learner of
-the roster, so ``class/mallory/alice_00.ipynb`` never takes alice's student ID.
+``student_id``, ``sis id`` or ``email``), and optionally an ``email`` column beside the ID (the Moodle import
+file's ``Email address``). Names are identities, so matching is exact: a row matches the learner named exactly
+so (case, spaces and accents count; names are NFC-normalised where they are read), or the notebook by its path
+exactly as given. A file's name never gives a learner an ID: ``class/mallory/alice_00.ipynb`` is
+``mallory/alice`` and gets no ID even where the roster knows ``alice`` (the run warns, saying what the file's name
+claims); a flat folder's files (``submissions/frank_01.ipynb``: ``submissions/frank``) are matched by a row
+``submissions/frank``. One name with two IDs, or one ID for two names, is refused with both lines named: one ID,
+one learner.
 
-Submission times come from the file's modification time, or from a CSV the LMS export gives
-(``--times``: a column ``file`` or ``path`` and a column ``time`` or ``submitted``), written as
-the LMS wrote them.
+Submission times are never a file's modification time, which its owner can set (``touch -d``): they come from a
+CSV (``--times``: a column ``file`` or ``path`` and a column ``time`` or ``submitted``) that the LMS's export gives
+or that ``grader collect`` writes (``collect-times.csv``: when collect first saw each notebook, paths relative to
+the file's folder), written as they were written. ``--times mtime`` takes the files' own times instead, and every
+row says so. Without a time, ``submitted`` is empty and a late rule says it cannot apply (:mod:`.late`).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ import csv
 import datetime
 import os
 import re
+import unicodedata
 from pathlib import Path
 
 from grader.engine.course import UNITS, leading_unit
@@ -99,7 +106,16 @@ def learner_of(notebook: Path, given: Path) -> str:
     return f"{holder}/{named}"
 
 
-def _table(path: Path, what: str, first: tuple, second: tuple) -> dict[str, str]:
+class Roster(dict):
+    """learner -> student ID, exactly as the roster writes them; ``emails``: learner -> e-mail, where it gives one."""
+
+    def __init__(self, *args, emails: dict | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.emails: dict[str, str] = dict(emails or {})
+
+
+def _rows(path: Path, what: str, first: tuple, second: tuple):
+    """(the header's first column, its second, the reader), the columns chosen from the names given."""
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
@@ -113,48 +129,127 @@ def _table(path: Path, what: str, first: tuple, second: tuple) -> dict[str, str]
             f"{what} {path} needs a header with a column {' / '.join(first)} and a column "
             f"{' / '.join(second)}; it has {', '.join(reader.fieldnames or []) or 'none'}"
         )
-    table = {}
-    for row in reader:
-        key, value = (row.get(a) or "").strip(), (row.get(b) or "").strip()
-        if key:
-            table[key] = value
+    return a, b, heads, reader
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+EMAIL_COLUMNS = ("email", "email address", "e-mail")
+
+
+def read_roster(path: Path) -> Roster:
+    """The roster at ``path``; RosterError for a missing column, one name given two IDs or one ID given twice."""
+    a, b, heads, reader = _rows(path, "roster", NAME_COLUMNS, ID_COLUMNS)
+    mail = next((heads[h] for h in EMAIL_COLUMNS if h in heads and heads[h] != b), None)
+    table, emails, line_of, owner = Roster(), {}, {}, {}
+    for line, row in enumerate(reader, start=2):
+        key, value = _nfc((row.get(a) or "").strip()), (row.get(b) or "").strip()
+        if not key:
+            continue
+        if key in table and table[key] != value:
+            raise RosterError(
+                f"roster {path} line {line}: {key!r} has the ID {value!r} here and {table[key]!r} on line "
+                f"{line_of[key]}: one name, one ID"
+            )
+        if value and owner.get(value, key) != key:
+            raise RosterError(
+                f"roster {path} line {line}: the ID {value!r} of {key!r} is already {owner[value]!r}'s (line "
+                f"{line_of[owner[value]]}): one ID, one learner (rename the folder, or give each its own ID)"
+            )
+        table[key] = value
+        line_of.setdefault(key, line)
+        if value:
+            owner[value] = key
+        if mail and (row.get(mail) or "").strip():
+            emails[key] = (row.get(mail) or "").strip()
+    table.emails = emails
     return table
 
 
-def read_roster(path: Path) -> dict[str, str]:
-    return _table(path, "roster", NAME_COLUMNS, ID_COLUMNS)
+class Times(dict):
+    """file -> the time it was handed in, as the LMS or collect wrote it: a key with a ``/`` is a path relative to
+    the times file's folder (stored resolved), one without is a file name. ``file_times``: ``--times mtime``."""
+
+    def __init__(self, *args, source: str = "", file_times: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.source, self.file_times = source, file_times
 
 
-def read_times(path: Path) -> dict[str, str]:
-    return _table(path, "submission times", ("file", "path", "notebook"), ("time", "submitted", "date"))
+FILE_TIMES = "mtime"  # --times mtime: the files' own times (their owners can set them), said in every row
 
 
-def lookup(table: dict[str, str], learner: str, notebook: str) -> str | None:
-    """The value for a learner (by name) or a notebook (by path, file name or stem); None when not listed.
-    A learner ``folder/name`` (a file named per learner in a folder named otherwise) is also found as
-    ``name``, unless ``folder`` is itself a learner of the table: then the file is in that learner's folder."""
-    p = Path(notebook)
-    folded = {k.lower(): v for k, v in table.items()}
-    keys = [learner, notebook, p.name, p.stem]
-    folder, _, named = learner.rpartition("/")
-    if folder and folder not in table and folder.lower() not in folded:
-        keys.append(named)
-    for key in keys:
-        if key in table:
-            return table[key]
-        if key.lower() in folded:
-            return folded[key.lower()]
+def read_times(path: Path | str) -> Times:
+    if str(path) == FILE_TIMES:
+        return Times(source="the files' own modification times (their owners can set them)", file_times=True)
+    a, b, _, reader = _rows(Path(path), "submission times", ("file", "path", "notebook"), ("time", "submitted", "date"))
+    folder = os.path.abspath(Path(path).parent)
+    table = Times(source=str(path))
+    for row in reader:
+        key, value = (row.get(a) or "").strip(), (row.get(b) or "").strip()
+        if key:
+            table[os.path.normpath(os.path.join(folder, key)) if "/" in key else key] = value
+    return table
+
+
+COLLECT_TIMES = "collect-times.csv"  # grader.instructor.collect.TIMES: what collect writes beside its copies
+
+
+def collect_record(paths: list[str]) -> Path | None:
+    """``collect-times.csv`` in the one folder given, where ``grader collect`` wrote it; else None."""
+    if len(paths) == 1 and Path(paths[0]).is_dir():
+        found = Path(paths[0]) / COLLECT_TIMES
+        if found.is_file() and not found.is_symlink():
+            return found
     return None
 
 
-def submitted(notebook: str, times: dict[str, str] | None = None) -> str:
-    """When it was handed in: the LMS's own time where given, else the file's modification time (local)."""
+def time_of(times: dict, notebook: str) -> str | None:
+    """A notebook's time in ``times``: by its path (resolved), else by its file name; None when not listed."""
+    for key in (os.path.normpath(os.path.abspath(notebook)), notebook, Path(notebook).name):
+        if key in times:
+            return times[key]
+    return None
+
+
+def lookup(table: dict, learner: str, notebook: str) -> str | None:
+    """The roster's value for a learner, matched exactly by name, or for the notebook by its path exactly as
+    given; None when not listed. Never by a file's name: a learner names their files."""
+    for key in (learner, notebook):
+        if key in table:
+            return table[key]
+    return None
+
+
+def not_in_roster(table: dict, learner: str) -> str:
+    """The warning for a learner the roster does not know, saying what nearly matched and why it does not."""
+    from grader.instructor.grading.printable import escape
+
+    words = f"{escape(learner)} is not in the roster (no student ID)"
+    folder, _, named = learner.rpartition("/")
+    if folder and named in table:
+        return (
+            f"{words}: its files are named for {escape(named)}, but they lie in the folder {escape(folder)}, and a "
+            f"file's name never gives a learner an ID (add a row {escape(learner)} if it is {escape(named)}'s)"
+        )
+    near = [k for k in table if k.strip().casefold() == learner.strip().casefold()]
+    if near:
+        return f"{words}: the roster has {escape(near[0])!r}; names match exactly (case and spaces count)"
+    return words
+
+
+def submitted(notebook: str, times: dict | None = None) -> str:
+    """When it was handed in: the time ``times`` gives it (the LMS's own, or collect's record), else '' (unknown);
+    the file's own time only with ``--times mtime``."""
     if times:
-        given = lookup(times, "", notebook)
+        given = time_of(times, notebook)
         if given is not None:
             return given
-    try:
-        when = os.lstat(notebook).st_mtime
-    except OSError:
-        return ""
-    return datetime.datetime.fromtimestamp(when).strftime("%Y-%m-%d %H:%M:%S")
+    if getattr(times, "file_times", False):
+        try:
+            when = os.lstat(notebook).st_mtime
+        except OSError:
+            return ""
+        return datetime.datetime.fromtimestamp(when).strftime("%Y-%m-%d %H:%M:%S")
+    return ""

@@ -13,6 +13,11 @@ without end, a trigger, a generated column, a virtual table. So a store is read 
 
 ``read(path)`` raises :class:`Refused` (an ``sqlite3.DatabaseError``) with a reason, never anything else
 from SQLite; callers turn it into a finding or a "store not readable" line.
+
+SQLite opens a file by its path, and follows a link to do so, so it is never given a path a learner shapes:
+:func:`read_bytes` reads a store from bytes its caller took through descriptors opened without links (the class
+view, :mod:`grader.instructor.homes`; ``grade``, :func:`grader.instructor.grading.containment.read_capped`), from a
+private copy in a fresh 0700 folder.
 """
 
 from __future__ import annotations
@@ -123,6 +128,25 @@ def read(path: Path, *, live: bool = False, copy: bool = False) -> tuple[list[Ev
         else:
             events.append(event)
     return events, list(dict.fromkeys(findings))
+
+
+def read_bytes(store: bytes, wal: bytes | None = None) -> tuple[list[Event], list[str]]:
+    """:func:`read` of a store taken as bytes (and its write-ahead log's, where it had one), through a private copy
+    in a fresh 0700 folder that is removed after: what a learner's folder holds is never opened by SQLite."""
+    import shutil
+    import tempfile
+
+    if len(store) > STORE_CAP or (wal is not None and len(wal) > STORE_CAP):
+        raise Refused(f"larger than {STORE_CAP:,} bytes")
+    folder = Path(tempfile.mkdtemp(prefix="agl-store-"))
+    try:
+        path = folder / "progress.sqlite3"
+        path.write_bytes(store)
+        if wal:
+            Path(f"{path}-wal").write_bytes(wal)
+        return read(path, copy=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _json(text, cap: int):
