@@ -386,7 +386,7 @@ def test_cli_names_the_bug_in_a_script_that_raises(tmp_path):
     done = _cli(str(script))
     assert done.returncode == 1
     assert "Traceback" in done.stderr and "RuntimeError" in done.stderr
-    assert "[carried-state, unit 08] at rnn.py:8" in done.stderr
+    assert "[carried-state, unit 08] at rnn.py:6" in done.stderr  # where the state is made: h = cell(..., h)
 
 
 def test_cli_refuses_a_missing_script():
