@@ -65,6 +65,7 @@ class Outcome:
     error: BaseException | None = None  # what the program raised (the context path)
     code: int | None = None  # the command's exit status (the command path)
     stderr: str = ""
+    stdout: str = ""
     doctor: object = None
 
 
@@ -153,8 +154,9 @@ def _ours(name: str, module, folder: Path) -> bool:
 
 
 def run(program: Program, folder: Path, how: str, bug: Bug | None = None, programs_dir: Path = PROGRAMS_DIR) -> Outcome:
-    """Run ``program`` (with ``bug`` planted) in ``folder`` under the doctor, by the command's path or by
-    ``with doctor()``; the program's printing is kept out of the way."""
+    """Run ``program`` (with ``bug`` planted) in ``folder`` under the doctor, by the command's path
+    (``how="command"``) or by ``with doctor()`` (``"context"``), or without it (``"plain"``); what the
+    program prints is kept in the outcome."""
     from grader.learner.doctor import runner
     from grader.probes.doctor import doctor
 
@@ -170,11 +172,16 @@ def run(program: Program, folder: Path, how: str, bug: Bug | None = None, progra
             code, watching = runner.run(str(script), args, stream=err)
             if watching is None:
                 raise RuntimeError(err.getvalue())
-            return Outcome(watching.findings, watching.text(), code=code, stderr=err.getvalue(), doctor=watching)
-        error = None
+            return Outcome(watching.findings, watching.text(), None, code, err.getvalue(), out.getvalue(), watching)
+        error, watching = None, None
         try:
-            with runner.as_main(str(script), args), doctor(report=False, stream=err) as watching:
-                runpy.run_path(str(script), run_name="__main__")
+            with runner.as_main(str(script), args):
+                if how == "plain":
+                    runpy.run_path(str(script), run_name="__main__")
+                else:
+                    with doctor(report=False, stream=err) as watching:
+                        runpy.run_path(str(script), run_name="__main__")
         except BaseException as exc:  # noqa: BLE001 - the program's own error (SystemExit included)
             error = exc
-        return Outcome(watching.findings, watching.text(), error=error, stderr=err.getvalue(), doctor=watching)
+        findings, text = (watching.findings, watching.text()) if watching is not None else ([], "")
+        return Outcome(findings, text, error, None, err.getvalue(), out.getvalue(), watching)

@@ -99,7 +99,7 @@ def _zero_leaf(fn) -> bool:
     return leaf is not None and leaf.numel() <= 64 and not bool(leaf.detach().any())
 
 
-def _is_parameter(d, t) -> bool:
+def is_parameter(d, t) -> bool:
     return isinstance(t, nn.Parameter) or d.params.get(id(t)) is t or d.held.get(id(t)) is t
 
 
@@ -113,7 +113,7 @@ def _leaves(fn, d) -> tuple[bool, list]:
         seen.add(node)
         leaf = getattr(node, "variable", None) if probes.node_name(node) == "AccumulateGrad" else None
         if leaf is not None:
-            if _is_parameter(d, leaf):
+            if is_parameter(d, leaf):
                 return True, []
             leaves.append(leaf)
         stack.extend(n for n, _ in node.next_functions)
@@ -154,14 +154,14 @@ def conclude(d):
     """A summand position that never reached a parameter, while the loss at the same line did."""
     for site, state in d.terms.items():
         loss_leaves = [t for t in (r() for r in state["loss"]) if t is not None]
-        params = [t for t in loss_leaves if _is_parameter(d, t)]
+        params = [t for t in loss_leaves if is_parameter(d, t)]
         if not params or ("inert", site) in d.keys:
             continue
         for i, (node, count, refs, shapes) in sorted(state["suspects"].items()):
             if i in state["cleared"]:
                 continue
             # (a parameter is held by the doctor until the end: a leaf that died was none)
-            if any(t is not None and _is_parameter(d, t) for t in (r() for r in refs)):
+            if any(t is not None and is_parameter(d, t) for t in (r() for r in refs)):
                 continue
             d.add(
                 ("inert", site),

@@ -139,6 +139,8 @@ class Doctor:
         # still see them after the program's own references are gone; other leaves weakly
         self.held: dict[int, torch.Tensor] = {}  # every parameter an optimizer held at a step
         self.reached: dict[int, Any] = {}  # every leaf a backward reached (a Parameter, or a weakref)
+        # leaves that are no Parameter: id -> [weakref, first and last optimizer step count it was reached at, shape]
+        self.leaf_seen: dict[int, list] = {}
         self.name_of: dict[int, str] = {}  # id(parameter) -> its name in a root module
         self.current: dict[str, torch.Tensor] = {}  # declared name -> the parameter under it now
         self.roots: weakref.WeakSet = weakref.WeakSet()  # every module called with no module forward active
@@ -288,7 +290,8 @@ class Doctor:
         accumulated.before_backward(self, leaves, site)
         earlier = carried.stamp_and_check(self, walked, site, flags[0])
         optimizer.check_written_since_forward(self, graph_roots, walked, site)
-        for r in graph_roots:
+        trains = not from_grad and any(inert.is_parameter(self, leaf) for leaf in leaves)
+        for r in graph_roots if trains else ():  # (a training loss: a backward that reaches a parameter)
             if site in self.inert_replay:
                 inert.replayed(self, r, site)
             inert.constant_terms(self, r, site)
@@ -305,6 +308,12 @@ class Doctor:
         for leaf in leaves:
             if id(leaf) not in self.reached:
                 self.reached[id(leaf)] = leaf if isinstance(leaf, nn.Parameter) else weakref.ref(leaf)
+            if not isinstance(leaf, nn.Parameter):
+                seen = self.leaf_seen.get(id(leaf))
+                if seen is None or seen[0]() is not leaf:
+                    self.leaf_seen[id(leaf)] = [weakref.ref(leaf), self.epoch, self.epoch, list(leaf.shape)]
+                else:
+                    seen[2] = self.epoch
         if not from_grad:
             for r in graph_roots:
                 inert.graph_terms(self, r, site, leaves)

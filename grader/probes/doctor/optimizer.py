@@ -134,8 +134,8 @@ def conclude_held(d, exc, explained=frozenset()):
     reached = {i: (r if isinstance(r, torch.Tensor) else r()) for i, r in d.reached.items()}
     reached = {i: t for i, t in reached.items() if t is not None and i not in explained and not intent.is_input(d, t)}
     unheld = [t for i, t in reached.items() if i not in held and not d.declared_frozen(names.get(i))]
-    unnamed = [t for t in unheld if id(t) not in names]
     named = [t for t in unheld if id(t) in names]
+    unnamed = _kept_leaves(d, explained)
     if unnamed:
         unregistered.leaves(d, unnamed)
     if named and not _optimizes_inputs(d):
@@ -149,6 +149,21 @@ def conclude_held(d, exc, explained=frozenset()):
     )
     if d.steps >= 2 and ("unheld",) not in d.keys and not any(f.mechanism in causes for f in d.findings):
         _never(d, reached)
+
+
+def _kept_leaves(d, explained) -> list[tuple[int, list, Any]]:
+    """(id, shape, the tensor or None) of leaves that are no Parameter, that backward reached at two or more
+    optimizer steps (the same tensor: kept to be learned, unlike an input made anew each step), that no
+    module registers, no optimizer holds and the program did not differentiate or read as an input."""
+    out = []
+    for i, (ref, first, last, shape) in d.leaf_seen.items():
+        t = ref()
+        if last == first or i in d.held or i in d.name_of or i in explained:
+            continue
+        if (t is not None and intent.is_input(d, t)) or (t is None and i in d.inputs):
+            continue
+        out.append((i, shape, t))
+    return out
 
 
 def _optimizes_inputs(d) -> bool:

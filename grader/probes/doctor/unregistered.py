@@ -47,17 +47,20 @@ def conclude(d):
 
 
 def leaves(d, unnamed):
-    """Leaves requiring grad that the loss reached, that no module registers and no optimizer holds."""
+    """Leaves requiring grad that the loss reached at several steps, that no module registers and no optimizer
+    holds: ``unnamed`` is (id, shape, the tensor or None once it died) for each."""
     if d.unregistered:
         return
-    shapes = ", ".join(str(list(t.shape)) for t in unnamed[:4])
-    assigned = [d.leaf_lines[id(t)][1] for t in unnamed if d.leaf_lines.get(id(t), (lambda: None,))[0]() is t]
+    shapes = ", ".join(str(shape) for _, shape, _ in unnamed[:4])
+    assigned = [
+        d.leaf_lines[i][1] for i, _, t in unnamed if t is not None and d.leaf_lines.get(i, (lambda: None,))[0]() is t
+    ]
     d.add(
         ("unregistered-leaf",),
         Mechanism.UNREGISTERED_MODULE,
         assigned[0] if assigned else "",
-        f"the loss reaches {len(unnamed)} leaf tensor(s) that require grad ({shapes}) that no module registers "
-        "and no optimizer holds: they get gradients and are never updated"
+        f"the loss reaches {len(unnamed)} leaf tensor(s) that require grad ({shapes}), the same ones at several "
+        "optimizer steps, that no module registers and no optimizer holds: they get gradients and are never updated"
         + (f" (assigned to a module attribute at {assigned[0]})" if assigned else "")
         + "; an input you differentiate on purpose is told apart when the program reads its .grad or passes it "
         "to torch.autograd.grad(..., inputs=...)",
