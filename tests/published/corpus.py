@@ -21,6 +21,7 @@ import random
 import runpy
 import shutil
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,6 +68,7 @@ class Outcome:
     stderr: str = ""
     stdout: str = ""
     doctor: object = None
+    cpu_s: float = 0.0  # this process's CPU time running the program (setting up the folder not counted)
 
 
 def folder_of(program: Program, programs_dir: Path = PROGRAMS_DIR) -> Path:
@@ -168,11 +170,15 @@ def run(program: Program, folder: Path, how: str, bug: Bug | None = None, progra
         )
     out, err = io.StringIO(), io.StringIO()
     with isolated(program, folder), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        began = time.process_time()
         if how == "command":
             code, watching = runner.run(str(script), args, stream=err)
             if watching is None:
                 raise RuntimeError(err.getvalue())
-            return Outcome(watching.findings, watching.text(), None, code, err.getvalue(), out.getvalue(), watching)
+            spent = time.process_time() - began
+            return Outcome(
+                watching.findings, watching.text(), None, code, err.getvalue(), out.getvalue(), watching, spent
+            )
         error, watching = None, None
         try:
             with runner.as_main(str(script), args):
@@ -183,5 +189,6 @@ def run(program: Program, folder: Path, how: str, bug: Bug | None = None, progra
                         runpy.run_path(str(script), run_name="__main__")
         except BaseException as exc:  # noqa: BLE001 - the program's own error (SystemExit included)
             error = exc
+        spent = time.process_time() - began
         findings, text = (watching.findings, watching.text()) if watching is not None else ([], "")
-        return Outcome(findings, text, error, None, err.getvalue(), out.getvalue(), watching)
+        return Outcome(findings, text, error, None, err.getvalue(), out.getvalue(), watching, spent)

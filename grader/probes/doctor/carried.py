@@ -106,17 +106,15 @@ def record_roots(d, graph_roots, site) -> None:
             token = _Token(fn.metadata.get("doctor_summed_at", ""))
             fn.metadata["doctor_alive"] = token
             tokens.append(weakref.ref(token))
-        d.old_roots.append((tokens, site, d.site_calls[site]))
-    del d.old_roots[:-200]
+        d.old_roots[site].append((tokens, site, d.site_calls[site]))
 
 
 def check_old_roots(d, site) -> None:
     """Before a backward: the loss graphs of three or more earlier calls of this line, older than the
-    last one, still alive: something keeps every step's loss tensor."""
-    alive = [r for r in d.old_roots if any(t() is not None for t in r[0])]
-    d.old_roots = alive
+    last one, still alive: something keeps every step's loss tensor. (The last 8 calls of each line are
+    kept: three alive among them is enough.)"""
     call = d.site_calls[site]
-    kept = [r for r in alive if r[1] == site and r[2] < call - 1]
+    kept = [r for r in d.old_roots[site] if r[2] < call - 1 and any(t() is not None for t in r[0])]
     if len({r[2] for r in kept}) < 3:
         return
     summed = next((t().summed_at for r in kept for t in r[0] if t() is not None and t().summed_at), "")

@@ -153,7 +153,8 @@ class Doctor:
         self.root_index: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # top-level module -> n
         self.snap: dict[str, torch.Tensor] = {}
         self.nograd_calls: list[tuple[str, str]] = []  # (module class, line) run with grad off
-        self.old_roots: list = []  # weakrefs to the roots of earlier epochs' backward calls
+        # backward line -> (tokens in the roots' nodes, line, call number) of its last calls
+        self.old_roots: dict[str, deque] = defaultdict(lambda: deque(maxlen=8))
         self.in_backward = 0  # > 0 while a backward runs: a module called then is a checkpoint's recomputation
         self.recomputing: list = []  # (module, its buffers, versions and values, line) of calls inside backward
         self.recomputed: list = []  # the same, once the recomputation returned: judged when the backward ends

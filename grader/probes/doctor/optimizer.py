@@ -179,15 +179,15 @@ def _unheld(d, named, reached) -> None:
     stray = [t for i, t in held.items() if i not in names and isinstance(t, torch.nn.Parameter)]
     label = ", ".join(names[id(t)] for t in named[:5])
     evidence = f"the optimizer holds {total - len(named)} of the {total} parameters the loss reaches; not held: {label}"
-    line = d.step_line
     if replaced:
         line = d.replaced[id(replaced[0])]
         evidence += (
-            f"; the module holding {names[id(replaced[0])]} was assigned at {line}, after the optimizer was built"
+            f"; {', '.join(names[id(t)] for t in replaced[:5])} belong to a module assigned at {line}, after the "
+            "optimizer was built (it holds the parameters of the module that was there before)"
         )
     elif stray:
         built = _built(d, stray[0])
-        line = built or line
+        line = built or d.step_line
         evidence += (
             f"; the optimizer{' built at ' + built if built else ''} holds {len(stray)} parameter(s) of no module the "
             "run called (another instance of the model?)"
@@ -195,12 +195,14 @@ def _unheld(d, named, reached) -> None:
     else:
         line, why = _suspect_optimizer(d)
         line = line or d.step_line
-        evidence += why
+        evidence += (
+            why + " (if they are left out on purpose, declare them: frozen=NAME, or a '# doctor: frozen=NAME' line)"
+        )
     d.add(
         ("unheld",),
         Mechanism.OPTIMIZER_MISMATCH,
         line,
-        evidence + " (if they are frozen on purpose, declare them: frozen=NAME or a '# doctor: frozen=NAME' line)",
+        evidence,
         "build the optimizer after the model is final (after .to(), replacing layers, loading), from "
         "model.parameters()",
     )
