@@ -431,6 +431,10 @@ def test_the_command_passes_the_scripts_exception_to_the_doctor_as_with_doctor_s
         with doctor(report=False) as d:
             runpy.run_path(str(script), run_name="__main__")
     assert str(d.findings[0]) in done.stderr
+    shell = _shell()  # %%doctor: IPython catches the cell's error; the magic passes it to the doctor
+    shell.run_cell("%%doctor\n" + _INFERENCE_SCRIPT)
+    found = shell.user_ns["_doctor"].findings
+    assert [f.mechanism for f in found] == [Mechanism.NO_GRAD_ROOT] and found[0].line.endswith(":4")
 
 
 def test_cli_refuses_a_missing_script():

@@ -16,6 +16,11 @@ from grader.probes.doctor import Mechanism
 from tests.published import corpus
 from tests.published.catalogue import BUGS, PROGRAMS
 
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD",  # the sine-wave data, as the example saves it
+    "ignore:To copy construct from a tensor",  # the style-transfer tutorial's own torch.tensor(tensor)
+)
+
 _RUNS: dict = {}  # (program, bug) -> (command outcome, context outcome, lines to edit)
 
 
