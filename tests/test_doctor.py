@@ -7,6 +7,7 @@ what a program computes, must leave torch as it found it, and its command must r
 
 from __future__ import annotations
 
+import contextlib
 import io
 import subprocess
 import sys
@@ -68,7 +69,7 @@ def test_the_command_and_with_doctor_agree_on_every_report(tmp_path):
             script = tmp_path / f"{mod.__name__.rsplit('.', 1)[-1]}_{fn}.py"
             script.write_text(f"from {mod.__name__} import {fn}\n{fn}()\n")
             found, _, d = _diagnose(getattr(mod, fn))
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):  # (the bugs' tracebacks)
                 warnings.simplefilter("ignore")
                 _, watched = run(str(script), stream=io.StringIO())
             assert [str(f) for f in watched.findings] == [str(f) for f in d.findings], f"{mod.__name__}.{fn}"
