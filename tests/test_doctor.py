@@ -7,6 +7,8 @@ what a program computes, must leave torch as it found it, and its command must r
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
 import sys
 import warnings
@@ -55,6 +57,22 @@ def test_bug_named_and_fix_silent(mod):
     found, error, d = _diagnose(mod.fixed)
     assert error is None and found == [], d.text()
     assert "\n" not in d.text() and d.text().endswith("no finding")
+
+
+def test_the_command_and_with_doctor_agree_on_every_report(tmp_path):
+    """Each bug() and fixed() run by the command's own function (a script that calls it) gives the same
+    findings as inside ``with doctor():`` (issue 47: one path)."""
+    from grader.learner.doctor.runner import run
+
+    for mod in CORPUS:
+        for fn in ("bug", "fixed"):
+            script = tmp_path / f"{mod.__name__.rsplit('.', 1)[-1]}_{fn}.py"
+            script.write_text(f"from {mod.__name__} import {fn}\n{fn}()\n")
+            found, _, d = _diagnose(getattr(mod, fn))
+            with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):  # (the bugs' tracebacks)
+                warnings.simplefilter("ignore")
+                _, watched = run(str(script), stream=io.StringIO())
+            assert [str(f) for f in watched.findings] == [str(f) for f in d.findings], f"{mod.__name__}.{fn}"
 
 
 def test_corpus_counts(capsys):
@@ -386,7 +404,38 @@ def test_cli_names_the_bug_in_a_script_that_raises(tmp_path):
     done = _cli(str(script))
     assert done.returncode == 1
     assert "Traceback" in done.stderr and "RuntimeError" in done.stderr
-    assert "[carried-state, unit 08] at rnn.py:8" in done.stderr
+    assert "[carried-state, unit 08] at rnn.py:6" in done.stderr  # where the state is made: h = cell(..., h)
+
+
+_INFERENCE_SCRIPT = """import torch
+features = torch.nn.Linear(4, 4)
+head = torch.nn.Linear(4, 1)
+with torch.inference_mode():
+    x = features(torch.randn(8, 4))
+head(x).sum().backward()
+"""
+
+
+def test_the_command_passes_the_scripts_exception_to_the_doctor_as_with_doctor_sees_it(tmp_path):
+    """Issue 47: the command caught the script's error inside the doctor, whose checks of the program's error
+    then never ran; now both paths name it, and the command still shows the traceback and fails."""
+    import runpy
+
+    script = tmp_path / "features.py"
+    script.write_text(_INFERENCE_SCRIPT)
+    done = _cli(str(script))
+    assert done.returncode == 1
+    assert "Traceback" in done.stderr and "Inference tensors cannot be saved for backward" in done.stderr
+    assert 'File "<frozen runpy>"' not in done.stderr  # the traceback starts at the script, as python's does
+    assert "[no-grad-root, unit 04] at features.py:4" in done.stderr  # where inference mode was entered
+    with pytest.raises(RuntimeError, match="Inference tensors"):
+        with doctor(report=False) as d:
+            runpy.run_path(str(script), run_name="__main__")
+    assert str(d.findings[0]) in done.stderr
+    shell = _shell()  # %%doctor: IPython catches the cell's error; the magic passes it to the doctor
+    shell.run_cell("%%doctor\n" + _INFERENCE_SCRIPT)
+    found = shell.user_ns["_doctor"].findings
+    assert [f.mechanism for f in found] == [Mechanism.NO_GRAD_ROOT] and found[0].line.endswith(":4")
 
 
 def test_cli_refuses_a_missing_script():

@@ -1,8 +1,9 @@
 """openvinotoolkit/nncf#327: an initialisation that replaces a parameter object breaks training.
 
 Symptom: after range initialisation the quantizer's scale never changes during training.
-Mechanism: optimizer-mismatch. The initialisation runs after the optimizer got the model's parameters
-and assigns a brand-new nn.Parameter; the optimizer keeps updating the old object, tracked by identity.
+Mechanism: parameter-rebound. The initialisation runs after the optimizer got the model's parameters
+and binds the parameter's name to a brand-new nn.Parameter; the optimizer keeps updating the old object,
+tracked by identity, and the model computes with the new one.
 Fix: write the initial value into the existing parameter (under no_grad, with copy_) instead.
 """
 
@@ -10,7 +11,7 @@ import torch
 from torch import nn
 
 THREAD = "openvinotoolkit/nncf#327"
-MECHANISM = "optimizer-mismatch"
+MECHANISM = "parameter-rebound"
 
 
 class Quantizer(nn.Module):

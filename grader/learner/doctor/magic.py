@@ -4,8 +4,10 @@
     for x, y in batches:
         ...
 
-The cell runs unchanged (IPython shows its output and any error as usual); the report is printed to
-stderr when it ends, and the doctor is kept in the notebook as ``_doctor`` (``_doctor.findings``). Intent
+The cell runs unchanged (IPython shows its output and any error as usual); its error reaches the doctor
+as it would reach a ``with doctor():`` block around the cell's code (IPython catches it; the magic passes it
+on), the report is printed to stderr when it ends, and the doctor is kept in the notebook as ``_doctor``
+(``_doctor.findings``). Intent
 may also be declared inside the cell, ``# doctor: frozen=encoder should_move=head`` (:mod:`.directive`).
 Registered when ``grader`` is imported in IPython, or with ``%load_ext grader.learner.doctor``.
 """
@@ -48,8 +50,13 @@ def doctor_cell(shell, line: str, cell: str):
     if error:
         print(f"%%doctor: {error}", file=sys.stderr)
         return None
-    with doctor(**directive.merge(options, written)) as d:
-        shell.run_cell(cell, store_history=False)
+    d = doctor(**directive.merge(options, written))
+    d.__enter__()
+    error = None
+    try:
+        error = shell.run_cell(cell, store_history=False).error_in_exec
+    finally:
+        d.__exit__(type(error) if error is not None else None, error, getattr(error, "__traceback__", None))
     shell.user_ns["_doctor"] = d
     return None
 

@@ -9,11 +9,14 @@ own tools (unit 10's audit, unit 12's reference diagnosis) are built on it.
 One module per job:
 
 * :mod:`.findings`: the vocabulary (:class:`Mechanism`, each with the unit that teaches it) and :class:`Finding`;
-* :mod:`.frames`: where in the learner's file;
+* :mod:`.frames`: where in the program (one rule for every path);
 * :mod:`.observer`: the hooks on torch's entry points and the per-run state (:class:`Doctor`, :func:`doctor`);
+* :mod:`.intent`: what the program means, read from what it does (input gradients, ``sum``'s seed, where
+  attributes were assigned, optimizers built, inference mode entered, processes started);
 * one module per mechanism's check: :mod:`.optimizer`, :mod:`.unregistered`, :mod:`.carried`,
   :mod:`.inplace`, :mod:`.nan`, :mod:`.grad_mode`, :mod:`.inert`, :mod:`.freed`, :mod:`.nonleaf`,
-  :mod:`.hooks` (hooks, checkpointing and torch's own warnings);
+  :mod:`.hooks` (hooks, checkpointing and torch's own warnings), :mod:`.accumulated`, :mod:`.held`,
+  :mod:`.rebound`;
 * :mod:`.report`: the text the doctor prints.
 """
 

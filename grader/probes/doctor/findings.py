@@ -20,6 +20,9 @@ class Mechanism(str, enum.Enum):
     FREED_GRAPH = "freed-graph"
     NONLEAF_GRAD = "nonleaf-grad"
     HOOKS_CHECKPOINT = "hooks-checkpoint"
+    ACCUMULATED_GRAD = "accumulated-grad"
+    HELD_GRAPH = "held-graph"
+    PARAMETER_REBOUND = "parameter-rebound"
 
     @property
     def unit(self) -> str:
@@ -37,13 +40,16 @@ _UNITS = {
     Mechanism.FREED_GRAPH: "06",
     Mechanism.NONLEAF_GRAD: "03",
     Mechanism.HOOKS_CHECKPOINT: "03/09b",
+    Mechanism.ACCUMULATED_GRAD: "02",
+    Mechanism.HELD_GRAPH: "06",
+    Mechanism.PARAMETER_REBOUND: "04b",
 }
 
 
 @dataclass(frozen=True)
 class Finding:
     mechanism: Mechanism
-    line: str  # "file:lineno" in the learner's file, or "" when no frame of theirs was on the stack
+    line: str  # "file:lineno" of the line to edit, in whichever file of the program, or "" when none is known
     evidence: str
     fix: str
 

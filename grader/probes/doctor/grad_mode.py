@@ -36,14 +36,18 @@ def no_grad_root(d, root, site):
 
 
 def inference_saved(d, exc):
+    """The program's error: an inference tensor given to an operation that records a graph. The line to
+    edit is where inference mode was entered last (where the tensor was made), else where it raised."""
     if isinstance(exc, RuntimeError) and "Inference tensors cannot be saved for backward" in str(exc):
-        line = d.traceback_line(exc)
+        raised = d.traceback_line(exc)
+        made = d.inference_lines[-1] if d.inference_lines else ""
         d.add(
-            ("inference-saved", line),
+            ("inference-saved", raised),
             Mechanism.NO_GRAD_ROOT,
-            line,
-            "an operation that records a graph was given a tensor made under torch.inference_mode() (an "
-            "inference tensor cannot be saved for backward)",
+            made or raised,
+            f"an operation that records a graph (at {raised or '?'}) was given a tensor made under "
+            "torch.inference_mode()" + (f" (entered at {made})" if made else "") + ": an inference tensor "
+            "cannot be saved for backward",
             "make the tensors you train on outside inference_mode (torch.no_grad() for frozen features, or "
             ".clone() the inference tensor first)",
         )

@@ -7,12 +7,17 @@
   forward, read from the program's exception);
 * state updated twice by recomputation: a module called again while a backward runs (a checkpoint's
   recomputation) whose buffers it writes again (BatchNorm's running statistics, ``num_batches_tracked``).
-  Buffers are compared by version counter; the doctor never opens a checkpoint's saved tensors itself.
+  A buffer counts as written when its version moved and, once that backward is over, its value differs
+  from the one before the recomputation: a ``context_fn`` that snapshots and restores the buffers around
+  the recomputation writes them back (the version moves, the value does not), and is no finding. The
+  doctor never opens a checkpoint's saved tensors itself.
 """
 
 from __future__ import annotations
 
 import warnings
+
+import torch
 
 from grader.probes.doctor import nonleaf
 from grader.probes.doctor.findings import Mechanism
@@ -83,18 +88,29 @@ def on_program_error(d, exc):
 
 
 def before_recomputation(d, module):
-    """A module called while a backward runs: remember its buffers' versions (a checkpoint recomputes it)."""
+    """A module called while a backward runs: remember its buffers' versions and values (a checkpoint
+    recomputes it)."""
     if not module.training:
         return
-    buffers = [(name, b, b._version) for name, b in module.named_buffers(recurse=False) if b is not None]
+    buffers = [
+        (name, b, b._version, b.detach().clone()) for name, b in module.named_buffers(recurse=False) if b is not None
+    ]
     if buffers:
         d.recomputing.append((module, buffers, d.line()))
 
 
 def after_recomputation(d, module):
+    """The recomputed module returned: its entry waits for the end of the backward (a context_fn may restore
+    the buffers after the recomputation returns)."""
     while d.recomputing and d.recomputing[-1][0] is module:
-        _, buffers, line = d.recomputing.pop()
-        written = [(name, v, b._version) for name, b, v in buffers if b._version != v]
+        d.recomputed.append(d.recomputing.pop())
+
+
+def check_recomputed(d):
+    """After a backward: buffers a recomputation wrote and that did not get their value back."""
+    done, d.recomputed = d.recomputed, []
+    for module, buffers, line in done:
+        written = [(name, v, b._version) for name, b, v, before in buffers if b._version != v and not _same(b, before)]
         if not written:
             continue
         names = ", ".join(f"{name} (version {v} -> {now})" for name, v, now in written[:4])
@@ -105,5 +121,9 @@ def after_recomputation(d, module):
             f"{type(module).__name__} ran again inside backward (a checkpoint recomputing its forward) and wrote "
             f"its buffers again: {names}; its state is updated twice per training step",
             "keep modules that update state in forward (BatchNorm's running statistics) outside the checkpointed "
-            "block, or recompute with them in eval mode / with momentum set so that two updates make one",
+            "block, or restore their buffers around the recomputation (checkpoint's context_fn)",
         )
+
+
+def _same(buffer, before) -> bool:
+    return buffer.shape == before.shape and bool(torch.equal(buffer.detach(), before))

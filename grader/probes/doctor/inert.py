@@ -1,7 +1,12 @@
 """Inert loss terms (unit 04): a summand of the loss (its top chain of additions) with no ``grad_fn``; a
 summand with a graph that reaches no parameter, at every backward of its line, although the rest of the
 loss does (a term rebuilt from a detached value as a new leaf that requires grad); backward on a leaf made
-to require grad by hand."""
+to require grad by hand.
+
+Python's ``sum(...)`` starts at the int 0: ``0 + first`` (seen by :mod:`.intent`) is its seed, not a term.
+A constant summand's line is found by a replay: the next backward at that line is recorded under anomaly
+mode (``check_nan=False``: nothing raises, nothing computed changes), and the addition's own node then
+names the line that added the constant to the loss."""
 
 from __future__ import annotations
 
@@ -10,7 +15,8 @@ import weakref
 from torch import nn
 
 from grader import probes
-from grader.probes.doctor.findings import Mechanism
+from grader.probes.doctor import frames, nan
+from grader.probes.doctor.findings import Finding, Mechanism
 
 _SUMS = ("AddBackward0", "SubBackward0")
 _CHECKS = 8  # backward calls per line at which a summand still suspect is walked again
@@ -25,11 +31,16 @@ def constant_terms(d, root, site):
         deeper = [n for n, _ in nexts if n is not None and probes.node_name(n) in _SUMS]
         none_slots = [i for i, (n, _) in enumerate(nexts) if n is None]
         seed = not deeper and none_slots == [0]  # loss = torch.tensor(0.) + term: the accumulation's seed
+        seed = seed or (len(none_slots) == 1 and "doctor_seed" in fn.metadata)  # sum(...)'s 0 + first
         if none_slots and not seed:
+            added = frames.anomaly_line(fn)
+            if ("inert", site) not in d.keys and not added:
+                d.inert_replay.add(site)  # the next backward here names the line that added it
+                nan.arm(d)
             d.add(
                 ("inert", site),
                 Mechanism.INERT_LOSS_TERM,
-                site,
+                added or site,
                 f"{probes.node_name(fn)} in the loss has {len(none_slots)} input(s) with no grad_fn: that summand "
                 "changes the loss's value and no gradient",
                 "compute that term from tensors that keep their graph (no .item(), .detach(), torch.tensor(...) "
@@ -37,6 +48,22 @@ def constant_terms(d, root, site):
             )
             return
         fn = deeper[0] if deeper else None
+
+
+def replayed(d, root, site) -> None:
+    """The backward after a constant summand was found at ``site``, its graph recorded under anomaly mode:
+    the addition's line replaces the backward's line in the finding."""
+    d.inert_replay.discard(site)
+    nan.disarm(d)
+    fn = root.grad_fn
+    while fn is not None and probes.node_name(fn) in _SUMS:
+        if any(n is None for n, _ in fn.next_functions) and "doctor_seed" not in fn.metadata:
+            line = frames.anomaly_line(fn)
+            for i, f in enumerate(d.findings):
+                if line and f.mechanism is Mechanism.INERT_LOSS_TERM and f.line == site:
+                    d.findings[i] = Finding(f.mechanism, line, f.evidence + f" (added to the loss at {line})", f.fix)
+            return
+        fn = next((n for n, _ in fn.next_functions if n is not None and probes.node_name(n) in _SUMS), None)
 
 
 def leaf_root(d, root, site):
@@ -72,7 +99,7 @@ def _zero_leaf(fn) -> bool:
     return leaf is not None and leaf.numel() <= 64 and not bool(leaf.detach().any())
 
 
-def _is_parameter(d, t) -> bool:
+def is_parameter(d, t) -> bool:
     return isinstance(t, nn.Parameter) or d.params.get(id(t)) is t or d.held.get(id(t)) is t
 
 
@@ -86,7 +113,7 @@ def _leaves(fn, d) -> tuple[bool, list]:
         seen.add(node)
         leaf = getattr(node, "variable", None) if probes.node_name(node) == "AccumulateGrad" else None
         if leaf is not None:
-            if _is_parameter(d, leaf):
+            if is_parameter(d, leaf):
                 return True, []
             leaves.append(leaf)
         stack.extend(n for n, _ in node.next_functions)
@@ -127,14 +154,14 @@ def conclude(d):
     """A summand position that never reached a parameter, while the loss at the same line did."""
     for site, state in d.terms.items():
         loss_leaves = [t for t in (r() for r in state["loss"]) if t is not None]
-        params = [t for t in loss_leaves if _is_parameter(d, t)]
+        params = [t for t in loss_leaves if is_parameter(d, t)]
         if not params or ("inert", site) in d.keys:
             continue
         for i, (node, count, refs, shapes) in sorted(state["suspects"].items()):
             if i in state["cleared"]:
                 continue
             # (a parameter is held by the doctor until the end: a leaf that died was none)
-            if any(t is not None and _is_parameter(d, t) for t in (r() for r in refs)):
+            if any(t is not None and is_parameter(d, t) for t in (r() for r in refs)):
                 continue
             d.add(
                 ("inert", site),

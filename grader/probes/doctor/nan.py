@@ -11,14 +11,11 @@ the same backward line carries the traceback of its forward."""
 
 from __future__ import annotations
 
-import os
-import re
-
 import torch
 
 from grader import probes
 from grader.probes.doctor.findings import Finding, Mechanism
-from grader.probes.doctor.frames import theirs
+from grader.probes.doctor.frames import anomaly_line
 from grader.probes.doctor.nonleaf import raw_grad
 
 _MASKING = frozenset(
@@ -30,7 +27,6 @@ _MASKING = frozenset(
         "MaskedScatterBackward0",
     }
 )
-_FRAME = re.compile(r'File "(.*)", line (\d+)')
 
 
 def _finite(g) -> bool:
@@ -73,7 +69,7 @@ def check(d, graph_roots, leaves, site, watched):
     origin = watched[1][0] if watched and watched[1] else None
     replayed = d.replay.pop(site, None)
     if replayed is not None:  # the replay is this one step: anomaly mode goes off whatever it shows
-        _disarm(d)
+        disarm(d)
         if finite and origin is not None and probes.node_name(origin) == replayed:
             _forward_line(d, site, origin)
         return
@@ -107,22 +103,25 @@ def check(d, graph_roots, leaves, site, watched):
     )
     if origin is not None:  # replay the next step at this line under anomaly mode, for the forward line
         d.replay[site] = probes.node_name(origin)
+        arm(d)
+
+
+def arm(d):
+    """Record the next forward under anomaly mode (check_nan=False: nothing raises, nothing changes)."""
+    if not d.anomaly_armed:
         d.anomaly_armed = True
         torch.autograd.set_detect_anomaly(True, check_nan=False)
 
 
-def _disarm(d):
-    if d.anomaly_armed and not d.replay:
+def disarm(d):
+    """Anomaly mode back as the program had it, once no replay waits."""
+    if d.anomaly_armed and not d.replay and not d.inert_replay:
         torch.autograd.set_detect_anomaly(*d.anomaly_before)
         d.anomaly_armed = False
 
 
 def _forward_line(d, site, origin):
-    line = ""
-    for frame in origin.metadata.get("traceback_", []):
-        m = _FRAME.search(frame)
-        if m and theirs(m.group(1), d.script):
-            line = f"{os.path.basename(m.group(1))}:{m.group(2)}"
+    line = anomaly_line(origin)
     if not line:
         return
     for i, f in enumerate(d.findings):

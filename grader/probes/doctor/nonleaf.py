@@ -1,6 +1,8 @@
 """The non-leaf ``.grad`` read (unit 03): seen directly, through a ``.grad`` property on ``torch.Tensor`` that
 reads torch's own attribute, even when the program silences warnings; torch's warning is given again from
-the learner's line."""
+the learner's line. The same property tells :mod:`.intent` which leaves' gradients the program reads (an
+input whose gradient it uses is no unregistered parameter). An optimizer that refuses a non-leaf ("can't
+optimize a non-leaf Tensor") is the same mistake, read from the program's error."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import warnings
 import torch
 
 from grader import probes
+from grader.probes.doctor import intent
 from grader.probes.doctor.findings import Mechanism
 from grader.probes.doctor.frames import outside_doctor
 
@@ -25,6 +28,8 @@ def install(d):
 
     def read(t):
         if t.is_leaf or t.retains_grad or not t.requires_grad:
+            if t.is_leaf and t.requires_grad and type(t) is torch.Tensor:
+                d.guarded(intent.note_read, d, t)
             return _BASE.__get__(t)
         # torch warns here, from inside this frame; take its warning and give it again from the
         # learner's line, where it would have pointed without the doctor
@@ -61,4 +66,19 @@ def on_warning(d, message: str):
             line,
             "torch warned: the .grad attribute of a non-leaf tensor was accessed (it stays None)",
             "read .grad on the leaf, or call .retain_grad() on this tensor before backward",
+        )
+
+
+def on_program_error(d, exc):
+    """The error the program stopped with: an optimizer given a tensor that is not a leaf."""
+    if isinstance(exc, ValueError) and "can't optimize a non-leaf Tensor" in str(exc):
+        line = d.traceback_line(exc)
+        d.add(
+            ("nonleaf-optimizer", line),
+            Mechanism.NONLEAF_GRAD,
+            line,
+            "an optimizer was given a tensor that is not a leaf (an operation made it, after it was set to require "
+            "grad: .to(), .cuda(), arithmetic): backward fills .grad only on leaves, so the optimizer refuses it",
+            "make the tensor where it will live and then set requires_grad (torch.randn(..., device=d).requires_grad_()), "
+            "or pass the leaf itself to the optimizer",
         )

@@ -1,7 +1,15 @@
 """The optimizer and the parameters disagree (unit 12): parameters the loss reaches that no optimizer holds
-(by identity; a name that now holds a new object is named as replaced); held parameters that never got a
-gradient; an optimizer step that writes parameters a graph saved between its forward and its backward;
-declared intent (``frozen=``, ``should_move=``) proved by measurement."""
+(by identity: a module assigned over one after the optimizer was built, an optimizer built on another
+instance of the model); held parameters that never got a gradient; an optimizer step that writes
+parameters a graph saved between its forward and its backward; declared intent (``frozen=``,
+``should_move=``) proved by measurement.
+
+What the program shows it means is respected: a leaf it differentiates on purpose (an input of
+``autograd.grad``, one whose ``.grad`` it reads) is no parameter; a program whose optimizers hold only such
+inputs (style transfer, adversarial examples) optimizes its input, not the model, and the model's
+parameters the loss reaches are not expected in an optimizer. Where intent cannot be told (parameters left
+out of the optimizer on purpose), the finding names the declaration that says so (``frozen=``).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +17,8 @@ from typing import Any
 
 import torch
 
-from grader.probes.doctor import inplace, unregistered
+from grader import probes
+from grader.probes.doctor import held, inplace, intent, unregistered
 from grader.probes.doctor.findings import Mechanism
 
 
@@ -37,14 +46,23 @@ def snapshot(d, module):
 
 
 def stamp_output(d, output):
-    """A top-level module call returned: its outputs' nodes (a tensor, or those of a tuple, list or dict) remember the optimizer step count then."""
-    outputs = output.values() if isinstance(output, dict) else output if isinstance(output, (tuple, list)) else [output]
+    """A top-level module call returned: its outputs' nodes (a tensor, or those nested in tuples, lists and
+    dicts) remember the optimizer step count and the call's line, and get a held-graph token."""
     line = None
-    for out in outputs:
-        fn: Any = out.grad_fn if isinstance(out, torch.Tensor) else None  # (metadata: a dict, not the stub's method)
+    for out in _tensors(output):
+        fn: Any = out.grad_fn  # (metadata: a dict, not the stub's method)
         if fn is not None and "doctor_epoch" not in fn.metadata:
             line = d.line() if line is None else line
             fn.metadata["doctor_epoch"] = (d.epoch, line)
+            held.stamp(d, fn, line)
+
+
+def _tensors(output, depth=0):
+    if isinstance(output, torch.Tensor):
+        yield output
+    elif depth < 3 and isinstance(output, (tuple, list, dict)):
+        for item in output.values() if isinstance(output, dict) else output:
+            yield from _tensors(item, depth + 1)
 
 
 def observe_step(d, opt):
@@ -54,6 +72,7 @@ def observe_step(d, opt):
     for group in opt.param_groups:
         for p in group["params"]:
             d.held[id(p)] = p
+    d.step_log.append((d.backwards, {id(p) for group in opt.param_groups for p in group["params"]}))
     line = d.line()
     d.step_lines[d.epoch] = line
     if not d.step_line:
@@ -62,86 +81,171 @@ def observe_step(d, opt):
 
 def check_written_since_forward(d, graph_roots, walked, site):
     """A backward through a forward made before the latest optimizer step, whose saved parameters that step
-    wrote: backward would use (or refuse) values the step overwrote."""
+    wrote: backward would use (or refuse) values the step overwrote. The line to edit is that step's."""
     if ("carried", site) in d.keys or d.saved_hooks_seen:
         return
-    before = [fn.metadata["doctor_epoch"] for fn in walked if "doctor_epoch" in fn.metadata]
-    before = [(epoch, line) for epoch, line in before if epoch < d.epoch]
-    if not before:
+    if not any(fn.metadata.get("doctor_epoch", (d.epoch,))[0] < d.epoch for fn in walked):
         return
-    epoch, forward_line = min(before)
     stepped = {p.untyped_storage().data_ptr(): p for p in d.held.values()}
     written = [s for s in inplace.stale_saved(d, graph_roots) if s.storage in stepped]
     if not written:
         return
     names = sorted({d.name_of.get(id(stepped[s.storage]), f"a parameter {list(s.shape)}") for s in written})
     s = written[0]
+    epoch, forward_line = _forward_of(d, walked, s)
     step_line = d.step_lines.get(epoch + 1, d.step_line) or "?"
     d.add(
         ("step-between", site),
         Mechanism.OPTIMIZER_MISMATCH,
-        site,
-        f"optimizer.step() at {step_line} ran between the forward at {forward_line or '?'} and this backward: it "
-        f"wrote {len(names)} parameter(s) that graph saved ({', '.join(names[:4])}; {s.node}'s {s.attribute} "
-        f"version {s.version_saved} -> {s.version_now})",
+        step_line,
+        f"optimizer.step() at {step_line} ran between the forward at {forward_line or '?'} and this backward at "
+        f"{site or '?'}: it wrote {len(names)} parameter(s) that graph saved ({', '.join(names[:4])}; {s.node}'s "
+        f"{s.attribute} version {s.version_saved} -> {s.version_now})",
         "call every backward that needs this forward before optimizer.step() (step once, after all of them), or "
         "run the forward again after the step",
     )
 
 
-def conclude_held(d, exc):
-    names = d.name_of
-    registered = set(names)
-    held = d.held
+def _forward_of(d, walked, stale):
+    """(step count, line) of the module call made before the latest step whose graph holds the node that
+    saved ``stale``: the smallest such graph (the forward that saved it, not the one that fed it)."""
+    holders = [fn for fn in walked if any(x.stale and x.storage == stale.storage for x in probes.saved_in(fn))]
+    best = None
+    for fn in walked:
+        stamp = fn.metadata.get("doctor_epoch")
+        if stamp is None or stamp[0] >= d.epoch:
+            continue
+        below = probes.nodes(fn)
+        if any(h in below for h in holders) and (best is None or len(below) < best[0]):
+            best = (len(below), stamp)
+    if best is None:
+        return min(
+            fn.metadata["doctor_epoch"] for fn in walked if fn.metadata.get("doctor_epoch", (d.epoch,))[0] < d.epoch
+        )
+    return best[1]
+
+
+def conclude_held(d, exc, explained=frozenset()):
+    """Parameters the loss reached that no optimizer holds; held ones that never got a gradient. Not for a run
+    cut short (it may not have reached every optimizer step)."""
+    if exc is not None:
+        return
+    names, held = d.name_of, d.held
     reached = {i: (r if isinstance(r, torch.Tensor) else r()) for i, r in d.reached.items()}
-    reached = {i: t for i, t in reached.items() if t is not None}
+    reached = {i: t for i, t in reached.items() if t is not None and i not in explained and not intent.is_input(d, t)}
     unheld = [t for i, t in reached.items() if i not in held and not d.declared_frozen(names.get(i))]
-    if unheld and exc is None:  # a run cut short may not have reached every optimizer step
-        unnamed = [t for t in unheld if id(t) not in registered]
-        named = [t for t in unheld if id(t) in registered]
-        if unnamed:
-            unregistered.leaves(d, unnamed)
-        if named:
-            orphans = [t for i, t in held.items() if i not in reached and t.requires_grad]
-            replaced = [
-                names[id(t)]
-                for t in named
-                if d.names_seen.get(names[id(t)], id(t)) != id(t) or any(o.shape == t.shape for o in orphans)
-            ]
-            how = (
-                f"; {', '.join(replaced[:4])} was replaced by a new object after the optimizer was built (it holds "
-                "the old one)"
-                if replaced
-                else ""
-            )
-            total = len(set(reached) & (set(held) | {id(t) for t in named}))
-            d.add(
-                ("unheld",),
-                Mechanism.OPTIMIZER_MISMATCH,
-                d.step_line,
-                f"the optimizer holds {total - len(named)} of the {total} parameters the loss reaches; "
-                f"not held: {', '.join(names[id(t)] for t in named[:5])}{how}",
-                "build the optimizer after the model is final (after .to(), replacing layers, loading), from "
-                "model.parameters()",
-            )
+    named = [t for t in unheld if id(t) in names]
+    unnamed = _kept_leaves(d, explained)
+    if unnamed:
+        unregistered.leaves(d, unnamed)
+    if named and not _optimizes_inputs(d):
+        _unheld(d, named, reached)
     # (one cause, one finding: a cut loss already explains the parameters it leaves without gradient)
-    causes = (Mechanism.INERT_LOSS_TERM, Mechanism.NO_GRAD_ROOT, Mechanism.HOOKS_CHECKPOINT)
-    explained = any(f.mechanism in causes for f in d.findings)
-    if d.steps >= 2 and ("unheld",) not in d.keys and not explained:
-        never = [
-            t for i, t in held.items() if i not in reached and t.requires_grad and not d.declared_frozen(names.get(i))
-        ]
-        if never and exc is None:
-            label = ", ".join(names.get(id(t), f"a tensor {list(t.shape)}") for t in never[:5])
-            d.add(
-                ("never",),
-                Mechanism.OPTIMIZER_MISMATCH,
-                d.step_line,
-                f"{len(never)} of the {len(held)} parameters the optimizer holds never got a gradient in "
-                f"{d.steps} steps: {label}",
-                "make sure the loss is computed from the model the optimizer was built on (or declare them "
-                "frozen=[...] and set requires_grad=False)",
-            )
+    causes = (
+        Mechanism.INERT_LOSS_TERM,
+        Mechanism.NO_GRAD_ROOT,
+        Mechanism.HOOKS_CHECKPOINT,
+        Mechanism.PARAMETER_REBOUND,
+    )
+    if d.steps >= 2 and ("unheld",) not in d.keys and not any(f.mechanism in causes for f in d.findings):
+        _never(d, reached)
+
+
+def _kept_leaves(d, explained) -> list[tuple[int, list, Any]]:
+    """(id, shape, the tensor or None) of leaves that are no Parameter, that backward reached at two or more
+    optimizer steps (the same tensor: kept to be learned, unlike an input made anew each step), that no
+    module registers, no optimizer holds and the program did not differentiate or read as an input."""
+    out = []
+    for i, (ref, first, last, shape) in d.leaf_seen.items():
+        t = ref()
+        if last == first or i in d.held or i in d.name_of or i in explained:
+            continue
+        if (t is not None and intent.is_input(d, t)) or (t is None and i in d.inputs):
+            continue
+        out.append((i, shape, t))
+    return out
+
+
+def _optimizes_inputs(d) -> bool:
+    """Every tensor the optimizers hold is a plain leaf no module registers: the program optimizes an input
+    (an image in style transfer), and the model's parameters are not meant to move."""
+    return bool(d.held) and all(i not in d.name_of and not isinstance(t, torch.nn.Parameter) for i, t in d.held.items())
+
+
+def _unheld(d, named, reached) -> None:
+    names, held = d.name_of, d.held
+    total = len(set(reached) & (set(held) | {id(t) for t in named}))
+    replaced = [t for t in named if id(t) in d.replaced]
+    stray = [t for i, t in held.items() if i not in names and isinstance(t, torch.nn.Parameter)]
+    label = ", ".join(names[id(t)] for t in named[:5])
+    evidence = f"the optimizer holds {total - len(named)} of the {total} parameters the loss reaches; not held: {label}"
+    if replaced:
+        line = d.replaced[id(replaced[0])]
+        evidence += (
+            f"; {', '.join(names[id(t)] for t in replaced[:5])} belong to a module assigned at {line}, after the "
+            "optimizer was built (it holds the parameters of the module that was there before)"
+        )
+    elif stray:
+        built = _built(d, stray[0])
+        line = built or d.step_line
+        evidence += (
+            f"; the optimizer{' built at ' + built if built else ''} holds {len(stray)} parameter(s) of no module the "
+            "run called (another instance of the model?)"
+        )
+    else:
+        line, why = _suspect_optimizer(d)
+        line = line or d.step_line
+        evidence += (
+            why + " (if they are left out on purpose, declare them: frozen=NAME, or a '# doctor: frozen=NAME' line)"
+        )
+    d.add(
+        ("unheld",),
+        Mechanism.OPTIMIZER_MISMATCH,
+        line,
+        evidence,
+        "build the optimizer after the model is final (after .to(), replacing layers, loading), from "
+        "model.parameters()",
+    )
+
+
+def _suspect_optimizer(d) -> tuple[str, str]:
+    """(where, why) for the optimizer to look at: one built on parameters another optimizer already holds
+    (the later of two), or the only optimizer; ('', '') when the doctor cannot tell."""
+    built = [(line, {id(p) for g in opt.param_groups for p in g["params"]}) for opt, line in d.optimizer_lines.items()]
+    for i in reversed(range(len(built))):  # (in the order they were built: the later of two)
+        line, ids = built[i]
+        if any(ids and ids <= other for j, (_, other) in enumerate(built) if j != i):
+            return line, f"; the optimizer built at {line} holds only parameters another optimizer holds too"
+    if len(built) == 1:
+        return built[0][0], f" (the optimizer was built at {built[0][0]})"
+    return "", ""
+
+
+def _built(d, p) -> str:
+    """Where the optimizer holding ``p`` was built, if the doctor saw it built."""
+    for opt, line in d.optimizer_lines.items():
+        if any(q is p for group in opt.param_groups for q in group["params"]):
+            return line
+    return ""
+
+
+def _never(d, reached) -> None:
+    names, held = d.name_of, d.held
+    never = [t for i, t in held.items() if i not in reached and t.requires_grad and not d.declared_frozen(names.get(i))]
+    never = [t for t in never if not intent.is_input(d, t)]
+    if not never:
+        return
+    label = ", ".join(names.get(id(t), f"a tensor {list(t.shape)}") for t in never[:5])
+    built = _built(d, never[0])
+    d.add(
+        ("never",),
+        Mechanism.OPTIMIZER_MISMATCH,
+        built or d.step_line,
+        f"{len(never)} of the {len(held)} parameters the optimizer{' built at ' + built if built else ''} holds never "
+        f"got a gradient in {d.steps} steps: {label} (if they are frozen on purpose, declare them: frozen=NAME)",
+        "make sure the loss is computed from the model the optimizer was built on (or declare them "
+        "frozen=[...] and set requires_grad=False)",
+    )
 
 
 def conclude_declared(d, exc):

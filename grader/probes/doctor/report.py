@@ -1,5 +1,5 @@
-"""The doctor's report: one summary line of what it checked (and the intent declared to it), then every
-finding (mechanism, unit, line, evidence, fix)."""
+"""The doctor's report: one summary line of what it checked (the intent declared to it, the processes the
+program started that it did not watch), then every finding (mechanism, unit, line, evidence, fix)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,24 @@ def _declared(d) -> str:
     return f", declared {shown}"
 
 
+def _processes(d) -> str:
+    """The doctor watches this process only: a run whose training happened in processes it started says so."""
+    if not d.processes:
+        return ""
+    if not d.backwards:
+        return (
+            f"; the training ran in {d.processes} process(es) the program started (torch.multiprocessing), "
+            "which the doctor does not watch: it saw none of it"
+        )
+    return f"; {d.processes} process(es) the program started were not watched"
+
+
 def text(d) -> str:
     head = (
         f"doctor: {d.backwards} backward call(s), {d.steps} optimizer step(s), {d.module_calls} module call(s) checked"
     )
     head += _declared(d)
+    head += _processes(d)
     if d.internal_errors:
         head += f" ({d.internal_errors} observation(s) skipped: {d.first_error[:80]})"
     if not d.findings:

@@ -2,7 +2,11 @@
 not register it (a plain list, built in forward); leaves the loss reaches that no module registers and no
 optimizer holds; a module with a plain ``requires_grad`` attribute (``module.requires_grad = False`` sets a
 Python attribute and freezes nothing), named when its parameters' own flags disagree with it and the run
-measured the difference (trained anyway, or held by an optimizer and never given a gradient)."""
+measured the difference (trained anyway, or held by an optimizer and never given a gradient).
+
+The line is the one to edit where the doctor saw it run (:mod:`.intent` keeps the assignments): the
+attribute that holds the modules in a plain list or dict, the attribute a plain tensor was assigned to,
+the ``requires_grad = ...`` assignment; otherwise the call (or the first call) that showed it."""
 
 from __future__ import annotations
 
@@ -16,11 +20,22 @@ def observe_pair(d, parent, module):
     d.pairs_checked.add(pair)
     registered = any(m is module for m in parent.modules())
     if not registered and any(p.requires_grad for p in module.parameters()):
-        d.unregistered.setdefault(id(module), (type(module).__name__, type(parent).__name__, d.line()))
+        d.unregistered.setdefault(id(module), (module, parent, d.line()))
+
+
+def _holder_line(d, module, parent) -> str:
+    """Where ``parent`` got the plain container that holds ``module`` (an attribute's assignment), or ''."""
+    for name, value in vars(parent).items():
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+        if any(item is module for item in items):
+            return d.attr_lines.get((id(parent), name), "")
+    return ""
 
 
 def conclude(d):
-    for cls, parent, line in d.unregistered.values():
+    for module, parent_module, called in d.unregistered.values():
+        cls, parent = type(module).__name__, type(parent_module).__name__
+        line = _holder_line(d, module, parent_module) or called
         d.add(
             ("unregistered", cls, parent),
             Mechanism.UNREGISTERED_MODULE,
@@ -32,16 +47,23 @@ def conclude(d):
 
 
 def leaves(d, unnamed):
-    """Leaves requiring grad that the loss reached, that no module registers and no optimizer holds."""
+    """Leaves requiring grad that the loss reached at several steps, that no module registers and no optimizer
+    holds: ``unnamed`` is (id, shape, the tensor or None once it died) for each."""
     if d.unregistered:
         return
-    shapes = ", ".join(str(list(t.shape)) for t in unnamed[:4])
+    shapes = ", ".join(str(shape) for _, shape, _ in unnamed[:4])
+    assigned = [
+        d.leaf_lines[i][1] for i, _, t in unnamed if t is not None and d.leaf_lines.get(i, (lambda: None,))[0]() is t
+    ]
     d.add(
         ("unregistered-leaf",),
         Mechanism.UNREGISTERED_MODULE,
-        "",
-        f"the loss reaches {len(unnamed)} leaf tensor(s) that require grad ({shapes}) that no module registers "
-        "and no optimizer holds: they get gradients and are never updated",
+        assigned[0] if assigned else "",
+        f"the loss reaches {len(unnamed)} leaf tensor(s) that require grad ({shapes}), the same ones at several "
+        "optimizer steps, that no module registers and no optimizer holds: they get gradients and are never updated"
+        + (f" (assigned to a module attribute at {assigned[0]})" if assigned else "")
+        + "; an input you differentiate on purpose is told apart when the program reads its .grad or passes it "
+        "to torch.autograd.grad(..., inputs=...)",
         "make them nn.Parameter attributes of a module (or pass them to the optimizer)",
     )
 
@@ -57,7 +79,7 @@ def observe_flag(d, module):
     prefix = name + "." if name else ""
     disagree = [(prefix + n, p, p._version) for n, p in module.named_parameters() if p.requires_grad != flag]
     label = f"{name} (a {type(module).__name__})" if name else f"a {type(module).__name__}"
-    d.flagged[id(module)] = (module, flag, disagree, d.line(), label)
+    d.flagged[id(module)] = (module, flag, disagree, d.flag_lines.get(id(module)) or d.line(), label)
 
 
 def conclude_flags(d):

@@ -1,0 +1,1 @@
+"""minGPT (after karpathy/minGPT, commit 37baab7, MIT; written again for the doctor's corpus)."""
