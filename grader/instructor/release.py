@@ -47,6 +47,12 @@ Work through the units in order. In each you predict what torch will do, run it,
 prediction beside torch's live answer; `unit_panel` at the end of a unit marks it passed. Your
 progress is kept in your user data folder (`python -m grader status` shows it).
 
+Each self-test draws a program for you: from your identity (`python -m grader identity` shows it; one is made
+for you the first time), the question and your attempt. You need not set one: the notebooks you hand in carry the
+identity their programs were drawn for, and you are graded on those programs. Work on one machine, or run
+`python -m grader identity NAME` with the same name on each (your instructor may ask for your roster id): two
+learners handing in work drawn for one identity are both named to the instructor.
+
 Hand in the notebooks as your instructor asks (a folder, a zip, the LMS or the hub): the instructor
 re-runs them and recomputes every verdict with live torch. A notebook edited in Colab, or saved by an older tool
 that drops the cells' ids, is still graded: its cells are matched by their source.

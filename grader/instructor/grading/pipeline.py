@@ -723,15 +723,15 @@ def _graded(sub, restored: Restored, cell_timeout, notebook_timeout, memory_mb, 
             out.units = [None]
         out.unit = restored.unit
         try:
-            exercises = out.units[0].exercises if out.units and out.units[0] is not None else {}
+            judged = out.units[0] if out.units and out.units[0] is not None else None
             out.facts = [
                 report.facts_of(
                     sub.learner,
                     restored.unit,
                     restored.notebook,
-                    execution.events,
-                    exercises,
-                    identity=None if versions.before_variants(restored.handed_out) else sub.whose(),
+                    judged.events if judged is not None else execution.events,  # as the gradebook numbered them
+                    judged.exercises if judged is not None else {},
+                    identity=None if versions.before_variants(restored.handed_out) else out.identity,
                 )
             ]
         except Exception as exc:  # the report's facts never cost a learner a row

@@ -142,6 +142,11 @@ def _attempted(record: str) -> bool:
     return bool(record) and record not in ("not attempted", "not answered")
 
 
+def _judged(record: str, role: str) -> bool:
+    """A record that says right or wrong: a prediction not revealed (the run stopped first) is neither."""
+    return _attempted(record) and not (role == "predict" and record.endswith(("not revealed", "not revealed yet")))
+
+
 def _numbers(field: str) -> dict[str, int]:
     out = {}
     for part in (field or "").split(", "):
@@ -196,7 +201,8 @@ def summary(rows: list[dict], facts: list[dict]) -> dict:
                     ],
                 }
             )
-            questions[-1]["wrong_learners"] = max(0, questions[-1]["attempted"] - questions[-1]["correct"])
+            judged = sum(_judged(x, q.role) for x in records)
+            questions[-1]["wrong_learners"] = max(0, judged - questions[-1]["correct"])
             item = analysed.get(q.qid, {})
             questions[-1]["item"] = {k: item.get(k) for k in ("learners", "difficulty", "r", "D", "flag")}
         units[unit] = {

@@ -99,6 +99,7 @@ class Recomputed:
     answers: dict = field(default_factory=dict)  # qid -> the learner's answer (JSON form): prediction or last check
     exercises: dict = field(default_factory=dict)  # qid -> ExerciseVerdict
     variants: dict = field(default_factory=dict)  # qid -> the Variant a generated self-test was last judged on
+    events: list = field(default_factory=list)  # the events as judged: a self-test's numbered by the replay
 
 
 def judge_exercise(q, lines: list) -> ExerciseVerdict:
@@ -357,6 +358,7 @@ def recompute(
         answers=judge.answers,
         exercises=dict(exercises),
         variants=dict(judge.variants),
+        events=mine,
     )
 
 
