@@ -6,6 +6,8 @@ attack still works (the lead fixes; a fix makes the test pass, and strict makes 
 that hold today are plain tests.
 
 The class (unit 00 unless named):
+* ``S-4242``: a blank copy from a learner whose name is a-alice's student ID (the roster's), which an override line
+  keyed by that ID pays;
 * ``a-alice``: an honest learner, framed by ``e-evil``;
 * ``b-bob``: an honest learner, whose row ``m-mallory`` takes over;
 * ``c-control``: a plain 400 MB allocation past ``--memory-mb`` (the cap holds: a control);
@@ -21,7 +23,7 @@ The class (unit 00 unless named):
 * ``y-poison``: leaves more entries than the cap in a ``/tmp`` folder it made read-only;
 * ``z-honest``: an honest learner graded after it, on the same warm worker.
 
-CPU: one grading run of 11 notebooks (about 25 CPU-seconds on this machine, most of it the warm worker's start).
+CPU: one grading run of 12 notebooks (about 25 CPU-seconds on this machine, most of it the warm worker's start).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ WRITE_MB, FILES, MEMORY_MB = 16, 1000, 300
 EVIL = "e-evil\x1b]0;owned\x07\x1b[2J"
 MOODLE_LIKE = "b-bob_7_assignsubmission_file_"
 SQUARE = "00.warmup-square"
+ALICE_ID = "S-4242"
 
 POISON_TMP = f"""
 import os
@@ -92,8 +95,10 @@ def _write(folder: Path, learner: str, nb, unit: str = "00_start_here") -> Path:
 def graded(tmp_path_factory):
     if not containment.bwrap_works():
         pytest.skip("the attacks on the sandbox need bubblewrap")
-    folder = tmp_path_factory.mktemp("redteam43")
+    base = tmp_path_factory.mktemp("redteam43")
+    folder = base / "class"
     solved = nbformat.read(SOLVED_00, as_version=4)
+    _write(folder, ALICE_ID, nbformat.read(BLANK_00, as_version=4))
     _write(folder, "a-alice", solved)
     _write(folder, "b-bob", solved)
     _write(folder, "c-control", with_cell(SOLVED_00, CONTROL, "start"))
@@ -108,9 +113,26 @@ def graded(tmp_path_factory):
     os.utime(blank, (future, future))
     _write(folder, "y-poison", with_cell(SOLVED_00, POISON_TMP, "start"))
     _write(folder, "z-honest", solved)
-    out = folder / "grades.csv"
+    roster, overrides = base / "roster.csv", base / "overrides.csv"
+    roster.write_text(f"learner,student id\na-alice,{ALICE_ID}\n")
+    overrides.write_text(f"learner,question,points,accept,reason\n{ALICE_ID},{SQUARE},2,,handed in on paper\n")
+    out = base / "grades.csv"
     env = {"AGL_WRITABLE_MB": str(WRITE_MB), "AGL_WRITABLE_FILES": str(FILES)}
-    done = cli("grade", folder, "--out", out, "-j", "1", "--memory-mb", str(MEMORY_MB), env=env)
+    done = cli(
+        "grade",
+        folder,
+        "--out",
+        out,
+        "-j",
+        "1",
+        "--memory-mb",
+        str(MEMORY_MB),
+        "--roster",
+        roster,
+        "--overrides",
+        overrides,
+        env=env,
+    )
     with open(out, newline="") as f:
         rows = {r["learner"]: r for r in csv.DictReader(f)}
     return rows, done
@@ -123,7 +145,7 @@ def _why(row: dict) -> dict:
 def test_the_class_is_graded(graded):
     rows, done = graded
     assert done.returncode == 0, done.stderr[-3000:]
-    assert {"a-alice", "b-bob", "z-honest", "f-fakemodule", "g-savedcode"} <= set(rows), sorted(rows)
+    assert {ALICE_ID, "a-alice", "b-bob", "z-honest", "f-fakemodule", "g-savedcode"} <= set(rows), sorted(rows)
 
 
 def test_memory_past_the_cap_is_refused_control(graded):
@@ -198,3 +220,13 @@ def test_a_folder_inside_a_learners_folder_names_no_other_learner(graded):
     bob = rows["b-bob"]
     assert "m-mallory" not in bob["notebook"] and float(bob["points"]) == 4, _why(bob)
     assert any(name.startswith("m-mallory") for name in rows), sorted(rows)
+
+
+@pytest.mark.xfail(strict=True, reason="redteam43: an override keyed by a student ID pays a learner named that ID")
+def test_an_override_keyed_by_an_id_is_paid_to_that_id_only(graded):
+    """Boundary 9: Overrides.for_question matches a line on the learner's name or their student ID alike, so the
+    line for a-alice's ID (S-4242) pays the learner whose folder is named S-4242 too."""
+    rows = graded[0]
+    assert rows["a-alice"]["overrides"], _why(rows["a-alice"])  # the line is a-alice's
+    row = rows[ALICE_ID]
+    assert not row["overrides"] and float(row["points"]) == 0, _why(row) | {"overrides": row["overrides"]}
