@@ -71,7 +71,9 @@ def graded(tmp_path_factory):
     )  # a buggy exercise
     # names are identities, matched exactly: the flat folder's frank is the learner class/frank
     (top / "roster.csv").write_text("Learner,Student ID\nalice,S-001\nbob,S-002\nclass/frank,S-003\nzoe,S-004\n")
-    (top / "weights.toml").write_text('exercise = 5\n[questions]\n"00.warmup-square" = 3\n')
+    (top / "weights.toml").write_text(
+        'correctness = 1  # this class pays it: points counted apart below\nexercise = 5\n[questions]\n"00.warmup-square" = 3\n'
+    )
     (top / "times.csv").write_text("file,time\nfrank_01.ipynb,2026-03-02 23:59:00\n")
     common = ("--roster", top / "roster.csv", "--weights", top / "weights.toml", "--times", top / "times.csv")
     first = _grade(

@@ -246,11 +246,12 @@ def test_names_are_matched_exactly_and_one_id_is_one_learner(tmp_path):
         with pytest.raises(roster.RosterError, match=said):
             roster.read_roster(path)
     changes = tmp_path / "overrides.csv"
-    changes.write_text("learner,question,points,reason\n1002,00.warmup-add,2,on paper\n", encoding="utf-8")
-    loaded = overrides.load(changes)
+    changes.write_text("learner,question,points,reason\n1002,00.warmup-add,1,on paper\n", encoding="utf-8")
+    loaded = overrides.load(changes, ids={"bob": "1002"})
     assert [o.line for o in loaded.for_question("00.warmup-add", "bob", "1002")] == [2]
     assert loaded.for_question("00.warmup-add", "BOB", "") == []  # the folder BOB is not the student 1002
     assert loaded.for_question("00.warmup-add", "Bob ", "") == []
+    assert loaded.for_question("00.warmup-add", "1002", "") == []  # nor is a folder named like bob's ID
 
 
 def test_two_copies_of_one_unit_are_named_and_one_is_kept(canvas_export, tmp_path):

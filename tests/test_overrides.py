@@ -66,12 +66,15 @@ def test_points_awarded_change_the_points_and_are_shown_everywhere(tmp_path):
     assert "id='overrides'" in (tmp_path / "r.html").read_text() and "handed in on paper" in page
 
 
+PAID = scores.Weights(role={**scores.DEFAULTS, "correctness": 1.0})  # a class that pays a prediction's correctness
+
+
 def test_an_accepted_answer_counts_for_every_learner_who_gave_it_and_only_them(tmp_path):
     changes = load(
         tmp_path, 'learner,question,accept,reason\n*,01.pow-node,"""MulBackward0""",the same node read another way\n'
     )
-    frank = gradebook.rows_of(graded("frank"), overrides=changes)[0]
-    gina = gradebook.rows_of(graded("gina", predicted="AddBackward0"), overrides=changes)[0]
+    frank = gradebook.rows_of(graded("frank"), weights=PAID, overrides=changes)[0]
+    gina = gradebook.rows_of(graded("gina", predicted="AddBackward0"), weights=PAID, overrides=changes)[0]
     assert frank["points"] == 2 and "the same node read another way" in frank["overrides"]
     assert gina["points"] == 1 and "overrides" not in gina
     assert changes.unused([frank, gina]) == []
@@ -79,7 +82,7 @@ def test_an_accepted_answer_counts_for_every_learner_who_gave_it_and_only_them(t
 
 def test_an_answer_as_the_page_shows_it_is_accepted_too(tmp_path):
     changes = load(tmp_path, "learner,question,accept,reason\nfrank,01.pow-node,MulBackward0,ok\n")
-    assert gradebook.rows_of(graded(), overrides=changes)[0]["points"] == 2
+    assert gradebook.rows_of(graded(), weights=PAID, overrides=changes)[0]["points"] == 2
 
 
 def test_an_override_that_matched_nobody_is_warned_of(tmp_path):

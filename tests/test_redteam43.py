@@ -1,9 +1,8 @@
 """Red team 43: attacks on docs/threat-model.md that its defences did not stop, graded as an instructor would.
 
 One class, graded once with one warm worker (`-j 1`, learners in name order), holds every attack that needs a
-grading run; each test asserts what the threat model says holds, and is marked ``xfail(strict=True)`` while the
-attack still works (the lead fixes; a fix makes the test pass, and strict makes the mark come off then). Controls
-that hold today are plain tests.
+grading run; each test asserts what the threat model says holds. Each was written by a red team that had not seen
+the defences, failed on the code it attacked, and passes since its fix (the CHANGELOG names them).
 
 The class (unit 00 unless named):
 * ``S-4242``: a blank copy from a learner whose name is a-alice's student ID (the roster's), which an override line
@@ -153,15 +152,13 @@ def test_memory_past_the_cap_is_refused_control(graded):
     assert row["run"] == "out of memory", _why(row)
 
 
-@pytest.mark.xfail(strict=True, reason="redteam43: a read-only folder left in /tmp outlives the warm worker's clean")
 def test_a_folder_left_in_tmp_reaches_no_later_learner(graded):
     """Boundaries 1-2: the warm parent empties /tmp with rmtree as the job's own user, which cannot empty a folder
     the job made read-only; its entries are measured as every later job's, which is stopped at once."""
     row = graded[0]["z-honest"]
-    assert row["run"] == "ok" and row["marked passed"] == "yes" and not row["findings"], _why(row)
+    assert row["run"] == "ok" and row["marked passed"] == "yes" and "more than" not in row["problems"], _why(row)
 
 
-@pytest.mark.xfail(strict=True, reason="redteam43: unlinked open files are written past the byte cap, unmeasured")
 def test_files_unlinked_but_held_open_count_against_the_cap(graded):
     """Boundary 1: usage() walks names; a file unlinked and held open keeps its blocks on the host's disk (each up
     to RLIMIT_FSIZE, as many as descriptors allow) for the whole run, and nothing measures it."""
@@ -169,7 +166,6 @@ def test_files_unlinked_but_held_open_count_against_the_cap(graded):
     assert row["run"] == "killed" and f"more than {WRITE_MB} MB" in row["problems"], _why(row)
 
 
-@pytest.mark.xfail(strict=True, reason="redteam43: memfd pages are held past --memory-mb (no rlimit counts them)")
 def test_memory_in_memfd_files_is_capped(graded):
     """Boundary 1: RLIMIT_AS and RLIMIT_DATA count mappings; a memfd written with write() is never mapped, so a
     notebook holds --memory-mb + 100 MB (and, descriptor by descriptor, as much as the host has)."""
@@ -177,7 +173,6 @@ def test_memory_in_memfd_files_is_capped(graded):
     assert row["run"] in ("out of memory", "killed"), _why(row)
 
 
-@pytest.mark.xfail(strict=True, reason="redteam43: a returned object whose class claims another __module__ runs later")
 def test_a_returned_object_cannot_run_code_while_the_tools_are_on(graded):
     """Boundary 4: _plain refuses an object of a class whose __module__ is the notebook's; a class can say any
     module. Its __iter__ runs when the runner converts the result, the tools back on: node_names answers."""
@@ -185,7 +180,6 @@ def test_a_returned_object_cannot_run_code_while_the_tools_are_on(graded):
     assert not row["01.graph-walk"].startswith("correct"), _why(row) | {"verdict": row["01.graph-walk"]}
 
 
-@pytest.mark.xfail(strict=True, reason="redteam43: the tools' saved code is reachable and can be put back")
 def test_the_tools_cannot_be_switched_back_on_by_the_learner(graded):
     """Boundary 4: Refusals keeps each tool's real code in ``saved``, in the runner's frame; the function puts
     every tool's code back (no refusal is ever called, so nothing is noted) and asks node_names."""
@@ -193,15 +187,13 @@ def test_the_tools_cannot_be_switched_back_on_by_the_learner(graded):
     assert not row["01.graph-walk"].startswith("correct"), _why(row) | {"verdict": row["01.graph-walk"]}
 
 
-@pytest.mark.xfail(strict=True, reason="redteam43: the shared-identity warning prints a learner's name raw")
 def test_the_shared_identity_warning_escapes_names(graded):
     """Boundary 11: `grade: warning: {learner}: one identity ... ({learners})` is printed without escape()."""
     done = graded[1]
-    assert "one identity" in done.stderr, done.stderr[-2000:]
+    assert "answered as another learner" in done.stderr, done.stderr[-2000:]  # the warning that names it
     assert "\x1b" not in done.stderr and "\x07" not in done.stderr, done.stderr[-2000:]
 
 
-@pytest.mark.xfail(strict=True, reason="redteam43: a copy naming another learner puts a finding on that learner's row")
 def test_a_learner_cannot_put_a_finding_on_another_learners_row(graded):
     """Asset 1 (findings computed from the learner's own work only) against boundary 5: e-evil's record says
     "drawn for a-alice"; a-alice, who handed in an honest copy with no record of another identity, is named as
@@ -210,9 +202,6 @@ def test_a_learner_cannot_put_a_finding_on_another_learners_row(graded):
     assert "one identity" not in row["findings"], _why(row)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="redteam43: a Moodle-shaped subfolder in a learner's folder names another learner"
-)
 def test_a_folder_inside_a_learners_folder_names_no_other_learner(graded):
     """Boundaries 9-10: name_of matches MOODLE_FOLDER on the notebook's own folder, wherever it lies: mallory's
     blank copy in mallory/b-bob_7_assignsubmission_file_/ is b-bob's, and (newer by its own time) replaces his."""
@@ -222,7 +211,6 @@ def test_a_folder_inside_a_learners_folder_names_no_other_learner(graded):
     assert any(name.startswith("m-mallory") for name in rows), sorted(rows)
 
 
-@pytest.mark.xfail(strict=True, reason="redteam43: an override keyed by a student ID pays a learner named that ID")
 def test_an_override_keyed_by_an_id_is_paid_to_that_id_only(graded):
     """Boundary 9: Overrides.for_question matches a line on the learner's name or their student ID alike, so the
     line for a-alice's ID (S-4242) pays the learner whose folder is named S-4242 too."""

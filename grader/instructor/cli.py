@@ -213,7 +213,7 @@ def _grade(args) -> int:
         times = roster.read_times(args.times if args.times else record) if (args.times or record) else None
         if record is not None:
             print(f"grade: submission times from collect's record {record}", file=sys.stderr)
-        changes = overrides.load(Path(args.overrides) if args.overrides else None, weights)
+        changes = overrides.load(Path(args.overrides) if args.overrides else None, weights, ids)
     except (scores.WeightsError, roster.RosterError, overrides.OverridesError) as exc:
         problems.append(str(exc))
     from grader.instructor.grading import late

@@ -19,6 +19,8 @@ A module the unit gives the learner (``allowed``) is the learner's to use: using
 from __future__ import annotations
 
 import contextlib
+import sys
+import threading
 import types
 from collections.abc import Iterator
 
@@ -82,14 +84,30 @@ def tools_of(experiment, allowed: set[str], call=None) -> set[types.FunctionType
 
 
 HANDLER = "__autograd_lab_refused__"  # a builtin, so that swapped code finds it from any module's globals
+NOTEBOOK = "<your notebook>"  # the file name the learner's code is compiled under (learner_function)
 
 
 def _template(*args, **kwargs):
     return __autograd_lab_refused__("NAME")  # noqa: F821 - a builtin while tools are switched off
 
 
+def learner_running() -> bool:
+    """Whether the learner's code may be what runs now: a frame of the notebook's code on this thread's stack, or a
+    thread other than the runner's own (the learner's threads have no other marks)."""
+    if threading.current_thread() is not threading.main_thread():
+        return True
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_filename == NOTEBOOK:
+            return True
+        f = f.f_back
+    return False
+
+
 class Refusals:
-    """The tools switched off (code swapped), and what learner code tried to call."""
+    """The tools switched off (code swapped), and what learner code tried to call. Only the runner switches them
+    back on: never from under the learner's code (:func:`learner_running`), and a function's code is never replaced
+    by the learner's (:func:`guard`)."""
 
     def __init__(self, tools: set[types.FunctionType]):
         self.tools = {f for f in tools if not f.__code__.co_freevars}  # a closure's code cannot be swapped
@@ -109,21 +127,71 @@ class Refusals:
             "gives you; it is not available to an exercise function"
         )
 
-    @contextlib.contextmanager
-    def switched_off(self) -> Iterator[None]:
-        """The tools refuse while the block runs (learner code), whatever reaches them."""
+    def off(self) -> None:
         import builtins
 
         setattr(builtins, HANDLER, self._refused)
-        swapped = []
+        for fn in self.tools:
+            fn.__code__ = self.refusals[fn]
+
+    def on(self) -> None:
+        if learner_running():
+            self.tried.append("the runner's own switch")
+            raise RuntimeError("the course's tools are switched back on by the runner only")
+        for fn in self.tools:
+            fn.__code__ = self.saved[fn]
+
+    def are_off(self) -> bool:
+        return all(fn.__code__ is self.refusals[fn] for fn in self.tools)
+
+    @contextlib.contextmanager
+    def switched_off(self) -> Iterator[None]:
+        """The tools refuse while the block runs (learner code), whatever reaches them."""
+        self.off()
         try:
-            for fn in self.tools:
-                fn.__code__ = self.refusals[fn]
-                swapped.append(fn)
             yield
         finally:
-            for fn in swapped:
-                fn.__code__ = self.saved[fn]
+            self.on()
+
+
+_GUARDED = ("function.__new__", "code.__new__", "marshal.loads", "sys.setprofile", "sys.settrace")
+
+
+def _by_the_learner() -> bool:
+    """Whether the frame that raised the audit event is the notebook's own code (its caller, through a builtin:
+    ``types.FunctionType(...)``, ``exec(...)``); library code (torch compiling, importlib loading) is not."""
+    f = sys._getframe(2)
+    return f is not None and f.f_code.co_filename == NOTEBOOK
+
+
+def _hook(event: str, args: tuple) -> None:
+    if event == "object.__setattr__":
+        if len(args) > 1 and args[1] == "__code__" and learner_running():
+            raise RuntimeError("an exercise function may not replace a function's code")
+    elif event == "compile":
+        if len(args) > 1 and args[1] != NOTEBOOK and _by_the_learner():
+            raise RuntimeError("an exercise function may not compile code under another name")
+    elif event == "exec":
+        code = args[0] if args else None
+        if isinstance(code, types.CodeType) and code.co_filename != NOTEBOOK and _by_the_learner():
+            raise RuntimeError("an exercise function may not run the grader's code objects")
+    elif (event in _GUARDED or event.startswith("ctypes.")) and _by_the_learner():
+        raise RuntimeError(f"{event} is not available to an exercise function")
+
+
+_GUARDING = False
+
+
+def guard() -> None:
+    """In the exercise runner, once, before any learner code runs: an audit hook (it cannot be removed) that refuses,
+    while the learner's code runs, what would let it switch a tool back on or make code that passes for the
+    runner's: replacing a function's ``__code__``, making functions or code objects, compiling under another file
+    name, running a code object that is not the notebook's, loading marshalled code, ctypes, and setting a profile
+    or trace function."""
+    global _GUARDING
+    if not _GUARDING:
+        sys.addaudithook(_hook)
+        _GUARDING = True
 
 
 def describe(tools: set[types.FunctionType]) -> str:

@@ -43,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -160,10 +161,32 @@ class Usage:
         return ""
 
 
-def usage(places: list, max_bytes: int = 0, max_entries: int = 0, skip: tuple = ()) -> Usage:
-    """Bytes on disk and entries under ``places`` together (links not followed, ``skip``'s paths left out);
-    counting stops once past either cap. A place that cannot be listed counts nothing."""
-    out = Usage()
+def held_bytes(pids: Iterable[int]) -> int:
+    """Bytes of the files ``pids`` hold open that no folder shows: unlinked while open, and memory files
+    (``memfd_create``), which no rlimit on memory counts. Each file once."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                info = os.stat(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and info.st_nlink == 0 and (info.st_dev, info.st_ino) not in seen:
+                seen.add((info.st_dev, info.st_ino))
+                total += info.st_blocks * 512
+    return total
+
+
+def usage(places: list, max_bytes: int = 0, max_entries: int = 0, skip: tuple = (), pids: Iterable[int] = ()) -> Usage:
+    """Bytes on disk and entries under ``places`` together (links not followed, ``skip``'s paths left out), and
+    the bytes of the files ``pids`` hold open that no folder shows (:func:`held_bytes`); counting stops once past
+    either cap. A place that cannot be listed counts nothing."""
+    out = Usage(bytes=held_bytes(pids))
     skipped = {str(p) for p in skip}
     for place in places:
         for top, dirs, files in os.walk(place):
@@ -617,7 +640,7 @@ def run(
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
     out = Finished(returncode=None)
-    _wait(proc, out, started + timeout, workdir)
+    _wait(proc, out, started + timeout, workdir, f"{TOKEN_VAR}={token}".encode())
     if out.returncode is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -645,7 +668,7 @@ def run(
 WATCH_S = 0.5  # how often what a contained process wrote is measured
 
 
-def _wait(proc: subprocess.Popen, out: Finished, deadline: float, workdir: Path) -> None:
+def _wait(proc: subprocess.Popen, out: Finished, deadline: float, workdir: Path, token: bytes = b"") -> None:
     """Wait for ``proc`` until ``deadline``, measuring what it wrote every WATCH_S seconds: past a cap, stop waiting
     (``out.over_cap`` says which); past the deadline, ``out.timed_out``."""
     max_bytes, max_entries = writable_mb() * 2**20, writable_files()
@@ -658,7 +681,9 @@ def _wait(proc: subprocess.Popen, out: Finished, deadline: float, workdir: Path)
             out.returncode = proc.wait(timeout=min(WATCH_S, left))
         except subprocess.TimeoutExpired:
             places, skip = writable_places(workdir, proc.pid)
-            out.over_cap = usage(places, max_bytes, max_entries, skip).over(max_bytes, max_entries)
+            with _LIVE_LOCK:
+                pids = [p for p in proc_ids() if _belongs(p, proc.pid, token)] if token else []
+            out.over_cap = usage(places, max_bytes, max_entries, skip, pids).over(max_bytes, max_entries)
             if out.over_cap:
                 return
 

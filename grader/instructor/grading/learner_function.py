@@ -18,12 +18,19 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import threading
 import time
 import types
 
 from grader.instructor.grading import answer_tools, containment
 
 LEARNER_MODULE = "__learner__"  # the module name the learner's definitions run under
+NOTEBOOK = "<your notebook>"  # the file name the learner's code is compiled under
+# the cold path's command line (python -I -c BOOT ROOT): no folder the job can write on its module path
+BOOT = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "from grader.instructor.grading.learner_function import main; sys.exit(main())"
+)
 
 REQUEST_CAP = 4 * 2**20
 
@@ -67,23 +74,46 @@ def _kinds_only(request: list) -> tuple[dict, dict]:
 
 
 LAZY = (map, filter, zip, enumerate, reversed, types.GeneratorType, range)
+CONTAINERS = (list, tuple, set, frozenset)
+
+
+def _notebook_code(obj) -> bool:
+    """Whether ``obj`` is (or wraps) a function whose code the notebook wrote."""
+    for inner in (obj, getattr(obj, "__func__", None), getattr(obj, "fget", None), getattr(obj, "__wrapped__", None)):
+        code = getattr(inner, "__code__", None)
+        if isinstance(code, types.CodeType) and code.co_filename == NOTEBOOK:
+            return True
+    return False
+
+
+def _runs_notebook_code(cls: type) -> bool:
+    """Whether an object of ``cls`` can run the notebook's code when the runner reads it: its class, or its class's
+    class, defines a method the notebook wrote (whatever ``__module__`` it claims)."""
+    for c in (*cls.__mro__, *type(cls).__mro__):
+        for value in list(vars(c).values()):
+            if _notebook_code(value):
+                return True
+    return False
 
 
 def _plain(value, depth: int = 0):
     """What the learner's function returned, made plain while its code may still run (the course's tools are
-    off): lazy iterables and the learner's own containers are walked now, into lists; an object of a class the
-    notebook defines is refused (its methods would run later, while the runner reads it)."""
-    if depth > 6:
-        return value
+    off): lazy iterables are walked now, containers rebuilt as the built-in ones, and an object that could run the
+    notebook's code later, while the runner reads it with the tools on, is refused."""
+    if depth > 8:
+        raise TypeError("it returned values nested too deeply")
     cls = type(value)
-    if any(getattr(c, "__module__", "") == LEARNER_MODULE for c in cls.__mro__):
-        raise TypeError(f"it returned an object of a class your notebook defines ({cls.__name__}): return plain values")
-    if isinstance(value, LAZY) or type(value).__module__ == "itertools":
+    if _notebook_code(value) or _runs_notebook_code(cls):
+        raise TypeError(
+            f"it returned an object whose class your notebook defines ({cls.__name__}): return plain values"
+        )
+    if isinstance(value, LAZY) or cls.__module__ == "itertools":
         return [_plain(v, depth + 1) for v in value]
-    if cls in (list, tuple):
-        return cls(_plain(v, depth + 1) for v in value)
-    if cls is dict:
-        return {k: _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, dict):
+        return {_plain(k, depth + 1): _plain(v, depth + 1) for k, v in dict.items(value)}
+    for base in CONTAINERS:
+        if isinstance(value, base) and not (cls is not base and base is tuple and cls.__module__.startswith("torch")):
+            return base(_plain(v, depth + 1) for v in base.__iter__(value))
     return value
 
 
@@ -158,8 +188,27 @@ def _learner_builtins(allowed: list | tuple = ()) -> dict:
     return dict(vars(builtins), __import__=guarded)
 
 
+def _notebook_code_ran(ran: list, frame, event: str, arg) -> None:
+    """The profile while the runner reads a result (the course's tools on): notes the notebook's code running."""
+    if event == "call" and frame.f_code.co_filename == NOTEBOOK and not ran:
+        ran.append(frame.f_code.co_name)
+
+
+def _learner_threads() -> bool:
+    """Whether a thread other than the runner's runs the notebook's code (the course's tools are about to go on)."""
+    main = threading.main_thread().ident
+    for ident, frame in sys._current_frames().items():
+        f = frame if ident != main else None
+        while f is not None:
+            if f.f_code.co_filename == NOTEBOOK:
+                return True
+            f = f.f_back
+    return False
+
+
 def main() -> int:
     fd = containment.result_pipe()
+    answer_tools.guard()  # before any learner code: see answer_tools
     request = json.loads(sys.stdin.buffer.read(REQUEST_CAP))
     from grader.engine import limits, torch_state
     from grader.engine.cases import fingerprint
@@ -183,7 +232,7 @@ def main() -> int:
         ns["__builtins__"] = _learner_builtins(item.get("allowed", ()))
         try:
             with off.switched_off():
-                exec(compile(str(item["source"]), "<your notebook>", "exec"), ns)
+                exec(compile(str(item["source"]), NOTEBOOK, "exec"), ns)
         except BaseException as exc:  # noqa: BLE001 - the learner's code, whatever it raised
             _line(
                 fd,
@@ -224,8 +273,18 @@ def main() -> int:
             if outcome.problem:
                 send(problem=outcome.problem)
                 break
+            if _learner_threads():
+                send(problem="it left a thread of its own running: return only when all your code has finished")
+                break
+            ran: list = []
             try:
-                value = kind.returns.encode(kind.returns.read(kind.convert(raw, case, case_ns)))
+                sys.setprofile(functools.partial(_notebook_code_ran, ran))
+                try:
+                    value = kind.returns.encode(kind.returns.read(kind.convert(raw, case, case_ns)))
+                finally:
+                    sys.setprofile(None)
+                if ran:
+                    raise BadAnswer(f"your code ({ran[0]}) ran while its result was read")
                 json.dumps(value)
             except Unanswered:
                 send(problem="it returned nothing (a missing return?)")

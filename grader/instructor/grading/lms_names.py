@@ -126,6 +126,32 @@ def _export_folder(folder: Path, lms: str, given: Path, notebook: Path) -> bool:
     return bool(notebooks) and all(LMS_SHAPES[lms].match(n) for n in notebooks)
 
 
+def _lms_named(name: str) -> bool:
+    return bool(MOODLE_FOLDER.match(name) or any(shape.match(name) for shape in LMS_SHAPES.values()))
+
+
+def _lms_layout(given: Path) -> bool:
+    """Whether the folder given on the command line is laid out as an LMS made it: each entry below it is named by
+    the LMS (a Moodle submission folder, a Canvas or Moodle file), or is a folder (one unit's export, unzipped) whose
+    entries all are. A folder per learner (a hub's collect, notebooks handed in by hand) is not: a learner's own
+    folder may hold anything, a folder named like another learner's Moodle submission included."""
+    names = _listing(Path(os.path.abspath(given)))
+    if not names:
+        return False
+    for name in names:
+        path = Path(os.path.abspath(given)) / name
+        if _lms_named(name):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            inner = _listing(path) or ()
+            if inner and all(_lms_named(n) for n in inner if n.endswith(".ipynb") or (path / n).is_dir()):
+                continue
+            return False
+        if name.endswith(".ipynb"):
+            return False
+    return True
+
+
 def _moodle_learner(name: str, ident: str, export: Path) -> tuple[str, bool]:
     """(the learner a Moodle participant is, whether their full name is shared): the full name, or ``name_id``
     where another participant of the same export (``export``, the folder holding the submissions) has that name."""
@@ -152,9 +178,10 @@ def name_of(notebook: Path, given: Path, pattern: re.Pattern | None = None) -> N
         first = Path(os.path.abspath(given)) / rel.parts[0] if rel is not None and len(rel.parts) > 1 else where
     except (ValueError, IndexError):
         first = where
+    top = Path(os.path.abspath(given))
     for folder in dict.fromkeys((where, first)):  # its folder, or the first below the one given (nested)
         m = MOODLE_FOLDER.match(_nfc(folder.name))
-        if m:
+        if m and (folder.parent == top or _lms_layout(given)):  # never one inside a learner's own folder
             learner, shared = _moodle_learner(_nfc(m["learner"]), m["id"], folder.parent)
             return Named(learner, notebook.name, m["id"], "moodle", unmatched=unmatched, shared=shared)
     name = _nfc(notebook.name)

@@ -62,15 +62,22 @@ class Override:
 class Overrides:
     path: str = ""
     items: list[Override] = field(default_factory=list)
+    student_ids: set = field(default_factory=set)  # the roster's ids: a line keyed by one names that student only
 
     def __bool__(self) -> bool:
         return bool(self.items)
 
     def for_question(self, qid: str, learner: str, student: str) -> list[Override]:
         """The lines for ``qid`` that name this learner exactly (their gradebook name or their student ID; case and
-        spaces count: ``bob``'s line is never ``BOB``'s), or everyone."""
-        who = {learner, student} - {""}
-        return [o for o in self.items if o.qid == qid and (o.learner == EVERYONE or o.learner in who)]
+        spaces count: ``bob``'s line is never ``BOB``'s), or everyone. A line keyed by a student ID of the roster
+        names that student only, never a learner whose folder bears that name."""
+
+        def names(o: Override) -> bool:
+            if o.learner == EVERYONE or (student and o.learner == student):
+                return True
+            return o.learner == learner and o.learner not in self.student_ids
+
+        return [o for o in self.items if o.qid == qid and names(o)]
 
     def unused(self, rows: list[dict], everyone=None) -> list[str]:
         """A warning for each override that changed no row of ``rows`` (the rows graded now, which keep the lines
@@ -128,8 +135,9 @@ def _near(name: str, known: set) -> str:
     return f" (the gradebook has {escape(near[0])!r}: names match exactly, case and spaces count)" if near else ""
 
 
-def load(path: Path | None, weights: scores.Weights | None = None) -> Overrides:
-    """The overrides of ``path`` (none without one); OverridesError names the line and what is wrong."""
+def load(path: Path | None, weights: scores.Weights | None = None, ids: dict | None = None) -> Overrides:
+    """The overrides of ``path`` (none without one); OverridesError names the line and what is wrong. ``ids``: the
+    roster (name -> student ID), whose IDs a line may be keyed by."""
     if path is None:
         return Overrides()
     weights = weights or scores.Weights()
@@ -148,7 +156,7 @@ def load(path: Path | None, weights: scores.Weights | None = None) -> Overrides:
     from grader.engine.question import load as questions
 
     known = questions()
-    out = Overrides(str(path))
+    out = Overrides(str(path), student_ids={str(v) for v in (ids or {}).values() if v})
     for line, raw in enumerate(reader, start=2):
 
         def cell(name: str, row=raw) -> str:

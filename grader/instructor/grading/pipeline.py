@@ -53,6 +53,7 @@ from grader.instructor.grading import (
     duplicates,
     gradebook,
     late,
+    learner_function,
     lms_gradebook,
     lms_names,
     outputs,
@@ -360,28 +361,40 @@ def judged_identity(restored: Restored) -> str:
     return named.pop() if len(named) == 1 else restored.submission.whose()
 
 
-def shared_identities(judged: dict[str, set[str]], ids: dict | None = None) -> dict[str, str]:
-    """For each learner whose self-tests were drawn for an identity another learner's copy carries too (or for
-    another learner's name or roster id), the finding that says so: one learner's programs, two learners' rows.
-    ``judged``: learner -> the identities their copies were judged on."""
+def shared_identities(judged: dict[str, set[str]], ids: dict | None = None, names: set | None = None) -> dict[str, str]:
+    """The learners whose self-tests were drawn for an identity that is not theirs alone, each with the finding that
+    says so. ``judged``: learner -> the identities their copies were judged on; ``names``: every learner of the
+    class (their names, and their roster ``ids``, are their own identities).
+
+    Where the identity is one learner's own name or id, only the *other* learners carrying it are named (a copy
+    claiming a classmate's identity must not put anything in the classmate's row); where it is no one's (a laptop's
+    own identity), every learner carrying it is named: one learner's programs in several rows."""
     from grader.engine.identity import key
 
-    owners: dict[str, set[str]] = {}
-    for learner, names in judged.items():
-        for name in names:
-            owners.setdefault(key(name), set()).add(learner)
-    for learner in judged:  # a name or roster id of the class is that learner's identity too
+    carriers: dict[str, set[str]] = {}
+    for learner, drawn in judged.items():
+        for name in drawn:
+            carriers.setdefault(key(name), set()).add(learner)
+    owner: dict[str, str] = {}
+    for learner in (names or set()) | set(judged):
         for own in (learner, (ids or {}).get(learner, "")):
-            if own and key(own) in owners:
-                owners[key(own)].add(learner)
+            if own:
+                owner.setdefault(key(own), learner)
     out = {}
-    for name, learners in owners.items():
-        if len(learners) > 1:
-            for learner in learners:
+    for name, learners in carriers.items():
+        mine = owner.get(name)
+        others = sorted(learners - {mine}) if mine else sorted(learners)
+        if mine and others:
+            for learner in others:
                 out[learner] = (
-                    f"one identity, {name!r}, for {len(learners)} learners ({', '.join(sorted(learners))}): a "
-                    "copy's self-tests were drawn for it, and it names or was drawn for another learner too (one "
-                    "notebook shared or copied?)"
+                    f"its self-tests were drawn for {name!r}, the identity of {mine}: answered as another learner "
+                    "(their notebook copied?)"
+                )
+        elif not mine and len(others) > 1:
+            for learner in others:
+                out[learner] = (
+                    f"one identity, {name!r}, for {len(others)} learners ({', '.join(others)}): their self-tests "
+                    "were drawn for the same programs (one notebook shared or copied?)"
                 )
     return out
 
@@ -617,7 +630,7 @@ def run_exercises(restored: Restored, timeout: float = 0, pool=None) -> tuple[di
             run = worker.run({"kind": "exercises", "dir": work.name, "env": env}, timeout)
         else:
             run = containment.run(
-                [containment.python(), "-m", "grader.instructor.grading.learner_function"],
+                [containment.python(), "-I", "-c", learner_function.BOOT, str(ROOT)],
                 work,
                 env,
                 timeout,
@@ -943,9 +956,9 @@ def grade(
         journal.close()
         if threads_before is None:
             os.environ.pop(THREADS_VAR, None)
-    for learner, finding in shared_identities(judged, ids).items():
+    for learner, finding in shared_identities(judged, ids, {s.learner for s in found}).items():
         if progress_to is not None:
-            print(f"grade: warning: {learner}: {finding}", file=progress_to)
+            print(f"grade: warning: {escape(learner)}: {escape(finding)}", file=progress_to)
         for row in rows:
             if row["learner"] == learner:
                 row["findings"] = "; ".join(f for f in (row["findings"], finding) if f)

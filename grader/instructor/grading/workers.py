@@ -48,6 +48,7 @@ import secrets
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -424,23 +425,50 @@ def _reap() -> None:
             return
 
 
-def _empty(folder: Path, keep: str | set = "") -> None:
+def _remove(path: str) -> None:
+    """Delete ``path`` and all below it, first giving back the permissions a job took from its own folders (a folder
+    made 0500 keeps what it holds from rmtree): everything here belongs to the job's user, the warm parent's own."""
+    stack = [path]
+    while stack:
+        top = stack.pop()
+        try:
+            info = os.lstat(top)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode):
+            try:
+                os.unlink(top)
+            except OSError:
+                pass
+            continue
+        try:
+            os.chmod(top, 0o700)
+            names = os.listdir(top)
+        except OSError:
+            names = []
+        if names:
+            stack += [top, *(os.path.join(top, n) for n in names)]  # the folder again, once emptied
+        else:
+            try:
+                os.rmdir(top)
+            except OSError:
+                pass
+
+
+def _empty(folder: Path, keep: str | set = "") -> list[str]:
+    """Remove everything in ``folder`` but ``keep``; what could not be removed, by name."""
     keep = {keep} if isinstance(keep, str) else set(keep)
     try:
         names = os.listdir(folder)
     except OSError:
-        return
+        return []
     for name in names:
-        if name in keep:
-            continue
-        path = folder / name
-        try:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink()
-        except OSError:
-            pass
+        if name not in keep:
+            _remove(str(folder / name))
+    try:
+        return [n for n in os.listdir(folder) if n not in keep]
+    except OSError:
+        return []
 
 
 def _under(base: str, folder: Path) -> str:
@@ -475,15 +503,17 @@ def _clear_ipc() -> None:
                 pass
 
 
-def _clean(folder: Path, keep: str) -> None:
-    """Before a job: nothing left of the previous one."""
-    _empty(folder, keep)
+def _clean(folder: Path, keep: str) -> bool:
+    """Nothing left of a job for the next one; False where something could not be removed (the warm parent then
+    ends, and the next job gets a fresh one: a new sandbox, new /tmp and /dev/shm)."""
+    left = _empty(folder, keep)
     if _sandboxed():
         from grader.instructor.grading.containment import code_paths
 
-        _empty(Path("/tmp"), keep={_under("/tmp", folder)} | {_under("/tmp", p) for p in code_paths()})
-        _empty(Path("/dev/shm"))
+        left += _empty(Path("/tmp"), keep={_under("/tmp", folder)} | {_under("/tmp", p) for p in code_paths()})
+        left += _empty(Path("/dev/shm"))
     _clear_ipc()
+    return not left
 
 
 def _child(job: dict, work: Path, fds: dict, cells: list) -> None:
@@ -505,6 +535,7 @@ def _child(job: dict, work: Path, fds: dict, cells: list) -> None:
             os.set_inheritable(events, False)
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         _prctl(PR_SET_NO_NEW_PRIVS, 1)
+        _prctl(PR_SET_DUMPABLE, 1)  # the warm parent (not dumpable) reads what the job holds open in /proc/PID/fd
         env = {str(k): str(v) for k, v in job.get("env", {}).items()}
         os.environ.clear()
         os.environ.update(env)
@@ -627,7 +658,10 @@ def _watch(pid: int, fds: dict, timeout: float, places: tuple | None = None, cap
             status = st
         elif places is not None and time.monotonic() - measured > containment.WATCH_S:
             measured = time.monotonic()
-            over_cap = containment.usage(places[0], max_bytes, max_entries, places[1]).over(max_bytes, max_entries)
+            held = _others()  # the job's processes: what they hold open is theirs too (unlinked files, memfd)
+            over_cap = containment.usage(places[0], max_bytes, max_entries, places[1], held).over(
+                max_bytes, max_entries
+            )
             if over_cap:
                 break
     if status is None:
@@ -793,6 +827,8 @@ def serve(folder: Path, units: list | None = None) -> int:
         _reap()
         reply["nonce"] = job["nonce"]
         containment.send(reply_fd, (json.dumps(reply) + "\n").encode())
+        if not _clean(folder, ""):  # a job left what cannot be removed: no later job may meet it
+            return 75
 
 
 def main(argv: list[str]) -> int:
