@@ -385,3 +385,23 @@ def test_most_notebooks_not_run_is_a_failed_run(tmp_path):
     assert done.returncode == 1, done.stderr[-2000:]
     assert "the grading itself failed for 2 of 2 notebook(s) (worker died)" in done.stderr
     assert out.exists() and not (tmp_path / "grades-canvas.csv").exists()
+
+
+def test_an_instructor_can_pay_a_self_test_only_within_a_number_of_attempts(tmp_path):
+    """Cycling through a self-test's few answers passes it (the attempts column shows how): self-test-attempts pays
+    only a pass within that many graded attempts."""
+    from types import SimpleNamespace
+
+    from grader.instructor.grading import scores
+
+    path = tmp_path / "weights.toml"
+    path.write_text("self-test-attempts = 2\n")
+    weights = scores.load(path)
+    assert weights.self_test_attempts == 2
+    w = weights.of(SQUARE, "self-test")
+    for attempts, paid in ((1, 2.0), (2, 2.0), (3, 0.0)):
+        state = SimpleNamespace(passed=True, attempts=attempts)
+        assert scores.earned("self-test", state, "", w, weights.self_test_attempts) == {"self-test": paid}
+    path.write_text("self-test-attempts = -1\n")
+    with pytest.raises(scores.WeightsError, match="whole number"):
+        scores.load(path)

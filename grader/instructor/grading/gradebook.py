@@ -215,7 +215,7 @@ def rows_of(
                     "max": 0,
                 }
                 continue
-            got = {} if missing else scores.earned(q.role, st, r.flags.get(q.qid, ""), w)
+            got = {} if missing else scores.earned(q.role, st, r.flags.get(q.qid, ""), w, weights.self_test_attempts)
             q_points, q_max = sum(got.values()), sum(w.values())
             note = ""
             if overrides and not missing:

@@ -6,6 +6,7 @@ file (``python -m grader grade ... --weights weights.toml``)::
     participation = 1      # a prediction made (locked in, and not shown to have come after torch's answer)
     correctness = 0        # ... and torch agreed with it: the learner's own record, honour-system (see below)
     self-test = 2          # a self-test passed (on any attempt)
+    self-test-attempts = 0 # > 0: a self-test pays only when passed within that many graded attempts
     exercise = 4           # an exercise passed (every generated case)
     count-absent = false   # true: a question not in an older copy counts (0 points) in the maximum
 
@@ -19,7 +20,9 @@ ran: :mod:`.prediction_order`). Whether it was really made before the reveal can
 the learner can always type an answer in after seeing torch's. So its correctness is reported (the question's
 column says "predicted, correct") but earns nothing by default; an instructor who wants to pay it sets
 ``correctness`` and pays an honour-system record. A self-test or exercise earns its points when it passed (a
-self-test not with an answer given before: its programs after the first avoid the answers already given).
+self-test not with an answer given before: its programs after the first avoid the answers already given). Some
+self-tests have only a few possible answers, and cycling through them passes within as many attempts as there are
+answers; ``self-test-attempts`` pays a self-test only when passed within that many (1: the first answer only).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class Weights:
     role: dict = field(default_factory=lambda: dict(DEFAULTS))
     questions: dict = field(default_factory=dict)  # qid -> {part: weight}
     count_absent: bool = False
+    self_test_attempts: int = 0  # > 0: a self-test pays only when passed within that many graded attempts
 
     def of(self, qid: str, role: str) -> dict:
         """{part: weight} for one question, such as {'participation': 1, 'correctness': 1}."""
@@ -78,6 +82,10 @@ def load(path: Path | None) -> Weights:
             if not isinstance(value, bool):
                 raise WeightsError("count-absent is true or false")
             weights.count_absent = value
+        elif key == "self-test-attempts":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise WeightsError("self-test-attempts is a whole number of attempts, 0 (no limit) or more")
+            weights.self_test_attempts = value
         elif key == "questions" and isinstance(value, dict):
             for qid, own in value.items():
                 q = known.get(qid)
@@ -97,7 +105,8 @@ def load(path: Path | None) -> Weights:
                     raise WeightsError(f"{qid} is a prediction: give {{ participation = .., correctness = .. }}")
         else:
             raise WeightsError(
-                f"unknown setting {key!r}; the settings are {', '.join([*DEFAULTS, 'count-absent', '[questions]'])}"
+                f"unknown setting {key!r}; the settings are "
+                f"{', '.join([*DEFAULTS, 'self-test-attempts', 'count-absent', '[questions]'])}"
             )
     return weights
 
@@ -120,15 +129,17 @@ def correct(role: str, state, flag: str) -> bool:
     return state.passed and REPEATED not in flag
 
 
-def earned(role: str, state, flag: str, weights: dict) -> dict:
-    """{part: points earned} for one recomputed question (``state`` is its progress.QuestionState)."""
+def earned(role: str, state, flag: str, weights: dict, attempts_limit: int = 0) -> dict:
+    """{part: points earned} for one recomputed question (``state`` is its progress.QuestionState); a self-test
+    passed after more than ``attempts_limit`` graded attempts (where > 0) earns nothing."""
     if role == "predict":
         return {
             "participation": weights["participation"] if honest(state, flag) else 0.0,
             "correctness": weights["correctness"] if correct(role, state, flag) else 0.0,
         }
     part = PARTS[role][0]
-    return {part: weights[part] if correct(role, state, flag) else 0.0}
+    late = role == "self-test" and attempts_limit > 0 and state.attempts > attempts_limit
+    return {part: weights[part] if correct(role, state, flag) and not late else 0.0}
 
 
 def number(x: float):
