@@ -151,10 +151,10 @@ CASES = [
     (lambda: predict("01.pow-node", "P" * 50_000), {"invalid"}, "too long"),
     (lambda: predict("01.pow-node", BadRepr()), {"invalid"}, "BadRepr"),
     # Names
-    (lambda: predict("01.neuron-sigmoid-saves", "_saved_result"), {"invalid"}, "{'_saved_result'}"),
-    (lambda: predict("01.neuron-sigmoid-saves", {1, 2}), {"invalid"}, "string"),
-    (lambda: predict("01.neuron-sigmoid-saves", {"_saved_result": 1}), {"invalid"}, "dict"),
-    (lambda: predict("01.neuron-sigmoid-saves", [["_saved_result"]]), {"invalid"}, "string"),
+    (lambda: predict("01.exp-saves", "_saved_result"), {"invalid"}, "{'_saved_result'}"),
+    (lambda: predict("01.exp-saves", {1, 2}), {"invalid"}, "string"),
+    (lambda: predict("01.exp-saves", {"_saved_result": 1}), {"invalid"}, "dict"),
+    (lambda: predict("01.exp-saves", [["_saved_result"]]), {"invalid"}, "string"),
     (lambda: check("01.who-keeps-grad", iter(["w"])), {"invalid"}, "list(...)"),
     (lambda: check("01.who-keeps-grad", torch.ones(3)), {"invalid"}, ".tolist()"),
     # Sequence

@@ -30,7 +30,7 @@ SHOWN = [  # one of each input the course offers, every tool, and a refusal with
     'predict("02.nonscalar-backward")',  # where torch raises, and why
     'predict("01.pow-node")',  # a name
     'predict("01.which-recorded")',  # names to tick, all named in the prompt
-    'predict("01.neuron-sigmoid-saves")',  # names to tick, and others
+    'predict("01.exp-saves")',  # names to tick, and others
     'predict("01.mul-edges")',  # a sequence built from a palette
     'check("00.warmup-square")',  # a self-test
     'reveal("01.x-is-leaf")\npredict("01.x-is-leaf", True)',  # a refusal that offers a button
@@ -178,7 +178,7 @@ def test_every_widget_from_the_keyboard_and_axe_finds_nothing_serious(tmp_path, 
 
         # the closed choice offers no field for other names; the open one does
         assert page.locator(".agl-q-01-which-recorded input[type=text]:visible").count() == 0
-        assert page.locator(".agl-q-01-neuron-sigmoid-saves input[type=text]:visible").count() == 1
+        assert page.locator(".agl-q-01-exp-saves input[type=text]:visible").count() == 1
 
         # a lab's slider has a name, and the arrow keys move it
         handle = page.locator(".agl-lab [role=slider]").first

@@ -43,9 +43,9 @@ def test_a_renamed_node_class_still_matches(monkeypatch):
 
 
 def test_a_renamed_saved_attribute_prefix_still_matches(monkeypatch):
-    swap_experiment(monkeypatch, "01.neuron-sigmoid-saves", lambda: {"_raw_saved_result"})
-    predict("01.neuron-sigmoid-saves", {"_saved_result"})
-    assert reveal("01.neuron-sigmoid-saves").passed
+    swap_experiment(monkeypatch, "01.exp-saves", lambda: {"_raw_saved_result"})
+    predict("01.exp-saves", {"_saved_result"})
+    assert reveal("01.exp-saves").passed
 
 
 def test_a_real_rename_is_still_refused(monkeypatch):

@@ -368,10 +368,18 @@ def test_gpu_and_timing_cells_are_tagged_and_say_so_plainly(notebook, gpu_cells)
         assert "nbval-ignore-output" in cell["metadata"].get("tags", [])
         printed = "".join(o.get("text", "") for o in cell["outputs"]).strip()
         if not torch.cuda.is_available():
-            assert printed == "No GPU here: skipped the CUDA measurement; the CPU figures above make the same point."
-    timed = [c for c in code if "perf_counter" in "".join(c["source"]) and "def cuda_step" not in "".join(c["source"])]
+            assert printed.startswith("No GPU here: skipped the CUDA measurement"), printed
+            # issue 44: 09b's CPU timing is not the GPU's point; a sentence claiming it was once followed a table
+            # that showed checkpointing faster than plain
+            assert "09b" not in notebook or "make the same point" not in printed, printed
+    clocks = ("perf_counter", "process_time")
+    timed = [
+        c
+        for c in code
+        if any(clock in "".join(c["source"]) for clock in clocks) and "def cuda_step" not in "".join(c["source"])
+    ]
     assert all("nbval-ignore-output" in c["metadata"].get("tags", []) for c in timed)
-    assert "".join(c["source"] for c in code).count("time.perf_counter") >= 1
+    assert timed or "09b" not in notebook  # 09b times its variants; 09 only times the GPU cell
 
 
 def test_the_chosen_programs_are_what_the_search_picks():

@@ -89,8 +89,7 @@ def test_09b_follows_09_and_holds_the_questions_that_moved():
     assert not any("checkpoint" in q.qid for q in of_unit("09"))
 
 
-@pytest.mark.parametrize("uid", ["09", "09b"])
-def test_each_half_is_at_most_75_minutes_and_has_its_own_self_test(uid):
+def _unit_minutes():
     import importlib.util
     import sys
     from pathlib import Path
@@ -99,7 +98,42 @@ def test_each_half_is_at_most_75_minutes_and_has_its_own_self_test(uid):
     spec = importlib.util.spec_from_file_location("unit_minutes", path)
     model = sys.modules.setdefault("unit_minutes", importlib.util.module_from_spec(spec))
     spec.loader.exec_module(model)
-    work = model.work_of(uid)
-    assert work.minutes <= 75, (uid, work.minutes)
-    assert UNITS[uid].minutes == work.stated
+    return model
+
+
+@pytest.mark.parametrize("uid", ["09", "09b"])
+def test_each_half_states_its_measured_time_and_has_its_own_self_test(uid):
+    work = _unit_minutes().work_of(uid)
+    assert work.measured is not None and UNITS[uid].minutes == work.stated == work.measured
     assert work.self_tests >= 3
+
+
+def test_every_unit_states_what_was_measured_for_it():
+    """Issue 46: a unit's stated minutes are its reviewer's measured figure (tools/unit_minutes.py says whose), and
+    the model the tool keeps for units not yet measured stays near the measurements it was fitted to."""
+    model = _unit_minutes()
+    assert set(model.MEASURED) == set(UNITS)
+    for uid in UNITS:
+        work = model.work_of(uid)
+        assert UNITS[uid].minutes == work.stated == model.MEASURED[uid], uid
+        assert abs(work.minutes - work.measured) < 40, (uid, work.minutes, work.measured)
+
+
+def test_the_stored_timing_table_does_not_invert_the_lesson():
+    """Issue 44 item 8: the stored output of 09b's timing cell once showed checkpointing faster than plain (load
+    noise, plain timed first). Timed as CPU time on one thread, the variants in turns, every checkpointing row of
+    the stored table costs more than plain."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    nb = json.loads((root / "solutions" / "09b_checkpointing.ipynb").read_text(encoding="utf-8"))
+    (cell,) = [c for c in nb["cells"] if c.get("id") == "b065"]
+    text = "".join("".join(o.get("text", "")) for o in cell["outputs"] if o.get("output_type") == "stream")
+    ratios = {
+        m[0].strip(): float(m[1])
+        for m in re.findall(r"^(.+?)\s+[\d.]+ ms of CPU time per step \(([\d.]+) x plain\)", text, re.M)
+    }
+    assert ratios["plain"] == 1.0 and {"checkpoint every block", "selective: keep matmul outputs"} <= set(ratios)
+    assert ratios["checkpoint every block"] > 1.0 and ratios["selective: keep matmul outputs"] > 1.0, ratios

@@ -9,14 +9,19 @@ mastery; old records), identity, and review.
 
 from __future__ import annotations
 
+import ast
+import builtins
+import functools
 import json
 import re
 import time
+import warnings
 
 import nbformat
 import pytest
+import torch
 
-from grader.engine import identity, progress, variants
+from grader.engine import identity, progress, torch_state, variants
 from grader.engine import review as schedule
 from grader.engine.course import UNITS
 from grader.engine.question import all_questions, get, wrong_answer
@@ -108,6 +113,190 @@ def test_no_cell_of_the_unit_shows_one_of_its_programs(q, answered):
         lines = _lines(v.program.source)
         seen = [line for line in lines if line in shown]
         assert len(seen) < max(2, 0.6 * len(lines)), f"{q.qid} {v.name}: the unit's cells show {seen[:3]}"
+
+
+# --- closed book: a self-test draws only on what the course showed by its unit --------------------------------------
+
+# The tensor library a practitioner brings: arithmetic, element-wise functions, reductions, making, indexing and
+# reshaping tensors, the common layers. A self-test's program may use these without any cell having shown them;
+# every other torch name and keyword argument it uses must appear in a cell of its unit or of one before it (course
+# order), in code or in the inline code of the prose, as the learner's copy shows it (solutions stripped).
+PRELUDE = frozenset(
+    {
+        *("tensor", "ones", "zeros", "randn", "rand", "arange", "linspace", "full", "empty", "eye", "manual_seed"),
+        *("ones_like", "zeros_like", "full_like", "randn_like", "rand_like", "stack", "cat", "where", "argsort"),
+        *("sin", "cos", "tan", "tanh", "sigmoid", "exp", "log", "sqrt", "abs", "relu", "gelu", "pow", "square"),
+        *("neg", "sign", "clamp", "floor", "round", "mean", "sum", "max", "min", "prod", "norm", "argmax", "matmul"),
+        *("reshape", "view", "unsqueeze", "squeeze", "flatten", "t", "transpose", "dim", "size", "numel", "item"),
+        *("tolist", "clone", "float", "double", "long", "to", "Linear", "ReLU", "Tanh", "GELU", "Sigmoid"),
+        *("Sequential", "Module", "Parameter", "softmax", "log_softmax", "mse_loss", "cross_entropy", "sequential"),
+        *("dim=", "keepdim=", "dtype=", "device=", "bias="),
+    }
+)
+_TORCH_PLACES = (
+    torch,
+    torch.Tensor,
+    torch.nn,
+    torch.nn.Module,
+    torch.nn.functional,
+    torch.autograd,
+    torch.autograd.graph,
+    torch.autograd.forward_ad,
+    torch.autograd.function,
+    torch.optim,
+    torch.func,
+    torch.utils.checkpoint,
+)
+# autograd attributes read without a call
+_READ = {"grad", "grad_fn", "data", "is_leaf", "requires_grad", "_version", "retains_grad", "next_functions", "_base"}
+_SHAPE = {"shape", "ndim", "dim", "size"}
+_CONVERSIONS = {"to", "float", "double", "half", "bfloat16", "as_tensor", "type"}
+_IN_PLACE = "an in-place write (x.op_() or +=)"
+_SHAPE_BRANCH = "an if on a tensor's shape in a compiled function"
+
+
+def _is_torch_name(name: str) -> bool:
+    return any(hasattr(place, name) for place in _TORCH_PLACES)
+
+
+def _reads_shape(test: ast.AST) -> bool:
+    names = {n.attr for n in ast.walk(test) if isinstance(n, ast.Attribute)}
+    return bool(names & _SHAPE) or any(isinstance(n, ast.Name) and n.id == "len" for n in ast.walk(test))
+
+
+def _tokens(source: str, compiled: bool) -> set[str]:
+    """The torch names, keyword arguments and forms a piece of code uses. ``compiled``: an if on a shape counts as
+    the form only where the code compiles (torch.compile) or is a program whose question compiles it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # inline code of the prose is not always Python ("2.weight")
+            tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    defined |= {  # names imported from the course's own modules: its helpers, not torch
+        a.asname or a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and not (n.module or "").startswith("torch")
+        for a in n.names
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if name in defined or (isinstance(f, ast.Name) and name in dir(builtins)):
+                name = None
+            if name and name.endswith("_") and not name.startswith("_") and hasattr(torch.Tensor, name):
+                found.add(name if name in ("requires_grad_", "detach_", "retain_grad") else _IN_PLACE)
+            elif name and _is_torch_name(name):
+                found.add(name)
+            found |= {f"{kw.arg}=" for kw in node.keywords if kw.arg}
+        elif isinstance(node, ast.Attribute) and node.attr in _READ:
+            found.add(node.attr)
+        elif isinstance(node, ast.AugAssign):
+            found.add(_IN_PLACE)
+        elif isinstance(node, ast.If) and compiled and _reads_shape(node.test):
+            found.add(_SHAPE_BRANCH)
+    return found
+
+
+def _returning_itself(source: str) -> set[str]:
+    """Conversions shown to return the very tensor they were given: `b = a.to(...)` and then `b is a` in one cell."""
+    found = set()
+    for made, base, method in re.findall(r"(\w+)\s*=\s*([\w.]+)\.(\w+)\(", source):
+        if method in _CONVERSIONS and re.search(rf"\b{made} is {re.escape(base)}\b", source):
+            found.add(f"{method}() returning its own tensor")
+    return found
+
+
+def _inline_code(markdown: str) -> list[str]:
+    return re.findall(r"`([^`\n]+)`", markdown)
+
+
+@functools.cache
+def _shown_by_unit() -> dict[str, frozenset[str]]:
+    """Every unit's id -> what the cells of that unit and of every unit before it show."""
+    shown: set[str] = set()
+    out = {}
+    for uid, unit in UNITS.items():
+        nb = nbformat.read(f"notebooks/{unit.notebook}", as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                code = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+                shown |= _tokens(code, compiled="torch.compile" in code) | _returning_itself(code)
+            else:
+                for span in _inline_code(cell.source):
+                    shown |= _tokens(span, compiled=False)
+        out[uid] = frozenset(shown)
+    return out
+
+
+class _Conversions(torch.overrides.TorchFunctionMode):
+    """Records each conversion that hands back the very tensor it was given."""
+
+    def __init__(self):
+        super().__init__()
+        self.itself: set[str] = set()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = getattr(func, "__name__", "")
+        if name in _CONVERSIONS and args and isinstance(args[0], torch.Tensor) and out is args[0]:
+            self.itself.add(f"{name}() returning its own tensor")
+        return out
+
+
+def _used(q, program) -> set[str]:
+    """What a program uses: its torch names and forms, and the conversions that returned their own tensor when it
+    ran (a program that raises on purpose is run up to its error)."""
+    compiled = "torch.compile" in program.source or "torch.compile" in program.ask
+    tokens = _tokens(program.source, compiled)
+    used = tokens - PRELUDE
+    if not tokens & _CONVERSIONS:
+        return used
+    mode = _Conversions()
+    with torch_state.clean_room(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            with mode:
+                exec(compile(program.source, f"<{q.qid}>", "exec"), {"torch": torch, "__builtins__": builtins})
+        except Exception:  # an error question's program raises where its answer says: what ran before counts
+            pass
+    return used | mode.itself
+
+
+@pytest.mark.parametrize("q", GENERATED, ids=lambda q: q.qid)
+def test_a_self_test_uses_only_what_its_unit_or_an_earlier_one_showed(q):
+    shown = _shown_by_unit()[q.unit]
+    unshown: dict[str, str] = {}
+    for who, n in DRAWS:
+        v = variants.make(q.program, q.qid, who, n)
+        for name in sorted(_used(q, v.program) - shown):
+            unshown.setdefault(name, v.name)
+    assert not unshown, f"{q.qid}: its programs use what no cell of units up to {q.unit} shows: {unshown}"
+
+
+def test_the_closed_book_check_finds_what_the_reviewers_found():
+    """The check is not vacuous: the programs the four reviews of issue 46 found using what their unit never showed
+    (as the generators of release 0.5.0 drew them), against what the cells of 0.5.0 showed."""
+    old = {
+        "01": "q = p * 3 + u\nq.retain_grad()\n(q * s).sum().backward()",
+        "03": "(h ** 2).backward(retain_graph=True)\n(5 * h).backward()",
+        "04": "d1 = torch.as_tensor(h.detach())\nd2 = h.data",
+        "13": "def f(x):\n    h = x.cos()\n    if x.shape[0] > 2:\n        h = h * 3\n    return h.tanh()",
+    }
+    shown_then = {"01": {"backward", "requires_grad="}, "03": {"backward", "register_hook"}, "04": {"data"}}
+    assert "retain_grad" in _tokens(old["01"], False) - shown_then["01"]
+    assert "retain_graph=" in _tokens(old["03"], False) - shown_then["03"]
+    assert "as_tensor" in _tokens(old["04"], False) - shown_then["04"]
+    assert _SHAPE_BRANCH in _tokens(old["13"], compiled=True)
+    h = torch.ones(2, requires_grad=True) * 2  # a same-dtype .float() hands back its own tensor: caught when it runs
+    with _Conversions() as mode:
+        h.float()
+        h.double()
+    assert mode.itself == {"float() returning its own tensor"}
+    assert "to() returning its own tensor" in _returning_itself("same = leaf.to(torch.float32)\nprint(same is leaf)")
 
 
 @pytest.mark.parametrize("q", GENERATED, ids=lambda q: q.qid)

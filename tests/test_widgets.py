@@ -91,8 +91,8 @@ def test_names_are_checkboxes_and_saved_names_come_from_torch(monkeypatch, tmp_p
         assert {"_saved_result", "_saved_self", "_saved_other"} <= set(boxes)
         boxes["_saved_result"].value = True
 
-    same_as_code(monkeypatch, tmp_path, "01.neuron-sigmoid-saves", ["_saved_result"], tick_result)
-    assert reveal("01.neuron-sigmoid-saves").verdict == "correct"
+    same_as_code(monkeypatch, tmp_path, "01.exp-saves", ["_saved_result"], tick_result)
+    assert reveal("01.exp-saves").verdict == "correct"
 
 
 def test_sequence_is_built_in_order_by_clicking(monkeypatch, tmp_path):
@@ -465,7 +465,7 @@ def test_every_input_part_has_a_name_and_every_widget_is_wired_for_the_keyboard(
         "02.nonscalar-backward",
         "01.pow-node",
         "01.which-recorded",
-        "01.neuron-sigmoid-saves",
+        "01.exp-saves",
         "01.mul-edges",
         "00.warmup-square",
     ):
@@ -484,7 +484,7 @@ def test_a_choice_among_the_names_its_prompt_lists_offers_no_other_names_field()
     closed = PredictionWidget(get("01.which-recorded"))
     extra = next(p for p in closed.input.parts if isinstance(p, __import__("ipywidgets").Text))
     assert extra.layout.display == "none"
-    open_ = PredictionWidget(get("01.neuron-sigmoid-saves"))  # _saved_ names: an open vocabulary
+    open_ = PredictionWidget(get("01.exp-saves"))  # _saved_ names: an open vocabulary
     extra = next(p for p in open_.input.parts if isinstance(p, __import__("ipywidgets").Text))
     assert extra.layout.display != "none"
     assert not widgets.closed_choice(get("09.reentrant-grads").kind, get("09.reentrant-grads").prompt)

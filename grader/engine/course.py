@@ -8,7 +8,7 @@ from typing import Any
 
 # The course's version (grader.__version__): grading/versions.json lists the questions of each release, and a
 # mark or a unit reset carries the version that wrote it (see moves.py).
-VERSION = "0.5.0"
+VERSION = "0.6.0"
 
 # A unit's id: two digits, and a letter where a unit was split in two (04 and 04b). A question's id begins with it.
 UNIT_ID = r"\d\d[a-z]?"
@@ -30,26 +30,26 @@ class Unit:
 
 _TABLE = [
     ("00", "start_here", "Start here: how the course works", (), 15),
-    ("01", "what_the_forward_pass_records", "What the forward pass records", ("00",), 65),
-    ("02", "backward_and_why_gradients_add", "Backward, and why gradients add", ("01",), 100),
-    ("03", "observing_gradients", "Observing gradients: retain_grad, hooks, autograd.grad", ("02",), 90),
-    ("04", "where_the_path_stops", "Where the path stops: detach, no_grad, inference_mode, .item()", ("03",), 75),
-    ("04b", "modules_and_optimizers", "The path through modules and optimizers", ("04",), 75),
-    ("05", "saved_tensors_and_what_they_cost", "Saved tensors and what they cost", ("01",), 100),
-    ("06", "graph_lifetime", "Graph lifetime: retain_graph, create_graph, higher order", ("05",), 100),
-    ("07", "version_counters_and_in_place_writes", "Version counters and in-place writes", ("05",), 110),
-    ("08", "carried_state_and_truncated_bptt", "Carried state and truncated BPTT", ("06", "07"), 70),
-    ("09", "saved_tensor_hooks_in_practice", "Saved-tensor hooks: measuring, offloading, compression", ("07",), 75),
-    ("09b", "checkpointing", "Checkpointing: keep less, compute again", ("09",), 50),
-    ("10", "capstone_audit", "Capstone: audit a model you did not write", ("04b", "08"), 80),
-    ("11", "writing_a_backward", "Writing a backward: autograd.Function and gradcheck", ("05", "06", "07"), 110),
-    ("12", "finding_the_fault", "Finding the fault: anomaly mode, NaN hunting, memory that grows", ("10",), 75),
+    ("01", "what_the_forward_pass_records", "What the forward pass records", ("00",), 90),
+    ("02", "backward_and_why_gradients_add", "Backward, and why gradients add", ("01",), 130),
+    ("03", "observing_gradients", "Observing gradients: retain_grad, hooks, autograd.grad", ("02",), 110),
+    ("04", "where_the_path_stops", "Where the path stops: detach, no_grad, inference_mode, .item()", ("03",), 95),
+    ("04b", "modules_and_optimizers", "The path through modules and optimizers", ("04",), 100),
+    ("05", "saved_tensors_and_what_they_cost", "Saved tensors and what they cost", ("01",), 130),
+    ("06", "graph_lifetime", "Graph lifetime: retain_graph, create_graph, higher order", ("05",), 120),
+    ("07", "version_counters_and_in_place_writes", "Version counters and in-place writes", ("05",), 150),
+    ("08", "carried_state_and_truncated_bptt", "Carried state and truncated BPTT", ("06", "07"), 80),
+    ("09", "saved_tensor_hooks_in_practice", "Saved-tensor hooks: measuring, offloading, compression", ("07",), 100),
+    ("09b", "checkpointing", "Checkpointing: keep less, compute again", ("09",), 60),
+    ("10", "capstone_audit", "Capstone: audit a model you did not write", ("04b", "08"), 130),
+    ("11", "writing_a_backward", "Writing a backward: autograd.Function and gradcheck", ("05", "06", "07"), 150),
+    ("12", "finding_the_fault", "Finding the fault: anomaly mode, NaN hunting, memory that grows", ("10",), 110),
     (
         "13",
         "autograd_beyond_eager",
         "Autograd beyond eager: torch.func, forward mode, and torch.compile",
         ("05", "06", "11"),
-        85,
+        120,
     ),
 ]
 

@@ -22,7 +22,8 @@ def warmup_add():
     "00.warmup-flag",
     Boolean(),
     prompt="t = torch.tensor([1.0, 2.0]). Is t.requires_grad True or False?",
-    explain="Tensors you create do not take part in autograd unless you ask, with requires_grad=True.",
+    explain="A tensor made by torch.tensor (or ones, zeros, randn) takes no part in autograd unless you ask, with "
+    "requires_grad=True. A model's weights are the exception: nn.Parameter sets the flag for you.",
 )
 def warmup_flag():
     t = torch.tensor([1.0, 2.0])
@@ -34,7 +35,7 @@ def warmup_flag():
     Number(),
     program=square_program,
     explain="backward() stores d(output)/ds in s.grad. s is used in more than one place, and each use adds its "
-    "own term to the slope: for s * s that is s + s.",
+    "own term to the slope (the product rule: for f * g it is f' * g + f * g'), so the terms add up.",
     hints=(
         "How many times does s appear in the expression? Each place it appears changes the output when s moves.",
         "backward() puts d(output)/ds into s.grad; each use of s contributes its own term (the product rule), and "

@@ -82,27 +82,26 @@ def saves_program(d: Draw) -> Listing:
 
 def keeps_program(d: Draw) -> Listing:
     """01.who-keeps-grad: which of p, u, q, s keep a .grad after backward. u is a cast that records a copy (a
-    non-leaf) or one that returns its own leaf; q is computed, its gradient kept only if asked; s is a constant or a
-    leaf that requires grad."""
+    non-leaf) or one that returns its own leaf (unit 01 shows .to() doing both); q is computed, so its gradient
+    passes through; s is a constant or a leaf that requires grad."""
     u_line, u_copy = d.one(
         [
             ("u = torch.zeros(2, requires_grad=True).double()", True),
-            ("u = torch.zeros(2, requires_grad=True).float()", False),
-            ("u = torch.zeros(2, requires_grad=True).to(torch.float64)", True),
             ("u = torch.zeros(2, requires_grad=True).to(torch.float32)", False),
+            ("u = torch.zeros(2, requires_grad=True).to(torch.float64)", True),
             ("u = torch.zeros(2, dtype=torch.float64, requires_grad=True)", False),
+            ("u = torch.zeros(2, dtype=torch.float64, requires_grad=True).to(torch.float64)", False),
         ]
     )
-    retained = d.coin(False, p=0.4)
     s_grad = d.coin(False, p=0.4)
     scale = d.one(["2", "3", "0.5"])
+    total = d.one(["(q * s).sum()", "(s * q).sum()", "(q * s).mean()"])
     lines = [
         "p = torch.ones(2, requires_grad=True)",
         u_line,
         f"q = p * {scale} + u",
-        *(["q.retain_grad()"] if retained else []),
         f"s = torch.tensor(3.0{', requires_grad=True' if s_grad else ''})",
-        "(q * s).sum().backward()",
+        f"{total}.backward()",
     ]
     ask = "Which of p, u, q, s have a .grad that is not None afterwards? Answer a set of names."
-    return Listing("\n".join(lines), ask, {"u copy": u_copy, "q retained": retained})
+    return Listing("\n".join(lines), ask, {"u copy": u_copy})

@@ -215,20 +215,29 @@ def which_recorded():
 @predict_then_run(
     "01.argmax-silent",
     Number(),
-    prompt="w = torch.tensor([1.0, 3.0, 2.0], requires_grad=True); loss = (w * w.argmax()).sum(); "
+    prompt="w = torch.tensor([2.0, 1.0, 3.0], requires_grad=True); loss = (w * w.argmax()).sum(); "
     "loss.backward(). What is w.grad? Answer a list of three numbers.",
-    explain="w.argmax() is the integer 1, recorded by nothing: to autograd it is a constant. The "
-    "product's node multiplies by it, so every element's gradient is 1, and no error or warning "
-    "says that a path through argmax was cut.",
+    explain="w.argmax() is the integer 2, the index of the largest element, and nothing recorded it: to autograd "
+    "it is a constant. The product's node multiplies by it, so every element's gradient is 2, and no error or "
+    "warning says that a path through argmax was cut.",
     misconceptions=[
         (
-            [0.0, 1.0, 0.0],
-            "argmax does not pick an element here: it returns the index 1, which multiplies every element of w.",
-        )
+            [1.0, 1.0, 1.0],
+            "the sum sends 1 to every element of the product, but the product's node multiplies it by the other "
+            "factor, the index 2.",
+        ),
+        (
+            [0.0, 0.0, 1.0],
+            "argmax does not pick an element here: it returns the index 2, which multiplies every element of w.",
+        ),
+        (
+            [3.0, 3.0, 3.0],
+            "argmax returns where the largest element is (index 2), not its value (3.0).",
+        ),
     ],
 )
 def argmax_silent():
-    w = torch.tensor([1.0, 3.0, 2.0], requires_grad=True)
+    w = torch.tensor([2.0, 1.0, 3.0], requires_grad=True)
     (w * w.argmax()).sum().backward()
     return w.grad.tolist()
 
@@ -238,9 +247,10 @@ def argmax_silent():
     Number(),
     prompt="One neuron: z = w * x - 0.5, s = sigmoid(z), at x = 1, w = 2, both requiring grad. After "
     "s.backward(), what is x.grad / w.grad?",
-    explain="Both gradients come through the same two nodes. The sigmoid's node sends one number, s(1 - s), "
-    "to the product's node, which sends it on times the other operand: w to x, x to w. The shared "
-    "factor cancels, so x.grad / w.grad = w / x = 2, whatever the sigmoid sent.",
+    explain="Both gradients come through the same three nodes. The sigmoid's node sends one number, s(1 - s), to "
+    "the subtraction's node, which passes it on unchanged (the slope of z - 0.5 in z is 1) to the product's node, "
+    "which sends it on times the other operand: w to x, x to w. The shared factor cancels, so x.grad / w.grad = "
+    "w / x = 2, whatever the sigmoid sent.",
     misconceptions=[
         (
             lambda truth: 1 / truth,
@@ -256,27 +266,43 @@ def neuron_grad_ratio():
 
 
 @predict_then_run(
-    "01.neuron-sigmoid-saves",
-    Names(key=saved_key, pool=("_saved_self", "_saved_other")),
-    prompt="For s = torch.sigmoid(z), which _saved_ attributes does s.grad_fn have? Answer a set of names.",
-    explain="The sigmoid's local rule is s(1 - s): it needs its own output, so it keeps the result, not its input.",
+    "01.exp-saves",
+    Names(key=saved_key, pool=("_saved_self", "_saved_other", "_saved_result")),
+    prompt="t = torch.tensor([0.5, 2.0], requires_grad=True); e = t.exp(). Which _saved_ attributes does "
+    "e.grad_fn have? Answer a set of names.",
+    explain="The slope of exp is exp itself: the local rule multiplies the incoming gradient by e, the output, so "
+    "the node keeps its result, as the sigmoid's did, and not its input.",
+    misconceptions=[
+        (
+            {"_saved_self"},
+            "exp's rule reads exp(t), which is the output e: keeping t would mean computing exp again at backward.",
+        )
+    ],
 )
-def neuron_sigmoid_saves():
-    x, w, z, s = neuron()
-    return {a for a, v in probes.saved_attributes(s.grad_fn).items() if isinstance(v, torch.Tensor)}
+def exp_saves():
+    t = torch.tensor([0.5, 2.0], requires_grad=True)
+    e = t.exp()
+    return {a for a, v in probes.saved_attributes(e.grad_fn).items() if isinstance(v, torch.Tensor)}
 
 
 @predict_then_run(
-    "01.neuron-mul-saves",
-    Names(key=saved_key, pool=("_saved_result", "_saved_alpha")),
-    prompt="For the product w * x, with both requiring grad, which tensor-valued _saved_ attributes "
-    "does its grad_fn have?",
-    explain="d(wx)/dw = x and d(wx)/dx = w: each input's gradient needs the other input, so both are kept.",
+    "01.sin-saves",
+    Names(key=saved_key, pool=("_saved_self", "_saved_other", "_saved_result")),
+    prompt="t = torch.tensor([0.5, 2.0], requires_grad=True); n = t.sin(). Which _saved_ attributes does "
+    "n.grad_fn have? Answer a set of names.",
+    explain="The slope of sin is cos(t): it is computed from the input, and the output sin(t) cannot give it back "
+    "(its sign is lost), so the node keeps its input, t, as _saved_self.",
+    misconceptions=[
+        (
+            {"_saved_result"},
+            "sin's slope is cos(t), which needs t: from sin(t) alone cos(t) is known only up to its sign.",
+        )
+    ],
 )
-def neuron_mul_saves():
-    x, w, z, s = neuron()
-    product = w * x
-    return {a for a, v in probes.saved_attributes(product.grad_fn).items() if isinstance(v, torch.Tensor)}
+def sin_saves():
+    t = torch.tensor([0.5, 2.0], requires_grad=True)
+    n = t.sin()
+    return {a for a, v in probes.saved_attributes(n.grad_fn).items() if isinstance(v, torch.Tensor)}
 
 
 # --- self-test ------------------------------------------------------------------------
@@ -334,10 +360,13 @@ def closed_book_walk(p):
             "a tensor made without requires_grad=True takes no part in the graph: autograd makes no "
             "AccumulateGrad node for it.",
         ),
-        (
-            lambda truth, p: set(truth) | {p.facts["unused"]} if p.facts["unused"] else None,
-            "that tensor requires grad but no operation on the way to y used it, so y's graph never reaches it "
-            "and it has no AccumulateGrad node there.",
+        *(
+            (
+                lambda truth, p, name=name: set(truth) | {name} if p.facts["unused"] == name else None,
+                f"{name} requires grad, but no operation on the way to y used it ({name} does not appear in y's "
+                f"line), so y's graph never reaches {name} and it has no AccumulateGrad node there.",
+            )
+            for name in ("b", "x", "W")
         ),
         (
             lambda truth, p: set(truth) - {"x"} if p.facts["x needs"] else None,
@@ -392,9 +421,9 @@ def closed_book_saves(p):
     "01.who-keeps-grad",
     Names(pool=("p", "u", "q", "s")),
     program=keeps_program,
-    explain="Only leaves that require grad store a gradient, and a non-leaf that asked with retain_grad(). A cast "
-    "that changes the dtype records a copy, whose output is a non-leaf; a cast to the dtype it already has returns "
-    "the leaf itself. A computed tensor's gradient passes through it; a constant needs none.",
+    explain="Only leaves that require grad store a gradient. A cast that changes the dtype records a copy, whose "
+    "output is a non-leaf; a cast to the dtype it already has returns the leaf itself. A computed tensor's "
+    "gradient passes through it; a constant needs none.",
     hints=(
         "Print the three flags in your head for each name: requires_grad, is_leaf, grad_fn.",
         "A cast that changes the dtype is a recorded operation: its output is not the tensor created with "
@@ -412,13 +441,9 @@ def closed_book_saves(p):
             "tensor (and a tensor made as float64 needs no cast), so u stores its gradient.",
         ),
         (
-            lambda truth, p: set(truth) | {"q"} if not p.facts["q retained"] else None,
+            lambda truth: set(truth) | {"q"},
             "q is computed by the addition, so it is not a leaf: its gradient passes through on the way to p and "
             "is not stored.",
-        ),
-        (
-            lambda truth, p: set(truth) - {"q"} if p.facts["q retained"] else None,
-            "q.retain_grad() asked autograd to keep q's gradient: a non-leaf stores it when asked.",
         ),
         (
             lambda truth: set(truth) ^ {"s"},

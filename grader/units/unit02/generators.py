@@ -31,7 +31,7 @@ def seed_program(d: Draw) -> Listing:
 
 def broadcast_program(d: Draw) -> Listing:
     """02.closed-book-broadcast: b broadcast over the rows (or the columns) of X, then a mean or a sum: the engine
-    sums the copies' gradients down to b's shape."""
+    sums the gradients of every place b meets down to b's shape."""
     rows, cols = d.one([(4, 3), (2, 5), (3, 2), (5, 4), (6, 2)])
     along = d.one(["rows", "columns"])
     shape = f"1, {cols}" if along == "rows" else f"{rows}, 1"

@@ -119,11 +119,12 @@ def one_hot_seed():
     Number(tol=0),
     prompt="f(x) = torch.stack([x.sum(), (x * x).sum(), x.prod()]) maps x, 5 numbers that require grad, to 3 "
     "numbers. A hook on f's output counts the backward passes that go through it. How many passes "
-    "does torch.autograd.functional.jacobian(f, x) make to build the 3x5 Jacobian, and how many does "
-    "f(x).sum().backward() make? Answer [for the Jacobian, for the sum].",
-    explain="One backward pass computes one vector-Jacobian product: one row of the Jacobian per one-hot "
-    "seed, so 3 passes for 3 outputs; a scalar output needs a single pass whatever the number of "
-    "inputs. Forward mode gets one column per pass instead: 5 here.",
+    "does torch.autograd.functional.jacobian(f, x) make (its default settings) to build the 3x5 Jacobian, and "
+    "how many does f(x).sum().backward() make? Answer [for the Jacobian, for the sum].",
+    explain="One backward pass from one seed computes one vector-Jacobian product, one row of the Jacobian; "
+    "jacobian's default (vectorize=False) seeds one pass per output with a one-hot vector, so 3 passes for 3 "
+    "outputs, and a scalar output needs a single pass whatever the number of inputs. (vectorize=True hands the "
+    "3 seeds to one batched pass instead.) Forward mode gets one column per pass: 5 here.",
     misconceptions=[
         (
             lambda truth: [5.0, truth[1]],
@@ -243,7 +244,7 @@ def snapshot_alias():
     Error("at zero_grad", "at the manual clear", "at the next backward"),
     prompt=(
         "w = torch.tensor(2.0, requires_grad=True); opt = torch.optim.SGD([w], lr=0.1); one step (loss = 3 * "
-        "w + w ** 2; loss.backward(); opt.step()); then opt.zero_grad(); then code written for older torch "
+        "w + w ** 2; loss.backward(); opt.step()); then opt.zero_grad(); then a loop "
         "clears again by hand: for p in [w]: p.grad.zero_(); then the next loss.backward(). Where does it "
         "fail, if anywhere: 'at zero_grad', 'at the manual clear', 'at the next backward' or 'no error'? You "
         "may add your own words as (place, note): a note shown beside torch's message, never graded."
@@ -429,14 +430,15 @@ def closed_book_seed(p):
     "02.closed-book-broadcast",
     Number(),
     program=broadcast_program,
-    explain="Each element of b is added to a whole row or column of X: broadcasting made copies, and the engine "
-    "sums their gradients down to b's shape. A mean then divides every entry's gradient by the number of entries; "
-    "a subtraction sends each one through -1. X's values do not matter.",
+    explain="Each element of b is added to a whole row or column of X: broadcasting lines b up with X without "
+    "copying it, and the engine sums the gradients of every place b was used down to b's shape. A mean then "
+    "divides every entry's gradient by the number of entries; a subtraction sends each one through -1. X's values "
+    "do not matter.",
     hints=(
-        "X's values do not matter: the gradient of X + b with respect to each copy of b is 1 (or -1 for X - b). "
-        "What does the reduction send to every entry?",
+        "X's values do not matter: the gradient of X + b with respect to each entry b meets is 1 (or -1 for "
+        "X - b). What does the reduction send to every entry?",
         "A mean of n entries sends 1/n to each, a sum 1. Each element of b was broadcast over several entries, "
-        "and the gradients of its copies are summed into it.",
+        "and the gradients of all those places are summed into it.",
     ),
     misconceptions=[
         (
@@ -454,7 +456,7 @@ def closed_book_seed(p):
         ),
         (
             lambda truth, p: [-t for t in truth] if p.facts["minus"] else None,
-            "b is subtracted: each copy's gradient passes through -1, so b's gradient is negative.",
+            "b is subtracted: each place it meets sends its gradient through -1, so b's gradient is negative.",
         ),
     ],
 )

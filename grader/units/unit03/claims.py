@@ -397,3 +397,88 @@ def module_hook_speaks_of_inputs():
             True,
             inputs_ok and outputs_ok and no_params and warned == (not needs),
         )
+
+
+def _intermediates(ns: dict, out: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
+    """The named non-leaf tensors of a program's namespace that out's graph goes through, in name order."""
+    nodes, stack = set(), [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in nodes:
+            continue
+        nodes.add(node)
+        stack.extend(n for n, _ in node.next_functions)
+    return [
+        (name, t)
+        for name, t in sorted(ns.items())
+        if isinstance(t, torch.Tensor) and t is not out and t.grad_fn is not None and t.grad_fn in nodes
+    ]
+
+
+@claim(
+    "03.inputs-writes-a-named-non-leaf",
+    sentence="naming a non-leaf in `inputs=` marks it to keep its gradient, as `retain_grad()` would",
+)
+def inputs_writes_a_named_non_leaf():
+    for case in programs(16, seed=21, need_backward=True):
+        ns = case.fresh()
+        out = ns[case.output]
+        inner = _intermediates(ns, out)
+        if not inner:
+            continue
+        name, t = inner[case.seed % len(inner)]
+        (expected,) = torch.autograd.grad(out.sum(), t, retain_graph=True)
+        out.sum().backward(inputs=[t])
+        kept = t.grad is not None and torch.allclose(t.grad, expected, equal_nan=True) and t.retains_grad
+        yield Trial(f"{case.label}: backward(inputs=[{name}])", True, kept)
+
+
+_OPTIMIZERS = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW, torch.optim.RMSprop)
+
+
+@claim(
+    "03.optimizer-refuses-a-non-leaf",
+    sentence="torch refuses a non-leaf when the optimizer is built, unless it retains its grad",
+    holds_when="the non-leaf does not retain its grad; one that called retain_grad() is accepted (SGD, Adam, AdamW "
+    "and RMSprop tried)",
+)
+def optimizer_refuses_a_non_leaf():
+    rng = random.Random(22)
+    for case in programs(16, seed=22, need_backward=True):
+        ns = case.fresh()
+        for name, t in _intermediates(ns, ns[case.output]):
+            retained = rng.random() < 0.4
+            if retained:
+                t.retain_grad()
+            kind = rng.choice(_OPTIMIZERS)
+            try:
+                kind([t], lr=0.1)
+                refused = False
+            except ValueError:
+                refused = True
+            yield Trial(f"{case.label}: {kind.__name__}([{name}]), retained: {retained}", not retained, refused)
+
+
+@claim(
+    "03.intermediate-hook-outlives-its-name",
+    sentence="A hook on an intermediate is kept by the node that produced it, not by the Python name: it lasts as "
+    "long as that graph does, and runs in a backward through it even after the name is gone",
+)
+def intermediate_hook_outlives_its_name():
+    import gc
+
+    for case in programs(16, seed=23, need_backward=True):
+        ns = case.fresh()
+        out = ns[case.output]
+        inner = _intermediates(ns, out)
+        if not inner:
+            continue
+        name, t = inner[case.seed % len(inner)]
+        calls: list[int] = []
+        t.register_hook(lambda g, calls=calls: calls.append(1))
+        for other in [n for n, v in ns.items() if v is t]:
+            del ns[other]
+        del t
+        gc.collect()
+        out.sum().backward()
+        yield Trial(f"{case.label}: a hook on {name}, every name of it deleted", True, calls == [1])

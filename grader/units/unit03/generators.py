@@ -47,19 +47,20 @@ SHARED = (
 
 def shared_program(d: Draw) -> Listing:
     """03.hook-on-shared: a hook on h, which is used twice. One backward of the whole expression runs the hook once,
-    with the total; two backward calls, one per use, run it once each."""
+    with the total; two backward calls, one per use, run it once each. h is a sum, whose node keeps nothing, so a
+    second backward through it needs no retain_graph (unit 06's topic)."""
     a0 = d.one([0.5, 1.0, -0.5, 1.5, 0.25])
     scale = d.one([4, 2, 3])
     form, parts = d.one(SHARED)
     apart = len(parts) == 2 and d.coin(False, p=0.4)
     lines = [
         f"a = torch.tensor({a0}, requires_grad=True)",
-        f"h = a * {scale}",
+        f"h = a + {scale}",
         "calls = []",
         "h.register_hook(lambda g: calls.append(g.item()))",
     ]
     if apart:
-        lines += [f"({parts[0]}).backward(retain_graph=True)", f"({parts[1]}).backward()"]
+        lines += [f"({parts[0]}).backward()", f"({parts[1]}).backward()"]
     else:
         lines += [f"out = {form}", "out.backward()"]
     ask = "How many times is the hook called, and with what values? Answer [calls, value, ...] (values in order)."
@@ -67,8 +68,8 @@ def shared_program(d: Draw) -> Listing:
 
 
 def leaf_second_program(d: Draw) -> Listing:
-    """03.leaf-hook-second: a hook on a leaf across two or three backward passes: it sees each pass's gradient,
-    before AccumulateGrad adds it into p.grad, which holds the running total."""
+    """03.leaf-hook-second: a hook on a leaf across two or three backward passes, each over a graph built anew: it
+    sees each pass's gradient, before AccumulateGrad adds it into p.grad, which holds the running total."""
     p0 = d.one([1.5, 0.5, -1.0, 2.0, -2.0])
     form = d.one(["(p * 2) ** 2", "p ** 3", "(p + 1) * p", "(3 * p) ** 2"])
     passes = d.one([2, 3, 2])
@@ -76,27 +77,28 @@ def leaf_second_program(d: Draw) -> Listing:
         f"p = torch.tensor({p0}, requires_grad=True)",
         "got = []",
         "p.register_hook(lambda g: got.append(g.item()))",
-        f"z = {form}",
-        *["z.backward(retain_graph=True)"] * (passes - 1),
-        "z.backward()",
+        f"for step in range({passes}):",
+        f"    z = {form}",
+        "    z.backward()",
     ]
     ask = "What did the hook receive the last time, and what is p.grad now? Answer [last value, p.grad]."
     return Listing("\n".join(lines), ask, {"passes": passes})
 
 
 def retain_program(d: Draw) -> Listing:
-    """03.retain-accumulates: a retained non-leaf gradient across two or three backward passes: it adds up like a
-    leaf's .grad."""
+    """03.retain-accumulates: a retained non-leaf gradient across two or three backward passes through the same h
+    (each builds out anew from it; h's own node, a sum, keeps nothing, so no retain_graph is needed): it adds up like
+    a leaf's .grad."""
     q0 = d.one([-0.5, 0.5, 1.5, -1.0, 0.25])
     scale = d.one([4, 2, 3])
     form = d.one(["h ** 2", "h ** 3", "h * h + h", "3 * h ** 2"])
     passes = d.one([2, 3, 2])
     lines = [
         f"q = torch.tensor({q0}, requires_grad=True)",
-        f"h = q * {scale}",
+        f"h = q + {scale}",
         "h.retain_grad()",
-        f"out = {form}",
-        *["out.backward(retain_graph=True)"] * (passes - 1),
-        "out.backward()",
+        f"for step in range({passes}):",
+        f"    out = {form}",
+        "    out.backward()",
     ]
     return Listing("\n".join(lines), "What is h.grad?", {"passes": passes})

@@ -334,7 +334,8 @@ def hidden_leaf_grad():
     prompt="Same scale. opt = torch.optim.SGD([scale], lr=0.1); (scale ** 2).sum().backward(); opt.step(). "
     "Where does it fail: 'building the optimizer', 'at backward', 'at step', or 'no error'?",
     explain="An optimizer updates tensors in place between steps, which only makes sense for leaves; "
-    "torch refuses a non-leaf when the optimizer is built, before any gradient is computed.",
+    "torch refuses this non-leaf when the optimizer is built, before any gradient is computed. (A non-leaf that "
+    "retains its grad is let through, and the step then moves it instead of the leaf: see below.)",
 )
 def optimizer_non_leaf():
     scale = torch.tensor([1.0, 2.0], requires_grad=True) * 2

@@ -293,7 +293,8 @@ def repaired_loop():
     hints=(
         "For each, ask: was any memory allocated, or is this a second look at the same numbers?",
         "detach() and .data cut the history and copy nothing; clone() copies; .tolist() leaves tensors "
-        "altogether, so torch.tensor(...) must allocate anew; .float() on a float32 tensor has nothing to convert.",
+        "altogether, so torch.tensor(...) must allocate anew; .to(torch.float32) on a float32 tensor has nothing to "
+        "convert.",
     ),
     misconceptions=[
         (

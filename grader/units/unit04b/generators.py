@@ -145,7 +145,7 @@ def held_program(d: Draw) -> Listing:
     container = d.one(["list", "ModuleList", "list"])
     freeze = d.one(["attribute", "method", "none", "attribute"])
     replace = d.one(["weight after", "bias after", "none", "weight after"])
-    opt = d.one(["torch.optim.Adam({net}.parameters(), lr=0.01)", "torch.optim.SGD({net}.parameters(), lr=0.1)"])
+    opt = d.one(["torch.optim.SGD({net}.parameters(), lr=0.01)", "torch.optim.SGD({net}.parameters(), lr=0.1)"])
     act = d.one(["relu", "tanh"])
     branches = ", ".join([f"nn.Linear({width}, {width})"] * count)
     made = f"[{branches}]" if container == "list" else f"nn.ModuleList([{branches}])"

@@ -10,10 +10,9 @@ from __future__ import annotations
 import torch
 
 from grader import probes
-from grader.engine.kinds import Choice, Error, Function, Names, Sequence
+from grader.engine.kinds import Choice, Function, Names, Sequence
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.probes import traces
-from grader.units.causes import HOOKED_VIEW_WRITE, LEAF_WRITE, STALE
 from grader.units.unit04b.cases import why_cases
 from grader.units.unit04b.generators import (
     ENC_GRAD_STATES,
@@ -35,7 +34,6 @@ from grader.units.unit04b.support import (
     frozen_model,
     grad_field_state,
     grad_is_set,
-    hooked_relu_net,
     legacy_sees,
     moved_three,
     outcome_key,
@@ -274,30 +272,6 @@ def to_order():
 )
 def legacy_hook_sees():
     return legacy_sees()
-
-
-@predict_then_run(
-    "04b.full-hook-inplace",
-    Error("in the forward", "at backward", causes=(STALE, LEAF_WRITE, HOOKED_VIEW_WRITE)),
-    prompt=(
-        "lin = nn.Linear(3, 2) with lin.register_full_backward_hook(hook) (hook returns None); net = "
-        "nn.Sequential(lin, nn.ReLU(inplace=True)); x = torch.randn(4, 3) (no requires_grad). y = net(x)  (in "
-        "the forward); y.sum().backward()  (at backward). Does it raise, where, and why? For an error, answer a "
-        "pair (place, cause), the cause chosen from the candidates listed with the answer's form; your own "
-        "words may follow as a third item, a note shown beside torch's message and never graded."
-    ),
-    explain="A full backward hook wires the module's output through a BackwardHookFunction, which hands it on as "
-    "a view. An in-place operation on a view that a custom Function returned is refused at once, in the forward: "
-    "autograd could not keep both the hook's backward and the in-place rule. The legacy hook does not wrap the "
-    "output, and ReLU(inplace=False) writes nothing in place.",
-)
-def full_hook_inplace():
-    net = hooked_relu_net()
-    x = torch.randn(4, 3)
-    yield "in the forward"
-    y = net(x)
-    yield "at backward"
-    y.sum().backward()
 
 
 # --- 7. fixes that silence the symptom -------------------------------------------------------------------

@@ -283,24 +283,6 @@ def sigmoid_write():
     b.sum().backward()
 
 
-@predict_then_run(
-    "05.handmade-write",
-    Error("at the write", "at backward"),
-    prompt="The same values, with the sigmoid written by hand: b = 1 / ((-a).exp() + 1); b[1] = 2; "
-    "b.sum().backward(). Where, if anywhere, does it fail?",
-    explain="1 / t runs as a reciprocal followed by a multiplication by 1. The last node, the "
-    "multiplication, saved no tensor of b's storage; the reciprocal saved its own output, which "
-    "is another storage. The write touches nothing any node kept.",
-)
-def handmade_write():
-    a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
-    b = 1 / ((-a).exp() + 1)
-    yield "at the write"
-    b[1] = 2
-    yield "at backward"
-    b.sum().backward()
-
-
 # --- 5. a memory budget ------------------------------------------------------------------------
 
 

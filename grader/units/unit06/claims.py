@@ -91,7 +91,8 @@ def python_cycles_are_collected():
     sentence="With `create_graph=True`, the backward pass records its own operations, so a gradient that depends "
     "on the input gets a graph and can be differentiated again",
     holds_when="the gradient depends on the input (the loss is not linear in it); the gradient of a loss linear in "
-    "`w`, such as `(w * c).sum()`, is a constant with no graph",
+    "`w` with a coefficient that requires nothing, such as `(w * c).sum()` for a constant `c`, is a constant with no "
+    "graph",
 )
 def create_graph_gives_a_graph():
     for seed in range(14):
@@ -356,3 +357,34 @@ def retain_graph_records_nothing():
         (g,) = torch.autograd.grad(loss, w, retain_graph=True)
         kept = {s.state for s in probes.saved_tensors(loss)} == {"ok"}
         yield Trial(f"seed {seed}: {name}", True, g.grad_fn is None and not g.requires_grad and kept)
+
+
+# losses linear in x: label -> (the loss from x and its coefficient c, whether the gradient reads c)
+_LINEAR = {
+    "(c * x).sum()": (lambda x, c: (c * x).sum(), True),
+    "(x * c + 1).mean()": (lambda x, c: (x * c + 1).mean(), True),
+    "(x @ c)": (lambda x, c: x @ c, True),
+    "(c * x).sum() * 3": (lambda x, c: (c * x).sum() * 3, True),
+    "(x - c).sum()": (lambda x, c: (x - c).sum(), False),
+    "(2 * x + c).sum()": (lambda x, c: (2 * x + c).sum(), False),
+}
+
+
+@claim(
+    "06.linear-gradient-never-reaches-x",
+    sentence="the gradient of a loss linear in `x` does not depend on `x`, so its graph never reaches `x`; it has "
+    "no graph at all only when nothing it reads requires grad",
+)
+def linear_gradient_never_reaches_x():
+    for seed in range(16):
+        rng = random.Random(seed)
+        label = rng.choice(sorted(_LINEAR))
+        loss, reads_c = _LINEAR[label]
+        n = rng.randint(1, 5)
+        x = torch.randn(n, requires_grad=True)
+        coefficient_grad = rng.random() < 0.5
+        c = torch.randn(n, requires_grad=coefficient_grad)
+        (g,) = torch.autograd.grad(loss(x, c), x, create_graph=True)
+        leaves = probes.reachable_leaves(g) if g.grad_fn is not None else []
+        holds = not any(leaf is x for leaf in leaves) and (g.grad_fn is not None) == (reads_c and coefficient_grad)
+        yield Trial(f"seed {seed}: {label}, c requires grad: {coefficient_grad}", True, holds)

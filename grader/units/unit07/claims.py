@@ -423,7 +423,8 @@ def pack_returning_t_makes_a_cycle():
 
 @claim(
     "07.unpack-runs-per-read",
-    sentence="`unpack` runs every time backward reads the saved value, so a retained graph unpacks again on each pass",
+    sentence="`unpack` runs for every tensor a node saved, each time backward runs that node, so a retained graph "
+    "unpacks again on each pass",
 )
 def unpack_runs_per_read():
     for seed in range(8):
@@ -450,3 +451,79 @@ def unpack_runs_per_read():
             loss.backward(retain_graph=i < passes - 1)
         label = f"seed {seed}: {' -> '.join(ops)}, {passes} backward pass(es): {calls}"
         yield Trial(label, True, calls["unpack"] == passes * calls["pack"] > 0)
+
+
+# (label, the optimizer over params, writes per step; None: a fused step, whose writes the counter does not see)
+_OPTIMIZER_STEPS = (
+    ("SGD", lambda p: torch.optim.SGD(p, lr=0.1), 1),
+    ("SGD, momentum", lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), 1),
+    ("SGD, weight_decay", lambda p: torch.optim.SGD(p, lr=0.1, weight_decay=0.01), 1),
+    ("Adam", lambda p: torch.optim.Adam(p, lr=0.1), 1),
+    ("Adam, weight_decay", lambda p: torch.optim.Adam(p, lr=0.1, weight_decay=0.01), 1),
+    ("RMSprop", lambda p: torch.optim.RMSprop(p, lr=0.01), 1),
+    ("Adagrad", lambda p: torch.optim.Adagrad(p, lr=0.1), 1),
+    ("AdamW", lambda p: torch.optim.AdamW(p, lr=0.1), 2),
+    ("AdamW, weight_decay=0.1", lambda p: torch.optim.AdamW(p, lr=0.1, weight_decay=0.1), 2),
+    ("AdamW, weight_decay=0", lambda p: torch.optim.AdamW(p, lr=0.1, weight_decay=0), 1),
+    ("Adam, fused", lambda p: torch.optim.Adam(p, lr=0.1, fused=True), None),
+    ("AdamW, fused", lambda p: torch.optim.AdamW(p, lr=0.1, fused=True), None),
+)
+
+
+@claim(
+    "07.a-step-writes-once",
+    sentence="A step writes each parameter once, whatever its momentum or coupled weight decay; `AdamW` with a "
+    "weight decay (its default is 0.01) writes it twice, the decay being a write of its own",
+    holds_when="the step is not fused: with fused=True the update is written without moving the counter (CPU, "
+    "torch 2.13)",
+)
+def a_step_writes_once():
+    from torch import nn
+
+    for seed in range(2 * len(_OPTIMIZER_STEPS)):
+        rng = random.Random(seed)
+        label, make, writes = _OPTIMIZER_STEPS[seed % len(_OPTIMIZER_STEPS)]
+        torch.manual_seed(seed)
+        layer = nn.Linear(rng.randint(1, 4), rng.randint(1, 3))
+        opt = make(layer.parameters())
+        before = [p._version for p in layer.parameters()]
+        steps = rng.randint(1, 3)
+        for _ in range(steps):
+            opt.zero_grad()
+            layer(torch.randn(2, layer.in_features)).pow(2).sum().backward()
+            opt.step()
+        moved = [p._version - v for p, v in zip(layer.parameters(), before)]
+        holds = writes is not None and moved == [writes * steps] * len(moved)
+        yield Trial(f"seed {seed}: {label}, {steps} step(s): versions moved {moved}", writes is not None, holds)
+
+
+@claim(
+    "07.some-views-refuse-the-write",
+    sentence="the pieces of `chunk`, `split` or `unbind`, and a view made under `no_grad` and written with grad mode "
+    "on, refuse an in-place write at the write when the tensor they view requires grad",
+    holds_when="the viewed tensor requires grad; a view of a tensor that requires nothing takes the write",
+)
+def some_views_refuse_the_write():
+    makers = {
+        "chunk": lambda y: y.chunk(2)[0],
+        "split": lambda y: y.split(1)[-1],
+        "unbind": lambda y: y.unbind()[0],
+        "a view made under no_grad": None,
+    }
+    for seed in range(16):
+        rng = random.Random(seed)
+        label = sorted(makers)[seed % len(makers)]
+        needs = rng.random() < 0.7
+        x = torch.randn(rng.randint(2, 5), requires_grad=needs)
+        y = x * 2 if needs else x.clone()
+        if makers[label] is None:
+            with torch.no_grad():
+                piece = y[: rng.randint(1, y.shape[0])]
+        else:
+            piece = makers[label](y)
+        try:
+            piece.add_(1)
+            refused = False
+        except RuntimeError:
+            refused = True
+        yield Trial(f"seed {seed}: {label}, the viewed tensor requires grad: {needs}", needs, refused)

@@ -164,12 +164,14 @@ OPTIMIZERS = (
     "torch.optim.SGD(D.parameters(), lr=0.1, momentum=0.9)",
     "torch.optim.Adam(D.parameters(), lr=0.1)",
     "torch.optim.SGD(D.parameters(), lr=0.1, weight_decay=0.01)",
+    "torch.optim.AdamW(D.parameters(), lr=0.1)",
 )
 
 
 def param_program(d: Draw) -> Listing:
     """07.self-param-version: a fresh layer's parameter is already written in place by its initialiser; each optimizer
-    step writes it again (how many times, torch's optimizer decides); backward and zero_grad() write only .grad."""
+    step writes it again (once, or twice for AdamW with its default weight decay: unit 07 counts them); backward and
+    zero_grad() write only .grad."""
     param = d.one(["weight", "bias"])
     layer = d.one(["nn.Linear(2, 1)", "nn.Linear(3, 2)", "nn.Linear(2, 4)"])
     inputs = {"nn.Linear(2, 1)": 2, "nn.Linear(3, 2)": 3, "nn.Linear(2, 4)": 2}[layer]
@@ -192,4 +194,4 @@ def param_program(d: Draw) -> Listing:
         f"What is D.{param}._version right after the layer is made (first), and at the end? "
         "Answer [after construction, at the end]."
     )
-    return Listing("\n".join(lines), ask, {"param": param, "steps": steps})
+    return Listing("\n".join(lines), ask, {"param": param, "steps": steps, "adamw": "AdamW" in opt})

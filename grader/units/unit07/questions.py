@@ -152,7 +152,7 @@ MESSAGE_OPS = {"Mul": "w * 3", "Add": "u.add_(10)", "Pow": "u ** 2", "Sum": "v.s
     "'is output 0 of' an operation. Which line made that operation: 'w * 3', 'u.add_(10)', 'u ** 2' or "
     "'v.sum()'?",
     explain="The message describes the tensor it found modified by what produced it now: after u.add_(10) that "
-    "is the in-place addition ('output 0 of Add'), whichever node kept u and tripped over it.",
+    "is the in-place addition ('output 0 of Add'), whichever node it was that tripped over it.",
     misconceptions=[
         (
             "u ** 2",
@@ -587,9 +587,9 @@ def self_which_node(p):
     Number(tol=0),
     program=param_program,
     explain="Initialisation fills a layer's parameters in place (under no_grad), so a fresh layer is already past "
-    "version 0; each optimizer step writes them in place again (momentum, Adam's moments and weight decay live in "
-    "the optimizer's state or its arithmetic, the parameter still takes its update). backward and zero_grad() write "
-    "only .grad.",
+    "version 0; each optimizer step writes them in place again, once (momentum, Adam's moments and a coupled weight "
+    "decay live in the optimizer's state or its arithmetic), or twice for AdamW, whose default weight decay is a "
+    "write of its own. backward and zero_grad() write only .grad.",
     hints=(
         "Which of these lines write into the parameter's memory? backward and zero_grad() touch only .grad.",
         "A layer's parameters are filled in place by its initialiser, and an optimizer step updates them in place: "
@@ -603,6 +603,11 @@ def self_which_node(p):
         (
             lambda truth, p: [truth[0], truth[1] + p.facts["steps"]],
             "backward and zero_grad() write only .grad, never the parameter's own memory",
+        ),
+        (
+            lambda truth, p: [truth[0], truth[0] + p.facts["steps"]] if p.facts["adamw"] else None,
+            "AdamW writes the parameter twice per step: its weight decay (0.01 by default) shrinks it in place, then "
+            "the update is written",
         ),
     ],
 )

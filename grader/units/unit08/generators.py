@@ -79,7 +79,7 @@ RETAIN_K1 = (
     "it raises at step 2's backward",
 )
 # (whether the backward retains the graph, when the state is detached (None: never))
-CHANGES = ((True, "True"), (True, None), (False, None), (True, "step % 2 == 0"), (True, "step == 3"), (False, "True"))
+CHANGES = ((True, "True"), (True, None), (False, None), (True, "step % 2 == 0"), (True, "step == 3"))
 
 
 def retain_k1_program(d: Draw) -> Listing:

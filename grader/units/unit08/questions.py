@@ -85,23 +85,37 @@ def second_backward():
 
 
 @predict_then_run(
-    "08.retain-depths",
+    "08.tanh-depths",
     Number(tol=0),
-    prompt=RETAINED + ". probes.depth(loss) counts the nodes on the longest path from loss.grad_fn down "
-    "to a leaf's AccumulateGrad. What is it at steps 1 to 5? Answer a list of five numbers.",
-    explain="Nothing cuts hidden, so each step's loss sits on top of every earlier step: a power node, "
-    "then one add and one multiply per step, then w's AccumulateGrad. Two nodes more per step.",
+    prompt="The retained loop with another update: w = torch.tensor(0.9, requires_grad=True), hidden = "
+    "torch.tensor(1.0), and at each of five steps hidden = torch.tanh(hidden * w) + 0.1; loss = hidden ** 2; "
+    "loss.backward(retain_graph=True), nothing detached. probes.depth(loss) counts the nodes on the longest path "
+    "from loss.grad_fn down to a leaf's AccumulateGrad. What is it at steps 1 to 5? Answer a list of five numbers.",
+    explain="Nothing cuts hidden, so each step's loss sits on top of every earlier step: a power node, then per step "
+    "the three operations of the update (an add, a tanh, a multiply), then w's AccumulateGrad. Three nodes more "
+    "per step.",
     misconceptions=[
         (
             lambda truth: [truth[0]] * len(truth),
             "That is a graph that starts afresh each step. "
             "Nothing detaches hidden here, so every step's graph contains all the earlier ones.",
-        )
+        ),
+        (
+            lambda truth: [truth[0] + 2 * i for i in range(len(truth))],
+            "Two nodes a step was section 1's update, hidden * w + 0.1; this one records three operations a step: "
+            "the multiply, the tanh and the add.",
+        ),
     ],
 )
-def retain_depths():
+def tanh_depths():
     depths = []
-    carried_loop(retain=True, each=lambda step, loss: depths.append(probes.depth(loss)))
+    w = torch.tensor(0.9, requires_grad=True)
+    hidden = torch.tensor(1.0)
+    for _ in range(STEPS):
+        hidden = torch.tanh(hidden * w) + 0.1
+        loss = hidden**2
+        depths.append(probes.depth(loss))
+        loss.backward(retain_graph=True)
     return depths
 
 
@@ -201,13 +215,16 @@ def retain_mul_runs():
     "hidden = hidden * w + 0.1; loss = (hidden ** 2).sum(); loss.backward(retain_graph=True), nothing "
     "detached. Count the bytes of the tensors the graph under each step's loss "
     "keeps for backward, each storage once. How many bytes more at step 11 than at step 10?",
-    explain="Each new step's multiplication saves the 256 float32 values of the state it received "
-    "(1,024 bytes); w is one storage, already counted, and the addition saves nothing. The bill "
-    "grows by one state per step, for as long as the loop runs.",
+    explain="Step 11's graph is step 10's with step 11's nodes on top, less step 10's own power node (that one "
+    "belongs to step 10's loss). Step 11's power keeps its new state, 256 float32 values (1,024 bytes); step 11's "
+    "multiplication keeps the state it received, which step 10's power had already kept, and w, one storage "
+    "already counted; the addition keeps nothing. The bill grows by one state per step, for as long as the loop "
+    "runs.",
     misconceptions=[
         (
             lambda truth: 2 * truth,
-            "Twice too much: the addition saves nothing, and w is one storage that the graph already counted.",
+            "Twice too much: the state step 11 received was already on step 10's bill (its power node kept it), "
+            "the addition saves nothing, and w is one storage that the graph already counted.",
         )
     ],
 )

@@ -172,3 +172,45 @@ def pack_detach_frees_and_sees_writes():
     gc.collect()
     for label, saw, ref in made:
         yield Trial(label, condition=True, holds=saw and ref() is None)
+
+
+# two leaves a, b that require grad, and a loss whose every node lies on the paths to both (so it runs whichever
+# gradient is asked for) and saves both of its inputs
+_BOTH_SAVED = {
+    "(a * b).sum()": lambda a, b: (a * b).sum(),
+    "(a / b).sum()": lambda a, b: (a / b).sum(),
+    "(a * b).exp().sum()": lambda a, b: (a * b).exp().sum(),
+    "(a * b * b).sum()": lambda a, b: (a * b * b).sum(),
+    "(a @ b)": lambda a, b: a @ b,
+}
+
+
+@claim(
+    "09.a-node-unpacks-all-it-saved",
+    sentence="A node that runs unpacks every tensor it saved, whether or not the gradient asked for reads it",
+)
+def a_node_unpacks_all_it_saved():
+    for seed in range(16):
+        rng = random.Random(seed)
+        label = sorted(_BOTH_SAVED)[seed % len(_BOTH_SAVED)]
+        n = rng.randint(1, 5)
+        a, b = torch.randn(n, requires_grad=True), torch.rand(n, requires_grad=True) + 0.5
+        counts = {"pack": 0, "unpack": 0}
+
+        def pack(t, counts=counts):
+            counts["pack"] += 1
+            return t.detach()
+
+        def unpack(t, counts=counts):
+            counts["unpack"] += 1
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            loss = _BOTH_SAVED[label](a, b)
+        names = rng.choice(["a", "b", "a and b"])
+        torch.autograd.grad(loss, {"a": [a], "b": [b], "a and b": [a, b]}[names])
+        yield Trial(
+            f"seed {seed}: {label}, the gradient of {names} only: {counts}",
+            True,
+            counts["unpack"] == counts["pack"] > 0,
+        )

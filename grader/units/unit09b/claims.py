@@ -254,3 +254,30 @@ def checkpoint_sequential_spares_the_last_segment():
         last = n - (n // segments) * (segments - 1)  # torch's cut: segments-1 of n // segments, the rest last
         expected = [2] * (n - last) + [1] * last
         yield Trial(f"seed {seed}: {n} blocks, {segments} segments: calls {calls}", True, calls == expected)
+
+
+@claim(
+    "09b.a-write-into-the-output-is-unseen",
+    sentence="backward reads a checkpointed function's saved values from the rerun, never from the output checkpoint "
+    "returned, so an in-place write into that output raises nothing, even where the function's last operation "
+    "keeps its output",
+)
+def a_write_into_the_output_is_unseen():
+    from torch.utils.checkpoint import checkpoint
+
+    for seed in range(16):
+        rng = random.Random(seed)
+        fn, inputs, label = _checkpointed_fn(rng)
+        write = rng.choice(("add_(1)", "mul_(2)"))
+        out = checkpoint(fn, *inputs, use_reentrant=False)
+        getattr(out, write[:4])(float(write[5]))
+        try:
+            out.sum().backward()
+            raised = False
+        except RuntimeError:
+            raised = True
+        fresh = [t.detach().requires_grad_(t.requires_grad) for t in inputs]
+        scale = 2.0 if write.startswith("mul") else 1.0
+        (expected,) = torch.autograd.grad((fn(*fresh) * scale).sum(), fresh[0])
+        right = not raised and torch.allclose(inputs[0].grad, expected, atol=1e-6)
+        yield Trial(f"seed {seed}: {label}, out.{write}", True, right)

@@ -113,10 +113,12 @@ def checkpoint_held_fraction():
 
 @predict_then_run(
     "09b.reentrant-grads",
-    Names(pool=("1.up.weight", "3.down.bias", "0.act")),
+    Names(
+        pool=tuple(f"{i}.{layer}.{kind}" for i in range(4) for layer in ("up", "down") for kind in ("weight", "bias"))
+    ),
     prompt=f"{_CHAIN}. h = checkpoint(model[0], x, use_reentrant=True); loss = model[1:](h).sum(); "
-    "loss.backward(). Which parameters' .grad is still None? Answer a set of names such as "
-    "{'0.up.weight'} (set() for none).",
+    "loss.backward(). Which parameters' .grad is still None? Answer a set of their names as "
+    "model.named_parameters() gives them (set() for none).",
     explain="The reentrant version is an autograd Function whose output requires grad only if one of its "
     "tensor inputs does. x does not, so block 0's output is cut from the graph: its parameters get no "
     "gradient, with only a warning. use_reentrant=False records the block's parameters as usual.",
@@ -188,14 +190,16 @@ def _held(forward) -> int:
     program=plan_program,
     explain="Plain, a block holds its two (batch, hidden) activations, the first Linear's output (kept by GELU) and "
     "GELU's output (kept by the second Linear): 8 x batch x hidden bytes in float32. Checkpointing it leaves only its "
-    "input, which the block before made and holds anyway (the first block's input existed before). So each "
+    "input, which is held either way: plain, the block's first Linear keeps it; checkpointed, checkpoint keeps it "
+    "(and the first block's input existed before). So each "
     "checkpointed block takes its own two activations off the total: the fewest blocks that reach the budget are "
     "the widest ones, and the budget is set so that one plan of that size fits and no smaller plan does.",
     hints=(
         "Work out what each block holds on its own: which of its activations does it keep, and how big are they "
         "at this batch?",
-        "Checkpointing a block leaves only its input, which the block before already holds. Take off the widest "
-        "blocks' activations first and add up until you are under the budget.",
+        "Checkpointing a block leaves only its input, which is held either way (by its first Linear when plain, by "
+        "checkpoint when checkpointed). Take off the widest blocks' activations first and add up until you are under "
+        "the budget.",
     ),
     misconceptions=[
         (
@@ -233,8 +237,9 @@ def self_checkpoint_plan(p):
     explain="checkpoint keeps its tensor inputs as ordinary saved tensors, with the version each had at the call, "
     "and backward unpacks them to rerun the block: a later write through a name that shares the input's version "
     "counter (the input itself, a view of it, its detach()) is refused there. A write through .data (same memory, "
-    "another counter), into a clone, into the checkpoint's output (nothing kept it), or before the call is not "
-    "seen. A reentrant checkpoint whose inputs need no gradient makes an output without history, so backward "
+    "another counter), into a clone, into the checkpoint's output (backward reads the block's saved values from "
+    "the rerun, never that output, even where the block's last operation keeps its output), or before the call is "
+    "not seen. A reentrant checkpoint whose inputs need no gradient makes an output without history, so backward "
     "refuses before reading anything.",
     hints=(
         "checkpoint must keep something to recompute from. What, and is it kept like any other saved tensor?",

@@ -138,7 +138,12 @@ def kind_b_program(d: Draw) -> Listing:
 def broken_c_program(d: Draw) -> Listing:
     """10.self-broken-c: which of the four measured quantities a planted fault (or none) breaks."""
     program = SELF_C if d.canonical else _planted(d.seed or 0, (*KINDS, NO_FAULT))
-    ask = "Which of these quantities does it break: '" + "', '".join(FACTS) + "'? Answer a set (set() for none)."
+    ask = (
+        "Which of these quantities does it break: '"
+        + "', '".join(FACTS)
+        + "'? Answer a set (set() for none). A quantity no step measured (a run that raises before its first step "
+        "ends) counts as broken."
+    )
     return _listing(program, ask)
 
 

@@ -370,8 +370,9 @@ def self_kind_a(p):
         ),
         (
             lambda truth: "in-place on a saved tensor" if truth == "stale graph" else None,
-            "nothing here is written in place: the graph every loss reaches was built once, before the loop, and the "
-            "first backward freed it.",
+            "nothing here is written in place: the graph every loss reaches was built once, before the loop, and "
+            "every step reuses it (freed by the first backward, or, where backward retains it, kept with the values "
+            "it was built from).",
         ),
         (
             lambda truth: "stale graph" if truth == "carried state leak" else None,

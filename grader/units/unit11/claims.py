@@ -539,3 +539,38 @@ def backward_returns_one_per_input():
             True,
             raised == (returned < arity),
         )
+
+
+def _second_grad_raises(g: torch.Tensor, x: torch.Tensor, how: str) -> str:
+    """The message a second derivative of g raises (asked by g.backward() or torch.autograd.grad), '' if none."""
+    try:
+        if how == "backward":
+            g.sum().backward()
+        else:
+            torch.autograd.grad(g.sum(), x)
+    except RuntimeError as exc:
+        return str(exc)
+    return ""
+
+
+@claim(
+    "11.once-diff-error-node",
+    sentence="`g.backward()` reaches the `Error` node, which raises. `torch.autograd.grad(g, x)` does not: the "
+    "`Error` node's inputs are detached stand-ins, so nothing leads from `g` back to `x`, and torch raises that "
+    "`x` was not used in the graph.",
+    holds_when="the gradient coming into the once_differentiable backward needs grad (its output went through an "
+    "op whose backward reads its input: sin, y * y, exp), so that g carries an Error node; otherwise g has no "
+    "history and both ways raise that it does not require grad",
+)
+def once_diff_error_node():
+    for seed, (label, after, incoming_needs_grad) in enumerate(_AFTER * 2):
+        rng = random.Random(seed)
+        how = "backward" if seed % 2 == 0 else "autograd.grad"
+        x = torch.tensor([rng.uniform(0.2, 1.5) for _ in range(rng.randint(1, 4))], requires_grad=True)
+        (g,) = torch.autograd.grad(after(_cube_once().apply(x)), x, create_graph=True)
+        message = _second_grad_raises(g, x, how)
+        if how == "backward":
+            holds = "once_differentiable" in message
+        else:
+            holds = "not have been used in the graph" in message
+        yield Trial(f"seed {seed}: Cube-once then {label}, {how}", condition=incoming_needs_grad, holds=holds)

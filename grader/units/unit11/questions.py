@@ -42,29 +42,6 @@ from grader.units.unit11.support import (
 # --- 1. every node is a vector–Jacobian product -----------------------------------------------------
 
 
-@predict_then_run(
-    "11.count-work",
-    Number(tol=0),
-    prompt="x = torch.randn(300, requires_grad=True); loss = (x.sin() ** 2).sum(), one number. To build its whole "
-    "gradient one pass at a time: how many reverse passes (each a vector–Jacobian product: one row of "
-    "the Jacobian) and how many forward-mode passes (each a Jacobian–vector product: one column)? "
-    "Answer [reverse passes, forward passes].",
-    explain="The Jacobian of a scalar loss is one row of as many columns as inputs. A reverse pass gives a "
-    "whole row, so one backward gives the gradient; a forward-mode pass gives one column, the "
-    "derivative along one input, so it takes as many passes as there are inputs.",
-    misconceptions=[
-        (
-            lambda truth: [truth[0], truth[0]],
-            "a forward-mode pass carries one direction of the inputs through the program: it gives "
-            "one column, the derivative along that one input, not the whole gradient",
-        )
-    ],
-)
-def count_work():
-    x = torch.randn(300, requires_grad=True)
-    return passes_for_whole_jacobian(lambda t: (t.sin() ** 2).sum(), x)
-
-
 # --- 2. torch.autograd.Function -------------------------------------------------------------------------
 
 
@@ -102,42 +79,6 @@ def fn_backward_wins():
     x = torch.tensor([0.0, 1.0], requires_grad=True)
     Twice.apply(x).sum().backward()
     return x.grad.tolist()
-
-
-@predict_then_run(
-    "11.forward-grad-mode",
-    Boolean(),
-    prompt="Inside Cube's forward (called through Cube.apply(x), x requiring grad, grad mode on outside), what "
-    "does torch.is_grad_enabled() return?",
-    explain="apply runs forward with grad mode off: autograd will not look inside, because your backward "
-    "replaces whatever the ops in forward would have recorded.",
-    misconceptions=[
-        (
-            True,
-            "apply switches grad mode off for forward: nothing inside it is recorded, "
-            "your backward stands for all of it",
-        )
-    ],
-)
-def forward_grad_mode():
-    seen = []
-
-    class Peek(AutogradFunction):
-        @staticmethod
-        def forward(x):
-            seen.append(torch.is_grad_enabled())
-            return x * 2
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            pass
-
-        @staticmethod
-        def backward(ctx, grad):
-            return grad * 2
-
-    Peek.apply(torch.tensor([1.0], requires_grad=True))
-    return seen[0]
 
 
 NEEDS_OPTIONS = ("(True, True, True)", "(True, False, False)", "(True, False)", "(True, True, False)")

@@ -33,24 +33,29 @@ def anomaly_program(d: Draw) -> Listing:
     return Listing("\n".join(lines), ask, {"order": order})
 
 
-FIXES = ("torch.where(x > 0, x.sqrt(), 0.0)", "torch.where(x > 0, x, 0.0).sqrt()", "x.abs().sqrt()", "x.relu().sqrt()")
+FIXES = (
+    "torch.where(x > 0, x.sqrt(), 0.0)",
+    "torch.where(x > 0, x, 0.0).sqrt()",
+    "x.abs().sqrt()",
+    "x.relu().sqrt()",
+    "(x + 1).abs().sqrt()",
+)
 FIX_INPUTS = (
     "[-1.0, 0.0, 2.0]",
-    "[1.0, 4.0]",
     "[-2.0, 3.0]",
     "[0.0, 9.0]",
     "[-1.0, 0.0]",
     "[0.5, -0.5, 0.0]",
     "[2.0, 0.0, -3.0]",
-    "[0.25, 1.0]",
     "[-0.5, 4.0]",
     "[0.0, 0.0, 1.0]",
 )
 
 
 def fix_program(d: Draw) -> Listing:
-    """12.self-finite-fix: four guards around a square root, on an x with or without zeros and negatives: which
-    leave every entry of x.grad finite?"""
+    """12.self-finite-fix: five guards around a square root (the last meets abs's zero at x = -1), on an x with a zero or a negative entry (or both; an x
+    of positive entries only would leave every guard finite and test nothing): which leave every entry of x.grad
+    finite?"""
     x0 = d.one(FIX_INPUTS)
     lines = [
         "expressions = (",

@@ -38,7 +38,6 @@ from grader.units.unit12.support import (
     make_cycle,
     masked_root,
     their_param_names,
-    where_trap,
 )
 
 # --- 1. anomaly mode --------------------------------------------------------------------------------
@@ -145,8 +144,9 @@ INF_PROGRAM = "x = torch.tensor([0.0, 4.0], requires_grad=True); x.sqrt().sum().
 @predict_then_run(
     "12.anomaly-inf",
     Choice(*INF_OUTCOMES),
-    prompt="Inside `with torch.autograd.detect_anomaly():`, " + INF_PROGRAM + ". sqrt's backward divides the "
-    "incoming gradient by 2 * sqrt(x), and sqrt(0) = 0. What happens: "
+    prompt="Inside `with torch.autograd.detect_anomaly():`, "
+    + INF_PROGRAM
+    + ". What happens: "
     + ", ".join(repr(o) for o in INF_OUTCOMES)
     + "?",
     explain="sqrt's backward returns 1 / (2 * sqrt(0)) = inf for x[0], and 0.25 for x[1]. Anomaly mode checks "
@@ -223,29 +223,31 @@ WHERE_ENTRIES = ("x[0]", "x[1]", "x[2]")
 
 
 @predict_then_run(
-    "12.where-nan",
+    "12.where-log-nan",
     Names(pool=WHERE_ENTRIES),
-    prompt="x = torch.tensor([-4.0, 0.0, 4.0], requires_grad=True); y = torch.where(x > 0, x.sqrt(), 0.0); "
-    "y.sum().backward(). Which entries of x.grad are NaN? Answer a set of 'x[0]', 'x[1]', 'x[2]' "
-    "(an empty set if none).",
-    explain="torch.where sends a zero gradient to the branch it did not pick, but sqrt's backward still runs "
-    "on every entry: 0 / (2 * sqrt(-4)) is 0 / NaN, and at x = 0 it is 0 / 0. Both are NaN. The branch "
-    "not taken must be given an input on which its backward is finite.",
+    prompt="x = torch.tensor([-4.0, 0.0, 4.0], requires_grad=True); y = torch.where(x > 0, x.log(), 0.0); "
+    "y.sum().backward(). log(-4) is NaN and log(0) is -inf, and where picks neither. Which entries of x.grad are "
+    "NaN? Answer a set of 'x[0]', 'x[1]', 'x[2]' (an empty set if none).",
+    explain="torch.where sends 0 to the branch it did not pick, and log's backward divides that 0 by its saved "
+    "input x: log's slope 1 / x is read from the input, not from the NaN the forward pass returned. At x = -4 that "
+    "is 0 / -4, a harmless -0; at x = 0 it is 0 / 0, NaN. What decides is the branch's backward formula at the "
+    "masked input, not the value its forward pass made.",
     misconceptions=[
         (
-            {"x[0]"},
-            "x = 0 is not picked either (0 > 0 is False), and sqrt's backward there is "
-            "0 / (2 * sqrt(0)) = 0 / 0, also NaN",
+            {"x[0]", "x[1]"},
+            "log's backward reads its input x, not the NaN log(-4) it returned: at x = -4 it computes 0 / -4, which "
+            "is finite; only 0 / 0 at x = 0 is NaN",
         ),
         (
             set(),
-            "where does send zero to the branch not taken, but sqrt's backward divides that "
-            "zero by 2 * sqrt(x), which is NaN or 0 at the masked entries",
+            "where does send zero to the branch not taken, but log's backward divides that zero by x, and at x = 0 "
+            "that is 0 / 0, NaN",
         ),
     ],
 )
-def where_nan_entries():
-    x = where_trap()
+def where_log_nan_entries():
+    x = torch.tensor([-4.0, 0.0, 4.0], requires_grad=True)
+    torch.where(x > 0, x.log(), 0.0).sum().backward()
     return {name for name, v in zip(WHERE_ENTRIES, x.grad.tolist()) if v != v}
 
 
@@ -381,7 +383,8 @@ THEIR_PARAMS = their_param_names()
     "among the tensors in opt.param_groups? Answer a set of names.",
     explain="The optimizer keeps the tensors it was given, not a view of the model. model.double() converts "
     "each parameter in place: the same Parameter objects, their data swapped for float64, so the ones the "
-    "optimizer holds are still the model's. The head assigned after the optimizer was made brought new "
+    "optimizer holds are still the model's (torch's default; torch.__future__.set_overwrite_module_params_on_"
+    "conversion(True) would make new Parameters instead). The head assigned after the optimizer was made brought new "
     "tensors it has never seen, before and after the conversion.",
     misconceptions=[
         (
@@ -506,8 +509,8 @@ def self_anomaly_node(p):
     explain="Where an expression's backward divides by sqrt(0), the result is inf, and what happens next decides. "
     "An outer where still runs sqrt's backward on every entry (NaN or inf where x <= 0, times where's zero: NaN); "
     "a where or relu before sqrt sends inf into a backward that selects zero for masked entries (finite); abs's "
-    "backward multiplies by sign(x), and at x = 0 that is 0 * inf = NaN. With no zero or negative in x, every slope "
-    "is finite.",
+    "backward multiplies by sign(x), and at x = 0 that is 0 * inf = NaN (for (x + 1).abs(), at x = -1). With no "
+    "zero or negative in x, every slope is finite.",
     hints=(
         "For each expression, list the backward nodes from y to x and what each computes at each entry of x.",
         "sqrt's backward at 0 gives inf, at a negative NaN. A where or a relu backward picks 0 for masked entries, "

@@ -10,6 +10,7 @@ from grader.units.unit13.support import (
     graphs_with_hook,
     graphs_with_retain_grad,
     kept_by_compile,
+    ops_compiled_around_retain_grad,
     quiet_dynamo,
 )
 
@@ -275,3 +276,22 @@ def mean_loss_backward_is_the_average():
         ((model(x) - y) ** 2).sum(dim=1).mean().backward()
         holds = all(torch.allclose(p.grad, per_sample[k].mean(0), atol=1e-6) for k, p in model.named_parameters())
         yield Trial(f"seed {seed}: Linear(3, {width})-Tanh-Linear, batch {batch}", condition=True, holds=holds)
+
+
+# what runs before h.retain_grad() (with its number of operations) and what comes after it
+_PREFIXES = (("x * 2", 1), ("x.exp()", 1), ("x.sin() * 2", 2), ("x.sin().cos() * 2", 3), ("(x + 1).exp()", 2))
+_SUFFIXES = ("(h * h).sin().cos().sum()", "(h.exp() * h).sum()", "h.tanh().sum() * 3")
+
+
+@claim(
+    "13.retain-grad-leaves-the-rest-eager",
+    sentence="after `retain_grad` it compiles only what came before (nothing, when a single op did) and runs the "
+    "rest of the function eagerly, in no graph at all",
+)
+def retain_grad_leaves_the_rest_eager():
+    for seed in range(6):
+        rng = random.Random(seed)
+        (prefix, before), suffix = rng.choice(_PREFIXES), rng.choice(_SUFFIXES)
+        ops = ops_compiled_around_retain_grad(prefix, suffix, torch.randn(rng.randint(2, 5), requires_grad=True))
+        expected = [before] if before >= 2 else []
+        yield Trial(f"h = {prefix}; h.retain_grad(); return {suffix}: ops per graph {ops}", True, ops == expected)

@@ -188,3 +188,20 @@ def with_item(x):
     h = x.sin()
     scale = h.sum().item()
     return h * scale
+
+
+def ops_compiled_around_retain_grad(prefix: str, suffix: str, x: torch.Tensor) -> list[int]:
+    """The number of operations in each graph Dynamo makes of ``def f(x): h = <prefix>; h.retain_grad(); return
+    <suffix>, h`` (``suffix`` an expression in h), called once; backward is run on the result."""
+    import torch._dynamo
+
+    graphs: list = []
+    namespace: dict = {}
+    source = f"def f(x):\n    h = {prefix}\n    h.retain_grad()\n    return {suffix}, h\n"
+    exec(compile(source, f"<retain_grad between {prefix} and {suffix}>", "exec"), namespace)
+    torch._dynamo.reset()
+    with quiet_dynamo():
+        out, _ = torch.compile(namespace["f"], backend=counting_backend(graphs))(x)
+        out.backward()
+    torch._dynamo.reset()
+    return [sum(node.op in ("call_function", "call_method") for node in gm.graph.nodes) for gm in graphs]
