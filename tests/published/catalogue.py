@@ -472,3 +472,266 @@ BUGS: list[Bug] = [
         "the style-transfer tutorial's own warning: the in-place ReLU overwrites what the content loss saved",
     ),
 ]
+
+# -- planter47: programs and bugs chosen and planted by someone who had not read the doctor's code (issue 47,
+# item 5): pytorch/tutorials and a functorch example; five correct uses of advanced autograd among them -----
+PLANTER47: dict[str, Program] = {
+    p.name: p
+    for p in (
+        Program(
+            "transfer_learning",
+            "tutorial_transfer_learning/transfer_learning_tutorial.py",
+            ("--num_epochs", "2", "--batch_size", "4", "--image_size", "16", "--workers", "0"),
+            data=(data.hymenoptera_images,),
+            source="pytorch/tutorials beginner_source/transfer_learning_tutorial.py @ 039ee0e",
+        ),
+        Program(
+            "dqn",
+            "tutorial_dqn/reinforcement_q_learning.py",
+            ("--num_episodes", "4", "--batch_size", "8"),
+            source="pytorch/tutorials intermediate_source/reinforcement_q_learning.py @ c53e7d4",
+        ),
+        Program(
+            "per_sample_grads",
+            "tutorial_per_sample_grads/per_sample_grads.py",
+            ("--batch_size", "4", "--repeat", "1"),
+            source="pytorch/tutorials intermediate_source/per_sample_grads.py @ 0bb46a4",
+        ),
+        Program(
+            "polynomial_function",
+            "tutorial_polynomial_function/polynomial_custom_function.py",
+            ("--steps", "20", "--points", "200"),
+            source="pytorch/tutorials beginner_source/examples_autograd/polynomial_custom_function.py @ c53e7d4",
+        ),
+        Program(
+            "fused_conv_bn",
+            "tutorial_fused_conv_bn/custom_function_conv_bn_tutorial.py",
+            ("--epochs", "1", "--batch_size", "4", "--check_batch", "1"),
+            env=MNIST,
+            source="pytorch/tutorials intermediate_source/custom_function_conv_bn_tutorial.py @ 00e250b",
+        ),
+        Program(
+            "maml_sine",
+            "functorch_maml/maml_sine.py",
+            (
+                "--iterations",
+                "4",
+            ),
+            source="pytorch/pytorch functorch/examples/maml_regression/evjang.py @ 0d9e42a",
+        ),
+        Program(
+            "visualizing_gradients",
+            "tutorial_visualizing_gradients/visualizing_gradients_tutorial.py",
+            (
+                "--epochs",
+                "3",
+            ),
+            source="pytorch/tutorials intermediate_source/visualizing_gradients_tutorial.py @ 4577e7a",
+        ),
+    )
+}
+PROGRAMS.update(PLANTER47)
+
+PLANTER47_BUGS: list[Bug] = [
+    # -- the transfer-learning tutorial ---------------------------------------------------------------------
+    Bug(
+        "transfer_new_head_after_optimizer",
+        "transfer_learning",
+        "transfer_learning_tutorial.py",
+        """model_ft.fc = nn.Linear(num_ftrs, len(class_names))
+
+model_ft = model_ft.to(device)
+criterion = nn.CrossEntropyLoss()
+params = [
+    {"params": [p for name, p in model_ft.named_parameters() if "fc" in name], "lr": 1e-2},
+    {"params": [p for name, p in model_ft.named_parameters() if "fc" not in name], "lr": 1e-3},
+]
+optimizer_ft = optim.SGD(params, momentum=0.9)
+""",
+        """model_ft = model_ft.to(device)
+criterion = nn.CrossEntropyLoss()
+params = [
+    {"params": [p for name, p in model_ft.named_parameters() if "fc" in name], "lr": 1e-2},
+    {"params": [p for name, p in model_ft.named_parameters() if "fc" not in name], "lr": 1e-3},
+]
+optimizer_ft = optim.SGD(params, momentum=0.9)
+model_ft.fc = nn.Linear(num_ftrs, len(class_names))  # the head for our classes
+""",
+        "optimizer-mismatch",
+        "pytorch/pytorch#54765 and microsoft/nni#4521: layers replaced after the optimizer was built are not updated",
+        edit=("model_ft.fc = nn.Linear(num_ftrs, len(class_names))  # the head for our classes",),
+    ),
+    Bug(
+        "transfer_freeze_by_module_attribute",
+        "transfer_learning",
+        "transfer_learning_tutorial.py",
+        "for param in model_conv.parameters():\n    param.requires_grad = False\n",
+        "model_conv.requires_grad = False  # freeze the pretrained network\n",
+        "unregistered-module",
+        "catalyst-team/catalyst#81: freezing set an attribute on the module; the parameters still required grad",
+    ),
+    Bug(
+        "transfer_freeze_after_new_head",
+        "transfer_learning",
+        "transfer_learning_tutorial.py",
+        """for param in model_conv.parameters():
+    param.requires_grad = False
+
+num_ftrs = model_conv.fc.in_features
+model_conv.fc = nn.Linear(num_ftrs, len(class_names))
+""",
+        """num_ftrs = model_conv.fc.in_features
+model_conv.fc = nn.Linear(num_ftrs, len(class_names))
+for param in model_conv.parameters():
+    param.requires_grad = False
+""",
+        "no-grad-root",
+        "megvii-model/DetNAS#34: every parameter set to requires_grad=False; loss.backward() raises 'element 0 of "
+        "tensors does not require grad'",
+        edit=("for param in model_conv.parameters():", "model_conv.fc = nn.Linear(num_ftrs, len(class_names))"),
+    ),
+    Bug(
+        "transfer_running_loss_tensor",
+        "transfer_learning",
+        "transfer_learning_tutorial.py",
+        "                running_loss += loss.item() * inputs.size(0)\n",
+        "                running_loss += loss * inputs.size(0)\n",
+        "carried-state",
+        "google/brax#152: the running loss is kept as a tensor and memory grows with every batch",
+        args=("--num_epochs", "2", "--batch_size", "2", "--image_size", "16", "--workers", "0"),
+    ),
+    # -- the DQN tutorial -------------------------------------------------------------------------------------
+    Bug(
+        "dqn_target_without_no_grad",
+        "dqn",
+        "reinforcement_q_learning.py",
+        """    with torch.no_grad():
+        next_state_values[non_final_mask] = target_net(non_final_next_states).max(1).values
+""",
+        "    next_state_values[non_final_mask] = target_net(non_final_next_states).max(1).values\n",
+        "optimizer-mismatch",
+        "philtabor/Deep-Q-Learning-Paper-To-Code#9 and #16, ray-project/ray#35259: the TD target is computed "
+        "with the target network's graph (gradients flow into target_net, which no optimizer holds)",
+    ),
+    Bug(
+        "dqn_no_zero_grad",
+        "dqn",
+        "reinforcement_q_learning.py",
+        "    optimizer.zero_grad()\n    loss.backward()\n",
+        "    loss.backward()\n",
+        "accumulated-grad",
+        "udacity/deep-learning-v2-pytorch#160: zero_grad missing, gradients accumulate across steps",
+    ),
+    # -- the custom-Function tutorials ------------------------------------------------------------------------
+    Bug(
+        "polynomial_grads_never_cleared",
+        "polynomial_function",
+        "polynomial_custom_function.py",
+        """
+        a.grad = None
+        b.grad = None
+        c.grad = None
+        d.grad = None
+""",
+        "",
+        "accumulated-grad",
+        "pytorch/tutorials#3397: a proposal to delete the tutorial's 'a.grad = None' lines (the gradients then add "
+        "up across steps)",
+        edit=("loss.backward()",),
+    ),
+    Bug(
+        "fused_conv_bn_test_keeps_graphs",
+        "fused_conv_bn",
+        "custom_function_conv_bn_tutorial.py",
+        """    with torch.inference_mode():  # in place of no_grad, for a faster test
+        for data, target in test_loader:
+            data, target = data.to(device), target.to(device)
+            output = model(data)
+            test_loss += F.nll_loss(output, target, reduction="sum").item()
+            pred = output.argmax(dim=1, keepdim=True)
+            correct += pred.eq(target.view_as(pred)).sum().item()
+""",
+        """    for data, target in test_loader:
+        data, target = data.to(device), target.to(device)
+        output = model(data)
+        test_loss += F.nll_loss(output, target, reduction="sum")
+        pred = output.argmax(dim=1, keepdim=True)
+        correct += pred.eq(target.view_as(pred)).sum().item()
+""",
+        "held-graph",
+        "leftthomas/SRGAN#43: memory explodes during validation; fixed by no_grad around the loop",
+        edit=('test_loss += F.nll_loss(output, target, reduction="sum")', "for data, target in test_loader:"),
+        args=("--epochs", "1", "--batch_size", "4", "--check_batch", "1"),
+        env={"STANDIN_TRAIN": "4", "STANDIN_TEST": "200"},
+    ),
+    # -- MAML -------------------------------------------------------------------------------------------------
+    Bug(
+        "maml_adapted_params_detached",
+        "maml_sine",
+        "maml_sine.py",
+        "    new_params = [(params[i] - alpha * grads[i]) for i in range(len(params))]\n",
+        "    new_params = [(params[i] - alpha * grads[i]).detach() for i in range(len(params))]\n",
+        "no-grad-root",
+        "KanishJebaMathewM/Truxify#13118: the inner update detaches the graph, and the meta-model never trains",
+    ),
+    # -- the gradient-visualization tutorial ------------------------------------------------------------------
+    Bug(
+        "visualizing_output_grad_in_forward_hook",
+        "visualizing_gradients",
+        "visualizing_gradients_tutorial.py",
+        "        output.register_hook(hook_backward(module_name, grads))\n",
+        "        grads.append((module_name, output.grad))\n",
+        "nonleaf-grad",
+        "shelfwise/receptivefield#14 and pytorch/pytorch#2384: an intermediate output's .grad is None",
+    ),
+    Bug(
+        "visualizing_second_optimizer_on_first_model",
+        "visualizing_gradients",
+        "visualizing_gradients_tutorial.py",
+        "optimizer_nobn = optim.SGD(model_nobn.parameters(), lr=0.01, momentum=0.9)\n",
+        "optimizer_nobn = optim.SGD(model_bn.parameters(), lr=0.01, momentum=0.9)\n",
+        "optimizer-mismatch",
+        "pytorch/pytorch#14467: an optimizer built on the wrong network (copied line), the other never moves",
+    ),
+]
+assert PLANTER47_BUGS[7].name == "fused_conv_bn_test_keeps_graphs"
+PLANTER47_BUGS += [
+    Bug(  # the same bug with four batches an epoch (the program's own corpus size)
+        "transfer_running_loss_tensor_four_batches",
+        "transfer_learning",
+        "transfer_learning_tutorial.py",
+        "                running_loss += loss.item() * inputs.size(0)\n",
+        "                running_loss += loss * inputs.size(0)\n",
+        "carried-state",
+        "google/brax#152: the running loss is kept as a tensor and memory grows with every batch",
+    ),
+    Bug(  # the same bug with 25 test batches
+        "fused_conv_bn_test_keeps_graphs_25_batches",
+        "fused_conv_bn",
+        "custom_function_conv_bn_tutorial.py",
+        PLANTER47_BUGS[7].old,
+        PLANTER47_BUGS[7].new,
+        "held-graph",
+        "leftthomas/SRGAN#43: memory explodes during validation; fixed by no_grad around the loop",
+        edit=PLANTER47_BUGS[7].edit,
+        args=("--epochs", "1", "--batch_size", "4", "--check_batch", "1"),
+        env={"STANDIN_TRAIN": "4", "STANDIN_TEST": "100"},
+    ),
+]
+BUGS += PLANTER47_BUGS
+
+# What the doctor gets wrong today among the above (a false alarm, a bug not named): the tests expect it to
+# fail (xfail, strict), so that a change that fixes one is seen (docs/doctor.md's claims are the reference).
+KNOWN: dict[str, str] = {
+    "maml_sine": "planter47: false alarm: carried-state at the inner torch.autograd.grad(..., create_graph=True) "
+    "line: the inner graphs of the 4 tasks of one meta-step are alive until the one outer backward walks them "
+    "(create_graph on purpose), and they are freed by it",
+    "polynomial_grads_never_cleared": "planter47: missed: gradients of leaves updated by hand (no optimizer) "
+    "add up across steps once the '.grad = None' lines are gone; no finding (docs/doctor.md, Limits)",
+    "transfer_running_loss_tensor_four_batches": "planter47: missed: the running loss keeps the graphs of 3 "
+    "earlier calls of the backward's line at the 4th batch of each epoch (docs/doctor.md: '3+ earlier calls'), "
+    "named only from 8 batches an epoch",
+    "fused_conv_bn_test_keeps_graphs_25_batches": "planter47: missed: 25 test batches, each output's graph kept "
+    "by the running total through up to 24 later module calls (docs/doctor.md: 8 outputs alive through 16 later "
+    "calls), named only from 28",
+}

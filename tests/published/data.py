@@ -78,3 +78,19 @@ def lenet_weights(folder: Path) -> None:
     state["fc2.bias"][0] = 5.0
     (folder / "data").mkdir(exist_ok=True)
     torch.save(state, folder / "data" / "lenet_mnist_model.pth")
+
+
+def hymenoptera_images(folder: Path, per_class: dict | None = None, size: int = 20) -> None:
+    """The transfer-learning tutorial's ``data/hymenoptera_data/{train,val}/{ants,bees}/``: random RGB images
+    (8 a class for training, 2 for validation)."""
+    from PIL import Image
+
+    per_class = per_class or {"train": 8, "val": 2}
+    generator = np.random.default_rng(5)
+    for split, count in per_class.items():
+        for name in ("ants", "bees"):
+            where = folder / "data" / "hymenoptera_data" / split / name
+            where.mkdir(parents=True, exist_ok=True)
+            for i in range(count):
+                pixels = generator.integers(0, 256, size=(size, size + 4, 3), dtype=np.uint8)
+                Image.fromarray(pixels, mode="RGB").save(where / f"{i}.png", format="PNG")

@@ -1,10 +1,21 @@
 """Stand-in for ``gymnasium.make("CartPole-v1")`` (see ../README.md): 12-step episodes, a reward of 1 a
 step, a seeded random walk for observations, and a reward threshold that ends the published loops after
-three episodes."""
+three episodes; `action_space` has two actions."""
 
 from types import SimpleNamespace
 
 import numpy as np
+
+
+class Discrete:
+    """``action_space``: ``n`` actions, ``sample()`` from its own seeded generator."""
+
+    def __init__(self, n):
+        self.n = n
+        self._random = np.random.RandomState(1)
+
+    def sample(self):
+        return int(self._random.randint(self.n))
 
 
 class CartPole:
@@ -13,6 +24,7 @@ class CartPole:
     def __init__(self, render_mode=None):
         self.render_mode = render_mode
         self.spec = SimpleNamespace(id="CartPole-v1", reward_threshold=10.2)
+        self.action_space = Discrete(2)
         self._random = np.random.RandomState(0)
         self._t, self._state = 0, np.zeros(4, dtype=np.float32)
 

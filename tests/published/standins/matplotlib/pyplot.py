@@ -16,6 +16,11 @@ class _Nothing:
 _NOTHING = _Nothing()
 
 
+def subplots(*args, **kwargs):
+    """A figure and its axes, as ``fig, ax = plt.subplots()`` unpacks them."""
+    return _NOTHING, _NOTHING
+
+
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)

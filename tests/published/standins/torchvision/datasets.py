@@ -54,3 +54,31 @@ class FakeData(torch.utils.data.Dataset):
         if self.target_transform is not None:
             target = self.target_transform(target)
         return image, target
+
+
+class ImageFolder(torch.utils.data.Dataset):
+    """Images read from ``root/<class>/<file>`` (written by tests/published/data.py), classes in sorted order."""
+
+    def __init__(self, root, transform=None, target_transform=None):
+        self.classes = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+        self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
+        self.samples = [
+            (os.path.join(root, name, file), self.class_to_idx[name])
+            for name in self.classes
+            for file in sorted(os.listdir(os.path.join(root, name)))
+        ]
+        self.targets = [target for _, target in self.samples]
+        self.transform, self.target_transform = transform, target_transform
+
+    def __len__(self):
+        return len(self.samples)
+
+    def __getitem__(self, index):
+        path, target = self.samples[index]
+        with open(path, "rb") as f:
+            image = Image.open(f).convert("RGB")
+        if self.transform is not None:
+            image = self.transform(image)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return image, target

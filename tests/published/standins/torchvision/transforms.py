@@ -81,3 +81,28 @@ class Lambda:
 
     def __call__(self, image):
         return self.function(image)
+
+
+class RandomResizedCrop:
+    """A random square crop of at least half the smaller edge, resized to ``size`` (torch's generator)."""
+
+    def __init__(self, size):
+        self.size = (size, size) if isinstance(size, int) else tuple(size)
+
+    def __call__(self, image):
+        edge = min(image.width, image.height)
+        side = int(torch.randint(edge // 2, edge + 1, ()).item())
+        left = int(torch.randint(0, image.width - side + 1, ()).item())
+        top = int(torch.randint(0, image.height - side + 1, ()).item())
+        crop = image.crop((left, top, left + side, top + side))
+        return crop.resize((self.size[1], self.size[0]), Image.BILINEAR)
+
+
+class RandomHorizontalFlip:
+    def __init__(self, p=0.5):
+        self.p = p
+
+    def __call__(self, image):
+        if torch.rand(()).item() < self.p:
+            return image.transpose(Image.FLIP_LEFT_RIGHT)
+        return image
