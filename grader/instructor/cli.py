@@ -281,6 +281,7 @@ def _grade(args) -> int:
         for p in problems:
             print(f"grade: {p}", file=sys.stderr)
         return 2
+    from grader.instructor.grading.options import GradeOptions
     from grader.instructor.grading.pipeline import grade, grading_failed, merge
     from grader.instructor.grading.workers import NoWorker
 
@@ -305,35 +306,34 @@ def _grade(args) -> int:
             return 2
         print(f"merged {len(args.paths) - 1} partial gradebooks: {len(rows)} rows -> {out}", file=sys.stderr)
         return 0
+    options = GradeOptions(
+        jobs=args.jobs,
+        cell_timeout=args.cell_timeout,
+        notebook_timeout=args.notebook_timeout,
+        memory_mb=args.memory_mb,
+        html_dir=Path(args.html) if args.html else None,
+        weights=weights,
+        ids=ids,
+        times=times,
+        wide=Path(args.wide) if args.wide else None,
+        merge_into=Path(args.merge_into) if args.merge_into else None,
+        shard=shard,
+        resume=args.resume,
+        report_to=report_to,
+        handed_out=args.handed_out,
+        name_pattern=pattern,
+        keep=args.keep,
+        lms=args.lms,
+        lms_out=Path(args.lms_out) if args.lms_out else None,
+        overrides=changes,
+        late_rule=rule,
+        identity_from=args.identity,
+        mastery=args.mastery,
+        lms_columns=lms_columns,
+        progress_to=sys.stderr,  # the stream as it is now (a caller may have redirected it), not at import
+    )
     try:
-        rows = grade(
-            args.paths,
-            out,
-            jobs=args.jobs,
-            cell_timeout=args.cell_timeout,
-            notebook_timeout=args.notebook_timeout,
-            memory_mb=args.memory_mb,
-            html_dir=Path(args.html) if args.html else None,
-            weights=weights,
-            ids=ids,
-            times=times,
-            wide=Path(args.wide) if args.wide else None,
-            merge_into=Path(args.merge_into) if args.merge_into else None,
-            shard=shard,
-            resume=args.resume,
-            report_to=report_to,
-            handed_out=args.handed_out,
-            name_pattern=pattern,
-            keep=args.keep,
-            lms=args.lms,
-            lms_out=Path(args.lms_out) if args.lms_out else None,
-            overrides=changes,
-            late_rule=rule,
-            identity_from=args.identity,
-            mastery=args.mastery,
-            lms_columns=lms_columns,
-            progress_to=sys.stderr,  # the stream as it is now (a caller may have redirected it), not at import
-        )
+        rows = grade(args.paths, out, options)
     except NoWorker as exc:
         print(f"grade: {exc}; nothing was graded", file=sys.stderr)
         return 1

@@ -72,6 +72,7 @@ from grader.instructor.grading import verify as verify_submission
 from grader.instructor.grading.copies import cell_label, match_by_source, what_the_copy_holds
 from grader.instructor.grading.exercise_sources import exercise_sources, grader_owned
 from grader.instructor.grading.locks import apply_locks
+from grader.instructor.grading.options import GradeOptions
 from grader.instructor.grading.printable import escape
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -785,246 +786,238 @@ def threads_per_job(jobs: int) -> int:
     return max(1, (os.cpu_count() or 1) // max(1, jobs))
 
 
-def grade(
-    paths: list[str],
-    out: Path,
-    jobs: int = 1,
-    cell_timeout: int = 60,
-    notebook_timeout: int = 600,
-    memory_mb: int = 3072,
-    html_dir: Path | None = None,
-    progress_to=sys.stderr,
-    weights: scores.Weights | None = None,
-    ids: dict | None = None,
-    times: dict | None = None,
-    wide: Path | None = None,
-    merge_into: Path | None = None,
-    shard: tuple[int, int] | None = None,
-    resume: bool = False,
-    report_to: Path | None = None,
-    handed_out: str | None = None,
-    name_pattern=None,
-    keep: str = "latest",
-    lms: str | None = None,
-    lms_out: Path | None = None,
-    overrides=None,
-    late_rule=None,
-    identity_from: str = "learner",
-    mastery: int | None = None,
-    lms_columns: dict | None = None,
-) -> list[dict]:
-    """Grade every submission found (or one shard of them), reusing a journal's work with ``resume``.
+def grade(paths: list[str], out: Path, options: GradeOptions | None = None, **settings) -> list[dict]:
+    """Grade every submission found (or one shard of them), reusing a journal's work with ``--resume``; the rows.
 
-    ``identity_from`` says whose programs a copy's generated self-tests are judged on: ``"learner"`` (the name the
-    copy is graded under: the Unix user a hub's collect names it by) or ``"student-id"`` (the roster's id, where the
-    learners set it as their identity: ``python -m grader identity ID``); ``mastery``: right answers in a row, each
-    on a fresh program, that pass one (the instructor's AUTOGRAD_LAB_MASTERY in the learners' kernels).
-
-    ``late_rule`` (:mod:`.late`, from --due) takes points off late rows and says so in each.
-
-    ``overrides`` (:mod:`.overrides`, a TA's --overrides file) change questions' points, each shown where it
-    applies; one that changed nothing is warned of (not in a shard: its learner may be in another).
-
-    ``name_pattern`` (a compiled --name-pattern) names learners as :mod:`.lms_names` says; every learner the
-    roster (``ids``) does not know, and every notebook the pattern does not match, is warned of; two copies
-    of one unit from one learner are kept as ``keep`` says (:mod:`.duplicates`); ``lms`` writes the whole
-    gradebook (merged, where ``merge_into``) in that LMS's import shape to ``lms_out`` (:mod:`.lms_gradebook`).
-
-    Notebooks run in processes forked from ``jobs`` warm parents (:mod:`grader.instructor.grading.workers`); with
-    AGL_GRADE_COLD=1 in the environment, each in a fresh worker and kernel instead (slower; for comparison). Each
-    process the run starts gets :func:`threads_per_job` intra-op threads (OMP_NUM_THREADS, unless already set)."""
+    ``options`` (:class:`.options.GradeOptions`, built by the command line; or its fields as keywords) says the rest:
+    whose programs a copy's self-tests are judged on, the late rule, overrides, the LMS file, the outputs. The run is
+    four steps, each a function below: :func:`select` (which notebooks, named how, which a journal already holds),
+    :func:`run_all` (each graded in a process forked from a warm parent, ``jobs`` at a time: restore, execute,
+    recompute, rows), :func:`settle` (what only the whole class shows: shared identities, two copies of one unit)
+    and :func:`write` (the gradebook, merged where asked, and every output beside it)."""
+    options = options or GradeOptions(**settings)
+    started = time.monotonic()
     _adopt_orphans()
     verify_submission.new_run()
-    found = find(paths, name_pattern)
+    chosen = select(paths, out, options)
+    try:
+        rows, facts, judged = run_all(chosen, options)
+    finally:
+        chosen.journal.close()
+    rows, facts = settle(rows, facts, judged, chosen, options)
+    write(rows, facts, out, chosen, options)
+    options.say(
+        f"graded {len(chosen.todo)} notebooks in {time.monotonic() - started:.1f} s "
+        f"({60 * len(chosen.todo) / max(time.monotonic() - started, 1e-9):.1f} per minute) -> {out}"
+        + (f" (merged into {options.merge_into})" if options.merge_into else "")
+        + (f"; {options.lms} import file {chosen.lms_path}" if chosen.lms_path else "")
+        + (f"; report {options.report_to}" if options.report_to else "")
+    )
+    return rows
+
+
+@dataclass
+class Selection:
+    """What :func:`select` chose: the submissions found, those of this shard, those to grade (with their files'
+    hashes), and the rows and facts a journal already held for the rest."""
+
+    found: list
+    subs: list
+    todo: list  # (Submission, sha)
+    journal: shards.Journal
+    rows: list = field(default_factory=list)
+    facts: list = field(default_factory=list)
+    lms_path: Path | None = None  # where write() put the LMS file
+
+
+def select(paths: list[str], out: Path, options: GradeOptions) -> Selection:
+    """Every notebook under ``paths`` (one shard's), named, each given whose programs it is judged on; the warnings
+    on names; and what a journal from an earlier run of the same options already graded."""
+    found = find(paths, options.name_pattern)
+    shard = options.shard
     subs = [s for s in found if shard is None or shards.shard_of(s.learner, shard[1]) == shard[0]]
     for s in subs:
-        s.mastery = mastery
-        if identity_from == "student-id" and ids is not None:
-            s.identity = roster.lookup(ids, s.learner, str(s.path)) or s.learner
-    if progress_to is not None:  # every name a learner chose is printed escaped (printable.escape)
-        for s in subs:
-            if s.named is not None and s.named.unmatched:
-                print(
-                    f"grade: warning: {escape(s.path)} does not match --name-pattern; named {escape(s.learner)}",
-                    file=progress_to,
-                )
-        for warning in lms_names.warnings([(s.path, s.named) for s in subs if s.named is not None]):
-            print(f"grade: warning: {warning}", file=progress_to)
-        if ids is not None:
-            unknown = sorted({s.learner for s in subs if roster.lookup(ids, s.learner, str(s.path)) is None})
-            for learner in unknown:
-                print(f"grade: warning: {roster.not_in_roster(ids, learner)}", file=progress_to)
-    options = {
-        "cell_timeout": cell_timeout,
-        "notebook_timeout": notebook_timeout,
-        "memory_mb": memory_mb,
-        "shard": list(shard) if shard else None,
-        "handed_out": handed_out,
-        "name_pattern": name_pattern.pattern if name_pattern is not None else None,
-        "identity_from": identity_from,
-        "mastery": mastery,
-        # rows in the journal carry points and student ids: a change of weights, roster or times redoes them
-        "rows": repr(
-            (
-                vars(weights) if weights is not None else None,
-                sorted((ids or {}).items()),
-                sorted((times or {}).items()),
-                bool(html_dir),
-                overrides.fingerprint() if overrides else None,
-                late_rule.fingerprint() if late_rule else None,
-            )
-        ),
-    }
-    journal = shards.Journal(out, options, resume)
-    rows: list[dict] = []
-    facts: list[dict] = []
-    started = time.monotonic()
-    todo = []
+        s.mastery = options.mastery
+        if options.identity_from == "student-id" and options.ids is not None:
+            s.identity = roster.lookup(options.ids, s.learner, str(s.path)) or s.learner
+    _warn_about_names(subs, options)
+    journal = shards.Journal(out, options.journal_key(), options.resume)
+    chosen = Selection(found, subs, [], journal)
     for s in subs:
         sha = "" if s.problem else shards.file_hash(s.path, NOTEBOOK_CAP)
-        entry = journal.reuse(s.path, sha) if resume else None
+        entry = journal.reuse(s.path, sha) if options.resume else None
         if entry is not None:
-            rows += entry["rows"]
-            facts += entry.get("facts", [])
+            chosen.rows += entry["rows"]
+            chosen.facts += entry.get("facts", [])
         else:
-            todo.append((s, sha))
-    if progress_to is not None:
-        if shard:
-            print(
-                f"shard {shard[0]}/{shard[1]}: {len(subs)} of {len(found)} notebooks "
-                f"({len({s.learner for s in subs})} of {len({s.learner for s in found})} learners)",
-                file=progress_to,
-            )
-        if resume:
-            print(
-                journal.note
-                or f"resuming: {len(subs) - len(todo)} notebook(s) already graded and unchanged, {len(todo)} to grade",
-                file=progress_to,
-            )
-    done = 0
+            chosen.todo.append((s, sha))
+    if shard:
+        learners = len({s.learner for s in subs}), len({s.learner for s in found})
+        options.say(
+            f"shard {shard[0]}/{shard[1]}: {len(subs)} of {len(found)} notebooks ({learners[0]} of {learners[1]} learners)"
+        )
+    if options.resume:
+        done = len(subs) - len(chosen.todo)
+        options.say(
+            journal.note or f"resuming: {done} notebook(s) already graded and unchanged, {len(chosen.todo)} to grade"
+        )
+    return chosen
+
+
+def _warn_about_names(subs: list, options: GradeOptions) -> None:
+    """Names a learner chose are printed escaped (printable.escape)."""
+    for s in subs:
+        if s.named is not None and s.named.unmatched:
+            options.say(f"grade: warning: {escape(s.path)} does not match --name-pattern; named {escape(s.learner)}")
+    for warning in lms_names.warnings([(s.path, s.named) for s in subs if s.named is not None]):
+        options.say(f"grade: warning: {warning}")
+    if options.ids is not None:
+        for learner in sorted({s.learner for s in subs if roster.lookup(options.ids, s.learner, str(s.path)) is None}):
+            options.say(f"grade: warning: {roster.not_in_roster(options.ids, learner)}")
+
+
+def run_all(chosen: Selection, options: GradeOptions) -> tuple[list, list, dict]:
+    """Grade what :func:`select` left to grade, ``jobs`` at a time in processes forked from warm parents (with
+    AGL_GRADE_COLD=1, each in a fresh worker and kernel instead); each process gets :func:`threads_per_job` intra-op
+    threads (OMP_NUM_THREADS, unless already set). The rows and facts (the journal's too), and each learner's judged
+    identities."""
+    rows, facts = list(chosen.rows), list(chosen.facts)
     judged: dict[str, set[str]] = {}  # learner -> identities their self-tests were judged on
-    needs_worker = any(not s.problem for s, _ in todo)
-    warm = None
+    todo, warm = chosen.todo, None
     threads_before = os.environ.get(THREADS_VAR)
     if threads_before is None:  # the instructor's own setting wins
-        os.environ[THREADS_VAR] = str(threads_per_job(jobs))
+        os.environ[THREADS_VAR] = str(threads_per_job(options.jobs))
     try:
-        if needs_worker and not os.environ.get("AGL_GRADE_COLD"):
+        if any(not s.problem for s, _ in todo) and not os.environ.get("AGL_GRADE_COLD"):
             units = {unit_named(s) for s, _ in todo}  # a hint: the exercises whose cases to build first
-            warm = workers.Pool(
-                min(max(1, jobs), len(todo)), workers.base_env(), units=sorted(units) if units <= set(UNITS) else None
-            )
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = {
-                pool.submit(grade_one, s, cell_timeout, notebook_timeout, memory_mb, warm, handed_out): (s, sha)
-                for s, sha in todo
-            }
-            for future in as_completed(futures):
+            size = min(max(1, options.jobs), len(todo))
+            warm = workers.Pool(size, workers.base_env(), units=sorted(units) if units <= set(UNITS) else None)
+        with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
+            futures = {pool.submit(_graded_safely, s, options, warm): (s, sha) for s, sha in todo}
+            for done, future in enumerate(as_completed(futures), start=1):
                 sub, sha = futures[future]
-                try:
-                    result = future.result()
-                except Exception as exc:  # a grader bug on one notebook: a row that says so, and the run goes on
-                    result = GradedSubmission(
-                        sub, status="grader error", problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None]
-                    )
+                result = future.result()
                 if result.identity and any(u is not None and u.variants for u in result.units):
                     judged.setdefault(sub.learner, set()).add(result.identity)
-                mine, their_facts = [], []
-                for part in result.graded():
-                    mine += gradebook.rows_of(part, weights, ids, times, feedback=bool(html_dir), overrides=overrides)
-                    their_facts += part.facts
-                late.apply(mine, late_rule)
-                for f in their_facts:  # which notebook they came from: duplicates.keep drops a copy's facts too
-                    f.setdefault("notebook", str(sub.path))
+                mine, their_facts = rows_of_result(result, options)
                 rows += mine
                 facts += their_facts
-                journal.add(sub.path, sub.learner, sha, mine, their_facts)
-                done += 1
-                if progress_to is not None:
-                    width = 30
-                    filled = int(width * done / max(1, len(todo)))
-                    print(
-                        f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{len(todo)} "
-                        f"{escape(result.submission.learner)}: {result.status} ({result.seconds:.1f} s)   ",
-                        end="" if done < len(todo) else "\n",
-                        file=progress_to,
-                        flush=True,
-                    )
+                chosen.journal.add(sub.path, sub.learner, sha, mine, their_facts)
+                _progress(done, len(todo), result, options)
     finally:
         if warm is not None:
             warm.close()
-        journal.close()
         if threads_before is None:
             os.environ.pop(THREADS_VAR, None)
-    for learner, finding in shared_identities(judged, ids, {s.learner for s in found}).items():
-        if progress_to is not None:
-            print(f"grade: warning: {escape(learner)}: {escape(finding)}", file=progress_to)
+    return rows, facts, judged
+
+
+def _graded_safely(sub: Submission, options: GradeOptions, warm) -> GradedSubmission:
+    """:func:`grade_one`; a grader bug on one notebook gives a row that says so, and the run goes on."""
+    try:
+        return grade_one(
+            sub, options.cell_timeout, options.notebook_timeout, options.memory_mb, warm, options.handed_out
+        )
+    except Exception as exc:
+        return GradedSubmission(
+            sub, status="grader error", problems=[f"{type(exc).__name__}: {str(exc)[:200]}"], units=[None]
+        )
+
+
+def rows_of_result(result: GradedSubmission, options: GradeOptions) -> tuple[list, list]:
+    """The gradebook rows (late rule applied) and the report's facts of one graded submission (and its halves)."""
+    mine, their_facts = [], []
+    for part in result.graded():
+        mine += gradebook.rows_of(
+            part,
+            options.weights,
+            options.ids,
+            options.times,
+            feedback=bool(options.html_dir),
+            overrides=options.overrides,
+        )
+        their_facts += part.facts
+    late.apply(mine, options.late_rule)
+    for f in their_facts:  # which notebook they came from: duplicates.keep drops a copy's facts too
+        f.setdefault("notebook", str(result.submission.path))
+    return mine, their_facts
+
+
+def _progress(done: int, total: int, result: GradedSubmission, options: GradeOptions) -> None:
+    width, filled = 30, int(30 * done / max(1, total))
+    options.say(
+        f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
+        f"{escape(result.submission.learner)}: {result.status} ({result.seconds:.1f} s)   ",
+        end="" if done < total else "\n",
+        flush=True,
+    )
+
+
+def settle(rows: list, facts: list, judged: dict, chosen: Selection, options: GradeOptions) -> tuple[list, list]:
+    """What only the whole class shows: learners whose self-tests were drawn for an identity not theirs alone
+    (:func:`shared_identities`, a finding in their rows), and two copies of one unit from one learner (one kept)."""
+    everyone = {s.learner for s in chosen.found}
+    for learner, finding in shared_identities(judged, options.ids, everyone).items():
+        options.say(f"grade: warning: {escape(learner)}: {escape(finding)}")
         for row in rows:
             if row["learner"] == learner:
                 row["findings"] = "; ".join(f for f in (row["findings"], finding) if f)
-    rows, facts, notes = duplicates.keep(rows, facts, keep)
-    if progress_to is not None:
-        for note in notes:
-            print(f"grade: {escape(note)}", file=progress_to)
-    if merge_into:  # read before --out is written: the two may be one file (--out's default is grades.csv)
-        old_facts, old_feedback, note = outputs.read(merge_into) if merge_into.exists() else ([], {}, "")
-        if note and progress_to is not None:
-            print(f"grade: {note}", file=progress_to)
-        old = outputs.attach(gradebook.read_csv(merge_into), old_feedback) if merge_into.exists() else []
+    rows, facts, notes = duplicates.keep(rows, facts, options.keep)
+    for note in notes:
+        options.say(f"grade: {escape(note)}")
+    return rows, facts
+
+
+def write(rows: list, facts: list, out: Path, chosen: Selection, options: GradeOptions) -> None:
+    """The gradebook (``out``, merged into ``merge_into`` where asked), its outputs file, a shard's sidecar, and
+    every output beside it (:func:`write_outputs`); the LMS file is the whole gradebook's, and is not written for a
+    run whose grading itself failed (:func:`grading_failed`)."""
+    merge_into = options.merge_into
+    old, old_facts = [], []
+    if merge_into and merge_into.exists():  # read before --out is written: the two may be one file
+        old_facts, old_feedback, note = outputs.read(merge_into)
+        if note:
+            options.say(f"grade: {note}")
+        old = outputs.attach(gradebook.read_csv(merge_into), old_feedback)
     gradebook.write_csv(rows, out)
     outputs.write(out, rows, facts)
-    if shard:
-        shards.write_sidecar(out, shard, [s.learner for s in found], [s.learner for s in subs], facts)
+    if options.shard:
+        found = [s.learner for s in chosen.found]
+        shards.write_sidecar(out, options.shard, found, [s.learner for s in chosen.subs], facts)
     everyone, everyone_facts = rows, facts
     if merge_into:  # every output from the merged gradebook: the learner's whole page, the whole class's report
         everyone = gradebook.merge(old, rows)
         everyone_facts = outputs.merge_facts(old_facts, rows, facts)
         gradebook.write_csv(everyone, merge_into)
         outputs.write(merge_into, everyone, everyone_facts)
-    if overrides and not shard and progress_to is not None:  # a line for a learner graded earlier is not unused
-        for warning in overrides.unused(
-            rows, {r["learner"] for r in everyone} | {r.get("student id") for r in everyone}
-        ):
-            print(f"grade: warning: {warning}", file=progress_to)
-    # the LMS file is the whole gradebook's: in a regrade, the one beside the gradebook merged into (the file the
-    # instructor uploads), not one beside this run's partial --out
-    lms_path = (lms_out or lms_gradebook.default_path(merge_into or out, lms)) if lms else None
+    if options.overrides and not options.shard:  # a line for a learner graded earlier is not unused
+        known = {r["learner"] for r in everyone} | {r.get("student id") for r in everyone}
+        for warning in options.overrides.unused(rows, known):
+            options.say(f"grade: warning: {warning}")
+    lms = options.lms
+    # in a regrade, the LMS file beside the gradebook merged into (the file the instructor uploads)
+    chosen.lms_path = (options.lms_out or lms_gradebook.default_path(merge_into or out, lms)) if lms else None
     failed = grading_failed(rows)
     if failed and lms:
-        if progress_to is not None:
-            print(f"grade: {failed}; the {lms} import file was not written", file=progress_to)
-        lms = lms_path = None
+        options.say(f"grade: {failed}; the {lms} import file was not written")
+        lms = chosen.lms_path = None
     write_outputs(
         everyone,
         everyone_facts,
         out,
-        wide=wide,
-        html_dir=html_dir,
-        report_to=report_to,
-        weights=weights,
-        ids=ids,
+        wide=options.wide,
+        html_dir=options.html_dir,
+        report_to=options.report_to,
+        weights=options.weights,
+        ids=options.ids,
         lms=lms,
-        lms_out=lms_path,
+        lms_out=chosen.lms_path,
         pages_for={r["learner"] for r in rows},
-        progress_to=progress_to,
-        lms_columns=lms_columns,
+        progress_to=options.progress_to,
+        lms_columns=options.lms_columns,
     )
-    if progress_to is not None:
-        if late_rule and late.untimed(rows):
-            print(
-                f"grade: warning: --due: {late.untimed(rows)} row(s) with no late rule applied: {late.NO_TIME}",
-                file=progress_to,
-            )
-        elapsed = time.monotonic() - started
-        print(
-            f"graded {len(todo)} notebooks in {elapsed:.1f} s ({60 * len(todo) / max(elapsed, 1e-9):.1f} per minute) "
-            f"-> {out}"
-            + (f" (merged into {merge_into})" if merge_into else "")
-            + (f"; {lms} import file {lms_path}" if lms_path else "")
-            + (f"; report {report_to}" if report_to else ""),
-            file=progress_to,
-        )
-    return rows
+    if options.late_rule and late.untimed(rows):
+        options.say(f"grade: warning: --due: {late.untimed(rows)} row(s) with no late rule applied: {late.NO_TIME}")
 
 
 def grading_failed(rows: list[dict]) -> str:
