@@ -56,7 +56,9 @@ def test_some_loops_have_a_finite_gradient_whose_sum_overflows():
     assert len(huge) >= 6 and any(not c.faults for c in huge) and any(c.faults for c in huge)
     case = huge[0]
     seen = []
-    unit03_cases.run_loop(case.fresh(), lambda g: seen.append((bool(torch.isfinite(g).all()), bool(torch.isfinite(g.sum())))))
+    unit03_cases.run_loop(
+        case.fresh(), lambda g: seen.append((bool(torch.isfinite(g).all()), bool(torch.isfinite(g.sum()))))
+    )
     assert seen[min(case.huge)] == (True, False)
 
 

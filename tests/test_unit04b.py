@@ -46,7 +46,9 @@ def test_why_cases_cover_every_cause_and_their_decoys():
         c for c in WHY if c.cause != traces.REBOUND and sum(line.startswith(f"{c.name} = ") for line in c.lines) > 1
     ]
     assert rebound_early, "a name rebound before the loss uses it: harmless"
-    assert any("requires_grad=True)" in t.split(".backward")[-1] or "requires_grad_()" in t for t in text[traces.REBOUND])
+    assert any(
+        "requires_grad=True)" in t.split(".backward")[-1] or "requires_grad_()" in t for t in text[traces.REBOUND]
+    )
     assert any("no_grad" in t.split(".backward")[-1] for t in text[traces.REBOUND])
     assert any(".backward()" not in t for t in text[traces.NO_BACKWARD])
     assert any("if loss.item() > 1000" in t or t.rstrip().endswith("loss.backward") for t in text[traces.NO_BACKWARD])
