@@ -77,9 +77,13 @@ class _RefuseOps(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if self.ops == EVERY_OP or func.overloadpacket in self.ops:
-            name = "torch's tensor operations" if self.ops == EVERY_OP else f"torch's {func.overloadpacket.__name__}"
+            name = (
+                "torch's tensor operations are"
+                if self.ops == EVERY_OP
+                else f"torch's {func.overloadpacket.__name__} is"
+            )
             self.watch.refused.append(str(func.overloadpacket))
-            raise SwitchedOff(f"{name} is switched off while your function runs: {self.why}")
+            raise SwitchedOff(f"{name} switched off while your function runs: {self.why}")
         return func(*args, **(kwargs or {}))
 
 
