@@ -40,7 +40,7 @@ _TABLE = [
     ("07", "version_counters_and_in_place_writes", "Version counters and in-place writes", ("05",), 110),
     ("08", "carried_state_and_truncated_bptt", "Carried state and truncated BPTT", ("06", "07"), 70),
     ("09", "saved_tensor_hooks_in_practice", "Saved-tensor hooks: measuring, offloading, compression", ("07",), 75),
-    ("09b", "checkpointing", "Checkpointing: keep less, compute again", ("09",), 50),
+    ("09b", "checkpointing", "Checkpointing: keep less, compute again", ("09",), 65),
     ("10", "capstone_audit", "Capstone: audit a model you did not write", ("04b", "08"), 80),
     ("11", "writing_a_backward", "Writing a backward: autograd.Function and gradcheck", ("05", "06", "07"), 110),
     ("12", "finding_the_fault", "Finding the fault: anomaly mode, NaN hunting, memory that grows", ("10",), 75),
