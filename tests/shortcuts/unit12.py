@@ -24,10 +24,13 @@ def _extra(model):
 
 
 def by_class_name(model, loss_fn, batches):
-    """[lookup] The reviewer's table: the verdict of the one module that is not enc, act or head, by its class."""
+    """[lookup] The reviewer's table: the verdict of the one module that is not enc, act or head, by its class
+    (StopInput's fault shows at enc, the others' in the module or its lin)."""
     for name, m in _extra(model):
         kind = BY_CLASS.get(type(m).__name__)
         if kind is not None:
+            if type(m).__name__ == "StopInput":
+                return (kind, "enc")
             return (kind, f"{name}.lin" if kind == "frozen parameter" and hasattr(m, "lin") else name)
     return "no fault"
 
