@@ -8,7 +8,7 @@ from typing import Any
 
 # The course's version (grader.__version__): grading/versions.json lists the questions of each release, and a
 # mark or a unit reset carries the version that wrote it (see moves.py).
-VERSION = "0.5.0"
+VERSION = "0.6.0"
 
 # A unit's id: two digits, and a letter where a unit was split in two (04 and 04b). A question's id begins with it.
 UNIT_ID = r"\d\d[a-z]?"
