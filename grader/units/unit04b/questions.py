@@ -14,7 +14,7 @@ from grader.engine.kinds import Choice, Error, Function, Names, Sequence
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.probes import traces
 from grader.units.causes import HOOKED_VIEW_WRITE, LEAF_WRITE, STALE
-from grader.units.switches import COURSE_PATHS, guarded
+from grader.units.switches import guarded
 from grader.units.unit04b.cases import why_cases
 from grader.units.unit04b.generators import (
     ENC_GRAD_STATES,
@@ -381,8 +381,8 @@ def fake_fix_grads():
         returns=Choice(*traces.CAUSES),
         cases=why_cases,
         call=guarded(
-            "ask the record with your own reachable_leaves and first_broken_edge",
-            COURSE_PATHS,
+            "ask the questions of section 8 yourself, with reachable_leaves and first_broken_edge",
+            {"grader.probes.traces.diagnose": "grader.probes.traces.diagnose"},
             call=lambda fn, case, ns: fn(ns["trace"], ns["name"]),
         ),
     ),
@@ -392,7 +392,7 @@ def fake_fix_grads():
     + ", ".join(repr(c) for c in traces.CAUSES)
     + ". It is checked on generated programs whose names, spellings and harmless look-alikes (a detached copy "
     "for a log, a zero_grad() before backward, a name rebound before it is used) are drawn per case, with the "
-    "course's own answers (grader.probes' walker and grader.probes.traces) switched off while it runs.",
+    "course's own diagnosis (grader.probes.traces.diagnose) switched off while it runs.",
     explain="The procedure asks in order: is it the tensor the loss was computed from (rebound name)? does it "
     "require grad (never entered)? is it a leaf (non-leaf not retained)? does the loss reach it? If it "
     "does, backward either never ran or ran and its result was cleared afterwards (zero_grad(), "
