@@ -33,7 +33,9 @@ def test_the_loops_cover_what_the_bugs_need():
     assert [c.size for c in LOOPS] == sorted(c.size for c in LOOPS), "smallest first"
 
 
-def test_a_watch_that_hands_back_the_same_gradient_is_not_an_edit():
+def test_a_watch_that_hands_back_the_same_gradient_is_refused():
+    """Issue 45: the prompt says the hook returns None; one that returns g (unchanged) passed every case."""
+
     def make():
         hook, report = make_watch()
 
@@ -43,7 +45,21 @@ def test_a_watch_that_hands_back_the_same_gradient_is_not_an_edit():
 
         return passing_on, report
 
-    assert check("03.nonfinite-watch", make).passed
+    result = check("03.nonfinite-watch", make)
+    assert result.verdict == "incorrect" and "the hook returned" in str(result) and "returns None" in str(result)
+
+
+def test_some_loops_have_a_finite_gradient_whose_sum_overflows():
+    """Issue 45: a watch testing g.sum() passed every case; a step with every target near the float32 limit
+    gives h a finite gradient whose entries sum past it, in loops with and without a fault."""
+    huge = [c for c in LOOPS if c.huge]
+    assert len(huge) >= 6 and any(not c.faults for c in huge) and any(c.faults for c in huge)
+    case = huge[0]
+    seen = []
+    unit03_cases.run_loop(
+        case.fresh(), lambda g: seen.append((bool(torch.isfinite(g).all()), bool(torch.isfinite(g.sum()))))
+    )
+    assert seen[min(case.huge)] == (True, False)
 
 
 def _endless():

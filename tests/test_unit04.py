@@ -102,8 +102,27 @@ def test_edge_cases_cover_every_cut_and_intact_paths():
         ns = case.fresh()
         step = traces.first_broken_edge(ns["trace"], ns["name"])
         kinds["intact" if step is None else unit04_cases._cut_label(step.line)] += 1
-    assert set(kinds) == {"intact", "detach", "no_grad", "inference", "item", "tolist", "rebuilt"}, kinds
+    # "other": section 6's quiet breaks (a comparison, argmax, an integer cast, an index), no keyword on the line
+    assert set(kinds) == {"intact", "detach", "no_grad", "inference", "item", "tolist", "rebuilt", "other"}, kinds
+    assert kinds["other"] >= len(unit04_cases.QUIET_CUTS)
     assert [c.size for c in cases] == sorted(c.size for c in cases)
+
+
+def test_twin_cases_spell_a_cut_and_an_intact_path_alike():
+    """Issue 45: a keyword grep of the route, and cell 59's 'first value without a grad_fn', passed every case.
+    Now a cut operand meets a tensor that requires grad (the cut step has a grad_fn), and the same keywords stand
+    on routes that stay whole."""
+    twins = unit04_cases._twin_case_list()
+    meets, keyword_intact = 0, 0
+    for case in twins:
+        tr = traces.trace("\n".join(case.lines))
+        edge = traces.first_broken_edge(tr, case.name)
+        if edge is not None and isinstance(edge.tensor, torch.Tensor) and edge.tensor.grad_fn is not None:
+            meets += 1
+        words = ("detach", "item", "tolist", "no_grad", ">", "argmax")
+        if edge is None and any(w in "\n".join(case.lines) for w in words):
+            keyword_intact += 1
+    assert meets >= 5 and keyword_intact >= len(unit04_cases.INTACT_WITH_KEYWORD)
 
 
 def test_an_edge_off_the_route_to_the_loss_is_refused_on_several_cases():

@@ -389,3 +389,19 @@ def test_the_chosen_programs_are_what_the_search_picks():
     assert [(c.seed, c.write, sorted(c.kinds)) for c in rebuilt] == [
         (c.seed, c.write, sorted(c.kinds)) for c in searched
     ]
+
+
+def test_a_pair_that_copies_parameters_or_rounds_indices_is_refused():
+    """Issue 45: the spec asked for float16 on parameters too, which section 3 showed adds memory, and an index
+    sent through float16 passed because every index was below 2048. Parameters are kept as t.detach(); some
+    indices are past 2048; pack's result is read for a copy of a parameter or an index kept only as floats."""
+    from grader.units.unit09 import cases as unit09_cases
+    from tests.reference.unit09 import Pair, pack_indices_through_float16, pack_parameters_too, unpack_half
+
+    result = check("09.half-guard", Pair(pack_parameters_too, unpack_half))
+    assert result.verdict == "incorrect" and "copied a parameter" in str(result)
+    result = check("09.half-guard", Pair(pack_indices_through_float16, unpack_half))
+    assert result.verdict == "incorrect" and "2049 comes back as 2048" in str(result)
+    cases = unit09_cases.half_guard_cases()
+    assert sum("index past 2048, no error" in c.kinds for c in cases) >= 3
+    assert sum("parameter saved, no error" in c.kinds for c in cases) >= 3

@@ -137,3 +137,37 @@ def test_the_stored_timing_table_does_not_invert_the_lesson():
     }
     assert ratios["plain"] == 1.0 and {"checkpoint every block", "selective: keep matmul outputs"} <= set(ratios)
     assert ratios["checkpoint every block"] > 1.0 and ratios["selective: keep matmul outputs"] > 1.0, ratios
+
+
+# --- the exercise: checkpoint by hand ----------------------------------------------------------------------
+
+
+def test_checkpoint_cases_cover_every_function_both_inputs_and_dropout():
+    from grader.units.unit09b.cases import BLOCKS, checkpoint_cases
+
+    cases = checkpoint_cases()
+    assert [c.size for c in cases] == sorted(c.size for c in cases) and len(cases) >= 12
+    assert {k for c in cases for k in c.kinds} == set(BLOCKS)
+    assert any(c.x_grad for c in cases) and any(not c.x_grad for c in cases)
+    assert sum("dropout" in c.kinds for c in cases) >= 4 and any(len(c.kinds) == 3 for c in cases)
+
+
+def test_torchs_checkpoint_is_what_the_truth_reports_and_a_plain_run_is_not():
+    from grader.units.unit09b import cases as ck
+
+    for case in ck.checkpoint_cases():
+        assert ck.report(case, ck.torch_checkpoint) == [ck.GRADS_OK, ck.CALLS_OK, ck.HELD_OK], case.label
+        plain = ck.report(case, lambda f, *a: f(*a))
+        assert plain[0] == ck.GRADS_OK and plain[1] != ck.CALLS_OK and plain[2] != ck.HELD_OK, case.label
+
+
+def test_the_checkpoint_is_switched_off_and_put_back():
+    from grader import check
+    from tests.shortcuts.unit09b import torch_checkpoint_imported
+
+    result = check("09b.checkpoint-by-hand", torch_checkpoint_imported)
+    assert result.verdict == "incorrect" and "switched off" in str(result)
+    a = torch.ones(3, requires_grad=True)
+    checkpoint(torch.exp, a, use_reentrant=False).sum().backward()
+    assert torch.allclose(a.grad, torch.exp(torch.ones(3)))
+    assert "switched off" in registry.get("09b.checkpoint-by-hand").prompt

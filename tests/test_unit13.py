@@ -1,5 +1,6 @@
 """Unit 13: the facts the notebook states still hold on this torch, the instruments measure what they claim,
-the generated cases cover what they must, and odd answers to the two exercises get one clear line."""
+the generated cases cover what they must, each exercise's other way is switched off, and odd answers to the two
+exercises get one clear line."""
 
 import torch
 
@@ -83,9 +84,20 @@ def test_retain_grad_inside_a_compiled_function_runs_eagerly():
 
 
 def test_the_bill_of_a_compiled_run_counts_a_transpose_as_its_input():
+    import torch._dynamo
+
+    from grader import probes
+
     x, w = torch.randn(4, 3), torch.randn(3, 5, requires_grad=True)
-    eager, compiled = support.bill_pair(lambda a, b: (a @ b).sin().cos().sum(), (x, w))
-    assert eager == 48 + 80 + 80 and compiled == 48 + 80
+    f = lambda a, b: (a @ b).sin().cos().sum()  # noqa: E731
+    eager = probes.bill(lambda: f(x, w)).total
+    torch._dynamo.reset()
+    with support.quiet_dynamo():
+        compiled = torch.compile(f, backend="aot_eager")
+        compiled(x, w)
+        kept = probes.bill(lambda: compiled(x, w)).total
+    torch._dynamo.reset()
+    assert eager == 48 + 80 + 80 and kept == 48 + 80
 
 
 def test_the_loop_agrees_with_vmap_grad():
@@ -108,25 +120,40 @@ def test_model_cases_start_small_are_seeded_and_vary():
     assert torch.equal(a["x"], b["x"]) and torch.equal(a["model"][0].weight, b["model"][0].weight)
 
 
-def test_chain_cases_include_a_recomputed_chain_and_a_second_matmul():
-    cases = unit13_cases.chain_cases()
-    assert [c.size for c in cases] == sorted(c.size for c in cases) and len(cases) >= 5
-    assert any("@" in c.steps for c in cases)
-    differ = [c for c in cases if len(set(support.bill_pair(c.fresh()["f"], c.fresh()["args"]))) == 2]
-    assert differ, "no case where compiled keeps less than eager: the exercise would not test compiling"
+def test_hooks_cases_cover_depths_activations_and_biases():
+    cases = unit13_cases.hooks_cases()
+    assert [c.size for c in cases] == sorted(c.size for c in cases) and len(cases) >= 10
+    assert {len(c.widths) - 1 for c in cases} >= {2, 3, 4}, "two, three and four Linears"
+    assert {a for c in cases for a in c.acts} == set(unit13_cases.ACTS)
+    assert any(not all(c.bias) for c in cases) and any(all(c.bias) for c in cases)
+    assert min(c.batch for c in cases) == 2
 
 
 def test_every_case_shows_runnable_code():
     ns = {"torch": torch, "per_sample_grads": ref.per_sample_grads}
     exec(unit13_cases.per_sample_cases()[0].source, ns)
-    ns = {"torch": torch, "kept_bytes": ref.kept_bytes}
-    exec(unit13_cases.chain_cases()[0].source, ns)
+    ns = {"torch": torch, "per_sample_by_hooks": ref.per_sample_by_hooks}
+    exec(unit13_cases.hooks_cases()[0].source, ns)
 
 
-def test_other_right_implementations_pass():
-    for qid, fns in ref.ALSO_RIGHT.items():
-        for fn in fns:
-            assert check(qid, fn).passed, fn.__name__
+def test_the_other_way_is_switched_off_and_the_prompt_says_so():
+    """Issue 45: a loop of torch.autograd.grad passed 13.per-sample-grads; torch.func (or batched seeds) would pass
+    13.per-sample-by-hooks. Each check runs the learner's function with the other way raising, and says so."""
+    from tests.shortcuts.unit13 import autograd_grad_loop, batched_seeds, func_grad_loop, vmap_grad
+
+    result = check("13.per-sample-grads", autograd_grad_loop)
+    assert result.verdict == "incorrect" and "switched off" in str(result)
+    assert "model 3 times for 3 samples" in str(check("13.per-sample-grads", func_grad_loop))
+    for fn in (vmap_grad, batched_seeds):
+        result = check("13.per-sample-by-hooks", fn)
+        assert result.verdict == "incorrect" and "switched off" in str(result), fn.__name__
+    assert "ran 2 backward passes" in str(check("13.per-sample-by-hooks", autograd_grad_loop))
+    assert "switched off" in registry.get("13.per-sample-grads").prompt
+    assert "switched off" in registry.get("13.per-sample-by-hooks").prompt
+    # the switch is put back: torch.func and autograd.grad work again after the checks
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    assert torch.func.grad(lambda t: (t**2).sum())(x.detach()).tolist() == [2.0, 4.0]
+    assert torch.autograd.grad((x**2).sum(), x)[0].tolist() == [2.0, 4.0]
 
 
 # --- odd answers ------------------------------------------------------------------------------------
@@ -149,7 +176,7 @@ def test_the_learner_skeleton_is_unanswered():
         raise NotImplementedError()
 
     assert check("13.per-sample-grads", per_sample_grads).verdict == "unanswered"
-    assert check("13.eager-vs-compiled", ...).verdict == "unanswered"
+    assert check("13.per-sample-by-hooks", ...).verdict == "unanswered"
 
 
 def test_the_practitioner_tools_issue_30_names_each_have_a_cell_that_runs_them():

@@ -24,7 +24,9 @@ def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
 
 
-def run_exercise(q: Question, answer: Any) -> Result:
+def run_exercise(q: Question, answer: Any, first_failure: bool = False) -> Result:
+    """Check ``answer`` on every generated case; with ``first_failure``, stop at the first case it fails (the
+    verdict is the same, the count of cases passed is not: a corpus of wrong answers is walked this way)."""
     kind = cast(Function, q.kind)  # every exercise's kind is a Function (question._declare checks it)
     rows = [("exercise", q.prompt)]
     try:
@@ -40,11 +42,12 @@ def run_exercise(q: Question, answer: Any) -> Result:
     scale = pace.scale()  # the machine's pace, read once: one check runs under one pair of limits
     per_case_s, budget_s = kind.quiet_per_case_s * scale, kind.quiet_budget_s * scale
     started = time.monotonic()
-    passed, failures, checked = 0, [], 0
+    passed, checked = 0, 0
+    failures: list[tuple[Any, str, Any, Any]] = []
     # torch's answer for a case is computed only after the learner's function has returned, and never kept
     # while it runs: no frame the learner's function can walk up to holds one.
     for index, case in enumerate(cases):
-        if time.monotonic() - started > budget_s:
+        if time.monotonic() - started > budget_s or (first_failure and failures):
             break
         with torch_state.clean_room():  # the learner may be inside no_grad or inference_mode
             ns = case.fresh()

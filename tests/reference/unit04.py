@@ -85,18 +85,21 @@ def _reaches(t, param):
 
 
 def first_broken_edge(trace, name):
-    param = next(s.tensor for s in trace if s.name == name)
+    steps = list(trace)
+    at_loss = max(i for i, s in enumerate(steps) if s.name == "loss")
+    start = max(i for i, s in enumerate(steps[: at_loss + 1]) if s.name == name)  # the binding the loss used
+    param = steps[start].tensor
     if _reaches(trace.loss, param):
         return None
     carries = {name}
-    for s in trace:
+    for s in steps[start:]:
         if s.name is not None and carries & set(s.inputs):
             carries.add(s.name)
     feeds = {"loss"}
-    for s in reversed(trace.steps):
+    for s in reversed(steps[: at_loss + 1]):
         if s.name in feeds:
             feeds.update(s.inputs)
-    for s in trace:
+    for s in steps[start:]:
         if s.name in carries and s.name in feeds and not _reaches(s.tensor, param):
             return s
     return None

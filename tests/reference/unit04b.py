@@ -24,9 +24,16 @@ def _had_grad(trace, name):
     return any(name in s.grad_names for s in trace)
 
 
+def _used(trace, name):
+    """The tensor the name held when the loss was computed: its last binding before the loss's statement."""
+    steps = list(trace)
+    at = max(i for i, s in enumerate(steps) if s.name == "loss")
+    return [s.tensor for s in steps[: at + 1] if s.name == name][-1]
+
+
 def why_grad_none(trace, name):
     t = trace.names[name]
-    used = next(s.tensor for s in trace if s.name == name)
+    used = _used(trace, name)
     if t is not used:
         return "rebound name"
     if not t.requires_grad:
@@ -41,7 +48,7 @@ def why_grad_none(trace, name):
 def why_zero_grad_read_as_no_backward(trace, name):
     """The old procedure: a whole record means backward did not run, even when zero_grad() ran after it."""
     t = trace.names[name]
-    if t is not next(s.tensor for s in trace if s.name == name):
+    if t is not _used(trace, name):
         return "rebound name"
     if not t.requires_grad:
         return "never entered"
@@ -55,7 +62,7 @@ def why_zero_grad_read_as_no_backward(trace, name):
 def why_cleared_by_text(trace, name):
     """Any zero_grad() or '.grad = None' in the source is taken as the cause, wherever it stands."""
     t = trace.names[name]
-    if t is not next(s.tensor for s in trace if s.name == name):
+    if t is not _used(trace, name):
         return "rebound name"
     if not t.requires_grad:
         return "never entered"
@@ -98,7 +105,7 @@ def why_without_rebinding(trace, name):
 
 def why_detached_same_as_no_grad(trace, name):
     t = trace.names[name]
-    if t is not next(s.tensor for s in trace if s.name == name):
+    if t is not _used(trace, name):
         return "rebound name"
     if not t.requires_grad:
         return "never entered"
@@ -114,7 +121,7 @@ def why_detached_same_as_no_grad(trace, name):
 
 def why_by_searching_the_source(trace, name):
     t = trace.names[name]
-    if t is not next(s.tensor for s in trace if s.name == name):
+    if t is not _used(trace, name):
         return "rebound name"
     if not t.requires_grad:
         return "never entered"
@@ -130,7 +137,7 @@ def why_by_searching_the_source(trace, name):
 
 def why_reachability_before_leaf(trace, name):
     t = trace.names[name]
-    if t is not next(s.tensor for s in trace if s.name == name):
+    if t is not _used(trace, name):
         return "rebound name"
     if not t.requires_grad:
         return "never entered"
@@ -146,7 +153,7 @@ def why_backward_by_text(trace, name):
     t = trace.names[name]
     if not any("backward" in s.line for s in trace):
         return "backward not run"
-    if t is not next(s.tensor for s in trace if s.name == name):
+    if t is not _used(trace, name):
         return "rebound name"
     if not t.requires_grad:
         return "never entered"

@@ -1,9 +1,36 @@
-"""Unit 08's exercise: k-step truncated BPTT written the way a learner would, and plausible bugs."""
+"""Unit 08's exercise: TBPTT(1, k) written the way a learner would, and plausible bugs."""
+
+import torch
 
 
-def tbptt_grads(seq, k):
-    state = seq.h0
-    pending = 0
+def _detached(state):
+    return tuple(t.detach() for t in state) if isinstance(state, tuple) else state.detach()
+
+
+def window_grads(seq, k):
+    entering = [_detached(seq.h0)]
+    with torch.no_grad():
+        for x in seq.inputs:
+            entering.append(_detached(seq.step(entering[-1], x)))
+    for t in range(len(seq.inputs)):
+        start = max(0, t - k + 1)
+        state = entering[start]
+        for j in range(start, t + 1):
+            state = seq.step(state, seq.inputs[j])
+        seq.loss(state, t).backward()
+    return {name: p.grad for name, p in seq.params.items()}
+
+
+REFERENCE = {"08.sliding-window": window_grads}
+
+
+# --- plausible buggy implementations: each must be refused --------------------------------
+
+
+def chunks_of_k(seq, k):
+    """Section 6's chunks, k made general: a backward every k steps, the state detached between chunks. Each loss
+    sees 1 to k steps, not k."""
+    state, pending = seq.h0, 0
     last = len(seq.inputs) - 1
     for t, x in enumerate(seq.inputs):
         state = seq.step(state, x)
@@ -11,30 +38,59 @@ def tbptt_grads(seq, k):
         if (t + 1) % k == 0 or t == last:
             pending.backward()
             pending = 0
-            state = state.detach()
+            state = _detached(state)
     return {name: p.grad for name, p in seq.params.items()}
 
 
-REFERENCE = {
-    "08.tbptt": tbptt_grads,
-}
+def window_one_too_long(seq, k):
+    """Starts each window from the state kept k steps back and runs k + 1 steps."""
+    entering = [_detached(seq.h0)]
+    with torch.no_grad():
+        for x in seq.inputs:
+            entering.append(_detached(seq.step(entering[-1], x)))
+    for t in range(len(seq.inputs)):
+        start = max(0, t - k)
+        state = entering[start]
+        for j in range(start, t + 1):
+            state = seq.step(state, seq.inputs[j])
+        seq.loss(state, t).backward()
+    return {name: p.grad for name, p in seq.params.items()}
 
 
-# --- plausible buggy implementations: each must be refused --------------------------------
+def detaches_only_h(seq, k):
+    """Holds a pair state 'constant' by detaching its first tensor: c still carries every earlier step."""
+
+    def half(state):
+        return (state[0].detach(), *state[1:]) if isinstance(state, tuple) else state.detach()
+
+    entering = [half(seq.h0)]
+    state = seq.h0
+    for x in seq.inputs:  # recorded, so that a c left attached carries its history into the windows
+        state = seq.step(state, x)
+        entering.append(half(state))
+    for t in range(len(seq.inputs)):
+        start = max(0, t - k + 1)
+        s = entering[start]
+        for j in range(start, t + 1):
+            s = seq.step(s, seq.inputs[j])
+        seq.loss(s, t).backward(retain_graph=True)
+    return {name: p.grad for name, p in seq.params.items()}
 
 
-def detach_every_step(seq, k):
-    """Ignores k: backward and detach after every step, which is k = 1 whatever k says."""
+def each_step_then_detach_every_k(seq, k):
+    """A backward per step over the graph so far (retain_graph=True), detaching every k steps: the chunks again,
+    loss by loss."""
     state = seq.h0
     for t, x in enumerate(seq.inputs):
         state = seq.step(state, x)
-        seq.loss(state, t).backward()
-        state = state.detach()
+        seq.loss(state, t).backward(retain_graph=True)
+        if (t + 1) % k == 0:
+            state = _detached(state)
     return {name: p.grad for name, p in seq.params.items()}
 
 
-def never_detaches(seq, k):
-    """Adds every loss into one total and backpropagates once: the full history for every k."""
+def full_history(seq, k):
+    """Never detaches: every loss through every step before it."""
     state, total = seq.h0, 0
     for t, x in enumerate(seq.inputs):
         state = seq.step(state, x)
@@ -43,69 +99,12 @@ def never_detaches(seq, k):
     return {name: p.grad for name, p in seq.params.items()}
 
 
-def retain_instead_of_detach(seq, k):
-    """Silences the second-backward error with retain_graph=True and never cuts the state."""
-    state, pending = seq.h0, 0
-    last = len(seq.inputs) - 1
-    for t, x in enumerate(seq.inputs):
-        state = seq.step(state, x)
-        pending = pending + seq.loss(state, t)
-        if (t + 1) % k == 0 or t == last:
-            pending.backward(retain_graph=True)
-            pending = 0
-    return {name: p.grad for name, p in seq.params.items()}
-
-
-def boundary_off_by_one(seq, k):
-    """Tests t % k == 0 on a 0-based t: the first chunk is one step long, every later one shifted."""
-    state, pending = seq.h0, 0
-    last = len(seq.inputs) - 1
-    for t, x in enumerate(seq.inputs):
-        state = seq.step(state, x)
-        pending = pending + seq.loss(state, t)
-        if t % k == 0 or t == last:
-            pending.backward()
-            pending = 0
-            state = state.detach()
-    return {name: p.grad for name, p in seq.params.items()}
-
-
-def drops_the_last_chunk(seq, k):
-    """Backpropagates only at full chunks: when k does not divide the length, the tail is lost."""
-    state, pending = seq.h0, 0
-    for t, x in enumerate(seq.inputs):
-        state = seq.step(state, x)
-        pending = pending + seq.loss(state, t)
-        if (t + 1) % k == 0:
-            pending.backward()
-            pending = 0
-            state = state.detach()
-    return {name: p.grad for name, p in seq.params.items()}
-
-
-def zeroes_each_chunk(seq, k):
-    """Borrows a training loop's zero_grad before each chunk's backward: only the last chunk survives."""
-    state, pending = seq.h0, 0
-    last = len(seq.inputs) - 1
-    for t, x in enumerate(seq.inputs):
-        state = seq.step(state, x)
-        pending = pending + seq.loss(state, t)
-        if (t + 1) % k == 0 or t == last:
-            for p in seq.params.values():
-                p.grad = None
-            pending.backward()
-            pending = 0
-            state = state.detach()
-    return {name: p.grad for name, p in seq.params.items()}
-
-
 BUGGY = {
-    "08.tbptt": [
-        detach_every_step,
-        never_detaches,
-        retain_instead_of_detach,
-        boundary_off_by_one,
-        drops_the_last_chunk,
-        zeroes_each_chunk,
-    ],
+    "08.sliding-window": [
+        chunks_of_k,
+        window_one_too_long,
+        detaches_only_h,
+        each_step_then_detach_every_k,
+        full_history,
+    ]
 }

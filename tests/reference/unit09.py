@@ -6,8 +6,13 @@ import weakref
 import torch
 
 
+def _is_parameter(t):
+    base = t._base if t._base is not None else t
+    return base.is_leaf and base.requires_grad
+
+
 def pack_half(t):
-    if not t.is_floating_point():  # indices must stay exact: keep them as they are
+    if not t.is_floating_point() or _is_parameter(t):  # indices exact; a parameter is held anyway: no copy
         return "as is", t.detach(), t._version  # detach(): shares memory and counter, makes no cycle
     owner = t._base if t._base is not None else t  # a view shares its base's counter; a temporary view dies
     return "float16", t.dtype, t.detach().to(torch.float16), weakref.ref(owner), t._version
@@ -121,9 +126,27 @@ def unpack_dead_is_written(packed):
 def pack_watches_the_view(t):
     """A weak reference to the tensor handed over, not its base: a temporary view dies at once, so a write
     to its base goes unseen."""
-    if not t.is_floating_point():
-        return "as is", t, t._version
+    if not t.is_floating_point() or _is_parameter(t):
+        return "as is", t.detach(), t._version
     return "float16", t.dtype, t.detach().to(torch.float16), weakref.ref(t), t._version
+
+
+def pack_parameters_too(t):
+    """Issue 45: every floating tensor in float16, parameters included, as the old prompt asked: section 3
+    showed a copy of a parameter adds memory, since the program holds the parameter anyway."""
+    if not t.is_floating_point():
+        return "as is", t.detach(), t._version
+    owner = t._base if t._base is not None else t
+    return "float16", t.dtype, t.detach().to(torch.float16), weakref.ref(owner), t._version
+
+
+def pack_indices_through_float16(t):
+    """Issue 45: the index too goes through float16 and back to its dtype: exact up to 2048, and 2049 comes back
+    as 2048."""
+    if _is_parameter(t):
+        return "as is", t.detach(), t._version
+    owner = t._base if t._base is not None else t
+    return "float16", t.dtype, t.detach().to(torch.float16), weakref.ref(owner), t._version
 
 
 BUGGY = {
@@ -135,5 +158,7 @@ BUGGY = {
         Pair(pack_any_dtype, unpack_always_float32),
         Pair(pack_half, unpack_dead_is_written),
         Pair(pack_watches_the_view, unpack_half),
+        Pair(pack_parameters_too, unpack_half),
+        Pair(pack_indices_through_float16, unpack_half),
     ],
 }

@@ -22,7 +22,7 @@ def diagnose(program):
     for name in program.params:  # 2. does the loss reach it?
         edge = first_broken_edge(tr, name)
         if edge is not None:
-            return ("no_grad encoder" if "no_grad" in edge.line else "detached stage", edge.number)
+            return ("no_grad encoder" if "no_grad region" in edge.cuts else "detached stage", edge.number)
     for e in run.step(1):  # 3. stale saves before backward
         if e.backward:
             break
@@ -34,9 +34,14 @@ def diagnose(program):
         for e in run.step(2):
             for name in e.inputs:
                 b = run.bound_before(e, name)
-                fn = getattr(b.tensor, "grad_fn", None) if b is not None else None
+                fn = getattr(b.value(name), "grad_fn", None) if b is not None else None
                 if fn is not None and b.step < 2 and fn in reached:
                     return ("stale graph" if b.step == 0 else "carried state leak", b.number)
+        # a value kept in a list or a dict is bound by no name: the last earlier statement that made a node
+        # step 2's loss reaches
+        maker = next((e for e in reversed(run.events) if e.step < 2 and any(n in reached for n in e.made)), None)
+        if maker is not None:
+            return ("stale graph" if maker.step == 0 else "carried state leak", maker.number)
     bw = run.backward_event(2)  # 5. .grad cleared before backward?
     if bw is not None:
         grads = run.before(bw).grads
@@ -151,7 +156,7 @@ def repair(program):
     i = number - 1
     text = lines[i]
     if kind == "detached stage":
-        lines[i] = text.replace(".detach()", "")
+        lines[i] = text.replace(".detach()", "").replace(".data", "")
     elif kind == "no_grad encoder":
         lines[i : i + 2] = [_indent(text) + lines[i + 1].strip()]
     elif kind == "stale graph":
@@ -162,8 +167,13 @@ def repair(program):
         name = _written_name(text)
         lines.insert(i, f"{_indent(text)}{name} = {name}.clone()")
     elif kind == "carried state leak":
-        name = _written_name(text)
-        lines.append(f"    {name} = {name}.detach()")
+        if ".append(" in text:  # a list of states: detach the last
+            held = f"{_written_name(text)}[-1]"
+        elif '["h"] =' in text:  # a dict of states
+            held = f'{_written_name(text)}["h"]'
+        else:
+            held = _written_name(text)
+        lines.append(f"    {held} = {held}.detach()")
     elif kind == "rebound parameter":
         del lines[i]
     elif kind == "gradients never cleared":

@@ -62,7 +62,7 @@ def diagnose(model, loss_fn, batches, origin_rule="first", leak_rule="attributes
             opt.zero_grad()
         if step == 1:
             for n, p in model.named_parameters():
-                if p.grad is None:
+                if p.requires_grad and p.grad is None:
                     return ("frozen parameter", n.rsplit(".", 1)[0])
         if not zero_before_check:
             opt.step()

@@ -4,8 +4,6 @@ each refused on its smallest failing case."""
 import torch
 from torch.func import functional_call, grad, vmap
 
-from grader import probes
-
 # --- 13.per-sample-grads ---------------------------------------------------------------------------------
 
 
@@ -16,13 +14,6 @@ def per_sample_grads(model, x, y):
         return ((functional_call(model, p, (xi,)) - yi) ** 2).sum()
 
     return vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)
-
-
-def per_sample_grads_loop(model, x, y):
-    """Also right: the loop the grader compares against, with autograd.grad (nothing accumulates)."""
-    params = list(model.parameters())
-    rows = [torch.autograd.grad(((model(x[i]) - y[i]) ** 2).sum(), params) for i in range(x.shape[0])]
-    return {name: torch.stack([r[k] for r in rows]) for k, (name, _) in enumerate(model.named_parameters())}
 
 
 def batch_grad_repeated(model, x, y):
@@ -52,65 +43,94 @@ def mean_over_outputs(model, x, y):
     return vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)
 
 
-def loop_without_zeroing(model, x, y):
-    """A loop of .backward() that never clears .grad: each row holds the sum of the samples so far."""
-    rows = []
-    for i in range(x.shape[0]):
-        ((model(x[i]) - y[i]) ** 2).sum().backward()
-        rows.append({k: p.grad.clone() for k, p in model.named_parameters()})
-    return {k: torch.stack([r[k] for r in rows]) for k in rows[0]}
+# --- 13.per-sample-by-hooks ------------------------------------------------------------------------------
 
 
-# --- 13.eager-vs-compiled -----------------------------------------------------------------------------
+def per_sample_by_hooks(model, x, y):
+    inputs, grads, handles = {}, {}, []
+    linears = {name: m for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+
+    def keep(name):
+        def forward_hook(module, args, out):
+            inputs[name] = args[0].detach()
+            out.register_hook(lambda g: grads.__setitem__(name, g.detach()))
+
+        return forward_hook
+
+    for name, m in linears.items():
+        handles.append(m.register_forward_hook(keep(name)))
+    try:
+        ((model(x) - y) ** 2).sum().backward()
+    finally:
+        for h in handles:
+            h.remove()
+    out = {}
+    for name, m in linears.items():
+        out[f"{name}.weight"] = torch.einsum("bo,bi->boi", grads[name], inputs[name])
+        if m.bias is not None:
+            out[f"{name}.bias"] = grads[name]
+    return out
 
 
-def kept_bytes(f, args):
-    eager = probes.bill(lambda: f(*args)).total
-    compiled = torch.compile(f, backend="aot_eager")
-    compiled(*args)
-    return [eager, probes.bill(lambda: compiled(*args)).total]
+def _hooked(model, x, y, loss_scale=1.0, use_model_input=False):
+    inputs, grads, handles = {}, {}, []
+    linears = {name: m for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    for name, m in linears.items():
+
+        def forward_hook(module, args, out, name=name):
+            inputs[name] = x if use_model_input else args[0].detach()
+            out.register_hook(lambda g: grads.__setitem__(name, g.detach()))
+
+        handles.append(m.register_forward_hook(forward_hook))
+    try:
+        (((model(x) - y) ** 2).sum() * loss_scale).backward()
+    finally:
+        for h in handles:
+            h.remove()
+    out = {}
+    for name, m in linears.items():
+        out[f"{name}.weight"] = torch.einsum("bo,bi->boi", grads[name], inputs[name])
+        if m.bias is not None:
+            out[f"{name}.bias"] = grads[name]
+    return out
 
 
-def _saves_bytes(run):
-    """Every save counted, at its tensor's size: a storage saved twice is counted twice."""
-    total = []
-
-    def pack(t):
-        total.append(t.numel() * t.element_size())
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        run()
-    return sum(total)
+def hooks_batch_mean(model, x, y):
+    """A batch-mean loss: every sample's gradient comes out divided by the batch size."""
+    return _hooked(model, x, y, loss_scale=1.0 / x.shape[0])
 
 
-def counts_saves_not_storages(f, args):
-    compiled = torch.compile(f, backend="aot_eager")
-    compiled(*args)
-    return [_saves_bytes(lambda: f(*args)), _saves_bytes(lambda: compiled(*args))]
+def hooks_model_input_everywhere(model, x, y):
+    """Pairs every layer's output gradient with the model's input, not the layer's own input."""
+    return _hooked(model, x, y, use_model_input=True)
 
 
-def eager_backend(f, args):
-    """backend='eager' runs Dynamo's graph without AOTAutograd: each op records its own node, as eagerly."""
-    eager = probes.bill(lambda: f(*args)).total
-    compiled = torch.compile(f, backend="eager")
-    compiled(*args)
-    return [eager, probes.bill(lambda: compiled(*args)).total]
+def weight_grad_split_evenly(model, x, y):
+    """One backward, then the batch's .grad shared out equally: not what each sample contributed."""
+    ((model(x) - y) ** 2).sum().backward()
+    return {k: (p.grad / x.shape[0]).expand(x.shape[0], *p.shape).clone() for k, p in model.named_parameters()}
 
 
-def compiled_under_no_grad(f, args):
-    """Measures the compiled run inside no_grad: nothing is kept at all."""
-    eager = probes.bill(lambda: f(*args)).total
-    compiled = torch.compile(f, backend="aot_eager")
-    with torch.no_grad():
-        compiled(*args)
-        kept = probes.bill(lambda: compiled(*args)).total
-    return [eager, kept]
+def outer_product_reversed(model, x, y):
+    """The outer product taken the wrong way round, then reshaped to fit: the right numbers in the wrong places."""
+    full = per_sample_by_hooks(model, x, y)
+    out = {}
+    for k, v in full.items():
+        if v.dim() == 3:
+            b, o, i = v.shape
+            out[k] = v.transpose(1, 2).reshape(b, o, i)
+        else:
+            out[k] = v
+    return out
 
 
-REFERENCE = {"13.per-sample-grads": per_sample_grads, "13.eager-vs-compiled": kept_bytes}
-ALSO_RIGHT = {"13.per-sample-grads": [per_sample_grads_loop]}
+REFERENCE = {"13.per-sample-grads": per_sample_grads, "13.per-sample-by-hooks": per_sample_by_hooks}
 BUGGY = {
-    "13.per-sample-grads": [batch_grad_repeated, mean_over_batch, mean_over_outputs, loop_without_zeroing],
-    "13.eager-vs-compiled": [counts_saves_not_storages, eager_backend, compiled_under_no_grad],
+    "13.per-sample-grads": [batch_grad_repeated, mean_over_batch, mean_over_outputs],
+    "13.per-sample-by-hooks": [
+        hooks_batch_mean,
+        hooks_model_input_everywhere,
+        weight_grad_split_evenly,
+        outer_product_reversed,
+    ],
 }

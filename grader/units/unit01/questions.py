@@ -5,6 +5,7 @@ import torch
 from grader import probes
 from grader.engine.kinds import Boolean, Function, Name, Names, Number, Sequence, saved_key
 from grader.engine.question import exercise, predict_then_run, self_test
+from grader.units.switches import COURSE_WALKER, guarded
 from grader.units.unit01.cases import walk_cases, walk_result
 from grader.units.unit01.generators import keeps_program, leaves_program, saves_program, walk_program
 from grader.units.unit01.support import (
@@ -461,11 +462,17 @@ def who_keeps_grad(p):
 
 @exercise(
     "01.graph-walk",
-    Function(returns=Sequence(), cases=walk_cases, convert=walk_result),
+    Function(
+        returns=Sequence(),
+        cases=walk_cases,
+        convert=walk_result,
+        call=guarded("write the walk yourself, from grad_fn and next_functions", COURSE_WALKER),
+    ),
     prompt="Write graph_nodes(t): the class names of every node reachable from t.grad_fn, each node "
     "once, depth first, visiting next_functions in order and skipping None; [] when t has no "
     "grad_fn. The order graded is a recursive walk's: a node is listed when it is first visited, then "
-    "each child's whole subgraph in turn. It is checked on generated programs.",
+    "each child's whole subgraph in turn. It is checked on generated programs, with the course's own walker "
+    "(grader.probes.nodes, node_names) switched off while your function runs.",
     explain="The graph is a real object: grad_fn and next_functions are all you need to walk it. "
     "Shared nodes (a leaf used twice) are one object, so a seen-set keeps them once.",
     hints=(

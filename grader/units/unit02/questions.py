@@ -544,7 +544,8 @@ TIMELINE_STEPS = ("after one backward", "after two", "after zero_grad()")
     "once more on those leaves, on the next batch, and returns its scalar output (each batch weighs the output "
     "differently, so two steps are not one step twice). Do a training-style step (forward, then "
     "backward) twice, then an optimizer's zero_grad(). Return {name: [.grad after the first step, after "
-    "the second, after zero_grad()]} for every leaf, each entry a copy of the tensor or None.",
+    "the second, after zero_grad()]} for every leaf, each entry a copy of the tensor or None. A leaf may "
+    "arrive holding a .grad that an earlier step left there.",
     explain="Each backward adds into .grad in place, so only a clone keeps a moment's value; after two steps "
     ".grad holds the sum of both steps' gradients; an optimizer's zero_grad() leaves None. A leaf that needs no gradient, or that "
     "backward never reaches, stays None throughout; a reached leaf can hold zeros.",

@@ -86,6 +86,10 @@ def three_ways_cases():
 LR = 0.1
 FAULT_VALUES = (float("nan"), float("inf"), float("-inf"))
 DECOYS = (1e12, -1e12)
+# A target this far out in every row of a step gives h a gradient of about 3e38 / batch in every entry: each
+# finite (float32 reaches 3.4e38), their sum not. A watch that tests g.sum() or g.norm() instead of every
+# entry flags the step; so does any threshold on the size of a finite gradient.
+HUGE = 1.5e38
 
 
 @dataclass
@@ -100,6 +104,7 @@ class LoopCase(Case):
     width: int
     faults: dict = field(default_factory=dict)  # step -> (row, value): nan, inf or -inf
     decoys: dict = field(default_factory=dict)  # step -> (row, value): large but finite
+    huge: dict = field(default_factory=dict)  # step -> value: every row's target, finite, the gradient's sum not
     output: str = "loop"
 
     @property
@@ -134,6 +139,10 @@ class LoopCase(Case):
             f"target[{row}] = {self._word(v)} at step {s} (large, but finite)"
             for s, (row, v) in sorted(self.decoys.items())
         ]
+        plants += [
+            f"target[:] = {self._word(v)} at step {s} (every row: finite, but the gradient's entries sum past 3.4e38)"
+            for s, v in sorted(self.huge.items())
+        ]
         lines = [
             "hook, report = make_watch()",
             f"w = torch.randn({self.width}, requires_grad=True)      # seeded: loop #{self.seed}",
@@ -162,6 +171,8 @@ class LoopCase(Case):
         for plan in (self.faults, self.decoys):
             for step, (row, value) in plan.items():
                 targets[step][row] = value
+        for step, value in self.huge.items():
+            targets[step][:] = value
         return {"w0": w0, "xs": xs, "targets": targets}
 
     def drawing(self, ns=None) -> str:
@@ -171,6 +182,8 @@ class LoopCase(Case):
                 cells.append(self._word(self.faults[step][1]))
             elif step in self.decoys:
                 cells.append("big")
+            elif step in self.huge:
+                cells.append("huge")
             else:
                 cells.append("ok")
         width = max(4, *(len(c) + 1 for c in cells))
@@ -213,18 +226,38 @@ def loop_cases():
             free = [s for s in range(steps) if s not in faults]
             for step in rng.sample(free, min(len(free), 1 + rng.randrange(2))):
                 decoys[step] = (rng.randrange(batch), rng.choice(DECOYS))
-        cases.append(LoopCase(seed=3031 + i, steps=steps, batch=batch, width=width, faults=faults, decoys=decoys))
+        huge = {}
+        if i % 3 == 0:  # a third of the loops, the smallest among them: a huge step before any fault, or none
+            free = [s for s in range(steps) if s not in faults and s not in decoys and s < min(faults, default=steps)]
+            if free:
+                huge[rng.choice(free)] = rng.choice((HUGE, -HUGE))
+        cases.append(
+            LoopCase(seed=3031 + i, steps=steps, batch=batch, width=width, faults=faults, decoys=decoys, huge=huge)
+        )
     cases.sort(key=lambda c: (c.steps, c.seed))
     return cases
 
 
-def run_loop(ns, hook=None, at_step=None):
-    """Run the loop; returns (w.grad after each step, whether h's gradient was finite at each step)."""
+def run_loop(ns, hook=None, at_step=None, returned=None):
+    """Run the loop; returns (w.grad after each step, whether h's gradient was finite at each step). With
+    ``returned`` (a list), the steps at which ``hook`` returned something other than None are added to it."""
     with torch.enable_grad():  # whatever make_watch() did to grad mode; the sandbox reports that
-        return _steps(ns, hook, at_step)
+        return _steps(ns, hook, at_step, returned)
 
 
-def _steps(ns, hook, at_step):
+def _returning(hook, returned: list, step: int):
+    """``hook`` as registered, noting in ``returned`` when it hands back anything but None."""
+
+    def watched(g):
+        out = hook(g)
+        if out is not None:
+            returned.append((step, out))
+        return out
+
+    return watched
+
+
+def _steps(ns, hook, at_step, returned=None):
     w = ns["w0"].clone().requires_grad_()
     grads, finite = [], []
     for step, (x, target) in enumerate(zip(ns["xs"], ns["targets"])):
@@ -233,7 +266,7 @@ def _steps(ns, hook, at_step):
         h = x * w
         h.register_hook(lambda g: finite.append(bool(torch.isfinite(g).all())))
         if hook is not None:
-            h.register_hook(hook)
+            h.register_hook(hook if returned is None else _returning(hook, returned, step))
         loss = ((h.sum(1) - target) ** 2).mean()
         loss.backward()
         grads.append(w.grad.detach().clone())
@@ -280,12 +313,12 @@ def run_watch(fn, case, ns):
     hook, report = made
     clean, finite = run_loop(case.fresh())
     first_bad = next((step for step, ok in enumerate(finite) if not ok), None)
-    writer, problems, watched = _StepWriter(), [], None
+    writer, problems, watched, returned = _StepWriter(), [], None, []
     saved = sys.stdout, sys.stderr
     sys.stdout = sys.stderr = writer
     try:
         try:
-            watched, _ = run_loop(ns, hook, at_step=writer.at)
+            watched, _ = run_loop(ns, hook, at_step=writer.at, returned=returned)
         except Exception as exc:
             problems.append(
                 f"the hook raised {describe_exception(exc)} at step {writer.step}; a watch "
@@ -317,5 +350,13 @@ def run_watch(fn, case, ns):
                 f"the gradient reaching w differs from an unwatched run at step {changed}: "
                 "a hook that returns a tensor replaces the gradient (so does an in-place "
                 "edit of g); a watch returns None",
+            )
+        elif returned:
+            step, out = returned[0]
+            problems.insert(
+                0,
+                f"the hook returned {short(out)} at step {step}: whatever a hook returns replaces the gradient, "
+                "even a tensor equal to it (a copy of g is an edit that happens to change nothing); a watch "
+                "returns None",
             )
     return Watched(reported, tuple(problems))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import random
+import re
 from dataclasses import dataclass
 
 import torch
@@ -191,8 +192,109 @@ def _off_route_cases(chosen, broken: int = 5, intact: int = 2):
     return made
 
 
+# --- twins: the same spelling with and without a cut, and cuts no keyword marks ---------------------------------
+#
+# {h} is a value computed from the parameter, {q} another leaf that requires grad, {c} a constant. Each form is a
+# statement or two on the route from the parameter to the loss; which of them cuts is measured by torch when the
+# case is made (traces.first_broken_edge), never assumed from the form.
+QUIET_CUTS = (  # no keyword of unit 04's list: an integer or boolean result, an index
+    "{k} = ({h} > 0.5).float()",
+    "{k} = ({h} >= {c}).to(torch.float32) * {q}",
+    "{k} = {h}.long() * 2.0",
+    "{k} = {h}.round().int() + {q}",
+    "{k} = torch.where({h} > 0, {q}, {c})",
+    "{k} = {q}[{h}.argmax()] * {q}",
+    "{i} = {h}.argmin()\n{k} = {q}[{i}] + {c}",
+    "{k} = {q}[({h} > 0).nonzero()[:, 0]].sum() * {q}",
+)
+MEETS_GRAD = (  # a cut operand meeting a tensor that requires grad: the result has a grad_fn, not the parameter
+    "{k} = {h}.detach() * {q}",
+    "{k} = {q} + torch.tensor({h}.tolist())",
+    "{k} = {q} * {h}.sum().item()",
+    "with torch.no_grad():\n    {s} = {h} * 2\n{k} = {s} + {q}",
+)
+INTACT_WITH_KEYWORD = (  # a keyword on the route, the path whole through the other operand
+    "{k} = {h} * {h}.detach()",
+    "{k} = {h} + torch.tensor({h}.sum().item())",
+    "{k} = {h} * ({h} > 0).float()",
+    "{k} = torch.where({h} > 0, {h}, {c})",
+    "{k} = {h} / {h}.detach().abs().max()",
+    "with torch.no_grad():\n    {s} = {h}.abs().max() + 1\n{k} = {h} / {s}",
+    "{k} = {h} * {q}[{h}.argmax()]",
+    "{k} = {h} - {h}.mean().item()",
+)
+_NAMES = ("h", "u", "feat", "z1", "act", "mid", "g", "r")
+_STARTS = ("{p} * {c}", "{p}.sin()", "({p} * {q}).tanh()", "{p} ** 2 + {c}", "{p}.exp() - 1")
+_ENDS = ("{k} * {q} + {c}", "({k} + {q}) ** 2", "{k} * {c} + {q}.sin()", "{k} + {q} * {c}")
+
+
+def twin_case(seed: int, form: str, cut_later: str | None = None) -> EdgeCase:
+    """A program whose route runs through ``form`` (then, with ``cut_later``, a second form after it), with names,
+    values and the parameter's leaf drawn per case."""
+    rng = random.Random(seed)
+    leaves = ["a", "b", "c"]
+    rng.shuffle(leaves)
+    p, q, c = leaves
+    names = rng.sample(_NAMES, 5)
+    h, k, s, i, k2 = names
+
+    def values():
+        return "[" + ", ".join(f"{rng.choice([-1, 1]) * rng.randint(2, 19) / 10:.1f}" for _ in range(3)) + "]"
+
+    lines = [f"{n} = torch.tensor({values()}" + (")" if n == c else ", requires_grad=True)") for n in sorted(leaves)]
+    lines.append(f"{h} = " + rng.choice(_STARTS).format(p=p, q=q, c=c))
+    lines += form.format(h=h, k=k, q=q, c=c, s=s, i=i).split("\n")
+    last = k
+    if cut_later is not None:
+        lines += cut_later.format(h=k, k=k2, q=q, c=c, s=s + "2", i=i + "2").split("\n")
+        last = k2
+    lines.append(f"{last}_out = " + rng.choice(_ENDS).format(k=last, q=q, c=c))
+    lines.append("loss = " + rng.choice(("{x}.sum()", "({x} ** 2).mean()", "{x}.mean()")).format(x=f"{last}_out"))
+    body = "\n".join(lines[3:])
+    lines = [line for line in lines[:3] if re.search(rf"\b{line[0]}\b", body)] + lines[3:]  # only leaves it uses
+    return EdgeCase(seed, _joined(lines), p)
+
+
+def _joined(lines: list[str]) -> list[str]:
+    """A with-block and its body as one entry, as the generated programs keep them."""
+    out: list[str] = []
+    for line in lines:
+        if line.startswith("    ") and out:
+            out[-1] += "\n" + line
+        else:
+            out.append(line)
+    return out
+
+
+@functools.cache
+def _twin_case_list() -> list[EdgeCase]:
+    """Each form of QUIET_CUTS, MEETS_GRAD and INTACT_WITH_KEYWORD once, and a keyword that cuts nothing followed by
+    a quiet cut, all measured: a case is kept only if torch's answer is what its form was chosen for."""
+    wanted = (
+        [(f, None, "cut") for f in QUIET_CUTS]
+        + [(f, None, "cut") for f in MEETS_GRAD]
+        + [(f, None, "intact") for f in INTACT_WITH_KEYWORD]
+        + [(f, g, "later") for f, g in zip(INTACT_WITH_KEYWORD, QUIET_CUTS)]
+    )
+    found = []
+    for n, (form, later, want) in enumerate(wanted):
+        for attempt in range(40):
+            case = twin_case(4140_000 + n * 100 + attempt, form, later)
+            try:
+                tr = traces.trace("\n".join(case.lines))
+                edge = traces.first_broken_edge(tr, case.name)
+            except Exception:
+                continue
+            if (edge is None) == (want == "intact"):
+                break
+        else:
+            raise RuntimeError(f"no twin case for {form!r} came out {want}")
+        found.append(case)
+    return found
+
+
 def edge_cases():
-    return _edge_case_list()
+    return sorted(_edge_case_list() + _twin_case_list(), key=lambda c: (c.size, c.seed))
 
 
 def as_edge_line(raw, case, ns):

@@ -10,6 +10,7 @@ from grader.engine.kinds import Error, Function, Name, Names, Number, Sequence
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.probes import traces
 from grader.units.causes import FREED, INFERENCE, INPUT_NO_GRAD, NO_GRAD_FN, NOT_SCALAR, STALE, UNUSED
+from grader.units.switches import COURSE_PATHS, COURSE_WALKER, guarded
 from grader.units.unit04.cases import (
     INTACT,
     as_edge_line,
@@ -392,10 +393,19 @@ def closed_book_allow_unused(p):
 
 @exercise(
     "04.reachable-leaves",
-    Function(returns=Names(), cases=leaf_cases, convert=as_leaf_names),
+    Function(
+        returns=Names(),
+        cases=leaf_cases,
+        convert=as_leaf_names,
+        call=guarded(
+            "walk grad_fn and next_functions yourself, without running backward", COURSE_WALKER, backward=True
+        ),
+    ),
     prompt="Write reachable_leaves(loss): the leaf tensors that loss.backward() would accumulate into, each "
     "once, as a list of tensors; [] when loss has no grad_fn. It is checked on generated programs "
-    "with detach, no_grad, inference_mode, .item() and .tolist() cuts, branches and shared leaves.",
+    "with detach, no_grad, inference_mode, .item() and .tolist() cuts, branches and shared leaves, with the "
+    "course's own walker (grader.probes.nodes, reachable_leaves) and backward passes (.backward(), "
+    "torch.autograd.grad) switched off while your function runs: read the record, do not run it.",
     explain="Walk grad_fn and next_functions as in unit 01; every AccumulateGrad node holds its leaf in "
     ".variable. A leaf behind a cut has no node in this graph, however much it requires grad.",
     hints=(
@@ -417,14 +427,20 @@ def reachable_leaves_ex(case):
     Function(
         returns=Name(key=line_key, pool=(INTACT,)),
         cases=edge_cases,
-        call=lambda fn, case, ns: fn(ns["trace"], ns["name"]),
+        call=guarded(
+            "ask the record with your own reachable_leaves",
+            COURSE_PATHS,
+            call=lambda fn, case, ns: fn(ns["trace"], ns["name"]),
+        ),
         convert=as_edge_line,
     ),
     prompt="Write first_broken_edge(trace, name): trace is a list of steps (step.line, step.name, "
     "step.tensor, step.inputs) and trace.loss the loss tensor. Return the first step, in program "
     "order, that lies on a route from the parameter `name` to the loss (it reads the parameter or a "
     "value computed from it, and the loss is computed from it) and whose tensor's record no longer "
-    "leads back to the parameter. Return None when the loss's record reaches the parameter.",
+    "leads back to the parameter. Return None when the loss's record reaches the parameter. It is checked on "
+    "generated programs, cut by the keywords of this unit and by the quiet breaks of section 6, with the "
+    "course's own answers (grader.probes' walker and grader.probes.traces) switched off while it runs.",
     explain="The path stops where the record stops, not where .grad is found to be None: the first value "
     "that carries the parameter's numbers but not its history. Everything after it may be intact, "
     "which is why edits downstream cannot help.",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import random
+import warnings
 from dataclasses import dataclass, field
 
 from grader.probes import traces
@@ -38,113 +39,177 @@ class WhyCase(programs.LinesCase):
 
 
 _FILL = ("{x} * 3", "{x}.sin()", "{x} ** 2", "{x}.tanh()", "{x} * 0.5", "{x} + 1")
+PARAMS = ("w", "weight", "theta", "enc", "p1", "scale", "gain", "W")
+OTHERS = ("b", "bias", "v", "shift", "q")
+CONSTANTS = ("c", "x", "data", "target")
+INTERMEDIATES = ("h", "k", "z", "feat", "mid", "act", "s1", "y1", "hid", "out1")
+
+# Each cause in several spellings, with {p} the parameter, {q} another leaf that requires grad, {c} a constant,
+# {h} a value computed from {p}, {k} the name bound. A cut may sit on the parameter itself or further on.
+CUTS = {
+    traces.DETACHED: (
+        "{k} = {h}.detach()",
+        "{k} = {p}.detach() * {q}",
+        "{k} = ({h} * {q}).detach().sin()",
+        "{k} = {h}.detach().clone() + {q}",
+    ),
+    traces.NO_GRAD: (
+        "with torch.no_grad():\n    {k} = {h} * 2",
+        "with torch.no_grad():\n    {k} = {h}.exp() + {q}",
+        "with torch.no_grad():\n    {k} = {p} * {c}",
+        "with torch.no_grad():\n    {k} = ({h} + {p}).tanh()",
+    ),
+    traces.INFERENCE: (
+        "with torch.inference_mode():\n    {k} = {h} * 2",
+        "with torch.inference_mode():\n    {k} = {h}.relu()",
+        "with torch.inference_mode():\n    {k} = {p} + 1",
+    ),
+    traces.ITEM: (
+        "{k} = torch.tensor({h}.sum().item())",
+        "{k} = torch.tensor({h}.tolist())",
+        "{k} = {q} * {h}.mean().item()",
+        "{k} = torch.tensor({p}.tolist(), requires_grad=True) * 2",
+    ),
+    traces.NON_DIFFERENTIABLE: (
+        "{k} = ({h} > 0).float()",
+        "{k} = {h}.to(torch.int64) + 1",
+        "{k} = {h}.argmax().float()",
+        "{k} = torch.where({h} > 0, {q}, {c})",
+        "{k} = {q}[({h} < 0.5).nonzero()[:, 0]].sum() * {q}",
+    ),
+}
+# the same words where they cut nothing on the way to the loss: a keyword on a branch the loss never reads, or on
+# one operand while the other carries the parameter's history
+DECOYS = (
+    "log = {h}.detach()",
+    "log = {h}.sum().item()",
+    "log = {h}.tolist()",
+    "with torch.no_grad():\n    err = {h}.abs().max()",
+    "{k} = {h} * {h}.detach()",
+    "{k} = {h} + torch.tensor({h}.mean().item())",
+    "{k} = {h} * ({h} > 0).float()",
+    "{k} = torch.where({h} > 0, {h}, {c})",
+)
+STARTS = ("{p} * 3", "{p}.sin()", "{p} ** 2", "{p} * {q}", "{p}.tanh()", "{p} + {q}", "{p} * {c}")
+COMBINE = ("{k} * {q}", "{q} + {k}", "({k} * {q}).sin()", "{q} * {k} + {q}", "{k} + {q}")
+NOT_A_LEAF = ("{p} * 3", "{p}.to(torch.float64)", "{p}.clone()", "{p}.view(-1)", "{p}.sin() + {q}", "{p}[:]")
+NEVER = (
+    "{p} = torch.tensor({vals})",
+    "{p} = torch.tensor({vals}, requires_grad=False)",
+    "{p} = torch.tensor({vals}, requires_grad=True).detach()",
+    "{p} = torch.tensor({vals}) * 2",
+)
+ENTERED = (
+    "{p} = torch.tensor({vals}, requires_grad=True)",
+    "{p} = torch.tensor({vals})\n{p}.requires_grad_()",
+    "{p} = torch.nn.Parameter(torch.tensor({vals}))",
+    "{p} = torch.tensor({vals}).requires_grad_(True)",
+)
+REBINDS = (
+    "with torch.no_grad():\n    {p} = {p} - 0.1 * {p}.grad",
+    "{p} = torch.tensor({p}.tolist(), requires_grad=True)",
+    "{p} = {p}.detach().requires_grad_()",
+    "{p} = {p}.detach().clone()",
+    "{p} = {p} * 1.0",
+)
+NOT_RUN = ("none", "{loss}.backward", "if {loss}.item() > 1000.0:\n    {loss}.backward()", "grads = [{loss}.backward]")
+RUN = ("{loss}.backward()", "if {loss}.item() > -1000.0:\n    {loss}.backward()", "{loss}.backward(retain_graph=True)")
+CLEARS = (
+    "opt.zero_grad()",
+    "opt.step()\nopt.zero_grad()",
+    "{p}.grad = None",
+    "for t in ({p}, {q}):\n    t.grad = None",
+    "opt.zero_grad(set_to_none=True)",
+)
+
+
+def _split(text: str) -> list[str]:
+    """Statements as the generated programs keep them: a with- or if-block and its body as one entry."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if line.startswith("    ") and out:
+            out[-1] += "\n" + line
+        else:
+            out.append(line)
+    return out
 
 
 def why_case(seed: int, cause: str) -> WhyCase:
-    """One small program in which ``name``.grad is None for the planted ``cause``."""
+    """One small program in which the asked name's .grad is None for the planted ``cause``, its names, spellings
+    and decoys drawn per case; the variants of a cause come in turn (``seed``), not by luck."""
     rng = random.Random(seed)
-    turn = seed // len(traces.CAUSES)  # the variants of a cause come in turn, not by luck
+    turn = seed // len(traces.CAUSES)
     n = rng.choice([2, 3])
+    p, q, c = rng.choice(PARAMS), rng.choice(OTHERS), rng.choice(CONSTANTS)
+    h, k, z, m = rng.sample(INTERMEDIATES, 4)
+    names = {"p": p, "q": q, "c": c, "h": h, "k": k, "loss": "loss"}  # a trace's loss is the name loss
 
     def values():
         return "[" + ", ".join(f"{rng.choice([-1, 1]) * rng.randint(1, 15) / 10:.1f}" for _ in range(n)) + "]"
 
-    fill = lambda x: rng.choice(_FILL).format(x=x)  # noqa: E731
-    lines = [
-        "w = torch.tensor(" + values() + (")" if cause == traces.NEVER_ENTERED else ", requires_grad=True)"),
-        "b = torch.tensor(" + values() + ", requires_grad=True)",
-    ]
-    # an optimizer whose zero_grad() runs before backward (harmless) or after it (the cause)
-    zero_first = cause == traces.NO_BACKWARD and turn % 2 == 0
+    def form(text: str, **extra) -> list[str]:
+        return _split(text.format(**{**names, **extra}))
+
+    lines = form((NEVER if cause == traces.NEVER_ENTERED else ENTERED)[turn % 4], vals=values())
+    lines += [f"{q} = torch.tensor({values()}, requires_grad=True)", f"{c} = torch.tensor({values()})"]
+    if cause not in (traces.NEVER_ENTERED, traces.REBOUND) and rng.random() < 0.3:
+        lines += form(REBINDS[(seed + turn) % len(REBINDS)])  # a rebinding before anything uses the name: harmless
+    zero_first = cause == traces.NO_BACKWARD and turn % 2 == 0 or rng.random() < 0.2
     if zero_first or cause == traces.CLEARED:
-        lines.append("opt = torch.optim.SGD([w, b], lr=0.1)")
-    if rng.random() < 0.5:
-        lines.append("c = torch.tensor(" + values() + ")")
-        other = "c"
+        lines.append(f"opt = torch.optim.SGD([{p}, {q}], lr=0.1)")
+    start = NOT_A_LEAF[turn % len(NOT_A_LEAF)] if cause == traces.NOT_RETAINED else rng.choice(STARTS)
+    lines += form(f"{h} = {start}")
+    if rng.random() < 0.6:  # a decoy keyword, before or in place of the statement that follows h
+        decoy = DECOYS[(seed * 7 + turn) % len(DECOYS)]
+        lines += form(decoy)
+        if decoy.startswith("{k}"):
+            names["h"] = k
+            names["k"] = m
+    if cause in CUTS:
+        lines += form(CUTS[cause][turn % len(CUTS[cause])])
     else:
-        other = "b"
-    h = rng.choice(["w * 3", "w.sin()", "w ** 2", "w * b", "w.tanh()", "w + b", f"w * {other}"])
-    if cause == traces.NOT_RETAINED and rng.random() < 0.4:
-        h = "w.to(torch.float64)"
-    lines.append(f"h = {h}")
-    if rng.random() < 0.4:
-        lines.append("log = " + rng.choice(["h.detach()", "h.sum().item()", "h.tolist()", "h.detach().clone()"]))
-    combine = ["k * b", "b + k", "(k * b).sin()", "b * k + b"]
-    if cause == traces.DETACHED:
-        lines.append("k = " + rng.choice(["h.detach()", "h.detach() * 2", "w.detach() * 3", "h.detach().sin()"]))
-    elif cause == traces.NO_GRAD:
-        lines.append("with torch.no_grad():\n    k = " + rng.choice(["h * 2", "h.exp()", f"h * {other}", "h + w"]))
-    elif cause == traces.INFERENCE:
-        lines.append("with torch.inference_mode():\n    k = " + rng.choice(["h * 2", "h.exp()", "h + 1", "h.relu()"]))
-        combine = ["b + k", "k + b", "(k + b).sin()", "(b + k) ** 2"]  # nothing may save an inference tensor
-    elif cause == traces.ITEM:
-        lines.append(
-            "k = "
-            + rng.choice(
-                [
-                    "torch.tensor(h.sum().item())",
-                    "torch.tensor(h.tolist())",
-                    "torch.tensor(h.tolist(), requires_grad=True)",
-                    "torch.tensor(h.mean().item()) * 2",
-                ]
-            )
-        )
-    elif cause == traces.NON_DIFFERENTIABLE:
-        forms = [
-            "(h > 0).float()",
-            "h.to(torch.int64) + 1",
-            "h.argmax().float()",
-            "two steps",
-            "h.long() * 2",
-            "(h < 0.5).float() * 2",
-        ]
-        form = forms[turn % len(forms)]
-        if form == "two steps":
-            lines.append("m = " + rng.choice(["h > 0", "h.argmax()", "h.round().long()"]))
-            lines.append("k = m.float()")
-        else:
-            lines.append("k = " + form)
-    else:
-        lines.append("k = " + fill("h"))
-    lines.append("z = " + rng.choice(combine))
-    if rng.random() < 0.4:
-        lines.append("z = " + fill("z"))
-    lines.append("loss = " + rng.choice(["(z ** 2).sum()", "z.sum()", "z.mean()"]))
+        lines += form("{k} = " + rng.choice(_FILL).format(x="{h}"))
+    combine = ("{q} + {k}", "{k} + {q}") if cause == traces.INFERENCE else COMBINE  # nothing may save it
+    lines += form(f"{z} = " + rng.choice(combine).format(k="{k}", q="{q}"))
+    lines += form("{loss} = " + rng.choice(["({z} ** 2).sum()", "{z}.sum()", "{z}.mean()"]).format(z=z))
     if zero_first:
         lines.append("opt.zero_grad()")
     if cause == traces.NO_BACKWARD:
-        choice = ("none", "attribute", "guard")[turn % 3]
-        if choice == "attribute":
-            lines.append("loss.backward")
-        elif choice == "guard":
-            lines.append("if loss.item() > 1000.0:\n    loss.backward()")
+        chosen = NOT_RUN[turn % len(NOT_RUN)]
+        lines += [] if chosen == "none" else form(chosen)
     else:
-        lines.append("loss.backward()")
+        lines += form(rng.choice(RUN))
     if cause == traces.CLEARED:
-        lines.append(
-            ("opt.zero_grad()", "opt.step()\nopt.zero_grad()", "w.grad = None", "for p in (w, b):\n    p.grad = None")[
-                turn % 4
-            ]
-        )
+        lines += form(CLEARS[turn % len(CLEARS)])
     if cause == traces.REBOUND:
-        lines.append(
-            (
-                "with torch.no_grad():\n    w = w - 0.1 * w.grad",
-                "w = torch.tensor(w.tolist(), requires_grad=True)",
-                "w = w.detach().requires_grad_()",
-                "w = w.detach().clone()",
-            )[turn % 4]
-        )
-    name = "h" if cause == traces.NOT_RETAINED else "w"
-    return WhyCase(seed, lines, name, cause)
+        lines += form(REBINDS[turn % len(REBINDS)])
+    asked = h if cause == traces.NOT_RETAINED else p
+    return WhyCase(seed, lines, asked, cause)
 
 
 @functools.cache
 def _why_case_list():
+    """Five programs per cause, each one kept only where torch's record gives the planted cause (a drawn spelling
+    that happens to show another, or none, is drawn again)."""
     cases = []
-    for i, cause in enumerate(traces.CAUSES * 4):
-        cases.append(why_case(4400 + i, cause))
+    for i, cause in enumerate(traces.CAUSES * 5):
+        for attempt in range(60):
+            case = why_case(4400 + i + attempt * 1000, cause)
+            if _diagnosed(case) == cause:
+                break
+        else:
+            raise RuntimeError(f"no program for {cause!r} shows it")
+        cases.append(case)
     return sorted(cases, key=lambda c: (c.size, c.seed))
+
+
+def _diagnosed(case: WhyCase) -> str | None:
+    try:
+        with warnings.catch_warnings():  # diagnose reads a non-leaf's .grad, which warns
+            warnings.simplefilter("ignore")
+            return traces.diagnose(case.fresh()["trace"], case.name)
+    except Exception:
+        return None
 
 
 def why_cases():

@@ -13,6 +13,7 @@ from grader import probes
 from grader.engine.kinds import Choice, Function, Names, Sequence
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.probes import traces
+from grader.units.switches import guarded
 from grader.units.unit04b.cases import why_cases
 from grader.units.unit04b.generators import (
     ENC_GRAD_STATES,
@@ -350,12 +351,22 @@ def fake_fix_grads():
 
 @exercise(
     "04b.why-grad-none",
-    Function(returns=Choice(*traces.CAUSES), cases=why_cases, call=lambda fn, case, ns: fn(ns["trace"], ns["name"])),
+    Function(
+        returns=Choice(*traces.CAUSES),
+        cases=why_cases,
+        call=guarded(
+            "ask the questions of section 8 yourself, with reachable_leaves and first_broken_edge",
+            {"grader.probes.traces.diagnose": "grader.probes.traces.diagnose"},
+            call=lambda fn, case, ns: fn(ns["trace"], ns["name"]),
+        ),
+    ),
     prompt="Write why_grad_none(trace, name): trace is a traced program (steps, each with step.grad_names, the "
     "names whose leaf held a .grad right after that step; trace.names with every name's value when it "
     "ended; trace.loss), and trace.names[name].grad is None. Return the cause, one of: "
     + ", ".join(repr(c) for c in traces.CAUSES)
-    + ".",
+    + ". It is checked on generated programs whose names, spellings and harmless look-alikes (a detached copy "
+    "for a log, a zero_grad() before backward, a name rebound before it is used) are drawn per case, with the "
+    "course's own diagnosis (grader.probes.traces.diagnose) switched off while it runs.",
     explain="The procedure asks in order: is it the tensor the loss was computed from (rebound name)? does it "
     "require grad (never entered)? is it a leaf (non-leaf not retained)? does the loss reach it? If it "
     "does, backward either never ran or ran and its result was cleared afterwards (zero_grad(), "

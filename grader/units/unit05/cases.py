@@ -14,6 +14,7 @@ from torch import nn
 from grader import probes
 from grader.engine import torch_state
 from grader.engine.cases import Case
+from grader.units.switches import EVERY_OP, switched_off
 
 
 @dataclass(frozen=True)
@@ -137,5 +138,11 @@ def mlp_cases(count: int = 40, seed: int = 505) -> list[MLPCase]:
     return found
 
 
+REASON = "reason from the spec: spec.dtype.itemsize gives the bytes of one value"
+
+
 def call_with_spec(fn, case, ns):
-    return fn(ns["spec"])
+    """The learner's function on the spec, with every tensor operation switched off: building the model and
+    measuring what it keeps (the course's bill, a pack hook, the saved attributes) would answer without the rule."""
+    with switched_off(REASON, ops=EVERY_OP):
+        return fn(ns["spec"])

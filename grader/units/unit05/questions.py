@@ -582,7 +582,8 @@ def closed_book_which_writes(p):
     prompt="Write predict_bill(spec): for the model the spec describes (spec.layers, spec.batch, "
     "spec.input_requires_grad, spec.dtype), return (storages, bytes): how many distinct storages "
     "model(x).sum() keeps for backward and their total size. Work it out from the spec by "
-    "reasoning; do not build the model and measure it. It is checked on 40 generated models.",
+    "reasoning; do not build the model and measure it: torch's tensor operations are switched off (they "
+    "raise) while your function runs. It is checked on 40 generated models.",
     hints=(
         "Walk the layers carrying one flag: does the tensor entering this layer need a gradient? It starts "
         "as spec.input_requires_grad and turns true after the first layer that trains.",
@@ -606,7 +607,8 @@ def predict_bill(case):
     Function(returns=Names(), cases=mlp_cases, call=call_with_spec),
     prompt="Write saved_parameters(spec): the set of parameter names (such as '2.weight') whose storage "
     "model(x).sum() keeps for backward, for the model the spec describes. Reason from the spec; do "
-    "not build the model. It is checked on 40 generated models.",
+    "not build the model: torch's tensor operations are switched off (they raise) while your function runs. "
+    "It is checked on 40 generated models.",
     hints=(
         "A weight is kept for one purpose only. Which gradient needs W?",
         "The gradient of a Linear's input is grad @ W. It is needed when the tensor entering the layer needs "

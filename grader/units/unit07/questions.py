@@ -627,7 +627,9 @@ def self_param_version(p):
     prompt="Write predict_inplace(program): program.ns holds the tensors of a forward pass just before one "
     "in-place write (program.write, into program.target); after it the program calls out.backward(). "
     "Without running the write, return 'no error', 'at the write', or ('at backward', {names of the "
-    "nodes whose saved tensors the write makes stale}). It is checked on generated programs.",
+    "nodes whose saved tensors the write makes stale}). It is checked on generated programs, handed over "
+    "already run (the graph under program.ns['out'], not the source), and every version must be as it was "
+    "when your function returns.",
     explain="A write on a leaf that requires grad (or on a view of one) is refused on the spot. Any other write "
     "moves one counter, shared by every view and detach() of the same memory; backward fails exactly "
     "when a node on out's graph kept a tensor over that memory, and that node, not the one the "

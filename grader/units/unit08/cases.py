@@ -1,5 +1,5 @@
-"""Unit 08's exercise cases: seeded sequences (the unit's loop, then generated linear and tanh recurrences) with a
-chunk length k, and how the learner's gradients are read.
+"""Unit 08's exercise cases: seeded sequences (the unit's loop, then generated linear, tanh and LSTM-like
+recurrences, whose state is a pair (h, c)) with a window length k, and how the learner's gradients are read.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ import torch
 from grader.engine import torch_state
 from grader.engine.cases import Case
 from grader.engine.kinds import BadAnswer, Number, short, type_words
-from grader.units.unit08.support import STEPS, Recurrence, chunked_grads, chunks
+from grader.units.unit08.support import STEPS, Recurrence, chunked_grads, window_grads
 
 # --- the exercise's cases ---------------------------------------------------------------------------
 
 
 @dataclass
-class TBPTTCase(Case):
-    """One seeded sequence and a chunk length k; ``fresh()`` builds it anew (fresh leaves, no .grad)."""
+class WindowCase(Case):
+    """One seeded sequence and a window length k; ``fresh()`` builds it anew (fresh leaves, no .grad)."""
 
     seed: int
     lines: list[str]
@@ -52,34 +52,34 @@ class TBPTTCase(Case):
     def fresh(self) -> dict[str, Any]:
         ns: dict[str, Any] = {"torch": torch, "Recurrence": Recurrence}
         with torch_state.clean_room():
-            exec(compile("\n".join(self.lines), f"<tbptt case #{self.seed}>", "exec"), ns)
+            exec(compile("\n".join(self.lines), f"<window case #{self.seed}>", "exec"), ns)
         ns.pop("__builtins__", None)
         return ns
 
-    def answer(self, k: int | None = None) -> list[float]:
+    def answer(self, k: int | None = None, chunked: bool = False) -> list[float]:
+        """torch's gradients, flattened: the window of ``k`` (this case's by default), or the chunks of k."""
         ns = self.fresh()
         with torch_state.clean_room():
-            grads = chunked_grads(ns["seq"], self.k if k is None else k)
+            rule = chunked_grads if chunked else window_grads
+            grads = rule(ns["seq"], self.k if k is None else k)
         return [x for g in grads for x in g.reshape(-1).tolist()]
 
     def drawing(self, ns=None) -> str:
-        parts = chunks(self.steps, self.k)
-        spans = " | ".join(f"{c.start + 1}-{c.stop}" if len(c) > 1 else f"{c.start + 1}" for c in parts)
-        cuts = [str(c.start + 1) for c in parts[1:]]
+        spans = [(max(0, t - self.k + 1) + 1, t + 1) for t in range(self.steps)]
+        windows = [str(a) if a == b else f"{a}-{b}" for a, b in spans]
         lines = [
-            f"{self.steps} step{'s' if self.steps > 1 else ''}, k = {self.k}: chunks of steps "
-            + spans
-            + (
-                f"; the state enters step{'s' if len(cuts) > 1 else ''} {', '.join(cuts)} detached"
-                if cuts
-                else "; one chunk, nothing detached"
-            ),
+            f"{self.steps} step{'s' if self.steps > 1 else ''}, k = {self.k}: the loss of each step through the steps "
+            + ", ".join(windows),
             f"gradients in the order {', '.join(self.names)}, flattened",
-            "torch's answer on this sequence for the two extremes:",
+            "torch's answers on this sequence, to compare with yours:",
         ]
         number = Number()
-        for k, words in ((1, "detach every step"), (self.steps, "full history")):
-            lines.append(f"  k = {k} ({words}): {number.show(tuple(self.answer(k)))}")
+        for k, words, chunked in (
+            (self.k, f"chunks of k = {self.k}, as in section 6", True),
+            (1, "k = 1 (each loss through its own step)", False),
+            (self.steps, "the full history", False),
+        ):
+            lines.append(f"  {words}: {number.show(tuple(self.answer(k, chunked)))}")
         return "\n".join(lines)
 
     def __repr__(self):
@@ -95,7 +95,7 @@ def _tensor(rng: random.Random, width: int, grad: bool = False, low: float = -1.
     return f"torch.tensor({text}" + (", requires_grad=True)" if grad else ")")
 
 
-def _the_loop_case(k: int) -> TBPTTCase:
+def _the_loop_case(k: int) -> WindowCase:
     lines = [
         "w = torch.tensor(0.9, requires_grad=True)",
         "seq = Recurrence(params={'w': w}, h0=torch.tensor(1.0),",
@@ -104,7 +104,7 @@ def _the_loop_case(k: int) -> TBPTTCase:
         "                 loss=lambda h, t: h ** 2)",
         f"k = {k}",
     ]
-    return TBPTTCase(
+    return WindowCase(
         seed=0,
         lines=lines,
         steps=5,
@@ -117,13 +117,40 @@ def _the_loop_case(k: int) -> TBPTTCase:
     )
 
 
-def generate_case(seed: int) -> TBPTTCase:
+def generate_case(seed: int, style: str | None = None) -> WindowCase:
     rng = random.Random(seed)
-    steps = rng.randint(1, 8)
+    steps = rng.randint(2, 8)
     width = rng.choice([1, 1, 2, 3])
-    k = rng.choice(sorted({1, steps, rng.randint(1, steps), rng.randint(1, steps)}))
-    style = "linear" if width == 1 and rng.random() < 0.4 else "tanh"
+    # mostly 1 < k < steps, where the window and the chunks differ; k = 1 and k = steps (the full history) too
+    k = rng.randint(2, steps - 1) if steps >= 3 and rng.random() < 0.75 else rng.choice([1, steps])
+    style = style or ("linear" if width == 1 and rng.random() < 0.4 else "tanh")
     lines = []
+    if style == "lstm":
+        width = max(width, 2)
+        rows = ", ".join(_values(rng, width) for _ in range(width))
+        lines.append(f"W = torch.tensor([{rows}], requires_grad=True)")
+        lines.append(f"b = {_tensor(rng, width, True, -0.5, 0.5)}")
+        lines.append(f"f = {_tensor(rng, 1, True, 0.3, 0.9)}")
+        lines.append(f"xs = [{', '.join(_tensor(rng, width) for _ in range(steps))}]")
+        lines.append(f"ys = [{', '.join(_tensor(rng, width, False, -0.9, 0.9) for _ in range(steps))}]")
+        lines.append("")
+        lines.append("def cell(state, x):           # an LSTM-like cell: the state is a pair (h, c)")
+        lines.append("    h, c = state")
+        lines.append("    c = f * c + torch.tanh(h @ W + x + b)")
+        lines.append("    return torch.tanh(c), c")
+        lines.append("")
+        params, names, shapes = "{'W': W, 'b': b, 'f': f}", ["W", "b", "f"], [(width, width), (width,), ()]
+        step, loss = "cell(s, x)", "((s[0] - ys[t]) ** 2).sum()"
+        h0 = f"({_tensor(rng, width)}, {_tensor(rng, width)})"
+        lines += [
+            f"seq = Recurrence(params={params}, h0={h0}, inputs=xs,",
+            f"                 step={step.split('(')[0]},",
+            f"                 loss=lambda s, t: {loss})",
+            f"k = {k}",
+        ]
+        return WindowCase(
+            seed=seed, lines=lines, steps=steps, width=width, k=k, names=names, shapes=shapes, features={style}
+        )
     if style == "linear":
         lines.append(f"w = {_tensor(rng, 1, True, 0.5, 1.3)}")
         lines.append(f"xs = [{', '.join(_tensor(rng, 1) for _ in range(steps))}]")
@@ -153,18 +180,19 @@ def generate_case(seed: int) -> TBPTTCase:
         f"                 loss=lambda h, t: {loss})",
         f"k = {k}",
     ]
-    return TBPTTCase(
+    return WindowCase(
         seed=seed, lines=lines, steps=steps, width=width, k=k, names=names, shapes=shapes, features={style}
     )
 
 
-def tbptt_cases(count: int = 30, seed: int = 808) -> list[TBPTTCase]:
-    """The unit's loop with k = 1, 2 and 5, then ``count`` generated sequences; smallest first."""
+def window_cases(count: int = 30, seed: int = 818) -> list[WindowCase]:
+    """The unit's loop with k = 1, 2 and 5, then ``count`` generated sequences (a third of them LSTM-like, whose
+    state is a pair), smallest first. Most have 1 < k < the length, where the window and the chunks differ."""
     found = [_the_loop_case(k) for k in (1, STEPS, 2)]
     seen = set()
     i = 0
     while len(found) < count + 3 and i < count * 20:
-        case = generate_case(seed * 1000 + i)
+        case = generate_case(seed * 1000 + i, "lstm" if i % 3 == 2 else None)
         i += 1
         if case.source in seen:
             continue
@@ -174,11 +202,11 @@ def tbptt_cases(count: int = 30, seed: int = 808) -> list[TBPTTCase]:
     return found
 
 
-def call_tbptt(fn, case, ns):
+def call_window(fn, case, ns):
     return fn(ns["seq"], ns["k"])
 
 
-def flatten_tbptt_grads(raw, case: TBPTTCase, ns) -> list[float]:
+def flatten_window_grads(raw, case: WindowCase, ns) -> list[float]:
     """The learner's gradients (a dict by name, a list in params order, or one tensor) as one flat list."""
     names = case.names
     wanted = f"a dict {{name: gradient}} with one entry per parameter ({', '.join(names)})"

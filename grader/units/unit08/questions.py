@@ -5,11 +5,10 @@ with ``w = 0.9`` and ``hidden`` starting at 1.0. Every figure (depths, gradients
 is measured here at check time; none is typed in.
 
 The exercise hands the learner a :class:`~grader.units.unit08.support.Recurrence` (parameters, a first state,
-inputs, a step and a per-step loss) and a chunk length ``k``; torch's answer is computed by
-:func:`~grader.units.unit08.support.chunked_grads`, a route independent of the learner's loop (``autograd.grad``
-of each chunk's summed losses, the state entering the chunk held constant). The loop, the Recurrence and the
-chunking live in :mod:`grader.units.unit08.support`; the exercise's generated sequences in
-:mod:`grader.units.unit08.cases`.
+inputs, a step and a per-step loss) and a window length ``k``; torch's answer is computed by
+:func:`~grader.units.unit08.support.window_grads` (``autograd.grad`` of each loss through its window, the state
+entering the window held constant). The loop, the Recurrence, the chunks and the windows live in
+:mod:`grader.units.unit08.support`; the exercise's generated sequences in :mod:`grader.units.unit08.cases`.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from grader import probes
 from grader.engine.kinds import Choice, Error, Function, Number
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.causes import PASS_TWICE, WRITE_SEEN
-from grader.units.unit08.cases import call_tbptt, flatten_tbptt_grads, tbptt_cases
+from grader.units.unit08.cases import call_window, flatten_window_grads, window_cases
 from grader.units.unit08.generators import (
     RETAIN_K1,
     WHICH_K,
@@ -35,11 +34,11 @@ from grader.units.unit08.support import (
     STEPS,
     Recurrence,
     carried_loop,
-    chunked_grads,
     first_w_grad,
     kept_bytes,
     mul_runs,
     the_loop,
+    window_grads,
 )
 
 PLACES = tuple(f"at step {n}'s backward" for n in range(1, STEPS + 1))
@@ -357,32 +356,38 @@ def k2_between():
     return BETWEEN[1] if two < full else BETWEEN[2]
 
 
-# --- the exercise: k-step truncated BPTT on generated sequences ----------------------------------------
+# --- the exercise: TBPTT(1, k), every loss through the same k steps ---------------------------------------
 
 
 @exercise(
-    "08.tbptt",
-    Function(returns=Number(tol=1e-4, rel=1e-4), cases=tbptt_cases, call=call_tbptt, convert=flatten_tbptt_grads),
-    prompt="Write tbptt_grads(seq, k): run the sequence from seq.h0 (state = seq.step(state, "
-    "seq.inputs[t]), loss seq.loss(state, t)), backpropagating every k steps the losses of those k "
-    "steps, with the carried state detached at each chunk boundary (a shorter last chunk when k does "
-    "not divide the length). Return the accumulated gradients: {name: p.grad} for seq.params.",
-    explain="k-step truncation is a choice of what each gradient may see: k = 1 differentiates each loss "
-    "through its own step, k = the sequence length through the whole history, and the memory the "
-    "graph holds is bounded by k steps instead of the whole sequence.",
+    "08.sliding-window",
+    Function(returns=Number(tol=1e-4, rel=1e-4), cases=window_cases, call=call_window, convert=flatten_window_grads),
+    prompt="Write window_grads(seq, k): run the sequence from seq.h0 (state = seq.step(state, seq.inputs[t]), "
+    "loss seq.loss(state, t)) and, for every step t, backpropagate that step's loss through the last k steps "
+    "only, t-k+1 to t (all of them while fewer than k have run), the state entering step t-k+1 held constant. "
+    "Return the accumulated gradients: {name: p.grad} for seq.params. The state is a tensor or a tuple of "
+    "tensors (an LSTM-like (h, c)); it is constant only when every tensor in it is. It is checked on generated "
+    "sequences against torch.autograd.grad of each loss through its window; the chunks of section 6 give "
+    "every loss between 1 and k steps, not k.",
+    explain="A loss reaches back exactly to the last detach on its path, and a recorded graph cannot lose its "
+    "oldest step: to give every loss the same k steps, each window is run again from the state that entered "
+    "it, kept detached. Chunks make each detach serve k losses at once, so the first loss of a chunk sees one "
+    "step and the last sees k; the window costs k steps of recomputation per step for an even truncation. A "
+    "pair state carries history through each of its tensors: detaching h and not c keeps every earlier step.",
     hints=(
-        "Keep a running sum of the losses of the current chunk, and count steps: something happens "
-        "after every k-th step, and once more after the last step.",
-        "At a chunk's end, call backward() on the chunk's summed losses, start a new sum, and replace the "
-        "state by state.detach(), so the next chunk starts from a constant. Never detach inside a chunk.",
-        "Compare with the failing case's two extremes: matching k = 1 means you detach too often (every "
-        "step); matching the full history means the detach never takes effect, or the last, shorter "
-        "chunk never reached backward.",
+        "How far back does a loss reach? Back to the last detach on its path. Where must that detach be for "
+        "step t's loss, and can one run of the sequence put it there for every t at once?",
+        "Run the sequence once without recording (torch.no_grad()) and keep the state entering every step, "
+        "detached. For step t, start from the one kept at step max(0, t - k + 1), run the steps up to t again, "
+        "and call backward on step t's loss.",
+        "A tuple state (h, c) is constant only when both are detached: tuple(s.detach() for s in state). "
+        "Compare with the failing case's answers: matching the chunks means your detach sits at chunk "
+        "boundaries, not k steps back from every loss.",
     ),
 )
-def tbptt(case):
+def sliding_window(case):
     ns = case.fresh()
-    return [x for g in chunked_grads(ns["seq"], ns["k"]) for x in g.reshape(-1).tolist()]
+    return [x for g in window_grads(ns["seq"], ns["k"]) for x in g.reshape(-1).tolist()]
 
 
 # --- self-test --------------------------------------------------------------------------------------

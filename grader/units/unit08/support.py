@@ -94,7 +94,17 @@ class Recurrence:
 
     def __repr__(self):
         shapes = ", ".join(f"{n} {tuple(p.shape)}" for n, p in self.params.items())
-        return f"Recurrence({len(self.inputs)} steps, params: {shapes}, h0 {tuple(self.h0.shape)})"
+        h0 = (
+            "(" + ", ".join(str(tuple(t.shape)) for t in self.h0) + ")"
+            if isinstance(self.h0, tuple)
+            else str(tuple(self.h0.shape))
+        )
+        return f"Recurrence({len(self.inputs)} steps, params: {shapes}, h0 {h0})"
+
+
+def detached(state):
+    """A state held constant: the tensor detached, or every tensor of a tuple state (an LSTM's (h, c))."""
+    return tuple(t.detach() for t in state) if isinstance(state, tuple) else state.detach()
 
 
 def chunks(steps: int, k: int) -> list[range]:
@@ -115,6 +125,27 @@ def chunked_grads(seq: Recurrence, k: int) -> list[torch.Tensor]:
             state = seq.step(state, seq.inputs[t])
             losses.append(seq.loss(state, t))
         grads = torch.autograd.grad(torch.stack(losses).sum(), params, allow_unused=True)
+        totals = [total if g is None else total + g for total, g in zip(totals, grads)]
+    return totals
+
+
+def window_grads(seq: Recurrence, k: int) -> list[torch.Tensor]:
+    """TBPTT(1, k): after each step t, the gradient of that step's loss through steps t-k+1 .. t, the state
+    entering step t-k+1 held constant, added over the steps. A recorded graph cannot lose its oldest step, so
+    each window is run again from the state kept (detached) where it starts; the forward values are the
+    sequence's own. One tensor per parameter, in ``seq.params`` order."""
+    params = list(seq.params.values())
+    totals = [torch.zeros_like(p) for p in params]
+    entering = [detached(seq.h0)]  # the state entering each step, as a constant
+    with torch.no_grad():
+        for x in seq.inputs:
+            entering.append(detached(seq.step(entering[-1], x)))
+    for t in range(len(seq.inputs)):
+        start = max(0, t - k + 1)
+        state = entering[start]
+        for j in range(start, t + 1):
+            state = seq.step(state, seq.inputs[j])
+        grads = torch.autograd.grad(seq.loss(state, t), params, allow_unused=True)
         totals = [total if g is None else total + g for total, g in zip(totals, grads)]
     return totals
 

@@ -18,7 +18,7 @@ from grader import probes
 from grader.engine import torch_state
 from grader.engine.cases import Case
 from grader.units.unit09.kinds import CLEAN, EARLY, LEAKS, RAISED, TOO_MUCH, WRONG
-from grader.units.unit09.support import MemoryWatch
+from grader.units.unit09.support import MemoryWatch, is_parameter
 
 # =====================================================================================================
 # Exercise: a float16 pair that keeps the version check
@@ -61,7 +61,10 @@ _OPS = {
     "{x}[1:].sin()": 2,
     "{x}[1:] ** 2": 1,  # keep a temporary view
     "{x}[1:]": 1,  # a named view
+    "{x} + table[rows]": 1,  # an index past float16's exact integers
 }
+TABLE_ROWS = [2049, 5, 2071]
+LEAVES_WITH_GRAD = ("w1", "w2", "s", "table")
 _ENDINGS = ("{x}.sum()", "({x} ** 2).sum()", "({x} * {y}).sum()")
 _WRITES = ("{x}.add_(1)", "{x}.mul_(2)", "{x}[0] = 0.5", "{x} += 1")
 _PARAM_WRITE = "with torch.no_grad(): {x}.mul_(0.9)"
@@ -135,6 +138,10 @@ def _leaves(rng: random.Random, dtype: str) -> list[str]:
         f"w2 = torch.tensor({_matrix(rng, 4, 4)}, dtype={dtype}, requires_grad=True)",
         f"s = torch.tensor([{', '.join(_numbers(rng, 4))}], dtype={dtype}, requires_grad=True)",
         f"idx = torch.tensor({perm})",
+        # a table of 2,100 rows and three row numbers past 2,048, which float16 cannot hold exactly (2049 comes
+        # back as 2048): an index sent through float16 puts the table's gradient in the wrong rows
+        f"table = torch.linspace(-1, 1, 8400, dtype={dtype}).reshape(2100, 4).requires_grad_()",
+        f"rows = torch.tensor({TABLE_ROWS})",
     ]
 
 
@@ -157,7 +164,7 @@ def forward_program(seed: int, ops: int) -> tuple[list[str], list[str], set[str]
     for i in range(2, ops + 2):
         x = rng.choice(live[-3:] if rng.random() < 0.7 else live)
         template = rng.choices(list(_OPS), weights=list(_OPS.values()))[0]
-        if "[1:]" in template and rows[x] == 1:
+        if "[1:]" in template and rows[x] == 1 or "table" in template and rows[x] != len(TABLE_ROWS):
             template = "{x}.sin()"
         same = [n for n in live if rows[n] == rows[x] and n != x]
         y = rng.choice(same) if same else x
@@ -166,6 +173,8 @@ def forward_program(seed: int, ops: int) -> tuple[list[str], list[str], set[str]
         rows[name] = rows[x] - 1 if "[1:]" in template else rows[x]
         if "index_select" in template:
             kinds.add("index")
+        if "table" in template:
+            kinds.add("index past 2048")
         if template.startswith("({x}") and "[1:]" not in template:
             kinds.add("temporary")
         if "[1:]" in template and template != "{x}[1:]":
@@ -190,7 +199,7 @@ def _plain(case: HalfGuardCase, write: bool = True):
         ns["out"].backward()
     except RuntimeError:
         return RAISED, {}
-    return CLEAN, {n: ns[n].grad for n in ("w1", "w2", "s") if ns[n].grad is not None}
+    return CLEAN, {n: ns[n].grad for n in LEAVES_WITH_GRAD if ns[n].grad is not None}
 
 
 def gradients_close(
@@ -230,6 +239,26 @@ def gradients_close(
     return ""
 
 
+def _tensors_in(packed, depth: int = 0) -> list[torch.Tensor]:
+    """The tensors in what a pack returned (inside tuples, lists and dicts)."""
+    if isinstance(packed, torch.Tensor):
+        return [packed]
+    if depth > 4:
+        return []
+    items = packed.values() if isinstance(packed, dict) else packed if isinstance(packed, (tuple, list)) else ()
+    return [t for item in items for t in _tensors_in(item, depth + 1)]
+
+
+def _copied(t: torch.Tensor, packed) -> bool:
+    """Does what pack returned for ``t`` hold ``t``'s values in memory of its own (a copy, a cast), rather than
+    ``t``'s own storage (``t``, ``t.detach()``, a view)?"""
+    own = t.untyped_storage().data_ptr()
+    tensors = _tensors_in(packed)
+    return not any(x.untyped_storage().data_ptr() == own for x in tensors) and any(
+        x.numel() == t.numel() for x in tensors
+    )
+
+
 def _floating_dtypes(packed, depth: int = 0) -> list[torch.dtype]:
     """The dtypes of the floating tensors in what a pack returned (inside tuples, lists and dicts)."""
     if isinstance(packed, torch.Tensor):
@@ -241,7 +270,7 @@ def _floating_dtypes(packed, depth: int = 0) -> list[torch.dtype]:
 
 
 def _float16_pack(t):
-    return (t.dtype, t.detach().to(torch.float16)) if t.is_floating_point() else (None, t)
+    return (t.dtype, t.detach().to(torch.float16)) if t.is_floating_point() and not is_parameter(t) else (None, t)
 
 
 def _float16_unpack(packed):
@@ -257,13 +286,14 @@ def float16_grads(case: HalfGuardCase) -> dict[str, torch.Tensor]:
         with torch.autograd.graph.saved_tensors_hooks(_float16_pack, _float16_unpack):
             _exec(case.forward + ([case.write] if case.write else []), ns)
             ns["out"].backward()
-        return {n: ns[n].grad for n in ("w1", "w2", "s") if ns[n].grad is not None}
+        return {n: ns[n].grad for n in LEAVES_WITH_GRAD if ns[n].grad is not None}
 
 
 def memory_run(case: HalfGuardCase, pair=None) -> tuple[int, int]:
     """(bytes held once the forward pass is over, bytes allowed) with every name but the leaves and out
-    dropped; allowed is 2 bytes per floating value handed to pack (once per save) and the whole storage
-    of anything else (an index)."""
+    dropped; allowed is 2 bytes per floating value handed to pack (once per save), nothing for a parameter (a leaf
+    that requires grad, or a view of one: the program holds it anyway, so a copy of it only adds) and the
+    whole storage of anything else (an index)."""
     ns = _exec(case.setup)
     leaves = set(ns)
     allowed = 0
@@ -271,7 +301,8 @@ def memory_run(case: HalfGuardCase, pair=None) -> tuple[int, int]:
 
     def counting(t):
         nonlocal allowed
-        allowed += HALF_BYTES * t.numel() if t.is_floating_point() else t.untyped_storage().nbytes()
+        if not is_parameter(t):
+            allowed += HALF_BYTES * t.numel() if t.is_floating_point() else t.untyped_storage().nbytes()
         return pack(t) if pack is not None else t
 
     with MemoryWatch() as watch:
@@ -306,11 +337,22 @@ def run_guard(pair, case: HalfGuardCase) -> tuple[str, str]:
     ns = _exec(case.setup)
     # (dtype handed to pack, a 2-byte or smaller floating dtype other than float16 that it stored: bfloat16, float8)
     stored: list[tuple[torch.dtype, torch.dtype]] = []
+    copies: list[str] = []  # a parameter copied, or an index turned into another dtype
 
     def watched(t):
         packed = pack(t)
         if t.is_floating_point():
             stored.extend((t.dtype, d) for d in _floating_dtypes(packed) if d != torch.float16 and d.itemsize <= 2)
+        if is_parameter(t) and _copied(t, packed):
+            copies.append(
+                f"pack copied a parameter ({tuple(t.shape)}): the program holds it anyway, so a copy only adds "
+                "memory; keep a parameter as t.detach()"
+            )
+        if not t.is_floating_point() and not any(not x.is_floating_point() for x in _tensors_in(packed)):
+            copies.append(
+                f"pack kept an index ({t.dtype}) only in a floating dtype: float16 holds integers exactly only up "
+                "to 2048 (2049 comes back as 2048); keep it as it is"
+            )
         return packed
 
     with torch.autograd.graph.saved_tensors_hooks(watched, unpack):
@@ -328,6 +370,8 @@ def run_guard(pair, case: HalfGuardCase) -> tuple[str, str]:
             return RAISED, f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
     if truth == RAISED:
         return CLEAN, "the write after the save went unnoticed"
+    if copies:
+        return (TOO_MUCH if copies[0].startswith("pack copied") else WRONG), copies[0]
     if stored:
         handed, kept = stored[0]
         return WRONG, (
@@ -335,7 +379,7 @@ def run_guard(pair, case: HalfGuardCase) -> tuple[str, str]:
             "from float16's (bfloat16 keeps 8 significant bits, float16 11)"
         )
     problem = gradients_close(
-        exact, {n: ns[n].grad for n in ("w1", "w2", "s") if ns[n].grad is not None}, float16_grads(case)
+        exact, {n: ns[n].grad for n in LEAVES_WITH_GRAD if ns[n].grad is not None}, float16_grads(case)
     )
     if problem:
         return WRONG, problem
@@ -350,8 +394,9 @@ def run_guard(pair, case: HalfGuardCase) -> tuple[str, str]:
     if held > allowed:
         plain, _ = plain_held(case)
         return TOO_MUCH, (
-            f"{held:,} bytes held after the forward pass; float16 copies need {allowed:,}; "
-            f"the plain run holds {plain:,}"
+            f"{held:,} bytes held after the forward pass; float16 copies of what is not a parameter need "
+            f"{allowed:,} (a parameter kept as t.detach() adds nothing: the program holds it); the plain run "
+            f"holds {plain:,}"
         )
     return CLEAN, ""
 
@@ -413,8 +458,35 @@ _QUOTA = {
     "saved after a write": 3,
     "temporary": 3,
     "index": 2,
+    "index past 2048": 2,
+    "index past 2048, no error": 3,
+    "parameter saved, no error": 3,
     "clean": 3,
 }
+
+
+def _parameter_saved(case: HalfGuardCase) -> bool:
+    """Does a parameter (or a view of one) reach pack? Only there does a pair that copies parameters hold more."""
+    seen = []
+
+    def pack(t):
+        seen.append(is_parameter(t))
+        return t
+
+    ns = _exec(case.setup)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        _exec(case.forward, ns)
+    return any(seen)
+
+
+def _clean_kinds(case: HalfGuardCase, kinds: set[str]) -> set[str]:
+    """What a program torch runs without an error shows a pair: a parameter saved, an index past 2048 read."""
+    out = set(kinds)
+    if _parameter_saved(case):
+        out.add("parameter saved, no error")
+    if "index past 2048" in kinds:
+        out.add("index past 2048, no error")
+    return out
 
 
 def _classify_case(case: HalfGuardCase) -> set[str]:
@@ -424,9 +496,9 @@ def _classify_case(case: HalfGuardCase) -> set[str]:
         kinds.add("clean")
         if not _dies(case):
             kinds.discard("temporary")
-        return kinds
+        return _clean_kinds(case, kinds)
     if outcome == CLEAN:
-        return {"write nobody kept"} | kinds
+        return _clean_kinds(case, {"write nobody kept"} | kinds)
     kinds.add("raised")
     target = case.write.replace("with torch.no_grad(): ", "").split(".")[0].split("[")[0].split(" ")[0]
     if target in ("w1", "w2", "s"):
@@ -456,7 +528,7 @@ def _sane(case: HalfGuardCase) -> bool:
     ns["out"].backward()
     return all(
         ns[n].grad is None or (torch.isfinite(ns[n].grad).all() and ns[n].grad.abs().max() < 1e4)
-        for n in ("w1", "w2", "s")
+        for n in LEAVES_WITH_GRAD
     )
 
 
@@ -470,25 +542,33 @@ CHOSEN = (
     (909005, "h7.mul_(2)"),
     (909006, "h2.add_(1)"),
     (909007, "with torch.no_grad(): w1.mul_(0.9)"),
-    (909009, "h2[0] = 0.5"),
+    (909008, "h2.mul_(2)"),
+    (909009, "h1.add_(1)"),
     (909010, "x += 1"),
-    (909011, "h4[0] = 0.5"),
-    (909012, "with torch.no_grad(): s.mul_(0.9)"),
-    (909013, "h6[0] = 0.5"),
-    (909014, "h1.mul_(2)"),
-    (909015, "h1.add_(1)"),
-    (909016, "h4.mul_(2)"),
+    (909011, "h4.add_(1)"),
+    (909012, "h7.mul_(2)"),
+    (909013, "h6.add_(1)"),
+    (909014, "x += 1"),
+    (909015, "h2 += 1"),
+    (909016, "h4[0] = 0.5"),
     (909017, "with torch.no_grad(): w1.mul_(0.9)"),
-    (909018, "h2 += 1"),
-    (909019, "h6.mul_(2)"),
+    (909018, "x.mul_(2)"),
+    (909019, "x[0] = 0.5"),
     (909020, None),
     (909021, None),
-    (909022, None),
-    (909023, "h3.mul_(2)"),
-    (909026, "with torch.no_grad(): w2.mul_(0.9)"),
-    (909029, "h1[0] = 0.5"),
-    (909030, "h2.mul_(2)"),
-    (909043, "h1[0] = 0.5"),
+    (909022, "with torch.no_grad(): w2.mul_(0.9)"),
+    (909023, "x.mul_(2)"),
+    (909024, None),
+    (909027, "h4 += 1"),
+    (909031, "h2.mul_(2)"),
+    (909036, "h3[0] = 0.5"),
+    (909038, "x.mul_(2)"),
+    (909042, "with torch.no_grad(): w1.mul_(0.9)"),
+    (909043, "h2 += 1"),
+    (909045, "h1.add_(1)"),
+    (909051, "h3.add_(1)"),
+    (909054, "with torch.no_grad(): s.mul_(0.9)"),
+    (909055, "h5[0] = 0.5"),
 )
 
 

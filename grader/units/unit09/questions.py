@@ -447,13 +447,16 @@ def self_unpack_partial(p):
     "09.half-guard",
     FunctionPair(returns=GuardVerdict(), cases=half_guard_cases, call=call_half_guard),
     prompt="Write pack(t) and unpack(packed) for torch.autograd.graph.saved_tensors_hooks that keep each saved "
-    "floating-point tensor in float16 (2 bytes a value, without keeping the original's memory alive), "
-    "give it back in its own dtype, leave other tensors (indices) exact, and bring back the check "
-    "hooks switch off: unpack raises when the saved tensor was written in place after it was packed. "
+    "floating-point activation in float16 (2 bytes a value, without keeping the original's memory alive) and "
+    "give it back in its own dtype; keep a parameter (a leaf that requires grad, or a view of one) as "
+    "t.detach(), since the program holds it anyway and a copy would only add to it; leave other tensors "
+    "(indices, some past 2048, which float16 cannot hold exactly) exact; and bring back the check hooks "
+    "switch off: unpack raises when the saved tensor was written in place after it was packed. "
     "check('09.half-guard', (pack, unpack)) runs generated programs under your pair: where torch's own "
     "check passes, it must be silent, with gradients within 1% of torch's (plus 1e-3, or three times "
-    "the error float16 storage itself causes on that program, if larger) and at most 2 bytes held per "
-    "saved value once the forward pass is over; where torch's check fails, it must raise at backward.",
+    "the error float16 storage itself causes on that program, if larger), holding at most 2 bytes per "
+    "saved activation value and nothing for a parameter once the forward pass is over; where torch's "
+    "check fails, it must raise at backward.",
     explain="pack stores the float16 copy, the dtype, the version at save time and a weak reference to the "
     "tensor whose counter the write would move (the base of a view): the weak reference reads the "
     "counter later without keeping the memory. A dead reference means the tensor object is gone; only "

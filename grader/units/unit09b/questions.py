@@ -13,10 +13,11 @@ import itertools
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from grader.engine.kinds import Choice, Error, Names, Number
-from grader.engine.question import predict_then_run, self_test
+from grader.engine.kinds import Choice, Error, Function, Names, Number, Sequence
+from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.causes import FREED, NO_GRAD_FN, STALE
 from grader.units.unit09.support import MemoryWatch, block_chain, held_after
+from grader.units.unit09b.cases import call_checkpoint, checkpoint_cases, report, torch_checkpoint
 from grader.units.unit09b.generators import input_write_program, pair_program, plan_program
 from grader.units.unit09b.support import checkpointed
 
@@ -161,6 +162,44 @@ def checkpoint_side_effect_count():
     y.backward(retain_graph=True)
     y.backward()
     return len(log)
+
+
+# =====================================================================================================
+# Exercise: checkpoint by hand
+# =====================================================================================================
+
+
+@exercise(
+    "09b.checkpoint-by-hand",
+    Function(returns=Sequence(), cases=checkpoint_cases, call=call_checkpoint, per_case_s=6.0, budget_s=60.0),
+    prompt="Write checkpoint_by_hand(fn, *args): what torch.utils.checkpoint.checkpoint(fn, *args, "
+    "use_reentrant=False) does, with a pair of saved-tensor hooks (section 4: checkpointing is itself a pair). "
+    "Return fn(*args), run so that the forward pass keeps nothing fn's operations save (pack returns something "
+    "small), and so that backward runs fn once more, on the inputs you kept, with the random generator as it "
+    "was when the forward pass began, and hands each node what that run saved. It is checked on generated "
+    "chains of functions (matmuls with parameters read from outside, exp, sin, dropout, a second input, x with "
+    "and without grad) against torch's checkpoint: gradients equal to a run without checkpoint, each function "
+    "run once in the forward pass and once more in backward, and no more memory held after the forward pass "
+    "than torch's checkpoint holds. torch.utils.checkpoint is switched off while your function runs.",
+    explain="A checkpoint is a pair: pack hands back a number instead of the tensor, so the forward pass keeps "
+    "nothing but what the closure holds (fn's inputs and the generator's state); the first unpack of a backward "
+    "runs fn again under enable_grad on detached copies of the inputs, with the generator put back so dropout "
+    "draws the same mask, records what that run saves in the same order, and serves each node its tensor. The "
+    "nodes of the forward pass do the backward; the rerun only rebuilds what they read. Run it once per "
+    "backward, not once per saved tensor.",
+    hints=(
+        "What does pack return, if not the tensor? Something small that unpack can turn back into a tensor: its "
+        "place in the order fn's operations saved things.",
+        "In unpack, the first time: rerun fn on [a.detach().requires_grad_(a.requires_grad) for a in args] "
+        "inside torch.enable_grad() and a saved_tensors_hooks pair of your own that appends each saved tensor to a "
+        "list; then return the list's entry at the number pack gave. Later unpacks read the same list.",
+        "Keep torch.get_rng_state() before calling fn, and rerun inside torch.random.fork_rng(devices=[]) after "
+        "torch.set_rng_state(state): dropout then draws the forward pass's mask again, and the generator outside "
+        "is left as it was.",
+    ),
+)
+def checkpoint_by_hand(case):
+    return report(case, torch_checkpoint)
 
 
 # =====================================================================================================

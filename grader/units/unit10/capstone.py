@@ -24,8 +24,8 @@ The tools read torch's record, never the generator's label:
   statement ran; a non-finite gradient is traced to the statement that made the doctor's node. A statement's bound names are
   those it binds in the program (each name of a tuple unpacking; not a comprehension's own variable).
 * :func:`prove` runs a (repaired) source whole and measures the quantities a repair must restore:
-  it runs, every parameter moves, the loss's depth is the same at every step, and every step's
-  gradients equal an independent reference (:meth:`TrainingProgram.reference`, computed with
+  it runs, every parameter moves, the loss's depth is the same at every step (so it holds where no step was
+  measured), and every step's gradients equal an independent reference (:meth:`TrainingProgram.reference`, computed with
   ``torch.autograd.grad`` from the program's specification, not from its text).
 """
 
@@ -151,6 +151,7 @@ class StatementEvent(traces.Step):
     bound: dict = field(default_factory=dict)  # every name the statement bound -> its value then
     touched: tuple = ()  # the parameters a torch operation of the statement took as an input (ops.OpWatch)
     cuts: tuple = ()  # the cuts its operations made on tensors that require grad, first made first
+    made: tuple = ()  # the nodes its torch operations recorded, in order
 
     def value(self, name: str):
         """What the statement bound to ``name`` (``a, b = ...`` binds two)."""
@@ -356,7 +357,7 @@ def step_through(program: TrainingProgram | str, steps: int | None = None) -> Ru
             events.append(event)
             return False
         finally:
-            event.touched, event.cuts = tuple(watch.touched), tuple(watch.cuts)
+            event.touched, event.cuts, event.made = tuple(watch.touched), tuple(watch.cuts), tuple(watch.made)
         event.names = tuple(_bound_names(stmt))
         event.name = event.names[-1] if event.names else None
         event.tensor = ns.get(event.name) if event.name else None
@@ -599,23 +600,30 @@ def audit(program: TrainingProgram | Run) -> AuditFinding:
 def crossings(run: Run, n: int = 2) -> list[tuple[StatementEvent, str, StatementEvent]]:
     """Where step ``n`` reads, with its graph, a value bound before it: (the statement of step ``n`` that
     reads it, the name, the statement that bound it, before the loop or in an earlier step), for every
-    such value whose graph step ``n``'s loss reaches. In program order, up to the loss."""
+    such value whose graph step ``n``'s loss reaches. In program order, up to the loss.
+
+    A value kept in a list or a dict is bound by no name of its own: where step ``n`` reads such a container,
+    the statement that made what it reads is the last statement before step ``n`` whose operations recorded
+    a node step ``n``'s loss reaches (``StatementEvent.made``)."""
     loss = run.loss(n)
     if not isinstance(loss, torch.Tensor):
         return []
     reached = set(probes.nodes(loss))
+    earlier = [e for e in run.events if e.step < n]
     found = []
     for e in run.step(n):
         for name in e.inputs:
             b = run.bound_before(e, name)
-            if (
-                b is not None
-                and b.step < n
-                and isinstance(b.value(name), torch.Tensor)
-                and b.value(name).grad_fn is not None
-                and b.value(name).grad_fn in reached
-            ):
-                found.append((e, name, b))
+            if b is None or b.step >= n:
+                continue
+            value = b.value(name)
+            if isinstance(value, torch.Tensor):
+                if value.grad_fn is not None and value.grad_fn in reached:
+                    found.append((e, name, b))
+            elif isinstance(value, (list, tuple, dict)):
+                maker = next((m for m in reversed(earlier) if any(node in reached for node in m.made)), None)
+                if maker is not None:
+                    found.append((e, name, maker))
         if "loss" in e.names:
             break
     return found
@@ -727,6 +735,8 @@ class Proof:
         out.append(f"opt.step() ran {self.steps} of {self.expected_steps} times")
         if self.depths:
             out.append("depths " + ", ".join(map(str, self.depths)))
+        elif not self.steps:
+            out.append("no depth measured (no opt.step() ran): none differs")
         if self.moved:
             out.append("moved: " + ", ".join(f"{n} {'yes' if m else 'no'}" for n, m in self.moved.items()))
         if self.matches:
@@ -810,7 +820,9 @@ def prove(program: TrainingProgram, source: str | None = None) -> Proof:
         facts.add(RUNS)
     if seen and all(moved.values()):
         facts.add(MOVES)
-    if seen and all(d == depths[0] for d in depths) and depths[0] > 0:
+    # a run that raised before any opt.step() measured no depth: none differs (cells 42 and 53 read one depth
+    # the same way), so the fact holds; what such a run breaks is that it runs, and that anything moves
+    if not seen or (all(d == depths[0] for d in depths) and depths[0] > 0):
         facts.add(DEPTH)
     if len(seen) == len(reference) and all(matches):
         facts.add(GRADS)
@@ -846,6 +858,15 @@ class Spec:
     zero_first: bool = False  # opt.zero_grad() opens the step instead of preceding backward
     post: tuple | None = None  # ("add" | "mul" | "clamp", c): a transform of the features
     clamp_state: bool = False  # sequence: the state is clamped to [-1, 1] after the prediction
+    # spellings the exercise's cases draw (issue 45); the defaults write the programs as before
+    enc_op: str = "@"  # "@" | "matmul": how the encoder multiplies
+    shift_form: str = "+="  # the harmless shift: "+=" | "add_" | "sub_"
+    carry: str = "axpy"  # sequence: "axpy" (decay * s + h) | "lerp" | "list" | "dict": how the state is carried
+    detach_form: str = "line"  # sequence: "line" (s = s.detach()) | "inplace" (s.detach_()) | "read" (at its use)
+    clear_form: str = "zero_grad"  # "zero_grad" | "none_loop" (p.grad = None for each) | "zeros" (set_to_none=False)
+    rebind_decoy: bool = False  # a parameter rebound to itself after the optimizer: requires_grad_() returns it
+    probe: bool = False  # decoy: a measure of the encoder computed under no_grad, used nowhere
+    init_norm: bool = False  # decoy: a number taken from the encoder before the loop (.item(): no graph)
 
     @property
     def params(self) -> tuple:
@@ -858,10 +879,12 @@ class Fault:
     """One planted fault and its spelling."""
 
     kind: str
-    form: str = ""  # detach: "call" | "copy" | "line"; in-place: "features" | "state"; rebind: how
+    form: str = ""  # detach: "call" | "copy" | "line" | "data"; in-place: "features" | "state"; rebind: how;
+    # no_grad: "" | "set_grad" (torch.set_grad_enabled(False)); carried: "" | "bare" (a detach() whose result is
+    # dropped); never cleared: "" | "attribute" (opt.zero_grad without the call)
     target: str = ""  # the parameter a rebinding hits
     retain: bool = False  # stale graph / carried state: the author silenced the error with retain_graph
-    op: str = ""  # in-place on the features: "+=" | "method"
+    op: str = ""  # in-place on the features: "+=" | "method" | "copy" (h.copy_(h + c))
 
 
 def _num(v: float) -> str:
@@ -883,7 +906,11 @@ _INPLACE = {
     ("mul", "method"): "{h}.mul_({c})",
     ("clamp", "+="): "{h}.clamp_(max={c})",
     ("clamp", "method"): "{h}.clamp_(max={c})",
+    ("add", "copy"): "{h}.copy_({h} + {c})",
+    ("mul", "copy"): "{h}.copy_({h} * {c})",
+    ("clamp", "copy"): "{h}.copy_({h}.clamp(max={c}))",
 }
+_SHIFTS = {"+=": "z += 0.1", "add_": "z.add_(0.1)", "sub_": "z.sub_(-0.1)"}
 _OUTOFPLACE = {"add": "{h} = {h} + {c}", "mul": "{h} = {h} * {c}", "clamp": "{h} = {h}.clamp(max={c})"}
 _REBINDS = {
     "copy": "{p} = {p}.detach().clone().requires_grad_()",
@@ -891,6 +918,56 @@ _REBINDS = {
     "tolist": "{p} = torch.tensor({p}.tolist(), requires_grad=True)",
     "in loop": "{p} = {p}.detach().requires_grad_()",
 }
+
+
+def _state_lines(spec: Spec, st: str, feed: str) -> tuple[list[str], str]:
+    """The statements that carry the state one step (and what the prediction reads), in ``spec.carry``'s
+    spelling; with ``detach_form`` "read" the state is detached where it is read."""
+    old = {"list": f"{st}s[-1]", "dict": f'{st}["h"]'}.get(spec.carry, st)
+    if spec.detach_form == "read" and spec.carry in ("axpy", "lerp"):
+        old = f"{st}.detach()"
+    if spec.carry == "lerp":
+        new = f"torch.lerp({old}, {feed}, {_num(1 - spec.decay)})"
+    else:
+        new = f"{_num(spec.decay)} * {old} + {feed}"
+    if spec.carry == "list":
+        return [f"{st}s.append({new})"], f"{st}s[-1]"
+    if spec.carry == "dict":
+        return [f'{st}["h"] = {new}'], f'{st}["h"]'
+    return [f"{st} = {new}"], st
+
+
+def _detach_lines(spec: Spec, st: str, fault: Fault | None) -> list[str]:
+    """The statement that starts the next step from a constant (none where the state is detached where it is read),
+    or, for a carried state whose detach is dropped, the bare call."""
+    kind = fault.kind if fault else NO_FAULT
+    held = {"list": f"{st}s[-1]", "dict": f'{st}["h"]'}.get(spec.carry, st)
+    if kind == CARRIED:
+        return [f"{held}.detach()"] if fault.form == "bare" else []
+    if spec.detach_form == "read" and spec.carry in ("axpy", "lerp"):
+        return []
+    if spec.carry == "list":
+        return [f"{st}s[-1] = {st}s[-1].detach()"]
+    if spec.carry == "dict":
+        return [f'{st}["h"] = {st}["h"].detach()']
+    if spec.detach_form == "inplace":
+        return [f"{st}.detach_()"]
+    return [f"{st} = {st}.detach()"]
+
+
+def _clear_line(spec: Spec, fault: Fault | None) -> list[str]:
+    kind = fault.kind if fault else NO_FAULT
+    if kind == NOT_CLEARED:
+        return ["opt.zero_grad"] if fault.form == "attribute" else []
+    if spec.clear_form == "none_loop":
+        return [f"for p in ({', '.join(spec.params)}):\n    p.grad = None"]
+    if spec.clear_form == "zeros":
+        return ["opt.zero_grad(set_to_none=False)"]
+    return ["opt.zero_grad()"]
+
+
+def _times(spec: Spec, inp: str, enc: str) -> str:
+    return f"torch.matmul({inp}, {enc})" if spec.enc_op == "matmul" else f"{inp} @ {enc}"
 
 
 def render(spec: Spec, fault: Fault | None = None, title: str = "program") -> TrainingProgram:
@@ -910,35 +987,45 @@ def render(spec: Spec, fault: Fault | None = None, title: str = "program") -> Tr
     if spec.bias is not None:
         lines.append(f"{bias} = torch.tensor({_num(spec.bias)}, requires_grad=True)")
     lines.append(f"opt = torch.optim.SGD([{', '.join(spec.params)}], lr={_num(spec.lr)})")
+    if spec.rebind_decoy:
+        lines.append(f"{head} = {head}.requires_grad_()")
     if seq:
-        lines.append(f"{st} = torch.zeros({k})")
+        start = f"torch.zeros({k})"
+        lines.append(
+            {"list": f"{st}s = [{start}]", "dict": f'{st} = {{"h": {start}}}'}.get(spec.carry, f"{st} = {start}")
+        )
     copy_detach = kind == DETACHED and fault.form == "copy"
     if spec.log or copy_detach:
         lines.append("log = []")
     inp = "xs[step]" if seq else "x"
-    encoder = f"torch.{spec.act}({inp} @ {enc})"
+    encoder = f"torch.{spec.act}({_times(spec, inp, enc)})"
+    if spec.init_norm:
+        lines.append(f"scale0 = ({_times(spec, 'xs' if seq else 'x', enc)}).norm().item()")
     if kind == STALE:
-        lines.append(f"{h}s = torch.{spec.act}(xs @ {enc})" if seq else f"{h} = {encoder}")
+        lines.append(f"{h}s = torch.{spec.act}({_times(spec, 'xs', enc)})" if seq else f"{h} = {encoder}")
     if kind == REBOUND and fault.form != "in loop":
         lines.append(_REBINDS[fault.form].format(p=fault.target))
     lines.append(f"for step in range({spec.steps}):")
 
     body: list[str] = []
-    if spec.zero_first and kind != NOT_CLEARED:
-        body.append("opt.zero_grad()")
+    if spec.zero_first:
+        body += _clear_line(spec, fault)
     if kind == REBOUND and fault.form == "in loop":
         body.append(_REBINDS["in loop"].format(p=fault.target))
     if kind == STALE:
         if seq:
             body.append(f"{h} = {h}s[step]")
     elif kind == NO_GRAD:
-        body.append(f"with torch.no_grad():\n    {h} = {encoder}")
+        block = "torch.set_grad_enabled(False)" if fault.form == "set_grad" else "torch.no_grad()"
+        body.append(f"with {block}:\n    {h} = {encoder}")
     elif spec.shift:
-        body += [f"z = {inp} @ {enc}", "z += 0.1", f"{h} = torch.{spec.act}(z)"]
+        body += [f"z = {_times(spec, inp, enc)}", _SHIFTS[spec.shift_form], f"{h} = torch.{spec.act}(z)"]
     else:
         body.append(f"{h} = {encoder}" + (".detach()" if kind == DETACHED and fault.form == "call" else ""))
     if kind == DETACHED and fault.form == "line":
         body.append(f"{h} = {h}.detach()")
+    if kind == DETACHED and fault.form == "data":
+        body.append(f"{h} = {h}.data")
     if spec.post is not None:
         op, c = spec.post
         if kind == IN_PLACE and fault.form == "features":
@@ -952,8 +1039,8 @@ def render(spec: Spec, fault: Fault | None = None, title: str = "program") -> Tr
     elif spec.log:
         body.append(f"log.append({h}.detach())")
     if seq:
-        body.append(f"{st} = {_num(spec.decay)} * {st} + {feed}")
-        feed = st
+        carried, feed = _state_lines(spec, st, feed)
+        body += carried
     body.append(f"pred = {feed} @ {head}" + (f" + {bias}" if spec.bias is not None else ""))
     if spec.clamp_state:
         body.append(
@@ -963,13 +1050,15 @@ def render(spec: Spec, fault: Fault | None = None, title: str = "program") -> Tr
     body.append("loss = (pred - ys[step]) ** 2" if seq else "loss = ((pred - y) ** 2).mean()")
     if spec.metric:
         body.append(f"with torch.no_grad():\n    err = (pred - {target}).abs().max()")
-    if not spec.zero_first and kind != NOT_CLEARED:
-        body.append("opt.zero_grad()")
+    if spec.probe:
+        body.append(f"with torch.no_grad():\n    probe = ({_times(spec, inp, enc)}).abs().mean()")
+    if not spec.zero_first:
+        body += _clear_line(spec, fault)
     retain = spec.retain or (kind in (STALE, CARRIED) and fault.retain)
     body.append("loss.backward(retain_graph=True)" if retain else "loss.backward()")
     body.append("opt.step()")
-    if seq and kind != CARRIED:
-        body.append(f"{st} = {st}.detach()")
+    if seq:
+        body += _detach_lines(spec, st, fault)
     for statement in body:
         lines += ["    " + part for part in statement.split("\n")]
     return TrainingProgram("\n".join(lines), spec.params, spec.steps, title, spec)
@@ -997,7 +1086,7 @@ def reference_grads(spec: Spec) -> list[dict[str, torch.Tensor]]:
             h = h + c if op == "add" else h * c if op == "mul" else h.clamp(max=c)
         feed = h
         if spec.template == "sequence":
-            state = spec.decay * state + h
+            state = spec.decay * state + (1 - spec.decay) * h if spec.carry == "lerp" else spec.decay * state + h
             feed = state
         pred = feed @ params[head]
         if spec.bias is not None:

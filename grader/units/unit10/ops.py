@@ -35,13 +35,15 @@ def _cut(func) -> str | None:
 
 class OpWatch(TorchFunctionMode):
     """Around one statement: ``touched`` the names (of ``params``, name -> tensor) an operation took as an
-    input; ``cuts`` the kinds of cut made on a tensor that requires grad, in the order first made."""
+    input; ``cuts`` the kinds of cut made on a tensor that requires grad, in the order first made; ``made`` the
+    nodes its operations recorded (what a value carried in a list or a dict, bound by no name, came from)."""
 
     def __init__(self, params: dict):
         super().__init__()
         self._names = {id(t): name for name, t in params.items() if isinstance(t, torch.Tensor)}
         self.touched: list[str] = []
         self.cuts: list[str] = []
+        self.made: list = []  # the nodes its operations recorded, in order
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -54,4 +56,9 @@ class OpWatch(TorchFunctionMode):
             cut = _cut(func)
             if cut is not None and cut not in self.cuts:
                 self.cuts.append(cut)
-        return func(*args, **kwargs)
+        result = func(*args, **kwargs)
+        for out in _pytree.tree_leaves(result):
+            node = getattr(out, "grad_fn", None) if isinstance(out, torch.Tensor) else None
+            if node is not None and (not self.made or self.made[-1] is not node):
+                self.made.append(node)
+        return result

@@ -14,6 +14,7 @@ from grader.engine.kinds import Choice, Error, Function, Names, Number
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.probes import traces
 from grader.units.causes import PASS_TWICE
+from grader.units.switches import guarded
 from grader.units.unit10 import capstone
 from grader.units.unit10.capstone import (
     CARRIED,
@@ -469,12 +470,29 @@ def self_kind_d(p):
 
 @exercise(
     "10.diagnose",
-    Function(returns=FaultAtLine(), cases=exercise_cases, call=lambda fn, case, ns: fn(ns["program"])),
+    Function(
+        returns=FaultAtLine(),
+        cases=exercise_cases,
+        call=guarded(
+            "run the checklist yourself with step_through, first_broken_edge and nodes",
+            {
+                f"grader.units.unit10.capstone.{name}": f"grader.units.unit10.capstone.{name}"
+                for name in ("audit", "crossings", "checklist")
+            },
+            call=lambda fn, case, ns: fn(ns["program"]),
+        ),
+    ),
     prompt="Write diagnose(program): audit a generated training program (program.source, program.lines, "
     "program.params; step_through(program, steps=2) walks it) and return (fault kind, line number), the "
     "kind one of " + ", ".join(repr(k) for k in capstone.KINDS) + ", or 'no fault'. The line is where the "
     "fault sits: the first broken edge of a cut, the in-place write, the statement whose value a later "
-    "step reads with its graph, the rebinding, or the backward that adds into an uncleared .grad.",
+    "step reads with its graph, the rebinding, or the backward that adds into an uncleared .grad. The "
+    "programs spell each fault several ways, and their harmless lines borrow the faults' words (an add_ "
+    "on a value nothing saved, a no_grad block, a parameter rebound to itself, clearing without "
+    "zero_grad): only torch's record tells them apart. A state carried in a list or a dict is bound by no "
+    "name: e.made, the nodes a statement's operations recorded, tells which statement made what step 2 "
+    "reaches. The grader's own audit (capstone.audit, crossings, checklist) is switched off while your "
+    "function runs.",
     explain="Each fault leaves its own evidence in torch's record: a tensor the optimizer does not hold, a "
     "parameter the loss does not reach, a saved tensor whose version moved, a later step's loss that "
     "reaches an earlier graph, a .grad that was not empty when backward added into it. Asked in that "

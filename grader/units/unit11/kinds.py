@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import torch
 from torch.autograd import Function as AutogradFunction
+from torch.autograd.function import BackwardCFunction
 
 from grader.engine.kinds import BadAnswer, Function, Kind, Unanswered, is_placeholder, type_words
+from grader.units.switches import switched_off
 from grader.units.unit11.cases import op_cases
 from grader.units.unit11.support import function_report
 
@@ -112,11 +117,49 @@ class FunctionClass(Function):
         raise BadAnswer(f"expected {self.describe()}, got {type_words(answer)}")
 
 
+# what a stable softplus would otherwise borrow: torch's own softplus (F.softplus, nn.Softplus) and the log-sum-exp
+# family that computes it without overflow
+REFERENCE_OPS = {
+    "softplus": (
+        torch.ops.aten.softplus,
+        torch.ops.aten.logaddexp,
+        torch.ops.aten.logaddexp2,
+        torch.ops.aten.logsumexp,
+    )
+}
+WITHOUT_REFERENCE = "write the stable formula from exp, log1p, abs, maximum or clamp"
+
+
+def _own_node(cls: type, out):
+    """``out`` itself, once its node is shown to be a node of ``cls`` (where it has one): a class whose ``apply`` was
+    replaced by torch's op would hand back torch's node, and torch's gradient with it."""
+    node = getattr(out, "grad_fn", None)
+    if node is not None and not isinstance(node, BackwardCFunction):
+        raise TypeError(
+            f"the output's node is torch's {type(node).__name__}, not one of {cls.__name__}'s: run your own forward "
+            "and backward through the Function's apply, without replacing apply"
+        )
+    return out
+
+
+def learner_apply(op: str, cls: type) -> Callable:
+    """``cls.apply``, refused where its output's node is not the class's own, and run with the op the exercise
+    reproduces switched off (for its forward, inside gradcheck and vmap too); the grader's own runs of torch's op
+    happen outside it."""
+    refused = REFERENCE_OPS.get(op, ())
+
+    def apply(*args):
+        with switched_off(WITHOUT_REFERENCE, ops=refused):
+            return _own_node(cls, cls.apply(*args))
+
+    return apply
+
+
 def exercise_kind(op: str) -> FunctionClass:
     return FunctionClass(
         returns=Report(),
         cases=lambda: op_cases(op),
-        call=lambda cls, case, ns: function_report(op, cls.apply, case),
+        call=lambda cls, case, ns: function_report(op, learner_apply(op, cls), case),
         per_case_s=4.0,
         budget_s=40.0,
     )

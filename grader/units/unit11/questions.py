@@ -453,7 +453,8 @@ def relu_kink():
     "the output's gradient, written in torch ops so that double backward works, keeping one tensor of "
     "x's size at most, through ctx.save_for_backward; it must also run under torch.func.vmap. It is "
     "checked on generated inputs against torch.nn.functional.softplus: value, gradient, gradcheck, "
-    "gradgradcheck, vmap, and what it keeps.",
+    "gradgradcheck, vmap, and what it keeps; while your Function runs, torch's softplus (F.softplus, nn.Softplus) "
+    "and the log-sum-exp family that computes it stably (logaddexp, logsumexp) are switched off: they raise.",
     explain="log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)): the exponent is never positive. The slope is "
     "sigmoid(x), which torch.sigmoid computes without overflow; saving x (or the output) is enough, and "
     "a backward in torch ops is itself differentiable.",

@@ -18,6 +18,7 @@ from torch import nn
 from grader import probes
 from grader.engine.kinds import Choice, Function, Name, Names
 from grader.engine.question import exercise, predict_then_run, self_test
+from grader.units.switches import guarded
 from grader.units.unit12 import support as kit
 from grader.units.unit12.cases import setup_cases
 from grader.units.unit12.generators import (
@@ -439,16 +440,26 @@ def unused_params():
     Function(
         returns=FaultInModule(),
         cases=setup_cases,
-        call=lambda fn, case, ns: fn(ns["model"], ns["loss_fn"], ns["batches"]),
+        call=guarded(
+            "read torch's record yourself: hooks, .grad, the module attributes",
+            {
+                "grader.units.unit12.support.find_fault": "grader.units.unit12.support.find_fault",
+                "grader.units.unit12.support.readings": "grader.units.unit12.support.readings",
+            },
+            call=lambda fn, case, ns: fn(ns["model"], ns["loss_fn"], ns["batches"]),
+        ),
         per_case_s=3.0,
     ),
     prompt="Write diagnose(model, loss_fn, batches): train the model with torch.optim.SGD(model.parameters(), "
     "lr=0.1) for one step per batch (loss = loss_fn(model(x), y)) and return the first fault found, as "
     "(fault, module name): " + ", ".join(repr(k) for k in FAULTS) + "; or 'no fault'. The module is "
     "where the evidence points: for a non-finite gradient the module whose backward first made one; for "
-    "a frozen parameter a module owning a parameter that step 1's backward leaves without .grad; for a "
-    "stale graph or growing memory the module whose attribute keeps a graph from step to step. Restore "
-    "any global state you change.",
+    "a frozen parameter a module owning a parameter that requires grad and that step 1's backward leaves "
+    "without .grad (one frozen on purpose, requires_grad_(False), is no fault); for a stale graph or growing "
+    "memory the module whose attribute keeps a graph from step to step. Restore any global state you change. "
+    "Setups draw their class names, and the same class can hold a fault in one setup and none in another: "
+    "where it sits, or what is frozen, decides. The course's own diagnosis (find_fault, readings) is switched "
+    "off while your function runs.",
     explain="Each fault leaves its own evidence in torch's record: a backward that raises because it walks a "
     "graph an earlier step freed; a module whose full backward hook sees a finite gradient come in "
     "and a non-finite one go out; a parameter whose .grad is still None after backward; a module "

@@ -739,7 +739,15 @@ def readings(model: nn.Module, loss_fn, batches) -> str:
                 break
         origin = watch.origin()
         row += f"; first non-finite gradient made by: {origin if origin is not None else 'none'}"
-        row += f"; no .grad after backward: {', '.join(n for n, p in names.items() if p.grad is None) or 'none'}"
+        row += (
+            "; no .grad after backward: "
+            + (", ".join(n for n, p in names.items() if p.requires_grad and p.grad is None) or "none")
+            + (
+                f" (frozen on purpose: {', '.join(n for n, p in names.items() if not p.requires_grad)})"
+                if any(not p.requires_grad for p in names.values())
+                else ""
+            )
+        )
         opt.step()
         row += f"; module attributes holding a graph: {', '.join(graphs_held(model)) or 'none'}"
         rows.append(row)

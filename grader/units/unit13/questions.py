@@ -14,7 +14,15 @@ from grader import probes
 from grader.engine.kinds import Choice, Error, Function, Number
 from grader.engine.question import exercise, predict_then_run, self_test
 from grader.units.causes import FREED, NO_GRAD_FN, STALE
-from grader.units.unit13.cases import call_kept_bytes, call_per_sample, chain_cases, flatten_grads, per_sample_cases
+from grader.units.unit13.cases import (
+    by_hooks_result,
+    call_by_hooks,
+    call_per_sample,
+    flatten_grads,
+    hooks_cases,
+    per_sample_cases,
+    per_sample_result,
+)
 from grader.units.unit13.generators import (
     KEEP_OPTIONS,
     accumulate_program,
@@ -23,7 +31,6 @@ from grader.units.unit13.generators import (
     keeps_program,
 )
 from grader.units.unit13.support import (
-    bill_pair,
     count_activations,
     graphs_made,
     graphs_with_hook,
@@ -259,7 +266,7 @@ def compile_version():
         returns=Number(tol=1e-4),
         cases=per_sample_cases,
         call=call_per_sample,
-        convert=flatten_grads,
+        convert=per_sample_result,
         per_case_s=10.0,
         budget_s=60.0,
     ),
@@ -267,7 +274,9 @@ def compile_version():
     "((model(x[i]) - y[i]) ** 2).sum() with respect to every parameter, returned as a dict "
     "{name: tensor of shape (batch, *param.shape)} keyed by model.named_parameters()'s names. It is "
     "checked on generated models (Linear, Tanh, Linear) against a loop of one autograd.grad per "
-    "sample, to 1e-4.",
+    "sample, to 1e-4, with that other way switched off: while your function runs, .backward() and "
+    "torch.autograd.grad raise (torch.func.grad's own backward passes still run), and the model must run "
+    "fewer times than there are samples (vmap runs it once for the batch; a loop, once per sample).",
     explain="functional_call(model, params, (xi,)) makes the loss a function of the parameters; grad "
     "differentiates it for one sample, and vmap(..., in_dims=(None, 0, 0)) runs that for every sample at "
     "once, the same params for all.",
@@ -286,27 +295,40 @@ def per_sample_grads(case):
 
 
 @exercise(
-    "13.eager-vs-compiled",
-    Function(returns=Number(tol=0), cases=chain_cases, call=call_kept_bytes, per_case_s=20.0, budget_s=120.0),
-    prompt="Write kept_bytes(f, args) returning [eager bytes, compiled bytes]: what one call f(*args) keeps for "
-    "backward, counted as unit 05's bill counts it (distinct storages, each at its full size, inputs and "
-    "parameters included), run eagerly, and run through torch.compile(f, backend='aot_eager'). It is checked on generated programs (x @ w1, pointwise ops, "
-    "maybe @ w2 and more ops, .sum()) against the live runs.",
-    explain="The compiled function is one autograd node that keeps what the partitioned forward graph returns, "
-    "through save_for_backward, so the same pack hook sees both. Eager keeps one input per node; the "
-    "partitioner keeps fewer where a pointwise result can be recomputed.",
+    "13.per-sample-by-hooks",
+    Function(
+        returns=Number(tol=1e-4),
+        cases=hooks_cases,
+        call=call_by_hooks,
+        convert=by_hooks_result,
+        per_case_s=10.0,
+        budget_s=60.0,
+    ),
+    prompt="Write per_sample_by_hooks(model, x, y): the same per-sample gradients as 13.per-sample-grads, a dict "
+    "{name: tensor of shape (batch, *param.shape)}, for a model that is a stack of Linear layers with "
+    "activations between them, from ONE backward pass of the batch's loss ((model(x) - y) ** 2).sum(). Every "
+    "parameter here belongs to a Linear, and the batch's gradient of a Linear's weight is a sum over the "
+    "samples of one product each: catch what that sum adds up, with hooks. It is checked on generated models "
+    "against a loop of one autograd.grad per sample, to 1e-4, with torch.func switched off (its transforms, "
+    "and autograd.grad's is_grads_batched, raise while your function runs) and your backward passes counted: "
+    "exactly one.",
+    explain="A Linear's weight gradient is grad_out.T @ input: a sum over the batch of one outer product per "
+    "sample, g_i ⊗ a_i, where a_i is the sample's input to the layer and g_i the gradient of its output. "
+    "Backward adds them up; a forward hook that keeps each Linear's input and a tensor hook on its output that "
+    "keeps the gradient arriving there give every term before the sum. The bias's terms are g_i themselves. "
+    "Because the loss is a sum over the samples, the gradient arriving at sample i's row is that sample's own.",
     hints=(
-        "Reuse unit 05's instrument: probes.bill(lambda: ...) (from grader import probes) runs a forward and "
-        "counts what reaches a pack hook, by storage; .total is the bytes.",
-        "torch.compile(f, backend='aot_eager') gives a function; measure a call of it as you measured f, "
-        "with grad mode on.",
-        "Count storages, not saves: a tensor saved twice (h * h), or saved beside a transpose of itself, is one "
-        "storage. The compiled run must really go through AOTAutograd: backend='eager' keeps what eager keeps.",
+        "What does backward compute for a Linear's weight from the batch? Write it as a sum over the rows of the "
+        "batch: each row contributes one term.",
+        "register_forward_hook on each Linear: keep args[0] (its input, one row per sample), and on its output "
+        "register_hook a function that keeps the gradient arriving there. Then one loss.backward().",
+        "The weight's per-sample gradient is torch.einsum('bo,bi->boi', g, a) (g the output's gradient, a the "
+        "input), the bias's is g; the names come from model.named_modules(). Remove your hooks afterwards.",
     ),
 )
-def eager_vs_compiled(case):
+def per_sample_by_hooks(case):
     ns = case.fresh()
-    return bill_pair(ns["f"], ns["args"])
+    return flatten_grads(loop_grads(ns["model"], ns["x"], ns["y"]), case, ns)
 
 
 # --- self-test (closed book) ----------------------------------------------------------------------------

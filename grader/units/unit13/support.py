@@ -14,8 +14,6 @@ import logging
 
 import torch
 
-from grader import probes
-
 # =====================================================================================================
 # Compiling quietly and counting
 # =====================================================================================================
@@ -140,21 +138,6 @@ def _op_name(node) -> str:
     target = node.target
     name = getattr(target, "__name__", str(target))
     return name.split(".")[0]
-
-
-def bill_pair(f, args) -> list[int]:
-    """[eager bytes, compiled bytes]: what one call of f keeps for backward, by distinct storage (the course's
-    bill), run eagerly and through torch.compile(backend='aot_eager')."""
-    import torch._dynamo
-
-    eager = probes.bill(lambda: f(*args)).total
-    torch._dynamo.reset()
-    with quiet_dynamo():
-        compiled = torch.compile(f, backend="aot_eager")
-        compiled(*args)  # the first call compiles
-        kept = probes.bill(lambda: compiled(*args)).total
-    torch._dynamo.reset()
-    return [eager, kept]
 
 
 # =====================================================================================================
