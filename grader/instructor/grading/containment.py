@@ -584,63 +584,87 @@ def run(
     ``events``: also give it an event stream (a pipe named by ``EVENT_FD_VAR``), read into ``Finished.events``."""
     started = time.monotonic()
     token = secrets.token_hex(16)
-    env = dict(env)
-    env[TOKEN_VAR] = token
-    result_r, result_w = os.pipe()
-    env[RESULT_FD_VAR] = str(result_w)
-    passed = [result_w]
-    events_r = None
-    if events:
-        events_r, events_w = os.pipe()
-        env[EVENT_FD_VAR] = str(events_w)
-        passed.append(events_w)
+    env = dict(env, **{TOKEN_VAR: token})
+    pipes = _Pipes(events)
+    env.update(pipes.names())
     uid = fresh_uid() if sandbox is not False else None
     if uid is not None:
         give_to(workdir, uid)
-    cmd = sandboxed(cmd, workdir, sandbox, uid)
     try:
         proc = start_live(
-            cmd,
+            sandboxed(cmd, workdir, sandbox, uid),
             cwd=workdir,
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            pass_fds=tuple(passed),
+            pass_fds=pipes.passed(),
         )
     except OSError as exc:
-        for fd in [result_r, *passed] + ([events_r] if events_r is not None else []):
-            os.close(fd)
+        pipes.close_all()
         return Finished(returncode=None, notes=[f"could not start: {exc}"])
-    for fd in passed:
-        os.close(fd)
-    drains = [
-        Drain(os.dup(proc.stdout.fileno()), output_cap),
-        Drain(os.dup(proc.stderr.fileno()), output_cap),
-        Drain(result_r, result_cap),
-    ]
-    if events_r is not None:
-        drains.append(Drain(events_r, EVENTS_STREAM_CAP))
-    proc.stdout.close()
-    proc.stderr.close()
-    for d in drains:
-        d.start()
-
-    def feed():
-        try:
-            proc.stdin.write(stdin)
-        except (OSError, ValueError):
-            pass
-        finally:
-            try:
-                proc.stdin.close()
-            except OSError:
-                pass
-
-    feeder = threading.Thread(target=feed, daemon=True)
-    feeder.start()
+    drains = pipes.drain(proc, output_cap, result_cap)
+    threading.Thread(target=_feed, args=(proc, stdin), daemon=True).start()
     out = Finished(returncode=None)
     _wait(proc, out, started + timeout, workdir, f"{TOKEN_VAR}={token}".encode())
+    _stop(proc, out)
+    out.leftovers = kill_everything(proc.pid, f"{TOKEN_VAR}={token}".encode())
+    _collect(drains, out, result_cap)
+    out.seconds = time.monotonic() - started
+    return out
+
+
+class _Pipes:
+    """The pipes a contained process writes back through: its result, and (``events``) its event stream."""
+
+    def __init__(self, events: bool):
+        self.result_r, self.result_w = os.pipe()
+        self.events_r, self.events_w = os.pipe() if events else (None, None)
+
+    def names(self) -> dict:
+        out = {RESULT_FD_VAR: str(self.result_w)}
+        return {**out, EVENT_FD_VAR: str(self.events_w)} if self.events_w is not None else out
+
+    def passed(self) -> tuple:
+        return tuple(fd for fd in (self.result_w, self.events_w) if fd is not None)
+
+    def close_all(self) -> None:
+        for fd in (self.result_r, self.result_w, self.events_r, self.events_w):
+            if fd is not None:
+                os.close(fd)
+
+    def drain(self, proc: subprocess.Popen, output_cap: int, result_cap: int) -> list[Drain]:
+        """The process started: our ends of its writing pipes closed, each of its outputs drained (capped)."""
+        for fd in self.passed():
+            os.close(fd)
+        drains = [
+            Drain(os.dup(proc.stdout.fileno()), output_cap),
+            Drain(os.dup(proc.stderr.fileno()), output_cap),
+            Drain(self.result_r, result_cap),
+        ]
+        if self.events_r is not None:
+            drains.append(Drain(self.events_r, EVENTS_STREAM_CAP))
+        proc.stdout.close()
+        proc.stderr.close()
+        for d in drains:
+            d.start()
+        return drains
+
+
+def _feed(proc: subprocess.Popen, stdin: bytes) -> None:
+    try:
+        proc.stdin.write(stdin)
+    except (OSError, ValueError):
+        pass
+    finally:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+
+
+def _stop(proc: subprocess.Popen, out: Finished) -> None:
+    """A process still running (past its time, or its caps) killed with its group; no longer live."""
     if out.returncode is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -651,18 +675,18 @@ def run(
         except subprocess.TimeoutExpired:
             out.notes.append("the process could not be stopped")
     forget(proc.pid)
-    out.leftovers = kill_everything(proc.pid, f"{TOKEN_VAR}={token}".encode())
+
+
+def _collect(drains: list[Drain], out: Finished, result_cap: int) -> None:
     for d in drains:
         d.join(timeout=5)
     stdout_d, stderr_d, result_d = drains[:3]
-    if events_r is not None:
+    if len(drains) > 3:
         out.events = bytes(drains[3].kept)
     out.stdout, out.stderr = bytes(stdout_d.kept), bytes(stderr_d.kept)
     out.output_bytes = stdout_d.total + stderr_d.total
     out.result = bytes(result_d.kept)
     out.result_overflow = result_d.total > result_cap
-    out.seconds = time.monotonic() - started
-    return out
 
 
 WATCH_S = 0.5  # how often what a contained process wrote is measured

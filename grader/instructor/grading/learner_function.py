@@ -210,90 +210,112 @@ def main() -> int:
     fd = containment.result_pipe()
     answer_tools.guard()  # before any learner code: see answer_tools
     request = json.loads(sys.stdin.buffer.read(REQUEST_CAP))
-    from grader.engine import limits, torch_state
     from grader.engine.cases import fingerprint
-    from grader.engine.kinds import BadAnswer, Unanswered
 
     kinds, tools = _kinds_only(request.get("exercises", []))
     for item in request.get("exercises", []):
-        qid = item["qid"]
-        kind = kinds[qid]
-        off = tools[qid]
-        cases = kind.cases()
-        ns: dict = {"__name__": LEARNER_MODULE}
-        try:  # the course's own definitions, from notebooks/ (trusted), with the real import
-            exec(compile(str(item.get("prelude", "")), "<the course's cells>", "exec"), ns)
-        except BaseException as exc:  # noqa: BLE001 - a course cell that no longer runs here: the grader's fault
-            _line(fd, {"qid": qid, "i": 0, "problem": f"the course's cells raised {limits.describe_exception(exc)}"})
-            continue
-        for name in list(ns):  # the course's API as the prelude imported it: nothing that records or reveals
-            if getattr(ns[name], "__module__", "").startswith("grader.learner"):
-                ns[name] = _gone
-        ns["__builtins__"] = _learner_builtins(item.get("allowed", ()))
-        try:
-            with off.switched_off():
-                exec(compile(str(item["source"]), NOTEBOOK, "exec"), ns)
-        except BaseException as exc:  # noqa: BLE001 - the learner's code, whatever it raised
-            _line(
-                fd,
-                {"qid": qid, "i": 0, "problem": f"your notebook's definitions raised {limits.describe_exception(exc)}"},
-            )
-            continue
-        names = item["names"]
-        fn = ns.get(names[0], ...) if len(names) == 1 else tuple(ns.get(n, ...) for n in names)
-        try:
-            fn = kind.read(fn)
-        except Unanswered:
-            _line(fd, {"qid": qid, "i": 0, "problem": f"{' and '.join(names)} is not defined in the notebook"})
-            continue
-        except BadAnswer as exc:
-            _line(fd, {"qid": qid, "i": 0, "problem": str(exc)})
+        qid, kind, off = item["qid"], kinds[item["qid"]], tools[item["qid"]]
+        fn = _learner_function(item, kind, off, fd)
+        if fn is None:
             continue
         started = time.monotonic()
-        for i, case in enumerate(cases):
+        for i, case in enumerate(kind.cases()):
             send = functools.partial(_result, fd, qid, i, fingerprint(case), str(case.label))
             if time.monotonic() - started > kind.budget_s:
                 send(problem=f"only {i} cases ran within {kind.budget_s:g} s")
                 break
-            with torch_state.clean_room():
-                case_ns = case.fresh()
-            with off.switched_off():
-                outcome = limits.call(kind.call, fn, case, case_ns, seconds=kind.per_case_s)
-                if not (outcome.not_written or outcome.problem):
-                    try:
-                        raw = _plain(outcome.value)
-                    except TypeError as exc:
-                        outcome.problem = str(exc)
-            if off.tried:
-                send(problem=f"it called {off.tried[0]}, the course's own tool for this answer, reached past the API")
+            if not _run_case(kind, fn, case, off, send):
                 break
-            if outcome.not_written:
-                send(not_written=True)
-                break
-            if outcome.problem:
-                send(problem=outcome.problem)
-                break
-            if _learner_threads():
-                send(problem="it left a thread of its own running: return only when all your code has finished")
-                break
-            ran: list = []
-            try:
-                sys.setprofile(functools.partial(_notebook_code_ran, ran))
-                try:
-                    value = kind.returns.encode(kind.returns.read(kind.convert(raw, case, case_ns)))
-                finally:
-                    sys.setprofile(None)
-                if ran:
-                    raise BadAnswer(f"your code ({ran[0]}) ran while its result was read")
-                json.dumps(value)
-            except Unanswered:
-                send(problem="it returned nothing (a missing return?)")
-                break
-            except (BadAnswer, Exception) as exc:
-                send(problem=f"its result could not be read ({str(exc)[:150]})")
-                break
-            send(value=value)
     return 0
+
+
+def _learner_function(item: dict, kind, off, fd):
+    """The learner's function, defined on the course's own definitions (the prelude, from notebooks/) with the
+    import that refuses the grader's internals; None (and the reason sent) where it cannot be had."""
+    from grader.engine import limits
+    from grader.engine.kinds import BadAnswer, Unanswered
+
+    qid = item["qid"]
+    ns: dict = {"__name__": LEARNER_MODULE}
+    try:  # the course's own definitions, from notebooks/ (trusted), with the real import
+        exec(compile(str(item.get("prelude", "")), "<the course's cells>", "exec"), ns)
+    except BaseException as exc:  # noqa: BLE001 - a course cell that no longer runs here: the grader's fault
+        _line(fd, {"qid": qid, "i": 0, "problem": f"the course's cells raised {limits.describe_exception(exc)}"})
+        return None
+    for name in list(ns):  # the course's API as the prelude imported it: nothing that records or reveals
+        if getattr(ns[name], "__module__", "").startswith("grader.learner"):
+            ns[name] = _gone
+    ns["__builtins__"] = _learner_builtins(item.get("allowed", ()))
+    try:
+        with off.switched_off():
+            exec(compile(str(item["source"]), NOTEBOOK, "exec"), ns)
+    except BaseException as exc:  # noqa: BLE001 - the learner's code, whatever it raised
+        problem = f"your notebook's definitions raised {limits.describe_exception(exc)}"
+        _line(fd, {"qid": qid, "i": 0, "problem": problem})
+        return None
+    names = item["names"]
+    fn = ns.get(names[0], ...) if len(names) == 1 else tuple(ns.get(n, ...) for n in names)
+    try:
+        return kind.read(fn)
+    except Unanswered:
+        _line(fd, {"qid": qid, "i": 0, "problem": f"{' and '.join(names)} is not defined in the notebook"})
+    except BadAnswer as exc:
+        _line(fd, {"qid": qid, "i": 0, "problem": str(exc)})
+    return None
+
+
+def _run_case(kind, fn, case, off, send) -> bool:
+    """One case: the learner's function called with the course's tools off, what it returned made plain, then read
+    with the tools on (the notebook's code must not run then); whether to go on to the next case."""
+    from grader.engine import limits, torch_state
+    from grader.engine.kinds import BadAnswer, Unanswered
+
+    with torch_state.clean_room():
+        case_ns = case.fresh()
+    raw = None
+    with off.switched_off():
+        outcome = limits.call(kind.call, fn, case, case_ns, seconds=kind.per_case_s)
+        if not (outcome.not_written or outcome.problem):
+            try:
+                raw = _plain(outcome.value)
+            except TypeError as exc:
+                outcome.problem = str(exc)
+    if off.tried:
+        send(problem=f"it called {off.tried[0]}, the course's own tool for this answer, reached past the API")
+    elif outcome.not_written:
+        send(not_written=True)
+    elif outcome.problem:
+        send(problem=outcome.problem)
+    elif _learner_threads():
+        send(problem="it left a thread of its own running: return only when all your code has finished")
+    else:
+        try:
+            value = _read_result(kind, raw, case, case_ns)
+        except Unanswered:
+            send(problem="it returned nothing (a missing return?)")
+        except (BadAnswer, Exception) as exc:
+            send(problem=f"its result could not be read ({str(exc)[:150]})")
+        else:
+            send(value=value)
+            return True
+    return False
+
+
+def _read_result(kind, raw, case, case_ns):
+    """What the learner's function returned, read by the kind with the course's tools on, while a profile notes
+    any of the notebook's code running (it must not: it could ask the tools)."""
+    from grader.engine.kinds import BadAnswer
+
+    ran: list = []
+    sys.setprofile(functools.partial(_notebook_code_ran, ran))
+    try:
+        value = kind.returns.encode(kind.returns.read(kind.convert(raw, case, case_ns)))
+    finally:
+        sys.setprofile(None)
+    if ran:
+        raise BadAnswer(f"your code ({ran[0]}) ran while its result was read")
+    json.dumps(value)
+    return value
 
 
 if __name__ == "__main__":

@@ -1,52 +1,34 @@
 """Grade a class: every verdict recomputed by live torch in a process no submitted code has run in.
 
-The run is a pipeline of five named steps, each a function here that can be
-tested alone:
+One submission goes through five named steps, each a function that can be tested alone:
 
-* ``find``: every notebook under the given paths becomes a submission (an
-  unreadable file or a broken link too: it gets a row);
-* ``restore``: the notebook is read (no links followed, size-capped) and every
-  grader-owned cell (one whose source in ``notebooks/`` has no solution
-  placeholder: imports, predict, reveal, check, mark, experiments) is put back
-  from ``notebooks/`` by cell id; a deleted one is reported;
-* ``execute``: the restored notebook runs headless in a worker and a fresh
-  kernel, contained by :mod:`grader.instructor.grading.containment` (own session, private 0700
-  folder, capped output, result through a pipe, everything it started killed
-  at the end; with bubblewrap also no network, a private capped /tmp and an
-  allow-listed read-only file system); its events come out as they happen
-  (an event stream), and the progress store it wrote is then read as untrusted
-  data (:mod:`grader.instructor.grading.untrusted_store`) and compared;
-* ``recompute``: each learner function is re-run on the generated cases in
-  another contained process (:mod:`grader.instructor.grading.learner_function`), and every
-  answer is compared with torch's live answer computed here
-  (:mod:`grader.instructor.grading.verify`); "marked passed" follows the rule
-  ``mark_passed`` uses, applied to the recomputed verdicts;
-* ``write``: the gradebook (long and wide CSV, merged into an existing one
-  where asked) and feedback pages: :mod:`grader.instructor.grading.gradebook`.
+* ``find`` (:mod:`.submission`): every notebook under the given paths becomes a submission (an unreadable file or
+  a broken link too: it gets a row), named by :func:`.lms_names.name_of`;
+* ``restore`` (:mod:`.restore`, a chain of one-concern steps): the notebook read safely, the evidence it saved of
+  its own run taken as data, every grader-owned cell put back from ``notebooks/``;
+* ``execute`` (here): the restored notebook runs contained (:mod:`.containment`, :mod:`.workers`); its events come
+  out as they happen, and the store it wrote is read as untrusted data (:mod:`.untrusted_store`);
+* ``recompute`` (here): each learner function re-run in another contained process (:mod:`.learner_function`), and
+  every answer compared with torch's live answer computed here (:mod:`.verify`);
+* ``write`` (:mod:`.gradebook`): the rows.
 
-Where learners come from: :func:`grader.instructor.grading.lms_names.name_of` (Canvas's and Moodle's export
-names, a ``--name-pattern``, else :func:`grader.instructor.grading.roster.learner_of`: the folder that
-holds the notebook; a file named for a learner inside a folder of another name is
-``folder/learner``), the same whatever path is given on the command line.
+A class is graded by :func:`grade`, a short driver over :func:`select`, :func:`run_all`, :func:`settle` and
+:func:`write`, with one :class:`.options.GradeOptions`; docs/threat-model.md says what each step defends.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import shutil
-import stat
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.engine import syntax
-from grader.engine.course import UNITS, leading_unit
-from grader.engine.question import of_unit
+from grader.engine.course import UNITS
 from grader.engine.store import FILENAME, Event
 from grader.instructor.grading import (
     containment,
@@ -57,298 +39,40 @@ from grader.instructor.grading import (
     lms_gradebook,
     lms_names,
     outputs,
-    prediction_order,
-    reach,
     report,
     roster,
     scores,
     shards,
-    slicing,
     untrusted_store,
     versions,
     workers,
 )
 from grader.instructor.grading import verify as verify_submission
-from grader.instructor.grading.copies import cell_label, match_by_source, what_the_copy_holds
-from grader.instructor.grading.exercise_sources import exercise_sources, grader_owned
-from grader.instructor.grading.locks import apply_locks
+from grader.instructor.grading.copies import cell_label
 from grader.instructor.grading.options import GradeOptions
 from grader.instructor.grading.printable import escape
+from grader.instructor.grading.restore import (  # noqa: F401 - step 2, and names other modules read here
+    CELL_CAP,
+    NOT_RESTORED,
+    NOTEBOOK_CAP,
+    carried_variants,
+    restore,
+    unit_named,
+)
+from grader.instructor.grading.submission import (  # noqa: F401 - what passes between the steps
+    Execution,
+    GradedSubmission,
+    Restored,
+    Submission,
+    find,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
-NOTEBOOK_CAP = 32 * 2**20  # bytes of a submitted notebook read at most
 STORE_CAP = untrusted_store.STORE_CAP  # bytes of a progress store (and of its WAL) read at most
 EVENTS_CAP = untrusted_store.EVENTS_CAP  # events read at most
 ANSWER_CAP = untrusted_store.ANSWER_CAP  # characters of one recorded answer
 TAMPERED = ("worker died", "worker lied")
 NOT_RUN = (*TAMPERED, "could not run", "grader error")  # the grading itself did not run the notebook
-NOT_RESTORED = "could not be restored"
-CELL_CAP = 5_000  # cells of a submitted notebook graded at most (a unit's notebook has about 100)
-SOURCE_CAP = 2 * 2**20  # characters of code in a copy's own cells the grading process reads at most
-
-
-@dataclass
-class Submission:
-    learner: str
-    path: Path
-    problem: str = ""  # set by find() for a path that cannot be a notebook (a broken link, say)
-    named: lms_names.Named | None = None  # how find() named it: the file as handed in, the LMS's id, late
-    identity: str = ""  # whose programs its generated self-tests are judged on (grade: the learner, or a roster id)
-    mastery: int | None = None  # right answers in a row that pass a generated self-test (grade --mastery)
-
-    def whose(self) -> str:
-        return self.identity or self.learner
-
-
-@dataclass
-class Restored:
-    submission: Submission
-    notebook: dict | None = None  # the notebook with grader-owned cells put back
-    unit: str = "?"
-    status: str = "ok"
-    problems: list = field(default_factory=list)
-    findings: list = field(default_factory=list)
-    exercises: dict = field(default_factory=dict)  # qid -> exercise_sources.ExerciseSource
-    copy: object = None  # copies.CopyContents: what the copy holds
-    runs: list = field(default_factory=list)  # per cell: whether the grading run executes it (slicing.needed)
-    handed_out: str | None = None  # the course version the class was handed (grade --handed-out)
-    variants: dict = field(default_factory=dict)  # qid -> variants.Carried: what the copy's records say was asked
-    revealed_first: dict = field(default_factory=dict)  # qid -> why the copy shows torch's answer before its prediction
-
-
-@dataclass
-class Execution:
-    status: str = "ok"
-    problems: list = field(default_factory=list)
-    findings: list = field(default_factory=list)
-    events: list = field(default_factory=list)
-    isolation: str = ""
-    seconds: float = 0.0
-
-
-@dataclass
-class GradedSubmission:
-    submission: Submission
-    status: str = "ok"
-    problems: list = field(default_factory=list)
-    findings: list = field(default_factory=list)
-    units: list = field(default_factory=list)  # Recomputed, one per unit
-    isolation: str = ""
-    seconds: float = 0.0
-    unit: str = "?"
-    copy: object = None  # copies.CopyContents, from restore
-    facts: list = field(
-        default_factory=list
-    )  # for the class report (grader.instructor.grading.report.facts_of), one per unit
-    halves: list = field(default_factory=list)  # the same copy graded as the units split from its own (grade_one)
-    identity: str = ""  # whose programs its self-tests were judged on (judged_identity)
-
-    def graded(self) -> list[GradedSubmission]:
-        """This grading and each half's: what the gradebook writes rows for."""
-        return [self, *self.halves]
-
-
-# --- step 1: find ---------------------------------------------------------------------------
-
-
-def find(paths: list[str], pattern=None) -> list[Submission]:
-    """Every notebook under ``paths``, named by :func:`lms_names.name_of` (``pattern``: a --name-pattern)."""
-    subs = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir() and not p.is_symlink():
-            for nb in sorted(p.rglob("*.ipynb")):
-                if ".ipynb_checkpoints" in nb.parts:
-                    continue
-                named = lms_names.name_of(nb, p, pattern)
-                subs.append(Submission(named.learner, nb, _path_problem(nb), named))
-        else:
-            named = lms_names.name_of(p, p, pattern)
-            subs.append(Submission(named.learner, p, _path_problem(p), named))
-    return subs
-
-
-def _path_problem(path: Path) -> str:
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return "missing"
-    if stat.S_ISLNK(info.st_mode):
-        return "a symbolic link (not followed)" if path.exists() else "a broken symbolic link"
-    if not stat.S_ISREG(info.st_mode):
-        return "not a plain file"
-    return ""
-
-
-# --- step 2: restore ------------------------------------------------------------------------
-
-
-def _source(cell) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else str(src)
-
-
-def _template(unit: str) -> list[dict]:
-    path = ROOT / "notebooks" / UNITS[unit].notebook if unit in UNITS else None
-    if not path or not path.exists():
-        return []
-    return json.loads(path.read_text(encoding="utf-8")).get("cells", [])
-
-
-def unit_named(sub: Submission) -> str:
-    """The unit the file's name says (a --name-pattern's unit, else the name as handed in: ``01_…``), or '?'."""
-    named = sub.named
-    if named is not None and named.unit and named.unit.zfill(2) in UNITS:
-        return named.unit.zfill(2)
-    return leading_unit(named.file if named is not None else sub.path.name) or "?"
-
-
-def unit_said(sub: Submission) -> str:
-    """The unit a file that cannot be read is shown under: :func:`unit_named`'s, or the unit of a name given per
-    learner (``frank_02.ipynb``, ``frank-03_x.ipynb``), or '?'. (A readable notebook's own code decides first.)"""
-    if unit_named(sub) != "?":
-        return unit_named(sub)
-    return roster.unit_in_name(Path(sub.named.file if sub.named is not None else sub.path.name).stem) or "?"
-
-
-def _unit_of(sub: Submission, cells: list) -> str:
-    if unit_named(sub) != "?":
-        return unit_named(sub)
-    text = "\n".join(_source(c) for c in cells if isinstance(c, dict) and c.get("cell_type") == "code")
-    found = re.findall(r"[\"'](\d\d[a-z]?)\.[a-z0-9-]+[\"']", text)
-    found = [u for u in found if u in UNITS]
-    return max(set(found), key=found.count) if found else "?"
-
-
-def restore(sub: Submission, handed_out: str | None = None, as_unit: str | None = None) -> Restored:
-    """Read the submission safely and put every grader-owned cell back from notebooks/ by cell id.
-
-    A copy saved without cell ids (nbformat 4.4 and older, Colab) has the unit's cells found by their source
-    (:func:`.copies.match_by_source`), and a finding says so. A copy whose cells cannot be matched to the unit's
-    notebook either way (another notebook; an empty one) is *not restored*: it gets a row that says why and no
-    score.
-    ``handed_out`` names the course version the class was given (:mod:`.versions`): only questions
-    added after it may be "not in this copy". ``as_unit`` grades the copy as that unit (a copy handed out before
-    its unit was split holds the questions of both halves: :func:`grade_one` restores it once for each)."""
-    # an unreadable file is shown under the unit its name says
-    out = Restored(sub, unit=unit_said(sub), handed_out=handed_out)
-    if sub.problem:
-        out.status, out.problems = "unreadable", [f"the notebook is {sub.problem}"]
-        return out
-    try:
-        raw = containment.read_capped(sub.path, NOTEBOOK_CAP)
-    except containment.UnsafeFile as exc:
-        out.status, out.problems = "unreadable", [f"the notebook is {exc}"]
-        return out
-    try:
-        import nbformat
-
-        nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
-        cells = nb.cells
-        if not isinstance(cells, list):
-            raise ValueError("no cells")
-    except Exception as exc:
-        out.status = "not a notebook"
-        out.problems = [f"could not be read as a notebook: {type(exc).__name__}"]
-        return out
-    out.unit = as_unit or _unit_of(sub, cells)
-    template = _template(out.unit)
-    owned = {c.get("id"): c for c in template if c.get("id") and grader_owned(c)}
-    ids = [c.get("id") for c in cells if isinstance(c, dict)]
-    had_ids = any(ids)
-    if out.unit in UNITS and len(cells) <= CELL_CAP and not owned.keys() & set(ids):
-        # saved without cell ids (nbformat 4.4 and older, Colab, an editor that drops them; or ids an upgrade made
-        # up): the unit's cells are found by their source instead (copies.match_by_source)
-        found = match_by_source(cells, template)
-        ids = [c.get("id") for c in cells if isinstance(c, dict)]
-        if owned.keys() & set(ids):
-            nb.nbformat_minor = max(int(nb.get("nbformat_minor", 0) or 0), 5)  # ids belong to nbformat 4.5
-            out.findings.append(
-                f"its cells carried {'ids of no cell of the unit' if had_ids else 'no ids'} (nbformat 4.4 or older, "
-                f"Colab, or an editor that drops them): {found} of the unit's {len(template)} cells were found by "
-                "their source"
-            )
-    why = ""
-    if out.unit not in UNITS:
-        why = "it is not a notebook of this course (no unit in its file name or its code)"
-    elif len(cells) > CELL_CAP:
-        why = f"it has {len(cells):,} cells (the unit's notebook has {len(template)}; at most {CELL_CAP:,} are read)"
-    elif not had_ids and not owned.keys() & set(ids):
-        why = (
-            "its cells carry no ids (nbformat 4.4 or older, or a tool that drops them), and none of them is a cell "
-            "of the unit's notebook by its source either"
-        )
-    elif not owned.keys() & set(ids):
-        why = "none of its cells is a cell of the unit's notebook (matched by cell id)"
-    own_code = [_source(c) for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"]
-    if not why and sum(map(len, own_code)) > SOURCE_CAP:
-        why = f"its cells hold {sum(map(len, own_code)):,} characters of code, more than the {SOURCE_CAP:,} it reads"
-    if why:
-        out.status, out.problems = NOT_RESTORED, [f"not graded: {why}"]
-        return out
-    big = [
-        containment.cell_name(i, c)
-        for i, c in enumerate(cells)
-        if isinstance(c, dict) and c.get("id") not in owned and len(_source(c)) > syntax.SUBMITTED_CAP
-    ]
-    if big:
-        out.findings.append(
-            f"{len(big)} cell(s) too large for the grader to read ({', '.join(big[:3])}: more than "
-            f"{syntax.SUBMITTED_CAP:,} characters each): run, but not read for definitions or answers"
-        )
-    predictions = {q.qid for q in of_unit(out.unit) if q.role == "predict"}
-    out.revealed_first = prediction_order.revealed_first(cells, template, predictions)  # before locks rewrite cells
-    out.findings += apply_locks(cells, template)  # predictions locked with the widget, into their cells
-    out.variants = carried_variants(cells, out.unit)
-    out.copy = _what_the_copy_holds(out.unit, template, cells, handed_out)
-    out.findings += reach.findings(template, cells)
-    edited = []
-    for cell in cells:
-        mine = owned.get(cell.get("id"))
-        if mine is None:
-            continue
-        if cell.get("cell_type") != "code" or _source(cell) != _source(mine):
-            edited.append(cell.get("id"))
-        cell["cell_type"] = "code"
-        cell["source"] = _source(mine)
-        cell.setdefault("outputs", [])
-        cell.setdefault("execution_count", None)
-        cell.setdefault("metadata", {})
-    edited_questions = [cid for cid in edited if cid in out.copy.question_cells]
-    if edited_questions:
-        out.findings.append(
-            f"{len(edited_questions)} grader cell(s) of a question had been edited and were restored: "
-            + ", ".join(edited_questions[:8])
-        )
-    if out.copy.missing:
-        out.problems.append(
-            f"{len(out.copy.missing)} cell(s) of the unit's questions are missing (their questions count as "
-            "not answered): " + out.copy.missing_words()
-        )
-        out.status = "missing cells"
-    out.notebook = nb
-    out.exercises = _exercise_sources(out.unit, template, cells)
-    out.runs = slicing.needed(cells, [c.get("id") not in owned for c in cells])
-    return out
-
-
-def carried_variants(cells: list, unit: str) -> dict:
-    """For each generated self-test of ``unit``, the record its cells' saved outputs carry (data, never trusted:
-    :func:`grader.engine.variants.read_record`) with the highest program number: the program in force when the
-    learner saved. Records of the course's own run (a solution's stored outputs) are no learner's: left out."""
-    from grader.engine import identity, variants
-
-    wanted = {q.qid for q in of_unit(unit) if q.program is not None} if unit in UNITS else set()
-    course = identity.fingerprint(identity.COURSE)
-    found: dict = {}
-    for cell in cells:
-        outputs = cell.get("outputs") if isinstance(cell, dict) and cell.get("cell_type") == "code" else None
-        for output in outputs if isinstance(outputs, list) else []:
-            carried = variants.read_record(output)
-            if carried is not None and carried.qid in wanted and carried.fingerprint != course:
-                if carried.qid not in found or carried.number >= found[carried.qid].number:
-                    found[carried.qid] = carried
-    return found
 
 
 def judged_identity(restored: Restored) -> str:
@@ -407,27 +131,6 @@ def pins(restored: Restored) -> dict:
 
     mine = identity.fingerprint(judged_identity(restored))
     return {qid: c.number for qid, c in restored.variants.items() if c.fingerprint == mine}
-
-
-def _what_the_copy_holds(unit: str, template: list, cells: list, handed_out: str | None = None):
-    """Which of the unit's questions and cells this copy holds; only questions added after the version the
-    class was handed (``handed_out``) may be absent without counting."""
-    qs = of_unit(unit) if unit in UNITS else []
-    return what_the_copy_holds(
-        [q.qid for q in qs],
-        [q.qid for q in qs if q.role == "predict"],
-        template,
-        [c for c in cells if isinstance(c, dict)],
-        excusable=versions.added_since(handed_out, unit) if handed_out else (),
-    )
-
-
-def _exercise_sources(unit: str, template: list, cells: list) -> dict:
-    """For each exercise of the unit, its function rebuilt from the copy (see :mod:`.exercise_sources`)."""
-    from grader.engine.kinds import Function
-
-    qids = [q.qid for q in of_unit(unit) if isinstance(q.kind, Function)] if unit in UNITS else []
-    return exercise_sources(qids, template, cells)
 
 
 # --- step 3: execute ------------------------------------------------------------------------
@@ -517,8 +220,6 @@ def execute(
 
     With a :class:`grader.instructor.grading.workers.Pool` the notebook runs in a process forked from a warm parent
     (torch and the grader already imported); without one, in a fresh worker and kernel."""
-    import nbformat
-
     out = Execution(isolation=containment.isolation())
     started = time.monotonic()
     worker = work = scratch = None
@@ -526,75 +227,8 @@ def execute(
         worker = pool.borrow() if pool is not None else None
         work = worker.job_folder() if worker else containment.private_folder("agl-grade-")
         scratch = containment.private_folder("agl-read-")
-        env = _contained_env(work)
-        env["AGL_SEAL"] = "1"  # the answer key is sealed in the run (grader/__init__.py, workers._run_cells)
-        # the run asks the programs of the identity graded, numbered as the copy's records say (learner.api._pinned)
-        env["AUTOGRAD_LAB_LEARNER"] = judged_identity(restored)
-        env["AGL_VARIANTS"] = json.dumps(pins(restored))
-        env.pop("JUPYTERHUB_USER", None)
-        env.pop("AUTOGRAD_LAB_MASTERY", None)
-        copy = work / "submission.ipynb"
-        nbformat.write(_to_run(restored), str(copy))
-        if worker:
-            env[containment.TOKEN_VAR] = secrets.token_hex(16)
-            run = worker.run(
-                {
-                    "kind": "notebook",
-                    "dir": work.name,
-                    "env": env,
-                    "cell_timeout": cell_timeout,
-                    "memory_mb": memory_mb,
-                },
-                notebook_timeout,
-            )
-        else:
-            cmd = [
-                containment.python(),
-                str(Path(__file__).with_name("notebook_worker.py")),
-                str(copy),
-                str(work),
-                str(cell_timeout),
-                str(memory_mb),
-                str(notebook_timeout),
-            ]
-            run = containment.run(cmd, work, env, notebook_timeout, events=True)
-        if run.over_cap and not run.result:  # stopped for what it wrote before it could report (the cold path)
-            out.status, out.problems = "killed", [run.over_cap]
-        elif run.timed_out:
-            out.status = "killed"
-            out.problems.append(f"the notebook ran past {notebook_timeout} s in all and was stopped")
-        elif run.returncode != 0:
-            out.status = "worker died"
-            how = f"signal {-run.returncode}" if run.returncode and run.returncode < 0 else f"exit {run.returncode}"
-            out.problems.append(f"the grading worker did not finish ({how}); the run cannot be trusted")
-            tail = run.stderr.decode(errors="replace").strip().splitlines()[-1:]
-            if tail and run.returncode and 0 < run.returncode < 128:
-                out.problems.append(f"the worker failed: {tail[0][:200]}")
-        else:
-            lines = run.result.splitlines()
-            try:
-                if len(lines) != 1 or run.result_overflow:
-                    raise ValueError
-                report = json.loads(lines[0])
-                if not isinstance(report, dict) or report.get("cells") != len(restored.notebook.cells):
-                    raise ValueError
-            except ValueError:
-                out.status = "worker lied"
-                out.problems.append("the worker's report is not the one report it sends; the run cannot be trusted")
-            else:
-                out.status = str(report.get("status", "ok"))[:40]
-                if isinstance(report.get("leftovers"), int) and report["leftovers"] > 0:
-                    out.findings.append(
-                        f"{report['leftovers']} process(es) it started outlived the notebook and were killed"
-                    )
-                out.problems += [str(p)[:300] for p in report.get("problems", [])][:50]
-        if run.over_cap and run.result and out.status not in TAMPERED:  # the warm parent stopped it and reported
-            out.status = "killed"
-            out.problems.insert(0, run.over_cap)
-        if run.leftovers:
-            out.findings.append(f"{run.leftovers} process(es) it started were still running at the end and were killed")
-        if run.output_bytes > 10 * 2**20:
-            out.findings.append(f"it wrote {run.output_bytes / 2**20:.0f} MB to stdout/stderr (kept 64 KB)")
+        run = _run_notebook(restored, work, worker, cell_timeout, notebook_timeout, memory_mb)
+        _how_it_ended(run, out, notebook_timeout, len(restored.notebook.cells))
         out.events, found = events_of_run(work / "home", scratch, run.events)
         out.findings += found
     finally:
@@ -605,6 +239,69 @@ def execute(
             pool.give_back(worker)
     out.seconds = time.monotonic() - started
     return out
+
+
+def _run_notebook(restored: Restored, work: Path, worker, cell_timeout: int, notebook_timeout: int, memory_mb: int):
+    """The restored notebook written into ``work`` and run: in a process a warm ``worker`` forks, else cold."""
+    import nbformat
+
+    env = _contained_env(work)
+    env["AGL_SEAL"] = "1"  # the answer key is sealed in the run (grader/__init__.py, workers._run_cells)
+    env["AUTOGRAD_LAB_LEARNER"] = judged_identity(restored)  # the programs of the identity judged
+    env["AGL_VARIANTS"] = json.dumps(pins(restored))
+    copy = work / "submission.ipynb"
+    nbformat.write(_to_run(restored), str(copy))
+    if worker:
+        env[containment.TOKEN_VAR] = secrets.token_hex(16)
+        job = {"kind": "notebook", "dir": work.name, "env": env, "cell_timeout": cell_timeout, "memory_mb": memory_mb}
+        return worker.run(job, notebook_timeout)
+    worker_script = str(Path(__file__).with_name("notebook_worker.py"))
+    cmd = [containment.python(), worker_script, str(copy), str(work), str(cell_timeout), str(memory_mb)]
+    return containment.run([*cmd, str(notebook_timeout)], work, env, notebook_timeout, events=True)
+
+
+def _how_it_ended(run: containment.Finished, out: Execution, notebook_timeout: int, cells: int) -> None:
+    """The run's status, problems and findings, from how its process ended and the one report it sent."""
+    if run.over_cap and not run.result:  # stopped for what it wrote before it could report (the cold path)
+        out.status, out.problems = "killed", [run.over_cap]
+    elif run.timed_out:
+        out.status = "killed"
+        out.problems.append(f"the notebook ran past {notebook_timeout} s in all and was stopped")
+    elif run.returncode != 0:
+        out.status = "worker died"
+        how = f"signal {-run.returncode}" if run.returncode and run.returncode < 0 else f"exit {run.returncode}"
+        out.problems.append(f"the grading worker did not finish ({how}); the run cannot be trusted")
+        tail = run.stderr.decode(errors="replace").strip().splitlines()[-1:]
+        if tail and run.returncode and 0 < run.returncode < 128:
+            out.problems.append(f"the worker failed: {tail[0][:200]}")
+    else:
+        _read_report(run, out, cells)
+    if run.over_cap and run.result and out.status not in TAMPERED:  # the warm parent stopped it and reported
+        out.status = "killed"
+        out.problems.insert(0, run.over_cap)
+    if run.leftovers:
+        out.findings.append(f"{run.leftovers} process(es) it started were still running at the end and were killed")
+    if run.output_bytes > 10 * 2**20:
+        out.findings.append(f"it wrote {run.output_bytes / 2**20:.0f} MB to stdout/stderr (kept 64 KB)")
+
+
+def _read_report(run: containment.Finished, out: Execution, cells: int) -> None:
+    """The worker's one report (a JSON line naming as many cells as the notebook has), or 'worker lied'."""
+    lines = run.result.splitlines()
+    try:
+        if len(lines) != 1 or run.result_overflow:
+            raise ValueError
+        report = json.loads(lines[0])
+        if not isinstance(report, dict) or report.get("cells") != cells:
+            raise ValueError
+    except ValueError:
+        out.status = "worker lied"
+        out.problems.append("the worker's report is not the one report it sends; the run cannot be trusted")
+        return
+    out.status = str(report.get("status", "ok"))[:40]
+    if isinstance(report.get("leftovers"), int) and report["leftovers"] > 0:
+        out.findings.append(f"{report['leftovers']} process(es) it started outlived the notebook and were killed")
+    out.problems += [str(p)[:300] for p in report.get("problems", [])][:50]
 
 
 # --- step 4: recompute ----------------------------------------------------------------------
