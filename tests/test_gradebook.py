@@ -15,7 +15,8 @@ from grader.engine.question import get
 from grader.engine.store import Event
 from grader.instructor.grading import gradebook, roster, scores
 from grader.instructor.grading import verify as vs
-from grader.instructor.grading.pipeline import GradedSubmission, Submission, _template, _what_the_copy_holds
+from grader.instructor.grading.restore import _template, _what_the_copy_holds
+from grader.instructor.grading.submission import GradedSubmission, Submission
 from tests.cli import run as cli
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -33,6 +33,7 @@ import hashlib
 import html
 import re
 import unicodedata
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.engine.course import UNITS
@@ -145,143 +146,148 @@ def rows_of(
     """One row per unit of one graded submission (``out`` is a pipeline.GradedSubmission); ``overrides`` (an
     :class:`.overrides.Overrides`) change a question's points and say so in the row's ``overrides`` column
     and its feedback, never in its verdict."""
+    weights = weights or scores.Weights()
+    rows = []
+    for r in out.units:
+        row = _row_base(out, r.unit if r is not None else out.unit, ids, times)
+        if r is None:
+            if row["unit"] in UNITS:
+                row["max"] = scores.number(unit_maximum(row["unit"], weights))
+                row["questions"] = len(of_unit(row["unit"]))
+        else:
+            _score_unit(row, out, r, weights, feedback, overrides)
+        rows.append(row)
+    return rows
+
+
+def _row_base(out, unit: str, ids: dict | None, times: dict | None) -> dict:
+    """A row's columns that do not depend on its questions: who, which notebook and unit, how the run went."""
     from grader.instructor.grading.roster import lookup, submitted
 
-    weights = weights or scores.Weights()
+    learner, notebook = out.submission.learner, str(out.submission.path)
+    student = lookup(ids, learner, notebook) if ids else None
+    row = {
+        "learner": learner,
+        "student id": student or "",
+        "notebook": notebook,
+        "unit": unit,
+        "submitted": submitted(notebook, times),
+        "run": out.status,
+        "problems": "; ".join(out.problems),
+        "findings": "; ".join(out.findings),
+        "marked passed": "no",
+        "points": 0,
+        "max": 0,
+        "percent": 0,
+        "done": 0,
+        "correct": 0,
+        "questions": 0,
+        "not in copy": "",
+        "hints": "",
+        "attempts": "",
+        "isolation": out.isolation,
+        "seconds": scores.number(out.seconds),
+    }
+    named = getattr(out.submission, "named", None)
+    if named is not None and named.lms_id:  # the LMS's own id of the learner (Canvas's user id), for --lms
+        row["lms id"], row["lms"] = named.lms_id, named.lms
+    if named is not None and named.lms == "canvas":
+        row["late"] = "yes" if named.late else "no"  # Canvas's own mark (_LATE in the file's name), see .late
+    if ids is not None and student is None:
+        _note(row, "findings", "not in the roster")
+    return row
+
+
+def _note(row: dict, column: str, text: str) -> None:
+    row[column] = "; ".join(p for p in (row[column], text) if p)
+
+
+@dataclass
+class _Tally:
+    points: float = 0.0
+    maximum: float = 0.0
+    done: int = 0
+    correct: int = 0
+    counted: int = 0
+    complete: bool = True
+    changed: list = field(default_factory=list)  # the overrides applied, each saying what it changed and why
+    details: dict = field(default_factory=dict)  # qid -> the feedback page's entry
+
+
+def _score_unit(row: dict, out, r, weights: scores.Weights, feedback: bool, overrides) -> None:
+    """A recomputed unit's questions into ``row``: each verdict, the points, what is done and correct."""
     copy = getattr(out, "copy", None)
     absent = set(copy.absent) if copy else set()
     unanswered = set(copy.unanswered) if copy else set()
-    learner, notebook = out.submission.learner, str(out.submission.path)
-    rows = []
-    for r in out.units:
-        unit = r.unit if r is not None else out.unit
-        student = lookup(ids, learner, notebook) if ids else None
-        row = {
-            "learner": learner,
-            "student id": student or "",
-            "notebook": notebook,
-            "unit": unit,
-            "submitted": submitted(notebook, times),
-            "run": out.status,
-            "problems": "; ".join(out.problems),
-            "findings": "; ".join(out.findings),
-            "marked passed": "no",
+    tally = _Tally(complete=out.status not in UNFINISHED)
+    for q in of_unit(row["unit"]):
+        _score_question(row, q, r, weights, tally, q.qid in absent, q.qid in unanswered, feedback, overrides)
+    if not tally.counted:
+        tally.complete = False
+        _note(row, "problems", "no question of the unit counts")
+    elif out.status in UNFINISHED:
+        _note(row, "problems", f"the run did not finish ({out.status}): not marked passed")
+    row.update(
+        {
+            "marked passed": "yes" if tally.complete else "no",
+            "points": scores.number(tally.points),
+            "max": scores.number(tally.maximum),
+            "percent": scores.percent(tally.points, tally.maximum),
+            "done": tally.done,
+            "correct": tally.correct,
+            "questions": tally.counted,
+            "not in copy": ", ".join(sorted(absent)),
+            "hints": ", ".join(f"{qid}: {n}" for qid, n in r.hints.items()),
+            "attempts": ", ".join(f"{qid}: {n}" for qid, n in r.attempts.items()),
+        }
+    )
+    if absent:
+        counted = ", counted" if weights.count_absent else ", not counted"
+        _note(
+            row, "findings", f"not in this copy (added after it was handed out{counted}): {', '.join(sorted(absent))}"
+        )
+    if tally.changed:
+        row["overrides"] = "; ".join(tally.changed)
+    if feedback:
+        row["_feedback"] = tally.details
+
+
+def _score_question(row, q, r, weights, tally: _Tally, missing: bool, unanswered: bool, feedback: bool, overrides):
+    """One question: its verdict in its column, its points (an override applied), and its feedback entry."""
+    st, flag = r.state.questions[q.qid], r.flags.get(q.qid, "")
+    verdict = question_verdict(st, flag, missing, unanswered)
+    row[q.qid] = verdict
+    w = weights.of(q.qid, q.role)
+    if missing and not weights.count_absent:
+        tally.details[q.qid] = {
+            **dict.fromkeys(("explain", "yours", "torch", "case"), ""),
+            "verdict": verdict,
+            "prompt": q.prompt,
+            "role": q.role,
             "points": 0,
             "max": 0,
-            "percent": 0,
-            "done": 0,
-            "correct": 0,
-            "questions": 0,
-            "not in copy": "",
-            "hints": "",
-            "attempts": "",
-            "isolation": out.isolation,
-            "seconds": scores.number(out.seconds),
         }
-        named = getattr(out.submission, "named", None)
-        if named is not None and named.lms_id:  # the LMS's own id of the learner (Canvas's user id), for --lms
-            row["lms id"], row["lms"] = named.lms_id, named.lms
-        if named is not None and named.lms == "canvas":
-            row["late"] = "yes" if named.late else "no"  # Canvas's own mark (_LATE in the file's name), see .late
-        if ids is not None and student is None:
-            row["findings"] = "; ".join(p for p in (row["findings"], "not in the roster") if p)
-        if r is None:
-            if unit in UNITS:
-                row["max"] = scores.number(unit_maximum(unit, weights))
-                row["questions"] = len(of_unit(unit))
-            rows.append(row)
-            continue
-        details = {}
-        changed: list[str] = []  # the overrides applied, each saying what it changed and why
-        points = maximum = 0.0
-        done = correct = counted = 0
-        complete = out.status not in UNFINISHED
-        for q in of_unit(unit):
-            st = r.state.questions[q.qid]
-            missing = q.qid in absent
-            verdict = question_verdict(st, r.flags.get(q.qid, ""), missing, q.qid in unanswered)
-            row[q.qid] = verdict
-            w = weights.of(q.qid, q.role)
-            if missing and not weights.count_absent:
-                details[q.qid] = {
-                    "verdict": verdict,
-                    "prompt": q.prompt,
-                    "explain": "",
-                    "role": q.role,
-                    "yours": "",
-                    "torch": "",
-                    "case": "",
-                    "points": 0,
-                    "max": 0,
-                }
-                continue
-            got = {} if missing else scores.earned(q.role, st, r.flags.get(q.qid, ""), w, weights.self_test_attempts)
-            q_points, q_max = sum(got.values()), sum(w.values())
-            note = ""
-            if overrides and not missing:
-                q_points, note, line = apply_override(
-                    overrides,
-                    q,
-                    learner,
-                    student or "",
-                    r.answers.get(q.qid),
-                    scores.honest(st, r.flags.get(q.qid, "")),
-                    q_points,
-                    q_max,
-                    _show,
-                )
-                if note:
-                    changed.append(note)
-                    row.setdefault("_overridden", []).append(line)
-            points, maximum, counted = points + q_points, maximum + q_max, counted + 1
-            is_done = not missing and _done(q.role, verdict, st)
-            done += is_done
-            correct += not missing and scores.correct(q.role, st, r.flags.get(q.qid, ""))
-            complete = complete and is_done
-            if feedback:
-                details[q.qid] = _feedback(q, r, verdict, scores.number(q_points), scores.number(q_max))
-                if note:
-                    details[q.qid]["override"] = note
-        if not counted:
-            complete = False
-            row["problems"] = "; ".join(p for p in (row["problems"], "no question of the unit counts") if p)
-        elif out.status in UNFINISHED:
-            row["problems"] = "; ".join(
-                p for p in (row["problems"], f"the run did not finish ({out.status}): not marked passed") if p
-            )
-        row.update(
-            {
-                "marked passed": "yes" if complete else "no",
-                "points": scores.number(points),
-                "max": scores.number(maximum),
-                "percent": scores.percent(points, maximum),
-                "done": done,
-                "correct": correct,
-                "questions": counted,
-                "not in copy": ", ".join(sorted(absent)),
-                "hints": ", ".join(f"{qid}: {n}" for qid, n in r.hints.items()),
-                "attempts": ", ".join(f"{qid}: {n}" for qid, n in r.attempts.items()),
-            }
+        return
+    got = {} if missing else scores.earned(q.role, st, flag, w, weights.self_test_attempts)
+    q_points, q_max, note = sum(got.values()), sum(w.values()), ""
+    if overrides and not missing:
+        student = row["student id"]
+        honest = scores.honest(st, flag)
+        q_points, note, line = apply_override(
+            overrides, q, row["learner"], student, r.answers.get(q.qid), honest, q_points, q_max, _show
         )
-        if absent:
-            row["findings"] = "; ".join(
-                p
-                for p in (
-                    row["findings"],
-                    "not in this copy (added after it was handed "
-                    "out"
-                    + (", counted" if weights.count_absent else ", not counted")
-                    + "): "
-                    + ", ".join(sorted(absent)),
-                )
-                if p
-            )
-        if changed:
-            row["overrides"] = "; ".join(changed)
-        if feedback:
-            row["_feedback"] = details
-        rows.append(row)
-    return rows
+        if note:
+            tally.changed.append(note)
+            row.setdefault("_overridden", []).append(line)
+    tally.points, tally.maximum, tally.counted = tally.points + q_points, tally.maximum + q_max, tally.counted + 1
+    is_done = not missing and _done(q.role, verdict, st)
+    tally.done += is_done
+    tally.correct += not missing and scores.correct(q.role, st, flag)
+    tally.complete = tally.complete and is_done
+    if feedback:
+        tally.details[q.qid] = _feedback(q, r, verdict, scores.number(q_points), scores.number(q_max))
+        if note:
+            tally.details[q.qid]["override"] = note
 
 
 def unit_maximum(unit: str, weights: scores.Weights) -> float:
