@@ -295,13 +295,8 @@ def recompute(
     ``revealed_first``: the predictions the copy shows were made after torch's answer (:mod:`.prediction_order`),
     whatever the run's own order: "predicted" is never read against what the copy shows."""
     questions = {q.qid: q for q in of_unit(unit)}
-    findings: list[str] = []
     mine = [e for e in events if e.unit == unit]
-    last_time = None
-    for e in mine:
-        if last_time is not None and e.time < last_time:
-            findings.append("events out of order: a later event carries an earlier time")
-        last_time = e.time if last_time is None else max(last_time, e.time)
+    findings = _out_of_order(mine)
     repeated: dict[str, str] = {}
     if not canonical and identity is not None:
         mine, found, repeated = _own_programs(questions, mine, identity, carried or {}, variants.mastery(mastery))
@@ -309,12 +304,7 @@ def recompute(
     elif canonical:  # every answer is to the one program the version asked: no program numbers in its record
         mine = [_without_number(questions, e) for e in mine]
     sessions = {e.session for e in events if e.unit == unit and e.session}  # the run's own, not a record's answers
-    checked = {e.qid for e in mine if e.action == "check"}
-    for qid, verdict in exercises.items():
-        q = questions.get(qid)
-        if q is not None and q.role == "exercise" and qid not in checked and verdict.verdict == "correct":
-            # the check cell never recorded (the kernel died or was stopped first): the function still counts
-            mine.append(Event(0, 0.0, unit, qid, "check", None, "correct", "", "", {}))
+    mine += _exercises_not_recorded(unit, questions, mine, exercises)
     judge = Recomputing(exercises, legacy_ok, identity, canonical)
     state = progress.replay(unit, mine, judge, mastery)
     findings += judge.findings
@@ -325,27 +315,7 @@ def recompute(
         findings.append("the kernel's record says marked passed; the recomputed verdicts do not")
     if len(sessions) > 1:
         findings.append(f"events from {len(sessions)} kernel sessions (one run has one)")
-    flags: dict[str, str] = {}
-    for qid, st in state.questions.items():
-        if st.role != "predict":
-            continue
-        if st.peeked:
-            flags[qid] = "predicted after reveal"
-        elif st.revealed and not st.predicted_before_reveal:
-            flags[qid] = "revealed without prediction"
-    for qid, why in (revealed_first or {}).items():
-        st = state.questions.get(qid)
-        if st is None or st.role != "predict" or flags.get(qid) == "predicted after reveal":
-            continue
-        flags[qid] = "predicted after reveal" if st.predicted else "revealed without prediction"
-        findings.append(f"{qid}: the copy shows torch's answer before the prediction ({why})")
-    for qid, note in repeated.items():
-        st = state.questions.get(qid)
-        if st is not None and st.passed:
-            flags[qid] = f"{st.record}; {note}"
-    late = [qid for qid, flag in flags.items() if flag == "predicted after reveal"]
-    if late:
-        findings.append("predicted after reveal: " + ", ".join(late))
+    flags = _flags(state, revealed_first or {}, repeated, findings)
     return Recomputed(
         unit,
         state,
@@ -360,6 +330,55 @@ def recompute(
         variants=dict(judge.variants),
         events=mine,
     )
+
+
+def _out_of_order(events: list[Event]) -> list[str]:
+    last_time = None
+    for e in events:
+        if last_time is not None and e.time < last_time:
+            return ["events out of order: a later event carries an earlier time"]
+        last_time = e.time if last_time is None else max(last_time, e.time)
+    return []
+
+
+def _exercises_not_recorded(unit: str, questions: dict, events: list[Event], exercises: dict) -> list[Event]:
+    """A check for each exercise whose function the runner found correct but whose check cell never recorded (the
+    kernel died or was stopped first): the function still counts."""
+    checked = {e.qid for e in events if e.action == "check"}
+    return [
+        Event(0, 0.0, unit, qid, "check", None, "correct", "", "", {})
+        for qid, verdict in exercises.items()
+        if (q := questions.get(qid)) is not None
+        and q.role == "exercise"
+        and qid not in checked
+        and verdict.verdict == "correct"
+    ]
+
+
+def _flags(state: progress.UnitState, revealed_first: dict, repeated: dict, findings: list[str]) -> dict[str, str]:
+    """Per question, what the gradebook says over the record: a prediction after the reveal (the replay's, or what
+    the copy shows: :mod:`.prediction_order`), a reveal with none before it, a self-test passed by an answer given
+    before. Findings are added for each."""
+    flags: dict[str, str] = {}
+    for qid, st in state.questions.items():
+        if st.role == "predict" and st.peeked:
+            flags[qid] = "predicted after reveal"
+        elif st.role == "predict" and st.revealed and not st.predicted_before_reveal:
+            flags[qid] = "revealed without prediction"
+    for qid, why in revealed_first.items():
+        st = state.questions.get(qid)
+        if st is None or st.role != "predict" or flags.get(qid) == "predicted after reveal":
+            continue
+        flags[qid] = "predicted after reveal" if st.predicted else "revealed without prediction"
+        findings.append(f"{qid}: the copy shows torch's answer before the prediction ({why})")
+    for qid, note in repeated.items():
+        st = state.questions.get(qid)
+        if st is not None and st.passed:
+            flags[qid] = f"{st.record}; {note}"
+    late = [qid for qid, flag in flags.items() if flag == "predicted after reveal"]
+    if late:
+        findings.append("predicted after reveal: " + ", ".join(late))
+    return flags
 
 
 def _without_number(questions: dict, e: Event) -> Event:
