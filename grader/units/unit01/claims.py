@@ -1,11 +1,12 @@
 """Unit 01's general rules, each checked on generated programs (see grader.engine.claims)."""
 
 import random
+import re
 
 import torch
 
 from grader import probes
-from grader.engine.claims import Trial, claim
+from grader.engine.claims import Trial, claim, sweeps
 from grader.units.programs import programs
 
 # (label, the operation, how many of its operands are tensors, whether any operand is a Python number)
@@ -25,9 +26,15 @@ _UNARY = {
 
 @claim(
     "01.one-pair-per-input",
-    sentence="a tuple of pairs `(node, number)`, one per tensor input of the operation, in the operation's input order",
-    holds_when="every operand is a tensor; a Python number is an input of some operations (`w * 3` and `w + 1` "
-    "have two pairs) and not of others (`w ** 2`, `1 - w` and `w.clamp(min=0)` have one)",
+    sentence="a tuple of pairs `(node, number)`, one per input of the recorded operation that can carry a "
+    "gradient, in the order that operation takes its inputs",
+    holds_when="the function you call is the operation torch records: one node, named after it (`torch.where` "
+    "records a `WhereBackward0`). An integer or bool tensor (an index, a mask) carries no gradient and has no "
+    "pair: `torch.where(m, a, b)` has two, `a.index_select(0, i)`, `a[i]` and `F.embedding(i, E)` one. A Python "
+    "number is an input of some operations (`w * 3` has two pairs, the number's `(None, 0)`) and not of others "
+    "(`w ** 2`, `1 - w` have one). What runs can differ from what you wrote: `2 * w` runs `w.__rmul__(2)`, a "
+    "`MulBackward0` that takes w first; `x.view_as(y)` records a `ViewBackward0` of x alone; a function built "
+    "from several operations (`F.linear`, `torch.cov`) records several nodes, and `grad_fn` is the last one",
 )
 def one_pair_per_input():
     for seed in range(40):
@@ -51,6 +58,31 @@ def one_pair_per_input():
         yield Trial(f"seed {seed}: {name} on shape {shape}", condition=not with_number, holds=pairs == tensors)
 
 
+def _named_after(op: str, node) -> bool:
+    """Whether a node is named after the function op_db calls: 'index_select' -> IndexSelectBackward0,
+    'nn.functional.embedding' -> EmbeddingBackward0, 'linalg.svd' -> LinalgSvdBackward0."""
+    name = re.sub(r"Backward\d*$", "", probes.node_name(node)).lower()
+    squeeze = lambda text: text.replace("_", "").replace(".", "").lower()
+    return name in (squeeze(op), squeeze(op.rsplit(".", 1)[-1]))
+
+
+@sweeps("01.one-pair-per-input")
+def one_pair_per_input_on(sample):
+    """Each floating-point argument that requires grad has exactly one pair, in the order of the call; any
+    other pair is (None, 0) (a Python number the operation took as a tensor, an optional tensor left out)."""
+    run = sample.run()
+    if run is None or not run.recorded:
+        return None
+    nodes = {id(t.grad_fn): t.grad_fn for t in run.recorded}
+    node = run.recorded[0].grad_fn
+    leaves_below = all(nxt is None or hasattr(nxt, "variable") for nxt, _ in node.next_functions)
+    itself = len(nodes) == 1 and leaves_below and _named_after(sample.op, node)
+    pointed = [nxt.variable for nxt, _ in node.next_functions if nxt is not None and hasattr(nxt, "variable")]
+    others = [nxt for nxt, _ in node.next_functions if nxt is not None and not hasattr(nxt, "variable")]
+    rule = not others and [id(t) for t in pointed] == [id(t) for t in run.leaves]
+    return Trial(f"{sample.label}: {probes.node_name(node)}", itself, rule, op=sample.op)
+
+
 @claim(
     "01.leaf-means-nothing-recorded",
     sentence='For a tensor that requires grad it means "no recorded operation produced it"; a tensor that does '
@@ -63,6 +95,17 @@ def leaf_means_nothing_recorded():
                 continue
             rule = t.is_leaf == (t.grad_fn is None) if t.requires_grad else t.is_leaf
             yield Trial(f"{case.label}: {name}", True, rule)
+
+
+@sweeps("01.leaf-means-nothing-recorded")
+def leaf_means_nothing_recorded_on(sample):
+    """Every tensor the operation returns, with and without an argument that requires grad."""
+    for grad in (True, False):
+        run = sample.shared() if grad else sample.run(requires_grad=False)
+        if run is None or not run.outputs:
+            continue
+        rule = all(t.is_leaf == (t.grad_fn is None) if t.requires_grad else t.is_leaf for t in run.outputs)
+        yield Trial(f"{sample.label}, {'with' if grad else 'without'} grad", True, rule, op=sample.op)
 
 
 @claim(
@@ -86,6 +129,18 @@ def split_makes_one_node():
         nodes = {id(p.grad_fn) for p in pieces}
         one_split = len(nodes) == 1 and type(pieces[0].grad_fn).__name__ == "SplitBackward0"
         yield Trial(f"seed {seed}: shape {shape}, split({arg}, dim={dim})", by_size, one_split)
+
+
+@sweeps("01.split-makes-one-node", ops=("split", "split_with_sizes"))
+def split_makes_one_node_on(sample):
+    run = sample.shared()
+    if run is None or not run.recorded:
+        return None
+    nodes = {id(t.grad_fn) for t in run.recorded}
+    by_size = isinstance(run.args[1], int)
+    named = probes.node_name(run.recorded[0].grad_fn)
+    one_split = len(nodes) == 1 and len(run.recorded) == len(run.outputs) and named == "SplitBackward0"
+    return Trial(f"{sample.label}: split({run.args[1]!r}): {named}", by_size, one_split, op=sample.op)
 
 
 @claim(
@@ -113,6 +168,26 @@ def slot_is_output_nr():
         yield Trial(f"seed {seed}: {name} of {shape}", True, slots == [t.output_nr for t in inputs])
 
 
+def _piece_of_a_pair(leaf: torch.Tensor) -> torch.Tensor:
+    """``leaf`` as output 1 of a two-output node (unbind of a stack): a tensor whose output_nr is 1."""
+    return torch.stack([leaf.detach(), leaf]).unbind(0)[1]
+
+
+@sweeps("01.slot-is-output-nr")
+def slot_is_output_nr_on(sample):
+    """Each argument that requires grad arrives as output 1 of an UnbindBackward0; every pair pointing at one
+    of those nodes, in any node of the graph, must carry that argument's output_nr."""
+    run = sample.run(prepare=_piece_of_a_pair)
+    if run is None or not run.recorded:
+        return None
+    producers = {t.grad_fn: t.output_nr for t in run.tensors if t.grad_fn is not None}
+    slots = [(slot, producers[nxt]) for fn in run.nodes() for nxt, slot in fn.next_functions if nxt in producers]
+    if not slots:
+        return None
+    rule = all(a == b for a, b in slots)
+    return Trial(f"{sample.label}: {len(slots)} pair(s) to a split input", True, rule, op=sample.op)
+
+
 @claim(
     "01.to-returns-itself-when-nothing-changes",
     sentence="When the dtype and device are already what you ask for, `.to()` returns the very same tensor object, "
@@ -137,6 +212,23 @@ def to_returns_itself():
             y = w.to(torch.empty(0, dtype=target), copy=copy)
         unchanged = target == start and not copy
         yield Trial(f"seed {seed}: {start} .to({how} {target}, copy={copy})", unchanged, y is w and y.is_leaf)
+
+
+@sweeps("01.to-returns-itself-when-nothing-changes", ops=("to",))
+def to_returns_itself_on(sample):
+    """op_db's .to() samples ask for the tensor's own dtype and device, with and without copy=True, with the
+    memory format preserved or channels_last."""
+    run = sample.shared()
+    if run is None:
+        return None
+    x, y = run.tensors[0], run.output
+    flags = [a for a in run.args if isinstance(a, bool)]
+    copy = run.kwargs.get("copy", len(flags) > 1 and flags[1])
+    fmt = run.kwargs.get("memory_format", torch.preserve_format)
+    same_format = fmt is torch.preserve_format or x.is_contiguous(memory_format=fmt)
+    unchanged = y.dtype == x.dtype and y.device == x.device and same_format and not copy
+    label = f"{sample.label}: copy={copy}, memory_format={str(fmt).replace('torch.', '')}"
+    return Trial(label, unchanged, y is x and y.is_leaf, op=sample.op)
 
 
 _INTEGER_RESULTS = {
@@ -172,6 +264,20 @@ def integer_results_record_nothing():
             constant = r.grad_fn is None and not r.requires_grad
             (v * r.float().mean()).sum().backward()  # the result used downstream, as argmax-silent does
         yield Trial(f"seed {seed}: {name} on {list(v.shape)}", True, constant and not caught)
+
+
+@sweeps("01.integer-results-record-nothing")
+def integer_results_record_nothing_on(sample):
+    """Every integer or bool tensor any operation returns (indices of max, sort, topk; masks; casts)."""
+    run = sample.shared()
+    if run is None:
+        return None
+    integers = [t for t in run.outputs if not (t.is_floating_point() or t.is_complex())]
+    if not integers or not run.leaves:
+        return None
+    constant = all(t.grad_fn is None and not t.requires_grad for t in integers)
+    said = [w for w in run.warned if "grad" in w.lower()]  # torch.lu's deprecation notice says nothing of this
+    return Trial(f"{sample.label}: {len(integers)} integer output(s)", True, constant and not said, op=sample.op)
 
 
 _ALL_DTYPES = (
@@ -229,6 +335,16 @@ def only_floating_point_requires_grad():
             yield Trial(f"seed {seed}: {name} -> {r.dtype}", True, r.requires_grad == _can_carry(r.dtype))
 
 
+@sweeps("01.only-floating-point-requires-grad")
+def only_floating_point_requires_grad_on(sample):
+    run = sample.shared()
+    if run is None or not run.outputs or not run.leaves:
+        return None
+    rule = all(_can_carry(t.dtype) for t in run.outputs if t.requires_grad)
+    dtypes = sorted({str(t.dtype).replace("torch.", "") for t in run.outputs})
+    return Trial(f"{sample.label}: outputs {dtypes}", True, rule, op=sample.op)
+
+
 @claim(
     "01.one-accumulate-grad-per-leaf",
     sentence="A leaf used twice is one `AccumulateGrad` node, reached twice",
@@ -250,6 +366,35 @@ def one_accumulate_grad_per_leaf():
         yield Trial(case.label, True, all(len(nodes) == 1 for nodes in edges.values()))
 
 
+def _accumulators(run) -> dict[int, set]:
+    """id(leaf) -> the AccumulateGrad nodes the graph reaches for it."""
+    found: dict[int, set] = {}
+    for fn in run.nodes():
+        for nxt, _ in fn.next_functions:
+            if nxt is not None and hasattr(nxt, "variable"):
+                found.setdefault(id(nxt.variable), set()).add(nxt)
+    return found
+
+
+@sweeps("01.one-accumulate-grad-per-leaf")
+def one_accumulate_grad_per_leaf_on(sample):
+    """The same leaf passed for every floating-point argument of one shape (``x * x``, ``torch.cat([x, x])``),
+    and the sample as given (an operation built of several may use an input twice itself)."""
+    for same in (True, False):
+        shared: dict = {}
+        pick = lambda t, shared=shared: shared.setdefault((t.shape, t.stride(), t.dtype), t)
+        run = sample.run(prepare=pick) if same else sample.shared()
+        if run is None or not run.recorded:
+            continue
+        reached = sum(1 for fn in run.nodes() for nxt, _ in fn.next_functions if hasattr(nxt, "variable"))
+        found = _accumulators(run)
+        if reached <= len(found):  # no leaf reached twice
+            continue
+        rule = all(len(nodes) == 1 for nodes in found.values())
+        how = ", one leaf for equal arguments" if same else ""
+        yield Trial(f"{sample.label}{how}: {reached} pairs to {len(found)} leaves", True, rule, op=sample.op)
+
+
 _BRANCHES = {
     "x ** 2 + 2 * x": (lambda x: x**2 + 2 * x, {"PowBackward0", "MulBackward0", "AddBackward0"}),
     "(x + 3).abs()": (lambda x: (x + 3).abs(), {"AddBackward0", "AbsBackward0"}),
@@ -262,6 +407,7 @@ _BRANCHES = {
 @claim(
     "01.graph-is-what-ran",
     sentence="Autograd records operations as they execute, so Python control flow decides the graph.",
+    not_swept="about a program's Python branches, not about what one operation records",
 )
 def graph_is_what_ran():
     for seed in range(16):
