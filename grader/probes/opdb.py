@@ -354,16 +354,62 @@ def _seeded():
         random.setstate(python_rng)
 
 
-def packed(sample: OpSample, **run_kwargs) -> tuple[Run | None, list[torch.Tensor]]:
-    """``sample.run(**run_kwargs)`` under a saved-tensor pair that records what reaches pack, in order (a
-    detached alias of each: no reference cycle through a saved output)."""
-    seen: list[torch.Tensor] = []
+@dataclass
+class Packs:
+    """What reached a pack hook during one run: a detached alias of each tensor, in order (no reference cycle
+    through a saved output), and how many of them were Python numbers torch had wrapped as tensors."""
+
+    tensors: list[torch.Tensor] = field(default_factory=list)
+    wrapped: int = 0
+
+    def __len__(self) -> int:
+        return len(self.tensors)
+
+    def __iter__(self) -> Iterator[torch.Tensor]:
+        return iter(self.tensors)
+
+
+def packed(sample: OpSample, **run_kwargs) -> tuple[Run | None, Packs]:
+    """``sample.run(**run_kwargs)`` under a saved-tensor pair that records what reaches pack."""
+    seen = Packs()
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         alias = t.detach()
-        seen.append(alias)
+        seen.tensors.append(alias)
+        seen.wrapped += probes.is_wrapped_number(t)
         return alias
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         run = sample.run(**run_kwargs)
     return run, seen
+
+
+def without_grad(positions: Iterable[int], inference: bool = False):
+    """``prepare`` for :meth:`OpSample.run`: the arguments at ``positions`` (counting those that require grad,
+    in order) become copies that need no gradient (made inside inference_mode when ``inference``)."""
+    wanted, count = set(positions), [-1]
+
+    def prepare(leaf: torch.Tensor) -> torch.Tensor:
+        count[0] += 1
+        if count[0] not in wanted:
+            return leaf
+        with torch.inference_mode(inference):
+            return leaf.detach().clone()
+
+    return prepare
+
+
+def saved_values(fn: Any) -> list[tuple[str, torch.Tensor]]:
+    """(attribute, tensor) for each tensor a node hands back from its ``_saved_*`` attributes (a list of them,
+    such as index's indices, one entry each); a slot that cannot be read (freed, stale) is left out."""
+    out = []
+    for attr in dir(fn):
+        if not attr.startswith("_saved_"):
+            continue
+        try:
+            value = getattr(fn, attr)
+        except RuntimeError:
+            continue
+        items = value if isinstance(value, (list, tuple)) else [value]
+        out += [(attr, v) for v in items if isinstance(v, torch.Tensor)]
+    return out

@@ -170,22 +170,6 @@ def inference_tensors_are_never_saved():
         yield Trial(f"seed {seed}: {name}, {n} elements", keeps, refused)
 
 
-def _one_without_grad(position: int, inference: bool):
-    """prepare for OpSample.run: the argument at ``position`` (counting those that require grad) without
-    requires_grad, made anew inside inference_mode when ``inference``; the others stay leaves that require
-    grad."""
-    count = {"n": -1}
-
-    def prepare(leaf: torch.Tensor) -> torch.Tensor:
-        count["n"] += 1
-        if count["n"] != position:
-            return leaf
-        with torch.inference_mode(inference):
-            return leaf.detach().clone()
-
-    return prepare
-
-
 @sweeps("04.inference-tensors-are-never-saved")
 def inference_tensors_are_never_saved_on(sample):
     """For each of an operation's first two floating-point arguments (when another one requires grad): made a
@@ -195,12 +179,12 @@ def inference_tensors_are_never_saved_on(sample):
     if plain is None or len(plain.leaves) < 2 or not plain.recorded:
         return None
     for position in range(2):
-        normal, seen = opdb.packed(sample, prepare=_one_without_grad(position, inference=False))
+        normal, seen = opdb.packed(sample, prepare=opdb.without_grad([position]))
         if normal is None:
             continue
         arg = [t for t in normal.tensors if not t.requires_grad and t.is_floating_point()]
         kept = any(opdb.shares_memory(s, a) for s in seen for a in arg)
-        run = sample.run(prepare=_one_without_grad(position, inference=True))
+        run = sample.run(prepare=opdb.without_grad([position], inference=True))
         refused = run is None and "Inference tensors cannot be saved" in sample.error
         label = f"{sample.label}: argument {position} an inference tensor, kept {kept}"
         yield Trial(label, kept, refused, op=sample.op)
