@@ -87,6 +87,7 @@ class Claim:
     not_swept: str = ""  # why the rule is not about what an operation records, saves, counts or versions
     sweep: _Sweep | None = None  # its check on one op_db program (see sweeps)
     sweep_ops: tuple[str, ...] = ()  # the op_db operations the sweep runs on; () for every one
+    sweep_batch: bool = False  # the sweep takes the whole list of programs at once (see sweeps)
 
     @property
     def swept(self) -> bool:
@@ -187,11 +188,13 @@ def claim(
     return register
 
 
-def sweeps(cid: str, *, ops: Iterable[str] = ()) -> Callable[[_Sweep], _Sweep]:
+def sweeps(cid: str, *, ops: Iterable[str] = (), batch: bool = False) -> Callable[[_Sweep], _Sweep]:
     """Declare the sweep of a claim declared above it: a function of one op_db program (an
     ``OpSample``) that returns or yields its Trials (None or nothing where the program says nothing about
     the rule), each with ``op=sample.op``. ``ops`` names the operations a rule about particular operations
-    is swept on (``("split", "split_with_sizes")``); by default every operation of op_db."""
+    is swept on (``("split", "split_with_sizes")``); by default every operation of op_db. ``batch=True``:
+    the function takes the whole list of programs and yields every trial (for a check that must run once
+    for all of them, such as one ``gc.collect()``)."""
     names = tuple(ops)
 
     def register(fn: _Sweep) -> _Sweep:
@@ -200,7 +203,7 @@ def sweeps(cid: str, *, ops: Iterable[str] = ()) -> Callable[[_Sweep], _Sweep]:
             raise ValueError(f"sweeps({cid!r}): declare the claim with @claim first")
         if c.not_swept:
             raise ValueError(f"{cid} says it is not swept ({c.not_swept}) but declares a sweep")
-        c.sweep, c.sweep_ops = fn, names
+        c.sweep, c.sweep_ops, c.sweep_batch = fn, names, batch
         return fn
 
     return register
@@ -253,6 +256,12 @@ def _as_list(out: Any) -> list | None:
 def _swept(c: Claim, programs: Iterable[Any]) -> list:
     """The sweep's trials over ``programs``; RuntimeError naming the program where the sweep itself raised."""
     assert c.sweep is not None
+    if c.sweep_batch:
+        try:
+            return list(c.sweep(list(programs)))  # type: ignore[arg-type]
+        except Exception as exc:
+            message = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+            raise RuntimeError(f"its sweep raised: {type(exc).__name__}: {message}") from exc
     trials: list = []
     for program in programs:
         try:

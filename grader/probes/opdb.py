@@ -401,10 +401,11 @@ def without_grad(positions: Iterable[int], inference: bool = False):
 
 def saved_values(fn: Any) -> list[tuple[str, torch.Tensor]]:
     """(attribute, tensor) for each tensor a node hands back from its ``_saved_*`` attributes (a list of them,
-    such as index's indices, one entry each); a slot that cannot be read (freed, stale) is left out."""
+    such as index's indices, one entry each), or a custom Function's ``saved_tensors``; a slot that cannot be
+    read (freed, stale) is left out."""
     out = []
     for attr in dir(fn):
-        if not attr.startswith("_saved_"):
+        if not attr.startswith("_saved_") and attr != "saved_tensors":  # saved_tensors: a custom Function's
             continue
         try:
             value = getattr(fn, attr)
@@ -413,3 +414,78 @@ def saved_values(fn: Any) -> list[tuple[str, torch.Tensor]]:
         items = value if isinstance(value, (list, tuple)) else [value]
         out += [(attr, v) for v in items if isinstance(v, torch.Tensor)]
     return out
+
+
+@dataclass
+class Slot:
+    """One saved slot of a node of the run's graph, read back under a recording pair of hooks."""
+
+    node: str
+    attribute: str
+    unpacked: bool  # reading it went through unpack (False: a wrapped number, saved without pack)
+    packed: int  # which of the run's packs it holds (-1 when it did not go through unpack)
+
+
+def raw_saved(fn: Any) -> list[torch.Tensor]:
+    """The tensors a node keeps, read without torch's version check (``_raw_saved_*``'s data): what a write
+    would have to move to be caught. Wrapped numbers and slots backward already freed are left out."""
+    out = []
+    for attr in dir(fn):
+        if not attr.startswith("_raw_saved_"):
+            continue
+        try:
+            raw = getattr(fn, attr)
+        except RuntimeError:
+            continue
+        for item in raw if isinstance(raw, (list, tuple)) else [raw]:
+            try:
+                data = item.data if item is not None and hasattr(item, "data") else None
+            except RuntimeError:
+                continue
+            if isinstance(data, torch.Tensor) and not probes.is_wrapped_number(data):
+                out.append(data)
+    return out
+
+
+def slots(sample: OpSample, unpack=None) -> tuple[Run | None, list[Slot], list[int]]:
+    """Run the operation under a pair whose pack hands back a numbered token; then read every ``_saved_*``
+    slot of the graph. Returns (run, the slots, the token of every pack in call order); ``unpack(token)`` is
+    called on every unpack after the slots are read (to count what backward unpacks)."""
+    packs: list[int] = []
+    reading: list[int] = []
+    live = {"after": None}
+
+    def pack(t: torch.Tensor):
+        packs.append(len(packs))
+        return (packs[-1], t.detach())
+
+    def unpacked(token):
+        if live["after"] is not None:
+            live["after"](token[0])
+        else:
+            reading.append(token[0])
+        return token[1]
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpacked):
+        run = sample.run()
+    found = []
+    if run is not None:
+        for fn in run.nodes():
+            for attr in dir(fn):
+                if not attr.startswith("_saved_"):
+                    continue
+                before = len(reading)
+                try:
+                    value = getattr(fn, attr)
+                except RuntimeError:
+                    continue
+                items = value if isinstance(value, (list, tuple)) else [value]
+                for item in items:
+                    if not isinstance(item, torch.Tensor):
+                        continue
+                    went = len(reading) > before and not probes.is_wrapped_number(item)
+                    token = reading[before] if went else -1
+                    before += went
+                    found.append(Slot(probes.node_name(fn), attr, went, token))
+    live["after"] = unpack
+    return run, found, packs
