@@ -88,6 +88,7 @@ class Claim:
     sweep: _Sweep | None = None  # its check on one op_db program (see sweeps)
     sweep_ops: tuple[str, ...] = ()  # the op_db operations the sweep runs on; () for every one
     sweep_batch: bool = False  # the sweep takes the whole list of programs at once (see sweeps)
+    sweep_per_op: int | None = None  # samples per operation and dtype, where the sweep's default is too costly
 
     @property
     def swept(self) -> bool:
@@ -188,13 +189,16 @@ def claim(
     return register
 
 
-def sweeps(cid: str, *, ops: Iterable[str] = (), batch: bool = False) -> Callable[[_Sweep], _Sweep]:
+def sweeps(
+    cid: str, *, ops: Iterable[str] = (), batch: bool = False, per_op: int | None = None
+) -> Callable[[_Sweep], _Sweep]:
     """Declare the sweep of a claim declared above it: a function of one op_db program (an
     ``OpSample``) that returns or yields its Trials (None or nothing where the program says nothing about
     the rule), each with ``op=sample.op``. ``ops`` names the operations a rule about particular operations
     is swept on (``("split", "split_with_sizes")``); by default every operation of op_db. ``batch=True``:
     the function takes the whole list of programs and yields every trial (for a check that must run once
-    for all of them, such as one ``gc.collect()``)."""
+    for all of them, such as one ``gc.collect()``). ``per_op`` caps the samples per operation and dtype for
+    a sweep whose program is costly (one compilation each)."""
     names = tuple(ops)
 
     def register(fn: _Sweep) -> _Sweep:
@@ -203,7 +207,7 @@ def sweeps(cid: str, *, ops: Iterable[str] = (), batch: bool = False) -> Callabl
             raise ValueError(f"sweeps({cid!r}): declare the claim with @claim first")
         if c.not_swept:
             raise ValueError(f"{cid} says it is not swept ({c.not_swept}) but declares a sweep")
-        c.sweep, c.sweep_ops, c.sweep_batch = fn, names, batch
+        c.sweep, c.sweep_ops, c.sweep_batch, c.sweep_per_op = fn, names, batch, per_op
         return fn
 
     return register

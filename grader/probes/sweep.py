@@ -29,8 +29,12 @@ def programs(c: Claim, scope: Scope) -> list[opdb.OpSample] | None:
     if not c.swept or scope == "none":
         return None
     if scope == "all":  # a rule about a few operations is swept on every sample they have
-        return opdb.samples(c.sweep_ops, per_op=None) if c.sweep_ops else opdb.samples()
-    return opdb.samples(c.sweep_ops or opdb.SAMPLE_OPS, per_op=opdb.SAMPLE_PER_OP)
+        if c.sweep_ops:
+            return opdb.samples(c.sweep_ops, per_op=c.sweep_per_op)
+        return opdb.samples(per_op=c.sweep_per_op or opdb.PER_OP)
+    # the fixed sample: the rule's own operations that are in it (else its first one), on few samples each
+    names = [n for n in c.sweep_ops if n in opdb.SAMPLE_OPS] or list(c.sweep_ops[:1]) or list(opdb.SAMPLE_OPS)
+    return opdb.samples(names, per_op=min(opdb.SAMPLE_PER_OP, c.sweep_per_op or opdb.SAMPLE_PER_OP))
 
 
 def check(c: Claim, scope: Scope = "all") -> ClaimResult:

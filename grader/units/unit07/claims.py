@@ -196,12 +196,15 @@ def allow_mutation_keeps_the_saved_value_on(sample):
     reference = sample.run(prepare=_copy_of)
     if reference is None or not reference.recorded:
         return
-    expected = _gradients(reference)
     kept = [i for i, t in enumerate(reference.tensors) if t.requires_grad and _kept(reference, t)]
-    if not kept or expected is None:
+    if not kept:
         return
     itself = any(opdb.same_view(v, reference.tensors[kept[0]]) for fn in reference.nodes() for v in opdb.raw_saved(fn))
-    if not _same(_in_the_block(sample, None), expected):
+    expected = _gradients(reference)  # backward frees what the nodes saved: read them first
+    if expected is None:
+        return
+    if sample.op == "nn.functional.rrelu" or not _same(_in_the_block(sample, None), expected):
+        # rrelu in training reads memory the block never filled: wrong even with no write (see holds_when)
         yield Trial(f"{sample.label}: no write, backward inside the block", False, False, op=sample.op)
         return
     for inside in (True, False):
@@ -279,20 +282,21 @@ def _changed(before: torch.Tensor, after: torch.Tensor) -> bool:
 
 @sweeps("07.each-write-adds-one")
 def each_write_adds_one_on(sample):
-    """Every operation on tensors that need no gradient: each argument's version goes up by one where the call
-    wrote into it (its values changed: a normalisation's running statistics) and stays where it did not; an
-    in-place method (``mul_``) and an ``out=`` tensor are written once."""
+    """Every operation, on op_db's own flags: each argument's version goes up by one where the call wrote into
+    it (its values changed) and stays where it did not; an in-place method (``mul_``) and an ``out=`` tensor
+    are written once. A floating-point argument op_db gives without requires_grad may be a buffer the function
+    writes on the side (a running statistic): outside the condition."""
     args, kwargs, tensors = sample.arguments(requires_grad=False)
-    copies = [t.clone() for t in tensors]
+    copies = [t.detach().clone() for t in tensors]
     try:
         sample.function(*args, **kwargs)
     except Exception:
         return
     for i, (t, old) in enumerate(zip(tensors, copies)):
-        written = t.is_floating_point() and _changed(old, t)  # a side write (running statistics) is outside
-        yield Trial(
-            f"{sample.label}: argument {i}, written {written}", not written, t._version == written, op=sample.op
-        )
+        written = t.is_floating_point() and _changed(old, t.detach())
+        buffer = t.is_floating_point() and not t.requires_grad
+        label = f"{sample.label}: argument {i}{' (a buffer)' if buffer else ''}, written {written}"
+        yield Trial(label, not buffer, t._version == written, op=sample.op)
     if sample.inplace is not None and getattr(sample.inplace, "__name__", "").endswith("_"):
         args, kwargs, tensors = sample.arguments(requires_grad=False)
         if tensors and args and args[0] is tensors[0]:
