@@ -89,6 +89,7 @@ class Claim:
     sweep_ops: tuple[str, ...] = ()  # the op_db operations the sweep runs on; () for every one
     sweep_batch: bool = False  # the sweep takes the whole list of programs at once (see sweeps)
     sweep_per_op: int | None = None  # samples per operation and dtype, where the sweep's default is too costly
+    sweep_sample: tuple[str, ...] = ()  # operations the fixed sample (make test) adds for this claim
 
     @property
     def swept(self) -> bool:
@@ -124,6 +125,26 @@ class ClaimResult:
     @property
     def ok(self) -> bool:
         return self.status in (Status.HOLDS, Status.OUT_OF_RANGE)
+
+    def report(self) -> dict:
+        """What ``grader claims --json`` and ``grader verify --json`` say of the check: its status, the distinct
+        op_db operations swept (``ops``), the programs run, and the counter-examples (outside the condition) and
+        broken programs (under it), each with its operations and a few labels."""
+        return {
+            "status": self.status.value,
+            "ok": self.ok,
+            "result": self.summary(),
+            "ops": self.ops,
+            "programs": self.programs,
+            "held": self.held,
+            "counterexamples": {
+                "count": self.counterexamples,
+                "ops": list(self.counterexample_ops),
+                "examples": list(self.examples),
+            },
+            "broken": {"count": len(self.broken), "ops": list(self.broken_ops), "examples": list(self.broken[:5])},
+            "problem": self.problem,
+        }
 
     def summary(self) -> str:
         """'holds on 12 programs; 4 counter-examples outside its condition', or why it fails."""
@@ -190,7 +211,12 @@ def claim(
 
 
 def sweeps(
-    cid: str, *, ops: Iterable[str] = (), batch: bool = False, per_op: int | None = None
+    cid: str,
+    *,
+    ops: Iterable[str] = (),
+    batch: bool = False,
+    per_op: int | None = None,
+    sample: Iterable[str] = (),
 ) -> Callable[[_Sweep], _Sweep]:
     """Declare the sweep of a claim declared above it: a function of one op_db program (an
     ``OpSample``) that returns or yields its Trials (None or nothing where the program says nothing about
@@ -198,7 +224,9 @@ def sweeps(
     is swept on (``("split", "split_with_sizes")``); by default every operation of op_db. ``batch=True``:
     the function takes the whole list of programs and yields every trial (for a check that must run once
     for all of them, such as one ``gc.collect()``). ``per_op`` caps the samples per operation and dtype for
-    a sweep whose program is costly (one compilation each)."""
+    a sweep whose program is costly (one compilation each). ``sample`` names operations the fixed sample of
+    ``make test`` adds for this claim, where none of its usual ones meets the rule's subject (an operation
+    that keeps a wrapped number)."""
     names = tuple(ops)
 
     def register(fn: _Sweep) -> _Sweep:
@@ -208,6 +236,7 @@ def sweeps(
         if c.not_swept:
             raise ValueError(f"{cid} says it is not swept ({c.not_swept}) but declares a sweep")
         c.sweep, c.sweep_ops, c.sweep_batch, c.sweep_per_op = fn, names, batch, per_op
+        c.sweep_sample = tuple(sample)
         return fn
 
     return register
@@ -278,6 +307,16 @@ def _swept(c: Claim, programs: Iterable[Any]) -> list:
     return trials
 
 
+def _examples(counter: list) -> tuple[str, ...]:
+    """A few counter-examples for the report: the first generated one, then one per swept operation."""
+    generated = [t.label for t in counter if not t.op][:1]
+    by_op: dict[str, str] = {}
+    for t in counter:
+        if t.op:
+            by_op.setdefault(t.op, t.label)
+    return tuple(generated + list(by_op.values())[: 5 - len(generated)])
+
+
 def check_claim(c: Claim, programs: Iterable[Any] | None = None) -> ClaimResult:
     """Run the claim's check in a clean torch state and judge its trials (see the module's docstring).
 
@@ -321,7 +360,7 @@ def check_claim(c: Claim, programs: Iterable[Any] | None = None) -> ClaimResult:
         counterexamples=len(counter),
         broken=broken,
         problem=problem,
-        examples=tuple(t.label for t in counter[:2]),
+        examples=_examples(counter),
         ops=len({t.op for t in trials if t.op}),
         counterexample_ops=tuple(sorted({t.op for t in counter if t.op})),
         broken_ops=tuple(sorted({t.op for t in under if t.op and not t.holds})),

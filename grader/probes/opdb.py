@@ -31,40 +31,28 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 from grader import probes
 
 DTYPES = (torch.float64, torch.float32)
-PER_OP = 6  # samples per operation and dtype in the whole sweep (verify, make drift)
+PER_OP = 4  # samples per operation and dtype in the whole sweep (verify, make drift)
 
 # The fixed sample `make test` sweeps: everyday operations, each family the claims speak of (pointwise, a
-# reduction, a product, indexing, a view, a multi-output op, a loss, a normalisation, a convolution)
+# reduction with indices, products, indexing and a lookup, a multi-output view, optional tensor arguments, a
+# function built of several operations, a normalisation with running statistics)
 SAMPLE_OPS = (
     "mul",
-    "add",
-    "div",
     "exp",
-    "sin",
     "sigmoid",
-    "pow",
     "where",
     "sum",
     "max",
     "matmul",
-    "addmm",
     "index_select",
-    "__getitem__",
     "nn.functional.embedding",
-    "view",
-    "transpose",
     "split",
-    "cat",
     "clamp",
-    "nn.functional.relu",
     "nn.functional.linear",
-    "nn.functional.cross_entropy",
     "nn.functional.layer_norm",
-    "nn.functional.conv2d",
-    "argmax",
-    "nn.functional.dropout",
+    "nn.functional.batch_norm",
 )
-SAMPLE_PER_OP = 3
+SAMPLE_PER_OP = 2
 
 
 def unavailable() -> str:
@@ -399,13 +387,13 @@ def without_grad(positions: Iterable[int], inference: bool = False):
     return prepare
 
 
-def saved_values(fn: Any) -> list[tuple[str, torch.Tensor]]:
+def saved_values(fn: Any, custom: bool = True) -> list[tuple[str, torch.Tensor]]:
     """(attribute, tensor) for each tensor a node hands back from its ``_saved_*`` attributes (a list of them,
     such as index's indices, one entry each), or a custom Function's ``saved_tensors``; a slot that cannot be
-    read (freed, stale) is left out."""
+    read (freed, stale) is left out; ``custom=False`` reads torch's own nodes' ``_saved_*`` only."""
     out = []
     for attr in dir(fn):
-        if not attr.startswith("_saved_") and attr != "saved_tensors":  # saved_tensors: a custom Function's
+        if not attr.startswith("_saved_") and not (custom and attr == "saved_tensors"):  # a custom Function's
             continue
         try:
             value = getattr(fn, attr)

@@ -5,7 +5,8 @@ Three scopes:
 * ``"all"`` (``grader verify``, ``make drift``, ``grader claims --check``): every operation of op_db that
   supports autograd (or the few a claim about particular operations names), in float64 and float32, on
   up to ``opdb.PER_OP`` samples each;
-* ``"sample"`` (``make test``): the fixed list ``opdb.SAMPLE_OPS`` (or the claim's own operations) on
+* ``"sample"`` (``make test``): the fixed list ``opdb.SAMPLE_OPS`` (or the claim's own operations that are
+  in it, else its first one), plus any the claim names for it (``@sweeps(..., sample=...)``), on
   ``opdb.SAMPLE_PER_OP`` samples each, so that every swept claim runs in the suite at a small cost;
 * ``"none"``: the generated programs alone (the sweep is skipped).
 
@@ -34,6 +35,7 @@ def programs(c: Claim, scope: Scope) -> list[opdb.OpSample] | None:
         return opdb.samples(per_op=c.sweep_per_op or opdb.PER_OP)
     # the fixed sample: the rule's own operations that are in it (else its first one), on few samples each
     names = [n for n in c.sweep_ops if n in opdb.SAMPLE_OPS] or list(c.sweep_ops[:1]) or list(opdb.SAMPLE_OPS)
+    names += [n for n in c.sweep_sample if n not in names]
     return opdb.samples(names, per_op=min(opdb.SAMPLE_PER_OP, c.sweep_per_op or opdb.SAMPLE_PER_OP))
 
 

@@ -9,18 +9,30 @@ from grader import probes
 from grader.engine.claims import Trial, claim, sweeps
 from grader.units.programs import programs
 
-# (label, the operation, how many of its operands are tensors, whether any operand is a Python number)
-_BINARY = {
-    "*": lambda a, b: a * b,
-    "+": lambda a, b: a + b,
-    "-": lambda a, b: a - b,
-    "/": lambda a, b: a / b,
-    "maximum": lambda a, b: torch.maximum(a, b) if isinstance(b, torch.Tensor) else a.clamp(min=b),
-}
-_UNARY = {
-    "**": lambda a, n: a**n,
-    "clamp": lambda a, n: a.clamp(min=n),
-    "1 - a": lambda a, n: n - a,
+
+def _pairs_follow_the_inputs(out: torch.Tensor, inputs: list[torch.Tensor]) -> bool:
+    """The rule on one call: each input that requires grad has exactly one pair, in the order given, and every
+    other pair is (None, 0) (a Python number the operation took as a tensor, an optional tensor left out)."""
+    pairs = out.grad_fn.next_functions
+    pointed = [nxt.variable for nxt, _ in pairs if nxt is not None and hasattr(nxt, "variable")]
+    others = [nxt for nxt, _ in pairs if nxt is not None and not hasattr(nxt, "variable")]
+    return not others and [id(t) for t in pointed] == [id(t) for t in inputs if t.requires_grad]
+
+
+# (label, the call, whether the function called is itself the one operation torch records, whether b is an input)
+_CALLS = {
+    "a * b": (lambda a, b, m, i: a * b, True, True),
+    "a - b": (lambda a, b, m, i: a - b, True, True),
+    "a * 3": (lambda a, b, m, i: a * 3, True, False),
+    "a + 1.5": (lambda a, b, m, i: a + 1.5, True, False),
+    "a ** 2": (lambda a, b, m, i: a**2, True, False),
+    "a.clamp(min=0)": (lambda a, b, m, i: a.clamp(min=0), True, False),
+    "torch.maximum(a, b)": (lambda a, b, m, i: torch.maximum(a, b), True, True),
+    "torch.where(m, a, b)": (lambda a, b, m, i: torch.where(m, a, b), True, True),
+    "a.index_select(0, i)": (lambda a, b, m, i: a.index_select(0, i), True, False),
+    "F.embedding(i, a)": (lambda a, b, m, i: torch.nn.functional.embedding(i, a), True, False),
+    "a.view_as(b)": (lambda a, b, m, i: a.view_as(b), False, True),
+    "F.linear(a, b, b[0])": (lambda a, b, m, i: torch.nn.functional.linear(a, b, b[0]), False, True),
 }
 
 
@@ -31,31 +43,24 @@ _UNARY = {
     holds_when="the function you call is the operation torch records: one node, named after it (`torch.where` "
     "records a `WhereBackward0`). An integer or bool tensor (an index, a mask) carries no gradient and has no "
     "pair: `torch.where(m, a, b)` has two, `a.index_select(0, i)`, `a[i]` and `F.embedding(i, E)` one. A Python "
-    "number is an input of some operations (`w * 3` has two pairs, the number's `(None, 0)`) and not of others "
-    "(`w ** 2`, `1 - w` have one). What runs can differ from what you wrote: `2 * w` runs `w.__rmul__(2)`, a "
+    "number the operation takes as a tensor has its pair, `(None, 0)` (`w * 3`, `w + 1`), one it takes as a "
+    "plain number has none (`w ** 2`, `w.clamp(min=0)`), and so does an optional tensor left out (a "
+    "convolution's bias). What runs can differ from what you wrote: `2 * w` runs `w.__rmul__(2)`, a "
     "`MulBackward0` that takes w first; `x.view_as(y)` records a `ViewBackward0` of x alone; a function built "
     "from several operations (`F.linear`, `torch.cov`) records several nodes, and `grad_fn` is the last one",
 )
 def one_pair_per_input():
-    for seed in range(40):
+    for seed in range(36):
         rng = random.Random(seed)
-        shape = tuple(rng.randint(1, 4) for _ in range(rng.randint(0, 2)))
-        w = torch.randn(shape, requires_grad=True)
-        other_is_number = rng.random() < 0.5
-        if other_is_number or rng.random() < 0.3:
-            name = rng.choice(sorted(_BINARY | _UNARY))
-        else:
-            name = rng.choice(sorted(_BINARY))
-        if name in _UNARY:
-            number = rng.choice([2, 3, 0.5])
-            y, tensors, with_number = _UNARY[name](w, number), 1, True
-        elif other_is_number:
-            y, tensors, with_number = _BINARY[name](w, rng.choice([2.0, 3, -1.5])), 1, True
-        else:
-            other = torch.randn(shape, requires_grad=rng.random() < 0.5)
-            y, tensors, with_number = _BINARY[name](w, other), 2, False
-        pairs = len(y.grad_fn.next_functions)
-        yield Trial(f"seed {seed}: {name} on shape {shape}", condition=not with_number, holds=pairs == tensors)
+        name = sorted(_CALLS)[seed % len(_CALLS)]
+        call, itself, with_b = _CALLS[name]
+        n = rng.randint(2, 4)
+        a = torch.randn(n, n, requires_grad=True)
+        b = torch.randn(n, n, requires_grad=rng.random() < 0.7)
+        m, i = torch.rand(n, n) < 0.5, torch.tensor([rng.randrange(n) for _ in range(rng.randint(1, 3))])
+        out = call(a, b, m, i)
+        used = [a, b] if with_b else [a]
+        yield Trial(f"seed {seed}: {name}, {n}x{n}", itself, _pairs_follow_the_inputs(out, used))
 
 
 def _named_after(op: str, node) -> bool:
@@ -77,9 +82,7 @@ def one_pair_per_input_on(sample):
     node = run.recorded[0].grad_fn
     leaves_below = all(nxt is None or hasattr(nxt, "variable") for nxt, _ in node.next_functions)
     itself = len(nodes) == 1 and leaves_below and _named_after(sample.op, node)
-    pointed = [nxt.variable for nxt, _ in node.next_functions if nxt is not None and hasattr(nxt, "variable")]
-    others = [nxt for nxt, _ in node.next_functions if nxt is not None and not hasattr(nxt, "variable")]
-    rule = not others and [id(t) for t in pointed] == [id(t) for t in run.leaves]
+    rule = _pairs_follow_the_inputs(run.recorded[0], run.leaves)
     return Trial(f"{sample.label}: {probes.node_name(node)}", itself, rule, op=sample.op)
 
 
@@ -191,9 +194,11 @@ def slot_is_output_nr_on(sample):
 @claim(
     "01.to-returns-itself-when-nothing-changes",
     sentence="When the dtype and device are already what you ask for, `.to()` returns the very same tensor object, "
-    "still the leaf (unless you pass `copy=True`).",
-    holds_when="the dtype and device already match and copy=True is not passed; a new dtype or copy=True gives a "
-    "copy (checked on the CPU device: this machine may have no other)",
+    "still the leaf (unless you pass `copy=True`, or ask for a memory layout the tensor does not have, such as "
+    "`memory_format=torch.channels_last`).",
+    holds_when="the dtype, device and memory layout already match and copy=True is not passed; a new dtype, "
+    "copy=True or memory_format=torch.channels_last on a 4-D tensor stored row by row gives a copy (checked on "
+    "the CPU device: this machine may have no other)",
 )
 def to_returns_itself():
     dtypes = (torch.float32, torch.float64, torch.float16, torch.bfloat16)

@@ -104,7 +104,7 @@ def wrapped_numbers_skip_pack_hooks():
         )
 
 
-@sweeps("05.wrapped-numbers-skip-pack-hooks")
+@sweeps("05.wrapped-numbers-skip-pack-hooks", sample=("nn.functional.gaussian_nll_loss",))
 def wrapped_numbers_skip_pack_hooks_on(sample):
     """Every operation whose node keeps a wrapped Python number (``mul(x, 2)``, ``xlogy(x, 3.0)``): none of
     what reaches the pack hook is one."""
@@ -129,7 +129,8 @@ def _source(rng: random.Random) -> tuple[str, torch.Tensor]:
 
 @claim(
     "05.saved-output-is-a-fresh-object",
-    sentence="so it keeps the data and builds a fresh tensor object each time you ask",
+    sentence="so it keeps the data and builds a fresh tensor object each time you ask (an output that carries no "
+    "gradient, such as `sort`'s indices, points to no node, and the node hands back that very tensor)",
     holds_when="the output requires grad, so it points back to the node through `grad_fn`; an output that "
     "carries no gradient (`max`'s or `sort`'s indices, `layer_norm`'s mean) points to no node, and the node "
     "hands back that very tensor",
@@ -160,7 +161,7 @@ def saved_output_is_a_fresh_object_on(sample):
     if run is None or not run.recorded:
         return None
     for fn in run.nodes():
-        for attr, first in opdb.saved_values(fn):
+        for attr, first in opdb.saved_values(fn, custom=False):
             who = run.owner(first)
             if not who.startswith("output") or any(opdb.same_view(first, t) for t in run.tensors):
                 continue
@@ -195,7 +196,7 @@ def saved_input_is_your_tensor_on(sample):
         return None
     for fn in run.nodes():
         taken = [nxt.variable for nxt, _ in fn.next_functions if hasattr(nxt, "variable")]
-        for attr, value in opdb.saved_values(fn):
+        for attr, value in opdb.saved_values(fn, custom=False):
             mine = [t for t in taken if opdb.same_view(value, t)]
             if not mine or any(opdb.same_view(value, t) for t in run.outputs):
                 continue

@@ -371,7 +371,9 @@ def _written_into(w: torch.Tensor) -> torch.Tensor:
 
 @claim(
     "06.second-pass-fails-on-freed-values",
-    sentence="The error is about freed values, not about the graph.",
+    sentence="The error is about freed values, not about the graph, with one exception: a write into a slice "
+    "(`y[1:] = w`) records a `CopySlices` node, which backward releases, and a second pass through it fails "
+    "though nothing was saved (the cell after this one).",
     holds_when="the graph has no in-place write into a slice or view (no `CopySlices` node); backward releases "
     "the node such a write wraps, so after `y[:2] = w` the second pass raises the same error although nothing "
     "was saved",
