@@ -187,7 +187,7 @@ def _in_the_block(sample, write: int | None, inside: bool = True) -> list | None
         return None
 
 
-@sweeps("07.allow-mutation-keeps-the-saved-value")
+@sweeps("07.allow-mutation-keeps-the-saved-value", per_op=2)
 def allow_mutation_keeps_the_saved_value_on(sample):
     """Every operation that keeps one of its arguments (or a view of it): that argument written after the call
     inside the block; backward inside it must give the gradient of the unwritten program, and after it is
