@@ -9,7 +9,8 @@
 2. Before installing, reads pip's configuration (`pip config list`): when a constraints file it names
    caps torch below <version>, stops and says how to lift the cap. With --lift-cap (LIFT_CAP=1) it
    lifts it for its own pip calls only (PIP_CONSTRAINT=/dev/null), and says so.
-3. Runs `python -m grader verify` (every live answer against solutions/manifest.json) and strict nbval
+3. Runs `python -m grader verify` (every live answer against solutions/manifest.json, every claim, the
+   op-level ones swept over that torch's own op_db: the test extra brings expecttest) and strict nbval
    over solutions/ in the side environment.
 4. Writes docs/drift/<version>.md: answers changed, experiments that now raise, cells that fail.
    Exits 1 when an experiment raises or a cell fails, 2 when the environment cannot be built.
