@@ -5,7 +5,7 @@ import random
 import torch
 
 from grader.engine.claims import Trial, claim, sweeps
-from grader.probes import opdb
+from grader.probes import opdb, saves
 
 # how a tensor comes to exist inside inference_mode, from a normal tensor a made outside it
 _MADE_ANEW = {
@@ -182,7 +182,7 @@ def inference_tensors_are_never_saved_on(sample):
     if plain is None or len(plain.leaves) < 2 or not plain.recorded:
         return None
     for position in range(2):
-        normal, seen = opdb.packed(sample, prepare=opdb.without_grad([position]))
+        normal, seen = saves.packed(sample, prepare=opdb.without_grad([position]))
         if normal is None:
             continue
         arg = [t for t in normal.tensors if not t.requires_grad and t.is_floating_point()]

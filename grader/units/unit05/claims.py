@@ -7,7 +7,7 @@ from torch import nn
 
 from grader import probes
 from grader.engine.claims import Trial, claim, sweeps
-from grader.probes import opdb
+from grader.probes import opdb, saves
 
 # activations that keep their own output for backward, and ones that keep only their input
 _KEEP_OUTPUT = {"ReLU": nn.ReLU, "Tanh": nn.Tanh, "Sigmoid": nn.Sigmoid}
@@ -51,7 +51,7 @@ def freeze_saves_nothing_when_kept_on(sample):
         return None
     if first.recorded[0].dim() == 0 or not first.recorded[0].numel() or not first.recorded[0].is_floating_point():
         return None
-    base, seen = opdb.packed(sample)
+    base, seen = saves.packed(sample)
     if base is None or not base.recorded:
         return None
     out = base.recorded[0]
@@ -114,7 +114,7 @@ def wrapped_numbers_skip_pack_hooks_on(sample):
     kept = [e for e in probes.saved_tensors(plain.recorded[0]) if e.wrapped]
     if not kept:
         return None
-    _, seen = opdb.packed(sample)
+    _, seen = saves.packed(sample)
     return Trial(f"{sample.label}: {len(kept)} wrapped number(s) kept", True, seen.wrapped == 0, op=sample.op)
 
 
@@ -161,7 +161,7 @@ def saved_output_is_a_fresh_object_on(sample):
     if run is None or not run.recorded:
         return None
     for fn in run.nodes():
-        for attr, first in opdb.saved_values(fn, custom=False):
+        for attr, first in saves.saved_values(fn, custom=False):
             who = run.owner(first)
             if not who.startswith("output") or any(opdb.same_view(first, t) for t in run.tensors):
                 continue
@@ -196,7 +196,7 @@ def saved_input_is_your_tensor_on(sample):
         return None
     for fn in run.nodes():
         taken = [nxt.variable for nxt, _ in fn.next_functions if hasattr(nxt, "variable")]
-        for attr, value in opdb.saved_values(fn, custom=False):
+        for attr, value in saves.saved_values(fn, custom=False):
             mine = [t for t in taken if opdb.same_view(value, t)]
             if not mine or any(opdb.same_view(value, t) for t in run.outputs):
                 continue
@@ -233,7 +233,7 @@ def _slice_of_a_block(leaf: torch.Tensor) -> torch.Tensor:
 def saved_view_keeps_its_whole_storage_on(sample):
     """Every operation whose arguments are views of bigger blocks. Its condition: a tensor in a block's memory
     reached the pack hook (the node kept the view, or a view of it); the rule: the whole block is kept."""
-    run, seen = opdb.packed(sample, prepare=_slice_of_a_block)
+    run, seen = saves.packed(sample, prepare=_slice_of_a_block)
     if run is None or not len(seen):
         return None
     blocks = [t for t in run.tensors if t.requires_grad and t._base is not None and t.numel()]
@@ -263,7 +263,7 @@ def clone_keeps_nothing():
 
 @sweeps("05.clone-keeps-nothing", ops=("clone",))
 def clone_keeps_nothing_on(sample):
-    run, seen = opdb.packed(sample)
+    run, seen = saves.packed(sample)
     if run is None:
         return None
     y, x = run.output, run.tensors[0]
@@ -307,7 +307,7 @@ def linear_keeps_input_if_weight_trains_on(sample):
         return None
     count = len(plain.leaves)  # input, weight[, bias]
     for frozen in ([], [0], list(range(1, count))):
-        run, seen = opdb.packed(sample, prepare=opdb.without_grad(frozen))
+        run, seen = saves.packed(sample, prepare=opdb.without_grad(frozen))
         if run is None:
             continue
         x, w = run.tensors[0], run.tensors[1]
@@ -398,7 +398,7 @@ def conv_and_layer_norm_keep_their_weights_on(sample):
     if sample.op == "nn.functional.layer_norm":
         tries.append([order.index(i) for i in weights if i < len(plain.tensors)])
     for frozen in tries:
-        run, seen = opdb.packed(sample, prepare=opdb.without_grad(frozen))
+        run, seen = saves.packed(sample, prepare=opdb.without_grad(frozen))
         if run is None:
             continue
         given = [run.tensors[i] for i in weights if i < len(run.tensors)]

@@ -8,7 +8,7 @@ import torch
 
 from grader import probes
 from grader.engine.claims import Trial, claim, sweeps
-from grader.probes import opdb
+from grader.probes import opdb, saves
 
 
 def _saved_tensors(root) -> int:
@@ -73,7 +73,7 @@ def pack_once_per_save():
 def pack_once_per_save_on(sample):
     """Every operation whose graph keeps something: each slot of each node, read back, must hold a pack of its
     own (a tensor kept twice is packed twice). Its condition: every slot went through pack (no wrapped number)."""
-    _, found, _ = opdb.slots(sample)
+    _, found, _ = saves.slots(sample)
     if not found:
         return None
     tokens = [s.packed for s in found if s.unpacked]
@@ -199,7 +199,7 @@ def allow_mutation_keeps_the_saved_value_on(sample):
     kept = [i for i, t in enumerate(reference.tensors) if t.requires_grad and _kept(reference, t)]
     if not kept:
         return
-    itself = any(opdb.same_view(v, reference.tensors[kept[0]]) for fn in reference.nodes() for v in opdb.raw_saved(fn))
+    itself = any(opdb.same_view(v, reference.tensors[kept[0]]) for fn in reference.nodes() for v in saves.raw_saved(fn))
     expected = _gradients(reference)  # backward frees what the nodes saved: read them first
     if expected is None:
         return
@@ -218,7 +218,7 @@ def allow_mutation_keeps_the_saved_value_on(sample):
 
 def _kept(run, t: torch.Tensor) -> bool:
     """Whether some node of the run keeps a tensor in ``t``'s memory."""
-    return any(opdb.shares_memory(v, t) for fn in run.nodes() for _, v in opdb.saved_values(fn))
+    return any(opdb.shares_memory(v, t) for fn in run.nodes() for _, v in saves.saved_values(fn))
 
 
 # --- the counter ------------------------------------------------------------------------------------------------
@@ -439,7 +439,7 @@ def _written(sample, position: int, hooks: bool) -> tuple[bool, bool, bool] | No
     nodes = run.nodes()
     # what the nodes keep, read without the check, and at which version: a kept tensor that shares the written
     # tensor's counter moves with the write (a view of it does; kron's _unsafe_view alias of it does not)
-    kept_now = [(t, t._version) for fn in nodes for t in opdb.raw_saved(fn)]
+    kept_now = [(t, t._version) for fn in nodes for t in saves.raw_saved(fn)]
     try:
         target.mul_(2)
     except RuntimeError:  # a view of several outputs (chunk's) may not be written in place
@@ -619,7 +619,7 @@ def relu_keeps_its_output_on(sample):
         if run is None or not run.recorded:
             continue
         out = run.output
-        kept = [v for _, v in opdb.saved_values(out.grad_fn)]
+        kept = [v for _, v in saves.saved_values(out.grad_fn)]
         same = any(opdb.same_view(v, out) for v in kept) or (not out.numel() and bool(kept))
         label = f"{sample.label}{', in place' if inplace else ''}: {probes.node_name(out.grad_fn)}"
         yield Trial(label, True, same, op=sample.op)
@@ -780,7 +780,7 @@ def unpack_runs_per_read_on(sample):
     """Every operation whose graph keeps something: two backward passes over the retained graph; each pass
     unpacks every slot of the graph once."""
     unpacked: list[int] = []
-    run, found, _ = opdb.slots(sample, unpack=unpacked.append)
+    run, found, _ = saves.slots(sample, unpack=unpacked.append)
     tokens = sorted(s.packed for s in found if s.unpacked)
     if run is None or not tokens:
         return None

@@ -8,7 +8,7 @@ import torch
 from torch.autograd.graph import save_on_cpu
 
 from grader.engine.claims import Trial, claim, sweeps
-from grader.probes import opdb
+from grader.probes import opdb, saves
 from grader.units.unit09.support import noting_pack
 
 _SAVE_THEIR_OUTPUT = ("exp", "sigmoid", "tanh")
@@ -121,7 +121,7 @@ def pack_once_per_saved_tensor():
 def pack_once_per_saved_tensor_on(sample):
     """Every operation whose graph keeps something: each slot read back holds a pack of its own; its condition:
     no slot holds a wrapped Python number (those never reach pack)."""
-    _, found, _ = opdb.slots(sample)
+    _, found, _ = saves.slots(sample)
     if not found:
         return None
     tokens = [s.packed for s in found if s.unpacked]
@@ -205,7 +205,7 @@ def linear_keeps_its_weight_for_its_input_on(sample):
     if plain is None or any(not t.numel() for t in plain.tensors):
         return
     for needs in (True, False):
-        run, seen = opdb.packed(sample, prepare=None if needs else opdb.without_grad([0]))
+        run, seen = saves.packed(sample, prepare=None if needs else opdb.without_grad([0]))
         if run is None:
             continue
         w = run.tensors[1]

@@ -158,7 +158,7 @@ def compiled_keeps_version_checks_on(sample):
     import torch._dynamo
 
     from grader import probes
-    from grader.probes import opdb
+    from grader.probes import saves
     from grader.units.unit13.support import quiet_dynamo
 
     args, kwargs, tensors = sample.arguments()
@@ -170,7 +170,7 @@ def compiled_keeps_version_checks_on(sample):
         with quiet_dynamo():
             y = torch.compile(lambda *a: sample.function(*a, **kwargs), backend="aot_eager")(first, *args[1:])
             # what the compiled node keeps, read without the check: does the write move one of them?
-            versions = [(t, t._version) for fn in probes.nodes(y) for t in opdb.raw_saved(fn)]
+            versions = [(t, t._version) for fn in probes.nodes(y) for t in saves.raw_saved(fn)]
             first.add_(1)
             kept = any(t._version != v for t, v in versions)
             try:
