@@ -93,7 +93,8 @@ def python_cycles_are_collected():
     sentence="With `create_graph=True`, the backward pass records its own operations, so a gradient that depends "
     "on the input gets a graph and can be differentiated again",
     holds_when="the gradient depends on the input (the loss is not linear in it); the gradient of a loss linear in "
-    "`w`, such as `(w * c).sum()`, is a constant with no graph",
+    "`w`, such as `(w * c).sum()`, does not depend on `w`: it has no graph when `c` is a constant, and when `c` "
+    "requires grad (a weight) its graph leads to `c`, never to `w`",
     not_swept="about the graph backward records under create_graph for a whole loss, which the rule splits by the loss's shape in w, not by one operation",
 )
 def create_graph_gives_a_graph():
@@ -102,13 +103,14 @@ def create_graph_gives_a_graph():
         name = sorted(_LOSSES)[seed % len(_LOSSES)]
         loss, linear = _LOSSES[name]
         n = rng.randint(2, 20)
-        w, c = torch.randn(n, requires_grad=True), torch.randn(n)
+        w, c = torch.randn(n, requires_grad=True), torch.randn(n, requires_grad=linear and seed % 2 == 1)
         (g,) = torch.autograd.grad(loss(w, c), w, create_graph=True)
         again = False
         if g.grad_fn is not None:
             (h,) = torch.autograd.grad(g.sum(), w, allow_unused=True)
             again = h is not None
-        yield Trial(f"seed {seed}: {name}, {n} elements", condition=not linear, holds=g.grad_fn is not None and again)
+        label = f"seed {seed}: {name}, {n} elements" + (", c requires grad" if c.requires_grad else "")
+        yield Trial(label, condition=not linear, holds=g.grad_fn is not None and again)
 
 
 def _stale_loop(seed: int) -> tuple[str, bool, bool]:
