@@ -12,7 +12,8 @@ itself is :mod:`grader.probes.sweep`.
 * :meth:`OpSample.run` calls the operation on fresh copies of the sample's tensors, every floating-point
   one a leaf that requires grad (same values, same strides). Where the operation refuses a gradient on one
   of them (a loss's target, batch norm's running statistics), the run falls back to the sample's own flags.
-* Importing op_db needs the small ``expecttest`` package (the test extra) and takes about 14 s of CPU;
+* Importing op_db needs the small ``expecttest`` package (the test extra) and takes a few CPU-seconds (up
+  to about 14 s with a cold file cache);
   :func:`unavailable` says why it cannot be imported, and the database is loaded once per process.
 """
 
