@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from grader.engine import claims
 from grader.engine.claims import Claim, Status, Trial, check_claim
@@ -130,3 +131,123 @@ def test_every_claim_holds_on_this_torch(c):
 )
 def test_a_torch_range_admits_the_versions_it_names(spec, version, inside):
     assert claims.in_range(_claim(lambda: [], torch_range=spec), version) is inside
+
+
+# --- the sweep over torch's operator database ---------------------------------------------------------------------
+
+SWEPT = [c for c in ALL if c.swept]
+
+
+def test_every_claim_is_swept_over_op_db_or_says_why_not():
+    # a claim about what an operation records, saves, counts or versions declares a sweep (@sweeps); any
+    # other says why it has none (not_swept); never both, never neither
+    undecided = [c.cid for c in ALL if c.swept == bool(c.not_swept)]
+    assert not undecided, f"each claim needs exactly one of @sweeps or not_swept=: {undecided}"
+    assert len(SWEPT) >= 40
+
+
+@pytest.mark.parametrize("c", SWEPT, ids=lambda c: c.cid)
+def test_every_swept_claim_holds_on_the_fixed_sample_of_op_db(c):
+    from grader.probes import sweep
+
+    result = sweep.check(c, "sample")
+    assert result.ok, result.summary()
+    assert result.ops >= 1, f"{c.cid}'s sweep ran no op_db program in the fixed sample: it was never swept"
+
+
+def _sample(op, label="mul float64 sample 0"):
+    class Sample:
+        pass
+
+    s = Sample()
+    s.op, s.label = op, label
+    return s
+
+
+def test_a_sweep_adds_its_trials_and_counts_the_operations():
+    c = _claim(lambda: [Trial("generated", True, True)])
+    c.sweep = lambda s: Trial(s.label, True, True, op=s.op)
+    result = check_claim(c, [_sample("mul"), _sample("mul", "mul float32 sample 0"), _sample("exp")])
+    assert result.ok and (result.programs, result.ops) == (4, 2)
+    assert check_claim(c).ops == 0  # programs=None: the generated programs alone
+
+
+def test_a_sweep_that_breaks_the_rule_fails_and_names_the_operation():
+    c = _claim(lambda: [Trial("generated", True, True)])
+    c.sweep = lambda s: Trial(s.label, True, s.op != "where", op=s.op)
+    result = check_claim(c, [_sample("mul"), _sample("where", "where float64 sample 3")])
+    assert result.status is Status.FAILS and result.broken_ops == ("where",)
+    assert "where float64 sample 3" in result.problem
+    report = result.report()
+    assert report["broken"] == {"count": 1, "ops": ["where"], "examples": ["where float64 sample 3"]}
+
+
+def test_a_conditional_claims_counter_examples_are_reported_by_operation():
+    c = _claim(lambda: [Trial("generated", True, True), Trial("gen-counter", False, False)], holds_when="when")
+    c.sweep = lambda s: Trial(s.label, s.op == "mul", s.op == "mul", op=s.op)
+    result = check_claim(c, [_sample("mul"), _sample("index_select", "index_select float32 sample 1")])
+    assert result.ok and result.counterexample_ops == ("index_select",)
+    assert result.report()["counterexamples"] == {
+        "count": 2,
+        "ops": ["index_select"],
+        "examples": ["gen-counter", "index_select float32 sample 1"],
+    }
+
+
+def test_a_sweep_that_raises_is_an_error_naming_the_program():
+    def boom(s):
+        raise ValueError("no such thing")
+
+    c = _claim(lambda: [Trial("generated", True, True)])
+    c.sweep = boom
+    result = check_claim(c, [_sample("mul")])
+    assert result.status is Status.ERROR and "mul float64 sample 0" in result.problem and "ValueError" in result.problem
+
+
+def test_a_batch_sweep_gets_every_program_at_once():
+    c = _claim(lambda: [Trial("generated", True, True)])
+    c.sweep, c.sweep_batch = (lambda ss: [Trial(f"{len(ss)} at once", True, True, op="mul")]), True
+    result = check_claim(c, [_sample("mul"), _sample("exp")])
+    assert result.ok and result.programs == 2 and result.ops == 1
+
+
+def test_sweeps_is_refused_for_an_undeclared_claim_or_one_that_says_it_is_not_swept(monkeypatch):
+    with pytest.raises(ValueError, match="declare the claim"):
+        claims.sweeps("01.no-such-claim")(lambda s: None)
+    not_swept = claims.Claim("01.x-not-swept", "01", "s", "", lambda: [], not_swept="about optimizers")
+    monkeypatch.setitem(claims.REGISTRY, not_swept.cid, not_swept)
+    with pytest.raises(ValueError, match="not swept"):
+        claims.sweeps(not_swept.cid)(lambda s: None)
+
+
+def test_without_op_db_a_swept_claim_is_an_error_that_says_how_to_get_it(monkeypatch):
+    from grader.probes import opdb, sweep
+
+    monkeypatch.setattr(opdb, "unavailable", lambda: "op_db needs the expecttest package (pip install expecttest)")
+    result = sweep.check(SWEPT[0], "sample")
+    assert result.status is Status.ERROR and "expecttest" in result.problem
+    assert sweep.check(SWEPT[0], "none").ok  # the generated programs alone need nothing more
+
+
+def test_an_op_db_program_runs_on_fresh_leaves_with_the_samples_strides():
+    from grader.probes import opdb
+
+    (sample,) = [s for s in opdb.samples(["mul"], per_op=1) if s.dtype == torch.float32]
+    run = sample.run()
+    assert run is not None and run.recorded and all(t.is_leaf and t.requires_grad for t in run.leaves)
+    again = sample.run()
+    assert all(a is not b for a, b in zip(run.tensors, again.tensors))  # every run its own tensors
+    plain = sample.run(requires_grad=False)
+    assert not any(t.requires_grad for t in plain.tensors) and plain.output.grad_fn is None
+
+
+def test_claims_json_reports_ops_programs_and_counterexamples(capsys):
+    from grader.instructor.cli import main
+
+    capsys.readouterr()
+    assert main(["claims", "--unit", "01", "--json", "--sweep", "sample"]) == 0
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    pairs = rows["01.one-pair-per-input"]
+    assert pairs["swept"] and pairs["ops"] >= 5 and pairs["programs"] > pairs["ops"]
+    assert pairs["counterexamples"]["count"] >= 1 and pairs["counterexamples"]["ops"]
+    assert rows["01.graph-is-what-ran"]["not_swept"] and rows["01.graph-is-what-ran"]["ops"] == 0

@@ -135,12 +135,14 @@ def test_build_check_passes_on_the_committed_tree():
 
 def test_claims_lists_each_claim_with_its_condition_and_where_it_is_cited(capsys):
     capsys.readouterr()
-    assert main(["claims", "--unit", "05", "--json"]) == 0
+    assert main(["claims", "--unit", "05"]) == 0
+    assert "not swept: about an optimizer's state" in capsys.readouterr().out  # listed, not checked
+    assert main(["claims", "--unit", "05", "--json", "--sweep", "none"]) == 0  # the JSON report is checked
     rows = json.loads(capsys.readouterr().out)
     row = next(r for r in rows if r["id"] == "05.freeze-saves-nothing-when-kept")
     assert row["holds_when"] and row["cited"] == ["05_saved_tensors_and_what_they_cost.ipynb c056"]
-    assert "status" not in row  # checked only with --check
-    assert main(["claims", "--unit", "05", "--check", "--json"]) == 0
+    assert row["status"] == "holds" and row["swept"] and row["ops"] == 0  # swept, but not this time
+    assert main(["claims", "--unit", "05", "--check", "--json", "--sweep", "none"]) == 0
     assert all(r["status"] == "holds" for r in json.loads(capsys.readouterr().out))
 
 

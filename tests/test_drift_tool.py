@@ -147,7 +147,16 @@ def test_the_report_names_changed_answers_raising_experiments_and_failing_cells(
             "removed": [],
             "changed": [{"id": "01.pow-node", "old": "PowBackward0", "new": "PowBackward1"}],
             "claims": [
-                {"id": "01.a-rule", "ok": True, "sentence": "a rule", "result": "held on 4 of 6 programs"},
+                {
+                    "id": "01.a-rule",
+                    "ok": True,
+                    "sentence": "a rule",
+                    "result": "held on 4 of 6 programs",
+                    "ops": 12,
+                    "programs": 300,
+                    "counterexamples": {"count": 2, "ops": ["where"], "examples": ["where float64 sample 0"]},
+                    "broken": {"count": 0, "ops": [], "examples": []},
+                },
                 {"id": "13.b-rule", "ok": False, "sentence": "b rule", "result": "FAILS: broken on 1 program(s)"},
             ],
             "claims_failed": ["13.b-rule"],
@@ -165,7 +174,9 @@ def test_the_report_names_changed_answers_raising_experiments_and_failing_cells(
     assert "`07.bump`: RuntimeError: gone" in text
     assert "`06_graph_lifetime` Cell 45: output changed" in text and "10 passed, 1 failed" in text
     assert "does not hold" in text and "LIFT_CAP=1" in text
-    assert "2 claims checked on this torch: 1 no longer hold" in text
+    assert "2 claims checked on this torch, 1 of them also over op_db (up to 12 operations, 300 programs)" in text
+    assert ": 1 no longer hold" in text
+    assert "counter-examples outside its condition on 1 op_db operation(s): where" in text
     assert "- `13.b-rule` (**no longer holds**): b rule — FAILS: broken on 1 program(s)" in text
     assert "- `01.a-rule` (holds): a rule" in text
 

@@ -9,7 +9,8 @@
 2. Before installing, reads pip's configuration (`pip config list`): when a constraints file it names
    caps torch below <version>, stops and says how to lift the cap. With --lift-cap (LIFT_CAP=1) it
    lifts it for its own pip calls only (PIP_CONSTRAINT=/dev/null), and says so.
-3. Runs `python -m grader verify` (every live answer against solutions/manifest.json) and strict nbval
+3. Runs `python -m grader verify` (every live answer against solutions/manifest.json, every claim, the
+   op-level ones swept over that torch's own op_db: the test extra brings expecttest) and strict nbval
    over solutions/ in the side environment.
 4. Writes docs/drift/<version>.md: answers changed, experiments that now raise, cells that fail.
    Exits 1 when an experiment raises or a cell fails, 2 when the environment cannot be built.
@@ -329,6 +330,19 @@ def shorten(text: str, lines: int = 24) -> str:
 
 
 # ----------------------------------------------------------------------------- the report
+def claims_summary(r: dict) -> str:
+    """'139 claims checked on this torch, 48 of them also over op_db (481 operations, 130,000 programs): 0 no
+    longer hold'; a grader from before the sweep reports no 'ops'."""
+    rows = r.get("claims", [])
+    text = f"{len(rows)} claims checked on this torch"
+    swept = [row for row in rows if row.get("ops")]
+    if swept:
+        ops = max(row["ops"] for row in swept)
+        programs = sum(row.get("programs", 0) for row in swept)
+        text += f", {len(swept)} of them also over op_db (up to {ops} operations, {programs:,} programs)"
+    return text + f": {len(r.get('claims_failed', []))} no longer hold"
+
+
 def report(version: str, facts: dict, ver: dict, nb: dict, command: str, total_s: float) -> str:
     out = [f"# The course on torch {version}", ""]
     out.append(
@@ -356,9 +370,7 @@ def report(version: str, facts: dict, ver: dict, nb: dict, command: str, total_s
             f"{len(r['changed'])} changed, {len(r['errors'])} raise, "
             f"{len(r['added'])} added and {len(r['removed'])} removed since the manifest"
         )
-        claims_line = (
-            f"{len(r.get('claims', []))} claims checked on this torch: {len(r.get('claims_failed', []))} no longer hold"
-        )
+        claims_line = claims_summary(r)
     else:
         answers = f"**the grader did not run**: `{last_line(ver['stderr'])}` (traceback below)"
         claims_line = "not checked"
@@ -420,6 +432,14 @@ def report(version: str, facts: dict, ver: dict, nb: dict, command: str, total_s
         for row in r.get("claims", []):
             mark = "holds" if row["ok"] else "**no longer holds**"
             out.append(f"- `{row['id']}` ({mark}): {row['sentence']} — {row['result']}")
+            for kind, what in (
+                ("broken", "broken on"),
+                ("counterexamples", "counter-examples outside its condition on"),
+            ):
+                found = row.get(kind)
+                if isinstance(found, dict) and found.get("ops"):
+                    names = ", ".join(found["ops"][:15]) + (", ..." if len(found["ops"]) > 15 else "")
+                    out.append(f"  - {what} {len(found['ops'])} op_db operation(s): {names}")
         out += [] if r.get("claims") else ["None checked (a grader older than claims)."]
         out.append("")
         if r["added"] or r["removed"]:

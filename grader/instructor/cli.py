@@ -51,26 +51,21 @@ def _questions(args) -> int:
 
 
 def _claims(args) -> int:
-    from grader.engine.claims import all_claims, check_claim
+    from grader.engine.claims import all_claims
     from grader.instructor.citations import citations
+    from grader.instructor.manifest import claim_row
+    from grader.probes import sweep
 
     wanted = _known_units([args.unit] if args.unit else [])
     if wanted is None:
         return 2
+    check = args.check or args.json  # the JSON report is the checked one: ops, programs, counter-examples
     cited = citations(Path(args.root))
     rows = []
     for c in all_claims(wanted or None):
-        row = {
-            "id": c.cid,
-            "unit": c.unit,
-            "sentence": c.sentence,
-            "holds_when": c.holds_when,
-            "torch_range": c.torch_range,
-            "cited": [where.where for where in cited.get(c.cid, [])],
-        }
-        if args.check:
-            result = check_claim(c)
-            row.update(status=result.status.value, ok=result.ok, result=result.summary())
+        row = {**claim_row(c), "cited": [where.where for where in cited.get(c.cid, [])]}
+        if check:
+            row.update(sweep.check(c, args.sweep).report())
         rows.append(row)
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -82,9 +77,14 @@ def _claims(args) -> int:
                 print(f"    holds when: {r['holds_when']}")
             if r["torch_range"]:
                 print(f"    torch: {r['torch_range']}")
-            if args.check:
+            swept = "on op_db" + (f" ({', '.join(r['sweep_ops'])})" if r["sweep_ops"] else "")
+            print(f"    swept {swept}" if r["swept"] else f"    not swept: {r['not_swept']}")
+            if check:
                 print(f"    {r['result']}")
-    return 1 if args.check and not all(r["ok"] for r in rows) else 0
+                for kind in ("broken", "counterexamples"):
+                    if r[kind]["ops"]:
+                        print(f"    {kind} on {len(r[kind]['ops'])} operation(s): {', '.join(r[kind]['ops'][:12])}")
+    return 1 if check and not all(r["ok"] for r in rows) else 0
 
 
 def _build(args) -> int:
@@ -129,7 +129,7 @@ def _verify(args) -> int:
     wanted = _known_units(args.unit)
     if wanted is None:
         return 2
-    report = compare(Path(args.root), units=wanted or None)
+    report = compare(Path(args.root), units=wanted or None, scope=args.sweep)
     changes = report["changed"] or report["added"] or report["removed"] or report["claims_failed"]
     if args.json:
         print(json.dumps(report, indent=2))
@@ -149,7 +149,7 @@ def _verify(args) -> int:
                 print(f"\n{label} since the manifest: " + ", ".join(report[label]))
         if report["errors"]:
             print(f"\n{len(report['errors'])} experiment(s) raised: " + ", ".join(report["errors"]))
-        print(f"\nclaims on torch {report['torch']}:")
+        print(f"\nclaims on torch {report['torch']} (op-level ones swept over op_db: {args.sweep}):")
         for row in report["claims"]:
             print(f"  {row['id']:<48} {row['result']}")
         if report["claims_failed"]:
@@ -230,7 +230,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--unit", help="only this unit, e.g. 05")
     p.add_argument(
-        "--check", action="store_true", help="also check each claim on the installed torch (exit 1 if one fails)"
+        "--check",
+        action="store_true",
+        help="also check each claim on the installed torch (exit 1 if one fails); --json always checks",
+    )
+    p.add_argument(
+        "--sweep",
+        choices=("all", "sample", "none"),
+        default="all",
+        help="the op-level claims' sweep over torch's operator database: every operation (default), the fixed "
+        "sample make test uses, or none (generated programs only)",
     )
     p.add_argument("--root", default=str(Path(__file__).resolve().parents[2]), help=argparse.SUPPRESS)
     p.set_defaults(run=_claims)
@@ -250,6 +259,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--allow-changes", action="store_true", help="report changed answers but exit 0")
     p.add_argument("--unit", action="append", help="only these units (repeatable), e.g. --unit 07")
+    p.add_argument(
+        "--sweep",
+        choices=("all", "sample", "none"),
+        default="all",
+        help="the op-level claims' sweep over torch's operator database (default: every operation)",
+    )
     p.add_argument("--root", default=str(Path(__file__).resolve().parents[2]), help=argparse.SUPPRESS)
     p.set_defaults(run=_verify)
 

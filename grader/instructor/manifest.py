@@ -5,8 +5,10 @@
 questions whose answer changed (old -> new), those that now error, and those
 added or removed since the manifest was written, so an instructor upgrading
 torch knows which prose to revisit. It also checks every claim (the general
-rules the prose states, grader.engine.claims) on the installed torch: a claim
-that no longer holds is a change too.
+rules the prose states, grader.engine.claims) on the installed torch, those
+about what an operation records, saves, counts or versions also over torch's
+operator database (grader.probes.sweep): a claim that no longer holds is a
+change too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import torch
 from grader.engine import claims as claims_
 from grader.engine.kinds import ErrorOutcome, Function
 from grader.engine.question import Question, all_questions
+from grader.probes import sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "manifest.json"
@@ -119,32 +122,34 @@ def load(root: Path = ROOT) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def claim_rows(units: list[str] | None = None) -> list[dict]:
-    """Every claim (of ``units``) checked on the installed torch: {'id', 'unit', 'sentence', 'holds_when',
-    'torch_range', 'status', 'ok', 'result'}; 'status' is a claims.Status value."""
-    rows = []
-    for c in claims_.all_claims(units or None):
-        result = claims_.check_claim(c)
-        rows.append(
-            {
-                "id": c.cid,
-                "unit": c.unit,
-                "sentence": c.sentence,
-                "holds_when": c.holds_when,
-                "torch_range": c.torch_range,
-                "status": result.status.value,
-                "ok": result.ok,
-                "result": result.summary(),
-            }
-        )
-    return rows
+def claim_row(c: claims_.Claim) -> dict:
+    """A claim as the reports list it: {'id', 'unit', 'sentence', 'holds_when', 'torch_range', 'swept',
+    'not_swept', 'sweep_ops'} ('sweep_ops': the op_db operations its sweep is limited to, [] for all)."""
+    return {
+        "id": c.cid,
+        "unit": c.unit,
+        "sentence": c.sentence,
+        "holds_when": c.holds_when,
+        "torch_range": c.torch_range,
+        "swept": c.swept,
+        "not_swept": c.not_swept,
+        "sweep_ops": list(c.sweep_ops),
+    }
 
 
-def compare(root: Path = ROOT, units: list[str] | None = None) -> dict:
+def claim_rows(units: list[str] | None = None, scope: sweep.Scope = "all") -> list[dict]:
+    """Every claim (of ``units``) checked on the installed torch, its op-level ones swept over op_db in
+    ``scope`` (grader.probes.sweep): claim_row's keys plus ClaimResult.report()'s ('status', 'ok', 'result',
+    'ops', 'programs', 'held', 'counterexamples', 'broken', 'problem')."""
+    return [{**claim_row(c), **sweep.check(c, scope).report()} for c in claims_.all_claims(units or None)]
+
+
+def compare(root: Path = ROOT, units: list[str] | None = None, scope: sweep.Scope = "all") -> dict:
     """Live answers against the manifest, and every claim checked live: {'torch', 'built_with', 'rows',
     'changed', 'errors', 'added', 'removed', 'claims', 'claims_failed'}.
 
-    ``units`` limits the comparison to those units' questions and claims.
+    ``units`` limits the comparison to those units' questions and claims; ``scope`` is the claims' sweep
+    over op_db ("all" by default; "sample" or "none" for a quicker look).
     """
     old = load(root) or {"torch": None, "questions": {}}
     wanted = {u.zfill(2) for u in units} if units else None
@@ -168,7 +173,7 @@ def compare(root: Path = ROOT, units: list[str] | None = None) -> dict:
             errors.append(q.qid)
         rows.append(row)
     removed = sorted(old_ids - current)
-    claim_report = claim_rows(sorted(wanted) if wanted else None)
+    claim_report = claim_rows(sorted(wanted) if wanted else None, scope)
     return {
         "torch": torch.__version__,
         "built_with": old["torch"],

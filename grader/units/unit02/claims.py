@@ -5,7 +5,7 @@ import random
 import torch
 
 from grader import probes
-from grader.engine.claims import Trial, claim
+from grader.engine.claims import Trial, claim, sweeps
 from grader.units.programs import programs
 
 
@@ -30,6 +30,28 @@ def gradient_in_the_operands_shape():
         yield Trial(f"seed {seed}: {sa} with {sb}", True, a.grad.shape == a.shape and b.grad.shape == b.shape)
 
 
+def _gradients(run) -> list | None:
+    """The gradient of every argument that requires grad (None where no path reaches it), from a seed of ones
+    on every recorded output; None when torch has no derivative for the operation."""
+    seeds = [torch.ones_like(t) for t in run.recorded]
+    try:
+        return list(torch.autograd.grad(run.recorded, run.leaves, seeds, allow_unused=True))
+    except RuntimeError:  # a derivative torch does not implement ("the derivative for ... is not implemented")
+        return None
+
+
+@sweeps("02.gradient-in-the-operands-shape")
+def gradient_in_the_operands_shape_on(sample):
+    run = sample.run()
+    if run is None or not run.recorded or not run.leaves:
+        return None
+    grads = _gradients(run)
+    if grads is None:
+        return None
+    shapes = [(tuple(g.shape), tuple(t.shape)) for g, t in zip(grads, run.leaves) if g is not None]
+    return Trial(f"{sample.label}: {shapes}", True, all(a == b for a, b in shapes), op=sample.op)
+
+
 @claim(
     "02.view-never-copies",
     sentence="`view` never copies: it raises instead.",
@@ -50,10 +72,30 @@ def view_never_copies():
         yield Trial(f"seed {seed}: {list(t.shape)} stride {t.stride()} -> {shape}", True, shares)
 
 
+@sweeps("02.view-never-copies", ops=("view", "view_as"))
+def view_never_copies_on(sample):
+    """op_db's view samples, on the input as given and on a transposed copy of it (which view may refuse)."""
+    for turned in (False, True):
+        args, kwargs, tensors = sample.arguments()
+        if turned and tensors[0].dim() < 2:
+            continue
+        if turned:
+            args = (args[0].mT, *args[1:])
+        try:
+            v = sample.function(*args, **kwargs)
+        except RuntimeError:
+            yield Trial(f"{sample.label}{', transposed' if turned else ''}: raised", True, True, op=sample.op)
+            continue
+        shares = v.untyped_storage().data_ptr() == args[0].untyped_storage().data_ptr()
+        label = f"{sample.label}{', transposed' if turned else ''}: {list(args[0].shape)} -> {list(v.shape)}"
+        yield Trial(label, True, shares and v._is_view(), op=sample.op)
+
+
 @claim(
     "02.ones-seed-is-sum",
     sentence="A seed of ones adds every output's gradient together, which is exactly what `.sum()` followed by "
     "`backward()` does.",
+    not_swept="about backward's seed, the same for every graph",
 )
 def ones_seed_is_sum():
     for case in programs(16, seed=2, need_backward=True):
@@ -77,6 +119,7 @@ def ones_seed_is_sum():
     holds_when="the corner is clamp's (any bound m, at z == m); relu, whose numbers are the same for m = 0, "
     "sends 0 at 0",
     torch=">=2.13,<2.15",
+    not_swept="one operation's gradient exactly at its bound, a point op_db's random samples never hold",
 )
 def clamp_sends_one_at_its_bound():
     for seed in range(12):
@@ -124,6 +167,22 @@ def embedding_is_one_node():
         yield Trial(f"seed {seed}: {way}, table ({rows}, {width}), index {shape}", embedding, holds)
 
 
+@sweeps("02.embedding-is-one-node", ops=("nn.functional.embedding",))
+def embedding_is_one_node_on(sample):
+    run = sample.shared()
+    if run is None or not run.recorded:
+        return None
+    table = run.leaves[0]
+    node = run.output.grad_fn
+    edges = [n for n, _ in node.next_functions if n is not None]
+    holds = (
+        probes.node_name(node) == "EmbeddingBackward0"
+        and len(edges) == 1
+        and getattr(edges[0], "variable", None) is table
+    )
+    return Trial(f"{sample.label}: {sorted(run.kwargs)}", True, holds, op=sample.op)
+
+
 def _accumulated(model: torch.nn.Module, X: torch.Tensor, Y: torch.Tensor, sizes: list[int]) -> list[torch.Tensor]:
     """The parameters' .grad after one backward per micro-batch of the given sizes, each mean loss / their number."""
     model.zero_grad(set_to_none=True)
@@ -139,6 +198,7 @@ def _accumulated(model: torch.nn.Module, X: torch.Tensor, Y: torch.Tensor, sizes
     holds_when="the micro-batches are of equal size and the model treats each sample on its own; micro-batches of "
     "unequal size (torch.split with sizes such as [5, 3]), or a BatchNorm in training mode, whose statistics are "
     "per micro-batch, give a different gradient",
+    not_swept="about a training loop's losses, not one operation",
 )
 def microbatches_add_up_to_the_batch():
     for seed in range(18):
@@ -169,6 +229,7 @@ def _leaves(ns: dict) -> list[torch.Tensor]:
 @claim(
     "02.seed-scales-every-gradient",
     sentence="Pass your own seed and every number after it scales with it",
+    not_swept="about backward's seed, the same for every graph",
 )
 def seed_scales_every_gradient():
     for i, case in enumerate(programs(14, seed=5, need_backward=True)):
@@ -192,6 +253,7 @@ def seed_scales_every_gradient():
 @claim(
     "02.seed-must-have-the-outputs-shape",
     sentence="The seed must have `z`'s shape.",
+    not_swept="about backward's seed, the same for every graph",
 )
 def seed_must_have_the_outputs_shape():
     for seed in range(24):
@@ -212,6 +274,7 @@ def seed_must_have_the_outputs_shape():
 @claim(
     "02.wrong-seed-refused-before-anything-runs",
     sentence="A seed of the wrong shape is refused before anything runs",
+    not_swept="about backward's seed, the same for every graph",
 )
 def wrong_seed_refused_before_anything_runs():
     for case in programs(12, seed=6, need_backward=True):
@@ -232,6 +295,7 @@ def wrong_seed_refused_before_anything_runs():
     "02.arrivals-add-before-the-node-runs",
     sentence="Backward runs each node once, after every gradient headed for it has arrived, and it adds the arrivals "
     "for the same input before the node runs.",
+    not_swept="about the order backward runs nodes in, not what an operation records",
 )
 def arrivals_add_before_the_node_runs():
     for case in programs(16, seed=7, need_backward=True):
@@ -254,6 +318,7 @@ def arrivals_add_before_the_node_runs():
     "02.plain-backward-adds-in-place",
     sentence='"Adds in place" holds for a plain `backward()`.',
     holds_when="create_graph is not set; with create_graph=True, AccumulateGrad puts a new tensor in .grad",
+    not_swept="about what AccumulateGrad writes into .grad, not one operation",
 )
 def plain_backward_adds_in_place():
     import warnings
@@ -288,6 +353,7 @@ _OPTIMIZERS = {
 @claim(
     "02.step-skips-none-grads",
     sentence="A parameter whose `.grad` is `None` is skipped by `step()`",
+    not_swept="about an optimizer's step",
 )
 def step_skips_none_grads():
     for seed in range(14):
@@ -323,6 +389,25 @@ def where_sends_zero_to_the_unchosen():
         yield Trial(f"seed {seed}: {shape}", True, zero and passed)
 
 
+@sweeps("02.where-sends-zero-to-the-unchosen", ops=("where",))
+def where_sends_zero_to_the_unchosen_on(sample):
+    """op_db's where(cond, x, y) samples where x and y have the output's shape (broadcasting would add up
+    several elements' gradients in one)."""
+    run = sample.run()
+    if run is None or not run.recorded:
+        return None
+    x, cond, y = run.tensors
+    out = run.output
+    if x.shape != out.shape or y.shape != out.shape:
+        return None
+    cond = cond.expand(out.shape)
+    g = torch.randn(out.shape, dtype=out.dtype)
+    gx, gy = torch.autograd.grad(out, [x, y], g)
+    zero = bool((gx[~cond] == 0).all() and (gy[cond] == 0).all())
+    passed = torch.equal(gx[cond], g[cond]) and torch.equal(gy[~cond], g[~cond])
+    return Trial(f"{sample.label}: {list(out.shape)}", True, zero and passed, op=sample.op)
+
+
 def _maybe_strided(rng: random.Random) -> torch.Tensor:
     t = torch.randn(rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 3))
     if rng.random() < 0.5:
@@ -348,6 +433,23 @@ def flatten_numbers_row_by_row():
         yield Trial(f"seed {seed}: shape {list(t.shape)}, stride {t.stride()}", True, ok)
 
 
+def _turned(t: torch.Tensor) -> torch.Tensor:
+    """The same elements read in another layout: a transposed copy turned back (not contiguous)."""
+    return t.mT.contiguous().mT if t.dim() >= 2 else t
+
+
+@sweeps("02.flatten-numbers-row-by-row", ops=("flatten",))
+def flatten_numbers_row_by_row_on(sample):
+    for layout in (False, True):
+        run = sample.run(prepare=_turned) if layout else sample.shared()
+        if run is None:
+            continue
+        t = run.tensors[0]
+        rule = torch.equal(run.output, t.contiguous().view(run.output.shape))
+        how = f", stride {t.stride()}" if layout else ""
+        yield Trial(f"{sample.label}{how}: {list(t.shape)} -> {list(run.output.shape)}", True, rule, op=sample.op)
+
+
 @claim(
     "02.flatten-views-when-it-can",
     sentence="`flatten()` (like `reshape`) returns a view when it can and a copy when it cannot",
@@ -367,9 +469,28 @@ def flatten_views_when_it_can():
         yield Trial(f"seed {seed}: {way} of {list(t.shape)} stride {t.stride()}", True, shares == can)
 
 
+@sweeps("02.flatten-views-when-it-can", ops=("flatten", "reshape", "reshape_as"))
+def flatten_views_when_it_can_on(sample):
+    """Each sample as given and with its input in another layout (view may then be impossible)."""
+    for layout in (False, True):
+        run = sample.run(prepare=_turned) if layout else sample.shared()
+        if run is None:
+            continue
+        t, r = run.tensors[0], run.output
+        try:
+            t.view(r.shape)
+            can = True
+        except RuntimeError:
+            can = False
+        shares = r.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+        label = f"{sample.label}: stride {t.stride()} -> {list(r.shape)}, view {'possible' if can else 'impossible'}"
+        yield Trial(label, True, shares == can, op=sample.op)
+
+
 @claim(
     "02.no-seed-is-one",
     sentence="When the output is a single number and you pass nothing, `backward()` uses 1.",
+    not_swept="about backward's seed, the same for every graph",
 )
 def no_seed_is_one():
     for case in programs(12, seed=12, need_backward=True):
@@ -397,6 +518,7 @@ _VECTOR_FUNCTIONS = {
 @claim(
     "02.seed-gives-s-times-j",
     sentence="`z.backward(s)` puts `s · J` into `v.grad`: each output's gradient weighted by `s`, added up.",
+    not_swept="about backward's seed, the same for every graph",
 )
 def seed_gives_s_times_j():
     for seed in range(15):
@@ -440,6 +562,32 @@ def broadcast_records_no_expand():
         yield Trial(f"seed {seed}: X ({rows}, {width}) {name} b ({width},), implicit and b.expand", True, holds)
 
 
+def _broadcast(t: torch.Tensor, out: torch.Tensor) -> bool:
+    """Whether ``t`` was broadcast to make ``out``: another shape, which broadcasts to out's."""
+    if t.shape == out.shape or t.dim() > out.dim():
+        return False
+    try:
+        return torch.broadcast_shapes(t.shape, out.shape) == out.shape
+    except RuntimeError:
+        return False
+
+
+@sweeps("02.broadcast-records-no-expand")
+def broadcast_records_no_expand_on(sample):
+    """Every sample of a pointwise operation (torch's own tag: mul, where, lerp...) where op_db broadcast an
+    input to the output's shape."""
+    if not sample.pointwise:
+        return None
+    run = sample.shared()
+    if run is None or len(run.recorded) != 1 or run.recorded[0] is not run.output:
+        return None
+    out = run.output
+    if not any(_broadcast(t, out) for t in run.leaves):
+        return None
+    names = [probes.node_name(fn) for fn in run.nodes()]
+    return Trial(f"{sample.label}: {names[0]}", True, "ExpandBackward0" not in names, op=sample.op)
+
+
 def _model(seed: int) -> tuple[torch.nn.Module, torch.Tensor]:
     torch.manual_seed(seed)
     model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
@@ -450,6 +598,7 @@ def _model(seed: int) -> tuple[torch.nn.Module, torch.Tensor]:
     "02.zero-grad-sets-none",
     sentence="`zero_grad()` now defaults to `set_to_none=True`: it drops the gradient tensors instead of filling them "
     "with zeros.",
+    not_swept="about an optimizer's zero_grad",
 )
 def zero_grad_sets_none():
     for seed in range(len(_OPTIMIZERS) + 3):
@@ -469,6 +618,7 @@ def zero_grad_sets_none():
 @claim(
     "02.set-to-none-false-creates-nothing",
     sentence="`set_to_none=False` zeros the gradients that exist; it does not create missing ones",
+    not_swept="about an optimizer's zero_grad",
 )
 def set_to_none_false_creates_nothing():
     for seed in range(12):

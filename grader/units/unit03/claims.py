@@ -5,7 +5,7 @@ import random
 import torch
 
 from grader import probes
-from grader.engine.claims import Trial, claim
+from grader.engine.claims import Trial, claim, sweeps
 from grader.units.programs import programs
 
 _DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
@@ -30,10 +30,27 @@ def to_records_a_copy():
         yield Trial(f"seed {seed}: {start} -> {y.dtype}{', copy=True' if copy else ''}", changes, recorded)
 
 
+@sweeps("03.to-records-a-copy-when-it-changes", ops=("to",))
+def to_records_a_copy_on(sample):
+    """op_db's .to() samples: the tensor's own dtype and device, with and without copy=True, the memory format
+    preserved or channels_last."""
+    run = sample.shared()
+    if run is None:
+        return None
+    x, y = run.tensors[0], run.output
+    flags = [a for a in run.args if isinstance(a, bool)]
+    copy = run.kwargs.get("copy", len(flags) > 1 and flags[1])
+    changes = y.dtype != x.dtype or bool(copy)
+    recorded = probes.node_name(y.grad_fn) == "ToCopyBackward0" and not y.is_leaf
+    label = f"{sample.label}: copy={copy}, memory_format={str(run.kwargs.get('memory_format')).replace('torch.', '')}"
+    return Trial(label, changes, recorded, op=sample.op)
+
+
 @claim(
     "03.backward-writes-every-reachable-leaf",
     sentence="`backward()` writes every reachable leaf's `.grad`",
     holds_when="backward() is called without `inputs=`; with `inputs=` it writes only the leaves named there",
+    not_swept="about what backward writes into .grad, the same for every graph",
 )
 def backward_writes_every_reachable_leaf():
     rng = random.Random(3)
@@ -70,6 +87,7 @@ def _reaches(out: torch.Tensor, leaf: torch.Tensor) -> bool:
 @claim(
     "03.a-node-runs-once",
     sentence="a node runs after all its gradients have arrived, exactly once per backward pass",
+    not_swept="about the order backward runs nodes in, not what an operation records",
 )
 def a_node_runs_once():
     for case in programs(16, seed=11, need_backward=True):
@@ -97,6 +115,7 @@ def a_node_runs_once():
     "03.post-accumulate-only-on-leaves",
     sentence="It exists only on leaves: only they have an `AccumulateGrad` node.",
     holds_when="the tensor is a leaf that requires grad; registering it on a non-leaf raises",
+    not_swept="about hooks on tensors, not what an operation records",
 )
 def post_accumulate_only_on_leaves():
     for case in programs(10, seed=5, need_graph=True):
@@ -144,6 +163,7 @@ def _watch(nodes: dict) -> tuple[dict, dict]:
     sentence="Backward computes a gradient for every tensor on the path from the loss to the leaves, and, unless "
     "`retain_grad()` asks for more, stores only the leaves' ones.",
     holds_when="no retain_grad() was called; retain_grad() on a non-leaf stores its gradient too",
+    not_swept="about what backward writes into .grad, the same for every graph",
 )
 def backward_stores_only_leaves():
     import warnings
@@ -188,6 +208,7 @@ def _feeds(out: torch.Tensor, t: torch.Tensor) -> bool:
 @claim(
     "03.autograd-grad-writes-nothing",
     sentence="a hook and `autograd.grad` write nothing themselves",
+    not_swept="about autograd.grad and hooks, not what an operation records",
 )
 def autograd_grad_writes_nothing():
     for index, case in enumerate(programs(12, seed=4, need_backward=True)):
@@ -214,6 +235,7 @@ def autograd_grad_writes_nothing():
     "03.hooks-stay-until-removed",
     sentence="A hook stays on its tensor, and runs in every backward pass through it, until `handle.remove()` "
     "takes it off.",
+    not_swept="about hooks on tensors, not what an operation records",
 )
 def hooks_stay_until_removed():
     for seed in range(16):
@@ -239,6 +261,7 @@ def hooks_stay_until_removed():
     "03.returned-tensor-replaces-the-gradient",
     sentence="A hook may return a tensor, and if it does, that tensor *replaces* the gradient for everything "
     "further down",
+    not_swept="about hooks on tensors, not what an operation records",
 )
 def returned_tensor_replaces_the_gradient():
     ops = {"sin": torch.sin, "square": lambda v: v**2, "exp": torch.exp, "scale": lambda v: v * 3}
@@ -260,6 +283,7 @@ def returned_tensor_replaces_the_gradient():
     "03.retain-grad-obeyed-by-any-backward",
     sentence="it is an instruction attached to the tensor, and any backward pass that goes through `x` obeys it, "
     "`autograd.grad`'s included",
+    not_swept="about retain_grad and the backward calls, not what an operation records",
 )
 def retain_grad_obeyed_by_any_backward():
     rng = random.Random(9)
@@ -314,6 +338,7 @@ _LAST = 2**64 - 1
     sentence="among the nodes that are ready, it runs the one with the highest *sequence number*, a counter every "
     "node receives when the forward pass creates it (later nodes get larger numbers). `AccumulateGrad` gets the "
     "largest number there is",
+    not_swept="about the order backward runs nodes in, not what an operation records",
 )
 def ready_nodes_run_by_sequence_number():
     for case in programs(18, seed=10, need_backward=True):
@@ -369,6 +394,7 @@ _MODULES = {
     sentence="`grad_input` holds the gradients with respect to the tensors passed to `forward` (`None` for one that "
     "needs none; torch warns when none does), `grad_output` those with respect to what it returned. The "
     "parameters' gradients are not in it",
+    not_swept="about a module's backward hook, not what an operation records",
 )
 def module_hook_speaks_of_inputs():
     import warnings

@@ -4,7 +4,8 @@ import random
 
 import torch
 
-from grader.engine.claims import Trial, claim
+from grader.engine.claims import Trial, claim, sweeps
+from grader.probes import opdb, saves
 
 # how a tensor comes to exist inside inference_mode, from a normal tensor a made outside it
 _MADE_ANEW = {
@@ -28,7 +29,8 @@ _FROM_A = {
     sentence="the tensors it makes anew inside it (results of out-of-place operations and factories) are "
     "*inference tensors*, marked for good",
     holds_when="the tensor is made anew inside the region; a view or an in-place result of a normal tensor "
-    "made outside it stays a normal tensor",
+    "made outside it stays a normal tensor, and so does the tensor itself when an operation hands it back "
+    "(`x.contiguous()` of a contiguous x, `x.float()` of a float32 x)",
 )
 def inference_mode_makes_inference_tensors():
     for seed in range(20):
@@ -39,6 +41,29 @@ def inference_mode_makes_inference_tensors():
         with torch.inference_mode():
             t = (_MADE_ANEW if anew else _FROM_A)[name](a)
         yield Trial(f"seed {seed}: {name}", condition=anew, holds=t.is_inference())
+
+
+def _in_inference_mode(function):
+    def call(*args, **kwargs):
+        with torch.inference_mode():
+            return function(*args, **kwargs)
+
+    return call
+
+
+@sweeps("04.inference-mode-makes-inference-tensors")
+def inference_mode_makes_inference_tensors_on(sample):
+    """Every operation run inside inference_mode on normal tensors made outside it; each output is made anew
+    when it shares no memory with an argument."""
+    run = sample.run(requires_grad=False, call=_in_inference_mode(sample.function))
+    if run is None:
+        return None
+    for i, t in enumerate(run.outputs):
+        if not t.numel():  # an empty tensor has no memory to tell a view from a new tensor
+            continue
+        anew = not any(opdb.shares_memory(t, a) for a in run.tensors)
+        label = f"{sample.label}: output {i}, {'made anew' if anew else 'memory of an argument'}"
+        yield Trial(label, anew, t.is_inference(), op=sample.op)
 
 
 _OPS = {
@@ -72,6 +97,16 @@ def records_only_when_an_input_requires_grad():
         )
 
 
+@sweeps("04.records-only-when-an-input-requires-grad")
+def records_only_when_an_input_requires_grad_on(sample):
+    """Every operation with no argument that requires grad: no output has a grad_fn."""
+    run = sample.run(requires_grad=False)
+    if run is None or not run.outputs:
+        return None
+    recorded = [t for t in run.outputs if t.grad_fn is not None or t.requires_grad]
+    return Trial(f"{sample.label}: no argument requires grad", True, not recorded, op=sample.op)
+
+
 _DTYPES = (
     torch.float32,
     torch.float64,
@@ -90,6 +125,7 @@ _DTYPES = (
     "04.only-floats-require-grad",
     sentence="only floating-point (and complex) tensors can require grad",
     holds_when="the dtype is floating-point or complex; an integer or bool tensor refuses requires_grad",
+    not_swept="about which tensors may be asked to require grad; what operations return is 01.only-floating-point-requires-grad's sweep",
 )
 def only_floats_require_grad():
     for seed, dtype in enumerate(_DTYPES * 2):
@@ -137,6 +173,26 @@ def inference_tensors_are_never_saved():
         yield Trial(f"seed {seed}: {name}, {n} elements", keeps, refused)
 
 
+@sweeps("04.inference-tensors-are-never-saved")
+def inference_tensors_are_never_saved_on(sample):
+    """For each of an operation's first two floating-point arguments (when another one requires grad): made a
+    normal tensor that needs no gradient, is it kept for backward (a saved tensor in its memory, seen by a pack
+    hook)? Made an inference tensor instead, is the run refused?"""
+    plain = sample.shared()
+    if plain is None or len(plain.leaves) < 2 or not plain.recorded:
+        return None
+    for position in range(2):
+        normal, seen = saves.packed(sample, prepare=opdb.without_grad([position]))
+        if normal is None:
+            continue
+        arg = [t for t in normal.tensors if not t.requires_grad and t.is_floating_point()]
+        kept = any(opdb.shares_memory(s, a) for s in seen for a in arg)
+        run = sample.run(prepare=opdb.without_grad([position], inference=True))
+        refused = run is None and "Inference tensors cannot be saved" in sample.error
+        label = f"{sample.label}: argument {position} an inference tensor, kept {kept}"
+        yield Trial(label, kept, refused, op=sample.op)
+
+
 _STEPS = {"round": torch.round, "floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc, "sign": torch.sign}
 
 
@@ -156,6 +212,18 @@ def step_functions_record_zero_gradients():
         yield Trial(f"seed {seed}: {name} of {w.numel()} values", True, y.grad_fn is not None and zeros)
 
 
+@sweeps("04.step-functions-record-zero-gradients", ops=("round", "floor", "ceil", "trunc", "sign"))
+def step_functions_record_zero_gradients_on(sample):
+    run = sample.run()
+    if run is None:
+        return None
+    y, (w,) = run.output, run.leaves
+    if y.grad_fn is None:
+        return Trial(f"{sample.label}: not recorded", True, False, op=sample.op)
+    (g,) = torch.autograd.grad(y, w, torch.ones_like(y))
+    return Trial(f"{sample.label}: {list(w.shape)}", True, bool((g == 0).all()), op=sample.op)
+
+
 _SOURCES = {
     "a leaf": lambda t: t,
     "a product": lambda t: t * 3,
@@ -167,6 +235,7 @@ _SOURCES = {
 @claim(
     "04.detach-shares-memory",
     sentence="`t.detach()` gives a new tensor object that views the same memory as `t` and has no `grad_fn`.",
+    not_swept="op_db has no entry for detach",
 )
 def detach_shares_memory():
     for seed in range(16):
@@ -184,6 +253,7 @@ def detach_shares_memory():
 @claim(
     "04.data-writes-unseen",
     sentence="it also shares memory and cuts the history, but autograd does not hear about writes through it",
+    not_swept="about the .data attribute, not an operation",
 )
 def data_writes_unseen():
     for seed in range(10):
@@ -210,6 +280,7 @@ def data_writes_unseen():
 @claim(
     "04.allow-unused-gives-none",
     sentence="`allow_unused=True` turns the error into a `None`",
+    not_swept="about autograd.grad's option, the same for every graph",
 )
 def allow_unused_gives_none():
     for seed in range(12):
@@ -275,6 +346,7 @@ _PATHS = {
     sentence='Zero means "a path whose slope is 0"; None means "no path".',
     holds_when="every node on the path is torch's own; a custom autograd.Function whose backward returns None "
     "for an input leaves that leaf's .grad None although a path reaches it",
+    not_swept="about backward over a whole path and custom Functions, not one operation of op_db",
 )
 def none_means_no_path():
     for seed in range(15):

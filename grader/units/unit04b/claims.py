@@ -5,7 +5,7 @@ import random
 import torch
 from torch import nn
 
-from grader.engine.claims import Trial, claim
+from grader.engine.claims import Trial, claim, sweeps
 
 _OPTIMIZERS = {
     "SGD": torch.optim.SGD,
@@ -20,6 +20,7 @@ _OPTIMIZERS = {
     "04b.zero-grad-sets-none",
     sentence="`optimizer.zero_grad()` sets every `.grad` to None by default",
     holds_when="set_to_none is left at its default; zero_grad(set_to_none=False) fills zeros instead",
+    not_swept="about an optimizer's zero_grad",
 )
 def zero_grad_sets_none():
     for seed in range(12):
@@ -61,6 +62,24 @@ def regions_record_nothing():
         yield Trial(f"seed {seed}: op {seed % len(_REGION_OPS)} in {region.__name__}", True, y.grad_fn is None)
 
 
+@sweeps("04b.regions-record-nothing")
+def regions_record_nothing_on(sample):
+    """Every operation, its floating-point arguments requiring grad, run inside each region: no output has a
+    grad_fn. (A view made there of a tensor that requires grad still reads requires_grad=True: the flag is its
+    base's; nothing was recorded.)"""
+    for region in (torch.no_grad, torch.inference_mode):
+
+        def call(*args, region=region, **kwargs):
+            with region():
+                return sample.function(*args, **kwargs)
+
+        run = sample.run(call=call)
+        if run is None or not run.outputs or not run.leaves:
+            continue
+        nothing = all(t.grad_fn is None for t in run.outputs)
+        yield Trial(f"{sample.label} in {region.__name__}", True, nothing, op=sample.op)
+
+
 def _node_names(y: torch.Tensor) -> list[str]:
     seen, stack, names = set(), [y.grad_fn], []
     while stack:
@@ -78,6 +97,7 @@ def _node_names(y: torch.Tensor) -> list[str]:
     sentence="autograd records the same nodes as before, except dropout's",
     holds_when="the model has no dropout (batch norm, linear, activations record the same nodes in both modes); "
     "in evaluation dropout does nothing and records nothing",
+    not_swept="about a module's train and eval modes, which op_db's functions do not have",
 )
 def eval_records_the_same_nodes():
     from torch import nn
@@ -103,6 +123,7 @@ def eval_records_the_same_nodes():
 @claim(
     "04b.optimizers-skip-none-grads",
     sentence="The optimizer skips every parameter whose `.grad` is None",
+    not_swept="about an optimizer's step",
 )
 def optimizers_skip_none_grads():
     for seed in range(10):
@@ -146,6 +167,7 @@ def _nest(names, w, seen):
     "04b.grad-mode-blocks-nest",
     sentence="Grad mode is one switch, and the innermost block sets it while it lasts; when a block ends, the "
     "setting it found comes back.",
+    not_swept="about grad-mode blocks, not what an operation records",
 )
 def grad_mode_blocks_nest():
     w = torch.tensor(2.0, requires_grad=True)
@@ -164,6 +186,7 @@ def grad_mode_blocks_nest():
     "04b.decorators-act-as-blocks",
     sentence="A function decorated with `@torch.no_grad()` or `@torch.enable_grad()` behaves as if its body were "
     "inside that block.",
+    not_swept="about grad-mode decorators, not what an operation records",
 )
 def decorators_act_as_blocks():
     w = torch.tensor(1.5, requires_grad=True)
@@ -191,6 +214,7 @@ def decorators_act_as_blocks():
 @claim(
     "04b.enable-grad-does-not-undo-inference-mode",
     sentence="`inference_mode` is a stronger switch that `enable_grad` does not undo",
+    not_swept="about grad-mode blocks, not what an operation records",
 )
 def enable_grad_does_not_undo_inference_mode():
     for seed in range(10):
@@ -233,6 +257,7 @@ _LAYERS = (
     "`nn.ModuleDict` are modules)",
     holds_when="every container on the way to the layer is a module; a layer kept in a Python list, dict or "
     "tuple is not listed",
+    not_swept="about modules and their parameters",
 )
 def parameters_lists_what_is_registered():
     for seed in range(28):
@@ -276,6 +301,7 @@ class _MakesInForward(nn.Module):
     "04b.parameter-made-in-forward-is-new",
     sentence="A `nn.Parameter` made inside `forward` is a new tensor object at every call, and no optimizer built "
     "before that call holds it",
+    not_swept="about modules and their parameters",
 )
 def parameter_made_in_forward_is_new():
     for seed in range(12):
@@ -320,6 +346,7 @@ def _small_model(rng: random.Random) -> nn.Module:
     "parameter's flag changes",
     holds_when="the flag is assigned to the module as an attribute; the method `requires_grad_(False)` sets the "
     "flag of every parameter the module holds",
+    not_swept="about modules and their parameters",
 )
 def module_requires_grad_is_an_attribute():
     for seed in range(12):
@@ -358,6 +385,7 @@ def _after_building(rng: random.Random, model: nn.Sequential) -> str:
     "04b.optimizer-holds-its-tensors",
     sentence="The optimizer holds the tensors it was given when it was built, and `step()` and `zero_grad()` act "
     "on those alone",
+    not_swept="about an optimizer's state",
 )
 def optimizer_holds_its_tensors():
     optimizers = (torch.optim.SGD, torch.optim.Adam, torch.optim.RMSprop)
@@ -400,6 +428,7 @@ _NOT_PARAMETERS = {
     "other tensor raises a TypeError",
     holds_when="the name is one the module registered as a parameter; a tensor assigned to a new name becomes "
     "a plain attribute",
+    not_swept="about modules and their parameters",
 )
 def only_a_parameter_replaces_a_parameter():
     for seed in range(16):
@@ -428,6 +457,7 @@ _FLOATS = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
     "`.grad` of its own, and an optimizer refuses it",
     holds_when="the conversion comes after requires_grad; converted first and then given requires_grad_(), or "
     "made with dtype= and requires_grad=True, the tensor is a leaf",
+    not_swept="about the order of requires_grad and a cast, and optimizers; what .to() records is 03.to-records-a-copy-when-it-changes's sweep",
 )
 def to_after_requires_grad_is_not_a_leaf():
     import warnings
@@ -466,6 +496,7 @@ def to_after_requires_grad_is_not_a_leaf():
     "set_overwrite_module_params_on_conversion(True) the module gets new Parameter objects (checked on dtype "
     "conversions on the CPU; a move to a device whose tensors are of another kind, such as XLA, also makes new "
     "ones)",
+    not_swept="about modules and their parameters",
 )
 def module_to_keeps_its_parameters():
     future = torch.__future__
@@ -512,6 +543,7 @@ class _Ends(nn.Module):
 @claim(
     "04b.legacy-hook-gets-the-last-nodes-grad-input",
     sentence="The legacy `register_backward_hook` receives the `grad_input` of the last node the module's forward made",
+    not_swept="about a module's backward hook",
 )
 def legacy_hook_gets_the_last_nodes_grad_input():
     import warnings
@@ -551,6 +583,7 @@ _IN_PLACE = {
     sentence="an in-place operation on the output of a module with a full backward hook raises at once",
     holds_when="the output requires grad; when neither the input nor a parameter requires grad, or under "
     "no_grad, the hook does not wrap the output and the write goes through",
+    not_swept="about a module's backward hook",
 )
 def full_hook_output_refuses_in_place():
     for seed in range(20):

@@ -8,7 +8,7 @@ import weakref
 import torch
 
 from grader import probes
-from grader.engine.claims import Trial, claim
+from grader.engine.claims import Trial, claim, sweeps
 
 # losses of w, and whether each is linear in w (its gradient then does not depend on w)
 _LOSSES = {
@@ -27,6 +27,7 @@ _LOSSES = {
     sentence="when the loss is not linear in `w`, that graph ends at `w`'s `AccumulateGrad` node, which holds `w`",
     holds_when="the loss is not linear in w; for a loss linear in w (`(w * c).sum()`) the gradient does not "
     "depend on w and its graph does not reach w",
+    not_swept="about the graph backward records under create_graph for a whole loss, which the rule splits by the loss's shape in w, not by one operation",
 )
 def create_graph_ends_at_w():
     for seed in range(14):
@@ -70,6 +71,7 @@ def _create_graph(n: int) -> torch.Tensor:
     "and frees.",
     holds_when="the cycle passes through a Python object; the cycle `backward(create_graph=True)` makes runs "
     "through C++ references only and survives `gc.collect()`",
+    not_swept="about Python's garbage collector and hooks' closures",
 )
 def python_cycles_are_collected():
     makers = [("a hook's closure", _a_hook_closure, True), ("a hook's default argument", _a_hook_default, True)]
@@ -91,8 +93,9 @@ def python_cycles_are_collected():
     sentence="With `create_graph=True`, the backward pass records its own operations, so a gradient that depends "
     "on the input gets a graph and can be differentiated again",
     holds_when="the gradient depends on the input (the loss is not linear in it); the gradient of a loss linear in "
-    "`w` with a coefficient that requires nothing, such as `(w * c).sum()` for a constant `c`, is a constant with no "
-    "graph",
+    "`w`, such as `(w * c).sum()`, does not depend on `w`: it has no graph when `c` is a constant, and when `c` "
+    "requires grad (a weight) its graph leads to `c`, never to `w`",
+    not_swept="about the graph backward records under create_graph for a whole loss, which the rule splits by the loss's shape in w, not by one operation",
 )
 def create_graph_gives_a_graph():
     for seed in range(14):
@@ -100,13 +103,14 @@ def create_graph_gives_a_graph():
         name = sorted(_LOSSES)[seed % len(_LOSSES)]
         loss, linear = _LOSSES[name]
         n = rng.randint(2, 20)
-        w, c = torch.randn(n, requires_grad=True), torch.randn(n)
+        w, c = torch.randn(n, requires_grad=True), torch.randn(n, requires_grad=linear and seed % 2 == 1)
         (g,) = torch.autograd.grad(loss(w, c), w, create_graph=True)
         again = False
         if g.grad_fn is not None:
             (h,) = torch.autograd.grad(g.sum(), w, allow_unused=True)
             again = h is not None
-        yield Trial(f"seed {seed}: {name}, {n} elements", condition=not linear, holds=g.grad_fn is not None and again)
+        label = f"seed {seed}: {name}, {n} elements" + (", c requires grad" if c.requires_grad else "")
+        yield Trial(label, condition=not linear, holds=g.grad_fn is not None and again)
 
 
 def _stale_loop(seed: int) -> tuple[str, bool, bool]:
@@ -147,6 +151,7 @@ def _stale_loop(seed: int) -> tuple[str, bool, bool]:
     "06.stale-graph-silent-unless-it-kept-a-parameter",
     sentence="So `retain_graph=True` hides a stale graph silently only when the graph kept nothing that is written "
     "later; keep a parameter, and the version check",
+    not_swept="about a training loop's optimizer steps between backward passes",
 )
 def stale_graph_silent_unless_it_kept_a_parameter():
     for seed in range(12):
@@ -185,9 +190,40 @@ def backward_frees_values_keeps_nodes():
         )
 
 
+def _saved_states(run) -> list[str]:
+    """The state of every value the run's nodes saved: 'ok', 'stale' or 'freed' (wrapped numbers included)."""
+    return [entry.state for fn in run.nodes() for entry in probes.saved_in(fn)]
+
+
+def _backward(run, **options) -> bool:
+    """Backward from every recorded output with a seed of ones; False when torch has no derivative for it."""
+    try:
+        torch.autograd.backward(run.recorded, [torch.ones_like(t) for t in run.recorded], **options)
+    except RuntimeError:
+        return False
+    return True
+
+
+@sweeps("06.backward-frees-values-keeps-nodes")
+def backward_frees_values_keeps_nodes_on(sample):
+    """Every operation whose nodes saved something, backward run once without and once with retain_graph."""
+    for retain in (False, True):
+        run = sample.run()
+        if run is None or not run.recorded or not _saved_states(run):
+            return
+        nodes = [probes.node_name(fn) for fn in run.nodes()]
+        if not _backward(run, retain_graph=retain):
+            return
+        states = set(_saved_states(run))
+        rule = [probes.node_name(fn) for fn in run.nodes()] == nodes and states == {"freed"}
+        label = f"{sample.label}{', retain_graph=True' if retain else ''}: {sorted(states)}"
+        yield Trial(label, not retain, rule, op=sample.op)
+
+
 @claim(
     "06.grad-of-several-outputs-adds",
     sentence="`autograd.grad([loss_a, loss_b], w)`, which adds the gradients of its outputs",
+    not_swept="about autograd.grad's outputs, the same for every graph",
 )
 def grad_of_several_outputs_adds():
     for seed in range(12):
@@ -203,6 +239,7 @@ def grad_of_several_outputs_adds():
 @claim(
     "06.retain-graph-follows-create-graph",
     sentence="since `retain_graph` defaults to the value of `create_graph`",
+    not_swept="about backward's options, the same for every graph",
 )
 def retain_graph_follows_create_graph():
     for seed in range(12):
@@ -223,6 +260,7 @@ def retain_graph_follows_create_graph():
 @claim(
     "06.backward-inputs-only-listed",
     sentence="only the tensors listed accumulate a `.grad`",
+    not_swept="about backward's inputs= option, the same for every graph",
 )
 def backward_inputs_only_listed():
     for seed in range(12):
@@ -262,6 +300,7 @@ def _create_graph_run(seed: int, input_grad: bool) -> bool:
     sentence="`optimizer.zero_grad()` (which sets `.grad = None` since torch 2.0) breaks every cycle",
     holds_when="every leaf that backward(create_graph=True) wrote a .grad into is one of the optimizer's parameters; "
     "an input that requires grad keeps its own cycle, and with it the parameters its gradient's graph reaches",
+    not_swept="about an optimizer's zero_grad and the .grad cycle",
 )
 def zero_grad_breaks_every_cycle():
     for seed in range(8):
@@ -276,6 +315,7 @@ def zero_grad_breaks_every_cycle():
 @claim(
     "06.materialize-grads-gives-zeros",
     sentence="`torch.autograd.grad(..., materialize_grads=True)` returns zeros for the inputs the graph does not reach",
+    not_swept="about autograd.grad's option, the same for every graph",
 )
 def materialize_grads_gives_zeros():
     for seed in range(12):
@@ -295,6 +335,7 @@ def materialize_grads_gives_zeros():
 @claim(
     "06.autograd-grad-makes-no-cycle",
     sentence="`torch.autograd.grad` returns the gradient instead of storing it on `w`, so no cycle forms",
+    not_swept="about where autograd.grad puts its result, the same for every graph",
 )
 def autograd_grad_makes_no_cycle():
     for seed in range(8):
@@ -319,12 +360,25 @@ _SECOND_PASS = {
     "(w * w.detach()).sum()": lambda w: (w * w.detach()).sum(),
     "w.relu().sum()": lambda w: w.relu().sum(),
     "(w ** 2).sum()": lambda w: (w**2).sum(),
+    "y[1:] = w, then y.sum()": lambda w: _written_into(w),
 }
+
+
+def _written_into(w: torch.Tensor) -> torch.Tensor:
+    """A loss through an in-place write into a slice of a tensor that needs no gradient: a CopySlices node."""
+    y = torch.zeros(w.shape[0] + 1, w.shape[1])
+    y[1:] = w
+    return y.sum()
 
 
 @claim(
     "06.second-pass-fails-on-freed-values",
-    sentence="The error is about freed values, not about the graph.",
+    sentence="The error is about freed values, not about the graph, with one exception: a write into a slice "
+    "(`y[1:] = w`) records a `CopySlices` node, which backward releases, and a second pass through it fails "
+    "though nothing was saved (the cell after this one).",
+    holds_when="the graph has no in-place write into a slice or view (no `CopySlices` node); backward releases "
+    "the node such a write wraps, so after `y[:2] = w` the second pass raises the same error although nothing "
+    "was saved",
 )
 def second_pass_fails_on_freed_values():
     for seed in range(16):
@@ -334,13 +388,33 @@ def second_pass_fails_on_freed_values():
         w = torch.randn(n, n, requires_grad=True)
         loss = _SECOND_PASS[name](w)
         saved = bool(probes.saved_tensors(loss))  # wrapped Python numbers included: they are freed too
+        copies = "CopySlices" in probes.node_names(loss)
         loss.backward()
         try:
             loss.backward()
             raised = False
         except RuntimeError as exc:
             raised = "second time" in str(exc)
-        yield Trial(f"seed {seed}: {name} on {n}x{n}", True, raised == saved)
+        yield Trial(f"seed {seed}: {name} on {n}x{n}", not copies, raised == saved)
+
+
+@sweeps("06.second-pass-fails-on-freed-values")
+def second_pass_fails_on_freed_values_on(sample):
+    """Every operation, backward run twice: the second pass raises exactly when some node saved a value."""
+    run = sample.run()
+    if run is None or not run.recorded:
+        return None
+    saved = bool(_saved_states(run))
+    copies = any(probes.node_name(fn) == "CopySlices" for fn in run.nodes())
+    if not _backward(run):
+        return None
+    try:
+        torch.autograd.backward(run.recorded, [torch.ones_like(t) for t in run.recorded])
+        raised = False
+    except RuntimeError as exc:
+        raised = "second time" in str(exc)
+    label = f"{sample.label}: saved {saved}, second pass raised {raised}{', a CopySlices node' if copies else ''}"
+    return Trial(label, not copies, raised == saved, op=sample.op)
 
 
 @claim(
@@ -388,3 +462,20 @@ def linear_gradient_never_reaches_x():
         leaves = probes.reachable_leaves(g) if g.grad_fn is not None else []
         holds = not any(leaf is x for leaf in leaves) and (g.grad_fn is not None) == (reads_c and coefficient_grad)
         yield Trial(f"seed {seed}: {label}, c requires grad: {coefficient_grad}", True, holds)
+
+
+@sweeps("06.retain-graph-records-nothing")
+def retain_graph_records_nothing_on(sample):
+    """Every operation: autograd.grad with retain_graph=True gives gradients with no graph, and every saved
+    value is still there."""
+    run = sample.run()
+    if run is None or not run.recorded or not run.leaves:
+        return None
+    seeds = [torch.ones_like(t) for t in run.recorded]
+    try:
+        grads = torch.autograd.grad(run.recorded, run.leaves, seeds, retain_graph=True, allow_unused=True)
+    except RuntimeError:  # a derivative torch does not implement
+        return None
+    plain = all(g is None or (g.grad_fn is None and not g.requires_grad) for g in grads)
+    kept = set(_saved_states(run)) <= {"ok"}
+    return Trial(f"{sample.label}: {len(grads)} gradient(s)", True, plain and kept, op=sample.op)

@@ -7,7 +7,8 @@ import weakref
 import torch
 
 from grader import probes
-from grader.engine.claims import Trial, claim
+from grader.engine.claims import Trial, claim, sweeps
+from grader.probes import opdb, saves
 
 
 def _saved_tensors(root) -> int:
@@ -68,6 +69,20 @@ def pack_once_per_save():
         )
 
 
+@sweeps("07.pack-once-per-save")
+def pack_once_per_save_on(sample):
+    """Every operation whose graph keeps something: each slot of each node, read back, must hold a pack of its
+    own (a tensor kept twice is packed twice). Its condition: every slot went through pack (no wrapped number)."""
+    _, found, _ = saves.slots(sample)
+    if not found:
+        return None
+    tokens = [s.packed for s in found if s.unpacked]
+    wrapped = sum(not s.unpacked for s in found)
+    rule = not wrapped and len(set(tokens)) == len(tokens)
+    label = f"{sample.label}: {len(found)} slots, {wrapped} wrapped numbers, {len(set(tokens))} packs"
+    return Trial(label, not wrapped, rule, op=sample.op)
+
+
 _STEPS = ("sin", "exp", "sigmoid", "tanh", "square", "reciprocal")
 _WRITES = ("add_(1)", "mul_(2)", "zero_()", "[0] = 5")
 
@@ -111,7 +126,10 @@ def _mutated_grad(rng: random.Random, inside: bool):
     "07.allow-mutation-keeps-the-saved-value",
     sentence="inside `allow_mutation_on_saved_tensors()`, a write to a tensor that a node saved leaves that node "
     "the value it saved: no error, and the gradient of the program without the write",
-    holds_when="backward runs inside the same block; once the block is left, backward over its graph is refused",
+    holds_when="backward runs inside the same block and the write goes to the tensor the node saved; once the "
+    "block is left, backward over its graph is refused. A write to the base of a tensor whose view a node saved "
+    "is not seen: the node silently reads the new values (`torch.gradient` keeps slices of its input), and "
+    "`F.rrelu` in training gets a wrong gradient inside the block even without a write",
 )
 def allow_mutation_keeps_the_saved_value():
     for seed in range(8):
@@ -122,6 +140,85 @@ def allow_mutation_keeps_the_saved_value():
             "inside" if inside else "after the block"
         )
         yield Trial(label, condition=inside, holds=grad is not None and torch.allclose(grad, ref))
+
+
+def _gradients(run) -> list | None:
+    """The gradients of the leaves the run's arguments were made from (a seed of ones on every output)."""
+    try:
+        seeds = [torch.ones_like(t) for t in run.recorded]
+        leaves = [t for t in run.sources if t.requires_grad]
+        return list(torch.autograd.grad(run.recorded, leaves, seeds, allow_unused=True))
+    except RuntimeError:
+        return None
+
+
+def _copy_of(leaf: torch.Tensor) -> torch.Tensor:
+    """A tensor of the graph with the leaf's values (``clone`` keeps nothing), so that it may be written."""
+    return leaf.clone()
+
+
+def _write(t: torch.Tensor) -> None:
+    """One write that changes every value: torch refuses nothing here (t is not a leaf)."""
+    t.add_(1.0)
+
+
+def _same(got: list | None, expected: list) -> bool:
+    return got is not None and all(
+        (a is None and b is None) or (a is not None and b is not None and torch.allclose(a, b, equal_nan=True))
+        for a, b in zip(got, expected)
+    )
+
+
+def _in_the_block(sample, write: int | None, inside: bool = True) -> list | None:
+    """The gradients of the program run inside allow_mutation_on_saved_tensors, its argument at ``write``
+    written after the call (None: no write), backward inside the block or after it (None if refused)."""
+    from torch.autograd.graph import allow_mutation_on_saved_tensors
+
+    try:
+        with allow_mutation_on_saved_tensors():
+            run = sample.run(prepare=_copy_of)
+            if run is None:
+                return None
+            if write is not None:
+                _write(run.tensors[write])
+            got = _gradients(run) if inside else None
+        return got if inside else _gradients(run)
+    except (AssertionError, RuntimeError):  # 2.13 asserts that backward runs inside the block
+        return None
+
+
+@sweeps("07.allow-mutation-keeps-the-saved-value", per_op=2)
+def allow_mutation_keeps_the_saved_value_on(sample):
+    """Every operation that keeps one of its arguments (or a view of it): that argument written after the call
+    inside the block; backward inside it must give the gradient of the unwritten program, and after it is
+    refused. Its condition: backward inside, the node kept the written tensor itself (not a view of it), and
+    the block alone (no write) leaves the gradient as it is."""
+    reference = sample.run(prepare=_copy_of)
+    if reference is None or not reference.recorded:
+        return
+    kept = [i for i, t in enumerate(reference.tensors) if t.requires_grad and _kept(reference, t)]
+    if not kept:
+        return
+    itself = any(opdb.same_view(v, reference.tensors[kept[0]]) for fn in reference.nodes() for v in saves.raw_saved(fn))
+    expected = _gradients(reference)  # backward frees what the nodes saved: read them first
+    if expected is None:
+        return
+    if sample.op == "nn.functional.rrelu" or not _same(_in_the_block(sample, None), expected):
+        # rrelu in training reads memory the block never filled: wrong even with no write (see holds_when)
+        yield Trial(f"{sample.label}: no write, backward inside the block", False, False, op=sample.op)
+        return
+    for inside in (True, False):
+        same = _same(_in_the_block(sample, kept[0], inside), expected)
+        what = "it" if itself else "a view of it"
+        label = f"{sample.label}: argument {kept[0]} written, the node kept {what}, backward " + (
+            "inside the block" if inside else "after the block"
+        )
+        yield Trial(label, inside and itself, same, op=sample.op)
+
+
+def _kept(run, t: torch.Tensor) -> bool:
+    """Whether some node of the run keeps a tensor in ``t``'s memory."""
+    return any(opdb.shares_memory(v, t) for fn in run.nodes() for _, v in saves.saved_values(fn))
 
 
 # --- the counter ------------------------------------------------------------------------------------------------
@@ -155,8 +252,12 @@ _TWO_WRITES = (("t[1:] += 1", lambda t: t.__setitem__(slice(1, None), t[1:].__ia
     "07.each-write-adds-one",
     sentence="Any operation that writes into `t`'s memory adds one: methods ending in `_`, `+=` and friends, index "
     "assignment, `out=` arguments. An operation that makes a new tensor leaves it alone.",
-    holds_when="one operation, one write; `t[1:] += 1` is two (an in-place add on the view, then the index assignment "
-    "writes the result back) and adds two",
+    holds_when="one operation, one write, made by the operation as its result (an in-place method, an augmented "
+    "or index assignment, an `out=` tensor); `t[1:] += 1` is two (an in-place add on the view, then the index "
+    "assignment writes the result back) and adds two; a write a function makes on the side into a buffer it was "
+    "given is counted or not as that function chose (`F.batch_norm` in training updates its running mean and "
+    "variance without counting, `F.instance_norm` counts), and on torch 2.13 `torch.fft.ihfftn(x, s=..., out=t)` "
+    "writes t without counting",
 )
 def each_write_adds_one():
     for seed in range(12):
@@ -171,6 +272,51 @@ def each_write_adds_one():
         writes = sum(op in _ONE_WRITE for op in ops)
         label = f"seed {seed}: {'; '.join(name for name, _ in ops)}: version {t._version}, {writes} one-write ops"
         yield Trial(label, condition=not combo, holds=t._version == writes)
+
+
+def _changed(before: torch.Tensor, after: torch.Tensor) -> bool:
+    """Whether a tensor's values moved (a NaN that stayed a NaN did not)."""
+    same = (before == after) | (before.isnan() & after.isnan())
+    return not bool(same.all())
+
+
+@sweeps("07.each-write-adds-one")
+def each_write_adds_one_on(sample):
+    """Every operation, on op_db's own flags: each argument's version goes up by one where the call wrote into
+    it (its values changed) and stays where it did not; an in-place method (``mul_``) and an ``out=`` tensor
+    are written once. A floating-point argument op_db gives without requires_grad may be a buffer the function
+    writes on the side (a running statistic): outside the condition."""
+    args, kwargs, tensors = sample.arguments(requires_grad=False)
+    copies = [t.detach().clone() for t in tensors]
+    try:
+        sample.function(*args, **kwargs)
+    except Exception:
+        return
+    for i, (t, old) in enumerate(zip(tensors, copies)):
+        written = t.is_floating_point() and _changed(old, t.detach())
+        buffer = t.is_floating_point() and not t.requires_grad
+        label = f"{sample.label}: argument {i}{' (a buffer)' if buffer else ''}, written {written}"
+        yield Trial(label, not buffer, t._version == written, op=sample.op)
+    if sample.inplace is not None and getattr(sample.inplace, "__name__", "").endswith("_"):
+        args, kwargs, tensors = sample.arguments(requires_grad=False)
+        if tensors and args and args[0] is tensors[0]:
+            try:
+                sample.inplace(*args, **kwargs)
+            except Exception:  # the method refuses this sample (a dtype it cannot write back, a broadcast)
+                pass
+            else:
+                label = f"{sample.label}: {sample.inplace.__name__}, version {tensors[0]._version}"
+                yield Trial(label, True, tensors[0]._version == 1, op=sample.op)
+    result = sample.shared()
+    if sample.info.supports_out and result is not None and isinstance(result.output, torch.Tensor):
+        args, kwargs, _ = sample.arguments(requires_grad=False)
+        out = torch.empty_like(result.output)
+        try:
+            sample.function(*args, **kwargs, out=out)
+        except Exception:
+            return
+        plain = sample.op != "fft.ihfftn"  # the one out= path torch 2.13 does not count (see holds_when)
+        yield Trial(f"{sample.label}: out=, version {out._version}", plain, out._version == 1, op=sample.op)
 
 
 _ALIASES = (
@@ -201,6 +347,27 @@ def views_and_detach_share_the_counter():
         yield Trial(
             f"seed {seed}: {label}, v written once", condition=shares, holds=b._version == before + 1 == v._version
         )
+
+
+@sweeps("07.views-and-detach-share-the-counter")
+def views_and_detach_share_the_counter_on(sample):
+    """Every output of every operation, on tensors that need no gradient, written once in place: does the
+    argument whose memory it shares count the write? Its condition: torch marks the output a view."""
+    run = sample.run(requires_grad=False)
+    if run is None:
+        return
+    for i, out in enumerate(run.outputs):
+        bases = [t for t in run.tensors if opdb.shares_memory(out, t) and t is not out]
+        if not bases or any(out is t for t in run.tensors) or not out.is_floating_point():
+            continue
+        base = bases[0]
+        before = base._version
+        try:
+            out.mul_(1)
+        except RuntimeError:  # an expanded view (overlapping memory) cannot be written in place
+            continue
+        shares = base._version == before + 1 == out._version
+        yield Trial(f"{sample.label}: output {i}, a view {out._is_view()}", out._is_view(), shares, op=sample.op)
 
 
 # --- what backward compares ---------------------------------------------------------------------------------------
@@ -256,6 +423,63 @@ def the_consumer_decides():
         )
 
 
+def _written(sample, position: int, hooks: bool) -> tuple[bool, bool, bool] | None:
+    """The operation on tensors of the graph (clones of the leaves), then one write into its argument at
+    ``position``: (kept: a node keeps that tensor, or a view of it, so that the write moved its version;
+    reading every saved tensor raised; backward raised); None when the program cannot be run or
+    differentiated."""
+    if hooks:
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t.detach(), lambda t: t):
+            run = sample.run(prepare=_copy_of)
+    else:
+        run = sample.run(prepare=_copy_of)
+    if run is None or not run.recorded:
+        return None
+    target = [t for t in run.tensors if t.requires_grad][position]
+    nodes = run.nodes()
+    # what the nodes keep, read without the check, and at which version: a kept tensor that shares the written
+    # tensor's counter moves with the write (a view of it does; kron's _unsafe_view alias of it does not)
+    kept_now = [(t, t._version) for fn in nodes for t in saves.raw_saved(fn)]
+    try:
+        target.mul_(2)
+    except RuntimeError:  # a view of several outputs (chunk's) may not be written in place
+        return None
+    kept = not hooks and any(t._version != v for t, v in kept_now)
+    read_raised = False
+    for fn in nodes:
+        for attr in dir(fn):
+            if attr.startswith("_saved_") or attr == "saved_tensors":
+                try:
+                    getattr(fn, attr)
+                except RuntimeError:
+                    read_raised = True
+    try:
+        torch.autograd.backward(run.recorded, [torch.ones_like(t) for t in run.recorded])
+        raised = False
+    except RuntimeError as exc:
+        if "modified by an inplace operation" not in str(exc):
+            return None  # a derivative torch does not implement, a view's own rule: nothing to compare
+        raised = True
+    return kept, read_raised, raised
+
+
+def _each_argument(sample):
+    plain = sample.shared()
+    if plain is None or not plain.recorded:
+        return []
+    return range(min(2, len(plain.leaves)))
+
+
+@sweeps("07.the-consumer-decides")
+def the_consumer_decides_on(sample):
+    for position in _each_argument(sample):
+        found = _written(sample, position, hooks=False)
+        if found is not None:
+            kept, _, raised = found
+            label = f"{sample.label}: argument {position} written, kept {kept}, backward raised {raised}"
+            yield Trial(label, True, kept == raised, op=sample.op)
+
+
 @claim(
     "07.reading-a-saved-tensor-checks-it",
     sentence="reading a saved tensor runs the same check backward runs, so a write that will break backward already "
@@ -269,6 +493,16 @@ def reading_a_saved_tensor_checks_it():
             True,
             read_raised == backward_raised,
         )
+
+
+@sweeps("07.reading-a-saved-tensor-checks-it")
+def reading_a_saved_tensor_checks_it_on(sample):
+    for position in _each_argument(sample):
+        found = _written(sample, position, hooks=False)
+        if found is not None:
+            _, read, raised = found
+            label = f"{sample.label}: argument {position} written, reading raised {read}, backward raised {raised}"
+            yield Trial(label, True, read == raised, op=sample.op)
 
 
 _LEAF_WRITES = (
@@ -305,9 +539,38 @@ def a_leaf_refuses_the_write():
         yield Trial(f"seed {seed}: {label}{'' if recorded else ' under no_grad'}", recorded, refused)
 
 
+@sweeps("07.a-leaf-refuses-the-write")
+def a_leaf_refuses_the_write_on(sample):
+    """Every in-place variant that writes (under no_grad the leaf's version moves: dropout with p=0 writes
+    nothing), on a leaf that requires grad and on a view of it, in grad mode and under no_grad."""
+    if sample.inplace is None:
+        return
+    for through_view in (False, True):
+        found = {}
+        for recorded in (False, True):
+            args, kwargs, tensors = sample.arguments()
+            if not tensors or args[0] is not tensors[0] or not tensors[0].requires_grad:
+                return
+            target = tensors[0].view(tensors[0].shape) if through_view else tensors[0]
+            try:
+                with torch.set_grad_enabled(recorded):
+                    sample.inplace(target, *args[1:], **kwargs)
+                found[recorded] = (False, tensors[0]._version)
+            except RuntimeError as exc:
+                found[recorded] = ("leaf Variable that requires grad" in str(exc), None)
+            except Exception:
+                break
+        if len(found) < 2 or not found[False][1]:
+            continue  # refused under no_grad for another reason, or no write at all
+        how = ("a view of " if through_view else "") + "the leaf"
+        yield Trial(f"{sample.label}: {how}, under no_grad", False, found[False][0], op=sample.op)
+        yield Trial(f"{sample.label}: {how}", True, found[True][0], op=sample.op)
+
+
 @claim(
     "07.backward-inputs-accumulates-only-those",
     sentence="`g_loss.backward(inputs=list(G.parameters()))` accumulates into the tensors listed and no others",
+    not_swept="about backward's inputs= option, the same for every graph",
 )
 def backward_inputs_accumulates_only_those():
     for seed in range(8):
@@ -346,6 +609,20 @@ def relu_keeps_its_output():
         kept = out.grad_fn._saved_result
         same = kept.untyped_storage().data_ptr() == out.untyped_storage().data_ptr() and kept.shape == out.shape
         yield Trial(f"seed {seed}: {label}, node {type(out.grad_fn).__name__}", True, same)
+
+
+@sweeps("07.relu-keeps-its-output", ops=("nn.functional.relu",))
+def relu_keeps_its_output_on(sample):
+    for inplace in (False, True):
+        call = (lambda x, **kw: torch.nn.functional.relu(x, inplace=True)) if inplace else None
+        run = sample.run(prepare=_copy_of, call=call)
+        if run is None or not run.recorded:
+            continue
+        out = run.output
+        kept = [v for _, v in saves.saved_values(out.grad_fn)]
+        same = any(opdb.same_view(v, out) for v in kept) or (not out.numel() and bool(kept))
+        label = f"{sample.label}{', in place' if inplace else ''}: {probes.node_name(out.grad_fn)}"
+        yield Trial(label, True, same, op=sample.op)
 
 
 # --- under saved-tensor hooks --------------------------------------------------------------------------------------
@@ -391,6 +668,21 @@ def hooks_skip_the_check():
         yield Trial(label, condition=hooked, holds=not raised)
 
 
+@sweeps("07.hooks-skip-the-check")
+def hooks_skip_the_check_on(sample):
+    """Every operation whose node keeps an argument: that argument written, backward run, with no hooks and
+    under a pair that packs ``t.detach()`` and compares nothing."""
+    for position in _each_argument(sample):
+        plain = _written(sample, position, hooks=False)
+        if plain is None or not plain[0]:
+            continue
+        hooked = _written(sample, position, hooks=True)
+        if hooked is None:
+            continue
+        yield Trial(f"{sample.label}: argument {position} written, no hooks", False, not plain[2], op=sample.op)
+        yield Trial(f"{sample.label}: argument {position} written, under the pair", True, not hooked[2], op=sample.op)
+
+
 _OWN_OUTPUT = ("exp", "sigmoid", "tanh", "relu")  # ops whose node keeps its output
 _INPUT_ONLY = ("sin", "cos", "square", "log")
 
@@ -419,6 +711,37 @@ def pack_returning_t_makes_a_cycle():
         if kept is not None:
             kept.sum().backward()  # backward releases what the node kept, and with it the cycle
         yield Trial(label, condition=own, holds=kept is not None)
+
+
+@sweeps("07.pack-returning-t-makes-a-cycle", batch=True)
+def pack_returning_t_makes_a_cycle_on(samples):
+    """Every operation run under a pair whose pack returns t itself; each output dropped; one gc.collect() for
+    all of them. Its condition: the output reached pack (its node saved it)."""
+    made = []
+    for sample in samples:
+        seen: list = []
+        with torch.autograd.graph.saved_tensors_hooks(lambda t, seen=seen: seen.append(t) or t, lambda t: t):
+            run = sample.run()
+        if run is None or not run.recorded:
+            continue
+        for i, out in enumerate(run.recorded):
+            if any(out is t for t in run.tensors):
+                continue
+            own = any(out is t for t in seen)
+            made.append((f"{sample.label}: output {i}, saved by its node {own}", own, weakref.ref(out), sample.op))
+        del run, out, seen
+    gc.collect()  # once for all of them
+    alive = [ref() is not None for _, _, ref, _ in made]
+    for _, _, ref, _ in made:  # backward releases what the node kept, and with it the cycle
+        kept = ref()
+        if kept is not None and kept.grad_fn is not None:
+            try:
+                kept.backward(torch.ones_like(kept), retain_graph=False)
+            except RuntimeError:
+                pass
+            del kept
+    for (label, own, _, op), survived in zip(made, alive):
+        yield Trial(label, own, survived, op=op)
 
 
 @claim(
@@ -527,3 +850,21 @@ def some_views_refuse_the_write():
         except RuntimeError:
             refused = True
         yield Trial(f"seed {seed}: {label}, the viewed tensor requires grad: {needs}", needs, refused)
+
+
+@sweeps("07.unpack-runs-per-read")
+def unpack_runs_per_read_on(sample):
+    """Every operation whose graph keeps something: two backward passes over the retained graph; each pass
+    unpacks every slot of the graph once."""
+    unpacked: list[int] = []
+    run, found, _ = saves.slots(sample, unpack=unpacked.append)
+    tokens = sorted(s.packed for s in found if s.unpacked)
+    if run is None or not tokens:
+        return None
+    try:
+        for retain in (True, False):
+            torch.autograd.backward(run.recorded, [torch.ones_like(t) for t in run.recorded], retain_graph=retain)
+    except RuntimeError:
+        return None
+    rule = sorted(unpacked) == sorted(tokens * 2)
+    return Trial(f"{sample.label}: {len(tokens)} slots, {len(unpacked)} unpacks", True, rule, op=sample.op)

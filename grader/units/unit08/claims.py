@@ -44,6 +44,7 @@ def _grads(params):
     sentence="So the retained loop computes the gradient of the summed loss over the whole sequence.",
     holds_when="nothing writes the parameters between the steps; with an optimizer step after each backward, the "
     "retained graph holds old versions and a later backward raises (section 4)",
+    not_swept="about a training loop over a sequence, not one operation",
 )
 def retained_loop_is_the_summed_loss():
     for seed in range(8):
@@ -81,6 +82,7 @@ def retained_loop_is_the_summed_loss():
 @claim(
     "08.detach-keeps-the-value-drops-the-history",
     sentence="`hidden.detach()` keeps the value (the same storage, unit 04) and drops the history",
+    not_swept="about detach(), which op_db has no entry for",
 )
 def detach_keeps_the_value_drops_the_history():
     for seed in range(8):

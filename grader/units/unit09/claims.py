@@ -7,7 +7,8 @@ import weakref
 import torch
 from torch.autograd.graph import save_on_cpu
 
-from grader.engine.claims import Trial, claim
+from grader.engine.claims import Trial, claim, sweeps
+from grader.probes import opdb, saves
 from grader.units.unit09.support import noting_pack
 
 _SAVE_THEIR_OUTPUT = ("exp", "sigmoid", "tanh")
@@ -38,6 +39,38 @@ def save_on_cpu_keeps_the_tensor_itself():
         yield Trial(label, condition=aliased, holds=kept is not None)
 
 
+@sweeps("09.save-on-cpu-keeps-the-tensor-itself", batch=True)
+def save_on_cpu_keeps_the_tensor_itself_on(samples):
+    """Every operation whose node saves its own output (seen by a recording pair on a first run), run again
+    under save_on_cpu(): the output dropped, one gc.collect() for all of them, is it still alive?"""
+    made = []
+    for sample in samples:
+        seen: list = []
+        with torch.autograd.graph.saved_tensors_hooks(lambda t, seen=seen: seen.append(t) or t.detach(), lambda t: t):
+            first = sample.run()
+        if first is None or not first.recorded or not any(s is first.recorded[0] for s in seen):
+            continue
+        del first, seen
+        with save_on_cpu(pin_memory=False):
+            run = sample.run()
+        if run is None or not run.recorded:
+            continue
+        made.append((f"{sample.label}: output 0 saved by its node", weakref.ref(run.recorded[0]), sample.op))
+        del run
+    gc.collect()
+    alive = [ref() is not None for _, ref, _ in made]
+    for _, ref, _ in made:  # backward frees what the node saved, and so the cycle
+        kept = ref()
+        if kept is not None and kept.grad_fn is not None:
+            try:
+                kept.backward(torch.ones_like(kept))
+            except RuntimeError:
+                pass
+            del kept
+    for (label, _, op), survived in zip(made, alive):
+        yield Trial(label, True, survived, op=op)
+
+
 def _saved_tensors(root) -> int:
     """How many tensors the nodes of root's graph hold in their ``_saved_*`` attributes (wrapped numbers too)."""
     seen, stack, count = set(), [root], 0
@@ -64,8 +97,9 @@ _WITH_NUMBER = ("h * 2", "h / 3")
     "09.pack-once-per-saved-tensor",
     sentence="`pack` runs once for each tensor a node saves, not once per storage, with one exception: a Python "
     "number that an op wraps as a tensor (the `2` of `x * 2`) is saved without reaching `pack`",
-    holds_when="no op multiplies or divides by a Python number; h * 2 and h / 3 save the number as a 0-dim tensor "
-    "(_saved_other) that pack never sees",
+    holds_when="no operation keeps a Python number it wrapped as a tensor: h * 2 and h / 3 save the number as a "
+    "0-dim tensor (_saved_other) that pack never sees, and so do functions built on such products "
+    "(`F.kl_div`, `F.gaussian_nll_loss`, `F.local_response_norm`)",
 )
 def pack_once_per_saved_tensor():
     for seed in range(10):
@@ -81,6 +115,20 @@ def pack_once_per_saved_tensor():
         saved = _saved_tensors(h.grad_fn)
         label = f"seed {seed}: " + " -> ".join(steps) + f": pack ran {len(packed)} times, nodes saved {saved} tensors"
         yield Trial(label, condition=not any(s in _WITH_NUMBER for s in steps), holds=len(packed) == saved)
+
+
+@sweeps("09.pack-once-per-saved-tensor")
+def pack_once_per_saved_tensor_on(sample):
+    """Every operation whose graph keeps something: each slot read back holds a pack of its own; its condition:
+    no slot holds a wrapped Python number (those never reach pack)."""
+    _, found, _ = saves.slots(sample)
+    if not found:
+        return None
+    tokens = [s.packed for s in found if s.unpacked]
+    wrapped = sum(not s.unpacked for s in found)
+    rule = not wrapped and len(set(tokens)) == len(tokens)
+    label = f"{sample.label}: {len(found)} slots, {wrapped} wrapped numbers, {len(set(tokens))} packs"
+    return Trial(label, not wrapped, rule, op=sample.op)
 
 
 _SAVING_STEPS = ("h.exp()", "h.sin()", "h * h", "h.tanh()", "(h * y).cos()")
@@ -104,6 +152,7 @@ def _nested(handed: list[list], steps: list[str], x: torch.Tensor, y: torch.Tens
 @claim(
     "09.only-the-innermost-pair-runs",
     sentence="Only the innermost pair runs.",
+    not_swept="about nested saved-tensor hook pairs, the same for every operation",
 )
 def only_the_innermost_pair_runs():
     for seed in range(6):
@@ -148,10 +197,28 @@ def linear_keeps_its_weight_for_its_input():
         yield Trial(label, condition=needs, holds=len(views) == 1)
 
 
+@sweeps("09.linear-keeps-its-weight-for-its-input", ops=("nn.functional.linear",))
+def linear_keeps_its_weight_for_its_input_on(sample):
+    """op_db's F.linear samples, the input requiring grad or not (the weight always): how many views of the
+    weight, shaped like weight.T, reach pack?"""
+    plain = sample.shared()
+    if plain is None or any(not t.numel() for t in plain.tensors):
+        return
+    for needs in (True, False):
+        run, seen = saves.packed(sample, prepare=None if needs else opdb.without_grad([0]))
+        if run is None:
+            continue
+        w = run.tensors[1]
+        views = [s for s in seen if opdb.shares_memory(s, w) and s.shape == w.T.shape and s.stride() == w.T.stride()]
+        label = f"{sample.label}: input requires grad {needs}, {len(views)} view(s) of weight.T packed"
+        yield Trial(label, needs, len(views) == 1, op=sample.op)
+
+
 @claim(
     "09.pack-detach-frees-and-sees-writes",
     sentence="`t.detach()` is the same memory without the history, so it breaks the cycle. It also shares `t`'s "
     "version counter, so a guard built on it still sees a later write",
+    not_swept="about a hook pair built on detach(); the cycle it avoids is swept as 07.pack-returning-t-makes-a-cycle",
 )
 def pack_detach_frees_and_sees_writes():
     made = []

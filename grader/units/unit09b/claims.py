@@ -31,6 +31,7 @@ def _checkpointed_fn(rng: random.Random):
     "09b.checkpoint-hands-its-inputs",
     sentence="a pair around `checkpoint(fn, ..., use_reentrant=False)` is handed each tensor input of `fn` once, "
     "and nothing that `fn`'s operations save",
+    not_swept="about checkpointing a block of code, not what one operation records",
 )
 def checkpoint_hands_its_inputs():
     from torch.utils.checkpoint import checkpoint
@@ -80,6 +81,7 @@ _INSTALLERS = (
     sentence="While `disable_saved_tensors_hooks(message)` is in force, whatever installs a pair raises a "
     "`RuntimeError` with that message: a pair of your own, `save_on_cpu`, `checkpoint(..., use_reentrant=False)`",
     holds_when="the code installs a saved-tensor pair; the reentrant checkpoint installs none and runs",
+    not_swept="about checkpointing a block of code, not what one operation records",
 )
 def disable_refuses_every_pair():
     for seed in range(10):
@@ -132,6 +134,7 @@ def _autocast_rerun(rng: random.Random):
     sentence="`checkpoint` records the autocast state of the forward pass and restores it for the rerun, so a "
     "backward called outside `torch.autocast` recomputes in bfloat16 and the gradients equal the run without "
     "checkpoint",
+    not_swept="about checkpointing a block of code, not what one operation records",
 )
 def checkpoint_reruns_under_forward_autocast():
     for seed in range(6):
@@ -151,6 +154,7 @@ def checkpoint_reruns_under_forward_autocast():
     "tensor *input* does.",
     holds_when="use_reentrant=True; use_reentrant=False records the block normally, so its parameters make the "
     "output require grad",
+    not_swept="about checkpointing a block of code, not what one operation records",
 )
 def reentrant_output_needs_an_input_that_requires_grad():
     import warnings
@@ -186,6 +190,7 @@ class _Counted(torch.nn.Module):
     "09b.checkpoint-reruns-on-every-backward",
     sentence="The recomputed tensors are dropped once backward has used them, so each backward over the retained "
     "graph reruns `fn`",
+    not_swept="about checkpointing a block of code, not what one operation records",
 )
 def checkpoint_reruns_on_every_backward():
     from torch.utils.checkpoint import checkpoint
@@ -206,6 +211,7 @@ def checkpoint_reruns_on_every_backward():
     sentence="It does by default (`preserve_rng_state=True`)",
     holds_when="preserve_rng_state=True (the default); with False the rerun draws a new dropout mask and the "
     "gradients differ from the plain run's",
+    not_swept="about checkpointing a block of code, not what one operation records",
 )
 def checkpoint_restores_the_generator():
     from torch import nn
@@ -237,6 +243,7 @@ def checkpoint_restores_the_generator():
     "09b.checkpoint-sequential-spares-the-last-segment",
     sentence="`checkpoint_sequential(model, segments, x, use_reentrant=False)` cuts an `nn.Sequential` into segments "
     "and checkpoints each one but the last",
+    not_swept="about checkpointing a block of code, not what one operation records",
 )
 def checkpoint_sequential_spares_the_last_segment():
     from torch import nn

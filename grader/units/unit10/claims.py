@@ -22,6 +22,7 @@ _BRANCHES = (
     "10.where-masked-nan",
     sentence="`torch.where` sends a zero gradient to the branch it did not pick, and that branch's backward "
     "still runs on every entry: where its local derivative is not finite, the zero becomes NaN",
+    not_swept="about a program around torch.where whose other branch's derivative is not finite at some entry; op_db's samples are finite",
 )
 def where_masked_nan():
     for seed in range(14):
@@ -47,7 +48,11 @@ _OPTIMIZERS = (
 )
 
 
-@claim("10.zero-grad-clears-only-its-own", sentence="`opt.zero_grad()` clears only `opt`'s own tensors")
+@claim(
+    "10.zero-grad-clears-only-its-own",
+    sentence="`opt.zero_grad()` clears only `opt`'s own tensors",
+    not_swept="about an optimizer's zero_grad",
+)
 def zero_grad_clears_only_its_own():
     from torch import nn
 

@@ -45,6 +45,7 @@ def _central(fn, x: torch.Tensor, eps: float) -> torch.Tensor:
 @claim(
     "11.gradcheck-tolerance",
     sentence="They agree when `|analytical - numerical| <= atol + rtol * |numerical|` everywhere",
+    not_swept="about a custom autograd.Function, which op_db does not list",
 )
 def gradcheck_tolerance():
     # the backward's slope a sits on either side of each reading of the rule: |a - c| against rtol * |c|
@@ -114,6 +115,7 @@ _AFTER = (
     holds_when="the gradient flowing into the backward does not require grad (the Function's output goes "
     "straight, or through linear ops, into the loss); after an op whose backward uses its input (sin, y * y), "
     "the result is wrapped in an Error node instead, and a second backward through it raises",
+    not_swept="about a custom autograd.Function, which op_db does not list",
 )
 def once_diff_plain_result():
     for seed, (label, after, incoming_needs_grad) in enumerate(_AFTER * 2):
@@ -165,6 +167,7 @@ def _cube(with_jvp: bool, vmap_rule: bool) -> type[Function]:
     sentence="`torch.func.jvp` runs through a Function that has a `jvp` staticmethod",
     holds_when="the Function defines jvp; without one, jvp raises NotImplementedError even with setup_context "
     "and generate_vmap_rule = True",
+    not_swept="about a custom autograd.Function, which op_db does not list",
 )
 def jvp_needs_jvp():
     for seed in range(8):
@@ -212,6 +215,7 @@ def _chain(ops, seen: list) -> type[Function]:
     "11.apply-records-one-node",
     sentence="`apply` runs `forward` with grad mode off, so the `x ** 3` (or `exp`) inside records nothing, and "
     "it records one node for the whole Function: a class torch makes from yours, named `CubeBackward`",
+    not_swept="about a custom autograd.Function, which op_db does not list",
 )
 def apply_records_one_node():
     for seed in range(8):
@@ -228,7 +232,11 @@ def apply_records_one_node():
         yield Trial(label, condition=True, holds=holds)
 
 
-@claim("11.ctx-is-the-node", sentence="`ctx` is the node itself (`y.grad_fn`)")
+@claim(
+    "11.ctx-is-the-node",
+    sentence="`ctx` is the node itself (`y.grad_fn`)",
+    not_swept="about a custom autograd.Function, which op_db does not list",
+)
 def ctx_is_the_node():
     for seed in range(6):
         rng = random.Random(seed)
@@ -260,6 +268,7 @@ def _recorder(arity: int, seen: list) -> type[Function]:
 @claim(
     "11.needs-input-grad-per-argument",
     sentence="One entry per argument of `forward`, `True` only for a tensor that requires grad",
+    not_swept="about a custom autograd.Function, which op_db does not list",
 )
 def needs_input_grad_per_argument():
     for seed in range(10):
@@ -326,6 +335,7 @@ def _split(rng: random.Random) -> tuple[tuple[str, ...], tuple[str, ...]]:
 @claim(
     "11.only-saved-are-packed",
     sentence="only `save_for_backward` goes through saved-tensor hooks",
+    not_swept="about a custom autograd.Function, which op_db does not list",
 )
 def only_saved_are_packed():
     for seed in range(8):
@@ -346,6 +356,7 @@ def only_saved_are_packed():
     "11.saved-tensors-are-version-checked",
     sentence="`save_for_backward` gives your node the check built-in nodes have",
     holds_when="the tensor written in place was kept through save_for_backward; a stash on ctx is never checked",
+    not_swept="about a custom autograd.Function, which op_db does not list",
 )
 def saved_tensors_are_version_checked():
     for seed in range(8):
@@ -397,6 +408,7 @@ _USES = (
 @claim(
     "11.materialize-only-unreached",
     sentence="That setting changes only what stands in for a gradient that never arrives",
+    not_swept="about a custom autograd.Function, which op_db does not list",
 )
 def materialize_only_unreached():
     for seed in range(8):
@@ -442,6 +454,7 @@ _TRANSFORMS = (
 @claim(
     "11.old-form-refused-by-func",
     sentence="The old form (`ctx` in `forward`) is refused by every `torch.func` transform",
+    not_swept="about a custom autograd.Function, which op_db does not list",
 )
 def old_form_refused_by_func():
     for seed, (name, transform) in enumerate(_TRANSFORMS):
@@ -483,6 +496,7 @@ def _printed_rows(message: str, label: str, until: str) -> list[list[float]]:
     "11.gradcheck-prints-input-rows",
     sentence="then come the numerical and analytical Jacobians, printed **one row per input number and one column "
     "per output number**",
+    not_swept="about a custom autograd.Function, which op_db does not list",
 )
 def gradcheck_prints_input_rows():
     for seed in range(6):
@@ -519,6 +533,7 @@ def _returning(arity: int, returned: int) -> type[Function]:
 @claim(
     "11.backward-returns-one-per-input",
     sentence="Backward must return a gradient for every input of `forward`, tensors or not",
+    not_swept="about a custom autograd.Function, which op_db does not list",
 )
 def backward_returns_one_per_input():
     for seed in range(8):

@@ -37,7 +37,11 @@ def _run(op, bad: float, rng: random.Random, check_nan: bool = True) -> tuple[bo
     return raised, " ".join(str(w.message) for w in caught), x.grad
 
 
-@claim("12.anomaly-nan-only", sentence="It says nothing about inf")
+@claim(
+    "12.anomaly-nan-only",
+    sentence="It says nothing about inf",
+    not_swept="about anomaly mode's checks on a whole backward pass",
+)
 def anomaly_nan_only():
     for seed in range(len(_ENTRIES) * 2):
         rng = random.Random(seed)
@@ -66,6 +70,7 @@ def _overwritten(rng: random.Random) -> tuple[bool, str]:
     "12.check-nan-false",
     sentence="`check_nan=False` keeps the forward tracebacks and drops the NaN check: a NaN passes silently again, "
     "but any error backward raises still comes with the forward line.",
+    not_swept="about anomaly mode's checks on a whole backward pass",
 )
 def check_nan_false():
     for seed in range(8):
@@ -94,6 +99,7 @@ _MODULES = (
     sentence="A module whose input is data reports `grad_input` as `(None,)`",
     holds_when="the module's input does not require grad (a batch of data); an input that requires grad (the "
     "output of an earlier layer) gets its gradient in grad_input",
+    not_swept="about a module's backward hook",
 )
 def data_input_grad_none():
     for seed in range(8):

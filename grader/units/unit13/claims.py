@@ -4,7 +4,7 @@ import random
 
 import torch
 
-from grader.engine.claims import Trial, claim
+from grader.engine.claims import Trial, claim, sweeps
 from grader.units.unit13.support import (
     counting_backend,
     graphs_with_hook,
@@ -37,6 +37,7 @@ def _eager_grad(hook, x: torch.Tensor) -> torch.Tensor:
     "the hook still runs at backward); a hook with a side effect, such as appending to a list, breaks the graph",
     holds_when="the hook has no Python side effects (it only computes a new gradient); one that appends to a "
     "list or counts its calls in a dict makes Dynamo break the graph",
+    not_swept="about torch.compile, torch.func or hooks on a whole function, not what one eager operation records",
 )
 def pure_hooks_are_traced():
     seen: list = []
@@ -73,6 +74,7 @@ _MORE_OPS = ("x.sin() * 2", "x.sin().cos() * 2", "(x + 1).exp()")
     "eagerly, so `h.grad` is still filled in",
     holds_when="exactly one op makes h before h.retain_grad(); with two or more ops before it (x.sin() * 2) "
     "Dynamo compiles them into a graph",
+    not_swept="about torch.compile, torch.func or hooks on a whole function, not what one eager operation records",
 )
 def retain_grad_after_one_op():
     for index, prefix in enumerate(_ONE_OP + _MORE_OPS):
@@ -104,6 +106,23 @@ def partitioner_keeps_self_read_outputs():
         yield Trial(f"seed {seed}: {source} keeps {kept}", condition=True, holds=op in kept)
 
 
+# op_db's pointwise operations whose eager node keeps its own output (checked again by the sweep itself)
+_OWN_OUTPUT_OPS = ("exp", "exp2", "expm1", "reciprocal", "rsqrt", "sigmoid", "sqrt", "tan", "tanh")
+
+
+@sweeps("13.partitioner-keeps-self-read-outputs", ops=_OWN_OUTPUT_OPS, per_op=1)
+def partitioner_keeps_self_read_outputs_on(sample):
+    """Each of those operations alone, ``op(x).sum()`` compiled with AOTAutograd's min-cut partitioner: does
+    the compiled forward keep the op's output? Only where the eager node reads its own output."""
+    plain = sample.shared()
+    if plain is None or not plain.recorded or not hasattr(plain.recorded[0].grad_fn, "_saved_result"):
+        return None
+    args, kwargs, _ = sample.arguments()
+    kept = kept_by_compile(lambda *a: sample.function(*a, **kwargs).sum(), *args)
+    name = sample.op.rsplit(".", 1)[-1]
+    return Trial(f"{sample.label}: keeps {kept}", True, name in kept, op=sample.op)
+
+
 _KEEP_THEIR_INPUT = ("t.sin()", "t.cos()", "t * t", "t ** 3")
 
 
@@ -133,6 +152,38 @@ def compiled_keeps_version_checks():
         yield Trial(f"compiled {source}, its input written after the call", condition=True, holds=raised)
 
 
+@sweeps("13.compiled-keeps-version-checks", ops=("sin", "cos", "exp", "tanh", "sigmoid", "mul", "pow"), per_op=1)
+def compiled_keeps_version_checks_on(sample):
+    """Each operation compiled (aot_eager) on tensors of the graph; its first argument written after the call:
+    backward raises exactly when the compiled forward kept that tensor (a kept tensor sharing its counter)."""
+    import torch._dynamo
+
+    from grader import probes
+    from grader.probes import saves
+    from grader.units.unit13.support import quiet_dynamo
+
+    args, kwargs, tensors = sample.arguments()
+    if not tensors or not tensors[0].requires_grad or args[0] is not tensors[0]:
+        return None
+    first = args[0] * 1  # a tensor of the graph, so that it may be written
+    torch._dynamo.reset()
+    try:
+        with quiet_dynamo():
+            y = torch.compile(lambda *a: sample.function(*a, **kwargs), backend="aot_eager")(first, *args[1:])
+            # what the compiled node keeps, read without the check: does the write move one of them?
+            versions = [(t, t._version) for fn in probes.nodes(y) for t in saves.raw_saved(fn)]
+            first.add_(1)
+            kept = any(t._version != v for t, v in versions)
+            try:
+                y.sum().backward()
+                raised = False
+            except RuntimeError as exc:
+                raised = "inplace" in str(exc)
+    finally:
+        torch._dynamo.reset()
+    return Trial(f"{sample.label}: input kept {kept}, backward raised {raised}", True, kept == raised, op=sample.op)
+
+
 _FUNCS = (
     ("(t ** 3).sum()", lambda t, p: (t**3).sum()),
     ("(t.sin() * p).sum()", lambda t, p: (t.sin() * p).sum()),
@@ -141,7 +192,11 @@ _FUNCS = (
 )
 
 
-@claim("13.func-grad-writes-nothing", sentence="nothing is written into `.grad` and nothing accumulates")
+@claim(
+    "13.func-grad-writes-nothing",
+    sentence="nothing is written into `.grad` and nothing accumulates",
+    not_swept="about torch.compile, torch.func or hooks on a whole function, not what one eager operation records",
+)
 def func_grad_writes_nothing():
     for seed in range(8):
         rng = random.Random(seed)
@@ -188,6 +243,7 @@ _ITEM_AFTER = (
     "Python runs `.item()`, and a second graph does the rest",
     holds_when="torch._dynamo.config.capture_scalar_outputs is False (the default); set True, Dynamo keeps the "
     "number in the graph as a symbolic value and makes one graph",
+    not_swept="about torch.compile, torch.func or hooks on a whole function, not what one eager operation records",
 )
 def item_breaks_the_graph():
     for seed in range(4):
@@ -208,6 +264,7 @@ def item_breaks_the_graph():
 @claim(
     "13.vmap-chunk-size-calls",
     sentence="`vmap(f, chunk_size=k)` runs the batch `k` samples at a time, one call of `f` per chunk",
+    not_swept="about torch.compile, torch.func or hooks on a whole function, not what one eager operation records",
 )
 def vmap_chunk_size_calls():
     for seed in range(8):
@@ -230,6 +287,7 @@ def vmap_chunk_size_calls():
     "13.multi-grad-hook-gets-all",
     sentence="`torch.autograd.graph.register_multi_grad_hook(tensors, fn)` calls `fn` with a tuple of all their "
     'gradients, or with the first one computed when `mode="any"`',
+    not_swept="about torch.compile, torch.func or hooks on a whole function, not what one eager operation records",
 )
 def multi_grad_hook_gets_all():
     for seed in range(8):
@@ -256,6 +314,7 @@ def multi_grad_hook_gets_all():
 @claim(
     "13.mean-loss-backward-is-the-average",
     sentence="A batch-mean loss's `.backward()` gives only their average",
+    not_swept="about torch.compile, torch.func or hooks on a whole function, not what one eager operation records",
 )
 def mean_loss_backward_is_the_average():
     from torch import nn
