@@ -178,9 +178,10 @@ class Lab:
 
 
 @contextlib.contextmanager
-def lab_page(root: Path, state: Path, home: Path, failed_shot: str):
-    """A JupyterLab on ``root`` and a Chromium page for it; on failure a screenshot (``failed_shot``) and the
-    server's log; both stopped afterwards."""
+def lab_and_browser(root: Path, state: Path, home: Path):
+    """A JupyterLab on ``root`` (its state in ``state``, the learner's progress in ``home``) and one headless Chromium;
+    both stopped afterwards, the server's log printed on failure. A module's tests may share them (one server, one
+    browser, each test its own page: :func:`new_page`)."""
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
@@ -190,13 +191,7 @@ def lab_page(root: Path, state: Path, home: Path, failed_shot: str):
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
             try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.set_default_timeout(60_000)
-                try:
-                    yield lab, page
-                except Exception:
-                    page.screenshot(path=str(ARTIFACTS / failed_shot))
-                    raise
+                yield lab, browser
             finally:
                 browser.close()
     except Exception:
@@ -204,6 +199,30 @@ def lab_page(root: Path, state: Path, home: Path, failed_shot: str):
         raise
     finally:
         lab.stop()
+
+
+@contextlib.contextmanager
+def new_page(browser, failed_shot: str, width: int = 1400, height: int = 1000):
+    """A page of ``browser`` at ``width`` x ``height``; on failure a screenshot (``failed_shot``); closed afterwards."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(60_000)
+    try:
+        yield page
+    except Exception:
+        with contextlib.suppress(Exception):
+            page.screenshot(path=str(ARTIFACTS / failed_shot))
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            page.close()
+
+
+@contextlib.contextmanager
+def lab_page(root: Path, state: Path, home: Path, failed_shot: str):
+    """A JupyterLab on ``root`` and a Chromium page for it; on failure a screenshot (``failed_shot``) and the
+    server's log; both stopped afterwards."""
+    with lab_and_browser(root, state, home) as (lab, browser), new_page(browser, failed_shot) as page:
+        yield lab, page
 
 
 # --- the page ------------------------------------------------------------------------------
@@ -500,6 +519,43 @@ def _save_and_wait(page, path: Path, cell_id: str, want) -> None:
             pass
         time.sleep(0.5)
     raise AssertionError(f"the saved notebook does not hold the lock record: {_saved_record(path, cell_id)}")
+
+
+def kernel_idle(lab: Lab, timeout_s: float = 180) -> None:
+    """Every kernel of the server reads idle (asked of the server: Notebook 7 has no status bar to read)."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        kernels = lab.api("GET", "/api/kernels") or []
+        if kernels and all(k.get("execution_state") == "idle" for k in kernels):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the kernels did not go idle: {lab.api('GET', '/api/kernels')}")
+
+
+def wait_for_saved(path: Path, found, timeout_s: float = 30):
+    """Wait until ``found(notebook as saved)`` is not None (the page saved what it should); what it returned."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            got = found(json.loads(path.read_text()))
+            if got is not None:
+                return got
+        except (OSError, ValueError, KeyError, StopIteration):
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"{path.name} as saved never held what the test waits for")
+
+
+def record_in(nb: dict, cell_id: str, wanted, widgets: bool = False):
+    """The lock record the cell ``cell_id`` of a saved notebook carries (its widget's record in the saved widget state
+    where ``widgets``, else its output's), when ``wanted(record)`` holds; else None."""
+    from grader.engine import locked
+
+    cells = [dict(c, outputs=list(c.get("outputs", []))) for c in nb["cells"] if c.get("id") == cell_id]
+    if widgets and not locked.from_widgets(cells, nb.get("metadata", {}).get("widgets")):
+        return None
+    found = [o["data"][locked.MIME] for c in cells for o in c["outputs"] if locked.MIME in o.get("data", {})]
+    return found[-1] if found and wanted(found[-1]) else None
 
 
 def run_cell(page, cell) -> None:

@@ -20,7 +20,7 @@ from grader import predict, reset, reveal
 from grader.engine import locked
 from grader.engine.store import current
 from grader.instructor.grading.locks import apply_locks, with_answer
-from grader.learner import widgets
+from grader.learner import record, widgets
 from tests.cli import run as cli
 from tests.truths import asked_now
 
@@ -56,6 +56,8 @@ def shown(monkeypatch):
 
     monkeypatch.setattr("IPython.display.display", display)
     monkeypatch.setattr(widgets, "widgets_available", lambda: True)
+    monkeypatch.setattr(record, "widgets_available", lambda: True)
+    monkeypatch.setattr(widgets, "_LIVE", {})  # no widget of an earlier test is on this kernel's screen
     return displays
 
 
@@ -312,7 +314,11 @@ def _checked_record(text: str) -> dict:
         displays.append(Handle(data, display_id))
         return displays[-1]
 
-    with mock.patch("IPython.display.display", display), mock.patch.object(widgets, "widgets_available", lambda: True):
+    with (
+        mock.patch("IPython.display.display", display),
+        mock.patch.object(widgets, "widgets_available", lambda: True),
+        mock.patch.object(record, "widgets_available", lambda: True),
+    ):
         _checked_with_the_widget(text)
     return displays[-1].data
 

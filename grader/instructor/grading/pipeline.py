@@ -259,7 +259,8 @@ def restore(sub: Submission, handed_out: str | None = None, as_unit: str | None 
     if why:
         out.status, out.problems = NOT_RESTORED, [f"not graded: {why}"]
         return out
-    out.findings += apply_locks(cells, template)  # predictions locked with the widget, into their cells
+    # predictions locked with the widget, into their cells (read from the saved widget state first, then the outputs)
+    out.findings += apply_locks(cells, template, widgets=(nb.get("metadata") or {}).get("widgets"))
     out.variants = carried_variants(cells, out.unit)
     out.copy = _what_the_copy_holds(out.unit, template, cells, handed_out)
     out.findings += reach.findings(template, cells)
