@@ -212,9 +212,20 @@ def from_widgets(cells: list, widgets: Any) -> int:
             continue
         at = next((i for i, o in enumerate(outputs) if _holds(o, records)), len(outputs))
         outputs[:] = [o for o in outputs if not _holds(o, records)]
-        outputs.insert(min(at, len(outputs)), {"output_type": "display_data", "data": records, "metadata": {}})
+        outputs.insert(min(at, len(outputs)), _output(records))
         taken += 1
     return taken
+
+
+def _output(records: dict[str, Any]) -> Any:
+    """A display output of ``records``, as nbformat reads one where it can (a notebook read by nbformat holds
+    NotebookNodes: its readers ask ``output.output_type``)."""
+    output = {"output_type": "display_data", "data": records, "metadata": {}}
+    try:
+        import nbformat
+    except ImportError:  # pragma: no cover - nbformat is the course's dependency
+        return output
+    return nbformat.from_dict(output)
 
 
 def _holds(output: Any, records: dict[str, Any]) -> bool:
@@ -268,16 +279,20 @@ def placeholders(source: str) -> list[ast.Assign]:
     ]
 
 
-def carried(nb: Any) -> dict[str, bool]:
-    """For each question a saved notebook (its JSON) has a predict or check cell of: whether the notebook carries an
-    answer to it, typed in the cell (its ``answer = ...`` replaced) or locked (checked) with the widget, in the cell's
-    record output or in its widget's record (:func:`from_widgets`). A record of a question not locked says nothing."""
+TYPED = "typed"  # what :func:`carried` says of a question whose answer is typed in its cell
+
+
+def carried(nb: Any) -> dict[str, Any]:
+    """For each question a saved notebook (its JSON) has a predict or check cell of, what the notebook carries of
+    its answer: :data:`TYPED` (the cell's ``answer = ...`` replaced: the answer is in the code), else the latest
+    record in the cell's outputs or its widget's record (:func:`from_widgets`): a dict as :func:`record` makes it,
+    which may say ``locked: False``; None where it carries none."""
     cells = nb.get("cells") if isinstance(nb, dict) else None
     if not isinstance(cells, list):
         return {}
     cells = [dict(c, outputs=list(c.get("outputs") or [])) for c in cells if isinstance(c, dict)]
     from_widgets(cells, (nb.get("metadata") or {}).get("widgets"))
-    out: dict[str, bool] = {}
+    out: dict[str, Any] = {}
     for cell in cells:
         if cell.get("cell_type") != "code":
             continue
@@ -285,12 +300,13 @@ def carried(nb: Any) -> dict[str, bool]:
         qid = predicted_qid(source, ("predict", "check"))
         if qid is None:
             continue
-        answered = not placeholders(source)
+        if not placeholders(source):
+            out[qid] = TYPED
+            continue
         for output in cell.get("outputs", []):
-            try:
-                found = read_lock(output)
-            except Unusable:
-                found = None
-            answered = answered or (found is not None and found[0] == qid)
-        out[qid] = out.get(qid, False) or answered
+            data = output.get("data") if isinstance(output, dict) else None
+            payload = data.get(MIME) if isinstance(data, dict) else None
+            if isinstance(payload, dict) and payload.get("qid") == qid and out.get(qid) != TYPED:
+                out[qid] = payload
+        out.setdefault(qid, None)
     return out

@@ -320,17 +320,18 @@ def _names_input(kind, closed: bool = False) -> Input:
 def quoted_words(prompt: str) -> list[str]:
     """The words a prompt asks to choose from, each in single quotes ("say 'raises', 'opt loses it' or 'opt keeps
     it'"), in order and once each: what a sequence of plain words offers as buttons."""
-    return _merge(w.strip() for w in re.findall(r"'([^'\n]{1,60})'", prompt or "") if w.strip())
+    quoted = re.findall(r"(?<![\w'])'([^'\n]{1,60})'(?![\w])", prompt or "")  # not an apostrophe: w's, don't
+    return _merge(w.strip() for w in quoted if w.strip())
 
 
 def sequence_words(kind, prompt: str = "") -> list[str]:
-    """What a Sequence input offers as buttons: node names (and None) read from torch, or for a list of plain words
-    the words its prompt names (:func:`quoted_words`)."""
+    """What a Sequence input offers as buttons: node names (and None) read from torch with any name the prompt
+    quotes, or for a list of plain words the words its prompt names (:func:`quoted_words`)."""
     from grader.engine.kinds import node_key
 
     offered = offered_names(kind)
-    if kind.key is node_key:
-        return offered + ["None"]
+    if kind.key is node_key:  # and a name the prompt gives a node ("or 'w' for w's AccumulateGrad")
+        return _merge(offered, ["None"], [w for w in quoted_words(prompt) if re.fullmatch(r"[A-Za-z_][\w.]*", w)])
     return offered or quoted_words(prompt)
 
 

@@ -34,7 +34,8 @@ def notebook_path() -> Path | None:
 
 def unsaved(unit: str, path: Path | None = None) -> list[str]:
     """The questions of ``unit`` whose answer the store holds and the saved notebook at ``path`` (by default, this
-    kernel's) lacks, in the unit's order; [] where there is none, or nothing to compare."""
+    kernel's) lacks, in the unit's order: its cell there carries no record of that answer (none, one not locked, or
+    one of an earlier answer), and the answer is not typed in it; [] where there is none, or nothing to compare."""
     from grader.engine import locked, progress
     from grader.engine import question as registry
     from grader.engine.store import current
@@ -52,13 +53,16 @@ def unsaved(unit: str, path: Path | None = None) -> list[str]:
     state = progress.unit_state(unit, current().events(unit))
     out = []
     for qid, qs in state.questions.items():
-        if qid not in carried or carried[qid]:
-            continue
         q = registry.get(qid)
-        if q is None:
+        if qid not in carried or carried[qid] == locked.TYPED or q is None:
             continue
-        answered = qs.predicted if qs.role == "predict" else qs.role == "self-test" and checked_answer(q)[0]
-        if answered:
+        if qs.role == "predict" and qs.predicted:
+            wanted = locked.record(qid, qs.prediction, before_reveal=not qs.predicted_after_reveal)
+        elif qs.role == "self-test" and checked_answer(q)[0]:
+            wanted = locked.record(qid, checked_answer(q)[1], before_reveal=True, checked=True)
+        else:
+            continue
+        if carried[qid] != wanted:  # none, not locked, or another answer than the store's latest
             out.append(qid)
     return out
 
