@@ -24,9 +24,7 @@ from tests.test_browser import (
     _saved_record,
     cell_by_id,
     code_cell,
-    lab_and_browser,
     live_inputs,
-    new_page,
     open_notebook,
     record_in,
     restart_kernel,
@@ -42,7 +40,7 @@ from tests.test_browser import (
 pytestmark = pytest.mark.skipif(bool(_requirements()), reason=_requirements() or "ready")
 
 
-def test_the_record_survives_restart_an_old_widget_reload_reset_and_reopen(tmp_path, home):
+def test_the_record_survives_restart_an_old_widget_reload_reset_and_reopen(course, tmp_path, home):
     """Unit 00 in one JupyterLab at 1400 x 900.
 
     1. A prediction typed and locked with Enter (the predict cell's record updated in place); a self-test answered
@@ -64,17 +62,13 @@ def test_the_record_survives_restart_an_old_widget_reload_reset_and_reopen(tmp_p
     from grader.learner.stale import NOTE
 
     identity.set_identity("graded")  # the kernel's identity: the learner the saved file is graded as, below
-    root = tmp_path / "course"
-    root.mkdir()
-    shutil.copy(ROOT / "notebooks" / START, root / START)
-    saved = root / START
+    shutil.copy(ROOT / "notebooks" / START, course.folder / START)
+    saved = course.folder / START
     q = get("00.warmup-square")
     programs = [variants.make(q.program, q.qid, "graded", n).program for n in (0, 1)]
     squares = [q.run(p) for p in programs]  # torch's answer on that learner's first and second programs
-    ARTIFACTS.mkdir(exist_ok=True)
-    with lab_and_browser(root, tmp_path / "jupyter", home) as (lab, browser):
-        with new_page(browser, "browser-recovery-failed.png", 1400, 900) as page:
-            records = _walk(page, lab, saved, home, squares, programs, NOTE, apply_locks)
+    with course.page("browser-recovery-failed.png", 1400, 900) as page:
+        records = _walk(page, course, saved, home, squares, programs, NOTE, apply_locks)
 
     target = tmp_path / "graded" / START
     target.parent.mkdir()
@@ -87,10 +81,11 @@ def test_the_record_survives_restart_an_old_widget_reload_reset_and_reopen(tmp_p
     assert row["00.warmup-flag"] == records["00.warmup-flag"], row
 
 
-def _walk(page, lab, saved, home, squares, programs, NOTE, apply_locks) -> dict:
+def _walk(page, course, saved, home, squares, programs, NOTE, apply_locks) -> dict:
     import nbformat
 
-    open_notebook(page, lab, START)
+    lab = course.lab
+    open_notebook(page, lab, course.at(START))
     flag_cell = cell_by_id(page, saved, "c011")
     program_cell = cell_by_id(page, saved, "c014a")
     square_cell = cell_by_id(page, saved, "c015")
@@ -238,7 +233,7 @@ def _walk(page, lab, saved, home, squares, programs, NOTE, apply_locks) -> dict:
 
     # closed and reopened with a new kernel: the saved widgets say so and take no input
     lab.delete_sessions()
-    page.goto(lab.url(f"/lab/tree/{START}?reset&token={lab.token}"))
+    page.goto(lab.url(f"/lab/tree/{course.at(START)}?reset&token={lab.token}"))
     page.get_by_text(IDLE).wait_for(timeout=120_000)
     # the saved widget views are drawn from the notebook's widget state: slow on a loaded machine
     page.locator(".agl-panel-00").first.wait_for(timeout=180_000)

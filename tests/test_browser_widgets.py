@@ -1,7 +1,7 @@
 """Every cause picker and palette of every unit by mouse at 1400 x 900, and the course in Notebook 7 (issue 44).
 
-One JupyterLab and one Chromium serve the module (tests/test_browser.py's ``lab_and_browser``), each test its own
-page:
+The JupyterLab and Chromium every browser test shares (the ``course`` fixture), each test a folder and a page of its
+own:
 
 1. One notebook shows, one cell per unit, every question of every unit whose input is a palette: True/False and
    choice toggles, an error's places and its candidate causes, the names to tick, a sequence's names or words. In
@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 import nbformat
-import pytest
 
 from tests import test_browser as tb
 
@@ -146,32 +145,26 @@ def palettes():
     return out
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """One JupyterLab (its root: the pickers notebook and unit 00's learner notebook) and one Chromium."""
+def pickers_notebook(target: Path) -> None:
+    """One cell a unit: every palette input of that unit (see the module's text)."""
     from grader.engine.course import UNITS
 
-    root = tmp_path_factory.mktemp("course")
     cells = [HEAD] + [f"show({u!r})" for u in UNITS]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-    nbformat.write(nb, root / PICKERS)
-    shutil.copy(ROOT / "notebooks" / tb.START, root / tb.START)
-    home = tmp_path_factory.mktemp("home")
-    with tb.lab_and_browser(root, tmp_path_factory.mktemp("jupyter"), home) as (lab, browser):
-        yield lab, browser, root, home
+    nbformat.write(nb, target)
 
 
-def test_every_cause_picker_and_palette_of_every_unit_takes_every_click_at_1400_by_900(served):
+def test_every_cause_picker_and_palette_of_every_unit_takes_every_click_at_1400_by_900(course):
     """See the module's text (1)."""
-    lab, browser, _root, _home = served
+    pickers_notebook(course.folder / PICKERS)
     asked = palettes()
     assert {u for u, _, _ in asked} >= {"01", "04b", "09b"}  # the units the issue named, among every unit
     words = {qid: groups for _, qid, groups in asked}["04b.write-to-weight"]
     assert words == [("words", ["raises", "opt loses it", "opt keeps it"])], words
     started = time.time()
-    with tb.new_page(browser, "browser-pickers-failed.png", 1400, 900) as page:
-        tb.open_notebook(page, lab, PICKERS)
+    with course.page("browser-pickers-failed.png", 1400, 900) as page:
+        tb.open_notebook(page, course.lab, course.at(PICKERS))
         tb.run_menu(page, "runmenu:run-all")
         page.wait_for_function(
             "n => document.querySelectorAll('.agl-predict').length >= n", arg=len(asked), polling=250, timeout=400_000
@@ -209,17 +202,17 @@ def test_every_cause_picker_and_palette_of_every_unit_takes_every_click_at_1400_
     print(f"{len(asked)} widgets, {clicks} clicks in {time.time() - started:.0f} s")
 
 
-def test_unit_00_in_notebook_7(served, monkeypatch):
+def test_unit_00_in_notebook_7(course):
     """See the module's text (2)."""
     from grader.engine import locked
     from grader.instructor.grading.locks import apply_locks
 
-    lab, browser, root, home = served
-    monkeypatch.setenv("AUTOGRAD_LAB_HOME", str(home))
-    saved = root / tb.START
+    lab = course.lab
+    shutil.copy(ROOT / "notebooks" / tb.START, course.folder / tb.START)
+    saved = course.folder / tb.START
     template = nbformat.read(ROOT / "notebooks" / tb.START, as_version=4).cells
-    with tb.new_page(browser, "browser-notebook7-failed.png", 1400, 900) as page:
-        page.goto(lab.url(f"/notebooks/{tb.START}?token={lab.token}"))
+    with course.page("browser-notebook7-failed.png", 1400, 900) as page:
+        page.goto(lab.url(f"/notebooks/{course.at(tb.START)}?token={lab.token}"))
         page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(timeout=120_000)
         tb.kernel_idle(lab)
         tb.run_menu(page, "runmenu:run-all")

@@ -519,6 +519,8 @@ def test_mark_passed_and_the_panel_say_which_answers_the_saved_notebook_lacks(sh
         passed.verdict == "passed" and "does not hold your answer to 00.warmup-flag, 00.warmup-square" in passed.message
     )
     assert "Ctrl+S" in passed.message
+    # what an instructor with the learner's store beside the handed-in copy can ask (a hub's homes)
+    assert saved.lacking(json.loads(path.read_text()), "00", current().events("00")) == saved.unsaved("00")
     panel = panels.UnitPanel("00", interactive=False)
     assert "agl-unsaved" in panel.html() and "00.warmup-square" in panel.text()
     monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "scratch.ipynb"))  # another notebook: nothing to say

@@ -33,11 +33,8 @@ def notebook_path() -> Path | None:
 
 
 def unsaved(unit: str, path: Path | None = None) -> list[str]:
-    """The questions of ``unit`` whose answer the store holds and the saved notebook at ``path`` (by default, this
-    kernel's) lacks, in the unit's order: its cell there carries no record of that answer (none, one not locked, or
-    one of an earlier answer), and the answer is not typed in it; [] where there is none, or nothing to compare."""
-    from grader.engine import locked, progress
-    from grader.engine import question as registry
+    """The questions of ``unit`` whose answer this learner's store holds and the saved notebook at ``path`` (by
+    default, this kernel's) lacks (:func:`lacking`); [] where there is none, or nothing to compare."""
     from grader.engine.store import current
 
     path = path if path is not None else notebook_path()
@@ -49,17 +46,30 @@ def unsaved(unit: str, path: Path | None = None) -> list[str]:
         nb = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return []
+    return lacking(nb, unit, current().events(unit))
+
+
+def lacking(nb: Any, unit: str, events: list) -> list[str]:
+    """The questions of ``unit`` whose latest answer ``events`` (a progress store's) hold and the notebook ``nb``
+    (its JSON) lacks, in the unit's order: its cell there carries no record of that answer (none, one not locked,
+    or one of an earlier answer) and the answer is not typed in it. A question the notebook has no cell of is left
+    out. The learner's panel asks it of their own store; an instructor with the learners' stores beside their
+    handed-in copies (a hub's homes) can ask it of each copy: work done and never saved."""
+    from grader.engine import locked, progress
+    from grader.engine import question as registry
+
     carried = locked.carried(nb)
-    state = progress.unit_state(unit, current().events(unit))
+    state = progress.unit_state(unit, events)
     out = []
     for qid, qs in state.questions.items():
         q = registry.get(qid)
         if qid not in carried or carried[qid] == locked.TYPED or q is None:
             continue
+        checked = checked_answer(q, events) if qs.role == "self-test" else (False, None)
         if qs.role == "predict" and qs.predicted:
             wanted = locked.record(qid, qs.prediction, before_reveal=not qs.predicted_after_reveal)
-        elif qs.role == "self-test" and checked_answer(q)[0]:
-            wanted = locked.record(qid, checked_answer(q)[1], before_reveal=True, checked=True)
+        elif checked[0]:
+            wanted = locked.record(qid, checked[1], before_reveal=True, checked=True)
         else:
             continue
         if carried[qid] != wanted:  # none, not locked, or another answer than the store's latest
@@ -67,14 +77,15 @@ def unsaved(unit: str, path: Path | None = None) -> list[str]:
     return out
 
 
-def checked_answer(q) -> tuple[bool, Any]:
+def checked_answer(q, events: list | None = None) -> tuple[bool, Any]:
     """``(found, encoded answer)``: the answer of the self-test's passing check, or else of its latest graded one,
-    since the question was last reset; what the check cell carries for grading."""
+    since the question was last reset, in ``events`` (by default, this learner's store); what the check cell carries
+    for grading."""
     from grader.engine.store import current
 
     found, answer, passed = False, None, False
-    for e in current().events(q.unit):
-        if e.action == "reset" and e.qid in (None, q.qid):
+    for e in events if events is not None else current().events(q.unit):
+        if e.action == "reset" and e.qid in (None, q.qid) and e.unit == q.unit:
             found, answer, passed = False, None, False
         elif e.qid == q.qid and e.action == "check" and not passed and e.verdict in ("correct", "incorrect"):
             if e.answer is not None:
