@@ -451,6 +451,7 @@ def test_a_lock_only_the_widget_carries_is_graded_from_the_saved_widget_state(sh
     restored = restore(Submission("x", path))
     flag = next(c for c in restored.notebook.cells if c.get("id") == FLAG)
     assert flag.source.splitlines()[0] == "answer = False  # locked in with the widget", flag.source
+    assert [o.output_type for o in flag.outputs] == ["display_data", "display_data"]  # nbformat's nodes, as read
     assert not [f for f in restored.findings if "lock record" in f], restored.findings
     # without the widget state (a front end that does not save it) the output is all there is: not locked
     nb.metadata.pop("widgets")

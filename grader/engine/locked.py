@@ -211,21 +211,18 @@ def from_widgets(cells: list, widgets: Any) -> int:
         if not records:
             continue
         at = next((i for i, o in enumerate(outputs) if _holds(o, records)), len(outputs))
+        new = _output(records, outputs[0] if outputs else None)
         outputs[:] = [o for o in outputs if not _holds(o, records)]
-        outputs.insert(min(at, len(outputs)), _output(records))
+        outputs.insert(min(at, len(outputs)), new)
         taken += 1
     return taken
 
 
-def _output(records: dict[str, Any]) -> Any:
-    """A display output of ``records``, as nbformat reads one where it can (a notebook read by nbformat holds
-    NotebookNodes: its readers ask ``output.output_type``)."""
-    output = {"output_type": "display_data", "data": records, "metadata": {}}
-    try:
-        import nbformat
-    except ImportError:  # pragma: no cover - nbformat is the course's dependency
-        return output
-    return nbformat.from_dict(output)
+def _output(records: dict[str, Any], like: Any) -> Any:
+    """A display output of ``records``, of the same dict type as ``like`` (a cell's other output): a notebook read by
+    nbformat holds NotebookNodes, whose readers ask ``output.output_type``."""
+    kind = type(like) if isinstance(like, dict) else dict
+    return kind(output_type="display_data", data=kind(records), metadata=kind())
 
 
 def _holds(output: Any, records: dict[str, Any]) -> bool:
