@@ -4,12 +4,15 @@ The JupyterLab and Chromium every browser test shares (the ``course`` fixture), 
 own:
 
 1. One notebook shows, one cell per unit, every question of every unit whose input is a palette: True/False and
-   choice toggles, an error's places and its candidate causes, the names to tick, a sequence's names or words. In
-   a 1400 x 900 window each option is legible (its text whole, inside the window), no option lies over another (nor
-   the "your own words" field over a cause), and the mouse clicks every one of them where it is drawn: each click
-   lands on its option (what the page's hit test says lies under its centre) and does what it says (the toggle
-   pressed, the cause chosen, the name ticked, the word added to the list, in order). The sequence of
-   04b.write-to-weight offers a button for each word its prompt allows.
+   choice toggles, an error's places and its candidate causes, the names to tick, a sequence's names or words (each
+   input in a box of the prediction widget's size; the rest of the widget is walked by test_browser_restart.py).
+   In a 1400 x 900 window each option is legible (its text whole, inside the window), no option lies over another
+   (nor the "your own words" field over a cause), and every option takes a click where it is drawn: the page's hit
+   test at the centre of its text finds the option itself, and the click does what it says (the toggle pressed, the
+   cause chosen, the name ticked, the word added to the list, in order). Playwright's mouse clicks every cause (the
+   issue's case); the other options get the click dispatched in the page to what the hit test found (one call a
+   unit: about 40 CPU-s in all, measured). The sequence of 04b.write-to-weight offers a button for each word its
+   prompt allows.
 2. Unit 00 in Notebook 7 (the ``notebook`` package, served by the same server): Run All holds each reveal back;
    Enter in the number field locks it; a prediction locked after a page reload, in the widget drawn again, is in
    the saved file's widget state, where grading reads it; Ctrl+S inside a widget saves.
@@ -61,7 +64,13 @@ GROUPS = {
 PROBE = """([sel, options]) => {
     const w = document.querySelector(sel);
     // only the widget under test is laid out (the others hidden), so that each click does not lay the page out again
-    for (const other of document.querySelectorAll('.agl-predict')) other.style.display = other === w ? '' : 'none';
+    if (!window.__aglHidden) {
+        window.__aglHidden = true;
+        for (const other of document.querySelectorAll('.agl-predict')) other.style.display = 'none';
+    }
+    if (window.__aglShown) window.__aglShown.style.display = 'none';
+    w.style.display = '';
+    window.__aglShown = w;
     const opts = [...w.querySelectorAll(options)].filter(e => e.offsetParent !== null);
     if (!opts.length) return {texts: [], points: [], problems: ['no option drawn']};
     opts[0].closest('.agl-palette, .widget-radio-box').scrollIntoView({block: 'center'});
@@ -108,8 +117,29 @@ PROBE = """([sel, options]) => {
     return {texts: opts.map(text), points, problems};
 }"""
 
-
-CLICK = """points => points.forEach(([x, y]) => document.elementFromPoint(x, y).click())"""
+# One unit's widgets in one call: each group of options probed (PROBE), then clicked where its hit test says (all
+# but a cause picker's, which Playwright's mouse clicks), what each click did read back (words: through the kernel,
+# read once the unit's lists have them).
+UNIT = (
+    """async (widgets) => {
+    const probe = """
+    + PROBE
+    + """;
+    const out = [];
+    for (const [sel, groups] of widgets)
+        for (const [group, options] of groups) {
+            const found = probe([sel, options]);
+            if (group !== 'causes' && group !== 'words') {
+                found.points.forEach(([x, y]) => document.elementFromPoint(x, y).click());
+                found.done = [...document.querySelector(sel).__aglLog];
+            } else if (group === 'words') {
+                found.points.forEach(([x, y]) => document.elementFromPoint(x, y).click());
+            }
+            out.push(found);
+        }
+    return out;
+}"""
+)
 
 
 def palettes():
@@ -170,32 +200,38 @@ def test_every_cause_picker_and_palette_of_every_unit_takes_every_click_at_1400_
             "n => document.querySelectorAll('.agl-predict').length >= n", arg=len(asked), polling=250, timeout=400_000
         )
         problems, clicks = [], 0
-        for _unit, qid, groups in asked:
-            sel = f".agl-q-{qid.replace('.', '-')}"
-            for group, expected in groups:
-                found = page.evaluate(PROBE, [sel, GROUPS[group]])
-                if found["texts"] != expected:
-                    problems.append(f"{qid} {group}: offers {found['texts']}, not {expected}")
-                    continue
-                problems += [f"{qid}: {p}" for p in found["problems"]]
-                if group == "causes":  # the issue's case: Playwright's mouse, pressed and released at each point
-                    for x, y in found["points"]:
-                        page.mouse.click(x, y)
-                else:  # the same click, dispatched in the page to what its hit test finds at each point (cheaper)
-                    page.evaluate(CLICK, found["points"])
-                clicks += len(found["points"])
-                if group == "words":  # each click adds its word to the list, in order (through the kernel)
-                    page.wait_for_function(
-                        "([sel, n]) => document.querySelectorAll(sel + ' ol li').length >= n",
-                        arg=[sel, len(expected)],
-                        polling=100,
-                        timeout=60_000,
-                    )
-                    done = page.locator(f"{sel} ol li").all_inner_texts()
-                else:
-                    done = page.evaluate("sel => document.querySelector(sel).__aglLog", sel)
-                if [d.strip() for d in done] != expected:
-                    problems.append(f"{qid} {group}: the clicks did {done}, not {expected}")
+        for unit in dict.fromkeys(u for u, _, _ in asked):
+            mine = [(f".agl-q-{qid.replace('.', '-')}", qid, groups) for u, qid, groups in asked if u == unit]
+            batch = [[sel, [[g, GROUPS[g]] for g, _ in groups]] for sel, _, groups in mine]
+            found = iter(page.evaluate(UNIT, batch))
+            words = []
+            for sel, qid, groups in mine:
+                for group, expected in groups:
+                    got = next(found)
+                    if got["texts"] != expected:
+                        problems.append(f"{qid} {group}: offers {got['texts']}, not {expected}")
+                        continue
+                    problems += [f"{qid}: {p}" for p in got["problems"]]
+                    clicks += len(got["points"])
+                    if group == "causes":  # the issue's case: Playwright's mouse, pressed and released where drawn
+                        again = page.evaluate(PROBE, [sel, GROUPS[group]])  # its widget back in view
+                        for x, y in again["points"]:
+                            page.mouse.click(x, y)
+                        got["done"] = page.evaluate("sel => document.querySelector(sel).__aglLog", sel)
+                    if group == "words":
+                        words.append((sel, qid, expected))
+                    elif got["done"] != expected:
+                        problems.append(f"{qid} {group}: the clicks did {got['done']}, not {expected}")
+            for sel, qid, expected in words:  # each click added its word to the list, in order (through the kernel)
+                done = page.wait_for_function(
+                    """([sel, n]) => { const l = [...document.querySelectorAll(sel + ' ol li')];
+                        return l.length >= n && l.map(e => e.textContent.trim()); }""",
+                    arg=[sel, len(expected)],
+                    polling=100,
+                    timeout=60_000,
+                ).json_value()
+                if done != expected:
+                    problems.append(f"{qid} words: the clicks did {done}, not {expected}")
         page.screenshot(path=str(tb.ARTIFACTS / "browser-pickers.png"))
         assert problems == [], "\n".join(problems)
         assert clicks == sum(len(e) for _, _, groups in asked for _, e in groups)
