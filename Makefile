@@ -62,7 +62,7 @@ system-deps:
 
 # The learner works in a workspace of their own (my-work/, ignored by git; AUTOGRAD_LAB_WORKSPACE moves
 # it), made from notebooks/ and updated without overwriting their files; JupyterLab opens there, and the same
-# server serves Notebook 7 (/notebooks/...). The server runs with the venv's bin first on PATH, so JupyterLab's
+# server serves Notebook 7 (its /tree/ URL). The server runs with the venv's bin first on PATH, so JupyterLab's
 # terminal finds the course's python and its `grader` command (`grader status`). Its terminal is the shell a
 # terminal gets when `make lab` runs in one ($$SHELL, not a login shell): started without a TTY (in the background,
 # under nohup, by a spawner), jupyter_server_terminals would start a login shell, whose /etc/profile puts PATH back
@@ -73,7 +73,7 @@ lab: install system-deps
 	flags=""; [ "$$(id -u)" = 0 ] && flags="--allow-root"; \
 	shell="$${SHELL:-}"; [ -x "$$shell" ] || shell=$$(command -v bash || command -v sh); \
 	url="http://127.0.0.1:$(PORT)/lab/tree/00_start_here.ipynb?token=$$token"; \
-	nb7="http://127.0.0.1:$(PORT)/notebooks/00_start_here.ipynb?token=$$token"; \
+	nb7="http://127.0.0.1:$(PORT)/tree/00_start_here.ipynb?token=$$token"; \
 	echo "autograd-lab: $$url"; \
 	PATH="$(abspath $(BIN)):$$PATH"; export PATH; \
 	( for i in $$(seq 120); do sleep 1; \

@@ -248,7 +248,8 @@ def test_unit_00_in_notebook_7(course):
     saved = course.folder / tb.START
     template = nbformat.read(ROOT / "notebooks" / tb.START, as_version=4).cells
     with course.page("browser-notebook7-failed.png", 1400, 900) as page:
-        page.goto(lab.url(f"/notebooks/{course.at(tb.START)}?token={lab.token}"))
+        page.goto(lab.url(f"/tree/{course.at(tb.START)}?token={lab.token}"))  # the URL make lab prints
+        page.wait_for_url("**/notebooks/**")  # Notebook 7's own page for a notebook
         page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(timeout=120_000)
         tb.kernel_idle(lab)
         tb.run_menu(page, "runmenu:run-all")

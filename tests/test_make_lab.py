@@ -142,6 +142,11 @@ def test_make_lab_without_a_tty_then_grader_status_in_its_terminal(tmp_path):
                     pass
             time.sleep(0.5)
         assert token and lab.poll() is None, log.read_text()[-3000:]
+        # the same server serves Notebook 7: the address make lab prints for it opens the notebook there
+        nb7 = f"http://127.0.0.1:{port}/tree/00_start_here.ipynb?token={token}"
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())  # the token logs in, as a browser
+        with browser.open(nb7, timeout=30) as response:
+            assert "/notebooks/00_start_here.ipynb" in response.url and response.status == 200
         from grader.engine.course import UNITS
 
         last = list(UNITS.values())[-1].title  # the course map's last line
