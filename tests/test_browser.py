@@ -199,17 +199,26 @@ class Lab:
             self.log_file.close()
 
 
+_RUNNING: list = []  # the Chromium of chromium_browser() while it runs: Playwright's sync API runs one a thread
+
+
 @contextlib.contextmanager
 def chromium_browser():
-    """A headless Chromium, closed afterwards."""
+    """A headless Chromium, closed afterwards; the one already running in this process where there is one (the
+    ``chromium`` fixture's: a second Playwright cannot start in the same thread)."""
+    if _RUNNING:
+        yield _RUNNING[-1]
+        return
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        _RUNNING.append(browser)
         try:
             yield browser
         finally:
+            _RUNNING.remove(browser)
             browser.close()
 
 

@@ -450,15 +450,12 @@ class _UserLab:
 def lock_in_with_the_widget(base: str, user: str, password: str) -> dict:
     """Log ``user`` in on the hub's login page, open unit 01 in their JupyterLab, run the cells above its
     first reveal and lock a prediction in by clicking its widget. What the page showed, for the checks."""
-    from playwright.sync_api import sync_playwright
-
-    from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, code_cell, open_notebook, run_menu, tracebacks
+    from tests.test_browser import chromium_browser, code_cell, open_notebook, run_menu, tracebacks
 
     seen: dict = {}
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    with chromium_browser() as browser:  # the browser tests' Chromium where it runs (one Playwright a thread)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.set_default_timeout(60_000)
             page.goto(f"{base}/hub/login")
             page.locator("#username_input").fill(user)
@@ -480,7 +477,7 @@ def lock_in_with_the_widget(base: str, user: str, password: str) -> dict:
             seen["tracebacks"] = tracebacks(page)
             page.screenshot(path=str(ARTIFACTS / "hub-lab-lock.png"))
         finally:
-            browser.close()
+            page.close()
     return seen
 
 
@@ -602,20 +599,17 @@ def check_collect_copies_each_workspace_out_named_by_user(run):
 def check_the_class_page_in_chromium(run):
     """The page produced from the hub run, opened in headless Chromium with the browser test's settings;
     where Chromium or Playwright is missing, a warning says so (the hub checks above still count)."""
-    from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, _requirements
+    from tests.test_browser import _requirements, chromium_browser
 
     if _requirements():
         warnings.warn(
             pytest.PytestWarning(f"the class page was not opened in a browser: {_requirements()}"), stacklevel=1
         )
         return
-    from playwright.sync_api import sync_playwright
-
     rep, names = run["report"], run["names"]
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    with chromium_browser() as browser:  # the browser tests' Chromium where it runs (one Playwright a thread)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(run["page"].as_uri())
             assert page.locator("h1").inner_text() == "autograd-lab: the class"
             note = page.locator("#honesty")
@@ -624,9 +618,12 @@ def check_the_class_page_in_chromium(run):
             for name in [*names, run["idle"]]:
                 assert page.locator(f"tr[data-learner='{name}']").count() == 1
             assert "not started" in page.locator(f"tr[data-learner='{run['idle']}']").inner_text()
-            row = page.locator(f"tr[data-learner='{names[1]}']")
-            assert row.locator("td.unit").inner_text() == "00"
-            assert "00.warmup-square" in row.locator("td.missing").inner_text()
+            row = page.locator(f"tr[data-learner='{names[1]}']")  # Run All revealed nothing: nothing in progress
+            assert row.locator("td.unit").inner_text() == "–"
+            row = page.locator(f"tr[data-learner='{names[2]}']")  # in unit 01, where the widget locked one
+            assert (
+                row.locator("td.unit").inner_text() == "01" and "01.pow-node" in row.locator("td.missing").inner_text()
+            )
             shown = 0
             for unit in rep["units"]:
                 for q in unit["questions"]:
@@ -640,4 +637,4 @@ def check_the_class_page_in_chromium(run):
             assert wrong.count() == 1 and "[1, 2] ×1" in wrong.inner_text()
             page.screenshot(path=str(ARTIFACTS / "hub-class.png"), full_page=True)
         finally:
-            browser.close()
+            page.close()
