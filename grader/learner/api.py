@@ -547,8 +547,7 @@ def _check_generated(q, answer, variant: Variant) -> Result:
     state = _state(q)
     result.records = _carried(q, state)
     if result.verdict in ("correct", "incorrect"):
-        _program_moved(q.qid)
-    if result.verdict in ("correct", "incorrect"):
+        _program_moved(q.qid)  # the program shown elsewhere (program(qid)'s cell) is brought up to date
         result.rows[0] = (f"your program ({variant.name})", result.rows[0][1])
         if not state.passed:
             nxt = variant_of(q, state)

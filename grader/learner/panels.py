@@ -10,7 +10,7 @@ import html
 from typing import Any
 
 from grader.engine.results import Result
-from grader.learner import a11y, api, stale
+from grader.learner import a11y, api, saved, stale
 from grader.learner.display import Shown, css_name, widgets_available
 
 # --- the unit panel -----------------------------------------------------------------------
@@ -78,8 +78,6 @@ class UnitPanel:
             lines.append(f"  missing before Mark passed: {len(missing)}")
         else:
             lines.append(f"  everything is done: mark_passed('{self.uid}') or the Mark passed button records it.")
-        from grader.learner import saved
-
         unsaved = saved.note(self.uid)
         if unsaved:
             lines.append(f"  ⚠ {unsaved}")
@@ -107,8 +105,6 @@ class UnitPanel:
             foot = esc(f"{len(missing)} still missing before the unit can be marked passed.")
         else:
             foot = "Everything is done: press Mark passed."
-        from grader.learner import saved
-
         unsaved = saved.note(self.uid)  # the notebook as saved lacks answers the store holds (only in a live kernel)
         if unsaved:
             foot += f" <span class='agl-unsaved' style='color:#9a6700'>⚠ {esc(unsaved)}</span>"
