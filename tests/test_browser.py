@@ -2,7 +2,8 @@
 
 1. The learner notebook: run the cells above a reveal, lock a prediction in through its
    widget (a toggle clicked; a name typed), run the reveal and every cell after it, and
-   read the verdicts the page shows. Every cell runs, none writes a traceback.
+   read the verdicts the page shows. Every cell runs, none writes a traceback; the reveals run past
+   without a prediction wait (issue 44).
 2. A solved copy without its ``mark_passed("01")`` cell: run all cells, press the unit
    panel's "Mark passed" button, and read the progress store the kernel wrote.
 3. A scratch notebook of the loop's refusals and tools: the reset button a refusal offers, a wrong
@@ -11,9 +12,11 @@
 Unit 00's walk through a widget lock, a restart, Run All, a reload, a reset and a reopen is
 tests/test_browser_restart.py (it uses the helpers below).
 
-JupyterLab runs on 127.0.0.1 at a free port with a token, its state and the learner's
-progress in this test's temporary folder. Screenshots go to test-artifacts/. Where
-Chromium or Playwright is missing the test is skipped and says why.
+One JupyterLab (127.0.0.1, a free port, a token, its state in a temporary folder) and one Chromium serve every
+browser test of a process (tests/conftest.py: ``jupyterlab``, ``chromium``); each test works in a folder of its own
+under the server's root, whose kernels keep that test's progress store (``course``, HOME_STARTUP): a server and a
+browser started once instead of once a test. Screenshots go to test-artifacts/. Where Chromium or Playwright is
+missing the tests are skipped and say why.
 """
 
 from __future__ import annotations
