@@ -61,22 +61,29 @@ system-deps:
 	fi
 
 # The learner works in a workspace of their own (my-work/, ignored by git; AUTOGRAD_LAB_WORKSPACE moves
-# it), made from notebooks/ and updated without overwriting their files; JupyterLab opens there.
-# The server runs with the venv's bin first on PATH, so JupyterLab's terminal finds the course's python and its
-# `grader` command (`grader status`). The URL is printed again once the server answers, below its start-up log.
+# it), made from notebooks/ and updated without overwriting their files; JupyterLab opens there, and the same
+# server serves Notebook 7 (its /tree/ URL). The server runs with the venv's bin first on PATH, so JupyterLab's
+# terminal finds the course's python and its `grader` command (`grader status`). Its terminal is the shell a
+# terminal gets when `make lab` runs in one ($$SHELL, not a login shell): started without a TTY (in the background,
+# under nohup, by a spawner), jupyter_server_terminals would start a login shell, whose /etc/profile puts PATH back
+# and loses the venv. The URL is printed again once the server answers, below its start-up log.
 lab: install system-deps
 	@dir=$$($(BIN)/python -m grader workspace --port $(PORT) --print-dir) || exit 1; \
 	token=$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(24))'); \
 	flags=""; [ "$$(id -u)" = 0 ] && flags="--allow-root"; \
+	shell="$${SHELL:-}"; [ -x "$$shell" ] || shell=$$(command -v bash || command -v sh); \
 	url="http://127.0.0.1:$(PORT)/lab/tree/00_start_here.ipynb?token=$$token"; \
+	nb7="http://127.0.0.1:$(PORT)/tree/00_start_here.ipynb?token=$$token"; \
 	echo "autograd-lab: $$url"; \
 	PATH="$(abspath $(BIN)):$$PATH"; export PATH; \
 	( for i in $$(seq 120); do sleep 1; \
 		if $(BIN)/python -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' \
-			$(PORT) 2>/dev/null; then sleep 2; printf '\nautograd-lab is ready: %s\n\n' "$$url"; break; fi; \
+			$(PORT) 2>/dev/null; then sleep 2; \
+			printf '\nautograd-lab is ready: %s\n(in Notebook 7: %s)\n\n' "$$url" "$$nb7"; break; fi; \
 	done ) & \
 	exec $(BIN)/jupyter lab $$flags --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--ServerApp.port_retries=0 --IdentityProvider.token="$$token" \
+		--ServerApp.terminado_settings="{\"shell_command\": [\"$$shell\"]}" \
 		--ServerApp.root_dir="$$dir" "$$dir/00_start_here.ipynb"
 
 # JupyterHub's proxy, configurable-http-proxy, comes from npm into .hub/ (ignored by git). Without npm (or

@@ -112,18 +112,14 @@ class StoreVerdict(pytest.Item):
             assert state.passed, f"{path.name} never marked unit {uid} passed"
             assert state.questions, f"unit {uid} has no questions"
         else:
-            # untouched: no prediction was locked in, no check passed, nothing marked passed
-            wrong = [
-                e
-                for e in events
-                if e.action == "predict"
-                or e.verdict in ("correct", "passed")
-                or (e.action == "reveal" and e.verdict != "revealed")
-            ]
+            # untouched, run top to bottom as Run All runs it: no prediction was locked in, no check passed, nothing
+            # marked passed, and no reveal either: each reveal waits while its question's input, just shown above,
+            # has nothing locked in (grader.learner.api.reveal), so Run All never turns a question into "revealed
+            # without prediction" before the learner could predict it (issue 44)
+            wrong = [e for e in events if e.action in ("predict", "reveal") or e.verdict in ("correct", "passed")]
             assert not wrong, f"untouched {path.name} recorded: " + ", ".join(
                 f"{e.qid or e.unit} {e.action}={e.verdict}" for e in wrong
             )
-            # a reveal cell run untouched is an attempt on the record, never a pass
             assert not state.passed and not any(q.passed or q.predicted for q in state.questions.values())
 
     def reportinfo(self):
@@ -154,6 +150,7 @@ LONGEST_FIRST = (
     "tests/test_browser_restart.py",
     "tests/test_hub.py",
     "tests/test_browser.py",
+    "tests/test_browser_widgets.py",
     "tests/test_browser_a11y.py",
     # the modules that grade a class (mostly computing)
     "tests/test_grade_all_units.py",
@@ -173,7 +170,13 @@ LONGEST_FIRST = (
 # machine two at once starve each other past their timeouts, so xdist hands them out as one scope: one
 # worker walks them in order while the others take the rest. (tests/test_browser_pages.py opens static pages
 # in a Chromium, with no JupyterLab or kernel: it runs beside them.)
-BROWSER = ("tests/test_browser.py", "tests/test_browser_restart.py", "tests/test_browser_a11y.py", "tests/test_hub.py")
+BROWSER = (
+    "tests/test_browser.py",
+    "tests/test_browser_restart.py",
+    "tests/test_browser_widgets.py",
+    "tests/test_browser_a11y.py",
+    "tests/test_hub.py",
+)
 
 
 @pytest.hookimpl(optionalhook=True)  # a run with -p no:xdist knows no such hook

@@ -20,8 +20,35 @@ doctor train.py`` for a script).
 """
 
 import importlib
+import importlib.util
 import os
+import sys
 import warnings
+
+
+def _needs(names: tuple[str, ...]) -> None:
+    """Say plainly which Python to use when this one lacks the course's packages (issue 44: JupyterLab's terminal,
+    a login shell, found the system Python, and ``python -m grader status`` ended in a traceback from torch's
+    import). ``python -m grader ...`` then exits with status 2 and that message alone; an import raises ImportError
+    with it."""
+    missing = [n for n in names if importlib.util.find_spec(n) is None]
+    if not missing:
+        return
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    venv = os.path.join(here, ".venv", "bin", "python")
+    course = venv if os.path.exists(venv) else "the Python you installed the course into (pip install -e .)"
+    message = (
+        f"autograd-lab: this Python ({sys.executable}) has no {' and no '.join(missing)}, so the grader cannot run "
+        f"here. Use the course's Python: {course} -m grader status (or `grader status` in a terminal of the "
+        "JupyterLab that `make lab` starts, or `make lab` to start the course)."
+    )
+    if sys.argv[:1] == ["-m"]:  # `python -m grader ...`: the package is imported before __main__ runs
+        print(message, file=sys.stderr)
+        raise SystemExit(2)
+    raise ImportError(message)
+
+
+_needs(("torch",))
 
 # Deprecation notices that torch raises from its own modules (torch 2.15's torch.func.hessian, via
 # torch.jit.script, prints a FutureWarning) say nothing about autograd, yet land on stderr and fail

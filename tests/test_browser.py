@@ -2,7 +2,8 @@
 
 1. The learner notebook: run the cells above a reveal, lock a prediction in through its
    widget (a toggle clicked; a name typed), run the reveal and every cell after it, and
-   read the verdicts the page shows. Every cell runs, none writes a traceback.
+   read the verdicts the page shows. Every cell runs, none writes a traceback; the reveals run past
+   without a prediction wait (issue 44).
 2. A solved copy without its ``mark_passed("01")`` cell: run all cells, press the unit
    panel's "Mark passed" button, and read the progress store the kernel wrote.
 3. A scratch notebook of the loop's refusals and tools: the reset button a refusal offers, a wrong
@@ -11,9 +12,11 @@
 Unit 00's walk through a widget lock, a restart, Run All, a reload, a reset and a reopen is
 tests/test_browser_restart.py (it uses the helpers below).
 
-JupyterLab runs on 127.0.0.1 at a free port with a token, its state and the learner's
-progress in this test's temporary folder. Screenshots go to test-artifacts/. Where
-Chromium or Playwright is missing the test is skipped and says why.
+One JupyterLab (127.0.0.1, a free port, a token, its state in a temporary folder) and one Chromium serve every
+browser test of a process (tests/conftest.py: ``jupyterlab``, ``chromium``); each test works in a folder of its own
+under the server's root, whose kernels keep that test's progress store (``course``, HOME_STARTUP): a server and a
+browser started once instead of once a test. Screenshots go to test-artifacts/. Where Chromium or Playwright is
+missing the tests are skipped and say why.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -29,7 +33,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -87,6 +93,22 @@ def _settings(folder: Path) -> None:
         path.write_text(json.dumps(value))
 
 
+# A kernel started in a test's folder (Jupyter starts it there) keeps that test's progress store, named in the
+# folder's .agl-home: one server serves every browser test of a process (see ``course`` below), each with its own.
+HOME_STARTUP = """def _agl_test_home():
+    import os
+
+    named = os.path.join(os.getcwd(), ".agl-home")
+    if os.path.exists(named):
+        with open(named) as f:
+            os.environ["AUTOGRAD_LAB_HOME"] = f.read().strip()
+
+
+_agl_test_home()
+del _agl_test_home
+"""
+
+
 class Lab:
     def __init__(self, root: Path, state: Path, progress_home: Path):
         self.root, self.token = root, secrets.token_urlsafe(24)
@@ -102,6 +124,9 @@ class Lab:
             env[key] = str(state / sub)
             (state / sub).mkdir(parents=True, exist_ok=True)
         _settings(state / "settings")
+        startup = state / "ipython" / "profile_default" / "startup"
+        startup.mkdir(parents=True, exist_ok=True)
+        (startup / "00-agl-test-home.py").write_text(HOME_STARTUP)
         env["AUTOGRAD_LAB_HOME"] = str(progress_home)
         # the kernel imports the grader of this checkout (a worktree's), not the one the venv was installed from
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
@@ -177,33 +202,95 @@ class Lab:
             self.log_file.close()
 
 
+_RUNNING: list = []  # the Chromium of chromium_browser() while it runs: Playwright's sync API runs one a thread
+
+
 @contextlib.contextmanager
-def lab_page(root: Path, state: Path, home: Path, failed_shot: str):
-    """A JupyterLab on ``root`` and a Chromium page for it; on failure a screenshot (``failed_shot``) and the
-    server's log; both stopped afterwards."""
+def chromium_browser():
+    """A headless Chromium, closed afterwards; the one already running in this process where there is one (the
+    ``chromium`` fixture's: a second Playwright cannot start in the same thread)."""
+    if _RUNNING:
+        yield _RUNNING[-1]
+        return
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        _RUNNING.append(browser)
+        try:
+            yield browser
+        finally:
+            _RUNNING.remove(browser)
+            browser.close()
+
+
+@contextlib.contextmanager
+def lab_server(root: Path, state: Path, home: Path):
+    """A JupyterLab on ``root`` (its state in ``state``, the learner's progress in ``home``), stopped afterwards; its
+    log printed on failure."""
     lab = Lab(root, state, progress_home=home)
     try:
         lab.delete_sessions()
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.set_default_timeout(60_000)
-                try:
-                    yield lab, page
-                except Exception:
-                    page.screenshot(path=str(ARTIFACTS / failed_shot))
-                    raise
-            finally:
-                browser.close()
+        yield lab
     except Exception:
         print(lab.log(), file=sys.stderr)
         raise
     finally:
         lab.stop()
+
+
+@contextlib.contextmanager
+def new_page(browser, failed_shot: str, width: int = 1400, height: int = 1000, lab: Lab | None = None):
+    """A page of ``browser`` at ``width`` x ``height``; on failure a screenshot (``failed_shot``) and the end of the
+    server's log (``lab``); closed afterwards."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(60_000)
+    try:
+        yield page
+    except Exception:
+        with contextlib.suppress(Exception):
+            page.screenshot(path=str(ARTIFACTS / failed_shot))
+        if lab is not None:
+            print(lab.log(), file=sys.stderr)
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            page.close()
+
+
+@dataclass
+class Course:
+    """A test's own folder under the shared server's root, with its own progress store (``home``, the test's): its
+    kernels keep that store (HOME_STARTUP). ``at(name)`` is a file's path as the server names it."""
+
+    lab: Lab
+    browser: Any
+    folder: Path
+    home: Path
+
+    def at(self, name: str) -> str:
+        return f"{self.folder.name}/{name}"
+
+    def page(self, failed_shot: str, width: int = 1400, height: int = 1000):
+        return new_page(self.browser, failed_shot, width, height, lab=self.lab)
+
+
+def course_for(shared, home: Path, name: str) -> Course:
+    """The ``course`` fixture's folder (tests/conftest.py): named after the test, under the shared server's root."""
+    lab, browser = shared
+    folder = lab.root / re.sub(r"[^A-Za-z0-9_-]+", "-", name)[:80]
+    folder.mkdir()
+    (folder / ".agl-home").write_text(str(home))
+    return Course(lab, browser, folder, home)
+
+
+@contextlib.contextmanager
+def shared_lab(base: Path):
+    """The server of ``jupyterlab`` (tests/conftest.py), in ``base``."""
+    (base / "root").mkdir(parents=True, exist_ok=True)
+    with lab_server(base / "root", base / "jupyter", base / "home") as lab:
+        yield lab
 
 
 # --- the page ------------------------------------------------------------------------------
@@ -266,94 +353,77 @@ def unit_state(uid: str):
 # --- the test ---------------------------------------------------------------------------------
 
 
-def test_unit_01_with_the_mouse_in_jupyterlab(tmp_path, home):
-    from playwright.sync_api import sync_playwright
-
+def test_unit_01_with_the_mouse_in_jupyterlab(course):
     from grader import reset
 
     started = time.time()
-    root = tmp_path / "course"
-    root.mkdir()
-    shutil.copy(ROOT / "notebooks" / UNIT, root / UNIT)
-    solved_copy(root / "01_solved.ipynb")
-    ARTIFACTS.mkdir(exist_ok=True)
+    shutil.copy(ROOT / "notebooks" / UNIT, course.folder / UNIT)
+    solved_copy(course.folder / "01_solved.ipynb")
+    lab = course.lab
+    with course.page("browser-unit01-failed.png") as page:
+        # 1. the learner notebook: predictions locked in through their widgets, then revealed
+        open_notebook(page, lab, course.at(UNIT))
+        first = code_cell(page, 'reveal("01.x-is-leaf")')
+        first.locator(".jp-InputPrompt").click()
+        run_menu(page, "notebook:run-all-above")  # up to, not including, the reveal
+        widget = page.locator(".agl-q-01-x-is-leaf")
+        widget.wait_for(timeout=120_000)
+        widget.locator("button.widget-toggle-button", has_text="False").click()  # the mouse
+        widget.locator("button.agl-lock").click()
+        widget.locator(".agl-result", has_text="prediction locked in").wait_for()
+        state, events = unit_state("01")
+        assert [(e.qid, e.action, e.verdict, e.answer) for e in events] == [
+            ("01.x-is-leaf", "predict", "recorded", False)
+        ]
 
-    lab = Lab(root, tmp_path / "jupyter", progress_home=home)
-    try:
+        second = code_cell(page, 'reveal("01.pow-node")')
+        second.locator(".jp-InputPrompt").click()
+        run_menu(page, "notebook:run-all-above")  # runs the first reveal on the way
+        widget = page.locator(".agl-q-01-pow-node")
+        widget.wait_for(timeout=120_000)
+        widget.locator("input").first.click()
+        page.keyboard.type("PowBackward0")  # the keyboard
+        widget.locator("button.agl-lock").click()
+        widget.locator(".agl-result", has_text="prediction locked in").wait_for()
+        verdict = first.locator(".jp-OutputArea-output").first
+        assert "✓ 01.x-is-leaf: correct" in verdict.inner_text()
+        assert "you predicted False" in " ".join(verdict.inner_text().split())
+
+        second.locator(".jp-InputPrompt").click()
+        run_menu(page, "notebook:run-all-below")  # the second reveal and the rest
+        panel = page.locator(".agl-panel-01")
+        wait_until_done(page, panel)
+        verdict = second.locator(".jp-OutputArea-output").first
+        verdict.scroll_into_view_if_needed()
+        assert "✓ 01.pow-node: correct" in verdict.inner_text()
+        page.screenshot(path=str(ARTIFACTS / "browser-unit01-reveal.png"))
+        assert tracebacks(page) == []
+        assert "in progress" in panel.inner_text()
+        state, _ = unit_state("01")
+        assert state.questions["01.x-is-leaf"].done and state.questions["01.pow-node"].done
+        # the questions run past without a prediction were not revealed: each reveal waits (issue 44)
+        assert not state.questions["01.walk-shared"].revealed and not state.passed
+        held = code_cell(page, 'reveal("01.walk-shared")')
+        assert "Not revealed, and nothing recorded" in " ".join(held.inner_text().split())
+
+        # 2. a solved copy: everything answered in code, passed through the panel's button
+        reset("01")
         lab.delete_sessions()
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.set_default_timeout(60_000)
-
-                # 1. the learner notebook: predictions locked in through their widgets, then revealed
-                open_notebook(page, lab, UNIT)
-                first = code_cell(page, 'reveal("01.x-is-leaf")')
-                first.locator(".jp-InputPrompt").click()
-                run_menu(page, "notebook:run-all-above")  # up to, not including, the reveal
-                widget = page.locator(".agl-q-01-x-is-leaf")
-                widget.wait_for(timeout=120_000)
-                widget.locator("button.widget-toggle-button", has_text="False").click()  # the mouse
-                widget.locator("button.agl-lock").click()
-                widget.locator(".agl-result", has_text="prediction locked in").wait_for()
-                state, events = unit_state("01")
-                assert [(e.qid, e.action, e.verdict, e.answer) for e in events] == [
-                    ("01.x-is-leaf", "predict", "recorded", False)
-                ]
-
-                second = code_cell(page, 'reveal("01.pow-node")')
-                second.locator(".jp-InputPrompt").click()
-                run_menu(page, "notebook:run-all-above")  # runs the first reveal on the way
-                widget = page.locator(".agl-q-01-pow-node")
-                widget.wait_for(timeout=120_000)
-                widget.locator("input").first.click()
-                page.keyboard.type("PowBackward0")  # the keyboard
-                widget.locator("button.agl-lock").click()
-                widget.locator(".agl-result", has_text="prediction locked in").wait_for()
-                verdict = first.locator(".jp-OutputArea-output").first
-                assert "✓ 01.x-is-leaf: correct" in verdict.inner_text()
-                assert "you predicted False" in " ".join(verdict.inner_text().split())
-
-                second.locator(".jp-InputPrompt").click()
-                run_menu(page, "notebook:run-all-below")  # the second reveal and the rest
-                panel = page.locator(".agl-panel-01")
-                wait_until_done(page, panel)
-                verdict = second.locator(".jp-OutputArea-output").first
-                verdict.scroll_into_view_if_needed()
-                assert "✓ 01.pow-node: correct" in verdict.inner_text()
-                page.screenshot(path=str(ARTIFACTS / "browser-unit01-reveal.png"))
-                assert tracebacks(page) == []
-                assert "in progress" in panel.inner_text()
-                state, _ = unit_state("01")
-                assert state.questions["01.x-is-leaf"].done and state.questions["01.pow-node"].done
-                assert state.questions["01.walk-shared"].reveal_verdict == "revealed" and not state.passed
-
-                # 2. a solved copy: everything answered in code, passed through the panel's button
-                reset("01")
-                lab.delete_sessions()
-                open_notebook(page, lab, "01_solved.ipynb")
-                run_menu(page, "runmenu:run-all")
-                panel = page.locator(".agl-panel-01")
-                wait_until_done(page, panel)
-                assert tracebacks(page) == []
-                panel.scroll_into_view_if_needed()
-                assert "Everything is done" in panel.inner_text()
-                state, _ = unit_state("01")
-                assert not state.missing() and not state.passed
-                panel.locator("button.agl-mark").click()
-                panel.locator(".agl-result", has_text="is recorded as passed").wait_for()
-                page.screenshot(path=str(ARTIFACTS / "browser-unit01-passed.png"))
-                state, events = unit_state("01")
-                assert state.passed
-                assert (events[-1].action, events[-1].verdict) == ("mark", "passed")
-            finally:
-                browser.close()
-    except Exception:
-        print(lab.log(), file=sys.stderr)
-        raise
-    finally:
-        lab.stop()
+        open_notebook(page, lab, course.at("01_solved.ipynb"))
+        run_menu(page, "runmenu:run-all")
+        panel = page.locator(".agl-panel-01")
+        wait_until_done(page, panel)
+        assert tracebacks(page) == []
+        panel.scroll_into_view_if_needed()
+        assert "Everything is done" in panel.inner_text()
+        state, _ = unit_state("01")
+        assert not state.missing() and not state.passed
+        panel.locator("button.agl-mark").click()
+        panel.locator(".agl-result", has_text="is recorded as passed").wait_for()
+        page.screenshot(path=str(ARTIFACTS / "browser-unit01-passed.png"))
+        state, events = unit_state("01")
+        assert state.passed
+        assert (events[-1].action, events[-1].verdict) == ("mark", "passed")
     print(f"browser test took {time.time() - started:.0f} s")
 
 
@@ -376,9 +446,7 @@ def _scratch(target: Path, self_test) -> None:
     nbformat.write(nb, target)
 
 
-def test_refusal_buttons_map_links_hints_and_a_reopened_notebook(tmp_path, home):
-    from playwright.sync_api import sync_playwright
-
+def test_refusal_buttons_map_links_hints_and_a_reopened_notebook(course):
     from grader.engine.question import all_questions
 
     with_note = [
@@ -395,66 +463,51 @@ def test_refusal_buttons_map_links_hints_and_a_reopened_notebook(tmp_path, home)
         "JupyterLab's overrides.json (saveState) is not installed: run make install"
     )
 
-    root = tmp_path / "course"
-    root.mkdir()
+    root, lab = course.folder, course.lab
     shutil.copy(ROOT / "notebooks" / UNIT, root / UNIT)
     _scratch(root / "loop.ipynb", q)
-    lab = Lab(root, tmp_path / "jupyter", progress_home=home)
-    try:
+    with course.page("browser-loop-failed.png") as page:
+        open_notebook(page, lab, course.at("loop.ipynb"))
+        run_menu(page, "runmenu:run-all")
+        wait_until_done(page, page.locator(".agl-course-map"))
+        assert tracebacks(page) == []
+
+        # a refusal that names reset offers it as a button, and the button resets
+        button = page.locator(".agl-action-reset")
+        button.click()
+        page.locator(".agl-actions .agl-result", has_text="starts again").wait_for()
+        _, events = unit_state("01")
+        assert [(e.action, e.verdict) for e in events][-1] == ("reset", "recorded")
+
+        # a wrong self-test answer: its misconception note, and a hint button that gives hint 1
+        wrong = page.locator(".agl-actions", has_text=q.qid).last
+        assert " ".join(note.split()[:6]) in " ".join(wrong.inner_text().split())
+        wrong.locator(".agl-action-hint").click()
+        wrong.locator(".agl-result", has_text="hint 1 of").wait_for()
+        _, events = unit_state(q.unit)
+        assert any(e.action == "hint" and e.qid == q.qid for e in events)
+
+        # a course-map link opens the unit inside JupyterLab: no page load
+        page.evaluate("window.__agl_same_page = true")
+        page.locator(".agl-course-map a", has_text="What the forward pass records").click()
+        page.locator(".lm-TabBar-tab", has_text=UNIT).first.wait_for()
+        assert page.evaluate("window.__agl_same_page === true"), "the map link reloaded the page"
+        page.screenshot(path=str(ARTIFACTS / "browser-loop.png"))
+
+        # reopened after the kernel is gone: widgets come back from saved state, never an error
+        page.locator(".lm-TabBar-tab", has_text="loop.ipynb").first.click()
+        page.keyboard.press("Control+s")
+        time.sleep(2)
         lab.delete_sessions()
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.set_default_timeout(60_000)
-                open_notebook(page, lab, "loop.ipynb")
-                run_menu(page, "runmenu:run-all")
-                wait_until_done(page, page.locator(".agl-course-map"))
-                assert tracebacks(page) == []
-
-                # a refusal that names reset offers it as a button, and the button resets
-                button = page.locator(".agl-action-reset")
-                button.click()
-                page.locator(".agl-actions .agl-result", has_text="starts again").wait_for()
-                _, events = unit_state("01")
-                assert [(e.action, e.verdict) for e in events][-1] == ("reset", "recorded")
-
-                # a wrong self-test answer: its misconception note, and a hint button that gives hint 1
-                wrong = page.locator(".agl-actions", has_text=q.qid).last
-                assert " ".join(note.split()[:6]) in " ".join(wrong.inner_text().split())
-                wrong.locator(".agl-action-hint").click()
-                wrong.locator(".agl-result", has_text="hint 1 of").wait_for()
-                _, events = unit_state(q.unit)
-                assert any(e.action == "hint" and e.qid == q.qid for e in events)
-
-                # a course-map link opens the unit inside JupyterLab: no page load
-                page.evaluate("window.__agl_same_page = true")
-                page.locator(".agl-course-map a", has_text="What the forward pass records").click()
-                page.locator(".lm-TabBar-tab", has_text=UNIT).first.wait_for()
-                assert page.evaluate("window.__agl_same_page === true"), "the map link reloaded the page"
-                page.screenshot(path=str(ARTIFACTS / "browser-loop.png"))
-
-                # reopened after the kernel is gone: widgets come back from saved state, never an error
-                page.locator(".lm-TabBar-tab", has_text="loop.ipynb").first.click()
-                page.keyboard.press("Control+s")
-                time.sleep(2)
-                lab.delete_sessions()
-                saved = json.loads((root / "loop.ipynb").read_text())
-                assert "application/vnd.jupyter.widget-state+json" in saved["metadata"].get("widgets", {})
-                page.goto(lab.url(f"/lab/tree/loop.ipynb?reset&token={lab.token}"))
-                page.locator(".jp-Notebook").first.wait_for()
-                page.locator(".agl-course-map").first.wait_for(timeout=60_000)
-                time.sleep(2)
-                body = page.locator(".jp-Notebook").first.inner_text()
-                page.screenshot(path=str(ARTIFACTS / "browser-reopened.png"))
-                assert "model not found" not in body and "What the forward pass records" in body
-            finally:
-                browser.close()
-    except Exception:
-        print(lab.log(), file=sys.stderr)
-        raise
-    finally:
-        lab.stop()
+        saved = json.loads((root / "loop.ipynb").read_text())
+        assert "application/vnd.jupyter.widget-state+json" in saved["metadata"].get("widgets", {})
+        page.goto(lab.url(f"/lab/tree/{course.at('loop.ipynb')}?reset&token={lab.token}"))
+        page.locator(".jp-Notebook").first.wait_for()
+        page.locator(".agl-course-map").first.wait_for(timeout=60_000)
+        time.sleep(2)
+        body = page.locator(".jp-Notebook").first.inner_text()
+        page.screenshot(path=str(ARTIFACTS / "browser-reopened.png"))
+        assert "model not found" not in body and "What the forward pass records" in body
 
 
 # --- helpers of the record walk (tests/test_browser_restart.py) and the other browser modules ----------------
@@ -500,6 +553,43 @@ def _save_and_wait(page, path: Path, cell_id: str, want) -> None:
             pass
         time.sleep(0.5)
     raise AssertionError(f"the saved notebook does not hold the lock record: {_saved_record(path, cell_id)}")
+
+
+def kernel_idle(lab: Lab, timeout_s: float = 180) -> None:
+    """Every kernel of the server reads idle (asked of the server: Notebook 7 has no status bar to read)."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        kernels = lab.api("GET", "/api/kernels") or []
+        if kernels and all(k.get("execution_state") == "idle" for k in kernels):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the kernels did not go idle: {lab.api('GET', '/api/kernels')}")
+
+
+def wait_for_saved(path: Path, found, timeout_s: float = 30):
+    """Wait until ``found(notebook as saved)`` is not None (the page saved what it should); what it returned."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            got = found(json.loads(path.read_text()))
+            if got is not None:
+                return got
+        except (OSError, ValueError, KeyError, StopIteration):
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"{path.name} as saved never held what the test waits for")
+
+
+def record_in(nb: dict, cell_id: str, wanted, widgets: bool = False):
+    """The lock record the cell ``cell_id`` of a saved notebook carries (its widget's record in the saved widget state
+    where ``widgets``, else its output's), when ``wanted(record)`` holds; else None."""
+    from grader.engine import locked
+
+    cells = [dict(c, outputs=list(c.get("outputs", []))) for c in nb["cells"] if c.get("id") == cell_id]
+    if widgets and not locked.from_widgets(cells, nb.get("metadata", {}).get("widgets")):
+        return None
+    found = [o["data"][locked.MIME] for c in cells for o in c["outputs"] if locked.MIME in o.get("data", {})]
+    return found[-1] if found and wanted(found[-1]) else None
 
 
 def run_cell(page, cell) -> None:

@@ -6,7 +6,8 @@ in, Enter; arrows along toggle buttons and palettes, Space or Enter to choose), 
 and pressing (a Lock in pressed at once records what was typed: grader.learner.synced); the focus then stands
 on the verdict. axe-core (npm, installed into .axe/ by ``make browser-deps``) then checks every output area
 and the test fails on a "serious" or "critical" violation. JupyterLab and the page come from
-tests/test_browser.py's ``lab_page()``; without Chromium, Playwright or axe-core the test is skipped and says why.
+tests/test_browser.py's shared server (the ``course`` fixture); without Chromium, Playwright or axe-core the test is
+skipped and says why.
 """
 
 from __future__ import annotations
@@ -81,27 +82,29 @@ def axe(page) -> dict:
     )
 
 
-def test_every_widget_from_the_keyboard_and_axe_finds_nothing_serious(tmp_path, home):
+def test_every_widget_from_the_keyboard_and_axe_finds_nothing_serious(course, tmp_path):
     """See the module's text. A course notebook built on another Python also opens in the learner's workspace
     without being marked unsaved."""
     from grader.learner import workspace
 
-    course = tmp_path / "course-root"
-    (course / "notebooks").mkdir(parents=True)
+    built_course = tmp_path / "course-root"
+    (built_course / "notebooks").mkdir(parents=True)
     built = json.loads((ROOT / "notebooks" / tb.START).read_text())
     built["metadata"]["language_info"]["version"] = "3.0.1"  # built on another Python than the learner's
-    (course / "notebooks" / tb.START).write_text(json.dumps(built, sort_keys=True, indent=1, ensure_ascii=False) + "\n")
-    root = tmp_path / "work"
-    workspace.sync(root, course)
+    text = json.dumps(built, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    (built_course / "notebooks" / tb.START).write_text(text)
+    root = course.folder
+    workspace.sync(root, built_course)
     widgets_notebook(root / WIDGETS)
-    with tb.lab_page(root, tmp_path / "jupyter", home, "browser-a11y-failed.png") as (lab, page):
+    lab = course.lab
+    with course.page("browser-a11y-failed.png") as page:
         # opened, nothing done: not marked unsaved
-        tb.open_notebook(page, lab, tb.START)
+        tb.open_notebook(page, lab, course.at(tb.START))
         time.sleep(3)
         assert page.locator(".lm-TabBar-tab.jp-mod-dirty").count() == 0, "opened marked unsaved"
         lab.delete_sessions()
 
-        tb.open_notebook(page, lab, WIDGETS)
+        tb.open_notebook(page, lab, course.at(WIDGETS))
         tb.run_menu(page, "runmenu:run-all")
         tb.wait_until_done(page, page.locator(".agl-lab").last)
         assert tb.tracebacks(page) == []

@@ -20,7 +20,7 @@ from grader import predict, reset, reveal
 from grader.engine import locked
 from grader.engine.store import current
 from grader.instructor.grading.locks import apply_locks, with_answer
-from grader.learner import widgets
+from grader.learner import record, widgets
 from tests.cli import run as cli
 from tests.truths import asked_now
 
@@ -56,6 +56,8 @@ def shown(monkeypatch):
 
     monkeypatch.setattr("IPython.display.display", display)
     monkeypatch.setattr(widgets, "widgets_available", lambda: True)
+    monkeypatch.setattr(record, "widgets_available", lambda: True)
+    monkeypatch.setattr(widgets, "_LIVE", {})  # no widget of an earlier test is on this kernel's screen
     return displays
 
 
@@ -312,7 +314,11 @@ def _checked_record(text: str) -> dict:
         displays.append(Handle(data, display_id))
         return displays[-1]
 
-    with mock.patch("IPython.display.display", display), mock.patch.object(widgets, "widgets_available", lambda: True):
+    with (
+        mock.patch("IPython.display.display", display),
+        mock.patch.object(widgets, "widgets_available", lambda: True),
+        mock.patch.object(record, "widgets_available", lambda: True),
+    ):
         _checked_with_the_widget(text)
     return displays[-1].data
 
@@ -402,3 +408,124 @@ def test_a_prediction_after_the_reveal_reads_the_same_in_the_panel_status_and_th
     assert {qid: graded[qid] for qid in panel} == panel, graded
     assert graded["done"] == str(state.counts()["done"]) and graded["points"] == "0", graded
     assert "predicted after reveal: 00.warmup-add, 00.warmup-flag" in graded["findings"], graded
+
+
+# --- the record a cell's widget carries: a lock after a page reload (issue 44) -------------------------------------
+
+
+def _saved_with_widget_state(asked, record_before: dict, cell_id: str) -> nbformat.NotebookNode:
+    """Unit 00's learner notebook as JupyterLab saves it when the page was reloaded before the lock: the cell's output
+    record still reads ``record_before`` (the reload cut it off from updates), its widget view is the widget of
+    ``asked``, and the notebook's widget state is every live widget's (as ipywidgets serializes it for the page)."""
+    import ipywidgets as W
+
+    from grader.learner.display import view_of
+
+    nb = nbformat.read(UNTOUCHED, as_version=4)
+    cell = next(c for c in nb.cells if c.get("id") == cell_id)
+    cell.outputs = [
+        nbformat.from_dict(as_saved(record_before)),
+        nbformat.from_dict({"output_type": "display_data", "data": view_of(asked.widget.box), "metadata": {}}),
+    ]
+    state = json.loads(json.dumps(W.Widget.get_manager_state(drop_defaults=True)))
+    nb.metadata["widgets"] = {locked.WIDGET_STATE: state}
+    return nb
+
+
+def test_a_lock_only_the_widget_carries_is_graded_from_the_saved_widget_state(shown, tmp_path):
+    """Reload, then Lock in: the output record never hears of it (its display id is gone), the widget's record line
+    does; the saved notebook's widget state carries it and grading's restore writes it into the cell."""
+    from grader.instructor.grading.pipeline import Submission, restore
+
+    asked = predict("00.warmup-flag", ...)
+    before = json.loads(json.dumps(shown[-1].data))  # what the cell's output says, and keeps saying after a reload
+    assert before[locked.MIME]["locked"] is False
+    asked.widget.input.box.value = False
+    assert asked.widget.lock().verdict == "recorded"
+    line = asked.widget.carried.line
+    assert line.record[locked.MIME] == {"qid": "00.warmup-flag", "locked": True, "answer": False, "before_reveal": True}
+    assert "00.warmup-flag: locked in" in line.value and locked.CARRIER in line._dom_classes
+    nb = _saved_with_widget_state(asked, before, FLAG)
+    path = tmp_path / "00_start_here.ipynb"
+    nbformat.write(nb, path)
+    restored = restore(Submission("x", path))
+    flag = next(c for c in restored.notebook.cells if c.get("id") == FLAG)
+    assert flag.source.splitlines()[0] == "answer = False  # locked in with the widget", flag.source
+    assert [o.output_type for o in flag.outputs] == ["display_data", "display_data"]  # nbformat's nodes, as read
+    assert not [f for f in restored.findings if "lock record" in f], restored.findings
+    # without the widget state (a front end that does not save it) the output is all there is: not locked
+    nb.metadata.pop("widgets")
+    nbformat.write(nb, path)
+    flag = next(c for c in restore(Submission("x", path)).notebook.cells if c.get("id") == FLAG)
+    assert "answer = ..." in flag.source
+
+
+@pytest.mark.parametrize(
+    "widgets_meta",
+    [
+        None,
+        "not a dict",
+        {locked.WIDGET_STATE: {"state": {"m1": {"state": {"children": "IPY_MODEL_m1"}}}}},
+        {locked.WIDGET_STATE: {"state": {"m1": {"state": {"_dom_classes": [locked.CARRIER], "record": [1, 2]}}}}},
+        {locked.WIDGET_STATE: {"state": {"m1": {"state": {"children": ["IPY_MODEL_m1"], "_dom_classes": 3}}}}},
+    ],
+)
+def test_a_widget_state_that_carries_no_usable_record_changes_nothing(widgets_meta):
+    """Learner data: a widget state of any shape (a cycle, a record that is no object) is read without error and
+    carries nothing into the cell."""
+    output = {"output_type": "display_data", "data": {locked.WIDGET_VIEW: {"model_id": "m1"}}, "metadata": {}}
+    cells = [{"cell_type": "code", "source": "", "outputs": [output]}]
+    assert locked.from_widgets(cells, widgets_meta) == 0 and cells[0]["outputs"] == [output]
+
+
+# --- what the saved notebook lacks, told to the learner (issue 44 item 5) -----------------------------------------
+
+
+def test_mark_passed_and_the_panel_say_which_answers_the_saved_notebook_lacks(shown, tmp_path, monkeypatch):
+    """The kernel's notebook (JPY_SESSION_NAME) as saved, beside the store: a lock not saved yet is named (Mark
+    passed's result, the panel); saved, typed in the cell, or in a notebook that has no cell of it, it is not."""
+    from grader import check, mark_passed
+    from grader.engine.question import get
+    from grader.learner import panels, saved
+
+    path = tmp_path / "00_start_here.ipynb"
+    nbformat.write(nbformat.read(UNTOUCHED, as_version=4), path)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    asked = predict("00.warmup-flag", ...)
+    asked.widget.input.box.value = False
+    asked.widget.lock()
+    assert saved.unsaved("00") == ["00.warmup-flag"]
+    nb = _saved_with_widget_state(asked, shown[-1].data, FLAG)  # saved after the lock: the record says locked
+    nbformat.write(nb, path)
+    assert saved.unsaved("00") == []
+    asked.widget.input.box.value = True  # replaced, not saved again: the file holds an earlier answer
+    asked.widget.lock()
+    assert saved.unsaved("00") == ["00.warmup-flag"]
+    predict("00.warmup-add", [2.0, 3.0])  # typed in code: the cell of the file does not hold it either
+    assert saved.unsaved("00") == ["00.warmup-add", "00.warmup-flag"]
+    typed = nbformat.read(path, as_version=4)
+    for cell in typed.cells:
+        if cell.get("id") == ADD:
+            cell.source = cell.source.replace("answer = ...", "answer = [2.0, 3.0]")
+    nbformat.write(typed, path)
+    assert saved.unsaved("00") == ["00.warmup-flag"]
+    reveal("00.warmup-add")
+    reveal("00.warmup-flag")
+    asked_square = check("00.warmup-square", ...)
+    asked_square.widget.input.box.value = f"{asked_now(get('00.warmup-square')):g}"
+    assert asked_square.widget.lock().verdict == "correct"
+    assert saved.unsaved("00") == ["00.warmup-flag", "00.warmup-square"]
+    passed = mark_passed("00")
+    assert (
+        passed.verdict == "passed" and "does not hold your answer to 00.warmup-flag, 00.warmup-square" in passed.message
+    )
+    assert "Ctrl+S" in passed.message
+    # what an instructor with the learner's store beside the handed-in copy can ask (a hub's homes)
+    assert saved.lacking(json.loads(path.read_text()), "00", current().events("00")) == saved.unsaved("00")
+    panel = panels.UnitPanel("00", interactive=False)
+    assert "agl-unsaved" in panel.html() and "00.warmup-square" in panel.text()
+    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "scratch.ipynb"))  # another notebook: nothing to say
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "scratch.ipynb")
+    assert saved.unsaved("00") == [] and "agl-unsaved" not in panel.html()
+    monkeypatch.delenv("JPY_SESSION_NAME")  # no notebook named (nbval, a script): nothing to say
+    assert saved.unsaved("00") == [] and "does not hold" not in mark_passed("00").message

@@ -22,6 +22,14 @@ from grader.learner.panels import CourseMap, UnitPanel
 from grader.learner.widgets import PredictionWidget
 
 
+@pytest.fixture(autouse=True)
+def no_widget_on_screen(monkeypatch):
+    """Each test starts with no prediction widget on this (imagined) kernel's screen: one an earlier test drew would
+    hold a reveal back (grader.learner.widgets.waiting)."""
+    monkeypatch.setattr(widgets, "_LIVE", {})
+    monkeypatch.setattr(widgets, "_PROGRAMS", {})
+
+
 def _square():
     """torch's answer to 00.warmup-square on the program this learner is asked now (their own)."""
     from tests.truths import asked_now
@@ -588,3 +596,141 @@ def test_no_lab_widget_that_ipywidgets_cannot_draw_with_a_tooltip_carries_one():
         assert all(p.has_trait("description") or not getattr(p, "tooltip", None) for p in parts), lab
         figures = [p for p in parts if a11y.FIGURE in getattr(p, "_dom_classes", ())]
         assert figures and all(f.children[0].value for f in figures)
+
+
+# --- issue 44: Run All, a self-test's next program, the words offered, Enter, a list's shape ------------------------
+
+
+def test_a_reveal_waits_while_its_input_is_open_with_nothing_locked(monkeypatch):
+    """Run All runs each reveal straight after its predict cell: the reveal records nothing, says why (and what was
+    chosen but not locked), and offers a button that reveals anyway; with a prediction locked it reveals."""
+    monkeypatch.setattr(widgets, "widgets_available", lambda: True)
+    monkeypatch.setattr(widgets, "_LIVE", {})
+    asked = predict("01.x-is-leaf", ...)
+    held = reveal("01.x-is-leaf")
+    assert held.verdict == "unanswered" and held.actions == [("reveal", "01.x-is-leaf")]
+    assert "Not revealed, and nothing recorded" in held.message and "Run All" in held.message
+    assert events("01") == []
+    asked.widget.input.box.value = False  # chosen, not locked
+    assert "you chose False" in reveal("01.x-is-leaf").message and events("01") == []
+    box = widgets.action_box(held)
+    button = box.children[1].children[0]
+    assert button.description == "Reveal 01.x-is-leaf without a prediction"
+    button.click()  # on purpose: recorded as such, and the input closes
+    assert [(e[2], e[3]) for e in events("01")] == [("reveal", "revealed")] and button.disabled
+    assert asked.widget.button.disabled
+    # a prediction locked: the reveal goes ahead
+    again = predict("01.pow-node", ...)
+    again.widget.input.box.value = "PowBackward0"
+    again.widget.lock()
+    assert reveal("01.pow-node").verdict == "correct"
+    # with no input on screen (a cell run alone, code, a grading run) a reveal is as it always was
+    monkeypatch.setattr(widgets, "_LIVE", {})
+    assert reveal("01.mul-edges").verdict == "revealed"
+
+
+def test_after_the_reveal_a_prediction_widget_no_longer_says_it_may_change(monkeypatch):
+    monkeypatch.setattr(widgets, "_LIVE", {})
+    w = PredictionWidget(get("01.x-is-leaf"))
+    w.input.box.value = False
+    w.lock()
+    assert "You may change your prediction until the reveal" in w.message.value
+    reveal("01.x-is-leaf")
+    assert "can no longer change" in w.message.value and "You may change" not in w.message.value
+
+
+def test_a_wrong_self_test_answer_brings_the_next_program_where_it_is_answered(monkeypatch):
+    """Issue 44: the widget's heading shows the next program, its input is emptied, what it says names the program
+    answered and says the next one is above; program(qid) shown in the cell above shows the next one too."""
+    import html
+
+    from grader import program
+    from grader.engine import variants
+    from grader.engine.identity import current as identity
+
+    monkeypatch.setattr(widgets, "widgets_available", lambda: True)
+    q = get("00.warmup-square")
+    first, second = (variants.make(q.program, q.qid, identity(), n).program.source.strip() for n in (0, 1))
+    assert first != second  # a retry is a new program (grader.engine.variants)
+    shown = program(q.qid)
+    assert display.WIDGET_VIEW in shown._repr_mimebundle_()
+    (view,) = [r() for r in widgets._PROGRAMS[q.qid] if r() is not None]
+    assert first in html.unescape(view.value)
+    r = check(q.qid, ...)
+    assert first in html.unescape(r.widget.head.value)
+    r.widget.input.box.value = f"{_square() + 1000:g}"
+    assert r.widget.lock().verdict == "incorrect"
+    head = html.unescape(r.widget.head.value)
+    assert second in head and first not in head  # the heading: the program to answer now
+    assert r.widget.input.box.value == ""
+    said = html.unescape(r.widget.message.value)
+    assert widgets.RETRY_HERE in said and "the program you answered (variant 1" in said and first in said
+    assert "your next program" not in said and "the one below" not in said
+    assert second in html.unescape(view.value) and first not in html.unescape(view.value)  # program(qid)'s cell
+    r.widget.input.box.value = f"{_square():g}"
+    assert r.widget.lock().verdict == "correct" and r.widget.button.disabled
+
+
+def test_every_sequence_and_closed_set_input_of_every_unit_offers_torchs_answer():
+    """A palette offers what torch answers: every word of a sequence (node names and a name the prompt gives a node,
+    or the words its prompt allows: 04b.write-to-weight's three), every name of a set offered without a field for
+    others; every unit's predict and self-test questions (a generated self-test's palette is its kind's, walked in the
+    browser: tests/test_browser_widgets.py)."""
+    import ipywidgets as W
+
+    from grader.engine import kinds as K
+    from grader.engine.course import UNITS
+    from grader.engine.question import of_unit
+    from grader.learner import inputs
+    from tests.truths import truth_of
+
+    assert inputs.sequence_words(get("04b.write-to-weight").kind, get("04b.write-to-weight").prompt) == [
+        "raises",
+        "opt loses it",
+        "opt keeps it",
+    ]
+    walked = set()
+    for unit in UNITS:
+        for q in of_unit(unit):
+            closed = isinstance(q.kind, K.Names) and inputs.closed_choice(q.kind, q.prompt)
+            if q.role == "exercise" or q.program is not None or not (isinstance(q.kind, K.Sequence) or closed):
+                continue
+            truth, w = truth_of(q), PredictionWidget(q)
+            if isinstance(q.kind, K.Sequence):
+                offered = [b.description for b in w.input.parts if isinstance(b, W.Button)]
+                assert set(truth) <= set(offered), (q.qid, truth, offered)
+            else:  # a closed set: no field for other names, so every name of torch's answer has its box
+                assert set(truth) <= {b.description for b in w.input.parts if isinstance(b, W.Checkbox)}, q.qid
+            walked.add(unit)
+    assert {"01", "04", "04b"} <= walked, walked
+
+
+def test_enter_in_every_field_presses_its_widgets_button():
+    """Every field of every kind's input is marked for Enter (the page's script presses the widget's submit button, or
+    a sequence's Add); every prediction widget has exactly one submit button."""
+    import ipywidgets as W
+
+    from grader.engine.question import all_questions
+    from grader.learner import inputs
+
+    kinds = {}
+    for q in all_questions():
+        if q.role in ("predict", "self-test"):
+            kinds.setdefault(type(q.kind).__name__, q)
+    for name, q in kinds.items():
+        w = PredictionWidget(q)
+        for part in w.input.parts:
+            if isinstance(part, W.Text):
+                assert {inputs.ENTER, inputs.ENTER_ADD} & set(part._dom_classes), (name, part)
+        assert inputs.SUBMIT in w.button._dom_classes, name
+    script = __import__("grader.learner.a11y", fromlist=["_SCRIPT"])._SCRIPT
+    assert ".agl-enter,.agl-enter-add" in script and "'.agl-add':'.agl-submit'" in script
+
+
+@pytest.mark.parametrize("typed", ["[[2, 3]]", "(2, 3), (4, 5)", "[2; 3]", "{2, 3}"])
+def test_a_list_in_the_wrong_shape_gets_a_message_that_names_the_shape(typed):
+    w = PredictionWidget(get("00.warmup-add"))
+    w.input.box.value = typed
+    r = w.lock()
+    assert r.verdict == "invalid" and "a flat list of numbers such as [2.0, 5.0]" in r.message, r.message
+    assert events("00") == []

@@ -379,12 +379,27 @@ class Number(Kind):
         except (OverflowError, ValueError, TypeError):
             raise BadAnswer(f"{short(x, 40)}{where} cannot be read as a number (too large?)") from None
 
+    SHAPE = "a number, or a flat list of numbers such as [2.0, 5.0]"
+
     def read(self, answer: Any) -> Any:
         reject_common(answer, "a number")
         if isinstance(answer, (list, tuple)):
             if not answer:
-                raise BadAnswer("expected numbers, got an empty list")
+                raise BadAnswer(f"expected {self.SHAPE}, got an empty list")
+            for i, x in enumerate(answer):
+                if isinstance(x, (list, tuple, set, frozenset, dict)):  # a list of lists: name the shape wanted
+                    raise BadAnswer(
+                        f"expected {self.SHAPE}, got a list with {type_words(x)} at position {i} ({short(x, 40)}): "
+                        "write every number in one list"
+                    )
             return tuple(self._one(x, f" at position {i}") for i, x in enumerate(answer))
+        if isinstance(answer, (set, frozenset, dict)):
+            raise BadAnswer(f"expected {self.SHAPE}, got {type_words(answer)}; a list keeps its order: use [...]")
+        if isinstance(answer, str) and re.search(r"[\[\](),;]|\d\s+\d", answer):  # a list written as text
+            raise BadAnswer(
+                f"expected {self.SHAPE}, got {type_words(answer)}, which cannot be read as one: write the numbers "
+                "separated by commas, such as 2, 5 (or [2.0, 5.0] in code, without quotes)"
+            )
         return self._one(answer)
 
     def truth(self, value: Any) -> Any:

@@ -7,7 +7,11 @@ which appends one hidden HTML widget to a course widget's root box. Its small sc
 when the widget is drawn (and again when a saved notebook is reopened), works only inside that root:
 
 * every part of the widget keeps its keys: JupyterLab's notebook shortcuts (Enter, arrows, A, B...) are
-  suppressed there (``data-lm-suppress-shortcuts``), so Enter and Space press the focused button;
+  suppressed there (``data-lm-suppress-shortcuts``), so Enter and Space press the focused button; all but one:
+  Ctrl+S (Cmd+S) still saves the notebook (the suppression is lifted from the keystroke's path while JupyterLab
+  or Notebook 7 reads it: a learner who presses Check then Ctrl+S hands in what they checked, issue 44);
+* Enter in a field marked ``agl-enter`` presses its widget's ``agl-submit`` button (Lock in, Check), in one marked
+  ``agl-enter-add`` its ``agl-add`` button (a sequence's Add), as a click would (so it waits for the field too);
 * a box marked with :data:`PALETTE` (toggle buttons, the names to tick, the names to add in order) is a
   named group (``role="group"``, its ``tooltip`` as ``aria-label``) and the arrow keys, Home and End move
   along its buttons and checkboxes;
@@ -55,6 +59,18 @@ each('.agl-figure',function(f){var i=f.querySelector('img');if(i)set(i,'alt',nam
 each('.agl-said > .widget-html-content',function(c){set(c,'tabindex','-1');});
 each('.agl-said > .widget-html-content,.agl-live > .widget-html-content',function(c){
 set(c,'role','status');set(c,'aria-live','polite');});}
+if(!window.__aglSaveKey){window.__aglSaveKey=true;window.addEventListener('keydown',function(e){
+if((e.key||'').toLowerCase()!=='s'||!(e.ctrlKey||e.metaKey)||e.altKey||!e.target||!e.target.closest||
+!e.target.closest('.agl-a11y'))return;var off=[];
+for(var n=e.target;n&&n.hasAttribute;n=n.parentElement){if(n.hasAttribute('data-lm-suppress-shortcuts')){
+off.push(n);n.removeAttribute('data-lm-suppress-shortcuts');}}
+setTimeout(function(){off.forEach(function(n){n.setAttribute('data-lm-suppress-shortcuts','true');});},0);},true);}
+root.addEventListener('keydown',function(e){
+if(e.key!=='Enter'||e.shiftKey||e.ctrlKey||e.altKey||e.metaKey||e.isComposing||!e.target.closest)return;
+var t=e.target;if(t.tagName!=='INPUT'||t.type==='checkbox'||t.type==='radio')return;
+var f=t.closest('.agl-enter,.agl-enter-add');if(!f)return;
+var b=root.querySelector(f.classList.contains('agl-enter-add')?'.agl-add':'.agl-submit');
+if(!b||b.disabled||b.offsetParent===null)return;e.preventDefault();e.stopPropagation();b.click();},true);
 var keys={ArrowRight:1,ArrowDown:1,ArrowLeft:-1,ArrowUp:-1,Home:0,End:0};
 root.addEventListener('keydown',function(e){
 if(!(e.key in keys)||!e.target.closest)return;var p=e.target.closest('.agl-palette');if(!p)return;

@@ -24,6 +24,7 @@ from grader.engine.kinds import BadAnswer, Function, Unanswered, plain_copy, sho
 from grader.engine.results import GraderCheckFailed, Result
 from grader.engine.store import current as store
 from grader.engine.variants import Listing, Variant
+from grader.learner import saved
 
 _ASK = object()
 OK = ("recorded", "correct", "passed", "info")
@@ -35,12 +36,17 @@ class FrontEnd:
     unanswered question into an input the learner can fill in, or returns None where none can show;
     each of ``revealed`` hears the id of a question whose answer was just revealed; ``carry`` shows, in the
     notebook, the record of a question's locked prediction that batch grading reads (grader.engine.locked); each
-    of ``reset`` hears the question id or unit id just reset (the inputs it drew for it close)."""
+    of ``reset`` hears the question id or unit id just reset (the inputs it drew for it close); ``waiting`` says
+    whether an input for a question's prediction is open on screen with nothing locked in (None if none is; else
+    what it holds, in words): a reveal then waits for it (:func:`reveal`); each of ``checked`` hears the id of a
+    generated self-test whose program a graded answer moved on (the program shown is brought up to date)."""
 
     ask: Callable[..., Result | None] | None = None
     carry: Callable[[Any, progress.QuestionState], None] | None = None
+    waiting: Callable[[str], str | None] | None = None
     revealed: list[Callable[[str], None]] = field(default_factory=list)
     reset: list[Callable[[str], None]] = field(default_factory=list)
+    checked: list[Callable[[str], None]] = field(default_factory=list)
 
 
 FRONT_END = FrontEnd()
@@ -332,8 +338,14 @@ def commit_prediction(q, value, replaced: bool = False) -> Result:
 
 
 @_guarded("reveal")
-def reveal(qid: Any) -> Result:
-    """Run the live experiment and show torch's answer beside the locked-in prediction."""
+def reveal(qid: Any, without_prediction: bool = False) -> Result:
+    """Run the live experiment and show torch's answer beside the locked-in prediction.
+
+    While the question's prediction input is open on screen with nothing locked in (its predict cell ran in this
+    kernel: Run All runs each reveal straight after it), nothing is revealed or recorded: the result says so and
+    offers a button that reveals anyway. ``without_prediction=True`` (that button) reveals without a prediction on
+    purpose; the record then says so, as it does for a reveal run with no input on screen.
+    """
     q, bad = _lookup(qid, "reveal")
     if bad:
         return _finish(bad)
@@ -351,6 +363,10 @@ def reveal(qid: Any) -> Result:
         store().append(q.unit, q.qid, "reveal", "recorded", state.prediction if state.predicted else None)
         return _finish(Result("reveal", q.qid, "recorded", SEALED_NOTE))
     state = _state(q)
+    if not (state.predicted or state.revealed or without_prediction):
+        held = _held(q)
+        if held is not None:
+            return _finish(held)
     old = _legacy(q, state.prediction) if state.predicted else None
     if old is not None:  # locked in an older form, before the reveal: it can still be predicted again
         return _finish(
@@ -411,6 +427,31 @@ def reveal(qid: Any) -> Result:
             actions=actions,
             records=order.record(q.qid, predicted=before),
         )
+    )
+
+
+def _held(q) -> Result | None:
+    """A reveal that waits: the question's prediction input is open on screen with nothing locked in (None if it is
+    not). Run All runs every reveal straight after its predict cell; without this, every question would read
+    "revealed without prediction" before the learner could predict one (issue 44)."""
+    chosen = FRONT_END.waiting(q.qid) if FRONT_END.waiting is not None else None
+    if chosen is None:
+        return None
+    said = (
+        f"you chose {chosen} in its input above but did not press Lock in"
+        if chosen
+        else "its input above has no prediction locked in yet"
+    )
+    return Result(
+        "reveal",
+        q.qid,
+        "unanswered",
+        f"Not revealed, and nothing recorded: {said}. Lock in your prediction there, then run this cell again. "
+        "(Run All runs each reveal right after its question: run the cells one at a time.) To see torch's answer "
+        f"without predicting, press the button below or run reveal('{q.qid}', without_prediction=True); your "
+        "record will say it was revealed without a prediction.",
+        rows=[("question", q.prompt)],
+        actions=[("reveal", q.qid)],
     )
 
 
@@ -534,6 +575,7 @@ def _check_generated(q, answer, variant: Variant) -> Result:
     state = _state(q)
     result.records = _carried(q, state)
     if result.verdict in ("correct", "incorrect"):
+        _program_moved(q.qid)  # the program shown elsewhere (program(qid)'s cell) is brought up to date
         result.rows[0] = (f"your program ({variant.name})", result.rows[0][1])
         if not state.passed:
             nxt = variant_of(q, state)
@@ -544,12 +586,23 @@ def _check_generated(q, answer, variant: Variant) -> Result:
                     if result.verdict == "correct"
                     else ""
                 )
-                result.message = then(
-                    why + result.message,
-                    f"A retry is a new program: answer the one below with check('{q.qid}', answer).",
-                )
+                result.message = then(why + result.message, retry_words(q.qid))
                 result.rows += _program_rows(nxt, q, f"your next program ({nxt.name})")
     return result
+
+
+def retry_words(qid: str) -> str:
+    """What a wrong (or not yet enough) answer to a generated self-test says of the next program, shown below it."""
+    return f"A retry is a new program: answer the one below with check('{qid}', answer)."
+
+
+def _program_moved(qid: str) -> None:
+    """Every front end listening hears that ``qid``'s program moved on (the program it shows is out of date)."""
+    for listener in FRONT_END.checked:
+        try:
+            listener(qid)
+        except Exception:  # the answer is recorded; a front end that fails must not hide that
+            pass
 
 
 def _check_value(q, answer, variant: Variant | None = None) -> Result:
@@ -662,7 +715,8 @@ def _written_by() -> dict:
 
 @_guarded("mark")
 def mark_passed(unit: Any) -> Result:
-    """Record the unit as passed, or refuse and list exactly what is missing."""
+    """Record the unit as passed, or refuse and list exactly what is missing. Passed, it also says which answers
+    the notebook as saved does not hold yet (:mod:`grader.learner.saved`): the file is what is handed in."""
     try:
         uid = unit_id(unit)
     except ValueError as exc:
@@ -690,7 +744,10 @@ def mark_passed(unit: Any) -> Result:
         then = (
             (" Not passed yet: " + ", ".join(left) + ".") if left else " Every unit is passed: the course is complete."
         )
-    return _finish(Result("mark", uid, "passed", f"{title} is recorded as passed.{then}"))
+    unsaved = saved.note(uid)  # the notebook as saved lacks answers the store holds: say so now, before it is handed in
+    return _finish(
+        Result("mark", uid, "passed", f"{title} is recorded as passed.{then}" + (f"\n{unsaved}" if unsaved else ""))
+    )
 
 
 @_guarded("reset")

@@ -10,7 +10,7 @@ import html
 from typing import Any
 
 from grader.engine.results import Result
-from grader.learner import a11y, api, stale
+from grader.learner import a11y, api, saved, stale
 from grader.learner.display import Shown, css_name, widgets_available
 
 # --- the unit panel -----------------------------------------------------------------------
@@ -78,6 +78,9 @@ class UnitPanel:
             lines.append(f"  missing before Mark passed: {len(missing)}")
         else:
             lines.append(f"  everything is done: mark_passed('{self.uid}') or the Mark passed button records it.")
+        unsaved = saved.note(self.uid)
+        if unsaved:
+            lines.append(f"  ⚠ {unsaved}")
         return "\n".join(lines)
 
     def html(self) -> str:
@@ -97,11 +100,14 @@ class UnitPanel:
         missing = s.missing()
         if s.passed:
             due = due_for_review(self.uid)
-            foot = "Marked passed." + (" " + _review_line(due[:]) + "." if due else "")
+            foot = esc("Marked passed." + (" " + _review_line(due[:]) + "." if due else ""))
         elif missing:
-            foot = f"{len(missing)} still missing before the unit can be marked passed."
+            foot = esc(f"{len(missing)} still missing before the unit can be marked passed.")
         else:
             foot = "Everything is done: press Mark passed."
+        unsaved = saved.note(self.uid)  # the notebook as saved lacks answers the store holds (only in a live kernel)
+        if unsaved:
+            foot += f" <span class='agl-unsaved' style='color:#9a6700'>⚠ {esc(unsaved)}</span>"
         return (
             f"<div class='agl-status' style='font-family:var(--jp-ui-font-family,sans-serif)'>"
             f"<div style='font-weight:600;color:{colour}'>unit {esc(self.uid)} · {esc(self.unit.title)}: "
@@ -110,7 +116,7 @@ class UnitPanel:
             f"{c['predicted']}/{c['predict_total']} · revealed {c['revealed']}/{c['predict_total']} · "
             f"checked {c['checked']}/{c['check_total']}</div>"
             f"<table style='border-collapse:collapse;margin:4px 0'>{''.join(rows)}</table>"
-            f"<div>{esc(foot)}</div></div>"
+            f"<div>{foot}</div></div>"
         )
 
     # the widget ---------------------------------------------------------------------------

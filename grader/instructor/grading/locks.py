@@ -19,6 +19,10 @@ Such a record is honoured even where the cell's answer is typed in code (a predi
 is carried the same way): it can only lower what the cell earns.
 
 Never carried, and noted: a record of another question than the cell's own, and a malformed one.
+
+The record is read from the cell's widget first, where the notebook's saved widget state holds one
+(:func:`grader.engine.locked.from_widgets`): after a page reload or a reopen, a lock reaches the widget but no longer
+the record output (issue 44).
 """
 
 from __future__ import annotations
@@ -26,53 +30,15 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from grader.engine import locked, syntax
+from grader.engine import locked
 
 MARK = "  # locked in with the widget"
 REPLAYED = "  # replayed: torch's answer was revealed, then the question reset, before this prediction"
 
 
-def _source(cell: Any) -> str:
-    src = cell.get("source", "") if isinstance(cell, dict) else ""
-    return "".join(src) if isinstance(src, list) else str(src)
-
-
-def predicted_qid(source: str, calls: tuple[str, ...] = ("predict",)) -> str | None:
-    """The question a predict cell's source predicts: the first ``predict("qid", ...)`` call's literal id
-    (the first call named in ``calls``)."""
-    try:
-        tree = syntax.parse_submitted(source)
-    except (SyntaxError, ValueError):
-        return None
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in calls
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-        ):
-            return node.args[0].value
-    return None
-
-
-def _placeholders(source: str) -> list[ast.Assign]:
-    """The top-level ``answer = ...`` statements of a cell."""
-    try:
-        tree = syntax.parse_submitted(source)
-    except (SyntaxError, ValueError):
-        return []
-    return [
-        node
-        for node in tree.body
-        if isinstance(node, ast.Assign)
-        and len(node.targets) == 1
-        and isinstance(node.targets[0], ast.Name)
-        and node.targets[0].id == "answer"
-        and isinstance(node.value, ast.Constant)
-        and node.value.value is Ellipsis
-    ]
+_source = locked.source_of
+predicted_qid = locked.predicted_qid
+_placeholders = locked.placeholders
 
 
 def literal(encoded: Any) -> str:
@@ -107,12 +73,15 @@ def after_reveal(source: str, qid: str) -> str:
     return f"import grader as _agl{REPLAYED}\n_agl.reveal({name}); _agl.reset({name})\n" + source
 
 
-def apply_locks(cells: list, template: list) -> list[str]:
+def apply_locks(cells: list, template: list, widgets: Any = None) -> list[str]:
     """Write the predictions the outputs record as locked into their cells' placeholders; the notes.
 
     ``cells`` are the submission's cells (changed in place), ``template`` the unit's cells in
-    ``notebooks/``; a cell is matched to its template by cell id.
+    ``notebooks/``; a cell is matched to its template by cell id. ``widgets`` is the notebook's saved widget state
+    (``metadata.widgets``): a record a cell's widget carries there takes the place of its record output first
+    (:func:`grader.engine.locked.from_widgets`: a lock after a page reload reached only the widget).
     """
+    locked.from_widgets(cells, widgets)
     asks, predicts = {}, set()
     for cell in template:
         if isinstance(cell, dict) and cell.get("cell_type") == "code" and cell.get("id"):
@@ -145,7 +114,8 @@ def apply_locks(cells: list, template: list) -> list[str]:
             if not read[2] and cell.get("id") not in predicts:  # only a prediction has a reveal to come after
                 notes.append(f"a lock record of {read[0]} was ignored: locked after a reveal, but it is no prediction")
                 continue
-            found = read
+            if found is None or found[2]:  # a record locked after the reveal is kept: a later one cannot undo it
+                found = read
         if found is None:
             continue
         try:

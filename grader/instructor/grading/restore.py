@@ -173,7 +173,8 @@ def evidence(r: Reading) -> None:
     out = r.out
     predictions = {q.qid for q in of_unit(out.unit) if q.role == "predict"}
     out.revealed_first = prediction_order.revealed_first(r.cells, r.template, predictions)
-    out.findings += apply_locks(r.cells, r.template)  # predictions locked with the widget, into their cells
+    widgets = (r.nb.get("metadata") or {}).get("widgets")  # what the widgets saved (a lock after a page reload)
+    out.findings += apply_locks(r.cells, r.template, widgets=widgets)  # predictions locked, into their cells
     out.variants = carried_variants(r.cells, out.unit)
     out.copy = _what_the_copy_holds(out.unit, r.template, r.cells, out.handed_out)
     out.findings += reach.findings(r.template, r.cells)
