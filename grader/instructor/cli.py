@@ -261,8 +261,29 @@ def _add_course_commands(sub) -> None:
     p.set_defaults(run=_verify)
 
 
+def _release_version(args) -> int:
+    from grader.instructor.grading import versions
+
+    course = Path(__file__).resolve().parents[1] / "engine" / "course.py"
+    try:
+        for line in versions.release(args.version, course):
+            print(line)
+    except versions.ReleaseError as exc:
+        print(f"release-version: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _add_authoring_commands(sub) -> None:
-    """new-question and release: a question's skeleton, the student bundle."""
+    """new-question, release-version and release: a question's skeleton, a course version, the student bundle."""
+    p = sub.add_parser(
+        "release-version",
+        help="make X.Y.Z the course's version: grader/engine/course.py's VERSION and versions.json's entry of the "
+        "questions it holds, together (a new, removed or renamed question needs one)",
+    )
+    p.add_argument("version", help="the new version, newer than every one released, e.g. 0.7.0")
+    p.set_defaults(run=_release_version)
+
     p = sub.add_parser(
         "new-question",
         help="insert a new question's working skeleton: its declaration in questions.py and its cells in the "
