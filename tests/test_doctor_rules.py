@@ -180,3 +180,29 @@ def test_parameters_updated_by_hand_accumulate_between_clears_and_a_missing_clea
     assert _mechanisms(lambda: _module_by_hand(zero_grad=False)) == [Mechanism.ACCUMULATED_GRAD]
     # the documented limit: an update through .data leaves the version alone, and is not seen
     assert _found(lambda: _module_by_hand(zero_grad=False, through_data=True)) == []
+
+
+def test_a_gradient_zeroed_through_data_is_cleared_for_an_optimizer_and_by_hand():
+    """``p.grad.data.zero_()`` leaves the gradient's version alone; what it holds, zeros, is applied once."""
+
+    def with_optimizer():
+        model = _net()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            for p in model.parameters():
+                if p.grad is not None:
+                    p.grad.data.zero_()
+            F.mse_loss(model(torch.randn(4, 3)), torch.randn(4, 1)).backward()
+            opt.step()
+
+    def by_hand():
+        torch.manual_seed(0)
+        w = torch.randn(3, 1, requires_grad=True)
+        for _ in range(3):
+            F.mse_loss(torch.randn(4, 3) @ w, torch.randn(4, 1)).backward()
+            with torch.no_grad():
+                w -= 0.1 * w.grad
+            w.grad.data.zero_()
+
+    assert _found(with_optimizer) == []
+    assert _found(by_hand) == []

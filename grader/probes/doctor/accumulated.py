@@ -8,7 +8,8 @@ applied again by the next step of that optimizer. So:
 
 * after each step, each held parameter's ``.grad`` is remembered (a weak reference and its version);
 * at a backward's start, a parameter it reaches whose ``.grad`` is still that tensor at that version
-  becomes *pending* (nothing cleared it since the step);
+  becomes *pending* (nothing cleared it since the step), unless it holds only zeros (zeroed through
+  ``.data``, which leaves the version alone: adding into zeros applies nothing twice);
 * a pending gradient written in between (``zero_()`` bumps the version) or replaced (``set_to_none``) is
   cleared; one still pending when its optimizer steps again is the finding, at the backward that added
   into it: the place to clear first.
@@ -71,7 +72,8 @@ def before_backward(d, leaves, site) -> None:
             entry = None
         stepped = d.after_step.get(key)
         if entry is None and stepped is not None and g is not None and stepped[0]() is g and g._version == stepped[1]:
-            d.pending[key] = [stepped[0], g._version, site]
+            if _nonzero(g):
+                d.pending[key] = [stepped[0], g._version, site]
     if by_hand:
         _report_by_hand(d, by_hand)
 
@@ -84,11 +86,20 @@ def _by_hand(d, p, g, site, again) -> None:
     entry = d.hand_pending.pop(id(p), None)
     if read is None or g is None or read[0]() is not p or read[1]() is not g:
         return
-    if g._version != read[2] or p._version <= read[3]:  # cleared in place since the read, or never applied
+    if g._version != read[2] or p._version <= read[3] or not _nonzero(g):  # cleared since, or never applied
         return
     if entry is not None and entry[0]() is g and entry[1] == read[2]:  # the sum a backward made, applied again
         again.append((p, entry[2]))
     d.hand_pending[id(p)] = [weakref.ref(g), g._version, site]
+
+
+def _nonzero(g) -> bool:
+    """Whether ``g`` still holds something to apply again: a gradient zeroed through ``.data`` (which leaves
+    its version alone: ``p.grad.data.zero_()``) is cleared all the same."""
+    try:
+        return bool(g.any())
+    except RuntimeError:  # (a layout without any(): taken as holding something)
+        return True
 
 
 def _report_by_hand(d, again) -> None:
