@@ -96,106 +96,130 @@ def test_every_widget_from_the_keyboard_and_axe_finds_nothing_serious(course, tm
     root = course.folder
     workspace.sync(root, built_course)
     widgets_notebook(root / WIDGETS)
-    lab = course.lab
     with course.page("browser-a11y-failed.png") as page:
-        # opened, nothing done: not marked unsaved
-        tb.open_notebook(page, lab, course.at(tb.START))
-        time.sleep(3)
-        assert page.locator(".lm-TabBar-tab.jp-mod-dirty").count() == 0, "opened marked unsaved"
-        lab.delete_sessions()
+        _opened_and_run_all(page, course)
+        _a_number_and_a_name(page)
+        _true_or_false(page)
+        _a_palette(page)
+        _a_self_test_and_mark_passed(page)
+        _choices_and_a_slider(page)
+        _axe_finds_nothing_serious(page)
 
-        tb.open_notebook(page, lab, course.at(WIDGETS))
-        tb.run_menu(page, "runmenu:run-all")
-        tb.wait_until_done(page, page.locator(".agl-lab").last)
-        assert tb.tracebacks(page) == []
 
-        # a number: Tab to the field, type, Tab to Lock in, Enter at once; the focus moves to the verdict
-        number = page.locator(".agl-q-00-warmup-add")
-        number.locator("input").first.focus()  # where Tab through the notebook arrives
-        page.keyboard.type("2, 3")
-        page.keyboard.press("Tab")
-        assert focus_in(page, ".agl-q-00-warmup-add .agl-lock"), focused(page)
-        page.keyboard.press("Enter")
-        number.locator(".agl-said", has_text="prediction locked in").wait_for()
-        page.wait_for_function("() => !!document.activeElement.closest('.agl-q-00-warmup-add .agl-said')")
-        said = number.locator(".agl-said .widget-html-content")
-        assert said.get_attribute("role") == "status" and said.get_attribute("aria-live") == "polite"
+def _opened_and_run_all(page, course) -> None:
+    """The course notebook opens without being marked unsaved; the widgets notebook runs without a traceback."""
+    lab = course.lab
+    # opened, nothing done: not marked unsaved
+    tb.open_notebook(page, lab, course.at(tb.START))
+    time.sleep(3)
+    assert page.locator(".lm-TabBar-tab.jp-mod-dirty").count() == 0, "opened marked unsaved"
+    lab.delete_sessions()
 
-        # a name typed and Lock in clicked at once: what was typed is recorded (issue 27's typing race)
-        name = page.locator(".agl-q-01-pow-node")
-        name.locator("input").first.click()
-        page.keyboard.type("PowBackward0")
-        name.locator("button.agl-lock").click()
-        name.locator(".agl-said", has_text="prediction locked in").wait_for()
+    tb.open_notebook(page, lab, course.at(WIDGETS))
+    tb.run_menu(page, "runmenu:run-all")
+    tb.wait_until_done(page, page.locator(".agl-lab").last)
+    assert tb.tracebacks(page) == []
 
-        # True / False: arrows along the toggles, Space to choose, Tab to Lock in, Space
-        flag = page.locator(".agl-q-00-warmup-flag")
-        flag.locator("button.widget-toggle-button").first.focus()
-        page.keyboard.press("ArrowRight")
-        assert focused(page).split()[-1] == "False", focused(page)
-        page.keyboard.press("Space")
-        assert flag.locator("button.widget-toggle-button", has_text="False").get_attribute("aria-pressed") == "true"
-        group = flag.locator(".agl-palette")
-        assert group.get_attribute("role") == "group" and group.get_attribute("aria-label")
-        page.keyboard.press("Tab")
-        assert focus_in(page, ".agl-q-00-warmup-flag .agl-lock"), focused(page)
-        page.keyboard.press("Space")
-        flag.locator(".agl-said", has_text="prediction locked in").wait_for()
-        page.wait_for_function("() => !!document.activeElement.closest('.agl-q-00-warmup-flag .agl-said')")
-        recorded = [(e.qid, e.action, e.verdict, e.answer) for uid in ("00", "01") for e in tb.unit_state(uid)[1]]
-        assert [r for r in recorded if r[1] == "predict"] == [
-            ("00.warmup-add", "predict", "recorded", [2.0, 3.0]),
-            ("00.warmup-flag", "predict", "recorded", False),
-            ("01.pow-node", "predict", "recorded", "PowBackward0"),
-        ], recorded
 
-        # a palette: arrows move along the names, Enter adds the one in focus, in order
-        walk = page.locator(".agl-q-01-mul-edges")
-        names = walk.locator(".agl-palette button")
-        first, third = names.nth(0).inner_text().strip(), names.nth(2).inner_text().strip()
-        names.nth(0).focus()
-        page.keyboard.press("Enter")
-        page.keyboard.press("ArrowRight")
-        page.keyboard.press("ArrowRight")
-        page.keyboard.press("Enter")
-        walk.locator("ol li", has_text=third).wait_for()
-        assert walk.locator("ol li").all_inner_texts() == [first, third]
-        page.keyboard.press("End")
-        assert focused(page).split()[-1] == names.last.inner_text().strip()
+def _a_number_and_a_name(page) -> None:
+    # a number: Tab to the field, type, Tab to Lock in, Enter at once; the focus moves to the verdict
+    number = page.locator(".agl-q-00-warmup-add")
+    number.locator("input").first.focus()  # where Tab through the notebook arrives
+    page.keyboard.type("2, 3")
+    page.keyboard.press("Tab")
+    assert focus_in(page, ".agl-q-00-warmup-add .agl-lock"), focused(page)
+    page.keyboard.press("Enter")
+    number.locator(".agl-said", has_text="prediction locked in").wait_for()
+    page.wait_for_function("() => !!document.activeElement.closest('.agl-q-00-warmup-add .agl-said')")
+    said = number.locator(".agl-said .widget-html-content")
+    assert said.get_attribute("role") == "status" and said.get_attribute("aria-live") == "polite"
 
-        # a self-test's Check and the panel's Mark passed: the focus moves to what they said
-        square = page.locator(".agl-q-00-warmup-square")
-        square.locator("input").first.focus()
-        page.keyboard.type("123456")  # wrong on every program the self-test draws ("1" was right on one of them)
-        page.keyboard.press("Tab")
-        assert focus_in(page, ".agl-q-00-warmup-square .agl-check"), focused(page)
-        page.keyboard.press("Enter")
-        square.locator(".agl-said .agl-result").first.wait_for(timeout=120_000)
-        page.wait_for_function("() => !!document.activeElement.closest('.agl-q-00-warmup-square .agl-said')")
-        verdict = square.locator(".agl-said .agl-result").first.inner_text()
-        assert verdict.split()[0] == "✗" and "incorrect" in verdict, verdict
-        page.locator(".agl-panel-00 .agl-mark").focus()
-        page.keyboard.press("Enter")
-        page.locator(".agl-panel-00 .agl-said", has_text="not yet").wait_for()
-        page.wait_for_function("() => !!document.activeElement.closest('.agl-panel-00 .agl-said')")
+    # a name typed and Lock in clicked at once: what was typed is recorded (issue 27's typing race)
+    name = page.locator(".agl-q-01-pow-node")
+    name.locator("input").first.click()
+    page.keyboard.type("PowBackward0")
+    name.locator("button.agl-lock").click()
+    name.locator(".agl-said", has_text="prediction locked in").wait_for()
 
-        # the closed choice offers no field for other names; the open one does
-        assert page.locator(".agl-q-01-which-recorded input[type=text]:visible").count() == 0
-        assert page.locator(".agl-q-01-exp-saves input[type=text]:visible").count() == 1
 
-        # a lab's slider has a name, and the arrow keys move it
-        handle = page.locator(".agl-lab [role=slider]").first
-        assert "x" in (handle.get_attribute("aria-label") or "")
-        before = handle.get_attribute("aria-valuenow")
-        handle.focus()
-        page.keyboard.press("ArrowRight")
-        page.wait_for_function(
-            "v => document.querySelector('.agl-lab [role=slider]').getAttribute('aria-valuenow') !== v", arg=before
-        )
+def _true_or_false(page) -> None:
+    # True / False: arrows along the toggles, Space to choose, Tab to Lock in, Space
+    flag = page.locator(".agl-q-00-warmup-flag")
+    flag.locator("button.widget-toggle-button").first.focus()
+    page.keyboard.press("ArrowRight")
+    assert focused(page).split()[-1] == "False", focused(page)
+    page.keyboard.press("Space")
+    assert flag.locator("button.widget-toggle-button", has_text="False").get_attribute("aria-pressed") == "true"
+    group = flag.locator(".agl-palette")
+    assert group.get_attribute("role") == "group" and group.get_attribute("aria-label")
+    page.keyboard.press("Tab")
+    assert focus_in(page, ".agl-q-00-warmup-flag .agl-lock"), focused(page)
+    page.keyboard.press("Space")
+    flag.locator(".agl-said", has_text="prediction locked in").wait_for()
+    page.wait_for_function("() => !!document.activeElement.closest('.agl-q-00-warmup-flag .agl-said')")
+    recorded = [(e.qid, e.action, e.verdict, e.answer) for uid in ("00", "01") for e in tb.unit_state(uid)[1]]
+    assert [r for r in recorded if r[1] == "predict"] == [
+        ("00.warmup-add", "predict", "recorded", [2.0, 3.0]),
+        ("00.warmup-flag", "predict", "recorded", False),
+        ("01.pow-node", "predict", "recorded", "PowBackward0"),
+    ], recorded
 
-        page.screenshot(path=str(tb.ARTIFACTS / "browser-keyboard.png"), full_page=False)
-        found = axe(page)
-        (tb.ARTIFACTS / "axe-violations.json").write_text(json.dumps(found["violations"], indent=1))
-        bad = [v for v in found["violations"] if v["impact"] in ("serious", "critical")]
-        assert found["passes"] > 50, found  # axe did look at the widgets
-        assert bad == [], json.dumps(bad, indent=1)
+
+def _a_palette(page) -> None:
+    # a palette: arrows move along the names, Enter adds the one in focus, in order
+    walk = page.locator(".agl-q-01-mul-edges")
+    names = walk.locator(".agl-palette button")
+    first, third = names.nth(0).inner_text().strip(), names.nth(2).inner_text().strip()
+    names.nth(0).focus()
+    page.keyboard.press("Enter")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
+    walk.locator("ol li", has_text=third).wait_for()
+    assert walk.locator("ol li").all_inner_texts() == [first, third]
+    page.keyboard.press("End")
+    assert focused(page).split()[-1] == names.last.inner_text().strip()
+
+
+def _a_self_test_and_mark_passed(page) -> None:
+    # a self-test's Check and the panel's Mark passed: the focus moves to what they said
+    square = page.locator(".agl-q-00-warmup-square")
+    square.locator("input").first.focus()
+    page.keyboard.type("123456")  # wrong on every program the self-test draws ("1" was right on one of them)
+    page.keyboard.press("Tab")
+    assert focus_in(page, ".agl-q-00-warmup-square .agl-check"), focused(page)
+    page.keyboard.press("Enter")
+    square.locator(".agl-said .agl-result").first.wait_for(timeout=120_000)
+    page.wait_for_function("() => !!document.activeElement.closest('.agl-q-00-warmup-square .agl-said')")
+    verdict = square.locator(".agl-said .agl-result").first.inner_text()
+    assert verdict.split()[0] == "✗" and "incorrect" in verdict, verdict
+    page.locator(".agl-panel-00 .agl-mark").focus()
+    page.keyboard.press("Enter")
+    page.locator(".agl-panel-00 .agl-said", has_text="not yet").wait_for()
+    page.wait_for_function("() => !!document.activeElement.closest('.agl-panel-00 .agl-said')")
+
+
+def _choices_and_a_slider(page) -> None:
+    # the closed choice offers no field for other names; the open one does
+    assert page.locator(".agl-q-01-which-recorded input[type=text]:visible").count() == 0
+    assert page.locator(".agl-q-01-exp-saves input[type=text]:visible").count() == 1
+
+    # a lab's slider has a name, and the arrow keys move it
+    handle = page.locator(".agl-lab [role=slider]").first
+    assert "x" in (handle.get_attribute("aria-label") or "")
+    before = handle.get_attribute("aria-valuenow")
+    handle.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(
+        "v => document.querySelector('.agl-lab [role=slider]').getAttribute('aria-valuenow') !== v", arg=before
+    )
+
+
+def _axe_finds_nothing_serious(page) -> None:
+    """What axe-core finds in every output area: many passes, no serious or critical violation."""
+    page.screenshot(path=str(tb.ARTIFACTS / "browser-keyboard.png"), full_page=False)
+    found = axe(page)
+    (tb.ARTIFACTS / "axe-violations.json").write_text(json.dumps(found["violations"], indent=1))
+    bad = [v for v in found["violations"] if v["impact"] in ("serious", "critical")]
+    assert found["passes"] > 50, found  # axe did look at the widgets
+    assert bad == [], json.dumps(bad, indent=1)
