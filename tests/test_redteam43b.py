@@ -22,9 +22,15 @@ a pass, and the xfail marker must then go). One class, graded once (``-j 1``, le
   raises exactly when torch's check does. No float16, no version check;
 * ``g-kindcall`` (13.per-sample-grads): a class body sets the runner's ``kind.call`` to 13.per-sample-by-hooks's
   call (torch.func off, backward on, the model's calls not counted) and the function is the course's own
-  ``loop_grads``, the way the exercise switches off.
+  ``loop_grads``, the way the exercise switches off;
+* ``h-record`` (01.graph-walk): a named tuple made by the notebook (``collections.namedtuple(..., module=
+  "grader.probes")``) and put in ``grader.probes`` under its name, so ``_plain`` keeps its class: its field is
+  ``functools.partial(probes.node_names, t)`` (not a container, kept as it is) and its ``__iter__`` a property of
+  ``operator`` getters, no code of the notebook's: the runner iterates it while reading, the tools on;
+* ``i-firstbad`` (03.nonfinite-watch): ``run_watch`` runs the loop unwatched first and holds torch's answer
+  (``first_bad``) in its locals when it calls ``report()``, which returns it from there; the hook checks nothing.
 
-CPU: one grading run of 7 notebooks (units 01, 09, 09b, 13).
+CPU: one grading run of 9 notebooks (units 01, 03, 09, 09b, 13).
 """
 
 from __future__ import annotations
@@ -45,9 +51,11 @@ WALK = "01.graph-walk"
 GUARD = "09.half-guard"
 CHECKPOINT = "09b.checkpoint-by-hand"
 PER_SAMPLE = "13.per-sample-grads"
+WATCH = "03.nonfinite-watch"
 
 # unit -> (its notebook's stem, the ids of its imports cell, its exercise's definition cell and check cell)
 UNITS = {
+    "03": ("03_observing_gradients", ("c001", "c065", "c066")),
     "09": ("09_saved_tensor_hooks_in_practice", ("c001a", "c076", "c077")),
     "09b": ("09b_checkpointing", ("b001", "x067b", "x067c")),
     "13": ("13_autograd_beyond_eager", ("c001", "c044", "c045")),
@@ -77,6 +85,8 @@ CLASS = {  # learner -> (unit, fixture)
     "e-stub": ("09b", "checkpoint_from_stub.py"),
     "f-truth": ("09", "truth_on_the_stack.py"),
     "g-kindcall": ("13", "call_swapped.py"),
+    "h-record": ("01", "forged_record.py"),
+    "i-firstbad": ("03", "first_bad_on_the_stack.py"),
 }
 
 
@@ -119,6 +129,7 @@ def test_the_tools_stay_off_for_a_function_that_asks_them_control(graded):
 
 
 @pytest.mark.xfail(
+    raises=AssertionError,
     strict=True,
     reason="boundary 4: the runner reads a result with the tools on through callables held in its own mutable kind "
     "(kind.returns.read, kind.convert); the function plants probes.node_names there (no notebook code runs then)",
@@ -129,6 +140,7 @@ def test_a_function_cannot_plant_the_tool_in_the_runners_read(graded):
 
 
 @pytest.mark.xfail(
+    raises=AssertionError,
     strict=True,
     reason="boundary 4: Refusals.off() installs refusals[tool], a dict the notebook's code can write while its "
     "definitions run; made the saved code, every switch-off turns the tools on by the runner's own hand",
@@ -139,6 +151,7 @@ def test_the_refusals_cannot_be_rewritten_into_the_tools(graded):
 
 
 @pytest.mark.xfail(
+    raises=AssertionError,
     strict=True,
     reason="boundary 4: call_checkpoint reads facts() from its module's globals after the learner's function "
     "ran; replaced by one that says all three facts hold, a function that checkpoints nothing is correct",
@@ -149,6 +162,7 @@ def test_the_call_cannot_be_rewritten_from_under_it(graded):
 
 
 @pytest.mark.xfail(
+    raises=AssertionError,
     strict=True,
     reason="the exercise's switch (units/switches.py) keeps each switched-off original in its stub's closure "
     "(refused.__closure__): torch.utils.checkpoint.checkpoint is taken back and called",
@@ -159,6 +173,7 @@ def test_torchs_checkpoint_stays_off_while_the_function_runs(graded):
 
 
 @pytest.mark.xfail(
+    raises=AssertionError,
     strict=True,
     reason="boundary 4 says a frame walk finds no answer: run_guard holds torch's answer (truth) in its locals "
     "while the learner's pack runs, and reads memory_run and leak_run from its globals after it",
@@ -169,10 +184,33 @@ def test_the_answer_is_not_on_the_stack_while_pack_runs(graded):
 
 
 @pytest.mark.xfail(
+    raises=AssertionError,
     strict=True,
     reason="the runner calls kind.call, an attribute the notebook's definitions can set (through the runner's "
     "frame): 13.per-sample-grads's switch (no backward, model calls counted) is swapped for another exercise's",
 )
 def test_the_exercises_own_call_cannot_be_swapped(graded):
     verdict, why = _verdict(graded, "g-kindcall", PER_SAMPLE)
+    assert not verdict.startswith("correct"), why
+
+
+@pytest.mark.xfail(
+    raises=AssertionError,
+    strict=True,
+    reason="boundary 4: _graders_record trusts a class that a grader module holds under its name; the notebook "
+    "makes one (collections.namedtuple, operator getters, functools.partial: no code of its own) and puts it there",
+)
+def test_a_forged_grader_record_is_not_kept(graded):
+    verdict, why = _verdict(graded, "h-record", WALK)
+    assert not verdict.startswith("correct"), why
+
+
+@pytest.mark.xfail(
+    raises=AssertionError,
+    strict=True,
+    reason="boundary 4 says a frame walk finds no answer: run_watch holds torch's answer (first_bad) in its locals "
+    "while the learner's report() runs",
+)
+def test_the_first_bad_step_is_not_on_the_stack_while_report_runs(graded):
+    verdict, why = _verdict(graded, "i-firstbad", WATCH)
     assert not verdict.startswith("correct"), why
