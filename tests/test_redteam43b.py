@@ -28,9 +28,15 @@ a pass, and the xfail marker must then go). One class, graded once (``-j 1``, le
   ``functools.partial(probes.node_names, t)`` (not a container, kept as it is) and its ``__iter__`` a property of
   ``operator`` getters, no code of the notebook's: the runner iterates it while reading, the tools on;
 * ``i-firstbad`` (03.nonfinite-watch): ``run_watch`` runs the loop unwatched first and holds torch's answer
-  (``first_bad``) in its locals when it calls ``report()``, which returns it from there; the hook checks nothing.
+  (``first_bad``) in its locals when it calls ``report()``, which returns it from there; the hook checks nothing;
+* ``j-given07`` (07.predict-inplace, 07.version-guard): unit 07's cells import ``write_program`` from
+  ``grader.units.unit07.cases``, so the runner's import gives the whole module, and answer_tools never switches off
+  a function of a given module: ``predict_inplace`` returns ``write_outcome(case)`` (the experiment's own body), and
+  the pair raises exactly when ``guard_outcome_cached(case)`` (torch's answer) says torch's check does;
+* ``k-given08`` (08.sliding-window): unit 08's cells import ``grader.units.unit08.support`` (for ``Recurrence``); its
+  ``window_grads`` is the experiment's own tool, and the copy's answer cell is one import of it.
 
-CPU: one grading run of 9 notebooks (units 01, 03, 09, 09b, 13).
+CPU: one grading run of 11 notebooks (units 01, 03, 07, 08, 09, 09b, 13).
 """
 
 from __future__ import annotations
@@ -52,22 +58,30 @@ GUARD = "09.half-guard"
 CHECKPOINT = "09b.checkpoint-by-hand"
 PER_SAMPLE = "13.per-sample-grads"
 WATCH = "03.nonfinite-watch"
+PREDICT_WRITE = "07.predict-inplace"
+VERSION_GUARD = "07.version-guard"
+WINDOW = "08.sliding-window"
 
-# unit -> (its notebook's stem, the ids of its imports cell, its exercise's definition cell and check cell)
+# unit -> (its notebook's stem, its imports cell, {an exercise's definition cell: that exercise's check cell})
 UNITS = {
-    "03": ("03_observing_gradients", ("c001", "c065", "c066")),
-    "09": ("09_saved_tensor_hooks_in_practice", ("c001a", "c076", "c077")),
-    "09b": ("09b_checkpointing", ("b001", "x067b", "x067c")),
-    "13": ("13_autograd_beyond_eager", ("c001", "c044", "c045")),
+    "03": ("03_observing_gradients", "c001", {"c065": "c066"}),
+    "07": ("07_version_counters_and_in_place_writes", "c001", {"c058": "c059", "c070": "c071"}),
+    "08": ("08_carried_state_and_truncated_bptt", "c001", {"c058": "c059"}),
+    "09": ("09_saved_tensor_hooks_in_practice", "c001a", {"c076": "c077"}),
+    "09b": ("09b_checkpointing", "b001", {"x067b": "x067c"}),
+    "13": ("13_autograd_beyond_eager", "c001", {"c044": "c045"}),
 }
 
 
-def _exercise_copy(unit: str, source: str):
-    """A copy of the unit's notebook holding only its imports, the exercise's definition (``source``) and its check."""
-    stem, (imports, definition, check) = UNITS[unit]
+def _exercise_copy(unit: str, sources: dict[str, str]):
+    """A copy of the unit's notebook holding only its imports, and for each exercise its definition cell (given
+    ``sources``, by cell id) and its check."""
+    stem, imports, exercises = UNITS[unit]
     nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
-    nb.cells = [c for c in nb.cells if c.get("id") in (imports, definition, check)]
-    next(c for c in nb.cells if c.get("id") == definition).source = source
+    keep = {imports} | set(sources) | {exercises[d] for d in sources}
+    nb.cells = [c for c in nb.cells if c.get("id") in keep]
+    for cell in nb.cells:
+        cell.source = sources.get(cell.get("id"), cell.source)
     return nb
 
 
@@ -77,16 +91,18 @@ def _write(folder: Path, learner: str, stem: str, nb) -> None:
 
 
 UNIT01 = "01_what_the_forward_pass_records"
-CLASS = {  # learner -> (unit, fixture)
-    "a-planted": ("01", "planted_read.py"),
-    "b-refusals": ("01", "refusals_swapped.py"),
-    "c-control": ("01", "refusals_control.py"),
-    "d-facts": ("09b", "facts_patched.py"),
-    "e-stub": ("09b", "checkpoint_from_stub.py"),
-    "f-truth": ("09", "truth_on_the_stack.py"),
-    "g-kindcall": ("13", "call_swapped.py"),
-    "h-record": ("01", "forged_record.py"),
-    "i-firstbad": ("03", "first_bad_on_the_stack.py"),
+CLASS = {  # learner -> (unit, {definition cell: fixture}), unit 01's definition cell being c052 (exercise_only)
+    "a-planted": ("01", {"c052": "planted_read.py"}),
+    "b-refusals": ("01", {"c052": "refusals_swapped.py"}),
+    "c-control": ("01", {"c052": "refusals_control.py"}),
+    "d-facts": ("09b", {"x067b": "facts_patched.py"}),
+    "e-stub": ("09b", {"x067b": "checkpoint_from_stub.py"}),
+    "f-truth": ("09", {"c076": "truth_on_the_stack.py"}),
+    "g-kindcall": ("13", {"c044": "call_swapped.py"}),
+    "h-record": ("01", {"c052": "forged_record.py"}),
+    "i-firstbad": ("03", {"c065": "first_bad_on_the_stack.py"}),
+    "j-given07": ("07", {"c058": "write_outcome_imported.py", "c070": "guard_outcome_imported.py"}),
+    "k-given08": ("08", {"c058": "window_grads_imported.py"}),
 }
 
 
@@ -96,12 +112,12 @@ def graded(tmp_path_factory):
         pytest.skip("the attacks grade their copies in the sandbox, which needs bubblewrap")
     base = tmp_path_factory.mktemp("redteam43b")
     folder = base / "class"
-    for learner, (unit, fixture) in CLASS.items():
-        source = (FIXTURES / fixture).read_text()
+    for learner, (unit, fixtures) in CLASS.items():
+        sources = {cell: (FIXTURES / fixture).read_text() for cell, fixture in fixtures.items()}
         if unit == "01":
-            _write(folder, learner, UNIT01, exercise_only(BLANK_01, source))
+            _write(folder, learner, UNIT01, exercise_only(BLANK_01, sources["c052"]))
         else:
-            _write(folder, learner, UNITS[unit][0], _exercise_copy(unit, source))
+            _write(folder, learner, UNITS[unit][0], _exercise_copy(unit, sources))
     out = base / "grades.csv"
     done = cli("grade", folder, "--out", out, "-j", "1")
     with open(out, newline="") as f:
@@ -213,4 +229,37 @@ def test_a_forged_grader_record_is_not_kept(graded):
 )
 def test_the_first_bad_step_is_not_on_the_stack_while_report_runs(graded):
     verdict, why = _verdict(graded, "i-firstbad", WATCH)
+    assert not verdict.startswith("correct"), why
+
+
+@pytest.mark.xfail(
+    raises=AssertionError,
+    strict=True,
+    reason="a module the unit's cells import one name from (grader.units.unit07.cases, for write_program) is given "
+    "whole, and answer_tools never switches off a given module's function: write_outcome is the experiment's body",
+)
+def test_a_given_modules_answer_tool_is_not_the_answer_predict_inplace(graded):
+    verdict, why = _verdict(graded, "j-given07", PREDICT_WRITE)
+    assert not verdict.startswith("correct"), why
+
+
+@pytest.mark.xfail(
+    raises=AssertionError,
+    strict=True,
+    reason="grader.units.unit07.cases is given whole (for write_program): its guard_outcome_cached is torch's answer "
+    "for the case the runner's call holds in its locals",
+)
+def test_a_given_modules_answer_tool_is_not_the_answer_version_guard(graded):
+    verdict, why = _verdict(graded, "j-given07", VERSION_GUARD)
+    assert not verdict.startswith("correct"), why
+
+
+@pytest.mark.xfail(
+    raises=AssertionError,
+    strict=True,
+    reason="grader.units.unit08.support is given (for Recurrence) and holds window_grads, the experiment's own tool; "
+    "08.sliding-window's call switches nothing off: one import is the answer",
+)
+def test_a_given_modules_answer_tool_is_not_the_answer_sliding_window(graded):
+    verdict, why = _verdict(graded, "k-given08", WINDOW)
     assert not verdict.startswith("correct"), why
