@@ -8,8 +8,8 @@ a pass, and the xfail marker must then go). One class, graded once (``-j 1``, le
 * ``a-planted`` (01.graph-walk): the function returns ``t`` and plants the course's walker in the runner's ``kind``
   (``kind.returns.read = probes.node_names``, ``kind.convert`` = the kinds module's own pass-through): the runner reads
   the result with the tools back on, and no code of the notebook runs then, so the profile sees nothing;
-* ``b-refusals`` (01.graph-walk): a class body, run while the definitions run (a decorator is not kept), sets each entry of the runner's
-  ``Refusals.refusals`` to the tool's ``saved`` code (a dict item, not a ``__code__``): every later switch-off puts
+* ``b-refusals`` (01.graph-walk): a class body, run while the definitions run (a decorator is not kept), sets each
+  entry of the runner's ``Refusals.refusals`` to the tool's ``saved`` code (a dict item, not a ``__code__``): every later switch-off puts
   the real code in by the runner's own hand; the exercise's switch on ``grader.probes.nodes`` holds the walker it
   replaced in its closure, so the function puts it back for one call of ``node_names``;
 * ``c-control`` (01.graph-walk): the same function without that class body: refused, naming ``node_names`` (holds);
@@ -36,10 +36,14 @@ a pass, and the xfail marker must then go). One class, graded once (``-j 1``, le
 * ``k-given08`` (08.sliding-window): unit 08's cells import ``grader.units.unit08.support`` (for ``Recurrence``); its
   ``window_grads`` is the experiment's own tool, and the copy's answer cell is one import of it;
 * ``l-opsmode`` (05.predict-bill, 05.saved-parameters): "torch's tensor operations are switched off" by a
-  ``TorchDispatchMode`` (units/switches.py ``_RefuseOps``) whose ``ops`` attribute the function empties for the
-  while it asks the case (a local of the runner's call) for the course's own bill of its model.
+  ``TorchDispatchMode`` (units/switches.py ``_RefuseOps``) whose ``ops`` attribute the function empties while
+  it asks the case (a local of the runner's call) for the course's own bill of its model.
 
-CPU: one grading run of 12 notebooks (units 01, 03, 05, 07, 08, 09, 09b, 13).
+Tried and held (no test): the experiments' original functions are gone once sealed (no object in ``gc`` is one);
+a result line sent twice, or naming another case, is refused by the grading process (verify.judge_exercise).
+
+CPU: one grading run of 12 notebooks (units 01, 03, 05, 07, 08, 09, 09b, 13): about 21 CPU-seconds for the whole
+module, every process it starts counted (a cpuacct cgroup), 34 to 80 s wall on this shared machine.
 """
 
 from __future__ import annotations
