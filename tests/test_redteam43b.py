@@ -8,8 +8,8 @@ a pass, and the xfail marker must then go). One class, graded once (``-j 1``, le
 * ``a-planted`` (01.graph-walk): the function returns ``t`` and plants the course's walker in the runner's ``kind``
   (``kind.returns.read = probes.node_names``, ``kind.convert`` = the kinds module's own pass-through): the runner reads
   the result with the tools back on, and no code of the notebook runs then, so the profile sees nothing;
-* ``b-refusals`` (01.graph-walk): a class body, run while the definitions run (a decorator is not kept), sets each entry of the runner's
-  ``Refusals.refusals`` to the tool's ``saved`` code (a dict item, not a ``__code__``): every later switch-off puts
+* ``b-refusals`` (01.graph-walk): a class body, run while the definitions run (a decorator is not kept), sets each
+  entry of the runner's ``Refusals.refusals`` to the tool's ``saved`` code (a dict item, not a ``__code__``): every later switch-off puts
   the real code in by the runner's own hand; the exercise's switch on ``grader.probes.nodes`` holds the walker it
   replaced in its closure, so the function puts it back for one call of ``node_names``;
 * ``c-control`` (01.graph-walk): the same function without that class body: refused, naming ``node_names`` (holds);
@@ -34,9 +34,16 @@ a pass, and the xfail marker must then go). One class, graded once (``-j 1``, le
   a function of a given module: ``predict_inplace`` returns ``write_outcome(case)`` (the experiment's own body), and
   the pair raises exactly when ``guard_outcome_cached(case)`` (torch's answer) says torch's check does;
 * ``k-given08`` (08.sliding-window): unit 08's cells import ``grader.units.unit08.support`` (for ``Recurrence``); its
-  ``window_grads`` is the experiment's own tool, and the copy's answer cell is one import of it.
+  ``window_grads`` is the experiment's own tool, and the copy's answer cell is one import of it;
+* ``l-opsmode`` (05.predict-bill, 05.saved-parameters): "torch's tensor operations are switched off" by a
+  ``TorchDispatchMode`` (units/switches.py ``_RefuseOps``) whose ``ops`` attribute the function empties while
+  it asks the case (a local of the runner's call) for the course's own bill of its model.
 
-CPU: one grading run of 11 notebooks (units 01, 03, 07, 08, 09, 09b, 13).
+Tried and held (no test): the experiments' original functions are gone once sealed (no object in ``gc`` is one);
+a result line sent twice, or naming another case, is refused by the grading process (verify.judge_exercise).
+
+CPU: one grading run of 12 notebooks (units 01, 03, 05, 07, 08, 09, 09b, 13): about 21 CPU-seconds for the whole
+module, every process it starts counted (a cpuacct cgroup), 34 to 80 s wall on this shared machine.
 """
 
 from __future__ import annotations
@@ -61,10 +68,12 @@ WATCH = "03.nonfinite-watch"
 PREDICT_WRITE = "07.predict-inplace"
 VERSION_GUARD = "07.version-guard"
 WINDOW = "08.sliding-window"
+BILL, SAVED = "05.predict-bill", "05.saved-parameters"
 
 # unit -> (its notebook's stem, its imports cell, {an exercise's definition cell: that exercise's check cell})
 UNITS = {
     "03": ("03_observing_gradients", "c001", {"c065": "c066"}),
+    "05": ("05_saved_tensors_and_what_they_cost", "c001", {"c081": "c082", "c084": "c085"}),
     "07": ("07_version_counters_and_in_place_writes", "c001", {"c058": "c059", "c070": "c071"}),
     "08": ("08_carried_state_and_truncated_bptt", "c001", {"c058": "c059"}),
     "09": ("09_saved_tensor_hooks_in_practice", "c001a", {"c076": "c077"}),
@@ -103,6 +112,7 @@ CLASS = {  # learner -> (unit, {definition cell: fixture}), unit 01's definition
     "i-firstbad": ("03", {"c065": "first_bad_on_the_stack.py"}),
     "j-given07": ("07", {"c058": "write_outcome_imported.py", "c070": "guard_outcome_imported.py"}),
     "k-given08": ("08", {"c058": "window_grads_imported.py"}),
+    "l-opsmode": ("05", {"c081": "bill_measured.py", "c084": "bill_names.py"}),
 }
 
 
@@ -262,4 +272,16 @@ def test_a_given_modules_answer_tool_is_not_the_answer_version_guard(graded):
 )
 def test_a_given_modules_answer_tool_is_not_the_answer_sliding_window(graded):
     verdict, why = _verdict(graded, "k-given08", WINDOW)
+    assert not verdict.startswith("correct"), why
+
+
+@pytest.mark.xfail(
+    raises=AssertionError,
+    strict=True,
+    reason="switches.py's _RefuseOps refuses what its ops attribute names; the function reaches the mode "
+    "(_get_current_dispatch_mode), empties ops, and measures the case's model with case.bill (probes.bill)",
+)
+@pytest.mark.parametrize("qid", [BILL, SAVED])
+def test_torchs_operations_stay_off_while_the_bill_is_predicted(graded, qid):
+    verdict, why = _verdict(graded, "l-opsmode", qid)
     assert not verdict.startswith("correct"), why
