@@ -215,8 +215,8 @@ def test_the_current_version_lists_every_question():
     import grader
 
     assert versions.released()[grader.__version__] == versions.current_entry(), (
-        "a question was added or removed: release a new course version and add its entry to versions.json "
-        "(python -m grader.instructor.grading.versions prints it)"
+        "a question was added or removed: `python -m grader release-version X.Y.Z` writes the course's VERSION and "
+        "its entry in versions.json"
     )
 
 
