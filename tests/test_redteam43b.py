@@ -154,35 +154,26 @@ def test_the_tools_stay_off_for_a_function_that_asks_them_control(graded):
     assert "grader.probes.node_names, the course's own tool for this answer" in why["findings"], why
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="boundary 4: the runner reads a result with the tools on through callables held in its own mutable kind "
-    "(kind.returns.read, kind.convert); the function plants probes.node_names there (no notebook code runs then)",
-)
 def test_a_function_cannot_plant_the_tool_in_the_runners_read(graded):
+    """The break: boundary 4: the runner reads a result with the tools on through callables held in its own mutable
+    kind (kind.returns.read, kind.convert); the function plants probes.node_names there (no notebook code runs
+    then). Held since: runner_state: the kind's attributes are compared before the result is read."""
     verdict, why = _verdict(graded, "a-planted", WALK)
     assert not verdict.startswith("correct"), why
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="boundary 4: Refusals.off() installs refusals[tool], a dict the notebook's code can write while its "
-    "definitions run; made the saved code, every switch-off turns the tools on by the runner's own hand",
-)
 def test_the_refusals_cannot_be_rewritten_into_the_tools(graded):
+    """The break: boundary 4: Refusals.off() installs refusals[tool], a dict the notebook's code can write while its
+    definitions run; made the saved code, every switch-off turns the tools on by the runner's own hand. Held since:
+    runner_state: the table of refusals is compared before each case."""
     verdict, why = _verdict(graded, "b-refusals", WALK)
     assert not verdict.startswith("correct"), why
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="boundary 4: call_checkpoint reads facts() from its module's globals after the learner's function "
-    "ran; replaced by one that says all three facts hold, a function that checkpoints nothing is correct",
-)
 def test_the_call_cannot_be_rewritten_from_under_it(graded):
+    """The break: boundary 4: call_checkpoint reads facts() from its module's globals after the learner's function ran;
+    replaced by one that says all three facts hold, a function that checkpoints nothing is correct. Held since:
+    runner_state: every grader module's callables are compared after the call."""
     verdict, why = _verdict(graded, "d-facts", CHECKPOINT)
     assert not verdict.startswith("correct"), why
 
@@ -198,79 +189,57 @@ def test_torchs_checkpoint_stays_off_while_the_function_runs(graded):
     assert not verdict.startswith("correct"), why
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="boundary 4 says a frame walk finds no answer: run_guard holds torch's answer (truth) in its locals "
-    "while the learner's pack runs, and reads memory_run and leak_run from its globals after it",
-)
 def test_the_answer_is_not_on_the_stack_while_pack_runs(graded):
+    """The break: boundary 4 says a frame walk finds no answer: run_guard holds torch's answer (truth) in its locals
+    while the learner's pack runs, and reads memory_run and leak_run from its globals after it. Held since:
+    run_guard asks torch's answer only after the pair ran; its globals are compared."""
     verdict, why = _verdict(graded, "f-truth", GUARD)
     assert not verdict.startswith("correct"), why
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="the runner calls kind.call, an attribute the notebook's definitions can set (through the runner's "
-    "frame): 13.per-sample-grads's switch (no backward, model calls counted) is swapped for another exercise's",
-)
 def test_the_exercises_own_call_cannot_be_swapped(graded):
+    """The break: the runner calls kind.call, an attribute the notebook's definitions can set (through the runner's
+    frame): 13.per-sample-grads's switch (no backward, model calls counted) is swapped for another exercise's. Held
+    since: runner_state: the kind's attributes are compared before each case."""
     verdict, why = _verdict(graded, "g-kindcall", PER_SAMPLE)
     assert not verdict.startswith("correct"), why
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="boundary 4: _graders_record trusts a class that a grader module holds under its name; the notebook "
-    "makes one (collections.namedtuple, operator getters, functools.partial: no code of its own) and puts it there",
-)
 def test_a_forged_grader_record_is_not_kept(graded):
+    """The break: boundary 4: _graders_record trusts a class that a grader module holds under its name; the notebook
+    makes one (collections.namedtuple, operator getters, functools.partial: no code of its own) and puts it there.
+    Held since: runner_state: a callable added to a grader module fails the case."""
     verdict, why = _verdict(graded, "h-record", WALK)
     assert not verdict.startswith("correct"), why
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="boundary 4 says a frame walk finds no answer: run_watch holds torch's answer (first_bad) in its locals "
-    "while the learner's report() runs",
-)
 def test_the_first_bad_step_is_not_on_the_stack_while_report_runs(graded):
+    """The break: boundary 4 says a frame walk finds no answer: run_watch holds torch's answer (first_bad) in its
+    locals while the learner's report() runs. Held since: run_watch runs the unwatched loop only after report()."""
     verdict, why = _verdict(graded, "i-firstbad", WATCH)
     assert not verdict.startswith("correct"), why
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="a module the unit's cells import one name from (grader.units.unit07.cases, for write_program) is given "
-    "whole, and answer_tools never switches off a given module's function: write_outcome is the experiment's body",
-)
 def test_a_given_modules_answer_tool_is_not_the_answer_predict_inplace(graded):
+    """The break: a module the unit's cells import one name from (grader.units.unit07.cases, for write_program) is
+    given whole, and answer_tools never switches off a given module's function: write_outcome is the experiment's
+    body. Held since: answer_tools: a name imported from a module gives that name, not the module."""
     verdict, why = _verdict(graded, "j-given07", PREDICT_WRITE)
     assert not verdict.startswith("correct"), why
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="grader.units.unit07.cases is given whole (for write_program): its guard_outcome_cached is torch's answer "
-    "for the case the runner's call holds in its locals",
-)
 def test_a_given_modules_answer_tool_is_not_the_answer_version_guard(graded):
+    """The break: grader.units.unit07.cases is given whole (for write_program): its guard_outcome_cached is torch's
+    answer for the case the runner's call holds in its locals. Held since: answer_tools guards the tools a call
+    needs: they refuse a call with the notebook's code on the stack."""
     verdict, why = _verdict(graded, "j-given07", VERSION_GUARD)
     assert not verdict.startswith("correct"), why
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="grader.units.unit08.support is given (for Recurrence) and holds window_grads, the experiment's own tool; "
-    "08.sliding-window's call switches nothing off: one import is the answer",
-)
 def test_a_given_modules_answer_tool_is_not_the_answer_sliding_window(graded):
+    """The break: grader.units.unit08.support is given (for Recurrence) and holds window_grads, the experiment's own
+    tool; 08.sliding-window's call switches nothing off: one import is the answer. Held since: answer_tools: a name
+    imported from a module gives that name, not the module."""
     verdict, why = _verdict(graded, "k-given08", WINDOW)
     assert not verdict.startswith("correct"), why
 
@@ -285,3 +254,23 @@ def test_a_given_modules_answer_tool_is_not_the_answer_sliding_window(graded):
 def test_torchs_operations_stay_off_while_the_bill_is_predicted(graded, qid):
     verdict, why = _verdict(graded, "l-opsmode", qid)
     assert not verdict.startswith("correct"), why
+
+
+WALKS = "walks the running program's frames, closures or objects"
+
+
+def test_every_copy_that_walks_the_runners_frames_is_named_on_its_row(graded):
+    """Whatever a walk finds, the instructor reads that the copy walked: each attack above that reaches the runner's
+    objects through frames, closures, the collector or the dispatch stack has the finding on its row (k-given08's
+    one import walks nothing, and its row says nothing of it)."""
+    rows = graded[0]
+    for learner, (_, fixtures) in CLASS.items():
+        walked = any(reach_pattern().search((FIXTURES / f).read_text()) for f in fixtures.values())
+        assert (WALKS in rows[learner]["findings"]) == walked, (learner, rows[learner]["findings"])
+    assert WALKS not in rows["k-given08"]["findings"]
+
+
+def reach_pattern():
+    from grader.instructor.grading import reach
+
+    return next(pattern for pattern, words in reach._LOOKUPS if words.startswith("walks"))

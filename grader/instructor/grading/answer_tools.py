@@ -12,8 +12,10 @@ such modules, has its code swapped for a refusal: the function object itself ref
 any thread. The refusal is noted, so the case that met it fails with a sentence that says why, and the gradebook
 names it. The code is put back for the runner's own steps (reading the result, the next case's build).
 
-A module the unit gives the learner (``allowed``) is the learner's to use: using it is not reaching past the API
-(whether an exercise may be passed with the course's own tool is the exercise's business, not this module's).
+A module the unit's cells import whole (``from grader import probes``) is the learner's to use, and so is a name
+they import from a module (``from grader.units.unit07.cases import write_program``: that function, and what it
+calls); the module's other functions are not given by that import. Using what was given is not reaching past the
+API (whether an exercise may be passed with the course's own tool is the exercise's business, not this module's).
 """
 
 from __future__ import annotations
@@ -83,22 +85,59 @@ def _reached(fn, allowed: set[str], depth: int | None = DEPTH) -> set[types.Func
     return found
 
 
-def tools_of(experiment, allowed: set[str], call=None) -> set[types.FunctionType]:
+def _given(allowed: set[str]) -> set[types.FunctionType]:
+    """The functions the course's cells import by name (``module.name`` entries of ``allowed``)."""
+    found = set()
+    for entry in allowed:
+        module, _, name = entry.rpartition(".")
+        value = _unwrapped(getattr(sys.modules.get(module), name, None)) if module in sys.modules else None
+        if isinstance(value, types.FunctionType):
+            found.add(value)
+    return found
+
+
+def tools_of(experiment, allowed: set[str], call=None, whole: set[str] | None = None) -> set[types.FunctionType]:
     """The functions an experiment computes its answer with, from grader modules the learner was not given: those it
     names, and those they name, DEPTH deep (a learner could rebuild ``node_names`` from ``nodes`` and
     ``node_name``). Those the exercise's own ``call`` reaches are left on: the runner needs them while the
     learner's function runs (unit 03's ``run_watch`` trains with the loop its experiment reads), however deep the
     runner reaches them (unit 03's loop wraps the learner's hook four calls down)."""
-    needed = _reached(call, allowed, depth=None) | ({call} if call is not None else set())
-    return _reached(experiment, allowed) - needed
+    whole = allowed if whole is None else whole  # None: every module the cells import, given whole
+    return _reached(experiment, whole) - _by_call(call, whole) - _handed(allowed, whole)
+
+
+def guarded_of(experiment, allowed: set[str], call=None, whole: set[str] | None = None) -> set[types.FunctionType]:
+    """The experiment's tools the exercise's own ``call`` needs too (09's ``guard_truth``, 07's cached outcome):
+    they run for the runner's code and refuse a call from the learner's (:meth:`Refusals.off`)."""
+    whole = allowed if whole is None else whole
+    return (_reached(experiment, whole) & _by_call(call, whole)) - _handed(allowed, whole) - {call}
+
+
+def _by_call(call, whole: set[str]) -> set[types.FunctionType]:
+    return _reached(call, whole, depth=None) | ({call} if call is not None else set())
+
+
+def _handed(allowed: set[str], whole: set[str]) -> set[types.FunctionType]:
+    """What the course's cells hand the learner by name, and what those call: it works as the cells use it."""
+    given = _given(allowed)
+    for fn in list(given):
+        given |= _reached(fn, whole, depth=None)
+    return given
 
 
 HANDLER = "__autograd_lab_refused__"  # a builtin, so that swapped code finds it from any module's globals
 NOTEBOOK = "<your notebook>"  # the file name the learner's code is compiled under (learner_function)
 
 
+GUARD = "__autograd_lab_guarded__"  # the builtin a guarded tool's swapped code asks
+
+
 def _template(*args, **kwargs):
     return __autograd_lab_refused__("NAME")  # noqa: F821 - a builtin while tools are switched off
+
+
+def _guarded_template(*args, **kwargs):
+    return __autograd_lab_guarded__("NAME", args, kwargs)  # noqa: F821 - a builtin while tools are switched off
 
 
 def learner_running() -> bool:
@@ -114,21 +153,41 @@ def learner_running() -> bool:
     return False
 
 
+def _name(fn: types.FunctionType) -> str:
+    return f"{fn.__module__}.{fn.__qualname__}"
+
+
+def _copy(fn: types.FunctionType) -> types.FunctionType:
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    copy.__qualname__ = fn.__qualname__
+    return copy
+
+
 class Refusals:
     """The tools switched off (code swapped), and what learner code tried to call. Only the runner switches them
     back on: never from under the learner's code (:func:`learner_running`), and a function's code is never replaced
     by the learner's (:func:`guard`)."""
 
-    def __init__(self, tools: set[types.FunctionType]):
-        self.tools = {f for f in tools if not f.__code__.co_freevars}  # a closure's code cannot be swapped
+    def __init__(self, tools: set[types.FunctionType], guarded: set[types.FunctionType] = frozenset()):
+        swappable = {f for f in tools | guarded if not f.__code__.co_freevars}  # a closure's code cannot be swapped
+        self.tools = swappable
+        self.guarded = {f for f in swappable if f in guarded and f not in tools}
         self.saved = {f: f.__code__ for f in self.tools}
-        self.refusals = {f: self._refusal(f) for f in self.tools}
+        self.refusals = {f: self._refusal(f, _guarded_template if f in self.guarded else _template) for f in self.tools}
+        # what a guarded tool runs for the runner: the function as it was, in an object of its own
+        self.copies = {_name(f): _copy(f) for f in self.guarded}
         self.tried: list[str] = []
 
-    def _refusal(self, fn: types.FunctionType) -> types.CodeType:
-        name = f"{fn.__module__}.{fn.__qualname__}"
-        consts = tuple(name if c == "NAME" else c for c in _template.__code__.co_consts)
-        return _template.__code__.replace(co_consts=consts, co_name=fn.__code__.co_name)
+    def _refusal(self, fn: types.FunctionType, template) -> types.CodeType:
+        consts = tuple(_name(fn) if c == "NAME" else c for c in template.__code__.co_consts)
+        return template.__code__.replace(co_consts=consts, co_name=fn.__code__.co_name)
+
+    def _guarded(self, name: str, args: tuple, kwargs: dict):
+        """A guarded tool called: run for the runner's code, refused from the learner's."""
+        if learner_running():
+            return self._refused(name)
+        return self.copies[name](*args, **kwargs)
 
     def _refused(self, name: str):
         self.tried.append(name)
@@ -141,6 +200,7 @@ class Refusals:
         import builtins
 
         setattr(builtins, HANDLER, self._refused)
+        setattr(builtins, GUARD, self._guarded)
         for fn in self.tools:
             fn.__code__ = self.refusals[fn]
 

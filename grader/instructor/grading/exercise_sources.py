@@ -49,7 +49,8 @@ class ExerciseSource:
     names: list[str]  # the function (or class) names the check cell passes
     prelude: str = ""  # the course's definitions, from notebooks/
     source: str = ""  # the learner's definitions, from the copy
-    allowed: list[str] = field(default_factory=list)  # grader modules the course's cells import
+    allowed: list[str] = field(default_factory=list)  # grader modules the course's cells import, and the names
+    whole: list[str] = field(default_factory=list)  # those of them imported whole (`from grader import probes`)
 
     def request(self) -> dict:
         return {
@@ -58,6 +59,7 @@ class ExerciseSource:
             "prelude": self.prelude,
             "source": self.source,
             "allowed": self.allowed,
+            "whole": self.whole,
         }
 
 
@@ -109,6 +111,33 @@ def grader_modules(text: str) -> set[str]:
     return found
 
 
+def _is_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, AttributeError, ValueError):  # a name inside a module, not a module
+        return False
+
+
+def whole_modules(text: str) -> set[str]:
+    """The grader modules one cell binds whole (``import grader.x``, ``from grader import probes``): every function
+    in them is the learner's to call. From a module the cell imports names of (``from grader.units.unit07.cases
+    import write_program``), only those names are."""
+    try:
+        tree = syntax.parse_submitted(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return set()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name == "grader" or a.name.startswith("grader.")}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "grader" or node.module.startswith("grader."):
+                found |= {f"{node.module}.{a.name}" for a in node.names if _is_module(f"{node.module}.{a.name}")}
+    return found
+
+
 def check_calls(text: str, qids: set[str]) -> dict[str, list[str]]:
     """``check("qid", name)`` / ``check("qid", (a, b))`` calls in one cell: qid -> names."""
     try:
@@ -135,9 +164,11 @@ def exercise_sources(exercise_qids: list[str], template: list[dict], cells: list
     cells = [c for c in cells if isinstance(c, dict)]
     owned_ids = {c.get("id") for c in template if c.get("id") and grader_owned(c)}
     allowed: set[str] = set()
+    whole: set[str] = set()
     for c in template:
         if grader_owned(c):
             allowed |= grader_modules(source_of(c))
+            whole |= whole_modules(source_of(c))
     out: dict[str, ExerciseSource] = {}
     for index, cell in enumerate(template):
         if not grader_owned(cell):
@@ -153,5 +184,7 @@ def exercise_sources(exercise_qids: list[str], template: list[dict], cells: list
                 if c.get("id") in owned_ids:
                     continue  # the course's cell: its definitions come from notebooks/, in the prelude
                 mine += definitions(source_of(c))  # a learner-owned cell, or one the learner added
-            out[qid] = ExerciseSource(qid, names, "\n\n".join(prelude), "\n\n".join(mine), sorted(allowed))
+            out[qid] = ExerciseSource(
+                qid, names, "\n\n".join(prelude), "\n\n".join(mine), sorted(allowed), sorted(whole)
+            )
     return out

@@ -22,7 +22,7 @@ import threading
 import time
 import types
 
-from grader.instructor.grading import answer_tools, containment
+from grader.instructor.grading import answer_tools, containment, runner_state
 
 LEARNER_MODULE = "__learner__"  # the module name the learner's definitions run under
 NOTEBOOK = "<your notebook>"  # the file name the learner's code is compiled under
@@ -56,21 +56,22 @@ def _kinds_only(request: list) -> tuple[dict, dict]:
 
     registry = question.load()
     wanted = {item["qid"]: registry[item["qid"]].kind for item in request}
-    tools = {
-        item["qid"]: answer_tools.Refusals(
-            answer_tools.tools_of(
-                registry[item["qid"]].experiment,
-                {str(a) for a in item.get("allowed", ())},
-                call=registry[item["qid"]].kind.call,
-            )
-        )
-        for item in request
-    }
+    tools = {item["qid"]: _refusals(registry[item["qid"]], item) for item in request}
     for kind in wanted.values():
         kind.cases()  # made now, cached in the kind
     question.seal()
     question.run_experiment = _gone
     return wanted, tools
+
+
+def _refusals(q, item: dict) -> answer_tools.Refusals:
+    """The course's tools for one exercise's answer: off while the learner's code runs, or, those the exercise's
+    own call needs, guarded (they run for the runner and refuse the learner)."""
+    allowed, whole = {str(a) for a in item.get("allowed", ())}, {str(a) for a in item.get("whole", ())}
+    return answer_tools.Refusals(
+        answer_tools.tools_of(q.experiment, allowed, call=q.kind.call, whole=whole),
+        answer_tools.guarded_of(q.experiment, allowed, call=q.kind.call, whole=whole),
+    )
 
 
 LAZY = (map, filter, zip, enumerate, reversed, types.GeneratorType, range)
@@ -228,6 +229,7 @@ def main() -> int:
     from grader.engine.cases import fingerprint
 
     kinds, tools = _kinds_only(request.get("exercises", []))
+    before = runner_state.Snapshot(kinds, tools)  # nothing of the learner's has run yet
     for item in request.get("exercises", []):
         qid, kind, off = item["qid"], kinds[item["qid"]], tools[item["qid"]]
         fn = _learner_function(item, kind, off, fd)
@@ -239,7 +241,7 @@ def main() -> int:
             if time.monotonic() - started > kind.budget_s:
                 send(problem=f"only {i} cases ran within {kind.budget_s:g} s")
                 break
-            if not _run_case(kind, fn, case, off, send):
+            if not _run_case(kind, fn, case, off, send, before):
                 break
     return 0
 
@@ -279,12 +281,16 @@ def _learner_function(item: dict, kind, off, fd):
     return None
 
 
-def _run_case(kind, fn, case, off, send) -> bool:
+def _run_case(kind, fn, case, off, send, before: runner_state.Snapshot) -> bool:
     """One case: the learner's function called with the course's tools off, what it returned made plain, then read
     with the tools on (the notebook's code must not run then); whether to go on to the next case."""
     from grader.engine import limits, torch_state
     from grader.engine.kinds import BadAnswer, Unanswered
 
+    changed = before.changed()  # by the definitions, or by an earlier case
+    if changed:
+        send(problem=runner_state.message(changed))
+        return False
     with torch_state.clean_room():
         case_ns = case.fresh()
     raw = None
@@ -295,7 +301,10 @@ def _run_case(kind, fn, case, off, send) -> bool:
                 raw = _plain(outcome.value)
             except TypeError as exc:
                 outcome.problem = str(exc)
-    if off.tried:
+    changed = before.changed()
+    if changed:
+        send(problem=runner_state.message(changed))
+    elif off.tried:
         send(problem=f"it called {off.tried[0]}, the course's own tool for this answer, reached past the API")
     elif outcome.not_written:
         send(not_written=True)

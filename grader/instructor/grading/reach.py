@@ -2,8 +2,9 @@
 
 The course gives a learner ``from grader import ...`` and the modules its own cells import. A
 learner-written cell that imports any other grader module (``grader.engine.question``, where the
-answer key is declared), looks the grader up in ``sys.modules``, or names the progress store's file
-or folder is a finding on the gradebook's row. It earns nothing by it: in the grading run every
+answer key is declared), looks the grader up in ``sys.modules``, names the progress store's file
+or folder, or walks the running program's frames, closures or the garbage collector's objects (the way to what the
+exercise runner holds) is a finding on the gradebook's row. It earns nothing by it: in the grading run every
 experiment is sealed (:func:`grader.engine.question.seal`) and every verdict is computed outside;
 the finding tells the instructor that someone tried.
 """
@@ -19,6 +20,13 @@ _LOOKUPS = (
     (re.compile(r"sys\s*\.\s*modules"), "looks modules up in sys.modules"),
     (re.compile(r"__import__\s*\(|importlib"), "imports by name at run time"),
     (re.compile(re.escape(FILENAME) + r"|AUTOGRAD_LAB_HOME|sqlite3"), "reaches the progress store"),
+    (
+        re.compile(
+            r"\b(f_back|f_locals|f_globals|tb_frame|gi_frame|__closure__|cell_contents|__globals__|_getframe|"
+            r"_current_frames|get_objects|get_referrers|get_referents|_get_current_dispatch_mode)\b"
+        ),
+        "walks the running program's frames, closures or objects (what the grader holds: an exercise never needs to)",
+    ),
 )
 
 

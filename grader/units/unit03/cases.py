@@ -311,8 +311,6 @@ def run_watch(fn, case, ns):
             None, (f"make_watch() returned {short(made)}; it must return a pair (hook, report) of functions",)
         )
     hook, report = made
-    clean, finite = run_loop(case.fresh())
-    first_bad = next((step for step, ok in enumerate(finite) if not ok), None)
     writer, problems, watched, returned = _StepWriter(), [], None, []
     saved = sys.stdout, sys.stderr
     sys.stdout = sys.stderr = writer
@@ -334,6 +332,9 @@ def run_watch(fn, case, ns):
         sys.stdout, sys.stderr = saved
     if writer.kept:
         saved[0].write("".join(writer.kept))
+    # the unwatched run only now: while the watch ran, no answer was held anywhere it could read
+    clean, finite = run_loop(case.fresh())
+    first_bad = next((step for step, ok in enumerate(finite) if not ok), None)
     early = [s for s in writer.steps if first_bad is None or s < first_bad]
     if early:
         when = (

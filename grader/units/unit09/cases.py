@@ -332,7 +332,6 @@ def leak_run(case: HalfGuardCase, pair) -> int:
 
 def run_guard(pair, case: HalfGuardCase) -> tuple[str, str]:
     """What the program does under the pair: one of GUARD_LABELS and a line of detail."""
-    truth, exact = guard_truth(case)
     pack, unpack = pair
     ns = _exec(case.setup)
     # (dtype handed to pack, a 2-byte or smaller floating dtype other than float16 that it stored: bfloat16, float8)
@@ -368,6 +367,7 @@ def run_guard(pair, case: HalfGuardCase) -> tuple[str, str]:
             raise
         except Exception as exc:
             return RAISED, f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+    truth, exact = guard_truth(case)  # torch's answer, only once the pair has run: nothing held it meanwhile
     if truth == RAISED:
         return CLEAN, "the write after the save went unnoticed"
     if copies:
