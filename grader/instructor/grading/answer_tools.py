@@ -98,7 +98,8 @@ NOTEBOOK = "<your notebook>"  # the file name the learner's code is compiled und
 
 
 def _template(*args, **kwargs):
-    return __autograd_lab_refused__("NAME")  # noqa: F821 - a builtin while tools are switched off
+    # a builtin while tools are switched off (Refusals sets HANDLER on builtins); mypy cannot see one made at run time
+    return __autograd_lab_refused__("NAME")  # type: ignore[name-defined]  # noqa: F821
 
 
 def learner_running() -> bool:
@@ -106,7 +107,7 @@ def learner_running() -> bool:
     thread other than the runner's own (the learner's threads have no other marks)."""
     if threading.current_thread() is not threading.main_thread():
         return True
-    f = sys._getframe(1)
+    f: types.FrameType | None = sys._getframe(1)
     while f is not None:
         if f.f_code.co_filename == NOTEBOOK:
             return True

@@ -182,7 +182,9 @@ def held_bytes(pids: Iterable[int]) -> int:
     return total
 
 
-def usage(places: list, max_bytes: int = 0, max_entries: int = 0, skip: tuple = (), pids: Iterable[int] = ()) -> Usage:
+def usage(
+    places: list[str], max_bytes: int = 0, max_entries: int = 0, skip: Iterable[str] = (), pids: Iterable[int] = ()
+) -> Usage:
     """Bytes on disk and entries under ``places`` together (links not followed, ``skip``'s paths left out), and
     the bytes of the files ``pids`` hold open that no folder shows (:func:`held_bytes`); counting stops once past
     either cap. A place that cannot be listed counts nothing."""
@@ -532,18 +534,20 @@ def sandboxed(cmd: list[str], workdir: Path, sandbox: bool | None = None, uid: i
     """``cmd`` wrapped in bubblewrap where it works (``sandbox=False``: never), with ``workdir`` its only writable
     folder; with ``uid`` (see fresh_uid()) it runs as that user, without capabilities and with no_new_privs."""
     use_bwrap = bwrap_works() if sandbox is None else (sandbox and bwrap_works())
-    if not use_bwrap:
+    exe = shutil.which("bwrap")  # bwrap_works() found it
+    if not use_bwrap or exe is None:
         return list(cmd)
     import grader
 
     package_root = Path(grader.__file__).resolve().parent.parent
     code = [arg for path in code_paths() for arg in ("--ro-bind", str(path), str(path))]
-    become = []
-    if uid is not None and _drop_to():
-        become = [_drop_to(), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
+    become: list[str] = []
+    drop = _drop_to() if uid is not None else None
+    if drop:
+        become = [drop, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
         become += ["--no-new-privs", "--"]
     return [
-        shutil.which("bwrap"),
+        exe,
         *_bwrap_base(),
         *_folders_above(code_paths()),
         *code,
@@ -619,7 +623,10 @@ class _Pipes:
 
     def __init__(self, events: bool):
         self.result_r, self.result_w = os.pipe()
-        self.events_r, self.events_w = os.pipe() if events else (None, None)
+        self.events_r: int | None = None
+        self.events_w: int | None = None
+        if events:
+            self.events_r, self.events_w = os.pipe()
 
     def names(self) -> dict:
         out = {RESULT_FD_VAR: str(self.result_w)}
@@ -637,6 +644,7 @@ class _Pipes:
         """The process started: our ends of its writing pipes closed, each of its outputs drained (capped)."""
         for fd in self.passed():
             os.close(fd)
+        assert proc.stdout is not None and proc.stderr is not None, "run() starts it with both piped"
         drains = [
             Drain(os.dup(proc.stdout.fileno()), output_cap),
             Drain(os.dup(proc.stderr.fileno()), output_cap),
@@ -652,6 +660,7 @@ class _Pipes:
 
 
 def _feed(proc: subprocess.Popen, stdin: bytes) -> None:
+    assert proc.stdin is not None, "run() starts it with its stdin piped"
     try:
         proc.stdin.write(stdin)
     except (OSError, ValueError):
@@ -727,7 +736,8 @@ def writable_places(workdir: Path, pid: int | None = None, inside: bool = False)
     out (the read-only code and the job folder's own mount under /tmp, measured once): its folder, and with
     bubblewrap its private /tmp and /dev/shm, reached from outside through ``pid``'s sandbox root, or directly
     ``inside`` it (the warm parent)."""
-    places, skip = [str(workdir)], []
+    places: list[str] = [str(workdir)]
+    skip: list[str] = []
     if not (os.environ.get("AGL_SANDBOX") == "bwrap" if inside else bwrap_works()):
         return places, skip
     root = "" if inside else _sandbox_root(pid) if pid else None

@@ -235,6 +235,7 @@ class Recomputing(progress.Judge):
             return mine.verdict
         self.answers[q.qid] = e.answer
         variant = variant_of(q, e, self.identity, self.canonical)
+        verdict: Verdict
         if e.answer is None:
             verdict = e.verdict if e.verdict in ("unanswered", "invalid", "error") else "unanswered"
         else:
@@ -366,15 +367,15 @@ def _flags(state: progress.UnitState, revealed_first: dict, repeated: dict, find
         elif st.role == "predict" and st.revealed and not st.predicted_before_reveal:
             flags[qid] = "revealed without prediction"
     for qid, why in revealed_first.items():
-        st = state.questions.get(qid)
-        if st is None or st.role != "predict" or flags.get(qid) == "predicted after reveal":
+        shown = state.questions.get(qid)
+        if shown is None or shown.role != "predict" or flags.get(qid) == "predicted after reveal":
             continue
-        flags[qid] = "predicted after reveal" if st.predicted else "revealed without prediction"
+        flags[qid] = "predicted after reveal" if shown.predicted else "revealed without prediction"
         findings.append(f"{qid}: the copy shows torch's answer before the prediction ({why})")
     for qid, note in repeated.items():
-        st = state.questions.get(qid)
-        if st is not None and st.passed:
-            flags[qid] = f"{st.record}; {note}"
+        passed = state.questions.get(qid)
+        if passed is not None and passed.passed:
+            flags[qid] = f"{passed.record}; {note}"
     late = [qid for qid, flag in flags.items() if flag == "predicted after reveal"]
     if late:
         findings.append("predicted after reveal: " + ", ".join(late))
