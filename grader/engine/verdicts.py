@@ -13,8 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from grader.engine.kinds import BadAnswer, Unanswered
-
 Role = Literal[
     "predict",  # predict-then-run: a prediction locked in, then torch's answer revealed beside it
     "self-test",  # answered with check() at the end of a unit, on a program of the learner's own
@@ -89,6 +87,8 @@ class Reading:
 def read_answer(read: Callable[[], Any]) -> Reading:
     """An answer as ``read`` reads it (a kind's ``read`` or ``read_recorded`` of it): the placeholder is "unanswered",
     an answer the kind cannot read "invalid"; anything else the reading raises is the caller's to handle."""
+    from grader.engine.kinds import BadAnswer, Unanswered  # here: the store reads these names without torch
+
     try:
         return Reading(read())
     except Unanswered as exc:

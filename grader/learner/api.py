@@ -30,7 +30,7 @@ from grader.engine.question import Question
 from grader.engine.results import GraderCheckFailed, Result
 from grader.engine.store import current as store
 from grader.engine.variants import Generator, Listing, Variant
-from grader.engine.verdicts import Action, Reading, Verdict, graded, read_answer
+from grader.engine.verdicts import GRADED, Action, Reading, Verdict, graded, read_answer
 from grader.learner import saved
 
 _ASK = object()
@@ -116,12 +116,6 @@ def _question(qid: Any, action: Action) -> Question | Result:
         hint = f"; did you mean {', '.join(close)}?" if close else "; `python -m grader questions` lists them"
         return Result(action, qid, "invalid", f"there is no question {qid!r}{hint}")
     return q
-
-
-def _lookup(qid: Any, action: Action) -> tuple[Question | None, Result | None]:
-    """(the question, None), or (None, the Result that says there is none): :func:`_question` as a pair."""
-    found = _question(qid, action)
-    return (None, found) if isinstance(found, Result) else (found, None)
 
 
 def _state(q: Question) -> progress.QuestionState:
@@ -656,7 +650,7 @@ def _check_generated(q: Question, answer: Any, variant: Variant) -> Result:
     store().append(q.unit, q.qid, "check", result.verdict, got, detail=detail)
     state = _state(q)
     result.records = _carried(q, state)
-    if result.verdict in ("correct", "incorrect"):
+    if result.verdict in GRADED:
         _program_moved(q.qid)  # the program shown elsewhere (program(qid)'s cell) is brought up to date
         result.rows[0] = (f"your program ({variant.name})", result.rows[0][1])
         if not state.passed:

@@ -29,10 +29,10 @@ from typing import Any
 from grader.engine import identity as identities
 from grader.engine import progress, variants
 from grader.engine.cases import fingerprint
-from grader.engine.kinds import BadAnswer, Function, Unanswered
+from grader.engine.kinds import Function
 from grader.engine.question import of_unit
 from grader.engine.store import Event
-from grader.engine.verdicts import GRADED, Verdict
+from grader.engine.verdicts import GRADED, Reading, Verdict, graded, read_answer
 
 # torch's global state: one recomputation at a time. Generating an exercise's cases is recomputation too (it runs
 # torch, and some exercises' checks switch tools off while they run): a case list made while another thread's
@@ -143,7 +143,7 @@ def judge_exercise(q, lines: list) -> ExerciseVerdict:
             )
         try:
             value = kind.returns.read(line.get("value"))
-        except (BadAnswer, Unanswered, Exception):
+        except Exception:  # BadAnswer, Unanswered, or anything else the data makes it raise
             return ExerciseVerdict(
                 "incorrect", f"{passed} of {len(cases)} cases passed; case {i + 1}'s result could not be read", case=i
             )
@@ -172,14 +172,13 @@ def _differ(cases: list, lines: list) -> bool:
 
 
 def _read(q, answer) -> tuple[Any, Verdict | None]:
+    """A recorded answer as the kind reads it: (its value, None), or (None, why it has none: "unanswered" or
+    "invalid"; an answer the reading fails on in any other way, being data, is "invalid" too)."""
     try:
-        return q.kind.read_recorded(answer), None
-    except Unanswered:
-        return None, "unanswered"
-    except BadAnswer:
-        return None, "invalid"
+        reading = read_answer(lambda: q.kind.read_recorded(answer))
     except Exception:
-        return None, "invalid"
+        reading = Reading(unread="invalid")
+    return reading.value, reading.unread
 
 
 def _legacy(value) -> bool:
@@ -220,7 +219,7 @@ class Recomputing(progress.Judge):
         verdict: Verdict = "revealed"
         if state.predicted:
             value, bad = _read(q, state.prediction)
-            verdict = "incorrect" if bad else ("correct" if self._agrees(q, value) else "incorrect")
+            verdict = graded(not bad and self._agrees(q, value))
             if _legacy(value):  # an older form: its kernel judged it by older rules, which is no finding
                 return verdict
         if verdict != e.verdict and e.verdict != "recorded":  # a sealed grading run records, it does not judge
@@ -240,7 +239,7 @@ class Recomputing(progress.Judge):
             verdict = e.verdict if e.verdict in ("unanswered", "invalid", "error") else "unanswered"
         else:
             value, bad = _read(q, e.answer)
-            verdict = bad or ("correct" if self._agrees(q, value, variant) else "incorrect")
+            verdict = bad or graded(self._agrees(q, value, variant))
             if variant is not None and verdict in GRADED:
                 self.variants[q.qid] = variant
             if _legacy(value):
