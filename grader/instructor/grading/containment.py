@@ -50,6 +50,7 @@ from pathlib import Path
 TOKEN_VAR = "AGL_CONTAINED"
 RESULT_FD_VAR = "AGL_RESULT_FD"
 EVENT_FD_VAR = "AGL_EVENT_FD"  # the progress store writes each event there as a line, as it happens
+SANDBOX_VAR = "AGL_SANDBOX"  # "bwrap" inside bubblewrap's sandbox (set by sandboxed())
 EVENTS_STREAM_CAP = 64 * 2**20  # bytes of streamed events kept
 
 _bwrap_ok: bool | None = None
@@ -458,10 +459,36 @@ def _belongs(pid: int, session: int, token: bytes) -> bool:
             return True
         if ADOPTING and int(fields[1]) == os.getpid() and pid not in _LIVE:
             return True  # an orphan reparented to us: something a submission left behind
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            return token in f.read(1 << 20).split(b"\0")
     except (OSError, IndexError, ValueError):
         return False
+    return carries(pid, token)
+
+
+def carries(pid: int, token: bytes) -> bool:
+    """Whether process ``pid``'s environment holds ``token`` (the TOKEN_VAR entry every contained process and its
+    children carry); False where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return token in f.read(1 << 20).split(b"\0")
+    except OSError:
+        return False
+
+
+def kill_each(pids: Iterable[int]) -> set[int]:
+    """SIGKILL each of ``pids``; the ones the signal reached."""
+    killed: set[int] = set()
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed.add(pid)
+        except OSError:
+            pass
+    return killed
+
+
+def inside_sandbox() -> bool:
+    """Whether this process runs inside bubblewrap's sandbox (its own PID, IPC and mount namespaces)."""
+    return os.environ.get(SANDBOX_VAR) == "bwrap"
 
 
 def kill_everything(session: int, token: bytes) -> int:
@@ -473,12 +500,7 @@ def kill_everything(session: int, token: bytes) -> int:
             pids = [p for p in proc_ids() if p != me and _belongs(p, session, token)]
         if not pids:
             break
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                found.add(pid)
-            except OSError:
-                pass
+        found |= kill_each(pids)
         time.sleep(0.05)
     try:
         os.killpg(session, signal.SIGKILL)
@@ -557,7 +579,7 @@ def sandboxed(cmd: list[str], workdir: Path, sandbox: bool | None = None, uid: i
         "--chdir",
         str(workdir),
         "--setenv",
-        "AGL_SANDBOX",
+        SANDBOX_VAR,
         "bwrap",
         "--setenv",
         "AGL_WRITABLE_MB",
@@ -738,7 +760,7 @@ def writable_places(workdir: Path, pid: int | None = None, inside: bool = False)
     ``inside`` it (the warm parent)."""
     places: list[str] = [str(workdir)]
     skip: list[str] = []
-    if not (os.environ.get("AGL_SANDBOX") == "bwrap" if inside else bwrap_works()):
+    if not (inside_sandbox() if inside else bwrap_works()):
         return places, skip
     root = "" if inside else _sandbox_root(pid) if pid else None
     if root is None:
@@ -767,7 +789,7 @@ def result_pipe() -> int | None:
 
 def others_alive() -> int:
     """Inside a bubblewrap PID namespace: how many processes besides this one and its init are running."""
-    if os.environ.get("AGL_SANDBOX") != "bwrap":
+    if not inside_sandbox():
         return 0
     me = os.getpid()
     return sum(1 for p in proc_ids() if p not in (1, me))

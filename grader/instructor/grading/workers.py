@@ -365,7 +365,7 @@ def _warm(units: list | None = None) -> None:
 
 
 def _sandboxed() -> bool:
-    return os.environ.get("AGL_SANDBOX") == "bwrap"
+    return containment.inside_sandbox()
 
 
 def _others() -> list[int]:
@@ -395,22 +395,11 @@ def _kill_rest(token: bytes) -> int:
     for _ in range(10):
         pids = set(_others())
         if not _sandboxed():
-            for p in containment.proc_ids():
-                try:
-                    with open(f"/proc/{p}/environ", "rb") as f:
-                        if token in f.read(1 << 20).split(b"\0"):
-                            pids.add(p)
-                except OSError:
-                    pass
+            pids.update(p for p in containment.proc_ids() if containment.carries(p, token))
         pids.discard(os.getpid())
         if not pids:
             break
-        for p in pids:
-            try:
-                os.kill(p, signal.SIGKILL)
-                killed.add(p)
-            except OSError:
-                pass
+        killed |= containment.kill_each(pids)
         _reap()
         time.sleep(0.02)
     _reap()
