@@ -2,9 +2,12 @@
 
 tests/test_env_vars.py fails on an ``AGL_`` or ``AUTOGRAD_LAB_`` name that the code (``grader/``, ``hub/``,
 ``bench/``, ``tools/``, the tests, the Makefile) spells and this module does not describe, on one described here
-that nothing reads any more, and when docs/environment.md (this list, :func:`described`) is out of date. New code
-reads a variable by its constant here (``os.environ.get(env_vars.STRICT)``); how each value is read (a number, a
-flag, any non-empty text) is said by the module that reads it, in its ``does`` line here.
+that nothing reads any more, and when docs/environment.md (this list, :func:`described`) is out of date. The code
+reads a variable by its constant here (``os.environ.get(env_vars.STRICT)``), but for the modules that run apart
+from the package: ``grading/containment.py`` (loaded alone by its path in the cold worker) and ``grading/workers.py``
+(the warm parent's side) keep their names as constants of their own; the demo hub's are set by name in
+``instructor/hub.py`` and read by name in ``hub/jupyterhub_config.py`` (JupyterHub's process). How each value is read (a number, a flag, any non-empty text) is said by the
+module that reads it, in its ``does`` line here.
 
 Who sets them:
 

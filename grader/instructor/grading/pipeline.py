@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grader.engine import env_vars
 from grader.engine.course import UNITS
 from grader.engine.kinds import Function
 from grader.engine.store import FILENAME, Event
@@ -258,9 +259,9 @@ def _run_notebook(restored: Restored, work: Path, worker, cell_timeout: int, not
     import nbformat
 
     env = _contained_env(work)
-    env["AGL_SEAL"] = "1"  # the answer key is sealed in the run (grader/__init__.py, workers._run_cells)
-    env["AUTOGRAD_LAB_LEARNER"] = judged_identity(restored)  # the programs of the identity judged
-    env["AGL_VARIANTS"] = json.dumps(pins(restored))
+    env[env_vars.SEAL] = "1"  # the answer key is sealed in the run (grader/__init__.py, workers._run_cells)
+    env[env_vars.LEARNER] = judged_identity(restored)  # the programs of the identity judged
+    env[env_vars.VARIANTS] = json.dumps(pins(restored))
     copy = work / "submission.ipynb"
     nbformat.write(_to_run(restored), str(copy))
     if worker:
@@ -595,7 +596,7 @@ def run_all(chosen: Selection, options: GradeOptions) -> tuple[list, list, dict]
     if threads_before is None:  # the instructor's own setting wins
         os.environ[THREADS_VAR] = str(threads_per_job(options.jobs))
     try:
-        if any(not s.problem for s, _ in todo) and not os.environ.get("AGL_GRADE_COLD"):
+        if any(not s.problem for s, _ in todo) and not os.environ.get(env_vars.GRADE_COLD):
             units = {unit_named(s) for s, _ in todo}  # a hint: the exercises whose cases to build first
             size = min(max(1, options.jobs), len(todo))
             warm = workers.Pool(size, workers.base_env(), units=sorted(units) if units <= set(UNITS) else None)
