@@ -139,8 +139,8 @@ test: test-install system-deps hub-deps browser-deps
 	[ $$linted = 0 ] || echo "make lint failed (exit $$linted)"; \
 	[ $$tests = 0 ] && [ $$linted = 0 ]
 
-# The code's own checks (configured in pyproject.toml): ruff's lint and format, mypy on the engine
-# and the probes, and the import layers (instructor > learner > units > probes > engine).
+# The code's own checks (configured in pyproject.toml): ruff's lint and format, mypy on the engine,
+# the probes, the grading code and the learner's API, and the import layers (instructor > learner > units > probes > engine).
 lint: test-install
 	$(BIN)/ruff check --quiet .
 	$(BIN)/ruff format --check --quiet .

@@ -61,6 +61,7 @@ del _category
 
 # imported after the filters above, so that torch's import is already quiet
 from grader import _moved  # noqa: E402
+from grader.engine import env_vars as _env_vars  # noqa: E402
 from grader.engine.course import VERSION  # noqa: E402
 from grader.learner.api import check, hint, mark_passed, predict, program, reset, reveal, status  # noqa: E402
 from grader.learner.review import review  # noqa: E402
@@ -75,7 +76,7 @@ from grader.learner.doctor.magic import register_in_running_shell as _register_m
 _register_magic()
 
 # A grading run (grade's contained notebook run sets it): the answer key is sealed before any cell asks
-if os.environ.get("AGL_SEAL") == "1":
+if os.environ.get(_env_vars.SEAL) == "1":
     from grader.learner.api import seal_for_grading as _seal
 
     _seal()

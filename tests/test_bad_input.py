@@ -15,7 +15,7 @@ import torch
 from grader import check, mark_passed, predict, reset, reveal
 from grader.engine import question as registry
 from grader.engine.kinds import Choice, Error
-from grader.engine.question import predict_then_run, self_test
+from grader.engine.question import predict_then_run
 from grader.units.causes import WRITE_SEEN
 
 
@@ -30,7 +30,7 @@ def scratch_questions():
     def scratch_choice():
         return "at backward"
 
-    @self_test(
+    @predict_then_run(
         "00.scratch-error",
         Error("at the write", "at backward", causes=WRITE_SEEN),
         prompt="scratch",
@@ -165,11 +165,11 @@ CASES = [
     # Choice and Error (scratch questions)
     (lambda: predict("00.scratch-choice", "later"), {"invalid"}, "not a choice"),
     (lambda: predict("00.scratch-choice", 2), {"invalid"}, "one of"),
-    (lambda: check("00.scratch-error", "at the write"), {"invalid"}, "name the cause too"),
-    (lambda: check("00.scratch-error", ("somewhere", "a leaf variable that")), {"invalid"}, "not a place"),
-    (lambda: check("00.scratch-error", ("at the write", 42)), {"invalid"}, "string"),
-    (lambda: check("00.scratch-error", ("no error", "some words here")), {"invalid"}, "answer just 'no error'"),
-    (lambda: check("00.scratch-error", ["at the write", "stale", "b", "c"]), {"invalid"}, "pair"),
+    (lambda: predict("00.scratch-error", "at the write"), {"invalid"}, "name the cause too"),
+    (lambda: predict("00.scratch-error", ("somewhere", "a leaf variable that")), {"invalid"}, "not a place"),
+    (lambda: predict("00.scratch-error", ("at the write", 42)), {"invalid"}, "string"),
+    (lambda: predict("00.scratch-error", ("no error", "some words here")), {"invalid"}, "answer just 'no error'"),
+    (lambda: predict("00.scratch-error", ["at the write", "stale", "b", "c"]), {"invalid"}, "pair"),
     # ids, units, roles
     (lambda: predict(None, 1), {"invalid"}, "string such as"),
     (lambda: predict("01.pow node", "x"), {"invalid"}, "no question"),

@@ -104,7 +104,9 @@ def _uses_a_bill(q) -> bool:
 def test_every_unit05_bill_question_is_a_registered_program():
     billed = {q.qid for q in all_questions() if q.unit == "05" and q.role != "exercise" and _uses_a_bill(q)}
     missing = billed - set(support.BILL_PROGRAMS)
-    assert billed and not missing, f"register each bill question's program with @bill_program(qid) in support.py: {missing}"
+    assert billed and not missing, (
+        f"register each bill question's program with @bill_program(qid) in support.py: {missing}"
+    )
 
 
 @pytest.mark.parametrize("qid", sorted(support.BILL_PROGRAMS))

@@ -25,9 +25,10 @@ import os
 import uuid
 from pathlib import Path
 
+from grader.engine import env_vars
 from grader.engine.store import home
 
-ENV = "AUTOGRAD_LAB_LEARNER"
+ENV = env_vars.LEARNER
 HUB_ENV = "JUPYTERHUB_USER"
 FILENAME = "learner-id"
 COURSE = "course"  # the identity of the course's own runs (build --execute, nbval over solutions/)

@@ -23,7 +23,7 @@ from grader.engine import question as registry
 from grader.engine import variants
 from grader.engine.course import UNITS
 from grader.engine.store import Event, Store
-from grader.engine.verdicts import GRADED, Action, Verdict
+from grader.engine.verdicts import GRADED, Action, Role, Verdict
 
 INTERVALS_DAYS = (1, 3, 7, 21)  # the spaced schedule of reviews: days after the last time a question was seen
 
@@ -34,7 +34,7 @@ Standing = Literal["not attempted", "predicted", "predicted, revealed", "predict
 @dataclass
 class QuestionState:
     qid: str
-    role: str
+    role: Role
     prediction: Any = None  # the JSON form of the locked-in prediction, if any
     predicted: bool = False
     revealed: bool = False
@@ -180,7 +180,7 @@ class Judge:
 
 
 TRUST = Judge()
-TAKES: dict[str, tuple[Action, ...]] = {
+TAKES: dict[Role, tuple[Action, ...]] = {
     "predict": ("predict", "reveal", "hint"),
     "self-test": ("check", "hint", "review"),
     "exercise": ("check", "hint"),

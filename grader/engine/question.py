@@ -37,11 +37,11 @@ from grader.engine.course import UNITS, unit_id
 from grader.engine.kinds import NO_ERROR, Error, ErrorOutcome, Function, Kind
 from grader.engine.moves import current_id
 from grader.engine.variants import Draw, Generator, Listing
+from grader.engine.verdicts import Role
 
 # Where the units' declarations live: one package per unit, each with a questions module.
 CONTENT_PACKAGE = "grader.units"
 
-ROLES = ("predict", "self-test", "exercise")
 _ID = re.compile(r"^(\d\d[a-z]?)\.[a-z0-9][a-z0-9-]*$")
 _Experiment = TypeVar("_Experiment", bound=Callable[..., Any])
 
@@ -50,7 +50,7 @@ _Experiment = TypeVar("_Experiment", bound=Callable[..., Any])
 class Question:
     qid: str
     unit: str
-    role: str
+    role: Role
     kind: Kind
     prompt: str
     explain: str
@@ -169,7 +169,7 @@ def seal(on_call: Callable[[str], None] | None = None) -> None:
 
 
 def _declare(
-    role: str,
+    role: Role,
     qid: str,
     kind: Kind,
     prompt: str,
@@ -186,9 +186,9 @@ def _declare(
         raise ValueError(f"question {qid!r} names unit {unit}, which the course does not have")
     if (role == "exercise") != isinstance(kind, Function):
         raise ValueError(f"{qid}: exercises, and only exercises, take a Function kind")
+    if (role == "self-test") != (program is not None):
+        raise ValueError(f"{qid}: a self-test, and only a self-test, takes a program generator (program=)")
     if program is not None:
-        if role != "self-test":
-            raise ValueError(f"{qid}: only a self-test takes a program generator")
         canonical = program(Draw(None))
         if not isinstance(canonical, Listing):
             raise ValueError(f"{qid}: its generator must return a Listing")
@@ -241,14 +241,14 @@ def self_test(
     kind: Kind,
     *,
     explain: str,
+    program: Generator,
     prompt: str = "",
-    program: Generator | None = None,
     hints: Seq[str] = (),
     misconceptions: Seq[tuple[Any, str]] = (),
 ) -> Callable[[_Experiment], _Experiment]:
-    """A self-test. With ``program`` (a generator: :mod:`grader.engine.variants`) each learner and attempt gets a
-    program of its own, the prompt is the program's, and the experiment takes the program; without one (a
-    question not converted yet) ``prompt`` states the one program."""
+    """A self-test: ``program`` (a generator: :mod:`grader.engine.variants`) gives each learner and attempt a program
+    of its own, asked with that program's prompt (``prompt``, where given, stands for the canonical program's), and
+    the experiment takes the program."""
     return _declare("self-test", qid, kind, prompt, explain, hints, misconceptions, program)
 
 

@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from grader.engine import moves
+from grader.engine import env_vars, moves
 from grader.engine.verdicts import Action, Verdict, action_of, verdict_of
 
 FILENAME = "progress.sqlite3"
-EVENT_FD_VAR = "AGL_EVENT_FD"
+EVENT_FD_VAR = env_vars.EVENT_FD
 
 # Each step brings a file from version i to i + 1; never edit a step once shipped.
 MIGRATIONS = [
@@ -79,7 +79,7 @@ class Event:
 
 def home() -> Path:
     """Where progress lives: AUTOGRAD_LAB_HOME, else the platform's per-user data folder."""
-    env = os.environ.get("AUTOGRAD_LAB_HOME")
+    env = os.environ.get(env_vars.HOME)
     if env:
         return Path(env).expanduser()
     if sys.platform == "win32":

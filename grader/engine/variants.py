@@ -43,9 +43,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from grader.engine import torch_state
+from grader.engine import env_vars, torch_state
 
-MASTERY_ENV = "AUTOGRAD_LAB_MASTERY"
+MASTERY_ENV = env_vars.MASTERY
 MAX_MASTERY = 5
 MAX_NUMBER = 10_000  # a program's number read from a record is trusted no further than this
 RECORD_MIME = "application/vnd.autograd-lab.variant+json"

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.engine import syntax
+from grader.engine import env_vars, syntax
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 PLACEHOLDER = "NEW-QUESTION: fill in"  # what a new-question skeleton leaves for its author (new_question.py)
@@ -193,22 +193,20 @@ def execute(path: Path, strict: bool = True, timeout: int = 300, home: str | Non
     from grader.engine import identity, variants
 
     nb = nbformat.read(path, as_version=4)
-    saved = {
-        k: os.environ.get(k) for k in ("AUTOGRAD_LAB_STRICT", "AUTOGRAD_LAB_HOME", identity.ENV, variants.MASTERY_ENV)
-    }
+    saved = {k: os.environ.get(k) for k in (env_vars.STRICT, env_vars.HOME, identity.ENV, variants.MASTERY_ENV)}
     with tempfile.TemporaryDirectory(prefix="agl-run-") as tmp:
         # IPC where there are Unix sockets: no TCP port, and no warning from the kernel about one
         sockets = (
             {"KernelManager": {"transport": "ipc", "ip": os.path.join(tmp, "kernel")}} if os.name == "posix" else {}
         )
-        os.environ["AUTOGRAD_LAB_HOME"] = home or tmp
+        os.environ[env_vars.HOME] = home or tmp
         # the course's own run: every self-test asks the course identity's programs, so stored outputs are stable
         os.environ[identity.ENV] = identity.COURSE
         os.environ.pop(variants.MASTERY_ENV, None)
         if strict:
-            os.environ["AUTOGRAD_LAB_STRICT"] = "1"
+            os.environ[env_vars.STRICT] = "1"
         else:
-            os.environ.pop("AUTOGRAD_LAB_STRICT", None)
+            os.environ.pop(env_vars.STRICT, None)
         try:
             client = NotebookClient(
                 nb,

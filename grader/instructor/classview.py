@@ -345,7 +345,7 @@ def _learner_row(learner: Learner, unit_states: dict[str, progress.UnitState], n
         latest[e.unit] = e.time
     open_units = [
         u
-        for u in sorted(latest, key=latest.get, reverse=True)
+        for u in sorted(latest, key=lambda unit: latest[unit], reverse=True)
         if u in unit_states and unit_states[u].started and not unit_states[u].passed
     ]
     if open_units:

@@ -95,7 +95,11 @@ def _merge_imports(source: str, needed: dict) -> str:
         node = next((n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == module), None)
         if node is None:
             after = max(
-                (n.end_lineno for n in tree.body if isinstance(n, ast.ImportFrom) and (n.module or "") < module),
+                (
+                    n.end_lineno or n.lineno
+                    for n in tree.body
+                    if isinstance(n, ast.ImportFrom) and (n.module or "") < module
+                ),
                 default=0,
             )
             lines[after:after] = [f"from {module} import {', '.join(sorted(names, key=_import_order))}"]
@@ -206,7 +210,7 @@ def cells(qid: str, role: str, skeleton: Skeleton) -> list[tuple[str, str]]:
 
 
 def _new_ids(anchor: str, taken: set, count: int) -> list[str]:
-    out = []
+    out: list[str] = []
     for letter in "abcdefghijklmnopqrstuvwxyz":
         if len(out) == count:
             break
@@ -274,7 +278,9 @@ def insert(root: Path, unit: str, slug: str, kind: str, role: str = "predict", a
         generators.write_text(apart.rstrip("\n") + "\n\n\n" + generator(function, skeleton), encoding="utf-8")
     if not re.search(r"^import torch$", source, re.M):  # a third-party block of its own, before grader's
         first = next(
-            n for n in syntax.parse(source).body if isinstance(n, ast.ImportFrom) and n.module.startswith("grader")
+            n
+            for n in syntax.parse(source).body
+            if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("grader")
         )
         lines = source.split("\n")
         lines[first.lineno - 1 : first.lineno - 1] = ["import torch", ""]

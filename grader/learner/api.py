@@ -5,29 +5,38 @@ learner's mistake surface as a traceback from grader code. With
 ``AUTOGRAD_LAB_STRICT=1`` (the test suite sets it for solutions), anything
 short of success raises :class:`~grader.engine.results.GraderCheckFailed`, so a
 solution notebook whose own checks fail cannot pass nbval.
+
+What happens to an answer once it is read is chosen in one place, :func:`judge`: in a learner's kernel a
+:class:`LiveJudge` runs torch and gives the verdict; in a grading run (the answer key sealed) a
+:class:`SealedRecorder` records the answer as given, with no verdict, for the gradebook to compute outside.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec, Protocol, TypeVar
 
-from grader.engine import identity, order, progress, variants
+from grader.engine import env_vars, identity, order, progress, variants
 from grader.engine import question as registry
 from grader.engine.course import UNITS, VERSION, leads_to, unit_id
 from grader.engine.exercises import run_exercise
-from grader.engine.kinds import BadAnswer, Function, Unanswered, plain_copy, short
+from grader.engine.kinds import Function, plain_copy, short
+from grader.engine.question import Question
 from grader.engine.results import GraderCheckFailed, Result
 from grader.engine.store import current as store
-from grader.engine.variants import Listing, Variant
+from grader.engine.variants import Generator, Listing, Variant
+from grader.engine.verdicts import GRADED, Action, Reading, Verdict, graded, read_answer
 from grader.learner import saved
 
 _ASK = object()
-OK = ("recorded", "correct", "passed", "info")
+OK: tuple[Verdict, ...] = ("recorded", "correct", "passed", "info")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 @dataclass
@@ -53,7 +62,7 @@ FRONT_END = FrontEnd()
 
 
 def strict() -> bool:
-    return os.environ.get("AUTOGRAD_LAB_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
+    return env_vars.yes(os.environ.get(env_vars.STRICT))
 
 
 def _finish(result: Result) -> Result:
@@ -62,12 +71,12 @@ def _finish(result: Result) -> Result:
     return result
 
 
-def _guarded(action: str):
+def _guarded(action: Action) -> Callable[[Callable[_P, _R]], Callable[_P, _R | Result]]:
     """Whatever goes wrong inside the grader, the learner gets a Result, not a traceback from our code."""
 
-    def wrap(fn):
+    def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R | Result]:
         @functools.wraps(fn)
-        def inner(*args, **kwargs):
+        def inner(*args: _P.args, **kwargs: _P.kwargs) -> _R | Result:
             subject = short(args[0]) if args and isinstance(args[0], (str, int)) else action
             try:
                 return fn(*args, **kwargs)
@@ -95,52 +104,184 @@ def _guarded(action: str):
     return wrap
 
 
-def _lookup(qid: Any, action: str):
+def _question(qid: Any, action: Action) -> Question | Result:
+    """The question ``qid`` names, or the Result that says there is none."""
     if not isinstance(qid, str):
-        return None, Result(
+        return Result(
             action, short(qid), "invalid", f"a question id is a string such as '01.pow-node', not {short(qid)}"
         )
     q = registry.get(qid.strip())
     if q is None:
         close = difflib.get_close_matches(qid.strip(), list(registry.load()), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else "; `python -m grader questions` lists them"
-        return None, Result(action, qid, "invalid", f"there is no question {qid!r}{hint}")
-    return q, None
+        return Result(action, qid, "invalid", f"there is no question {qid!r}{hint}")
+    return q
 
 
-def _state(q) -> progress.QuestionState:
+def _state(q: Question) -> progress.QuestionState:
     return progress.unit_state(q.unit, store().events(q.unit)).questions[q.qid]
 
 
-def _run_truth(q, action, variant: Variant | None = None):
-    if registry.SEALED:  # a grading run: torch's answer is the gradebook's to compute (never an answer-key call)
-        return None, Result(action, q.qid, "info", SEALED_NOTE)
+def _read(q: Question, answer: Any) -> Reading:
+    """``answer`` as ``q``'s kind reads it, from a plain copy (nothing the learner's object does later changes it)."""
+    return read_answer(lambda: q.kind.read(plain_copy(answer)))
+
+
+def _unread(q: Question, action: Action, reading: Reading, what: str = "answer", rows: list | None = None) -> Result:
+    """The Result of an answer that has no value to grade: the placeholder (``unanswered``, with what to write
+    instead: ``what``) or one the kind cannot read (``invalid``, with the kind's words)."""
+    verdict = reading.unread or "invalid"
+    message = f"replace ... with your {what}: {q.kind.describe()}" if verdict == "unanswered" else reading.why
+    return Result(action, q.qid, verdict, message, rows=list(rows or []))
+
+
+def _legacy(q: Question, answer: Any) -> Any:
+    """``answer`` read as on the record in an older version's form (``Error.read_recorded``), or None."""
     try:
-        return (q.run(variant.program) if variant is not None else q.run()), None
-    except Exception as exc:  # torch changed, or a grader bug: say so, plainly
-        import torch
+        value = q.kind.read_recorded(plain_copy(answer))
+    except Exception:
+        return None
+    return value if getattr(value, "legacy", False) else None
 
-        return None, Result(
-            action,
+
+# --- what happens to an answer: judged live, or recorded for the gradebook ------------------------------------
+
+
+class Judge(Protocol):
+    """What the API does with an answer once it has read it; :func:`judge` chooses the one in force."""
+
+    def truth(self, q: Question, action: Action, variant: Variant | None = None) -> tuple[Any, Result | None]:
+        """(torch's answer, None), or (None, the Result to show instead)."""
+        ...
+
+    def variant(self, q: Question, program: Generator, state: progress.QuestionState) -> Variant:
+        """The program the generated self-test ``q`` asks now."""
+        ...
+
+    def old_form(self, q: Question, answer: Any) -> Any:
+        """An answer the kind refused, read in an older version's form where this judge takes one; else None."""
+        ...
+
+    def reveal(self, q: Question, state: progress.QuestionState, without_prediction: bool) -> Result:
+        """A predict-then-run question's reveal."""
+        ...
+
+    def check(self, q: Question, answer: Any, variant: Variant | None) -> Result:
+        """A self-test's or an exercise's answer (not the placeholder), recorded with its verdict."""
+        ...
+
+
+_DRAWN: dict = {}  # (qid, identity, number, earlier answers) -> the Variant drawn (its experiments ran to draw it)
+
+
+class LiveJudge:
+    """A learner's kernel: torch runs here and every answer gets its verdict now."""
+
+    def truth(self, q: Question, action: Action, variant: Variant | None = None) -> tuple[Any, Result | None]:
+        try:
+            return (q.run(variant.program) if variant is not None else q.run()), None
+        except Exception as exc:  # torch changed, or a grader bug: say so, plainly
+            import torch
+
+            return None, Result(
+                action,
+                q.qid,
+                "error",
+                f"its live experiment raised {type(exc).__name__}: {exc} on torch {torch.__version__}. "
+                "This is not your mistake; please report it to the course maintainers.",
+            )
+
+    def variant(self, q: Question, program: Generator, state: progress.QuestionState) -> Variant:
+        """The state's program, never one that an answer the learner already gave is right on
+        (:func:`variants.answered_before`)."""
+        number, who = state.variant, identity.current()
+        earlier = [a for n, a in state.answers if isinstance(n, int) and n < number]
+        if not earlier:
+            return variants.make(program, q.qid, who, number)
+        key = (q.qid, who, number, repr(earlier))
+        if key not in _DRAWN:
+            avoid = variants.answered_before(q.kind, earlier, lambda v: q.run(v.program))
+            _DRAWN[key] = variants.make(program, q.qid, who, number, avoid=avoid)
+        return _DRAWN[key]
+
+    def old_form(self, q: Question, answer: Any) -> Any:
+        return None  # a learner answers in today's form: the message says how
+
+    def reveal(self, q: Question, state: progress.QuestionState, without_prediction: bool) -> Result:
+        return _reveal_live(q, state, without_prediction)
+
+    def check(self, q: Question, answer: Any, variant: Variant | None) -> Result:
+        if variant is not None:  # every self-test (question._declare): graded on the learner's own program
+            return _check_generated(q, answer, variant)
+        result = run_exercise(q, answer)  # an exercise: the learner's function on generated cases
+        if result.verdict == "incorrect" and q.hints:
+            result.message = then(result.message, f"hint('{q.qid}') gives a hint.")
+            result.actions = [("hint", q.qid)]
+        store().append(
+            q.unit,
             q.qid,
-            "error",
-            f"its live experiment raised {type(exc).__name__}: {exc} on torch {torch.__version__}. "
-            "This is not your mistake; please report it to the course maintainers.",
+            "check",
+            result.verdict,
+            q.kind.encode(result.got) if result.got is not None else None,
+            detail=result.detail,
         )
+        return result
 
 
-PINS_VAR = "AGL_VARIANTS"  # a grading run: {qid: number} of the programs the copy's records say were in force
+SEALED_NOTE = "recorded for the gradebook, which computes torch's answer outside this run"
+PINS_VAR = env_vars.VARIANTS  # a grading run: {qid: number} of the programs the copy's records say were in force
 
 
-def _pinned(q) -> int | None:
+class SealedRecorder:
+    """A grading run (the answer key sealed, :func:`seal_for_grading`): no experiment runs here. Every answer is
+    recorded as given, with no verdict ("recorded"), and the gradebook computes torch's answer outside."""
+
+    def truth(self, q: Question, action: Action, variant: Variant | None = None) -> tuple[Any, Result | None]:
+        return None, Result(action, q.qid, "info", SEALED_NOTE)
+
+    def variant(self, q: Question, program: Generator, state: progress.QuestionState) -> Variant:
+        """The program in force when the learner saved (the gradebook pins it, :func:`_pinned`), drawn without
+        avoiding earlier answers (that needs experiments: the gradebook draws it again itself)."""
+        return variants.make(program, q.qid, identity.current(), _pinned(q))
+
+    def old_form(self, q: Question, answer: Any) -> Any:
+        return _legacy(q, answer)  # a copy handed out in 0.2.0's form: recorded, the gradebook decides
+
+    def reveal(self, q: Question, state: progress.QuestionState, without_prediction: bool) -> Result:
+        store().append(q.unit, q.qid, "reveal", "recorded", state.prediction if state.predicted else None)
+        return Result("reveal", q.qid, "recorded", SEALED_NOTE)
+
+    def check(self, q: Question, answer: Any, variant: Variant | None) -> Result:
+        """The answer recorded as given, and the number of the program it answered (the gradebook regenerates that
+        program from the identity it grades)."""
+        detail = variant.detail(identity.fingerprint(identity.current())) if variant is not None else None
+        if isinstance(q.kind, Function):
+            store().append(q.unit, q.qid, "check", "recorded", None)
+            return Result("check", q.qid, "recorded", SEALED_NOTE)
+        reading = _read(q, answer)
+        value = self.old_form(q, answer) if reading.unread == "invalid" else reading.value
+        if reading.unread == "unanswered" or (reading.unread == "invalid" and value is None):
+            refused = _unread(q, "check", reading)
+            store().append(q.unit, q.qid, "check", refused.verdict, None, detail=detail)
+            return refused
+        store().append(q.unit, q.qid, "check", "recorded", q.kind.encode(value), detail=detail)
+        return Result("check", q.qid, "recorded", SEALED_NOTE, got=value)
+
+
+LIVE, SEALED = LiveJudge(), SealedRecorder()
+
+
+def judge() -> Judge:
+    """The one place a grading run's behaviour is chosen: the sealed recorder once the answer key is sealed in this
+    process (:func:`grader.engine.question.seal`), else the live judge."""
+    return SEALED if registry.SEALED else LIVE
+
+
+def _pinned(q: Question) -> int:
     """In a grading run, the number of ``q``'s program the next check asks: the one in force when the learner
     saved (the gradebook reads it from the copy's records and pins it, so the re-run asks what the learner answered),
     moved on by one for each answer this run has recorded for it already (a sealed run cannot know a verdict, and a
-    retry is a new program: the gradebook judges each answer on the program it was asked); None elsewhere."""
-    if not registry.SEALED:
-        return None
-    import json
-
+    retry is a new program: the gradebook judges each answer on the program it was asked)."""
     try:
         pins = json.loads(os.environ.get(PINS_VAR, "") or "{}")
     except ValueError:
@@ -157,30 +298,15 @@ def _pinned(q) -> int | None:
     return (start or 0) + answered
 
 
-_DRAWN: dict = {}  # (qid, identity, number, earlier answers) -> the Variant drawn (its experiments ran to draw it)
-
-
-def variant_of(q, state: progress.QuestionState | None = None) -> Variant | None:
-    """The program this learner is asked now for the generated self-test ``q`` (None for any other question): never
-    one that an answer they already gave is right on (:func:`variants.answered_before`; not in a sealed grading
-    run, which runs no experiment: the gradebook draws it again itself)."""
+def variant_of(q: Question, state: progress.QuestionState | None = None) -> Variant | None:
+    """The program this learner is asked now for the generated self-test ``q`` (None for any other question), as
+    the judge in force draws it (:meth:`LiveJudge.variant`, :meth:`SealedRecorder.variant`)."""
     if q.program is None:
         return None
-    state = state if state is not None else _state(q)
-    pinned = _pinned(q)
-    number = pinned if pinned is not None else state.variant
-    who = identity.current()
-    earlier = [a for n, a in state.answers if isinstance(n, int) and n < number]
-    if registry.SEALED or not earlier:
-        return variants.make(q.program, q.qid, who, number)
-    key = (q.qid, who, number, repr(earlier))
-    if key not in _DRAWN:
-        avoid = variants.answered_before(q.kind, earlier, lambda v: q.run(v.program))
-        _DRAWN[key] = variants.make(q.program, q.qid, who, number, avoid=avoid)
-    return _DRAWN[key]
+    return judge().variant(q, q.program, state if state is not None else _state(q))
 
 
-def _carried(q, state: progress.QuestionState) -> dict:
+def _carried(q: Question, state: progress.QuestionState) -> dict:
     """The record a generated self-test's cells carry for batch grading: the program in force, the answers given,
     and whose programs they were."""
     who = identity.current()
@@ -190,7 +316,7 @@ def _carried(q, state: progress.QuestionState) -> dict:
     return variants.bundle(payload)
 
 
-def _program_rows(variant: Variant | None, q, label: str = "your program") -> list[tuple[str, str]]:
+def _program_rows(variant: Variant | None, q: Question, label: str = "your program") -> list[tuple[str, str]]:
     if variant is None:
         return [("question", q.prompt)]
     return [(label, variant.program.source.strip()), ("question", " ".join(variant.program.ask.split()))]
@@ -198,7 +324,7 @@ def _program_rows(variant: Variant | None, q, label: str = "your program") -> li
 
 def seal_for_grading() -> None:
     """In a grading run: every experiment out of reach (engine.question.seal); an attempt to call one is recorded,
-    and the gradebook names it."""
+    and the gradebook names it. From then on :func:`judge` is the sealed recorder."""
 
     def attempted(qid: str) -> None:
         try:
@@ -207,6 +333,9 @@ def seal_for_grading() -> None:
             pass
 
     registry.seal(attempted)
+
+
+# --- predict ---------------------------------------------------------------------------------------------------
 
 
 @_guarded("predict")
@@ -220,9 +349,9 @@ def predict(qid: Any, answer: Any = _ASK) -> Any:
     it stands (the locked prediction beside torch's answer), so re-running the notebook never changes
     the record; a real answer then is refused.
     """
-    q, bad = _lookup(qid, "predict")
-    if bad:
-        return _finish(bad)
+    q = _question(qid, "predict")
+    if isinstance(q, Result):
+        return _finish(q)
     if q.role != "predict":
         return _finish(
             Result("predict", q.qid, "invalid", f"{q.qid} is a {q.role} question: answer it with check('{q.qid}', ...)")
@@ -252,31 +381,21 @@ def predict(qid: Any, answer: Any = _ASK) -> Any:
             )
         )
     else:
-        try:
-            value = q.kind.read(plain_copy(answer))
-        except Unanswered:
-            asked = _finish(
-                Result(
-                    "predict",
-                    q.qid,
-                    "unanswered",
-                    f"replace ... with your prediction: {q.kind.describe()}",
-                    rows=[("question", q.prompt)],
-                )
-            )
-        except BadAnswer as exc:
-            legacy = _legacy(q, answer) if registry.SEALED else None
-            if legacy is not None:  # a copy handed out in 0.2.0's form: recorded, the gradebook decides
-                return commit_prediction(q, legacy, replaced=state.predicted)
-            return _finish(Result("predict", q.qid, "invalid", str(exc), rows=[("question", q.prompt)]))
-        else:
-            return _carried_if_late(q, commit_prediction(q, value, replaced=state.predicted))
+        reading = _read(q, answer)
+        if reading.unread is None:
+            return _carried_if_late(q, commit_prediction(q, reading.value, replaced=state.predicted))
+        old = judge().old_form(q, answer) if reading.unread == "invalid" else None
+        if old is not None:  # a copy handed out in 0.2.0's form, in a grading run: recorded, the gradebook decides
+            return commit_prediction(q, old, replaced=state.predicted)
+        asked = _finish(_unread(q, "predict", reading, "prediction", rows=[("question", q.prompt)]))
+        if reading.unread == "invalid":
+            return asked
     # the same question as an input with a "Lock in" button, where a front end can draw one
     shown = FRONT_END.ask(q, state, asked) if FRONT_END.ask is not None else None
     return shown if shown is not None else _finish(asked)
 
 
-def _carried_if_late(q, result: Result) -> Result:
+def _carried_if_late(q: Question, result: Result) -> Result:
     """A prediction typed in code after a reveal (and a reset): the cell carries the record that says so, as a
     lock with the widget does, so batch grading replays it as the panel reads it ("predicted after reveal")."""
     if result.verdict == "recorded" and FRONT_END.carry is not None:
@@ -286,29 +405,19 @@ def _carried_if_late(q, result: Result) -> Result:
     return result
 
 
-def _legacy(q, answer) -> Any:
-    """``answer`` read as on the record in an older version's form (``Error.read_recorded``), or None."""
-    try:
-        value = q.kind.read_recorded(plain_copy(answer))
-    except Exception:
-        return None
-    return value if getattr(value, "legacy", False) else None
-
-
-def _as_it_stands(q, state: progress.QuestionState) -> Result:
+def _as_it_stands(q: Question, state: progress.QuestionState) -> Result:
     """What a predict cell shows when it runs again after the reveal: the record, and torch's answer."""
     if FRONT_END.carry is not None:  # the cell carries its record again, whatever follows
         FRONT_END.carry(q, state)
     rows = [("question", q.prompt)]
     value = None
     if state.predicted:
-        try:
-            value = q.kind.read_recorded(state.prediction)
-            shown = q.kind.show(value)
-        except (BadAnswer, Unanswered):  # a prediction stored by an older version, no longer readable
-            shown = short(state.prediction)
+        reading = read_answer(lambda: q.kind.read_recorded(state.prediction))
+        value = reading.value
+        # a prediction stored by an older version, no longer readable, is shown as it was stored
+        shown = q.kind.show(value) if reading.unread is None else short(state.prediction)
         rows.append(("you predicted after a reveal" if state.predicted_after_reveal else "your prediction", shown))
-    truth, failed = _run_truth(q, "predict")
+    truth, failed = judge().truth(q, "predict")
     if failed:
         return failed
     rows.append(("torch says", q.kind.show(truth)))
@@ -321,7 +430,7 @@ def _as_it_stands(q, state: progress.QuestionState) -> Result:
     return Result("predict", q.qid, "info", message, expected=truth, got=value, rows=rows)
 
 
-def commit_prediction(q, value, replaced: bool = False) -> Result:
+def commit_prediction(q: Question, value: Any, replaced: bool = False) -> Result:
     """Record a read prediction; shared by predict() and the prediction widget."""
     store().append(q.unit, q.qid, "predict", "recorded", q.kind.encode(value))
     note = "replaces your earlier prediction. " if replaced else ""
@@ -337,6 +446,9 @@ def commit_prediction(q, value, replaced: bool = False) -> Result:
     )
 
 
+# --- reveal ----------------------------------------------------------------------------------------------------
+
+
 @_guarded("reveal")
 def reveal(qid: Any, without_prediction: bool = False) -> Result:
     """Run the live experiment and show torch's answer beside the locked-in prediction.
@@ -346,9 +458,9 @@ def reveal(qid: Any, without_prediction: bool = False) -> Result:
     offers a button that reveals anyway. ``without_prediction=True`` (that button) reveals without a prediction on
     purpose; the record then says so, as it does for a reveal run with no input on screen.
     """
-    q, bad = _lookup(qid, "reveal")
-    if bad:
-        return _finish(bad)
+    q = _question(qid, "reveal")
+    if isinstance(q, Result):
+        return _finish(q)
     if q.role != "predict":
         return _finish(
             Result(
@@ -358,79 +470,79 @@ def reveal(qid: Any, without_prediction: bool = False) -> Result:
                 f"{q.qid} is a {q.role} question: it is graded with check('{q.qid}', ...), not revealed",
             )
         )
-    if registry.SEALED:  # a grading run: the gradebook computes torch's answer, outside this process
-        state = _state(q)
-        store().append(q.unit, q.qid, "reveal", "recorded", state.prediction if state.predicted else None)
-        return _finish(Result("reveal", q.qid, "recorded", SEALED_NOTE))
-    state = _state(q)
+    return _finish(judge().reveal(q, _state(q), without_prediction))
+
+
+def _reveal_live(q: Question, state: progress.QuestionState, without_prediction: bool) -> Result:
+    """Torch's answer beside the prediction, or the reason it is not shown yet (an input waiting on screen, a
+    prediction locked in an older form)."""
     if not (state.predicted or state.revealed or without_prediction):
         held = _held(q)
         if held is not None:
-            return _finish(held)
+            return held
     old = _legacy(q, state.prediction) if state.predicted else None
     if old is not None:  # locked in an older form, before the reveal: it can still be predicted again
-        return _finish(
-            Result(
-                "reveal",
-                q.qid,
-                "invalid",
-                f"your prediction for {q.qid}, {q.kind.show(old)}, was locked in before this question asked "
-                f"for the cause. Nothing is revealed or recorded: predict again, as {q.kind.describe()}, "
-                "then reveal (it still comes before the reveal).",
-                rows=[("question", q.prompt)],
-            )
-        )
-    truth, failed = _run_truth(q, "reveal")
-    if failed:
-        return _finish(failed)
-    rows = [("question", q.prompt), ("torch says", q.kind.show(truth))]
-    if not state.predicted:
-        store().append(q.unit, q.qid, "reveal", "revealed", None)
-        _after_reveal(q.qid)
-        return _finish(
-            Result(
-                "reveal",
-                q.qid,
-                "revealed",
-                "recorded as revealed without a prediction: it counts as attempted, and your "
-                "record shows that torch's answer came first.",
-                expected=truth,
-                rows=rows,
-                explain=q.explain,
-                records=order.record(q.qid, predicted=False),
-            )
-        )
-    try:
-        value = q.kind.read(state.prediction)
-    except (BadAnswer, Unanswered):  # a prediction stored by an older version, no longer readable
-        value = None
-    ok = value is not None and q.kind.agrees(truth, value)
-    verdict = "correct" if ok else "incorrect"
-    store().append(q.unit, q.qid, "reveal", verdict, state.prediction)
-    _after_reveal(q.qid)
-    label = "you predicted after a reveal" if state.predicted_after_reveal else "you predicted"
-    rows.append((label, q.kind.show(value) if value is not None else short(state.prediction)))
-    note = "" if ok else _wrong_note(q, truth, value)
-    note = "" if repeats(note, q.explain) else note  # the why line below says it: once is enough
-    actions = [("hint", q.qid)] if not ok and q.hints else []  # every wrong answer offers the Hint button
-    before = not state.predicted_after_reveal
-    return _finish(
-        Result(
+        return Result(
             "reveal",
             q.qid,
-            verdict,
-            note,
-            expected=truth,
-            got=value,
-            rows=rows,
-            explain=q.explain,
-            actions=actions,
-            records=order.record(q.qid, predicted=before),
+            "invalid",
+            f"your prediction for {q.qid}, {q.kind.show(old)}, was locked in before this question asked "
+            f"for the cause. Nothing is revealed or recorded: predict again, as {q.kind.describe()}, "
+            "then reveal (it still comes before the reveal).",
+            rows=[("question", q.prompt)],
         )
+    truth, failed = judge().truth(q, "reveal")
+    if failed:
+        return failed
+    if not state.predicted:
+        return _revealed_alone(q, truth)
+    return _revealed_beside(q, state, truth)
+
+
+def _revealed_alone(q: Question, truth: Any) -> Result:
+    """Torch's answer shown with no prediction before it: recorded as such."""
+    store().append(q.unit, q.qid, "reveal", "revealed", None)
+    _after_reveal(q.qid)
+    return Result(
+        "reveal",
+        q.qid,
+        "revealed",
+        "recorded as revealed without a prediction: it counts as attempted, and your "
+        "record shows that torch's answer came first.",
+        expected=truth,
+        rows=[("question", q.prompt), ("torch says", q.kind.show(truth))],
+        explain=q.explain,
+        records=order.record(q.qid, predicted=False),
     )
 
 
-def _held(q) -> Result | None:
+def _revealed_beside(q: Question, state: progress.QuestionState, truth: Any) -> Result:
+    """Torch's answer beside the locked-in prediction, judged and recorded."""
+    value = read_answer(lambda: q.kind.read(state.prediction)).value  # None: stored by an older version, unreadable
+    verdict = graded(value is not None and q.kind.agrees(truth, value))
+    store().append(q.unit, q.qid, "reveal", verdict, state.prediction)
+    _after_reveal(q.qid)
+    label = "you predicted after a reveal" if state.predicted_after_reveal else "you predicted"
+    rows = [("question", q.prompt), ("torch says", q.kind.show(truth))]
+    rows.append((label, q.kind.show(value) if value is not None else short(state.prediction)))
+    ok = verdict == "correct"
+    note = "" if ok else _wrong_note(q, truth, value)
+    note = "" if repeats(note, q.explain) else note  # the why line below says it: once is enough
+    return Result(
+        "reveal",
+        q.qid,
+        verdict,
+        note,
+        expected=truth,
+        got=value,
+        rows=rows,
+        explain=q.explain,
+        actions=[("hint", q.qid)] if not ok and q.hints else [],  # every wrong answer offers the Hint button
+        records=order.record(q.qid, predicted=not state.predicted_after_reveal),
+    )
+
+
+def _held(q: Question) -> Result | None:
     """A reveal that waits: the question's prediction input is open on screen with nothing locked in (None if it is
     not). Run All runs every reveal straight after its predict cell; without this, every question would read
     "revealed without prediction" before the learner could predict one (issue 44)."""
@@ -461,7 +573,7 @@ def _after_reveal(qid: str) -> None:
         listener(qid)
 
 
-def _wrong_note(q, truth, value, program: Listing | None = None) -> str:
+def _wrong_note(q: Question, truth: Any, value: Any, program: Listing | None = None) -> str:
     """Why a wrong answer is wrong: the question's own misconception note if it matches, else the kind's."""
     if value is None:
         return ""
@@ -480,12 +592,15 @@ def repeats(note: str, why: str) -> bool:
     return bool(mine) and len(mine & words(why)) >= 0.75 * len(mine)
 
 
+# --- check -----------------------------------------------------------------------------------------------------
+
+
 @_guarded("check")
 def check(qid: Any, answer: Any = _ASK) -> Result:
     """Grade a self-test answer or an exercise function against live torch."""
-    q, bad = _lookup(qid, "check")
-    if bad:
-        return _finish(bad)
+    q = _question(qid, "check")
+    if isinstance(q, Result):
+        return _finish(q)
     if q.role == "predict":
         return _finish(
             Result(
@@ -496,41 +611,26 @@ def check(qid: Any, answer: Any = _ASK) -> Result:
             )
         )
     variant = variant_of(q) if q.program is not None else None
-    carried = _carried(q, _state(q)) if variant is not None else {}
     if answer is _ASK or (q.role == "self-test" and answer is Ellipsis):
-        asked = Result(
-            "check",
-            q.qid,
-            "unanswered",
-            f"pass your answer: check('{q.qid}', answer), where answer is {q.kind.describe()}",
-            rows=_program_rows(variant, q),
-            records=carried,
-        )
-        if q.role == "self-test" and FRONT_END.ask is not None:  # an input with a Check button, where one can show
-            shown = FRONT_END.ask(q.asked(variant.program if variant else None), _state(q))
-            if shown is not None:
-                return _finish(shown)
-        return _finish(asked)
-    if registry.SEALED:
-        return _finish(_record_sealed(q, answer, variant))
-    if variant is not None:
-        return _finish(_check_generated(q, answer, variant))
-    if isinstance(q.kind, Function):
-        result = run_exercise(q, answer)
-        if result.verdict == "incorrect" and q.hints:
-            result.message = then(result.message, f"hint('{q.qid}') gives a hint.")
-            result.actions = [("hint", q.qid)]
-    else:
-        result = _check_value(q, answer)
-    store().append(
-        q.unit,
-        q.qid,
+        return _finish(_asked(q, variant))
+    return _finish(judge().check(q, answer, variant))
+
+
+def _asked(q: Question, variant: Variant | None) -> Result:
+    """What a check without an answer shows: an input with a Check button where one can show (a self-test), else
+    what to pass."""
+    if q.role == "self-test" and FRONT_END.ask is not None:  # an input with a Check button, where one can show
+        shown = FRONT_END.ask(q.asked(variant.program if variant else None), _state(q))
+        if shown is not None:
+            return shown
+    return Result(
         "check",
-        result.verdict,
-        q.kind.encode(result.got) if result.got is not None else None,
-        detail=result.detail,
+        q.qid,
+        "unanswered",
+        f"pass your answer: check('{q.qid}', answer), where answer is {q.kind.describe()}",
+        rows=_program_rows(variant, q),
+        records=_carried(q, _state(q)) if variant is not None else {},
     )
-    return _finish(result)
 
 
 def then(message: str, more: str) -> str:
@@ -541,31 +641,7 @@ def then(message: str, more: str) -> str:
     return f"{message} {more}".strip()
 
 
-SEALED_NOTE = "recorded for the gradebook, which computes torch's answer outside this run"
-
-
-def _record_sealed(q, answer, variant: Variant | None = None) -> Result:
-    """A check in a grading run: the answer is recorded as given, with no verdict (the gradebook computes it), and
-    the number of the program it answered (the gradebook regenerates that program from the identity it grades)."""
-    detail = variant.detail(identity.fingerprint(identity.current())) if variant is not None else None
-    if isinstance(q.kind, Function):
-        store().append(q.unit, q.qid, "check", "recorded", None)
-        return Result("check", q.qid, "recorded", SEALED_NOTE)
-    try:
-        value = q.kind.read(plain_copy(answer))
-    except Unanswered:
-        store().append(q.unit, q.qid, "check", "unanswered", None, detail=detail)
-        return Result("check", q.qid, "unanswered", f"replace ... with your answer: {q.kind.describe()}")
-    except BadAnswer as exc:
-        value = _legacy(q, answer)  # a copy handed out in 0.2.0's form: recorded, the gradebook decides
-        if value is None:
-            store().append(q.unit, q.qid, "check", "invalid", None, detail=detail)
-            return Result("check", q.qid, "invalid", str(exc))
-    store().append(q.unit, q.qid, "check", "recorded", q.kind.encode(value), detail=detail)
-    return Result("check", q.qid, "recorded", SEALED_NOTE, got=value)
-
-
-def _check_generated(q, answer, variant: Variant) -> Result:
+def _check_generated(q: Question, answer: Any, variant: Variant) -> Result:
     """A generated self-test's check: graded on the learner's own program, recorded with its number; a graded
     answer before the pass brings a new program, shown in the result (the record then carried by the cell)."""
     result = _check_value(q, answer, variant)
@@ -574,7 +650,7 @@ def _check_generated(q, answer, variant: Variant) -> Result:
     store().append(q.unit, q.qid, "check", result.verdict, got, detail=detail)
     state = _state(q)
     result.records = _carried(q, state)
-    if result.verdict in ("correct", "incorrect"):
+    if result.verdict in GRADED:
         _program_moved(q.qid)  # the program shown elsewhere (program(qid)'s cell) is brought up to date
         result.rows[0] = (f"your program ({variant.name})", result.rows[0][1])
         if not state.passed:
@@ -605,33 +681,35 @@ def _program_moved(qid: str) -> None:
             pass
 
 
-def _check_value(q, answer, variant: Variant | None = None) -> Result:
+def _check_value(q: Question, answer: Any, variant: Variant) -> Result:
+    """An answer to ``q`` on ``variant``'s program, judged against torch's answer on it (nothing recorded)."""
     rows = _program_rows(variant, q)
-    try:
-        value = q.kind.read(plain_copy(answer))
-    except Unanswered:
-        return Result("check", q.qid, "unanswered", f"replace ... with your answer: {q.kind.describe()}", rows=rows)
-    except BadAnswer as exc:
-        return Result("check", q.qid, "invalid", str(exc), rows=rows)
-    truth, failed = _run_truth(q, "check", variant)
+    reading = _read(q, answer)
+    if reading.unread is not None:
+        return _unread(q, "check", reading, rows=rows)
+    value = reading.value
+    truth, failed = judge().truth(q, "check", variant)
     if failed:
         return failed
-    ok = q.kind.agrees(truth, value)
     rows.append(("your answer", q.kind.show(value)))
-    if ok:
+    verdict = graded(q.kind.agrees(truth, value))
+    if verdict == "correct":
         rows.insert(len(rows) - 1, ("torch says", q.kind.show(truth)))
         return Result("check", q.qid, "correct", expected=truth, got=value, rows=rows, explain=q.explain)
-    note = _wrong_note(q, truth, value, variant.program if variant is not None else None)
+    note = _wrong_note(q, truth, value, variant.program)
     more = f" hint('{q.qid}') gives a hint." if q.hints else ""
     return Result(
         "check",
         q.qid,
-        "incorrect",
+        verdict,
         (note.rstrip(".") + "." if note else "Not torch's answer.") + more,
         got=value,
         rows=rows,
         actions=[("hint", q.qid)] if q.hints else [],
     )
+
+
+# --- program ---------------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -657,20 +735,16 @@ class YourProgram(Result):
 def program(qid: Any) -> Result:
     """Show this learner's program for the self-test ``qid`` (generated for them, on this attempt) and what it asks;
     ``check(qid, answer)`` grades the answer on it. A wrong answer brings a new program."""
-    q, bad = _lookup(qid, "program")
-    if bad:
-        return _finish(bad)
+    q = _question(qid, "program")
+    if isinstance(q, Result):
+        return _finish(q)
     if q.role != "self-test":
         verb = f"predict('{q.qid}', ...)" if q.role == "predict" else f"check('{q.qid}', your_function)"
         return _finish(Result("program", q.qid, "invalid", f"{q.qid} is a {q.role} question: answer it with {verb}"))
     state = _state(q)
     variant = variant_of(q, state)
-    if variant is None:  # a self-test that states its one program (not generated yet)
-        return _finish(
-            YourProgram(
-                "program", q.qid, "info", "this self-test asks one program, stated here", rows=[("question", q.prompt)]
-            )
-        )
+    if variant is None:  # never: every self-test draws its program (question._declare refuses one without)
+        raise ValueError(f"{q.qid} is a self-test without a program generator")
     if state.passed:
         then_ = f"passed ({state.record}): this is the program you answered."
     elif state.answered is not None or state.attempts:
@@ -690,12 +764,15 @@ def program(qid: Any) -> Result:
     )
 
 
+# --- hint, mark_passed, reset, status --------------------------------------------------------------------------
+
+
 @_guarded("hint")
 def hint(qid: Any) -> Result:
     """The next of a question's hints, from a nudge to the mechanism; each one shown is recorded."""
-    q, bad = _lookup(qid, "hint")
-    if bad:
-        return _finish(bad)
+    q = _question(qid, "hint")
+    if isinstance(q, Result):
+        return _finish(q)
     if not q.hints:
         return Result("hint", q.qid, "info", f"{q.qid} has no hints: it asks for your own prediction.")
     shown = _state(q).hints
@@ -754,9 +831,9 @@ def mark_passed(unit: Any) -> Result:
 def reset(target: Any) -> Result:
     """Forget progress on a unit ('01') or one question ('01.pow-node'); the log keeps the history."""
     if isinstance(target, str) and "." in target:
-        q, bad = _lookup(target, "reset")
-        if bad:
-            return bad
+        q = _question(target, "reset")
+        if isinstance(q, Result):
+            return q
         store().append(q.unit, q.qid, "reset", "recorded")
         _after_reset(q.qid)
         if q.role == "predict":

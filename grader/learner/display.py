@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from grader.engine import env_vars
+
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 _OFF = ("0", "false", "no", "off")
 
@@ -17,7 +19,7 @@ _OFF = ("0", "false", "no", "off")
 
 def widgets_available() -> bool:
     """True in a Jupyter kernel with ipywidgets installed (and AUTOGRAD_LAB_WIDGETS not 0)."""
-    if os.environ.get("AUTOGRAD_LAB_WIDGETS", "").strip().lower() in _OFF:
+    if os.environ.get(env_vars.WIDGETS, "").strip().lower() in _OFF:
         return False
     try:
         import ipywidgets  # noqa: F401

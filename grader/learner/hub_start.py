@@ -13,6 +13,8 @@ import os
 import sys
 from pathlib import Path
 
+from grader.engine import env_vars
+
 WORKSPACE_NAME = "autograd-lab"
 
 
@@ -29,7 +31,7 @@ def singleuser(args: list[str]) -> int:
     from grader.learner.workspace import WorkspaceError, report, sync
 
     os.umask(0o077)  # every file the user's server and kernels write: theirs alone
-    value = os.environ.get("AUTOGRAD_LAB_WORKSPACE", "").strip()
+    value = os.environ.get(env_vars.WORKSPACE, "").strip()
     workspace = Path(value).expanduser() if value else Path.home() / WORKSPACE_NAME
     try:
         private(workspace)

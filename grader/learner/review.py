@@ -16,16 +16,19 @@ from typing import Any
 from grader.engine import identity, progress, variants
 from grader.engine import review as schedule
 from grader.engine.kinds import plain_copy
+from grader.engine.question import Question
 from grader.engine.results import Result
 from grader.engine.store import current as store
+from grader.engine.verdicts import GRADED
 from grader.learner import api
 
 _ASK = object()
 
 
-def _program(q, state: progress.QuestionState) -> variants.Variant:
+def _program(q: Question, state: progress.QuestionState) -> variants.Variant:
     """The program of this learner's next review of ``q``: one they were not asked before (neither a program of
     the self-test they answered or had in force, nor an earlier review's), where the generator has one left."""
+    assert q.program is not None, "review takes self-tests, and every self-test draws its programs"
     who = identity.current()
     numbers = {state.variant, *(n for n, _ in state.answers if isinstance(n, int))}
     seen = [variants.make(q.program, q.qid, who, n).program.source for n in sorted(numbers)]
@@ -39,8 +42,16 @@ def _program(q, state: progress.QuestionState) -> variants.Variant:
 
 def program_for(qid: str) -> variants.Variant:
     """The program ``review(qid)`` asks now (for tests and tools that answer it)."""
-    q = api.registry.get(qid)
+    q = _known(qid)
     return _program(q, progress.course_state(store())[q.unit].questions[q.qid])
+
+
+def _known(qid: str) -> Question:
+    """The question ``qid`` names, which the caller knows exists (the schedule's, a test's)."""
+    q = api.registry.get(qid)
+    if q is None:
+        raise KeyError(f"there is no question {qid!r}")
+    return q
 
 
 def listing(states: dict[str, progress.UnitState], now: float) -> Result:
@@ -57,7 +68,7 @@ def listing(states: dict[str, progress.UnitState], now: float) -> Result:
         return Result("review", "review", "info", "Nothing is due for review." + more)
     rows = []
     for d in due:
-        q = api.registry.get(d.qid)
+        q = _known(d.qid)
         v = _program(q, states[d.unit].questions[d.qid])
         rows.append((f"{d.qid} ({d.when(now)})", f"{v.program.source.strip()}\n{' '.join(v.program.ask.split())}"))
     return Result(
@@ -77,9 +88,9 @@ def review(qid: Any = None, answer: Any = _ASK) -> Result:
     now = time.time()
     if qid is None:
         return api._finish(listing(states, now))
-    q, bad = api._lookup(qid, "review")
-    if bad:
-        return api._finish(bad)
+    q = api._question(qid, "review")
+    if isinstance(q, Result):
+        return api._finish(q)
     if q.role != "self-test" or q.program is None:
         return api._finish(
             Result("review", q.qid, "invalid", f"{q.qid} is not reviewed: review takes self-tests that draw programs")
@@ -110,7 +121,7 @@ def review(qid: Any = None, answer: Any = _ASK) -> Result:
         return api._finish(Result("review", q.qid, "info", "reviews are not graded in a grading run; nothing recorded"))
     result = api._check_value(q, plain_copy(answer), variant)
     result.action = "review"
-    if result.verdict not in ("correct", "incorrect"):
+    if result.verdict not in GRADED:
         return api._finish(result)
     detail = variant.detail(identity.fingerprint(identity.current()))
     store().append(q.unit, q.qid, "review", result.verdict, q.kind.encode(result.got), detail=detail)

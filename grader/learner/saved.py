@@ -19,6 +19,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from grader.engine.verdicts import GRADED
+
 # a notebook larger than this is not read (its outputs are the learner's; the course's are small)
 MAX_BYTES = 50_000_000
 
@@ -87,7 +89,7 @@ def checked_answer(q, events: list | None = None) -> tuple[bool, Any]:
     for e in events if events is not None else current().events(q.unit):
         if e.action == "reset" and e.qid in (None, q.qid) and e.unit == q.unit:
             found, answer, passed = False, None, False
-        elif e.qid == q.qid and e.action == "check" and not passed and e.verdict in ("correct", "incorrect"):
+        elif e.qid == q.qid and e.action == "check" and not passed and e.verdict in GRADED:
             if e.answer is not None:
                 found, answer, passed = True, e.answer, e.verdict == "correct"
     return found, answer

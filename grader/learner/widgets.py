@@ -29,6 +29,7 @@ from dataclasses import fields, replace
 
 from grader.engine import results
 from grader.engine.results import Result
+from grader.engine.verdicts import GRADED
 from grader.learner import a11y, api, stale, synced
 from grader.learner.display import css_name, view_of, widgets_available
 from grader.learner.inputs import (  # noqa: F401  (the inputs' names, where they were before)
@@ -374,7 +375,7 @@ class PredictionWidget:
         from grader.engine import question as registry
 
         generated = registry.get(self.q.qid)
-        if generated is None or generated.program is None or result.verdict not in ("correct", "incorrect"):
+        if generated is None or generated.program is None or result.verdict not in GRADED:
             return None
         state = api._state(generated)
         nxt = api.variant_of(generated, state)

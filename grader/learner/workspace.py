@@ -34,8 +34,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.engine import env_vars
+
 ROOT = Path(__file__).resolve().parents[2]
-ENV = "AUTOGRAD_LAB_WORKSPACE"
+ENV = env_vars.WORKSPACE
 DEFAULT_NAME = "my-work"
 RECORD = ".autograd-lab.json"
 START = "00_start_here.ipynb"

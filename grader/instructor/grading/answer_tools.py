@@ -133,11 +133,12 @@ GUARD = "__autograd_lab_guarded__"  # the builtin a guarded tool's swapped code 
 
 
 def _template(*args, **kwargs):
-    return __autograd_lab_refused__("NAME")  # noqa: F821 - a builtin while tools are switched off
+    # a builtin while tools are switched off (Refusals sets HANDLER on builtins); mypy cannot see one made at run time
+    return __autograd_lab_refused__("NAME")  # type: ignore[name-defined]  # noqa: F821
 
 
 def _guarded_template(*args, **kwargs):
-    return __autograd_lab_guarded__("NAME", args, kwargs)  # noqa: F821 - a builtin while tools are switched off
+    return __autograd_lab_guarded__("NAME", args, kwargs)  # type: ignore[name-defined]  # noqa: F821 - a builtin while switched off
 
 
 def learner_running() -> bool:
@@ -145,7 +146,7 @@ def learner_running() -> bool:
     thread other than the runner's own (the learner's threads have no other marks)."""
     if threading.current_thread() is not threading.main_thread():
         return True
-    f = sys._getframe(1)
+    f: types.FrameType | None = sys._getframe(1)
     while f is not None:
         if f.f_code.co_filename == NOTEBOOK:
             return True
@@ -169,7 +170,7 @@ class Refusals:
     back on: never from under the learner's code (:func:`learner_running`), and a function's code is never replaced
     by the learner's (:func:`guard`)."""
 
-    def __init__(self, tools: set[types.FunctionType], guarded: set[types.FunctionType] = frozenset()):
+    def __init__(self, tools: set[types.FunctionType], guarded: frozenset | set[types.FunctionType] = frozenset()):
         swappable = {f for f in tools | guarded if not f.__code__.co_freevars}  # a closure's code cannot be swapped
         self.tools = swappable
         self.guarded = {f for f in swappable if f in guarded and f not in tools}

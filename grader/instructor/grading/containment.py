@@ -50,6 +50,7 @@ from pathlib import Path
 TOKEN_VAR = "AGL_CONTAINED"
 RESULT_FD_VAR = "AGL_RESULT_FD"
 EVENT_FD_VAR = "AGL_EVENT_FD"  # the progress store writes each event there as a line, as it happens
+SANDBOX_VAR = "AGL_SANDBOX"  # "bwrap" inside bubblewrap's sandbox (set by sandboxed())
 EVENTS_STREAM_CAP = 64 * 2**20  # bytes of streamed events kept
 
 _bwrap_ok: bool | None = None
@@ -182,7 +183,9 @@ def held_bytes(pids: Iterable[int]) -> int:
     return total
 
 
-def usage(places: list, max_bytes: int = 0, max_entries: int = 0, skip: tuple = (), pids: Iterable[int] = ()) -> Usage:
+def usage(
+    places: list[str], max_bytes: int = 0, max_entries: int = 0, skip: Iterable[str] = (), pids: Iterable[int] = ()
+) -> Usage:
     """Bytes on disk and entries under ``places`` together (links not followed, ``skip``'s paths left out), and
     the bytes of the files ``pids`` hold open that no folder shows (:func:`held_bytes`); counting stops once past
     either cap. A place that cannot be listed counts nothing."""
@@ -456,10 +459,36 @@ def _belongs(pid: int, session: int, token: bytes) -> bool:
             return True
         if ADOPTING and int(fields[1]) == os.getpid() and pid not in _LIVE:
             return True  # an orphan reparented to us: something a submission left behind
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            return token in f.read(1 << 20).split(b"\0")
     except (OSError, IndexError, ValueError):
         return False
+    return carries(pid, token)
+
+
+def carries(pid: int, token: bytes) -> bool:
+    """Whether process ``pid``'s environment holds ``token`` (the TOKEN_VAR entry every contained process and its
+    children carry); False where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return token in f.read(1 << 20).split(b"\0")
+    except OSError:
+        return False
+
+
+def kill_each(pids: Iterable[int]) -> set[int]:
+    """SIGKILL each of ``pids``; the ones the signal reached."""
+    killed: set[int] = set()
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed.add(pid)
+        except OSError:
+            pass
+    return killed
+
+
+def inside_sandbox() -> bool:
+    """Whether this process runs inside bubblewrap's sandbox (its own PID, IPC and mount namespaces)."""
+    return os.environ.get(SANDBOX_VAR) == "bwrap"
 
 
 def kill_everything(session: int, token: bytes) -> int:
@@ -471,12 +500,7 @@ def kill_everything(session: int, token: bytes) -> int:
             pids = [p for p in proc_ids() if p != me and _belongs(p, session, token)]
         if not pids:
             break
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                found.add(pid)
-            except OSError:
-                pass
+        found |= kill_each(pids)
         time.sleep(0.05)
     try:
         os.killpg(session, signal.SIGKILL)
@@ -532,18 +556,20 @@ def sandboxed(cmd: list[str], workdir: Path, sandbox: bool | None = None, uid: i
     """``cmd`` wrapped in bubblewrap where it works (``sandbox=False``: never), with ``workdir`` its only writable
     folder; with ``uid`` (see fresh_uid()) it runs as that user, without capabilities and with no_new_privs."""
     use_bwrap = bwrap_works() if sandbox is None else (sandbox and bwrap_works())
-    if not use_bwrap:
+    exe = shutil.which("bwrap")  # bwrap_works() found it
+    if not use_bwrap or exe is None:
         return list(cmd)
     import grader
 
     package_root = Path(grader.__file__).resolve().parent.parent
     code = [arg for path in code_paths() for arg in ("--ro-bind", str(path), str(path))]
-    become = []
-    if uid is not None and _drop_to():
-        become = [_drop_to(), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
+    become: list[str] = []
+    drop = _drop_to() if uid is not None else None
+    if drop:
+        become = [drop, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
         become += ["--no-new-privs", "--"]
     return [
-        shutil.which("bwrap"),
+        exe,
         *_bwrap_base(),
         *_folders_above(code_paths()),
         *code,
@@ -553,7 +579,7 @@ def sandboxed(cmd: list[str], workdir: Path, sandbox: bool | None = None, uid: i
         "--chdir",
         str(workdir),
         "--setenv",
-        "AGL_SANDBOX",
+        SANDBOX_VAR,
         "bwrap",
         "--setenv",
         "AGL_WRITABLE_MB",
@@ -619,7 +645,10 @@ class _Pipes:
 
     def __init__(self, events: bool):
         self.result_r, self.result_w = os.pipe()
-        self.events_r, self.events_w = os.pipe() if events else (None, None)
+        self.events_r: int | None = None
+        self.events_w: int | None = None
+        if events:
+            self.events_r, self.events_w = os.pipe()
 
     def names(self) -> dict:
         out = {RESULT_FD_VAR: str(self.result_w)}
@@ -637,6 +666,7 @@ class _Pipes:
         """The process started: our ends of its writing pipes closed, each of its outputs drained (capped)."""
         for fd in self.passed():
             os.close(fd)
+        assert proc.stdout is not None and proc.stderr is not None, "run() starts it with both piped"
         drains = [
             Drain(os.dup(proc.stdout.fileno()), output_cap),
             Drain(os.dup(proc.stderr.fileno()), output_cap),
@@ -652,6 +682,7 @@ class _Pipes:
 
 
 def _feed(proc: subprocess.Popen, stdin: bytes) -> None:
+    assert proc.stdin is not None, "run() starts it with its stdin piped"
     try:
         proc.stdin.write(stdin)
     except (OSError, ValueError):
@@ -727,8 +758,9 @@ def writable_places(workdir: Path, pid: int | None = None, inside: bool = False)
     out (the read-only code and the job folder's own mount under /tmp, measured once): its folder, and with
     bubblewrap its private /tmp and /dev/shm, reached from outside through ``pid``'s sandbox root, or directly
     ``inside`` it (the warm parent)."""
-    places, skip = [str(workdir)], []
-    if not (os.environ.get("AGL_SANDBOX") == "bwrap" if inside else bwrap_works()):
+    places: list[str] = [str(workdir)]
+    skip: list[str] = []
+    if not (inside_sandbox() if inside else bwrap_works()):
         return places, skip
     root = "" if inside else _sandbox_root(pid) if pid else None
     if root is None:
@@ -757,7 +789,7 @@ def result_pipe() -> int | None:
 
 def others_alive() -> int:
     """Inside a bubblewrap PID namespace: how many processes besides this one and its init are running."""
-    if os.environ.get("AGL_SANDBOX") != "bwrap":
+    if not inside_sandbox():
         return 0
     me = os.getpid()
     return sum(1 for p in proc_ids() if p not in (1, me))

@@ -36,8 +36,10 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.engine import progress
 from grader.engine.course import UNITS
 from grader.engine.question import of_unit
+from grader.engine.verdicts import Role
 from grader.instructor.grading import csv_cells, scores
 from grader.instructor.grading.overrides import apply as apply_override
 
@@ -83,7 +85,7 @@ def question_verdict(q, flag: str = "", absent: bool = False, unanswered: bool =
     return words
 
 
-def _done(role: str, verdict: str, state) -> bool:
+def _done(role: Role, verdict: str, state: progress.QuestionState) -> bool:
     if role == "predict":
         return state.predicted and verdict not in ("not answered", "revealed without prediction")
     return state.passed

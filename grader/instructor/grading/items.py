@@ -23,6 +23,7 @@ from collections import defaultdict
 
 from grader.engine.course import UNITS
 from grader.engine.question import of_unit
+from grader.engine.verdicts import Role
 
 GROUP = 0.27  # the share of learners in each of the upper and lower groups
 FEW = 5  # fewer learners than this: no flag, the numbers are shown but say little
@@ -30,7 +31,7 @@ EASY, HARD = 0.95, 0.2
 WEAK = 0.15  # r or D below this: the question does not separate strong from weak learners
 
 
-def first_try(record: str, role: str) -> int | None:
+def first_try(record: str, role: Role) -> int | None:
     """1 right at the first try, 0 otherwise; None where the copy did not hold the question."""
     if not record or record == "not in this copy":
         return None

@@ -21,8 +21,13 @@ import sys
 import threading
 import time
 import types
+from typing import TYPE_CHECKING, Any
 
 from grader.instructor.grading import answer_tools, containment, runner_state
+
+if TYPE_CHECKING:  # imported where they are used: the runner imports torch only once it is guarded (main)
+    from grader.engine.kinds import Function
+    from grader.engine.question import Question
 
 LEARNER_MODULE = "__learner__"  # the module name the learner's definitions run under
 NOTEBOOK = "<your notebook>"  # the file name the learner's code is compiled under
@@ -48,15 +53,24 @@ def _gone(*args, **kwargs):
     raise RuntimeError("the grader's experiments are not available here")
 
 
-def _kinds_only(request: list) -> tuple[dict, dict]:
+def _function_of(q: Question) -> Function:
+    """An exercise's kind (the grading process asks only exercises of this runner)."""
+    from grader.engine.kinds import Function
+
+    if not isinstance(q.kind, Function):
+        raise ValueError(f"{q.qid} is not an exercise: it has no function to run")
+    return q.kind
+
+
+def _kinds_only(request: list) -> tuple[dict[str, Function], dict]:
     """Each exercise's kind and cases, and the course's own tools its experiment computes the answer with
     (:mod:`.answer_tools`, switched off while the learner's code runs); then every experiment is sealed, out of
     reach of the learner's code."""
     from grader.engine import question
 
     registry = question.load()
-    wanted = {item["qid"]: registry[item["qid"]].kind for item in request}
-    tools = {item["qid"]: _refusals(registry[item["qid"]], item) for item in request}
+    wanted = {item["qid"]: _function_of(registry[item["qid"]]) for item in request}
+    tools = {item["qid"]: _refusals(registry[item["qid"]], wanted[item["qid"]], item) for item in request}
     for kind in wanted.values():
         kind.cases()  # made now, cached in the kind
     question.seal()
@@ -64,18 +78,19 @@ def _kinds_only(request: list) -> tuple[dict, dict]:
     return wanted, tools
 
 
-def _refusals(q, item: dict) -> answer_tools.Refusals:
+def _refusals(q: Question, kind: Function, item: dict) -> answer_tools.Refusals:
     """The course's tools for one exercise's answer: off while the learner's code runs, or, those the exercise's
     own call needs, guarded (they run for the runner and refuse the learner)."""
     allowed, whole = {str(a) for a in item.get("allowed", ())}, {str(a) for a in item.get("whole", ())}
     return answer_tools.Refusals(
-        answer_tools.tools_of(q.experiment, allowed, call=q.kind.call, whole=whole),
-        answer_tools.guarded_of(q.experiment, allowed, call=q.kind.call, whole=whole),
+        answer_tools.tools_of(q.experiment, allowed, call=kind.call, whole=whole),
+        answer_tools.guarded_of(q.experiment, allowed, call=kind.call, whole=whole),
     )
 
 
 LAZY = (map, filter, zip, enumerate, reversed, types.GeneratorType, range)
-CONTAINERS = (list, tuple, set, frozenset)
+# each walked through its own unbound __iter__ (a subclass's cannot run): the four are typed alike as Any for that
+CONTAINERS: tuple[Any, ...] = (list, tuple, set, frozenset)
 
 
 def _notebook_code(obj) -> bool:
@@ -103,7 +118,8 @@ def _graders_record(cls: type) -> bool:
 def _runs_notebook_code(cls: type) -> bool:
     """Whether an object of ``cls`` can run the notebook's code when the runner reads it: its class, or its class's
     class, defines a method the notebook wrote (whatever ``__module__`` it claims)."""
-    for c in (*cls.__mro__, *type(cls).__mro__):
+    meta: type = type(cls)
+    for c in (*cls.__mro__, *meta.__mro__):
         for value in list(vars(c).values()):
             if _notebook_code(value):
                 return True
@@ -141,7 +157,7 @@ def _learner_builtins(allowed: list | tuple = ()) -> dict:
     import types
 
     real = builtins.__import__
-    allowed = {str(a) for a in allowed}
+    given = {str(a) for a in allowed}
     public = types.ModuleType("grader")
     for name in (
         "predict",
@@ -161,13 +177,13 @@ def _learner_builtins(allowed: list | tuple = ()) -> dict:
         "depth_lab",
     ):
         setattr(public, name, _gone)
-    for module in sorted(allowed):
+    for module in sorted(given):
         parent, _, child = module.rpartition(".")
         if parent == "grader" and module in sys.modules:  # `from grader import probes`, as the course writes it
             setattr(public, child, sys.modules[module])
 
     def reachable(name: str) -> bool:
-        return not (name == "grader" or name.startswith("grader.")) or name in allowed
+        return not (name == "grader" or name.startswith("grader.")) or name in given
 
     class Modules(dict):
         """sys.modules as the learner's code sees it: the grader's modules it was not given are not there."""

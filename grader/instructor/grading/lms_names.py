@@ -223,9 +223,9 @@ def warnings(named: list[tuple[Path, Named]]) -> list[str]:
                 + ", ".join(escape(x) for x in sorted(learners))
                 + " (one student renamed, or an export not in a folder of its own: join them with a --name-pattern)"
             )
-    for (folder, name), learners in sorted(shared.items()):
+    for (export, name), learners in sorted(shared.items()):
         out.append(
-            f"{len(learners)} Moodle participants of {escape(folder)} share the name {escape(name)}: graded apart by "
+            f"{len(learners)} Moodle participants of {escape(export)} share the name {escape(name)}: graded apart by "
             f"participant id ({', '.join(escape(x) for x in sorted(learners))}); Moodle's participant ids are per "
             "assignment, so their units in other assignments cannot be told apart by name (blind marking names "
             "everyone Participant: reveal identities before downloading to join a student's units)"

@@ -14,10 +14,13 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 
 def _containment():
     spec = importlib.util.spec_from_file_location("agl_containment", Path(__file__).with_name("containment.py"))
+    if spec is None or spec.loader is None:
+        raise ImportError("containment.py, beside this worker, cannot be loaded")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look themselves up there
     spec.loader.exec_module(module)
@@ -35,7 +38,7 @@ def run(notebook: str, workdir: str, cell_timeout: int, memory_mb: int, cpu_s: f
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
-    report = {"status": "ok", "problems": []}
+    report: dict[str, Any] = {"status": "ok", "problems": []}  # sent as one JSON line
     nb = nbformat.read(notebook, as_version=4)
     report["cells"] = len(nb.cells)
     running: list[int] = []  # the cell started last (named when the kernel dies in it)

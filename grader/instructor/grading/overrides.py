@@ -51,10 +51,10 @@ class Override:
     qid: str
     reason: str
     points: float | None = None  # award exactly this many points
-    accept: str | None = None  # or: accept this answer as correct
+    accept: str | None = None  # or: accept this answer as correct (read() gives each line exactly one of the two)
 
     def describe(self) -> str:
-        what = f"answer {self.accept} accepted" if self.accept is not None else f"{scores.number(self.points)} points"
+        what = f"{scores.number(self.points)} points" if self.points is not None else f"answer {self.accept} accepted"
         return f"{what} ({self.reason})"
 
 
@@ -223,7 +223,7 @@ def apply(overrides: Overrides, q, learner: str, student: str, answer, honest: b
                 f"{q.qid}: {scores.number(earned)} -> {scores.number(o.points)} points, {o.describe()}",
                 o.line,
             )
-        if matches(q, o.accept, answer, show):
+        if o.accept is not None and matches(q, o.accept, answer, show):
             if q.role == "predict" and not honest:
                 note = f"{q.qid}: {o.describe()}, but the prediction was not made before the reveal: no change"
                 return earned, note, o.line

@@ -27,8 +27,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from grader.engine import env_vars
 from grader.engine.course import UNITS
+from grader.engine.kinds import Function
 from grader.engine.store import FILENAME, Event
 from grader.instructor.grading import (
     containment,
@@ -66,6 +69,9 @@ from grader.instructor.grading.submission import (  # noqa: F401 - what passes b
     Submission,
     find,
 )
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 ROOT = Path(__file__).resolve().parents[3]
 STORE_CAP = untrusted_store.STORE_CAP  # bytes of a progress store (and of its WAL) read at most
@@ -157,14 +163,21 @@ def _contained_env(work: Path) -> dict:
 LABEL_KEY = containment.LABEL_KEY  # a code cell's metadata: how the worker names it in a problem (cell_label)
 
 
-def _to_run(restored: Restored):
+def _notebook_of(restored: Restored) -> NotebookNode:
+    """The restored notebook, which only a copy that was restored has (:func:`_graded` runs no other)."""
+    if restored.notebook is None:
+        raise ValueError(f"{restored.submission.path} was not restored: it is not run")
+    return restored.notebook
+
+
+def _to_run(restored: Restored) -> NotebookNode:
     """The restored notebook as the run executes it: the cells its verdicts do not need left empty (:mod:`.slicing`),
     each code cell labelled for the worker's messages as the learner sees it (:func:`.copies.cell_label`), a label
     the copy itself may have carried replaced."""
     import copy
 
-    nb = copy.deepcopy(restored.notebook)
-    questions = getattr(restored.copy, "questions_of", None) or {}
+    nb = copy.deepcopy(_notebook_of(restored))
+    questions = restored.copy.questions_of if restored.copy is not None else {}
     for cell, keep in zip(nb.cells, restored.runs or [True] * len(nb.cells)):
         if cell.get("cell_type") != "code":
             continue
@@ -228,7 +241,7 @@ def execute(
         work = worker.job_folder() if worker else containment.private_folder("agl-grade-")
         scratch = containment.private_folder("agl-read-")
         run = _run_notebook(restored, work, worker, cell_timeout, notebook_timeout, memory_mb)
-        _how_it_ended(run, out, notebook_timeout, len(restored.notebook.cells))
+        _how_it_ended(run, out, notebook_timeout, len(_notebook_of(restored).cells))
         out.events, found = events_of_run(work / "home", scratch, run.events)
         out.findings += found
     finally:
@@ -246,9 +259,9 @@ def _run_notebook(restored: Restored, work: Path, worker, cell_timeout: int, not
     import nbformat
 
     env = _contained_env(work)
-    env["AGL_SEAL"] = "1"  # the answer key is sealed in the run (grader/__init__.py, workers._run_cells)
-    env["AUTOGRAD_LAB_LEARNER"] = judged_identity(restored)  # the programs of the identity judged
-    env["AGL_VARIANTS"] = json.dumps(pins(restored))
+    env[env_vars.SEAL] = "1"  # the answer key is sealed in the run (grader/__init__.py, workers._run_cells)
+    env[env_vars.LEARNER] = judged_identity(restored)  # the programs of the identity judged
+    env[env_vars.VARIANTS] = json.dumps(pins(restored))
     copy = work / "submission.ipynb"
     nbformat.write(_to_run(restored), str(copy))
     if worker:
@@ -314,9 +327,9 @@ def run_exercises(restored: Restored, timeout: float = 0, pool=None) -> tuple[di
     verdicts: dict[str, verify_submission.ExerciseVerdict] = {}
     if not restored.exercises:
         return verdicts, []
-    qs = {qid: get(qid) for qid in restored.exercises}
+    qs = {qid: q for qid in restored.exercises if (q := get(qid)) is not None}  # restore found them by id
     request = {"exercises": [item.request() for item in restored.exercises.values()]}
-    timeout = timeout or 60 + sum(q.kind.budget_s for q in qs.values())
+    timeout = timeout or 60 + sum(q.kind.budget_s for q in qs.values() if isinstance(q.kind, Function))
     worker = work = None
     try:
         worker = pool.borrow() if pool is not None else None
@@ -373,24 +386,22 @@ def recompute(restored: Restored, execution: Execution, pool=None) -> GradedSubm
     exercises, found = run_exercises(restored, pool=pool)
     out.findings += found
     legacy_ok = versions.before_causes(restored.handed_out)
-    out.units = [
-        verify_submission.recompute(
-            restored.unit,
-            execution.events,
-            exercises,
-            legacy_ok,
-            identity=out.identity,
-            carried=restored.variants,
-            mastery=restored.submission.mastery,
-            canonical=versions.before_variants(restored.handed_out),
-            revealed_first=restored.revealed_first,
-        )
-    ]
-    for r in out.units:
-        out.findings += r.findings
-        for qid, v in exercises.items():
-            if v.note and v.verdict != "correct":
-                out.findings.append(f"{qid}: {v.note}")
+    recomputed = verify_submission.recompute(
+        restored.unit,
+        execution.events,
+        exercises,
+        legacy_ok,
+        identity=out.identity,
+        carried=restored.variants,
+        mastery=restored.submission.mastery,
+        canonical=versions.before_variants(restored.handed_out),
+        revealed_first=restored.revealed_first,
+    )
+    out.units = [recomputed]
+    out.findings += recomputed.findings
+    for qid, v in exercises.items():
+        if v.note and v.verdict != "correct":
+            out.findings.append(f"{qid}: {v.note}")
     out.findings = list(dict.fromkeys(out.findings))
     return out
 
@@ -585,7 +596,7 @@ def run_all(chosen: Selection, options: GradeOptions) -> tuple[list, list, dict]
     if threads_before is None:  # the instructor's own setting wins
         os.environ[THREADS_VAR] = str(threads_per_job(options.jobs))
     try:
-        if any(not s.problem for s, _ in todo) and not os.environ.get("AGL_GRADE_COLD"):
+        if any(not s.problem for s, _ in todo) and not os.environ.get(env_vars.GRADE_COLD):
             units = {unit_named(s) for s, _ in todo}  # a hint: the exercises whose cases to build first
             size = min(max(1, options.jobs), len(todo))
             warm = workers.Pool(size, workers.base_env(), units=sorted(units) if units <= set(UNITS) else None)
@@ -670,7 +681,8 @@ def write(rows: list, facts: list, out: Path, chosen: Selection, options: GradeO
     every output beside it (:func:`write_outputs`); the LMS file is the whole gradebook's, and is not written for a
     run whose grading itself failed (:func:`grading_failed`)."""
     merge_into = options.merge_into
-    old, old_facts = [], []
+    old: list[dict] = []
+    old_facts: list[dict] = []
     if merge_into and merge_into.exists():  # read before --out is written: the two may be one file
         old_facts, old_feedback, note = outputs.read(merge_into)
         if note:
@@ -725,7 +737,7 @@ def grading_failed(rows: list[dict]) -> str:
     failed = {r.get("notebook") or r.get("learner") for r in rows if r.get("run") in NOT_RUN}
     if not failed or 2 * len(failed) <= len(notebooks):
         return ""
-    runs = sorted({r.get("run") for r in rows if r.get("run") in NOT_RUN})
+    runs = sorted({str(r["run"]) for r in rows if r.get("run") in NOT_RUN})
     return (
         f"the grading itself failed for {len(failed)} of {len(notebooks)} notebook(s) ({', '.join(runs)}): "
         "their rows read 0 points for the grader's failure, not the learners'"

@@ -30,9 +30,12 @@ import statistics
 from collections import Counter, defaultdict
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from grader.engine.course import UNITS
-from grader.engine.question import of_unit
+from grader.engine.kinds import Function
+from grader.engine.question import Question, of_unit
+from grader.engine.verdicts import Role
 from grader.instructor.grading import items
 
 ANSWER_CHARS = 120
@@ -81,7 +84,7 @@ def learner_minutes(notebook) -> float | None:
     return round((max(stamps) - min(stamps)) / 60, 1)
 
 
-def failed_cases(exercises: dict) -> dict:
+def failed_cases(exercises: dict | None) -> dict:
     """For each exercise that failed on a generated case: that case (its index and label) and, where the question
     declares a misconception (a known bug) whose answer on that case is what the function returned, its note."""
     from grader.engine.question import get
@@ -92,6 +95,8 @@ def failed_cases(exercises: dict) -> dict:
         if v.verdict == "correct" or v.case < 0:
             continue
         q = get(qid)
+        if q is None or not isinstance(q.kind, Function):  # only an exercise's verdict names a case
+            continue
         case = q.kind.cases()[v.case]
         bug = ""
         if v.got is not None and q.misconceptions:
@@ -111,7 +116,7 @@ def facts_of(
     ``identity``: whose programs a generated self-test's answers are judged on (None: the canonical ones)."""
     from grader.instructor.grading.verify import variant_of
 
-    facts = {"learner": learner, "unit": unit, "wrong": {}, "minutes": learner_minutes(notebook)}
+    facts: dict[str, Any] = {"learner": learner, "unit": unit, "wrong": {}, "minutes": learner_minutes(notebook)}
     if unit not in UNITS:
         return facts
     facts["failed"] = failed_cases(exercises)
@@ -134,7 +139,7 @@ def facts_of(
 # --- the page ----------------------------------------------------------------------------------------
 
 
-def _good(record: str, role: str) -> bool:
+def _good(record: str, role: Role) -> bool:
     return record == "predicted, correct" if role == "predict" else record.startswith("correct")
 
 
@@ -142,7 +147,7 @@ def _attempted(record: str) -> bool:
     return bool(record) and record not in ("not attempted", "not answered")
 
 
-def _judged(record: str, role: str) -> bool:
+def _judged(record: str, role: Role) -> bool:
     """A record that says right or wrong: a prediction not revealed (the run stopped first) is neither."""
     return _attempted(record) and not (role == "predict" and record.endswith(("not revealed", "not revealed yet")))
 
@@ -165,46 +170,7 @@ def summary(rows: list[dict], facts: list[dict]) -> dict:
         mine = [r for r in rows if r["unit"] == unit]
         unit_facts = [f for f in facts if f.get("unit") == unit]
         minutes = [f["minutes"] for f in unit_facts if isinstance(f.get("minutes"), (int, float))]
-        questions = []
-        for q in of_unit(unit):
-            records = [r.get(q.qid, "") for r in mine]
-            hints = sum(_numbers(r.get("hints", "")).get(q.qid, 0) for r in mine)
-            tries = [_numbers(r.get("attempts", "")).get(q.qid) for r in mine]
-            tries = [t for t in tries if t]
-            wrong = Counter()
-            notes = {}
-            cases: Counter = Counter()
-            labels = {}
-            for f in unit_facts:
-                for answer, note in f.get("wrong", {}).get(q.qid, []):
-                    wrong[answer] += 1
-                    notes.setdefault(answer, note)
-                failed = (f.get("failed") or {}).get(q.qid)
-                if isinstance(failed, dict) and isinstance(failed.get("case"), int):
-                    key = (failed["case"], str(failed.get("bug") or ""))
-                    cases[key] += 1
-                    labels[key] = str(failed.get("label", ""))
-            questions.append(
-                {
-                    "qid": q.qid,
-                    "role": q.role,
-                    "prompt": q.prompt,
-                    "learners": len(mine),
-                    "attempted": sum(_attempted(x) for x in records),
-                    "correct": sum(_good(x, q.role) for x in records),
-                    "hints": hints,
-                    "attempts_mean": round(statistics.mean(tries), 2) if tries else None,
-                    "wrong": [{"answer": a, "learners": n, "note": notes[a]} for a, n in wrong.most_common(5)],
-                    "failed_cases": [
-                        {"case": c + 1, "label": labels[(c, bug)], "bug": bug, "learners": n}
-                        for (c, bug), n in sorted(cases.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
-                    ],
-                }
-            )
-            judged = sum(_judged(x, q.role) for x in records)
-            questions[-1]["wrong_learners"] = max(0, judged - questions[-1]["correct"])
-            item = analysed.get(q.qid, {})
-            questions[-1]["item"] = {k: item.get(k) for k in ("learners", "difficulty", "r", "D", "flag")}
+        questions = [_question_summary(q, mine, unit_facts, analysed.get(q.qid, {})) for q in of_unit(unit)]
         units[unit] = {
             "title": UNITS[unit].title,
             "notebooks": len(mine),
@@ -221,6 +187,45 @@ def summary(rows: list[dict], facts: list[dict]) -> dict:
     return units
 
 
+def _question_summary(q: Question, mine: list[dict], unit_facts: list[dict], item: dict) -> dict[str, Any]:
+    """One question's counts over a unit's rows (``mine``) and the report's facts of them; ``item``: its analysis."""
+    records = [r.get(q.qid, "") for r in mine]
+    hints = sum(_numbers(r.get("hints", "")).get(q.qid, 0) for r in mine)
+    counted = [_numbers(r.get("attempts", "")).get(q.qid) for r in mine]
+    tries = [t for t in counted if t]
+    wrong: Counter[str] = Counter()
+    notes: dict[str, str] = {}
+    cases: Counter[tuple[int, str]] = Counter()
+    labels: dict[tuple[int, str], str] = {}
+    for f in unit_facts:
+        for answer, note in f.get("wrong", {}).get(q.qid, []):
+            wrong[answer] += 1
+            notes.setdefault(answer, note)
+        failed = (f.get("failed") or {}).get(q.qid)
+        if isinstance(failed, dict) and isinstance(failed.get("case"), int):
+            key = (failed["case"], str(failed.get("bug") or ""))
+            cases[key] += 1
+            labels[key] = str(failed.get("label", ""))
+    correct = sum(_good(x, q.role) for x in records)
+    return {
+        "qid": q.qid,
+        "role": q.role,
+        "prompt": q.prompt,
+        "learners": len(mine),
+        "attempted": sum(_attempted(x) for x in records),
+        "correct": correct,
+        "hints": hints,
+        "attempts_mean": round(statistics.mean(tries), 2) if tries else None,
+        "wrong": [{"answer": a, "learners": n, "note": notes[a]} for a, n in wrong.most_common(5)],
+        "failed_cases": [
+            {"case": c + 1, "label": labels[(c, bug)], "bug": bug, "learners": n}
+            for (c, bug), n in sorted(cases.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+        ],
+        "wrong_learners": max(0, sum(_judged(x, q.role) for x in records) - correct),
+        "item": {k: item.get(k) for k in ("learners", "difficulty", "r", "D", "flag")},
+    }
+
+
 def ranked(units: dict) -> list[dict]:
     """Every question of every unit graded that someone got wrong (tried and not right), most learners first;
     ties by the share of those who tried, then in course order."""
@@ -229,7 +234,7 @@ def ranked(units: dict) -> list[dict]:
     return sorted(wrong, key=lambda q: (-q["wrong_learners"], -q["wrong_learners"] / max(1, q["attempted"])))
 
 
-KIND_WORDS = {"predict": "prediction", "self-test": "self-test", "exercise": "exercise"}
+KIND_WORDS: dict[Role, str] = {"predict": "prediction", "self-test": "self-test", "exercise": "exercise"}
 
 
 def _ranking(units: dict) -> str:

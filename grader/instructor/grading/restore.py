@@ -21,16 +21,20 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader.engine import syntax
 from grader.engine.course import UNITS, leading_unit
 from grader.engine.question import of_unit
+from grader.engine.variants import Carried
 from grader.instructor.grading import containment, prediction_order, reach, roster, slicing, versions
-from grader.instructor.grading.copies import match_by_source, what_the_copy_holds
-from grader.instructor.grading.exercise_sources import exercise_sources, grader_owned
+from grader.instructor.grading.copies import CopyContents, match_by_source, what_the_copy_holds
+from grader.instructor.grading.exercise_sources import ExerciseSource, exercise_sources, grader_owned
 from grader.instructor.grading.locks import apply_locks
 from grader.instructor.grading.submission import Restored, Submission
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOK_CAP = 32 * 2**20  # bytes of a submitted notebook read at most
@@ -82,10 +86,11 @@ class Reading:
 
     out: Restored
     as_unit: str | None = None
-    nb: Any = None
+    nb: NotebookNode | None = None  # set by read(): every later step has it
+    # the copy's cells (anything JSON holds: a cell is not trusted to be a dict)
     cells: list = field(default_factory=list)
-    template: list = field(default_factory=list)
-    owned: dict = field(default_factory=dict)  # cell id -> the unit's grader-owned cell
+    template: list[dict[str, Any]] = field(default_factory=list)
+    owned: dict[str, dict[str, Any]] = field(default_factory=dict)  # cell id -> the unit's grader-owned cell
     done: bool = False  # the chain stops: the copy is not graded (out says why)
 
     def refuse(self, status: str, problem: str) -> None:
@@ -102,7 +107,7 @@ def read(r: Reading) -> None:
     except containment.UnsafeFile as exc:
         return r.refuse("unreadable", f"the notebook is {exc}")
     try:
-        import nbformat
+        import nbformat  # here, not at the top: the grade command alone needs it
 
         r.nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
         r.cells = r.nb.cells
@@ -116,7 +121,7 @@ def match(r: Reading) -> None:
     """The unit, and the copy's cells matched to the unit's: by cell id, else by their source."""
     r.out.unit = r.as_unit or _unit_of(r.out.submission, r.cells)
     r.template = _template(r.out.unit)
-    r.owned = {c.get("id"): c for c in r.template if c.get("id") and grader_owned(c)}
+    r.owned = {c["id"]: c for c in r.template if c.get("id") and grader_owned(c)}
     ids = [c.get("id") for c in r.cells if isinstance(c, dict)]
     had_ids = any(ids)
     if r.out.unit in UNITS and len(r.cells) <= CELL_CAP and not r.owned.keys() & set(ids):
@@ -124,7 +129,7 @@ def match(r: Reading) -> None:
         # up): the unit's cells are found by their source instead (copies.match_by_source)
         found = match_by_source(r.cells, r.template)
         ids = [c.get("id") for c in r.cells if isinstance(c, dict)]
-        if r.owned.keys() & set(ids):
+        if r.owned.keys() & set(ids) and r.nb is not None:
             r.nb.nbformat_minor = max(int(r.nb.get("nbformat_minor", 0) or 0), 5)  # ids belong to nbformat 4.5
             r.out.findings.append(
                 f"its cells carried {'ids of no cell of the unit' if had_ids else 'no ids'} (nbformat 4.4 or older, "
@@ -173,7 +178,8 @@ def evidence(r: Reading) -> None:
     out = r.out
     predictions = {q.qid for q in of_unit(out.unit) if q.role == "predict"}
     out.revealed_first = prediction_order.revealed_first(r.cells, r.template, predictions)
-    widgets = (r.nb.get("metadata") or {}).get("widgets")  # what the widgets saved (a lock after a page reload)
+    metadata = r.nb.get("metadata") if r.nb is not None else None
+    widgets = (metadata or {}).get("widgets")  # what the widgets saved (a lock after a page reload)
     out.findings += apply_locks(r.cells, r.template, widgets=widgets)  # predictions locked, into their cells
     out.variants = carried_variants(r.cells, out.unit)
     out.copy = _what_the_copy_holds(out.unit, r.template, r.cells, out.handed_out)
@@ -183,6 +189,8 @@ def evidence(r: Reading) -> None:
 def put_back(r: Reading) -> None:
     """Every grader-owned cell's source as notebooks/ has it; an edited cell of a question and a missing cell named."""
     out, edited = r.out, []
+    copy = out.copy
+    assert copy is not None, "evidence() reads what the copy holds before put_back()"
     for cell in r.cells:
         mine = r.owned.get(cell.get("id"))
         if mine is None:
@@ -194,16 +202,16 @@ def put_back(r: Reading) -> None:
         cell.setdefault("outputs", [])
         cell.setdefault("execution_count", None)
         cell.setdefault("metadata", {})
-    edited_questions = [cid for cid in edited if cid in out.copy.question_cells]
+    edited_questions = [cid for cid in edited if cid in copy.question_cells]
     if edited_questions:
         out.findings.append(
             f"{len(edited_questions)} grader cell(s) of a question had been edited and were restored: "
             + ", ".join(edited_questions[:8])
         )
-    if out.copy.missing:
+    if copy.missing:
         out.problems.append(
-            f"{len(out.copy.missing)} cell(s) of the unit's questions are missing (their questions count as "
-            "not answered): " + out.copy.missing_words()
+            f"{len(copy.missing)} cell(s) of the unit's questions are missing (their questions count as "
+            "not answered): " + copy.missing_words()
         )
         out.status = "missing cells"
 
@@ -231,7 +239,7 @@ def restore(sub: Submission, handed_out: str | None = None, as_unit: str | None 
     return r.out
 
 
-def carried_variants(cells: list, unit: str) -> dict:
+def carried_variants(cells: list, unit: str) -> dict[str, Carried]:
     """For each generated self-test of ``unit``, the record its cells' saved outputs carry (data, never trusted:
     :func:`grader.engine.variants.read_record`) with the highest program number: the program in force when the
     learner saved. Records of the course's own run (a solution's stored outputs) are no learner's: left out."""
@@ -239,7 +247,7 @@ def carried_variants(cells: list, unit: str) -> dict:
 
     wanted = {q.qid for q in of_unit(unit) if q.program is not None} if unit in UNITS else set()
     course = identity.fingerprint(identity.COURSE)
-    found: dict = {}
+    found: dict[str, Carried] = {}
     for cell in cells:
         outputs = cell.get("outputs") if isinstance(cell, dict) and cell.get("cell_type") == "code" else None
         for output in outputs if isinstance(outputs, list) else []:
@@ -250,7 +258,7 @@ def carried_variants(cells: list, unit: str) -> dict:
     return found
 
 
-def _what_the_copy_holds(unit: str, template: list, cells: list, handed_out: str | None = None):
+def _what_the_copy_holds(unit: str, template: list, cells: list, handed_out: str | None = None) -> CopyContents:
     """Which of the unit's questions and cells this copy holds; only questions added after the version the
     class was handed (``handed_out``) may be absent without counting."""
     qs = of_unit(unit) if unit in UNITS else []
@@ -263,7 +271,7 @@ def _what_the_copy_holds(unit: str, template: list, cells: list, handed_out: str
     )
 
 
-def _exercise_sources(unit: str, template: list, cells: list) -> dict:
+def _exercise_sources(unit: str, template: list, cells: list) -> dict[str, ExerciseSource]:
     """For each exercise of the unit, its function rebuilt from the copy (see :mod:`.exercise_sources`)."""
     from grader.engine.kinds import Function
 

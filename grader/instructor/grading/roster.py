@@ -143,7 +143,9 @@ def read_roster(path: Path) -> Roster:
     """The roster at ``path``; RosterError for a missing column, one name given two IDs or one ID given twice."""
     a, b, heads, reader = _rows(path, "roster", NAME_COLUMNS, ID_COLUMNS)
     mail = next((heads[h] for h in EMAIL_COLUMNS if h in heads and heads[h] != b), None)
-    table, emails, line_of, owner = Roster(), {}, {}, {}
+    table, emails = Roster(), {}
+    line_of: dict[str, int] = {}
+    owner: dict[str, str] = {}  # an ID -> the learner the roster gave it first
     for line, row in enumerate(reader, start=2):
         key, value = _nfc((row.get(a) or "").strip()), (row.get(b) or "").strip()
         if not key:

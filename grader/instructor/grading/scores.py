@@ -27,13 +27,20 @@ answers; ``self-test-attempts`` pays a self-test only when passed within that ma
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.engine.progress import QuestionState
 from grader.engine.variants import REPEATED
+from grader.engine.verdicts import Role
 
 DEFAULTS = {"participation": 1.0, "correctness": 0.0, "self-test": 2.0, "exercise": 4.0}
-PARTS = {"predict": ("participation", "correctness"), "self-test": ("self-test",), "exercise": ("exercise",)}
+PARTS: dict[Role, tuple[str, ...]] = {
+    "predict": ("participation", "correctness"),
+    "self-test": ("self-test",),
+    "exercise": ("exercise",),
+}
 
 
 class WeightsError(ValueError):
@@ -47,7 +54,7 @@ class Weights:
     count_absent: bool = False
     self_test_attempts: int = 0  # > 0: a self-test pays only when passed within that many graded attempts
 
-    def of(self, qid: str, role: str) -> dict:
+    def of(self, qid: str, role: Role) -> dict:
         """{part: weight} for one question, such as {'participation': 1, 'correctness': 1}."""
         own = self.questions.get(qid, {})
         return {part: float(own.get(part, self.role[part])) for part in PARTS[role]}
@@ -64,7 +71,10 @@ def load(path: Path | None) -> Weights:
     weights = Weights()
     if path is None:
         return weights
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10 has no tomllib: the same parser is the package tomli (a dependency there)
+        import tomli as tomllib
 
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
@@ -111,7 +121,7 @@ def load(path: Path | None) -> Weights:
     return weights
 
 
-def honest(state, flag: str) -> bool:
+def honest(state: QuestionState, flag: str) -> bool:
     """A prediction locked in before torch's answer was shown (never after a reset that followed a reveal)."""
     return (
         state.predicted
@@ -121,7 +131,7 @@ def honest(state, flag: str) -> bool:
     )
 
 
-def correct(role: str, state, flag: str) -> bool:
+def correct(role: Role, state: QuestionState, flag: str) -> bool:
     """Torch agreed: an honest prediction revealed correct, or a self-test or exercise passed (a self-test not
     with an answer given before, :data:`grader.engine.variants.REPEATED`)."""
     if role == "predict":
@@ -129,7 +139,7 @@ def correct(role: str, state, flag: str) -> bool:
     return state.passed and REPEATED not in flag
 
 
-def earned(role: str, state, flag: str, weights: dict, attempts_limit: int = 0) -> dict:
+def earned(role: Role, state: QuestionState, flag: str, weights: dict, attempts_limit: int = 0) -> dict:
     """{part: points earned} for one recomputed question (``state`` is its progress.QuestionState); a self-test
     passed after more than ``attempts_limit`` graded attempts (where > 0) earns nothing."""
     if role == "predict":

@@ -167,7 +167,8 @@ def read_partials(paths: list[Path]) -> tuple[list[dict], list[dict]]:
     if len(classes) > 1:
         raise MergeError("the partials were graded from different classes (the learners found differ)")
     everyone = set(classes.pop())
-    rows, facts, owner = [], [], {}
+    rows, facts = [], []
+    owner: dict[str, Path] = {}  # learner -> the partial that holds their rows
     for p, meta, i, _ in metas:
         part = csv_cells.read(p)  # cells as the grader had them (a learner named "=1+2" hashes as "=1+2")
         for r in part:

@@ -21,6 +21,7 @@ only the cells that record it.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from grader.engine import syntax
@@ -37,9 +38,9 @@ class CellNames:
     records: bool  # calls one of the API functions that record progress
 
 
-def _top_level(tree: ast.Module):
+def _top_level(tree: ast.Module) -> Iterator[ast.AST]:
     """The nodes at module level: function and class bodies are not entered (their names are local)."""
-    todo = list(tree.body)
+    todo: list[ast.AST] = list(tree.body)
     while todo:
         node = todo.pop()
         yield node

@@ -7,11 +7,22 @@ steps (:mod:`.restore`, :mod:`.pipeline`'s execute and recompute) each hand the 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from grader.instructor.grading import lms_names
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+    from grader.engine.store import Event
+    from grader.engine.variants import Carried
+    from grader.instructor.grading.copies import CopyContents
+    from grader.instructor.grading.exercise_sources import ExerciseSource
+    from grader.instructor.grading.verify import Recomputed
 
 
 @dataclass
@@ -30,25 +41,25 @@ class Submission:
 @dataclass
 class Restored:
     submission: Submission
-    notebook: dict | None = None  # the notebook with grader-owned cells put back
+    notebook: NotebookNode | None = None  # the notebook with grader-owned cells put back (None: not restored)
     unit: str = "?"
     status: str = "ok"
-    problems: list = field(default_factory=list)
-    findings: list = field(default_factory=list)
-    exercises: dict = field(default_factory=dict)  # qid -> exercise_sources.ExerciseSource
-    copy: object = None  # copies.CopyContents: what the copy holds
-    runs: list = field(default_factory=list)  # per cell: whether the grading run executes it (slicing.needed)
+    problems: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+    exercises: dict[str, ExerciseSource] = field(default_factory=dict)  # qid -> the function rebuilt from the copy
+    copy: CopyContents | None = None  # what the copy holds (None: not read that far)
+    runs: list[bool] = field(default_factory=list)  # per cell: whether the grading run executes it (slicing.needed)
     handed_out: str | None = None  # the course version the class was handed (grade --handed-out)
-    variants: dict = field(default_factory=dict)  # qid -> variants.Carried: what the copy's records say was asked
-    revealed_first: dict = field(default_factory=dict)  # qid -> why the copy shows torch's answer before its prediction
+    variants: dict[str, Carried] = field(default_factory=dict)  # qid -> what the copy's records say was asked
+    revealed_first: dict[str, str] = field(default_factory=dict)  # qid -> why the copy shows torch's answer first
 
 
 @dataclass
 class Execution:
     status: str = "ok"
-    problems: list = field(default_factory=list)
-    findings: list = field(default_factory=list)
-    events: list = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
     isolation: str = ""
     seconds: float = 0.0
 
@@ -57,17 +68,15 @@ class Execution:
 class GradedSubmission:
     submission: Submission
     status: str = "ok"
-    problems: list = field(default_factory=list)
-    findings: list = field(default_factory=list)
-    units: list = field(default_factory=list)  # Recomputed, one per unit
+    problems: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+    units: list[Recomputed | None] = field(default_factory=list)  # one per unit; None where none was recomputed
     isolation: str = ""
     seconds: float = 0.0
     unit: str = "?"
-    copy: object = None  # copies.CopyContents, from restore
-    facts: list = field(
-        default_factory=list
-    )  # for the class report (grader.instructor.grading.report.facts_of), one per unit
-    halves: list = field(default_factory=list)  # the same copy graded as the units split from its own (grade_one)
+    copy: CopyContents | None = None  # from restore
+    facts: list[dict[str, Any]] = field(default_factory=list)  # for the class report (report.facts_of), one per unit
+    halves: list[GradedSubmission] = field(default_factory=list)  # the copy graded as the units split from its own
     identity: str = ""  # whose programs its self-tests were judged on (judged_identity)
 
     def graded(self) -> list[GradedSubmission]:
@@ -78,7 +87,7 @@ class GradedSubmission:
 # --- step 1: find ---------------------------------------------------------------------------
 
 
-def find(paths: list[str], pattern=None) -> list[Submission]:
+def find(paths: list[str], pattern: re.Pattern | None = None) -> list[Submission]:
     """Every notebook under ``paths``, named by :func:`lms_names.name_of` (``pattern``: a --name-pattern)."""
     subs = []
     for raw in paths:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from grader.engine import moves
 from grader.engine.store import SCHEMA_VERSION, Event
+from grader.engine.verdicts import action_of, verdict_of
 
 STORE_CAP = 64 * 2**20  # bytes of a progress store (and of its WAL) read at most
 EVENTS_CAP = 100_000  # events read at most
@@ -184,9 +185,9 @@ def event_of_fields(ident, when, unit, qid, action, answer, verdict, torch_v, se
         float(when),
         unit,
         qid,
-        action,
+        action_of(action),  # a name this version does not know reads as "unknown", as the learner's store reads it
         _json(answer, ANSWER_CAP),
-        verdict,
+        verdict_of(verdict),
         str(torch_v)[:40],
         str(session)[:40],
         details if isinstance(details, dict) else {},
@@ -210,14 +211,15 @@ def events_of_stream(raw: bytes) -> tuple[list[Event], list[str]]:
                 item = json.loads(line)
             except (ValueError, RecursionError):
                 item = None
-        fields = (
-            [item.get(k) for k in ("time", "unit", "qid", "action", "answer", "verdict", "torch")]
-            if isinstance(item, dict)
-            else None
-        )
         event = None
-        if fields is not None:
-            event = event_of_fields(len(events) + 1, *fields, item.get("session", ""), item.get("detail", ""))
+        if isinstance(item, dict):
+            get = item.get
+            event = event_of_fields(
+                len(events) + 1,
+                *(get("time"), get("unit"), get("qid"), get("action"), get("answer"), get("verdict"), get("torch")),
+                get("session", ""),
+                get("detail", ""),
+            )
         if event is None:
             findings.append("the event stream has lines that are not well formed; they were skipped")
         else:

@@ -29,10 +29,10 @@ from typing import Any
 from grader.engine import identity as identities
 from grader.engine import progress, variants
 from grader.engine.cases import fingerprint
-from grader.engine.kinds import BadAnswer, Function, Unanswered
+from grader.engine.kinds import Function
 from grader.engine.question import of_unit
 from grader.engine.store import Event
-from grader.engine.verdicts import GRADED, Verdict
+from grader.engine.verdicts import GRADED, Reading, Verdict, graded, read_answer
 
 # torch's global state: one recomputation at a time. Generating an exercise's cases is recomputation too (it runs
 # torch, and some exercises' checks switch tools off while they run): a case list made while another thread's
@@ -143,7 +143,7 @@ def judge_exercise(q, lines: list) -> ExerciseVerdict:
             )
         try:
             value = kind.returns.read(line.get("value"))
-        except (BadAnswer, Unanswered, Exception):
+        except Exception:  # BadAnswer, Unanswered, or anything else the data makes it raise
             return ExerciseVerdict(
                 "incorrect", f"{passed} of {len(cases)} cases passed; case {i + 1}'s result could not be read", case=i
             )
@@ -172,14 +172,13 @@ def _differ(cases: list, lines: list) -> bool:
 
 
 def _read(q, answer) -> tuple[Any, Verdict | None]:
+    """A recorded answer as the kind reads it: (its value, None), or (None, why it has none: "unanswered" or
+    "invalid"; an answer the reading fails on in any other way, being data, is "invalid" too)."""
     try:
-        return q.kind.read_recorded(answer), None
-    except Unanswered:
-        return None, "unanswered"
-    except BadAnswer:
-        return None, "invalid"
+        reading = read_answer(lambda: q.kind.read_recorded(answer))
     except Exception:
-        return None, "invalid"
+        reading = Reading(unread="invalid")
+    return reading.value, reading.unread
 
 
 def _legacy(value) -> bool:
@@ -220,7 +219,7 @@ class Recomputing(progress.Judge):
         verdict: Verdict = "revealed"
         if state.predicted:
             value, bad = _read(q, state.prediction)
-            verdict = "incorrect" if bad else ("correct" if self._agrees(q, value) else "incorrect")
+            verdict = graded(not bad and self._agrees(q, value))
             if _legacy(value):  # an older form: its kernel judged it by older rules, which is no finding
                 return verdict
         if verdict != e.verdict and e.verdict != "recorded":  # a sealed grading run records, it does not judge
@@ -235,11 +234,12 @@ class Recomputing(progress.Judge):
             return mine.verdict
         self.answers[q.qid] = e.answer
         variant = variant_of(q, e, self.identity, self.canonical)
+        verdict: Verdict
         if e.answer is None:
             verdict = e.verdict if e.verdict in ("unanswered", "invalid", "error") else "unanswered"
         else:
             value, bad = _read(q, e.answer)
-            verdict = bad or ("correct" if self._agrees(q, value, variant) else "incorrect")
+            verdict = bad or graded(self._agrees(q, value, variant))
             if variant is not None and verdict in GRADED:
                 self.variants[q.qid] = variant
             if _legacy(value):
@@ -366,15 +366,15 @@ def _flags(state: progress.UnitState, revealed_first: dict, repeated: dict, find
         elif st.role == "predict" and st.revealed and not st.predicted_before_reveal:
             flags[qid] = "revealed without prediction"
     for qid, why in revealed_first.items():
-        st = state.questions.get(qid)
-        if st is None or st.role != "predict" or flags.get(qid) == "predicted after reveal":
+        shown = state.questions.get(qid)
+        if shown is None or shown.role != "predict" or flags.get(qid) == "predicted after reveal":
             continue
-        flags[qid] = "predicted after reveal" if st.predicted else "revealed without prediction"
+        flags[qid] = "predicted after reveal" if shown.predicted else "revealed without prediction"
         findings.append(f"{qid}: the copy shows torch's answer before the prediction ({why})")
     for qid, note in repeated.items():
-        st = state.questions.get(qid)
-        if st is not None and st.passed:
-            flags[qid] = f"{st.record}; {note}"
+        passed = state.questions.get(qid)
+        if passed is not None and passed.passed:
+            flags[qid] = f"{passed.record}; {note}"
     late = [qid for qid, flag in flags.items() if flag == "predicted after reveal"]
     if late:
         findings.append("predicted after reveal: " + ", ".join(late))

@@ -53,6 +53,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from grader.instructor.grading import containment
 
@@ -87,18 +88,15 @@ class Worker:
         self.units = sorted(units) if units is not None else None
         self.env = dict(env)
         self.jobs = 0
-        self.proc = None
-        self.folder: Path | None = None
+        self.proc: subprocess.Popen | None = None
+        self.folder: Path = containment.private_folder("agl-warm-")  # the warm parent's, emptied at each start
         self.ready = False
         self.start()
 
     def start(self, keep: str = "") -> None:
         """Start a warm parent as a fresh user, in its folder emptied of everything an earlier job may have left
         there (but ``keep``, the folder the grading process made for the job about to run)."""
-        if self.folder is None:
-            self.folder = containment.private_folder("agl-warm-")
-        else:
-            _empty(self.folder, keep)
+        _empty(self.folder, keep)
         self.uid = containment.fresh_uid()  # the warm parent and its jobs run as a user of their own
         if self.uid is not None:
             os.chmod(self.folder, 0o711)  # its user passes through to its job folders; it can neither list nor write
@@ -123,7 +121,7 @@ class Worker:
         cmd = containment.sandboxed(
             [containment.python(), "-I", "-c", BOOT, root, str(self.folder), units], self.folder, uid=self.uid
         )
-        self.proc = containment.start_live(
+        self.proc = proc = containment.start_live(
             cmd,
             cwd="/",
             env=env,
@@ -133,8 +131,9 @@ class Worker:
             pass_fds=(reply_w,),
         )
         os.close(reply_w)
-        self.stderr = containment.Drain(os.dup(self.proc.stderr.fileno()), 64 * 1024)
-        self.proc.stderr.close()
+        assert proc.stderr is not None, "started with its stderr piped"
+        self.stderr = containment.Drain(os.dup(proc.stderr.fileno()), 64 * 1024)
+        proc.stderr.close()
         self.stderr.start()
         self.buffer = b""
 
@@ -174,8 +173,7 @@ class Worker:
 
     def close(self) -> None:
         self.stop()
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     def job_folder(self) -> Path:
         """A fresh folder for one job, named so that no submission can guess or make it first, in the folder of a
@@ -238,9 +236,13 @@ class Worker:
                 self.stop()
                 self.start(keep=str(job["dir"]))
             containment.give_to(self.folder / str(job["dir"]), self.uid)
+            stdin = self.proc.stdin if self.proc is not None else None  # start() pipes it
+            accepted: dict | None
             try:
-                self.proc.stdin.write((json.dumps(job) + "\n").encode())
-                self.proc.stdin.flush()
+                if stdin is None:
+                    raise ValueError("no warm parent to send the job to")
+                stdin.write((json.dumps(job) + "\n").encode())
+                stdin.flush()
             except (OSError, ValueError):
                 accepted = {}
             else:
@@ -363,7 +365,7 @@ def _warm(units: list | None = None) -> None:
 
 
 def _sandboxed() -> bool:
-    return os.environ.get("AGL_SANDBOX") == "bwrap"
+    return containment.inside_sandbox()
 
 
 def _others() -> list[int]:
@@ -393,22 +395,11 @@ def _kill_rest(token: bytes) -> int:
     for _ in range(10):
         pids = set(_others())
         if not _sandboxed():
-            for p in containment.proc_ids():
-                try:
-                    with open(f"/proc/{p}/environ", "rb") as f:
-                        if token in f.read(1 << 20).split(b"\0"):
-                            pids.add(p)
-                except OSError:
-                    pass
+            pids.update(p for p in containment.proc_ids() if containment.carries(p, token))
         pids.discard(os.getpid())
         if not pids:
             break
-        for p in pids:
-            try:
-                os.kill(p, signal.SIGKILL)
-                killed.add(p)
-            except OSError:
-                pass
+        killed |= containment.kill_each(pids)
         _reap()
         time.sleep(0.02)
     _reap()
@@ -650,7 +641,11 @@ def _watch(pid: int, fds: dict, timeout: float, places: tuple | None = None, cap
         if left <= 0:
             timed_out = True
             break
-        ready, _, _ = select.select(list(open_fds), [], [], min(left, 0.2)) if open_fds else ([], [], time.sleep(0.02))
+        if open_fds:
+            ready, _, _ = select.select(list(open_fds), [], [], min(left, 0.2))
+        else:
+            ready = []
+            time.sleep(0.02)
         for fd in ready:
             read(fd)
         done, st = os.waitpid(pid, os.WNOHANG)
@@ -753,7 +748,7 @@ def _report(raw: bytes, code: int, cells: int, cell_timeout: int, leftovers: int
     """The cold worker's report (see grader/instructor/grading/notebook_worker.py), from what the child said and how it
     ended; ``names`` say each cell as the learner sees it (:func:`containment.cell_name`)."""
     names = names or {}
-    report = {"status": "ok", "problems": [], "cells": cells, "leftovers": leftovers}
+    report: dict[str, Any] = {"status": "ok", "problems": [], "cells": cells, "leftovers": leftovers}  # a JSON line
     done, running = False, None
     for line in bytes(raw).splitlines()[:100_000]:
         try:
