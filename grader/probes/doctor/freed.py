@@ -14,7 +14,24 @@ step between, or no such module call, it is the earlier backward's line (the one
 from __future__ import annotations
 
 from grader import probes
+from grader.probes.doctor.base import Backward, Check
 from grader.probes.doctor.findings import Mechanism
+
+
+class Freed(Check):
+    def on_backward_error(self, bw: Backward, exc) -> None:
+        text = str(exc)
+        if "modified by an inplace operation" in text:  # (the in-place check's error)
+            return
+        if "backward through the graph a second time" in text or "already been freed" in text:
+            if not explained(self.d, bw.site):
+                on_freed_error(self.d, bw.graph_roots, bw.walked, bw.site, bw.earlier)
+
+
+def explained(d, site) -> bool:
+    """Whether a finding at this backward already names the cause of its error: the carried state (an old
+    graph, its saved values overwritten) or an optimizer step between its forward and it."""
+    return ("carried", site) in d.keys or ("step-between", site) in d.keys
 
 
 def on_freed_error(d, graph_roots, walked, site, earlier) -> None:

@@ -8,9 +8,18 @@ from __future__ import annotations
 import re
 
 from grader import probes
+from grader.probes.doctor.base import Backward, Check
 from grader.probes.doctor.findings import Mechanism
+from grader.probes.doctor.freed import explained
 
 _VERSION_ERROR = re.compile(r"output (\d+) of (\w+), is at version (\d+); expected version (\d+)")
+
+
+class Inplace(Check):
+    def on_backward_error(self, bw: Backward, exc) -> None:
+        text = str(exc)
+        if "modified by an inplace operation" in text and not explained(self.d, bw.site):
+            on_version_error(self.d, text, bw.graph_roots, bw.site)
 
 
 def stale_saved(d, graph_roots):
