@@ -12,7 +12,8 @@ One module per job:
 * :mod:`.frames`: where in the program (one rule for every path);
 * :mod:`.observer`: the hooks on torch's entry points, the per-run state every check reads, and the events it
   fires at the checks (:class:`Doctor`, :func:`doctor`);
-* :mod:`.base`: what a check is (:class:`~.base.Check`: its own state, one method per event it needs) and
+* :mod:`.base`: what a check is (:class:`~.base.Check`: its own state, one method per event it needs), what it
+  reads of the run (:class:`~.base.DoctorState`), and
   :mod:`.checks`: the list of them the observer walks, in order;
 * :mod:`.intent`: what the program means, read from what it does (input gradients, ``sum``'s seed, where
   attributes were assigned, optimizers built, inference mode entered, processes started);

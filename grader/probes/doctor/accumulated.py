@@ -31,7 +31,7 @@ from __future__ import annotations
 import weakref
 from collections import Counter
 
-from grader.probes.doctor.base import Backward, Check
+from grader.probes.doctor.base import Backward, Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 from grader.probes.doctor.nonleaf import raw_grad
 
@@ -123,7 +123,7 @@ def _nonzero(g) -> bool:
         return True
 
 
-def _report_by_hand(d, again) -> None:
+def _report_by_hand(d: DoctorState, again) -> None:
     site = again[0][1]
     labels = Counter(d.name_of.get(id(p)) or f"shape {list(p.shape)}" for p, _ in again)
     names = ", ".join(f"{label} (x{n})" if n > 1 else label for label, n in list(labels.items())[:4])
@@ -139,7 +139,7 @@ def _report_by_hand(d, again) -> None:
     )
 
 
-def _report_step(d, again) -> None:
+def _report_step(d: DoctorState, again) -> None:
     site = again[0][1]
     names = ", ".join(d.name_of.get(id(p), f"a tensor {list(p.shape)}") for p, _ in again[:4])
     d.add(

@@ -8,18 +8,130 @@ raised into the program (module calls, the hottest events, are guarded once for 
 
 A check reports with ``self.d.add(key, mechanism, line, evidence, fix)`` and reads what the observer keeps for
 every check (the parameters optimizers held, the leaves backward reached, parameter names, the step count,
-the program's intent: :class:`.observer.Doctor`'s attributes). What only it needs lives in its instance.
+the program's intent: :class:`DoctorState`'s attributes, which :class:`.observer.Doctor` fills). What only
+it needs lives in its instance.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import weakref
+from collections import defaultdict, deque
+from typing import Any
 
-if TYPE_CHECKING:
-    import torch
-    from torch import nn
+import torch
+from torch import nn
 
-    from grader.probes.doctor.observer import Doctor
+from grader.probes.doctor.findings import Finding, Mechanism
+from grader.probes.doctor.frames import learner_line, traceback_line
+
+
+class DoctorState:
+    """What the observer keeps for every check, and what it does for them: a check reads these on ``self.d``
+    (:class:`.observer.Doctor` is one, with the hooks that fill them)."""
+
+    # what the program means, read from what it does: kept by intent.py (its install sets them up)
+    inputs: dict[int, weakref.ref]  # id -> a tensor differentiated on purpose (an input, not a parameter)
+    leaf_lines: dict[int, tuple]  # id -> (weakref, line) of a plain tensor requiring grad assigned to an attribute
+    attr_lines: dict[tuple[int, str], str]  # (id(module), attribute) -> line of a list/tuple/dict of modules
+    flag_lines: dict[int, str]  # id(module) -> line of a plain requires_grad attribute assignment
+    replaced: dict[int, str]  # id(parameter) -> line: parameters of a module assigned over one with parameters
+    rebound: list[tuple]  # (label, old parameter, new tensor, line, module): a Parameter's name bound anew
+    optimizer_lines: weakref.WeakKeyDictionary  # optimizer -> where it was built
+    inference_lines: list[str]  # where torch.inference_mode was entered (the last 20)
+    processes: int  # processes the program started that are not DataLoader workers
+    workers: int
+
+    def __init__(self, frozen=(), should_move=()):
+        self.frozen = tuple(frozen)
+        self.should_move = tuple(should_move)
+        self.findings: list[Finding] = []
+        self.keys: set = set()
+        self.backwards = 0
+        self.steps = 0
+        self.module_calls = 0
+        self.internal_errors = 0  # the doctor's own failures (each one skipped an observation, nothing else)
+        self.first_error = ""
+
+    def _start(self) -> None:
+        """The per-run state, set when the doctor is entered."""
+        # what the observer keeps for every check (a check's own state lives in its instance)
+        self.epoch = 0  # optimizer steps so far
+        self.site_calls: dict[str, int] = defaultdict(int)  # backward line -> its calls so far (the program's loop)
+        self.recent: deque = deque(maxlen=8)  # (weakref of a root, backward number) of the latest backward calls
+        self.step_log: deque = deque(maxlen=8)  # (backward calls so far, ids of what the optimizer held) per step
+        self.step_line = ""  # where the first optimizer step was called
+        self.step_lines: dict[int, str] = {}  # step count -> where that optimizer step was called
+        self.optimizers = 0  # optimizer objects seen stepping
+        self.optimizer_ids: set[int] = set()
+        # parameters are kept (strongly: they live as long as the model anyway) so that the checks at the end
+        # still see them after the program's own references are gone; other leaves weakly
+        self.held: dict[int, torch.Tensor] = {}  # every parameter an optimizer held at a step
+        self.params: dict[int, torch.Tensor] = {}  # every parameter of a top-level module called
+        self.reached: dict[int, Any] = {}  # every leaf a backward reached (a Parameter, or a weakref)
+        # leaves that are no Parameter: id -> [weakref, first and last optimizer step count it was reached at, shape]
+        self.leaf_seen: dict[int, list] = {}
+        self.name_of: dict[int, str] = {}  # id(parameter) -> its name in a root module
+        self.root_index: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # top-level module -> n
+        self.current: dict[str, torch.Tensor] = {}  # declared name -> the parameter under it now
+        self.snap: dict[str, torch.Tensor] = {}  # declared name -> its parameter's values when first seen
+        self.stack: list = []  # the module forwards running, outermost first
+        self.in_backward = 0  # > 0 while a backward runs: a module called then is a checkpoint's recomputation
+        self.saved_hooks_seen = False  # saved-tensor hooks (a checkpoint's) were active at a module call
+        # backward site -> the node that last first made a gradient non-finite there (nan.py; read by the course's
+        # own tools, unit 10's audit and unit 12's find_fault)
+        self.nan_origins: dict[str, Any] = {}
+        self.explained: set[int] = set()  # ids of tensors a finding already explains (rebound.py): others leave them
+        self.anomaly_armed = False
+        self.anomaly_before = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
+        self._replays: set = set()  # the checks' keys of the replays under anomaly mode still waiting
+
+    # -- finding bookkeeping --
+
+    def line(self) -> str:
+        return learner_line()
+
+    def traceback_line(self, exc: BaseException) -> str:
+        return traceback_line(exc)
+
+    def guarded(self, fn, *args):
+        """Run one of the doctor's own observations; a failure in it is counted, never the program's."""
+        try:
+            return fn(*args)
+        except Exception as exc:  # noqa: BLE001 - the learner's program must run as it would without us
+            self.internal_errors += 1
+            self.first_error = self.first_error or f"{type(exc).__name__}: {exc}"
+            return None
+
+    def add(self, key, mechanism: Mechanism, line: str, evidence: str, fix: str):
+        if key in self.keys:
+            return
+        self.keys.add(key)
+        self.findings.append(Finding(mechanism, line, evidence, fix))
+
+    def declared(self, name: str) -> str | None:
+        for kind, names in (("frozen", self.frozen), ("should_move", self.should_move)):
+            if any(name == n or name.startswith(n + ".") for n in names):
+                return kind
+        return None
+
+    def declared_frozen(self, name: str | None) -> bool:
+        return name is not None and self.declared(name) == "frozen"
+
+    # -- replays under anomaly mode (nan.py and inert.py ask for one to find a forward line) --
+
+    def replay_next(self, key) -> None:
+        """Record the next forward under anomaly mode (check_nan=False: nothing raises, nothing changes)."""
+        self._replays.add(key)
+        if not self.anomaly_armed:
+            self.anomaly_armed = True
+            torch.autograd.set_detect_anomaly(True, check_nan=False)
+
+    def replay_done(self, key) -> None:
+        """Anomaly mode back as the program had it, once no replay waits."""
+        self._replays.discard(key)
+        if self.anomaly_armed and not self._replays:
+            torch.autograd.set_detect_anomaly(*self.anomaly_before)
+            self.anomaly_armed = False
 
 
 class Backward:
@@ -44,7 +156,7 @@ class Backward:
 class Check:
     """One mechanism's check. Override the events it needs; the others stay no-ops and are never called."""
 
-    def __init__(self, d: Doctor):
+    def __init__(self, d: DoctorState):
         self.d = d
 
     # -- modules (every call: keep these cheap) --

@@ -20,7 +20,7 @@ from collections import defaultdict, deque
 from typing import Any
 
 from grader import probes
-from grader.probes.doctor.base import Backward, Check
+from grader.probes.doctor.base import Backward, Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 
 
@@ -68,7 +68,7 @@ class _Token:
         self.root = root
 
 
-def stamp_and_check(d, walked, site, retain, sizes) -> set:
+def stamp_and_check(d: DoctorState, walked, site, retain, sizes) -> set:
     """Stamp every walked node with this walk; report carried state. Returns the earlier stamps seen
     (for the freed-graph check)."""
     call = d.site_calls[site]
@@ -99,7 +99,7 @@ def stamp_and_check(d, walked, site, retain, sizes) -> set:
     return earlier
 
 
-def _report(d, carried, walked, site, sizes) -> None:
+def _report(d: DoctorState, carried, walked, site, sizes) -> None:
     made = producer(carried, walked)
     d.add(
         ("carried", site),
@@ -137,7 +137,7 @@ def producer(nodes, walked=()) -> str:
     return ""
 
 
-def record_roots(d, graph_roots, site, old_roots) -> None:
+def record_roots(d: DoctorState, graph_roots, site, old_roots) -> None:
     """After a backward: one token in the metadata of the root's node and of its inputs' nodes (a leaf's
     ``AccumulateGrad``, shared by every step, left out) lives exactly as long as the last of them."""
     for r in graph_roots:
@@ -152,7 +152,7 @@ def record_roots(d, graph_roots, site, old_roots) -> None:
         old_roots[site].append(root)
 
 
-def check_old_roots(d, site, old_roots, kept_roots) -> None:
+def check_old_roots(d: DoctorState, site, old_roots, kept_roots) -> None:
     """Before a backward: the loss graphs of three or more earlier calls of this line still alive, none of
     them walked by a later backward, are remembered (the last 8 calls of each line are looked at). They are
     judged at the end (:func:`conclude`): kept until a later backward walked them (inner losses that an
@@ -166,7 +166,7 @@ def check_old_roots(d, site, old_roots, kept_roots) -> None:
             r.summed_at = r.summed_at or summed
 
 
-def conclude(d, exc, kept_roots) -> None:
+def conclude(d: DoctorState, exc, kept_roots) -> None:
     """Each line whose backward saw three or more earlier loss graphs alive together, that no backward ever
     walked after their own, is named. In a run cut short, only those already dropped count (a backward
     still to come may have walked the others)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.probes.doctor.base import Backward, Check
+from grader.probes.doctor.base import Backward, Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 
 
@@ -31,7 +31,7 @@ class GradMode(Check):
         inference_saved(self.d, exc)
 
 
-def no_grad_root(d, root, site, nograd_calls):
+def no_grad_root(d: DoctorState, root, site, nograd_calls):
     if root.is_inference():
         why = "it is an inference tensor: it was made under torch.inference_mode()"
     elif nograd_calls:
@@ -49,7 +49,7 @@ def no_grad_root(d, root, site, nograd_calls):
     )
 
 
-def inference_saved(d, exc):
+def inference_saved(d: DoctorState, exc):
     """The program's error: an inference tensor given to an operation that records a graph. The line to
     edit is where inference mode was entered last (where the tensor was made), else where it raised."""
     if isinstance(exc, RuntimeError) and "Inference tensors cannot be saved for backward" in str(exc):

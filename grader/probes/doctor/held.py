@@ -17,7 +17,7 @@ from __future__ import annotations
 import weakref
 from collections import deque
 
-from grader.probes.doctor.base import Check
+from grader.probes.doctor.base import Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 
 _LATER = 16  # top-level module calls an output must stay alive through
@@ -113,7 +113,7 @@ def _together(suspects) -> int:
     return most
 
 
-def conclude(d, suspects) -> None:
+def conclude(d: DoctorState, suspects) -> None:
     unwalked = [s for s in suspects if not s.walked]
     for line in dict.fromkeys(s.line for s in unwalked):
         mine = [s for s in unwalked if s.line == line]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.probes.doctor.base import Check
+from grader.probes.doctor.base import Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 
 # (a phrase of torch's message, the mechanism, what it means, fix)
@@ -71,7 +71,7 @@ class Hooks(Check):
         on_program_error(self.d, exc, self.full_hooked)
 
 
-def on_torch_warning(d, message: str):
+def on_torch_warning(d: DoctorState, message: str):
     for phrase, mechanism, meaning, fix in TORCH_WARNINGS:
         if phrase in message:
             line = d.line()
@@ -79,7 +79,7 @@ def on_torch_warning(d, message: str):
             d.add((mechanism, phrase), mechanism, line, f'torch warned "{first}": {meaning}', fix)
 
 
-def on_program_error(d, exc, full_hooked: str):
+def on_program_error(d: DoctorState, exc, full_hooked: str):
     """The error the program stopped with: an in-place write on an output a full backward hook wrapped."""
     text = str(exc)
     if isinstance(exc, RuntimeError) and "BackwardHookFunction" in text and "modified inplace" in text:
@@ -97,7 +97,7 @@ def on_program_error(d, exc, full_hooked: str):
         )
 
 
-def before_recomputation(d, module, recomputing: list):
+def before_recomputation(d: DoctorState, module, recomputing: list):
     """A module called while a backward runs: remember its buffers' versions and values (a checkpoint
     recomputes it)."""
     if not module.training:
@@ -109,7 +109,7 @@ def before_recomputation(d, module, recomputing: list):
         recomputing.append((module, buffers, d.line()))
 
 
-def check_recomputed(d, done: list):
+def check_recomputed(d: DoctorState, done: list):
     """After a backward: buffers a recomputation wrote and that did not get their value back."""
     for module, buffers, line in done:
         written = [(name, v, b._version) for name, b, v, before in buffers if b._version != v and not _same(b, before)]

@@ -17,7 +17,7 @@ from torch import nn
 
 from grader import probes
 from grader.probes.doctor import frames
-from grader.probes.doctor.base import Backward, Check
+from grader.probes.doctor.base import Backward, Check, DoctorState
 from grader.probes.doctor.findings import Finding, Mechanism
 
 _SUMS = ("AddBackward0", "SubBackward0")
@@ -52,7 +52,7 @@ class Inert(Check):
         conclude(self.d, self.terms)
 
 
-def constant_terms(d, root, site, replay: set):
+def constant_terms(d: DoctorState, root, site, replay: set):
     """A summand of the loss with no grad_fn: it adds to the value and to no gradient."""
     fn, chain = root.grad_fn, 0
     while fn is not None and probes.node_name(fn) in _SUMS and chain < 64:
@@ -80,7 +80,7 @@ def constant_terms(d, root, site, replay: set):
         fn = deeper[0] if deeper else None
 
 
-def replayed(d, root, site) -> None:
+def replayed(d: DoctorState, root, site) -> None:
     """The backward after a constant summand was found at ``site``, its graph recorded under anomaly mode:
     the addition's line replaces the backward's line in the finding."""
     fn = root.grad_fn
@@ -94,7 +94,7 @@ def replayed(d, root, site) -> None:
         fn = next((n for n, _ in fn.next_functions if n is not None and probes.node_name(n) in _SUMS), None)
 
 
-def leaf_root(d, root, site):
+def leaf_root(d: DoctorState, root, site):
     d.add(
         ("leaf-root", site),
         Mechanism.INERT_LOSS_TERM,
@@ -127,7 +127,7 @@ def _zero_leaf(fn) -> bool:
     return leaf is not None and leaf.numel() <= 64 and not bool(leaf.detach().any())
 
 
-def is_parameter(d, t) -> bool:
+def is_parameter(d: DoctorState, t) -> bool:
     return isinstance(t, nn.Parameter) or d.params.get(id(t)) is t or d.held.get(id(t)) is t
 
 
@@ -148,7 +148,7 @@ def _leaves(fn, d) -> tuple[bool, list]:
     return False, leaves
 
 
-def graph_terms(d, root, site, loss_leaves, terms):
+def graph_terms(d: DoctorState, root, site, loss_leaves, terms):
     """At a backward: each summand position of the loss's top chain that has a graph is walked until it is seen
     to reach a parameter once; a position that never does (in the first calls of this line) is kept, with
     the leaves it reached, for :func:`conclude` to judge against every parameter the run saw."""
@@ -178,7 +178,7 @@ def graph_terms(d, root, site, loss_leaves, terms):
         state["loss"] = [weakref.ref(t) for t in loss_leaves]
 
 
-def conclude(d, terms):
+def conclude(d: DoctorState, terms):
     """A summand position that never reached a parameter, while the loss at the same line did."""
     for site, state in terms.items():
         loss_leaves = [t for t in (r() for r in state["loss"]) if t is not None]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from grader import probes
-from grader.probes.doctor.base import Backward, Check
+from grader.probes.doctor.base import Backward, Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 from grader.probes.doctor.freed import explained
 
@@ -22,14 +22,14 @@ class Inplace(Check):
             on_version_error(self.d, text, bw.graph_roots, bw.site)
 
 
-def stale_saved(d, graph_roots):
+def stale_saved(d: DoctorState, graph_roots):
     """The stale saved tensors of the graph, read with the probes; [] where a checkpoint's hooks were seen."""
     if d.saved_hooks_seen:
         return []
     return [s for r in graph_roots for s in probes.saved_tensors(r) if s.stale]
 
 
-def on_version_error(d, text, graph_roots, site):
+def on_version_error(d: DoctorState, text, graph_roots, site):
     stale = stale_saved(d, graph_roots)
     found = _VERSION_ERROR.search(text)
     stepped = {p.untyped_storage().data_ptr(): p for p in d.held.values()}

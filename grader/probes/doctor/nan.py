@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from grader import probes
-from grader.probes.doctor.base import Backward, Check
+from grader.probes.doctor.base import Backward, Check, DoctorState
 from grader.probes.doctor.findings import Finding, Mechanism
 from grader.probes.doctor.frames import anomaly_line
 from grader.probes.doctor.nonleaf import raw_grad
@@ -53,7 +53,7 @@ def _finite(g) -> bool:
     return g is None or not g.is_floating_point() or bool(torch.isfinite(g).all())
 
 
-def watch(d, walked):
+def watch(d: DoctorState, walked):
     """Post-hooks on the nodes just below each masking node (3 deep, 32 at most: where a masked-out branch's
     zero gradient meets an infinite local derivative), for one backward; (handles, found) or None."""
     masks = [fn for fn in walked if probes.node_name(fn) in _MASKING]
@@ -84,7 +84,7 @@ def unwatch(watched):
         handle.remove()
 
 
-def check(d, graph_roots, leaves, site, watched, replay: dict[str, str]):
+def check(d: DoctorState, graph_roots, leaves, site, watched, replay: dict[str, str]):
     finite = all(bool(torch.isfinite(r.detach()).all()) for r in graph_roots)
     origin = watched[1][0] if watched and watched[1] else None
     replayed = replay.pop(site, None)
@@ -126,7 +126,7 @@ def check(d, graph_roots, leaves, site, watched, replay: dict[str, str]):
         d.replay_next(("nan", site))
 
 
-def _forward_line(d, site, origin):
+def _forward_line(d: DoctorState, site, origin):
     line = anomaly_line(origin)
     if not line:
         return

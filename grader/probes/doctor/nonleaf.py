@@ -13,7 +13,7 @@ import torch
 
 from grader import probes
 from grader.probes.doctor import intent
-from grader.probes.doctor.base import Check
+from grader.probes.doctor.base import Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 from grader.probes.doctor.frames import outside_doctor
 
@@ -25,7 +25,7 @@ def raw_grad(t):
     return _BASE.__get__(t)
 
 
-def install(d, on_leaf_grad):
+def install(d: DoctorState, on_leaf_grad):
     """Put the property on torch.Tensor (an entry point of the observer's); returns the undo. ``on_leaf_grad(leaf,
     grad)`` is told of each read of a gradient of a leaf that no optimizer held at a step (the checks'
     ``on_grad_read``)."""
@@ -74,7 +74,7 @@ class NonLeaf(Check):
         on_program_error(self.d, exc)
 
 
-def on_warning(d, message: str):
+def on_warning(d: DoctorState, message: str):
     """torch's own warning about a non-leaf .grad read, where the program let it through."""
     if "not a leaf Tensor is being accessed" in message:
         line = d.line()
@@ -87,7 +87,7 @@ def on_warning(d, message: str):
         )
 
 
-def on_program_error(d, exc):
+def on_program_error(d: DoctorState, exc):
     """The error the program stopped with: an optimizer given a tensor that is not a leaf."""
     if isinstance(exc, ValueError) and "can't optimize a non-leaf Tensor" in str(exc):
         line = d.traceback_line(exc)

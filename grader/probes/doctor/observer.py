@@ -25,7 +25,6 @@ import sys
 import threading
 import warnings
 import weakref
-from collections import defaultdict, deque
 from typing import Any
 
 import torch
@@ -34,63 +33,21 @@ from torch import nn
 
 from grader import probes
 from grader.probes.doctor import intent, nonleaf, report
-from grader.probes.doctor.base import Backward, Check, dispatch
+from grader.probes.doctor.base import Backward, Check, DoctorState, dispatch
 from grader.probes.doctor.checks import CHECKS
-from grader.probes.doctor.findings import Finding, Mechanism
-from grader.probes.doctor.frames import learner_line, traceback_line
 
 _ACTIVE = threading.Lock()  # one doctor at a time: torch's entry points are global
 
 
-class Doctor:
+class Doctor(DoctorState):
     """The observing harness; use :func:`grader.probes.doctor.doctor` to make one."""
 
     def __init__(self, frozen=(), should_move=(), script: str | None = None, report: bool = True, stream=None):
-        self.frozen = tuple(frozen)
-        self.should_move = tuple(should_move)
+        super().__init__(frozen, should_move)
         self.script = os.path.realpath(script) if script else None
         self.report = report
         self.stream = stream
-        self.findings: list[Finding] = []
-        self.keys: set = set()
-        self.backwards = 0
-        self.steps = 0
-        self.module_calls = 0
-        self.internal_errors = 0  # the doctor's own failures (each one skipped an observation, nothing else)
-        self.first_error = ""
         self._undo: list = []
-
-    # -- finding bookkeeping --
-
-    def line(self) -> str:
-        return learner_line()
-
-    def traceback_line(self, exc: BaseException) -> str:
-        return traceback_line(exc)
-
-    def guarded(self, fn, *args):
-        """Run one of the doctor's own observations; a failure in it is counted, never the program's."""
-        try:
-            return fn(*args)
-        except Exception as exc:  # noqa: BLE001 - the learner's program must run as it would without us
-            self.internal_errors += 1
-            self.first_error = self.first_error or f"{type(exc).__name__}: {exc}"
-            return None
-
-    def add(self, key, mechanism: Mechanism, line: str, evidence: str, fix: str):
-        if key in self.keys:
-            return
-        self.keys.add(key)
-        self.findings.append(Finding(mechanism, line, evidence, fix))
-
-    def declared(self, name: str) -> str | None:
-        for kind, names in (("frozen", self.frozen), ("should_move", self.should_move)):
-            if any(name == n or name.startswith(n + ".") for n in names):
-                return kind
-        return None
-
-    def declared_frozen(self, name: str | None) -> bool:
-        return name is not None and self.declared(name) == "frozen"
 
     def text(self) -> str:
         return report.text(self)
@@ -119,36 +76,7 @@ class Doctor:
         return False
 
     def _install(self):
-        # what the observer keeps for every check (a check's own state lives in its instance)
-        self.epoch = 0  # optimizer steps so far
-        self.site_calls: dict[str, int] = defaultdict(int)  # backward line -> its calls so far (the program's loop)
-        self.recent: deque = deque(maxlen=8)  # (weakref of a root, backward number) of the latest backward calls
-        self.step_log: deque = deque(maxlen=8)  # (backward calls so far, ids of what the optimizer held) per step
-        self.step_line = ""  # where the first optimizer step was called
-        self.step_lines: dict[int, str] = {}  # step count -> where that optimizer step was called
-        self.optimizers = 0  # optimizer objects seen stepping
-        self.optimizer_ids: set[int] = set()
-        # parameters are kept (strongly: they live as long as the model anyway) so that the checks at the end
-        # still see them after the program's own references are gone; other leaves weakly
-        self.held: dict[int, torch.Tensor] = {}  # every parameter an optimizer held at a step
-        self.params: dict[int, torch.Tensor] = {}  # every parameter of a top-level module called
-        self.reached: dict[int, Any] = {}  # every leaf a backward reached (a Parameter, or a weakref)
-        # leaves that are no Parameter: id -> [weakref, first and last optimizer step count it was reached at, shape]
-        self.leaf_seen: dict[int, list] = {}
-        self.name_of: dict[int, str] = {}  # id(parameter) -> its name in a root module
-        self.root_index: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # top-level module -> n
-        self.current: dict[str, torch.Tensor] = {}  # declared name -> the parameter under it now
-        self.snap: dict[str, torch.Tensor] = {}  # declared name -> its parameter's values when first seen
-        self.stack: list = []  # the module forwards running, outermost first
-        self.in_backward = 0  # > 0 while a backward runs: a module called then is a checkpoint's recomputation
-        self.saved_hooks_seen = False  # saved-tensor hooks (a checkpoint's) were active at a module call
-        # backward site -> the node that last first made a gradient non-finite there (nan.py; read by the course's
-        # own tools, unit 10's audit and unit 12's find_fault)
-        self.nan_origins: dict[str, Any] = {}
-        self.explained: set[int] = set()  # ids of tensors a finding already explains (rebound.py): others leave them
-        self.anomaly_armed = False
-        self.anomaly_before = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
-        self._replays: set = set()  # the checks' keys of the replays under anomaly mode still waiting
+        self._start()
         self._undo.append(lambda: torch.autograd.set_detect_anomaly(*self.anomaly_before))
         self._undo.extend(intent.install(self))
         self.checks: list[Check] = [cls(self) for cls in CHECKS]
@@ -214,22 +142,6 @@ class Doctor:
                 undo()
             except Exception:  # noqa: BLE001 - every other undo still runs
                 pass
-
-    # -- replays under anomaly mode (nan.py and inert.py ask for one to find a forward line) --
-
-    def replay_next(self, key) -> None:
-        """Record the next forward under anomaly mode (check_nan=False: nothing raises, nothing changes)."""
-        self._replays.add(key)
-        if not self.anomaly_armed:
-            self.anomaly_armed = True
-            torch.autograd.set_detect_anomaly(True, check_nan=False)
-
-    def replay_done(self, key) -> None:
-        """Anomaly mode back as the program had it, once no replay waits."""
-        self._replays.discard(key)
-        if self.anomaly_armed and not self._replays:
-            torch.autograd.set_detect_anomaly(*self.anomaly_before)
-            self.anomaly_armed = False
 
     # -- module forward hooks --
 

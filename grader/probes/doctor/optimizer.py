@@ -17,7 +17,7 @@ import torch
 
 from grader import probes
 from grader.probes.doctor import inplace, intent
-from grader.probes.doctor.base import Backward, Check
+from grader.probes.doctor.base import Backward, Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 
 
@@ -37,7 +37,7 @@ class Optimizer(Check):
         conclude_declared(self.d, exc)
 
 
-def check_written_since_forward(d, graph_roots, walked, site):
+def check_written_since_forward(d: DoctorState, graph_roots, walked, site):
     """A backward through a forward made before the latest optimizer step, whose saved parameters that step
     wrote: backward would use (or refuse) values the step overwrote. The line to edit is that step's."""
     if ("carried", site) in d.keys or d.saved_hooks_seen:
@@ -64,7 +64,7 @@ def check_written_since_forward(d, graph_roots, walked, site):
     )
 
 
-def _forward_of(d, walked, stale):
+def _forward_of(d: DoctorState, walked, stale):
     """(step count, line) of the module call made before the latest step whose graph holds the node that
     saved ``stale``: the smallest such graph (the forward that saved it, not the one that fed it)."""
     holders = [fn for fn in walked if any(x.stale and x.storage == stale.storage for x in probes.saved_in(fn))]
@@ -83,7 +83,7 @@ def _forward_of(d, walked, stale):
     return best[1]
 
 
-def conclude_held(d, exc, explained=frozenset()):
+def conclude_held(d: DoctorState, exc, explained=frozenset()):
     """Parameters the loss reached that no optimizer holds; held ones that never got a gradient. Not for a run
     cut short (it may not have reached every optimizer step)."""
     if exc is not None:
@@ -106,13 +106,13 @@ def conclude_held(d, exc, explained=frozenset()):
         _never(d, reached)
 
 
-def _optimizes_inputs(d) -> bool:
+def _optimizes_inputs(d: DoctorState) -> bool:
     """Every tensor the optimizers hold is a plain leaf no module registers: the program optimizes an input
     (an image in style transfer), and the model's parameters are not meant to move."""
     return bool(d.held) and all(i not in d.name_of and not isinstance(t, torch.nn.Parameter) for i, t in d.held.items())
 
 
-def _unheld(d, named, reached) -> None:
+def _unheld(d: DoctorState, named, reached) -> None:
     names, held = d.name_of, d.held
     total = len(set(reached) & (set(held) | {id(t) for t in named}))
     replaced = [t for t in named if id(t) in d.replaced]
@@ -148,7 +148,7 @@ def _unheld(d, named, reached) -> None:
     )
 
 
-def _suspect_optimizer(d) -> tuple[str, str]:
+def _suspect_optimizer(d: DoctorState) -> tuple[str, str]:
     """(where, why) for the optimizer to look at: one built on parameters another optimizer already holds
     (the later of two), or the only optimizer; ('', '') when the doctor cannot tell."""
     built = [(line, {id(p) for g in opt.param_groups for p in g["params"]}) for opt, line in d.optimizer_lines.items()]
@@ -161,7 +161,7 @@ def _suspect_optimizer(d) -> tuple[str, str]:
     return "", ""
 
 
-def _built(d, p) -> str:
+def _built(d: DoctorState, p) -> str:
     """Where the optimizer holding ``p`` was built, if the doctor saw it built."""
     for opt, line in d.optimizer_lines.items():
         if any(q is p for group in opt.param_groups for q in group["params"]):
@@ -169,7 +169,7 @@ def _built(d, p) -> str:
     return ""
 
 
-def _never(d, reached) -> None:
+def _never(d: DoctorState, reached) -> None:
     names, held = d.name_of, d.held
     never = [t for i, t in held.items() if i not in reached and t.requires_grad and not d.declared_frozen(names.get(i))]
     never = [t for t in never if not intent.is_input(d, t)]
@@ -188,7 +188,7 @@ def _never(d, reached) -> None:
     )
 
 
-def conclude_declared(d, exc):
+def conclude_declared(d: DoctorState, exc):
     """Declared intent, proved: one finding for the frozen ones that moved, one for the others that did not."""
     moved_frozen, still = [], []
     for name, before in d.snap.items():

@@ -13,7 +13,7 @@ Parameter that the optimizer then holds: no finding.
 
 from __future__ import annotations
 
-from grader.probes.doctor.base import Check
+from grader.probes.doctor.base import Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 
 
@@ -25,7 +25,7 @@ class Rebound(Check):
         self.d.explained |= conclude(self.d)
 
 
-def on_program_error(d, exc) -> None:
+def on_program_error(d: DoctorState, exc) -> None:
     text = str(exc)
     if isinstance(exc, TypeError) and "cannot assign" in text and "as parameter" in text:
         line = d.traceback_line(exc)
@@ -41,7 +41,7 @@ def on_program_error(d, exc) -> None:
         )
 
 
-def conclude(d) -> set:
+def conclude(d: DoctorState) -> set:
     """The rebound Parameters named; returns the ids of the new tensors it explained (the checks after it,
     the optimizer's and the unregistered leaves', leave them to this finding)."""
     explained = set()

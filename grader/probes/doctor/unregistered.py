@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from grader.probes.doctor import intent
-from grader.probes.doctor.base import Check
+from grader.probes.doctor.base import Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 
 
@@ -54,7 +54,7 @@ class UnregisteredLeaves(Check):
             leaves(d, unnamed)
 
 
-def _kept_leaves(d, explained) -> list[tuple[int, list, Any]]:
+def _kept_leaves(d: DoctorState, explained) -> list[tuple[int, list, Any]]:
     """(id, shape, the tensor or None) of leaves that are no Parameter, that backward reached at two or more
     optimizer steps (the same tensor: kept to be learned, unlike an input made anew each step), that no
     module registers, no optimizer holds and the program did not differentiate or read as an input."""
@@ -69,7 +69,7 @@ def _kept_leaves(d, explained) -> list[tuple[int, list, Any]]:
     return out
 
 
-def _holder_line(d, module, parent) -> str:
+def _holder_line(d: DoctorState, module, parent) -> str:
     """Where ``parent`` got the plain container that holds ``module`` (an attribute's assignment), or ''."""
     for name, value in vars(parent).items():
         items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
@@ -78,7 +78,7 @@ def _holder_line(d, module, parent) -> str:
     return ""
 
 
-def conclude(d, modules):
+def conclude(d: DoctorState, modules):
     for module, parent_module, called in modules.values():
         cls, parent = type(module).__name__, type(parent_module).__name__
         line = _holder_line(d, module, parent_module) or called
@@ -92,7 +92,7 @@ def conclude(d, modules):
         )
 
 
-def leaves(d, unnamed):
+def leaves(d: DoctorState, unnamed):
     """Leaves requiring grad that the loss reached at several steps, that no module registers and no optimizer
     holds: ``unnamed`` is (id, shape, the tensor or None once it died) for each."""
     shapes = ", ".join(str(shape) for _, shape, _ in unnamed[:4])
@@ -112,7 +112,7 @@ def leaves(d, unnamed):
     )
 
 
-def observe_flag(d, module, flagged):
+def observe_flag(d: DoctorState, module, flagged):
     """A module call: a plain ``requires_grad`` attribute in the module's own ``__dict__`` (nn.Module has no
     such switch), kept with the parameters whose flags disagree with it and their versions then."""
     flag = module.__dict__.get("requires_grad")
@@ -126,7 +126,7 @@ def observe_flag(d, module, flagged):
     flagged[id(module)] = (module, flag, disagree, d.flag_lines.get(id(module)) or d.line(), label)
 
 
-def conclude_flags(d, flagged):
+def conclude_flags(d: DoctorState, flagged):
     for _module, flag, disagree, line, label in flagged.values():
         if not disagree:
             continue
