@@ -31,66 +31,87 @@ from __future__ import annotations
 import weakref
 from collections import Counter
 
+from grader.probes.doctor.base import Backward, Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 from grader.probes.doctor.nonleaf import raw_grad
 
 
-def install(d) -> None:
-    d.after_step = {}  # id(param) -> (weakref(grad), version) right after a step that held it
-    d.pending = {}  # id(param) -> [weakref(grad), version after the backward, backward line]
-    # leaves no optimizer holds: id -> (weakref(leaf), weakref(grad), grad's version, leaf's version) at the
-    # first read of its .grad since the leaf's last backward
-    d.grad_reads = {}
-    d.hand_pending = {}  # id(leaf) -> [weakref(grad), version after the backward, backward line]
+class Accumulated(Check):
+    def __init__(self, d):
+        super().__init__(d)
+        self.after_step: dict = {}  # id(param) -> (weakref(grad), version) right after a step that held it
+        self.pending: dict = {}  # id(param) -> [weakref(grad), version after the backward, backward line]
+        # leaves no optimizer holds: id -> (weakref(leaf), weakref(grad), grad's version, leaf's version) at the
+        # first read of its .grad since the leaf's last backward
+        self.grad_reads: dict = {}
+        self.hand_pending: dict = {}  # id(leaf) -> [weakref(grad), version after the backward, backward line]
 
+    def on_grad_read(self, leaf, grad) -> None:
+        """The program read ``grad``, the gradient of ``leaf``, a leaf that no optimizer held at a step."""
+        read = self.grad_reads.get(id(leaf))
+        if read is None or read[1]() is not grad or read[0]() is not leaf:
+            self.grad_reads[id(leaf)] = (weakref.ref(leaf), weakref.ref(grad), grad._version, leaf._version)
 
-def note_read(d, t, g) -> None:
-    """The program read ``g``, the gradient of ``t``, a leaf that no optimizer held at a step."""
-    read = d.grad_reads.get(id(t))
-    if read is None or read[1]() is not g or read[0]() is not t:
-        d.grad_reads[id(t)] = (weakref.ref(t), weakref.ref(g), g._version, t._version)
+    def on_step_end(self, opt) -> None:
+        for group in opt.param_groups:
+            for p in group["params"]:
+                g = raw_grad(p)
+                if g is not None:
+                    self.after_step[id(p)] = (weakref.ref(g), g._version)
 
-
-def after_step(d, opt) -> None:
-    for group in opt.param_groups:
-        for p in group["params"]:
+    def on_backward_start(self, bw: Backward) -> None:
+        by_hand: list = []
+        held = self.d.held
+        for p in bw.leaves:
+            key = id(p)
             g = raw_grad(p)
-            if g is not None:
-                d.after_step[id(p)] = (weakref.ref(g), g._version)
+            if (self.grad_reads or self.hand_pending) and key not in held:
+                self._by_hand(p, g, bw.site, by_hand)
+            entry = self.pending.get(key)
+            if entry is not None and (g is None or entry[0]() is not g or g._version != entry[1]):
+                del self.pending[key]  # cleared (or rewritten) since that backward
+                entry = None
+            stepped = self.after_step.get(key)
+            if entry is None and stepped is not None and g is not None and stepped[0]() is g:
+                if g._version == stepped[1] and _nonzero(g):
+                    self.pending[key] = [stepped[0], g._version, bw.site]
+        if by_hand:
+            _report_by_hand(self.d, by_hand)
 
+    def _by_hand(self, p, g, site, again) -> None:
+        """A leaf updated by hand, at a backward that reaches it: was its gradient applied (read, then the leaf
+        written) and left uncleared? Pending if so; the finding (into ``again``) if the pending one was applied
+        again."""
+        read = self.grad_reads.pop(id(p), None)
+        entry = self.hand_pending.pop(id(p), None)
+        if read is None or g is None or read[0]() is not p or read[1]() is not g:
+            return
+        if g._version != read[2] or p._version <= read[3] or not _nonzero(g):  # cleared since, or never applied
+            return
+        if entry is not None and entry[0]() is g and entry[1] == read[2]:  # the sum a backward made, applied again
+            again.append((p, entry[2]))
+        self.hand_pending[id(p)] = [weakref.ref(g), g._version, site]
 
-def before_backward(d, leaves, site) -> None:
-    by_hand: list = []
-    for p in leaves:
-        key = id(p)
-        g = raw_grad(p)
-        if (d.grad_reads or d.hand_pending) and key not in d.held:
-            _by_hand(d, p, g, site, by_hand)
-        entry = d.pending.get(key)
-        if entry is not None and (g is None or entry[0]() is not g or g._version != entry[1]):
-            del d.pending[key]  # cleared (or rewritten) since that backward
-            entry = None
-        stepped = d.after_step.get(key)
-        if entry is None and stepped is not None and g is not None and stepped[0]() is g and g._version == stepped[1]:
-            if _nonzero(g):
-                d.pending[key] = [stepped[0], g._version, site]
-    if by_hand:
-        _report_by_hand(d, by_hand)
+    def on_backward_end(self, bw: Backward) -> None:
+        for pending in (self.pending, self.hand_pending) if self.hand_pending else (self.pending,):
+            for p in bw.leaves:
+                entry = pending.get(id(p))
+                if entry is not None:
+                    g = raw_grad(p)
+                    if g is not None and entry[0]() is g:
+                        entry[1] = g._version
+                    else:
+                        del pending[id(p)]
 
-
-def _by_hand(d, p, g, site, again) -> None:
-    """A leaf updated by hand, at a backward that reaches it: was its gradient applied (read, then the leaf
-    written) and left uncleared? Pending if so; the finding (into ``again``) if the pending one was applied
-    again."""
-    read = d.grad_reads.pop(id(p), None)
-    entry = d.hand_pending.pop(id(p), None)
-    if read is None or g is None or read[0]() is not p or read[1]() is not g:
-        return
-    if g._version != read[2] or p._version <= read[3] or not _nonzero(g):  # cleared since, or never applied
-        return
-    if entry is not None and entry[0]() is g and entry[1] == read[2]:  # the sum a backward made, applied again
-        again.append((p, entry[2]))
-    d.hand_pending[id(p)] = [weakref.ref(g), g._version, site]
+    def on_step(self, opt) -> None:
+        again = []
+        for group in opt.param_groups:
+            for p in group["params"]:
+                entry = self.pending.pop(id(p), None)
+                if entry is not None and entry[0]() is raw_grad(p):
+                    again.append((p, entry[2]))
+        if again:
+            _report_step(self.d, again)
 
 
 def _nonzero(g) -> bool:
@@ -102,7 +123,7 @@ def _nonzero(g) -> bool:
         return True
 
 
-def _report_by_hand(d, again) -> None:
+def _report_by_hand(d: DoctorState, again) -> None:
     site = again[0][1]
     labels = Counter(d.name_of.get(id(p)) or f"shape {list(p.shape)}" for p, _ in again)
     names = ", ".join(f"{label} (x{n})" if n > 1 else label for label, n in list(labels.items())[:4])
@@ -118,27 +139,7 @@ def _report_by_hand(d, again) -> None:
     )
 
 
-def after_backward(d, leaves) -> None:
-    for pending in (d.pending, d.hand_pending) if d.hand_pending else (d.pending,):
-        for p in leaves:
-            entry = pending.get(id(p))
-            if entry is not None:
-                g = raw_grad(p)
-                if g is not None and entry[0]() is g:
-                    entry[1] = g._version
-                else:
-                    del pending[id(p)]
-
-
-def before_step(d, opt) -> None:
-    again = []
-    for group in opt.param_groups:
-        for p in group["params"]:
-            entry = d.pending.pop(id(p), None)
-            if entry is not None and entry[0]() is raw_grad(p):
-                again.append((p, entry[2]))
-    if not again:
-        return
+def _report_step(d: DoctorState, again) -> None:
     site = again[0][1]
     names = ", ".join(d.name_of.get(id(p), f"a tensor {list(p.shape)}") for p, _ in again[:4])
     d.add(

@@ -16,10 +16,31 @@ joins (the state a ``detach()`` there would cut), or the backward line where no 
 from __future__ import annotations
 
 import weakref
+from collections import defaultdict, deque
 from typing import Any
 
 from grader import probes
+from grader.probes.doctor.base import Backward, Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
+
+
+class Carried(Check):
+    def __init__(self, d):
+        super().__init__(d)
+        self.sizes: dict[str, list[int]] = defaultdict(list)  # backward site -> graph size per call
+        self.old_roots: dict[str, deque] = defaultdict(lambda: deque(maxlen=8))  # backward line -> its last roots
+        # backward line -> the last groups of 3+ earlier loss graphs seen alive together, unwalked
+        self.kept_roots: dict[str, deque] = defaultdict(lambda: deque(maxlen=4))
+
+    def on_backward_start(self, bw: Backward) -> None:
+        check_old_roots(self.d, bw.site, self.old_roots, self.kept_roots)
+        bw.earlier = stamp_and_check(self.d, bw.walked, bw.site, bw.retain, self.sizes)
+
+    def on_backward_end(self, bw: Backward) -> None:
+        record_roots(self.d, bw.graph_roots, bw.site, self.old_roots)
+
+    def conclude(self, exc) -> None:
+        conclude(self.d, exc, self.kept_roots)
 
 
 class Root:
@@ -47,7 +68,7 @@ class _Token:
         self.root = root
 
 
-def stamp_and_check(d, walked, site, retain) -> set:
+def stamp_and_check(d: DoctorState, walked, site, retain, sizes) -> set:
     """Stamp every walked node with this walk; report carried state. Returns the earlier stamps seen
     (for the freed-graph check)."""
     call = d.site_calls[site]
@@ -72,13 +93,13 @@ def stamp_and_check(d, walked, site, retain) -> set:
         where, when, _, epoch, retained = seen
         if where == site and when < call and (not retained or epoch < d.epoch):
             carried.append(fn)
-    d.sizes[site].append(size)
+    sizes[site].append(size)
     if carried and new:
-        _report(d, carried, walked, site)
+        _report(d, carried, walked, site, sizes[site])
     return earlier
 
 
-def _report(d, carried, walked, site) -> None:
+def _report(d: DoctorState, carried, walked, site, sizes) -> None:
     made = producer(carried, walked)
     d.add(
         ("carried", site),
@@ -87,7 +108,7 @@ def _report(d, carried, walked, site) -> None:
         f"the backward at {site or '?'} goes back into {len(carried)} nodes that an earlier call of it already "
         f"went through: a tensor with its graph outlived its step"
         + (f" (made by the module call at {made})" if made else "")
-        + f"; the graph's size at this line per call: {d.sizes[site][-4:]}",
+        + f"; the graph's size at this line per call: {sizes[-4:]}",
         "detach the state you carry from one step to the next where it is made (h = h.detach(), or "
         "repackage_hidden), and build every tensor with a graph inside the step that backpropagates through it",
     )
@@ -116,7 +137,7 @@ def producer(nodes, walked=()) -> str:
     return ""
 
 
-def record_roots(d, graph_roots, site) -> None:
+def record_roots(d: DoctorState, graph_roots, site, old_roots) -> None:
     """After a backward: one token in the metadata of the root's node and of its inputs' nodes (a leaf's
     ``AccumulateGrad``, shared by every step, left out) lives exactly as long as the last of them."""
     for r in graph_roots:
@@ -128,28 +149,28 @@ def record_roots(d, graph_roots, site) -> None:
         root.token = weakref.ref(token)
         for fn in nodes:
             fn.metadata["doctor_alive"] = token
-        d.old_roots[site].append(root)
+        old_roots[site].append(root)
 
 
-def check_old_roots(d, site) -> None:
+def check_old_roots(d: DoctorState, site, old_roots, kept_roots) -> None:
     """Before a backward: the loss graphs of three or more earlier calls of this line still alive, none of
     them walked by a later backward, are remembered (the last 8 calls of each line are looked at). They are
     judged at the end (:func:`conclude`): kept until a later backward walked them (inner losses that an
     outer loss takes in, as in MAML) is no finding; never walked is something keeping every step's loss."""
     call = d.site_calls[site]
-    kept = tuple(r for r in d.old_roots[site] if r.call < call and not r.walked and r.alive())
+    kept = tuple(r for r in old_roots[site] if r.call < call and not r.walked and r.alive())
     if len(kept) >= 3:
-        d.kept_roots[site].append(kept)
+        kept_roots[site].append(kept)
         summed = next((r.summed_at for r in kept if r.summed_at), "")
         for r in kept:  # kept together: by the running total one of them was seen taken into
             r.summed_at = r.summed_at or summed
 
 
-def conclude(d, exc) -> None:
+def conclude(d: DoctorState, exc, kept_roots) -> None:
     """Each line whose backward saw three or more earlier loss graphs alive together, that no backward ever
     walked after their own, is named. In a run cut short, only those already dropped count (a backward
     still to come may have walked the others)."""
-    for site, groups in d.kept_roots.items():
+    for site, groups in kept_roots.items():
         unwalked = max(
             ([r for r in group if not r.walked and (exc is None or not r.alive())] for group in groups), key=len
         )

@@ -14,10 +14,27 @@ step between, or no such module call, it is the earlier backward's line (the one
 from __future__ import annotations
 
 from grader import probes
+from grader.probes.doctor.base import Backward, Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 
 
-def on_freed_error(d, graph_roots, walked, site, earlier) -> None:
+class Freed(Check):
+    def on_backward_error(self, bw: Backward, exc) -> None:
+        text = str(exc)
+        if "modified by an inplace operation" in text:  # (the in-place check's error)
+            return
+        if "backward through the graph a second time" in text or "already been freed" in text:
+            if not explained(self.d, bw.site):
+                on_freed_error(self.d, bw.graph_roots, bw.walked, bw.site, bw.earlier)
+
+
+def explained(d: DoctorState, site) -> bool:
+    """Whether a finding at this backward already names the cause of its error: the carried state (an old
+    graph, its saved values overwritten) or an optimizer step between its forward and it."""
+    return ("carried", site) in d.keys or ("step-between", site) in d.keys
+
+
+def on_freed_error(d: DoctorState, graph_roots, walked, site, earlier) -> None:
     freed = 0
     if not d.saved_hooks_seen:
         freed = sum(1 for fn in walked for v in probes.saved_attributes(fn).values() if v == probes.FREED)
@@ -38,7 +55,7 @@ def on_freed_error(d, graph_roots, walked, site, earlier) -> None:
     )
 
 
-def _joined(d, graph_roots, walked, number) -> str:
+def _joined(d: DoctorState, graph_roots, walked, number) -> str:
     """Where the earlier backward (number ``number``, its root still alive) or this one should have cut the
     shared part: the line of the module call nearest to the shared nodes, outside them."""
     earlier = next((r() for r, n in reversed(d.recent) if n == number and r() is not None), None)

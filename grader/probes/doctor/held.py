@@ -17,6 +17,7 @@ from __future__ import annotations
 import weakref
 from collections import deque
 
+from grader.probes.doctor.base import Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 
 _LATER = 16  # top-level module calls an output must stay alive through
@@ -26,7 +27,7 @@ _KEEP = 256  # suspects kept at most
 
 class Suspect:
     """An output alive and unwalked through ``_LATER`` later top-level calls: when it became one and when its
-    node died (None while alive), on the doctor's ``held_clock``; whether a backward walked it since."""
+    node died (None while alive), on the check's ``clock``; whether a backward walked it since."""
 
     __slots__ = ("line", "since", "died", "walked", "summed_at")
 
@@ -54,51 +55,52 @@ class Token:
                 self.suspect.summed_at = line
 
 
-def install(d) -> None:
-    d.tokens = deque()  # (the top-level call that made it, weakref of its token), oldest first, not yet judged
-    d.suspects = []  # Suspect, in the order they became one
-    d.watched = {}  # weakref of a suspect's token -> the Suspect (until the token dies)
-    d.top_calls = 0
-    d.held_clock = 0  # counts suspects made and suspects dead: the order of the two, exactly
+class Held(Check):
+    def __init__(self, d):
+        super().__init__(d)
+        self.tokens: deque = (
+            deque()
+        )  # (the top-level call that made it, weakref of its token), oldest first, not yet judged
+        self.suspects: list[Suspect] = []  # in the order they became one
+        self.watched: dict = {}  # weakref of a suspect's token -> the Suspect (until the token dies)
+        self.top_calls = 0
+        self.clock = 0  # counts suspects made and suspects dead: the order of the two, exactly
 
-    def died(ref) -> None:
-        suspect = d.watched.pop(ref, None)
+    def on_top_call(self, module) -> None:
+        self.top_calls += 1
+
+    def on_top_return(self, nodes, line) -> None:
+        """A top-level call returned: judge the outputs made ``_LATER`` top-level calls before it; give each of
+        its new output nodes a token (in its metadata: the token lives exactly as long as the node)."""
+        tokens = self.tokens
+        while tokens and tokens[0][0] + _LATER <= self.top_calls:
+            token = tokens.popleft()[1]()
+            if token is not None and not token.walked:
+                self._suspect(token)
+        for fn in nodes:
+            token = Token(line)
+            fn.metadata["doctor_out"] = token
+            tokens.append((self.top_calls, weakref.ref(token)))
+
+    def _died(self, ref) -> None:
+        suspect = self.watched.pop(ref, None)
         if suspect is not None:
-            d.held_clock += 1
-            suspect.died = d.held_clock
+            self.clock += 1
+            suspect.died = self.clock
 
-    d.on_suspect_death = died
+    def _suspect(self, token) -> None:
+        if len(self.suspects) >= _KEEP:  # make room: those a backward walked since (an episode's) are no finding
+            self.suspects = [s for s in self.suspects if not s.walked]
+            if len(self.suspects) >= _KEEP:
+                return
+        self.clock += 1
+        token.suspect = Suspect(token.line, self.clock, token.summed_at)
+        self.suspects.append(token.suspect)
+        self.watched[weakref.ref(token, self._died)] = token.suspect
 
-
-def stamp(d, fn, line: str) -> None:
-    """A top-level module output's node: give it a token."""
-    token = Token(line)
-    fn.metadata["doctor_out"] = token
-    d.tokens.append((d.top_calls, weakref.ref(token)))
-
-
-def on_top_call(d) -> None:
-    d.top_calls += 1
-
-
-def after_top_call(d) -> None:
-    """A top-level call returned: judge the outputs made ``_LATER`` top-level calls before it."""
-    tokens = d.tokens
-    while tokens and tokens[0][0] + _LATER <= d.top_calls:
-        token = tokens.popleft()[1]()
-        if token is not None and not token.walked:
-            _suspect(d, token)
-
-
-def _suspect(d, token) -> None:
-    if len(d.suspects) >= _KEEP:  # make room: those a backward walked since (an episode's) are no finding
-        d.suspects = [s for s in d.suspects if not s.walked]
-        if len(d.suspects) >= _KEEP:
-            return
-    d.held_clock += 1
-    token.suspect = Suspect(token.line, d.held_clock, token.summed_at)
-    d.suspects.append(token.suspect)
-    d.watched[weakref.ref(token, d.on_suspect_death)] = token.suspect
+    def conclude(self, exc) -> None:
+        if exc is None:  # a run cut short may not have reached the backward that walks them
+            conclude(self.d, self.suspects)
 
 
 def _together(suspects) -> int:
@@ -111,10 +113,8 @@ def _together(suspects) -> int:
     return most
 
 
-def conclude(d, exc) -> None:
-    if exc is not None:  # a run cut short may not have reached the backward that walks them
-        return
-    unwalked = [s for s in d.suspects if not s.walked]
+def conclude(d: DoctorState, suspects) -> None:
+    unwalked = [s for s in suspects if not s.walked]
     for line in dict.fromkeys(s.line for s in unwalked):
         mine = [s for s in unwalked if s.line == line]
         count = _together(mine)

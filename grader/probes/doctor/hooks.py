@@ -15,11 +15,9 @@
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 
-from grader.probes.doctor import nonleaf
+from grader.probes.doctor.base import Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 
 # (a phrase of torch's message, the mechanism, what it means, fix)
@@ -41,27 +39,39 @@ TORCH_WARNINGS = (
 )
 
 
-def install(d):
-    """Wrap warnings.showwarning and warnings.warn (each warning passed on unchanged); returns the undos."""
-    shown = warnings.showwarning
+class Hooks(Check):
+    def __init__(self, d):
+        super().__init__(d)
+        self.recomputing: list = []  # (module, its buffers, versions and values, line) of calls inside backward
+        self.recomputed: list = []  # the same, once the recomputation returned: judged when the backward ends
+        self.full_hooked = ""  # the last module called with a full backward hook on it, and where
 
-    def showwarning(message, category, filename, lineno, file=None, line=None):
-        d.guarded(nonleaf.on_warning, d, str(message))
-        return shown(message, category, filename, lineno, file, line)
+    def on_module_call(self, module, parent) -> None:
+        if module._backward_hooks and getattr(module, "_is_full_backward_hook", None):
+            self.full_hooked = f"{type(module).__name__} at {self.d.line() or '?'}"
 
-    warnings.showwarning = showwarning
-    real_warn = warnings.warn
+    def on_call_in_backward(self, module) -> None:
+        before_recomputation(self.d, module, self.recomputing)
 
-    def warn(message, category=None, stacklevel=1, source=None, **kwargs):
-        d.guarded(on_torch_warning, d, str(message))
-        return real_warn(message, category, stacklevel + 1, source, **kwargs)  # one frame more: ours
+    def on_return_in_backward(self, module) -> None:
+        """The recomputed module returned: its entry waits for the end of the backward (a context_fn may
+        restore the buffers after the recomputation returns)."""
+        while self.recomputing and self.recomputing[-1][0] is module:
+            self.recomputed.append(self.recomputing.pop())
 
-    warn.__wrapped__ = real_warn  # type: ignore[attr-defined]
-    warnings.warn = warn
-    return [lambda: setattr(warnings, "showwarning", shown), lambda: setattr(warnings, "warn", real_warn)]
+    def on_backward_finally(self, bw) -> None:
+        if self.recomputed:
+            done, self.recomputed = self.recomputed, []
+            check_recomputed(self.d, done)
+
+    def on_warn(self, message: str) -> None:
+        on_torch_warning(self.d, message)
+
+    def on_program_error(self, exc) -> None:
+        on_program_error(self.d, exc, self.full_hooked)
 
 
-def on_torch_warning(d, message: str):
+def on_torch_warning(d: DoctorState, message: str):
     for phrase, mechanism, meaning, fix in TORCH_WARNINGS:
         if phrase in message:
             line = d.line()
@@ -69,7 +79,7 @@ def on_torch_warning(d, message: str):
             d.add((mechanism, phrase), mechanism, line, f'torch warned "{first}": {meaning}', fix)
 
 
-def on_program_error(d, exc):
+def on_program_error(d: DoctorState, exc, full_hooked: str):
     """The error the program stopped with: an in-place write on an output a full backward hook wrapped."""
     text = str(exc)
     if isinstance(exc, RuntimeError) and "BackwardHookFunction" in text and "modified inplace" in text:
@@ -81,13 +91,13 @@ def on_program_error(d, exc):
             "an in-place op wrote a tensor that a full backward hook (register_full_backward_hook, or the global "
             "register_module_full_backward_hook) wrapped: the hook passes a module's inputs and outputs through "
             "BackwardHookFunction, whose outputs are views that may not be written in place"
-            + (f" (the last hooked module called: {d.full_hooked})" if d.full_hooked else ""),
+            + (f" (the last hooked module called: {full_hooked})" if full_hooked else ""),
             "make the op after the hooked module out of place (nn.ReLU(inplace=False), x = x + ...), or hook a "
             "module whose output nothing writes in place (or use a forward hook with tensor.register_hook)",
         )
 
 
-def before_recomputation(d, module):
+def before_recomputation(d: DoctorState, module, recomputing: list):
     """A module called while a backward runs: remember its buffers' versions and values (a checkpoint
     recomputes it)."""
     if not module.training:
@@ -96,19 +106,11 @@ def before_recomputation(d, module):
         (name, b, b._version, b.detach().clone()) for name, b in module.named_buffers(recurse=False) if b is not None
     ]
     if buffers:
-        d.recomputing.append((module, buffers, d.line()))
+        recomputing.append((module, buffers, d.line()))
 
 
-def after_recomputation(d, module):
-    """The recomputed module returned: its entry waits for the end of the backward (a context_fn may restore
-    the buffers after the recomputation returns)."""
-    while d.recomputing and d.recomputing[-1][0] is module:
-        d.recomputed.append(d.recomputing.pop())
-
-
-def check_recomputed(d):
+def check_recomputed(d: DoctorState, done: list):
     """After a backward: buffers a recomputation wrote and that did not get their value back."""
-    done, d.recomputed = d.recomputed, []
     for module, buffers, line in done:
         written = [(name, v, b._version) for name, b, v, before in buffers if b._version != v and not _same(b, before)]
         if not written:

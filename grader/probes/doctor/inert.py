@@ -12,17 +12,47 @@ from __future__ import annotations
 
 import weakref
 
+import torch
 from torch import nn
 
 from grader import probes
-from grader.probes.doctor import frames, nan
+from grader.probes.doctor import frames
+from grader.probes.doctor.base import Backward, Check, DoctorState
 from grader.probes.doctor.findings import Finding, Mechanism
 
 _SUMS = ("AddBackward0", "SubBackward0")
 _CHECKS = 8  # backward calls per line at which a summand still suspect is walked again
 
 
-def constant_terms(d, root, site):
+class Inert(Check):
+    def __init__(self, d):
+        super().__init__(d)
+        self.terms: dict[str, dict] = {}  # backward site -> the loss's summands still watched (graph_terms)
+        self.replay: set[str] = set()  # backward lines whose next graph names a constant summand's line
+
+    def on_backward_start(self, bw: Backward) -> None:
+        d, site = self.d, bw.site
+        trains = not bw.from_grad and any(is_parameter(d, leaf) for leaf in bw.leaves)
+        for r in bw.graph_roots if trains else ():  # (a training loss: a backward that reaches a parameter)
+            if site in self.replay:
+                self.replay.discard(site)
+                d.replay_done(("inert", site))
+                replayed(d, r, site)
+            constant_terms(d, r, site, self.replay)
+        for r in bw.roots:
+            if isinstance(r, torch.Tensor) and r.grad_fn is None and r.requires_grad and not bw.from_grad:
+                leaf_root(d, r, site)
+
+    def on_backward_end(self, bw: Backward) -> None:
+        if not bw.from_grad:
+            for r in bw.graph_roots:
+                graph_terms(self.d, r, bw.site, bw.leaves, self.terms)
+
+    def conclude(self, exc) -> None:
+        conclude(self.d, self.terms)
+
+
+def constant_terms(d: DoctorState, root, site, replay: set):
     """A summand of the loss with no grad_fn: it adds to the value and to no gradient."""
     fn, chain = root.grad_fn, 0
     while fn is not None and probes.node_name(fn) in _SUMS and chain < 64:
@@ -35,8 +65,8 @@ def constant_terms(d, root, site):
         if none_slots and not seed:
             added = frames.anomaly_line(fn)
             if ("inert", site) not in d.keys and not added:
-                d.inert_replay.add(site)  # the next backward here names the line that added it
-                nan.arm(d)
+                replay.add(site)  # the next backward here names the line that added it
+                d.replay_next(("inert", site))
             d.add(
                 ("inert", site),
                 Mechanism.INERT_LOSS_TERM,
@@ -50,11 +80,9 @@ def constant_terms(d, root, site):
         fn = deeper[0] if deeper else None
 
 
-def replayed(d, root, site) -> None:
+def replayed(d: DoctorState, root, site) -> None:
     """The backward after a constant summand was found at ``site``, its graph recorded under anomaly mode:
     the addition's line replaces the backward's line in the finding."""
-    d.inert_replay.discard(site)
-    nan.disarm(d)
     fn = root.grad_fn
     while fn is not None and probes.node_name(fn) in _SUMS:
         if any(n is None for n, _ in fn.next_functions) and "doctor_seed" not in fn.metadata:
@@ -66,7 +94,7 @@ def replayed(d, root, site) -> None:
         fn = next((n for n, _ in fn.next_functions if n is not None and probes.node_name(n) in _SUMS), None)
 
 
-def leaf_root(d, root, site):
+def leaf_root(d: DoctorState, root, site):
     d.add(
         ("leaf-root", site),
         Mechanism.INERT_LOSS_TERM,
@@ -99,7 +127,7 @@ def _zero_leaf(fn) -> bool:
     return leaf is not None and leaf.numel() <= 64 and not bool(leaf.detach().any())
 
 
-def is_parameter(d, t) -> bool:
+def is_parameter(d: DoctorState, t) -> bool:
     return isinstance(t, nn.Parameter) or d.params.get(id(t)) is t or d.held.get(id(t)) is t
 
 
@@ -120,13 +148,13 @@ def _leaves(fn, d) -> tuple[bool, list]:
     return False, leaves
 
 
-def graph_terms(d, root, site, loss_leaves):
+def graph_terms(d: DoctorState, root, site, loss_leaves, terms):
     """At a backward: each summand position of the loss's top chain that has a graph is walked until it is seen
     to reach a parameter once; a position that never does (in the first calls of this line) is kept, with
     the leaves it reached, for :func:`conclude` to judge against every parameter the run saw."""
-    state = d.terms.get(site)
+    state = terms.get(site)
     if state is None:
-        state = d.terms[site] = {"calls": 0, "cleared": set(), "suspects": {}, "loss": []}
+        state = terms[site] = {"calls": 0, "cleared": set(), "suspects": {}, "loss": []}
     if state["calls"] >= _CHECKS or ("inert", site) in d.keys:
         return
     summands = _summands(root)
@@ -150,9 +178,9 @@ def graph_terms(d, root, site, loss_leaves):
         state["loss"] = [weakref.ref(t) for t in loss_leaves]
 
 
-def conclude(d):
+def conclude(d: DoctorState, terms):
     """A summand position that never reached a parameter, while the loss at the same line did."""
-    for site, state in d.terms.items():
+    for site, state in terms.items():
         loss_leaves = [t for t in (r() for r in state["loss"]) if t is not None]
         params = [t for t in loss_leaves if is_parameter(d, t)]
         if not params or ("inert", site) in d.keys:

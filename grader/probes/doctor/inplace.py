@@ -8,19 +8,28 @@ from __future__ import annotations
 import re
 
 from grader import probes
+from grader.probes.doctor.base import Backward, Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
+from grader.probes.doctor.freed import explained
 
 _VERSION_ERROR = re.compile(r"output (\d+) of (\w+), is at version (\d+); expected version (\d+)")
 
 
-def stale_saved(d, graph_roots):
+class Inplace(Check):
+    def on_backward_error(self, bw: Backward, exc) -> None:
+        text = str(exc)
+        if "modified by an inplace operation" in text and not explained(self.d, bw.site):
+            on_version_error(self.d, text, bw.graph_roots, bw.site)
+
+
+def stale_saved(d: DoctorState, graph_roots):
     """The stale saved tensors of the graph, read with the probes; [] where a checkpoint's hooks were seen."""
     if d.saved_hooks_seen:
         return []
     return [s for r in graph_roots for s in probes.saved_tensors(r) if s.stale]
 
 
-def on_version_error(d, text, graph_roots, site):
+def on_version_error(d: DoctorState, text, graph_roots, site):
     stale = stale_saved(d, graph_roots)
     found = _VERSION_ERROR.search(text)
     stepped = {p.untyped_storage().data_ptr(): p for p in d.held.values()}

@@ -24,11 +24,12 @@ import torch
 from torch import nn
 
 from grader import probes
+from grader.probes.doctor.base import DoctorState
 
 _SEED_DEPTH = 6  # nodes walked down from a summed tensor to find the module outputs it holds
 
 
-def install(d) -> list:
+def install(d: DoctorState) -> list:
     """Wrap the entry points above; returns the undos."""
     d.inputs = {}  # id -> weakref of a tensor differentiated on purpose (an input, not a parameter)
     d.leaf_lines = {}  # id -> (weakref, line) of a plain tensor requiring grad assigned to a module attribute
@@ -43,7 +44,7 @@ def install(d) -> list:
     return [_wrap_radd(d), _wrap_setattr(d), _wrap_optimizer(d), _wrap_inference(d), _wrap_process(d)]
 
 
-def note_inputs(d, inputs) -> None:
+def note_inputs(d: DoctorState, inputs) -> None:
     """Tensors given as ``inputs=`` (one, a sequence, or a dict of them): differentiated on purpose."""
     if inputs is None:
         return
@@ -53,13 +54,13 @@ def note_inputs(d, inputs) -> None:
             d.inputs[id(t)] = weakref.ref(t)
 
 
-def note_read(d, t) -> None:
+def note_read(d: DoctorState, t) -> None:
     """The program read ``.grad`` of a leaf that is no Parameter: it uses that gradient."""
     if id(t) not in d.inputs and not isinstance(t, nn.Parameter):
         d.inputs[id(t)] = weakref.ref(t)
 
 
-def is_input(d, t) -> bool:
+def is_input(d: DoctorState, t) -> bool:
     ref = d.inputs.get(id(t))
     return ref is not None and ref() is t
 
@@ -67,7 +68,7 @@ def is_input(d, t) -> bool:
 # -- Python's sum seed ---------------------------------------------------------------------------------
 
 
-def _wrap_radd(d):
+def _wrap_radd(d: DoctorState):
     real = torch._C.TensorBase.__radd__
 
     def radd(self, other):
@@ -80,7 +81,7 @@ def _wrap_radd(d):
     return lambda: delattr(torch.Tensor, "__radd__")
 
 
-def _on_seed(d, term, out) -> None:
+def _on_seed(d: DoctorState, term, out) -> None:
     """``0 + term``: the addition is a seed (no term of the loss), and the line starts a running total:
     the module outputs a few nodes below ``term`` remember it."""
     line = d.line()
@@ -106,7 +107,7 @@ def _on_seed(d, term, out) -> None:
 # -- assignments to module attributes ------------------------------------------------------------------
 
 
-def _wrap_setattr(d):
+def _wrap_setattr(d: DoctorState):
     real = nn.Module.__setattr__
 
     def setattr_(module, name, value):
@@ -118,7 +119,7 @@ def _wrap_setattr(d):
     return lambda: setattr(nn.Module, "__setattr__", real)
 
 
-def _on_setattr(d, module, name, value) -> None:
+def _on_setattr(d: DoctorState, module, name, value) -> None:
     params = module.__dict__.get("_parameters")
     if params is None:  # before nn.Module.__init__ ran
         return
@@ -150,7 +151,7 @@ def _on_setattr(d, module, name, value) -> None:
 # -- optimizers, inference mode, processes --------------------------------------------------------------
 
 
-def _wrap_optimizer(d):
+def _wrap_optimizer(d: DoctorState):
     real = torch.optim.Optimizer.__init__
 
     def init(opt, *args, **kwargs):
@@ -161,7 +162,7 @@ def _wrap_optimizer(d):
     return lambda: setattr(torch.optim.Optimizer, "__init__", real)
 
 
-def _wrap_inference(d):
+def _wrap_inference(d: DoctorState):
     real = torch.inference_mode.__enter__
 
     def enter(mode):
@@ -174,7 +175,7 @@ def _wrap_inference(d):
     return lambda: setattr(torch.inference_mode, "__enter__", real)
 
 
-def _wrap_process(d):
+def _wrap_process(d: DoctorState):
     real = multiprocessing.process.BaseProcess.start
 
     def start(process):
@@ -189,7 +190,7 @@ def _wrap_process(d):
     return lambda: setattr(multiprocessing.process.BaseProcess, "start", real)
 
 
-def label_of(d, t) -> str:
+def label_of(d: DoctorState, t) -> str:
     """A tensor's name in the model, if the doctor knows one."""
     return d.name_of.get(id(t), f"a tensor {list(t.shape)}")
 

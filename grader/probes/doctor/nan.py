@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from grader import probes
+from grader.probes.doctor.base import Backward, Check, DoctorState
 from grader.probes.doctor.findings import Finding, Mechanism
 from grader.probes.doctor.frames import anomaly_line
 from grader.probes.doctor.nonleaf import raw_grad
@@ -29,11 +30,30 @@ _MASKING = frozenset(
 )
 
 
+class Nan(Check):
+    def __init__(self, d):
+        super().__init__(d)
+        self.replay: dict[str, str] = {}  # backward site -> the node kind to find again in the anomaly replay
+
+    def on_backward_start(self, bw: Backward) -> None:
+        if not bw.from_grad:
+            bw.notes["nan"] = watch(self.d, bw.walked)
+
+    def on_backward_finally(self, bw: Backward) -> None:
+        watched = bw.notes.get("nan")
+        if watched is not None:
+            unwatch(watched)
+
+    def on_backward_end(self, bw: Backward) -> None:
+        if not bw.from_grad:
+            check(self.d, bw.graph_roots, bw.leaves, bw.site, bw.notes.get("nan"), self.replay)
+
+
 def _finite(g) -> bool:
     return g is None or not g.is_floating_point() or bool(torch.isfinite(g).all())
 
 
-def watch(d, walked):
+def watch(d: DoctorState, walked):
     """Post-hooks on the nodes just below each masking node (3 deep, 32 at most: where a masked-out branch's
     zero gradient meets an infinite local derivative), for one backward; (handles, found) or None."""
     masks = [fn for fn in walked if probes.node_name(fn) in _MASKING]
@@ -64,12 +84,12 @@ def unwatch(watched):
         handle.remove()
 
 
-def check(d, graph_roots, leaves, site, watched):
+def check(d: DoctorState, graph_roots, leaves, site, watched, replay: dict[str, str]):
     finite = all(bool(torch.isfinite(r.detach()).all()) for r in graph_roots)
     origin = watched[1][0] if watched and watched[1] else None
-    replayed = d.replay.pop(site, None)
+    replayed = replay.pop(site, None)
     if replayed is not None:  # the replay is this one step: anomaly mode goes off whatever it shows
-        disarm(d)
+        d.replay_done(("nan", site))
         if finite and origin is not None and probes.node_name(origin) == replayed:
             _forward_line(d, site, origin)
         return
@@ -102,25 +122,11 @@ def check(d, graph_roots, leaves, site, watched):
         "make the unselected branch safe before the op: torch.where(mask, x, safe_value) inside, then the op",
     )
     if origin is not None:  # replay the next step at this line under anomaly mode, for the forward line
-        d.replay[site] = probes.node_name(origin)
-        arm(d)
+        replay[site] = probes.node_name(origin)
+        d.replay_next(("nan", site))
 
 
-def arm(d):
-    """Record the next forward under anomaly mode (check_nan=False: nothing raises, nothing changes)."""
-    if not d.anomaly_armed:
-        d.anomaly_armed = True
-        torch.autograd.set_detect_anomaly(True, check_nan=False)
-
-
-def disarm(d):
-    """Anomaly mode back as the program had it, once no replay waits."""
-    if d.anomaly_armed and not d.replay and not d.inert_replay:
-        torch.autograd.set_detect_anomaly(*d.anomaly_before)
-        d.anomaly_armed = False
-
-
-def _forward_line(d, site, origin):
+def _forward_line(d: DoctorState, site, origin):
     line = anomaly_line(origin)
     if not line:
         return

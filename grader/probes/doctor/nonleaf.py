@@ -13,6 +13,7 @@ import torch
 
 from grader import probes
 from grader.probes.doctor import intent
+from grader.probes.doctor.base import Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 from grader.probes.doctor.frames import outside_doctor
 
@@ -24,9 +25,10 @@ def raw_grad(t):
     return _BASE.__get__(t)
 
 
-def install(d, on_leaf_grad):
-    """Put the property on torch.Tensor; returns the undo. ``on_leaf_grad(d, leaf, grad)`` is told of each
-    read of a gradient of a leaf that no optimizer held at a step (:func:`.accumulated.note_read`)."""
+def install(d: DoctorState, on_leaf_grad):
+    """Put the property on torch.Tensor (an entry point of the observer's); returns the undo. ``on_leaf_grad(leaf,
+    grad)`` is told of each read of a gradient of a leaf that no optimizer held at a step (the checks'
+    ``on_grad_read``)."""
 
     def read(t):
         if t.is_leaf or t.retains_grad or not t.requires_grad:
@@ -35,7 +37,7 @@ def install(d, on_leaf_grad):
                 if type(t) is torch.Tensor:
                     d.guarded(intent.note_read, d, t)
                 if value is not None and id(t) not in d.held:  # a gradient a hand-written update may apply
-                    d.guarded(on_leaf_grad, d, t, value)
+                    on_leaf_grad(t, value)
             return value
         # torch warns here, from inside this frame; take its warning and give it again from the
         # learner's line, where it would have pointed without the doctor
@@ -62,7 +64,17 @@ def install(d, on_leaf_grad):
     return lambda: delattr(torch.Tensor, "grad")
 
 
-def on_warning(d, message: str):
+class NonLeaf(Check):
+    """The read itself is seen by the property above; this check reads torch's warning and the program's error."""
+
+    def on_warning_shown(self, message: str) -> None:
+        on_warning(self.d, message)
+
+    def on_program_error(self, exc) -> None:
+        on_program_error(self.d, exc)
+
+
+def on_warning(d: DoctorState, message: str):
     """torch's own warning about a non-leaf .grad read, where the program let it through."""
     if "not a leaf Tensor is being accessed" in message:
         line = d.line()
@@ -75,7 +87,7 @@ def on_warning(d, message: str):
         )
 
 
-def on_program_error(d, exc):
+def on_program_error(d: DoctorState, exc):
     """The error the program stopped with: an optimizer given a tensor that is not a leaf."""
     if isinstance(exc, ValueError) and "can't optimize a non-leaf Tensor" in str(exc):
         line = d.traceback_line(exc)

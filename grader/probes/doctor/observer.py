@@ -1,14 +1,21 @@
-"""The observer: the doctor's hooks on torch's entry points, its per-run state, and the order in which
-each mechanism's check (one module each, beside this one) runs on what it sees.
+"""The observer: the doctor's hooks on torch's entry points, the per-run state every check reads, and the
+events it fires at the checks (:mod:`.base` says what a check is; :data:`.checks.CHECKS` lists them, in order).
 
 While active it wraps ``torch.autograd.backward`` (which ``Tensor.backward`` calls) and
 ``torch.autograd.grad``, adds global optimizer step pre- and post-hooks and global module forward pre- and
 post-hooks, a ``.grad`` property on ``torch.Tensor`` (:mod:`.nonleaf`), ``warnings.warn`` /
-``showwarning`` (:mod:`.hooks`), and what :mod:`.intent` reads the program's intent through
+``showwarning``, and what :mod:`.intent` reads the program's intent through
 (``Tensor.__radd__``, ``nn.Module.__setattr__``, ``Optimizer.__init__``, ``inference_mode.__enter__``,
 ``Process.start``). Everything is removed on exit, exceptions included; a failure of the doctor's own is
 counted and skipped (:meth:`Doctor.guarded`), never raised into the program. The program's own exception
 reaches ``__exit__`` as ``with doctor()`` sees it, by every path (the command passes it through).
+
+The events, and where they come from: a module call (``on_module_call``; ``on_top_call`` with no module
+forward active; ``on_call_in_backward`` / ``on_return_in_backward`` while a backward runs) and a top-level
+call's return (``on_top_return``) from the module hooks; ``on_step`` / ``on_step_end`` from the optimizer
+hooks; ``on_backward_start``, ``on_backward_error``, ``on_backward_finally``, ``on_backward_end`` around
+each ``backward`` and ``autograd.grad``; ``on_grad_read`` from the ``.grad`` property; ``on_warn`` /
+``on_warning_shown`` from the warnings; ``on_program_error`` then ``conclude`` at the end.
 """
 
 from __future__ import annotations
@@ -16,8 +23,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import warnings
 import weakref
-from collections import defaultdict, deque
 from typing import Any
 
 import torch
@@ -25,78 +32,22 @@ import torch.optim.optimizer as _optim_module
 from torch import nn
 
 from grader import probes
-from grader.probes.doctor import (
-    accumulated,
-    carried,
-    freed,
-    grad_mode,
-    held,
-    hooks,
-    inert,
-    inplace,
-    intent,
-    nan,
-    nonleaf,
-    optimizer,
-    rebound,
-    report,
-    unregistered,
-)
-from grader.probes.doctor.findings import Finding, Mechanism
-from grader.probes.doctor.frames import learner_line, traceback_line
+from grader.probes.doctor import intent, nonleaf, report
+from grader.probes.doctor.base import Backward, Check, DoctorState, dispatch
+from grader.probes.doctor.checks import CHECKS
 
 _ACTIVE = threading.Lock()  # one doctor at a time: torch's entry points are global
 
 
-class Doctor:
+class Doctor(DoctorState):
     """The observing harness; use :func:`grader.probes.doctor.doctor` to make one."""
 
     def __init__(self, frozen=(), should_move=(), script: str | None = None, report: bool = True, stream=None):
-        self.frozen = tuple(frozen)
-        self.should_move = tuple(should_move)
+        super().__init__(frozen, should_move)
         self.script = os.path.realpath(script) if script else None
         self.report = report
         self.stream = stream
-        self.findings: list[Finding] = []
-        self.keys: set = set()
-        self.backwards = 0
-        self.steps = 0
-        self.module_calls = 0
-        self.internal_errors = 0  # the doctor's own failures (each one skipped an observation, nothing else)
-        self.first_error = ""
         self._undo: list = []
-
-    # -- finding bookkeeping --
-
-    def line(self) -> str:
-        return learner_line()
-
-    def traceback_line(self, exc: BaseException) -> str:
-        return traceback_line(exc)
-
-    def guarded(self, fn, *args):
-        """Run one of the doctor's own observations; a failure in it is counted, never the program's."""
-        try:
-            return fn(*args)
-        except Exception as exc:  # noqa: BLE001 - the learner's program must run as it would without us
-            self.internal_errors += 1
-            self.first_error = self.first_error or f"{type(exc).__name__}: {exc}"
-            return None
-
-    def add(self, key, mechanism: Mechanism, line: str, evidence: str, fix: str):
-        if key in self.keys:
-            return
-        self.keys.add(key)
-        self.findings.append(Finding(mechanism, line, evidence, fix))
-
-    def declared(self, name: str) -> str | None:
-        for kind, names in (("frozen", self.frozen), ("should_move", self.should_move)):
-            if any(name == n or name.startswith(n + ".") for n in names):
-                return kind
-        return None
-
-    def declared_frozen(self, name: str | None) -> bool:
-        return name is not None and self.declared(name) == "frozen"
 
     def text(self) -> str:
         return report.text(self)
@@ -125,53 +76,25 @@ class Doctor:
         return False
 
     def _install(self):
-        # per-run state
-        self.epoch = 0  # optimizer steps so far
-        self.site_calls: dict[str, int] = defaultdict(int)  # backward line -> its calls so far (the program's loop)
-        self.recent: deque = deque(maxlen=8)  # (weakref of a root, backward number) of the latest backward calls
-        self.step_log: deque = deque(maxlen=8)  # (backward calls so far, ids of what the optimizer held) per step
-        self.step_line = ""  # where the first optimizer step was called
-        self.sizes: dict[str, list[int]] = defaultdict(list)  # backward site -> graph size per call
-        self.carried: dict[str, set] = defaultdict(set)  # backward site -> earlier epochs/sites reached
-        self.optimizers = 0  # optimizer objects seen stepping
-        self.optimizer_ids: set[int] = set()
-        # parameters are kept (strongly: they live as long as the model anyway) so that the checks at the end
-        # still see them after the program's own references are gone; other leaves weakly
-        self.held: dict[int, torch.Tensor] = {}  # every parameter an optimizer held at a step
-        self.reached: dict[int, Any] = {}  # every leaf a backward reached (a Parameter, or a weakref)
-        # leaves that are no Parameter: id -> [weakref, first and last optimizer step count it was reached at, shape]
-        self.leaf_seen: dict[int, list] = {}
-        self.name_of: dict[int, str] = {}  # id(parameter) -> its name in a root module
-        self.current: dict[str, torch.Tensor] = {}  # declared name -> the parameter under it now
-        self.roots: weakref.WeakSet = weakref.WeakSet()  # every module called with no module forward active
-        self.stack: list = []
-        self.pairs_checked: set[tuple[int, int]] = set()  # (id(parent), id(child)) already looked at
-        self.unregistered: dict[int, tuple] = {}  # id(module) -> (class, parent class, line)
-        self.terms: dict[str, dict] = {}  # backward site -> the loss's summands still watched (inert.graph_terms)
-        self.flagged: dict[int, tuple] = {}  # id(module) -> (module, its plain requires_grad, disagreeing, line, name)
-        self.names_seen: dict[str, int] = {}  # "name" -> id of the parameter first seen under it
-        self.root_index: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # top-level module -> n
-        self.snap: dict[str, torch.Tensor] = {}
-        self.nograd_calls: list[tuple[str, str]] = []  # (module class, line) run with grad off
-        self.old_roots: dict[str, deque] = defaultdict(lambda: deque(maxlen=8))  # backward line -> its last roots
-        # backward line -> the last groups of 3+ earlier loss graphs seen alive together, unwalked (carried.py)
-        self.kept_roots: dict[str, deque] = defaultdict(lambda: deque(maxlen=4))
-        self.in_backward = 0  # > 0 while a backward runs: a module called then is a checkpoint's recomputation
-        self.recomputing: list = []  # (module, its buffers, versions and values, line) of calls inside backward
-        self.recomputed: list = []  # the same, once the recomputation returned: judged when the backward ends
-        self.full_hooked = ""  # the last module called with a full backward hook on it, and where
-        self.saved_hooks_seen = False  # saved-tensor hooks (a checkpoint's) were active at a module call
-        self.nan_origins: dict = {}  # backward site -> the node that last first made a gradient non-finite there
-        self.replay: dict[str, str] = {}  # backward site -> the node kind to find again in the anomaly replay
-        self.inert_replay: set[str] = set()  # backward lines whose next graph names a constant summand's line
-        self.anomaly_armed = False
-        self.anomaly_before = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
+        self._start()
         self._undo.append(lambda: torch.autograd.set_detect_anomaly(*self.anomaly_before))
-        optimizer.install(self)
-        accumulated.install(self)
-        held.install(self)
         self._undo.extend(intent.install(self))
+        self.checks: list[Check] = [cls(self) for cls in CHECKS]
+        self.on = dispatch(self.checks)  # event -> the checks' methods for it, built once
+        self._module_calls, self._top_calls = self.on["on_module_call"], self.on["on_top_call"]
+        self._wrap_backward()
+        modules = torch.nn.modules.module
+        for hook in (
+            _optim_module.register_optimizer_step_pre_hook(self._on_step),
+            _optim_module.register_optimizer_step_post_hook(self._after_step),
+            modules.register_module_forward_pre_hook(self._on_forward_pre),
+            modules.register_module_forward_hook(self._on_forward, always_call=True),
+        ):
+            self._undo.append(hook.remove)
+        self._undo.append(nonleaf.install(self, self._on_grad_read))
+        self._wrap_warnings()
 
+    def _wrap_backward(self):
         real_backward, real_grad = torch.autograd.backward, torch.autograd.grad
 
         def backward(tensors, *args, **kwargs):
@@ -192,17 +115,25 @@ class Doctor:
         self._undo.append(lambda: setattr(torch.autograd, "backward", real_backward))
         self._undo.append(lambda: setattr(torch.autograd, "grad", real_grad))
 
-        handle = _optim_module.register_optimizer_step_pre_hook(self._on_step)
-        self._undo.append(handle.remove)
-        after = _optim_module.register_optimizer_step_post_hook(self._after_step)
-        self._undo.append(after.remove)
-        modules = torch.nn.modules.module
-        pre = modules.register_module_forward_pre_hook(self._on_forward_pre)
-        self._undo.append(pre.remove)
-        post = modules.register_module_forward_hook(self._on_forward, always_call=True)
-        self._undo.append(post.remove)
-        self._undo.append(nonleaf.install(self, accumulated.note_read))
-        self._undo.extend(hooks.install(self))
+    def _wrap_warnings(self):
+        """Wrap warnings.showwarning and warnings.warn (each warning passed on unchanged)."""
+        shown, real_warn = warnings.showwarning, warnings.warn
+        on_shown, on_warn = self.on["on_warning_shown"], self.on["on_warn"]
+
+        def showwarning(message, category, filename, lineno, file=None, line=None):
+            for check in on_shown:
+                self.guarded(check, str(message))
+            return shown(message, category, filename, lineno, file, line)
+
+        def warn(message, category=None, stacklevel=1, source=None, **kwargs):
+            for check in on_warn:
+                self.guarded(check, str(message))
+            return real_warn(message, category, stacklevel + 1, source, **kwargs)  # one frame more: ours
+
+        warn.__wrapped__ = real_warn  # type: ignore[attr-defined]
+        warnings.showwarning, warnings.warn = showwarning, warn
+        self._undo.append(lambda: setattr(warnings, "showwarning", shown))
+        self._undo.append(lambda: setattr(warnings, "warn", real_warn))
 
     def _uninstall(self):
         while self._undo:
@@ -223,91 +154,128 @@ class Doctor:
         if torch._C._autograd._top_saved_tensors_default_hooks(False) is not None:
             self.saved_hooks_seen = True
         if self.in_backward:
-            hooks.before_recomputation(self, module)
-        if module._backward_hooks and getattr(module, "_is_full_backward_hook", None):
-            self.full_hooked = f"{type(module).__name__} at {self.line() or '?'}"
-        unregistered.observe_flag(self, module)
-        if self.stack:
-            unregistered.observe_pair(self, self.stack[-1], module)
-        else:
-            self.roots.add(module)
-            optimizer.snapshot(self, module)
-            held.on_top_call(self)
-        grad_mode.observe_call(self, module)
+            for check in self.on["on_call_in_backward"]:
+                check(module)
+        parent = self.stack[-1] if self.stack else None
+        for check in self._module_calls:
+            check(module, parent)
+        if parent is None:
+            self._name(module)
+            for check in self._top_calls:
+                check(module)
 
     def _on_forward(self, module, args, output):
         if self.stack and self.stack[-1] is module:
             self.stack.pop()
-        if self.in_backward and self.recomputing:
-            self.guarded(hooks.after_recomputation, self, module)
+        if self.in_backward:
+            for check in self.on["on_return_in_backward"]:
+                self.guarded(check, module)
         if not self.stack:
-            self.guarded(held.after_top_call, self)
-            self.guarded(optimizer.stamp_output, self, output)
+            stamped = self.guarded(self._stamp_outputs, output)
+            for check in self.on["on_top_return"]:
+                self.guarded(check, *(stamped or ([], "")))
         return None
+
+    def _name(self, module):
+        """A top-level module call: the names of its parameters, and a copy of the declared ones (once)."""
+        if module not in self.root_index:
+            self.root_index[module] = len(self.root_index)
+        index = self.root_index[module]
+        prefix = "" if index == 0 else f"{type(module).__name__}[{index}]."
+        for name, p in module.named_parameters():
+            name = prefix + name
+            self.name_of[id(p)] = name
+            self.params[id(p)] = p
+            if self.declared(name):
+                self.current[name] = p
+                if name not in self.snap:
+                    with torch.no_grad():
+                        self.snap[name] = p.detach().clone()
+
+    def _stamp_outputs(self, output) -> tuple[list, str]:
+        """A top-level module call returned: its outputs' nodes (a tensor, or those nested in tuples, lists and
+        dicts) seen for the first time remember the optimizer step count and the call's line (``doctor_epoch``
+        in their metadata); returns (those nodes, the line)."""
+        line, nodes = None, []
+        for out in _tensors(output):
+            fn: Any = out.grad_fn  # (metadata: a dict, not the stub's method)
+            if fn is not None and "doctor_epoch" not in fn.metadata:
+                line = self.line() if line is None else line
+                fn.metadata["doctor_epoch"] = (self.epoch, line)
+                nodes.append(fn)
+        return nodes, line or ""
 
     # -- optimizer steps --
 
     def _on_step(self, opt, args, kwargs):
         self.steps += 1
         self.epoch += 1
-        self.guarded(optimizer.observe_step, self, opt)
-        self.guarded(accumulated.before_step, self, opt)
+        self.guarded(self._note_step, opt)
+        for check in self.on["on_step"]:
+            self.guarded(check, opt)
         return None
 
+    def _note_step(self, opt):
+        if id(opt) not in self.optimizer_ids:
+            self.optimizer_ids.add(id(opt))
+            self.optimizers += 1
+        for group in opt.param_groups:
+            for p in group["params"]:
+                self.held[id(p)] = p
+        self.step_log.append((self.backwards, {id(p) for group in opt.param_groups for p in group["params"]}))
+        line = self.line()
+        self.step_lines[self.epoch] = line
+        if not self.step_line:
+            self.step_line = line
+
     def _after_step(self, opt, args, kwargs):
-        self.guarded(accumulated.after_step, self, opt)
+        for check in self.on["on_step_end"]:
+            self.guarded(check, opt)
         return None
+
+    # -- reads of .grad (the property nonleaf.py puts on torch.Tensor) --
+
+    def _on_grad_read(self, leaf, grad):
+        for check in self.on["on_grad_read"]:
+            self.guarded(check, leaf, grad)
 
     # -- backward --
 
     def _around(self, roots, run, flags, from_grad=False):
         self.backwards += 1
-        seen = self.guarded(self._before_backward, roots, flags, from_grad)
-        site, graph_roots, walked, leaves, earlier = seen if seen is not None else ("", [], [], [], set())
-        watch = self.guarded(nan.watch, self, walked) if not from_grad else None
+        bw = self.guarded(self._backward_of, roots, flags, from_grad) or Backward(
+            "", roots, [], [], [], False, from_grad
+        )
+        on = self.on
+        for check in on["on_backward_start"]:
+            self.guarded(check, bw)
         self.in_backward += 1
         try:
             result = run()
         except RuntimeError as exc:
-            self.guarded(self._on_backward_error, exc, graph_roots, walked, site, earlier)
+            for check in on["on_backward_error"]:
+                self.guarded(check, bw, exc)
             raise
         finally:
             self.in_backward -= 1
-            if watch is not None:
-                self.guarded(nan.unwatch, watch)
-            if self.recomputed:
-                self.guarded(hooks.check_recomputed, self)
-        self.guarded(self._after_backward_ran, graph_roots, walked, leaves, site, from_grad, watch)
+            for check in on["on_backward_finally"]:
+                self.guarded(check, bw)
+        self.guarded(self._note_reached, bw.leaves)
+        for check in on["on_backward_end"]:
+            self.guarded(check, bw)
         return result
 
-    def _before_backward(self, roots, flags, from_grad):
+    def _backward_of(self, roots, flags, from_grad) -> Backward:
         site = self.line()
         self.site_calls[site] += 1
         graph_roots = [r for r in roots if isinstance(r, torch.Tensor) and r.grad_fn is not None]
-        for r in roots:
-            if isinstance(r, torch.Tensor) and r.grad_fn is None and not r.requires_grad:
-                grad_mode.no_grad_root(self, r, site)
-        carried.check_old_roots(self, site)
         walked = [fn for r in graph_roots for fn in probes.nodes(r)]
         leaves = [fn.variable for fn in walked if probes.node_name(fn) == "AccumulateGrad"]
-        accumulated.before_backward(self, leaves, site)
-        earlier = carried.stamp_and_check(self, walked, site, flags[0])
-        optimizer.check_written_since_forward(self, graph_roots, walked, site)
-        trains = not from_grad and any(inert.is_parameter(self, leaf) for leaf in leaves)
-        for r in graph_roots if trains else ():  # (a training loss: a backward that reaches a parameter)
-            if site in self.inert_replay:
-                inert.replayed(self, r, site)
-            inert.constant_terms(self, r, site)
-        for r in roots:
-            if isinstance(r, torch.Tensor) and r.grad_fn is None and r.requires_grad and not from_grad:
-                inert.leaf_root(self, r, site)
         for r in graph_roots:
             self.recent.append((weakref.ref(r), self.backwards))
-        return site, graph_roots, walked, leaves, earlier
+        return Backward(site, roots, graph_roots, walked, leaves, flags[0], from_grad)
 
-    def _after_backward_ran(self, graph_roots, walked, leaves, site, from_grad, watch):
-        carried.record_roots(self, graph_roots, site)
-        accumulated.after_backward(self, leaves)
+    def _note_reached(self, leaves):
         for leaf in leaves:
             known = self.reached.get(id(leaf))  # (a dead leaf's id may be a new leaf's: a weakref tells them apart)
             if known is None or (isinstance(known, weakref.ref) and known() is not leaf):
@@ -318,21 +286,6 @@ class Doctor:
                     self.leaf_seen[id(leaf)] = [weakref.ref(leaf), self.epoch, self.epoch, list(leaf.shape)]
                 else:
                     seen[2] = self.epoch
-        if not from_grad:
-            for r in graph_roots:
-                inert.graph_terms(self, r, site, leaves)
-            nan.check(self, graph_roots, leaves, site, watch)
-
-    def _on_backward_error(self, exc, graph_roots, walked, site, earlier):
-        if ("carried", site) in self.keys:
-            return  # the carried-state finding already names the cause (an old graph, its saved values overwritten)
-        if ("step-between", site) in self.keys:
-            return  # the optimizer step between forward and backward already names it
-        text = str(exc)
-        if "modified by an inplace operation" in text:
-            inplace.on_version_error(self, text, graph_roots, site)
-        elif "backward through the graph a second time" in text or "already been freed" in text:
-            freed.on_freed_error(self, graph_roots, walked, site, earlier)
 
     # -- the end --
 
@@ -340,19 +293,18 @@ class Doctor:
         if isinstance(exc, SystemExit) and exc.code in (None, 0):
             exc = None  # sys.exit() at the end of a program that ran through
         if exc is not None:
-            grad_mode.inference_saved(self, exc)
-            hooks.on_program_error(self, exc)
-            nonleaf.on_program_error(self, exc)
-            rebound.on_program_error(self, exc)
-        carried.conclude(self, exc)
-        unregistered.conclude(self)
-        unregistered.conclude_flags(self)
-        inert.conclude(self)
-        explained = rebound.conclude(self)
-        if self.optimizers:
-            optimizer.conclude_held(self, exc, explained)
-        optimizer.conclude_declared(self, exc)
-        held.conclude(self, exc)
+            for check in self.on["on_program_error"]:
+                self.guarded(check, exc)
+        for check in self.on["conclude"]:
+            self.guarded(check, exc)
+
+
+def _tensors(output, depth=0):
+    if isinstance(output, torch.Tensor):
+        yield output
+    elif depth < 3 and isinstance(output, (tuple, list, dict)):
+        for item in output.values() if isinstance(output, dict) else output:
+            yield from _tensors(item, depth + 1)
 
 
 def _flags(positional, kwargs) -> tuple[bool, bool]:

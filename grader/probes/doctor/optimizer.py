@@ -13,73 +13,31 @@ out of the optimizer on purpose), the finding names the declaration that says so
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from grader import probes
-from grader.probes.doctor import held, inplace, intent, unregistered
+from grader.probes.doctor import inplace, intent
+from grader.probes.doctor.base import Backward, Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 
 
-def install(d):
-    d.params = {}  # id -> every parameter of a top-level module called (strongly: they live with the model)
-    d.step_lines = {}  # epoch -> where that optimizer step was called
+class StepBetween(Check):
+    """An optimizer step between a forward and its backward, that wrote what the graph saved."""
+
+    def on_backward_start(self, bw: Backward) -> None:
+        check_written_since_forward(self.d, bw.graph_roots, bw.walked, bw.site)
 
 
-def snapshot(d, module):
-    """A top-level module call: the names of its parameters, and a copy of the declared ones (once)."""
-    if module not in d.root_index:
-        d.root_index[module] = len(d.root_index)
-    index = d.root_index[module]
-    prefix = "" if index == 0 else f"{type(module).__name__}[{index}]."
-    for name, p in module.named_parameters():
-        name = prefix + name
-        d.names_seen.setdefault(name, id(p))
-        d.name_of[id(p)] = name
-        d.params[id(p)] = p
-        if d.declared(name):
-            d.current[name] = p
-            if name not in d.snap:
-                with torch.no_grad():
-                    d.snap[name] = p.detach().clone()
+class Optimizer(Check):
+    """The optimizers and the parameters, judged at the end; declared intent, proved."""
+
+    def conclude(self, exc) -> None:
+        if self.d.optimizers:
+            conclude_held(self.d, exc, self.d.explained)
+        conclude_declared(self.d, exc)
 
 
-def stamp_output(d, output):
-    """A top-level module call returned: its outputs' nodes (a tensor, or those nested in tuples, lists and
-    dicts) remember the optimizer step count and the call's line, and get a held-graph token."""
-    line = None
-    for out in _tensors(output):
-        fn: Any = out.grad_fn  # (metadata: a dict, not the stub's method)
-        if fn is not None and "doctor_epoch" not in fn.metadata:
-            line = d.line() if line is None else line
-            fn.metadata["doctor_epoch"] = (d.epoch, line)
-            held.stamp(d, fn, line)
-
-
-def _tensors(output, depth=0):
-    if isinstance(output, torch.Tensor):
-        yield output
-    elif depth < 3 and isinstance(output, (tuple, list, dict)):
-        for item in output.values() if isinstance(output, dict) else output:
-            yield from _tensors(item, depth + 1)
-
-
-def observe_step(d, opt):
-    if id(opt) not in d.optimizer_ids:
-        d.optimizer_ids.add(id(opt))
-        d.optimizers += 1
-    for group in opt.param_groups:
-        for p in group["params"]:
-            d.held[id(p)] = p
-    d.step_log.append((d.backwards, {id(p) for group in opt.param_groups for p in group["params"]}))
-    line = d.line()
-    d.step_lines[d.epoch] = line
-    if not d.step_line:
-        d.step_line = line
-
-
-def check_written_since_forward(d, graph_roots, walked, site):
+def check_written_since_forward(d: DoctorState, graph_roots, walked, site):
     """A backward through a forward made before the latest optimizer step, whose saved parameters that step
     wrote: backward would use (or refuse) values the step overwrote. The line to edit is that step's."""
     if ("carried", site) in d.keys or d.saved_hooks_seen:
@@ -106,7 +64,7 @@ def check_written_since_forward(d, graph_roots, walked, site):
     )
 
 
-def _forward_of(d, walked, stale):
+def _forward_of(d: DoctorState, walked, stale):
     """(step count, line) of the module call made before the latest step whose graph holds the node that
     saved ``stale``: the smallest such graph (the forward that saved it, not the one that fed it)."""
     holders = [fn for fn in walked if any(x.stale and x.storage == stale.storage for x in probes.saved_in(fn))]
@@ -125,7 +83,7 @@ def _forward_of(d, walked, stale):
     return best[1]
 
 
-def conclude_held(d, exc, explained=frozenset()):
+def conclude_held(d: DoctorState, exc, explained=frozenset()):
     """Parameters the loss reached that no optimizer holds; held ones that never got a gradient. Not for a run
     cut short (it may not have reached every optimizer step)."""
     if exc is not None:
@@ -135,9 +93,6 @@ def conclude_held(d, exc, explained=frozenset()):
     reached = {i: t for i, t in reached.items() if t is not None and i not in explained and not intent.is_input(d, t)}
     unheld = [t for i, t in reached.items() if i not in held and not d.declared_frozen(names.get(i))]
     named = [t for t in unheld if id(t) in names]
-    unnamed = _kept_leaves(d, explained)
-    if unnamed:
-        unregistered.leaves(d, unnamed)
     if named and not _optimizes_inputs(d):
         _unheld(d, named, reached)
     # (one cause, one finding: a cut loss already explains the parameters it leaves without gradient)
@@ -151,28 +106,13 @@ def conclude_held(d, exc, explained=frozenset()):
         _never(d, reached)
 
 
-def _kept_leaves(d, explained) -> list[tuple[int, list, Any]]:
-    """(id, shape, the tensor or None) of leaves that are no Parameter, that backward reached at two or more
-    optimizer steps (the same tensor: kept to be learned, unlike an input made anew each step), that no
-    module registers, no optimizer holds and the program did not differentiate or read as an input."""
-    out = []
-    for i, (ref, first, last, shape) in d.leaf_seen.items():
-        t = ref()
-        if last == first or i in d.held or i in d.name_of or i in explained:
-            continue
-        if (t is not None and intent.is_input(d, t)) or (t is None and i in d.inputs):
-            continue
-        out.append((i, shape, t))
-    return out
-
-
-def _optimizes_inputs(d) -> bool:
+def _optimizes_inputs(d: DoctorState) -> bool:
     """Every tensor the optimizers hold is a plain leaf no module registers: the program optimizes an input
     (an image in style transfer), and the model's parameters are not meant to move."""
     return bool(d.held) and all(i not in d.name_of and not isinstance(t, torch.nn.Parameter) for i, t in d.held.items())
 
 
-def _unheld(d, named, reached) -> None:
+def _unheld(d: DoctorState, named, reached) -> None:
     names, held = d.name_of, d.held
     total = len(set(reached) & (set(held) | {id(t) for t in named}))
     replaced = [t for t in named if id(t) in d.replaced]
@@ -208,7 +148,7 @@ def _unheld(d, named, reached) -> None:
     )
 
 
-def _suspect_optimizer(d) -> tuple[str, str]:
+def _suspect_optimizer(d: DoctorState) -> tuple[str, str]:
     """(where, why) for the optimizer to look at: one built on parameters another optimizer already holds
     (the later of two), or the only optimizer; ('', '') when the doctor cannot tell."""
     built = [(line, {id(p) for g in opt.param_groups for p in g["params"]}) for opt, line in d.optimizer_lines.items()]
@@ -221,7 +161,7 @@ def _suspect_optimizer(d) -> tuple[str, str]:
     return "", ""
 
 
-def _built(d, p) -> str:
+def _built(d: DoctorState, p) -> str:
     """Where the optimizer holding ``p`` was built, if the doctor saw it built."""
     for opt, line in d.optimizer_lines.items():
         if any(q is p for group in opt.param_groups for q in group["params"]):
@@ -229,7 +169,7 @@ def _built(d, p) -> str:
     return ""
 
 
-def _never(d, reached) -> None:
+def _never(d: DoctorState, reached) -> None:
     names, held = d.name_of, d.held
     never = [t for i, t in held.items() if i not in reached and t.requires_grad and not d.declared_frozen(names.get(i))]
     never = [t for t in never if not intent.is_input(d, t)]
@@ -248,7 +188,7 @@ def _never(d, reached) -> None:
     )
 
 
-def conclude_declared(d, exc):
+def conclude_declared(d: DoctorState, exc):
     """Declared intent, proved: one finding for the frozen ones that moved, one for the others that did not."""
     moved_frozen, still = [], []
     for name, before in d.snap.items():

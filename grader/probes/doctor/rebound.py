@@ -13,10 +13,19 @@ Parameter that the optimizer then holds: no finding.
 
 from __future__ import annotations
 
+from grader.probes.doctor.base import Check, DoctorState
 from grader.probes.doctor.findings import Mechanism
 
 
-def on_program_error(d, exc) -> None:
+class Rebound(Check):
+    def on_program_error(self, exc) -> None:
+        on_program_error(self.d, exc)
+
+    def conclude(self, exc) -> None:
+        self.d.explained |= conclude(self.d)
+
+
+def on_program_error(d: DoctorState, exc) -> None:
     text = str(exc)
     if isinstance(exc, TypeError) and "cannot assign" in text and "as parameter" in text:
         line = d.traceback_line(exc)
@@ -32,9 +41,9 @@ def on_program_error(d, exc) -> None:
         )
 
 
-def conclude(d) -> set:
-    """The rebound Parameters named; returns the ids of the new tensors it explained (the optimizer check
-    leaves them to this finding)."""
+def conclude(d: DoctorState) -> set:
+    """The rebound Parameters named; returns the ids of the new tensors it explained (the checks after it,
+    the optimizer's and the unregistered leaves', leave them to this finding)."""
     explained = set()
     for label, old, new, line, _module in d.rebound:
         if id(new) in d.held or id(new) not in d.reached or id(old) not in d.held:

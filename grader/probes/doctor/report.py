@@ -3,8 +3,10 @@ program started that it did not watch), then every finding (mechanism, unit, lin
 
 from __future__ import annotations
 
+from grader.probes.doctor.base import DoctorState
 
-def _declared(d) -> str:
+
+def _declared(d: DoctorState) -> str:
     """What the doctor was told to prove (", declared frozen encoder; should_move head"), and any name that
     matched no parameter of a module the run called (a typo proves nothing)."""
     declared = [(kind, names) for kind, names in (("frozen", d.frozen), ("should_move", d.should_move)) if names]
@@ -17,7 +19,7 @@ def _declared(d) -> str:
     return f", declared {shown}"
 
 
-def _processes(d) -> str:
+def _processes(d: DoctorState) -> str:
     """The doctor watches this process only: a run whose training happened in processes it started says so."""
     if not d.processes:
         return ""
@@ -29,7 +31,7 @@ def _processes(d) -> str:
     return f"; {d.processes} process(es) the program started were not watched"
 
 
-def text(d) -> str:
+def text(d: DoctorState) -> str:
     head = (
         f"doctor: {d.backwards} backward call(s), {d.steps} optimizer step(s), {d.module_calls} module call(s) checked"
     )
