@@ -13,7 +13,7 @@ from grader.engine.question import all_questions
 from tests.shortcuts import OPEN, SHORTCUTS
 
 EXERCISES = [q for q in all_questions() if isinstance(q.kind, Function)]
-FAMILIES = ("text", "lookup", "wrapper", "rerun", "heuristic", "switch", "stack")
+FAMILIES = ("text", "lookup", "wrapper", "rerun", "heuristic", "switch", "stack", "measure")
 
 
 def test_every_exercise_has_shortcuts_each_named_by_its_family():

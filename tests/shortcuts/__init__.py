@@ -11,7 +11,9 @@ family in brackets:
 * ``[heuristic]``: a rule of thumb the unit itself warns against, or a rule that holds on easy cases only;
 * ``[switch]``: gets round a switch that ``check`` puts on (a name bound before the check, the module's attributes
   put back, the dispatch mode popped, another thread, autograd's engine called under the wrapped entry points);
-* ``[stack]``: walks up the call stack into the grader's own objects (torch's answer, ``q.run(case)``).
+* ``[stack]``: walks up the call stack into the grader's own objects (torch's answer, ``q.run(case)``);
+* ``[measure]``: keeps what the check measures out of its sight (a full-precision copy held as a NumPy array or a
+  Python list, which a count of torch's storages does not see).
 
 tests/test_shortcuts.py checks that ``check`` refuses every one of them, and that every exercise has some.
 
