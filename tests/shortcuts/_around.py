@@ -9,10 +9,13 @@ shortcut entries: none of them is about one exercise's mechanism, each is about 
 * :func:`in_thread`: the function run in another thread, where a thread-local switch does not reach;
 * :func:`in_child`: the function run in a forked copy of the process, whose writes the parent never sees;
 * :data:`RUN_BACKWARD`: autograd's engine, called directly: the switches wrap ``Tensor.backward`` and
-  ``torch.autograd.grad``, not the engine under them.
+  ``torch.autograd.grad``, not the engine under them;
+* :func:`fresh_copy`: a second copy of a module, loaded from its file under another name: a switch replaces the
+  attributes of the module everyone imports, not those of a copy.
 """
 
 import importlib
+import importlib.util
 import os
 import pickle
 import sys
@@ -135,3 +138,14 @@ def in_child(fn):
 def backward_by_engine(output, inputs):
     """Gradients of a scalar ``output`` with respect to ``inputs`` (None where unreached), from the engine."""
     return RUN_BACKWARD((output,), (torch.ones_like(output),), True, False, tuple(inputs), True, False)
+
+
+def fresh_copy(module_name):
+    """A new module object run from ``module_name``'s own file, registered as ``<module_name>_copy``: its
+    functions call each other through the copy's globals, which no switch has touched."""
+    origin = importlib.util.find_spec(module_name).origin
+    spec = importlib.util.spec_from_file_location(f"{module_name}_copy", origin)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass in the module looks its module up there
+    spec.loader.exec_module(module)
+    return module

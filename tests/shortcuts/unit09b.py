@@ -5,7 +5,7 @@ import torch
 from torch.utils.checkpoint import checkpoint as imported_checkpoint  # bound before any check
 
 from tests.reference import unit09b as ref
-from tests.shortcuts._around import in_thread, restored
+from tests.shortcuts._around import fresh_copy, in_thread, restored
 
 
 def torch_checkpoint(fn, *args):
@@ -109,5 +109,17 @@ def everything_kept_in_numpy(fn, *args):
         return fn(*args)
 
 
+def torch_checkpoint_from_a_fresh_copy(fn, *args):
+    """[switch] torch's checkpoint from a second copy of torch/utils/checkpoint.py, loaded under another name: the
+    switch replaced the attributes of the module everyone imports, not the copy's."""
+    return fresh_copy("torch.utils.checkpoint").checkpoint(fn, *args, use_reentrant=False)
+
+
 SHORTCUTS["09b.checkpoint-by-hand"] += [torch_checkpoint_in_a_thread]
-OPEN = {"09b.checkpoint-by-hand": [torch_checkpoint_switched_back_on, everything_kept_in_numpy]}
+OPEN = {
+    "09b.checkpoint-by-hand": [
+        torch_checkpoint_switched_back_on,
+        torch_checkpoint_from_a_fresh_copy,
+        everything_kept_in_numpy,
+    ]
+}

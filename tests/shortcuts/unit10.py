@@ -3,7 +3,7 @@
 import re
 
 from grader.units.unit10 import capstone
-from tests.shortcuts._around import graders_answer, restored
+from tests.shortcuts._around import fresh_copy, graders_answer, restored
 
 
 def _loop_start(lines):
@@ -99,4 +99,11 @@ def diagnosis_from_the_grader(program):
     return tuple(found[:2]) if isinstance(found, tuple) else found
 
 
-OPEN = {"10.diagnose": [course_audit_switched_back_on, diagnosis_from_the_grader]}
+def course_audit_from_a_fresh_copy(program):
+    """[switch] The grader's own audit from a second copy of grader/units/unit10/capstone.py, loaded under another
+    name: the switch replaced the module's attributes, not the copy's."""
+    found = fresh_copy("grader.units.unit10.capstone").audit(program)
+    return "no fault" if found.kind == "no fault" else (found.kind, found.line)
+
+
+OPEN = {"10.diagnose": [course_audit_switched_back_on, course_audit_from_a_fresh_copy, diagnosis_from_the_grader]}

@@ -3,7 +3,7 @@
 from torch import nn
 
 from grader.units.unit12 import support
-from tests.shortcuts._around import graders_answer, restored
+from tests.shortcuts._around import fresh_copy, graders_answer, restored
 
 BY_CLASS = {
     "RootGate": "non-finite gradient",
@@ -104,4 +104,17 @@ def diagnosis_from_the_grader(model, loss_fn, batches):
     return found
 
 
-OPEN = {"12.diagnose": [course_find_fault_switched_back_on, diagnosis_from_the_grader]}
+def course_find_fault_from_a_fresh_copy(model, loss_fn, batches):
+    """[switch] The grader's own diagnosis from a second copy of grader/units/unit12/support.py, loaded under
+    another name: the switch replaced the module's attributes, not the copy's."""
+    found = fresh_copy("grader.units.unit12.support").find_fault(model, loss_fn, batches)
+    return found.kind if found.kind == "no fault" else (found.kind, sorted(found.where)[0])
+
+
+OPEN = {
+    "12.diagnose": [
+        course_find_fault_switched_back_on,
+        course_find_fault_from_a_fresh_copy,
+        diagnosis_from_the_grader,
+    ]
+}
