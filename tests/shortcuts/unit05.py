@@ -136,7 +136,40 @@ def saved_from_the_grader(spec):
     return graders_answer()
 
 
+@ops_back_on
+def bill_by_a_pack_hook_with_the_ops_back_on(spec):
+    """[switch] The model built from the spec's fields (no source compiled, no course tool), the dispatch mode
+    refusing torch's operations popped, and the storages counted through a pack hook."""
+    return bill_by_a_pack_hook(spec)
+
+
+@ops_back_on
+def saved_by_a_pack_hook_with_the_ops_back_on(spec):
+    """[switch] The same, naming the parameters whose storage a pack hook sees."""
+    model, x = _build(spec)
+    names = {p.untyped_storage().data_ptr(): name for name, p in model.named_parameters()}
+    seen = set()
+
+    def pack(t):
+        seen.add(t.untyped_storage().data_ptr())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x).sum()
+    return {names[ptr] for ptr in seen if ptr in names}
+
+
 OPEN = {
-    "05.predict-bill": [bill_with_the_ops_back_on, bill_in_a_thread, bill_from_the_grader],
-    "05.saved-parameters": [saved_with_the_ops_back_on, saved_in_a_thread, saved_from_the_grader],
+    "05.predict-bill": [
+        bill_with_the_ops_back_on,
+        bill_by_a_pack_hook_with_the_ops_back_on,
+        bill_in_a_thread,
+        bill_from_the_grader,
+    ],
+    "05.saved-parameters": [
+        saved_with_the_ops_back_on,
+        saved_by_a_pack_hook_with_the_ops_back_on,
+        saved_in_a_thread,
+        saved_from_the_grader,
+    ],
 }
