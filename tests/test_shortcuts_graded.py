@@ -1,15 +1,15 @@
 """The ways around the in-process check that it does not refuse yet (issue 45, item 4: the OPEN entries of the
-families [stack] and [switch] in tests/shortcuts/), graded as an instructor grades them: does the gradebook, which
+families [stack], [switch] and [measure] in tests/shortcuts/), graded as an instructor grades them: does the gradebook, which
 runs a learner's exercise function in its own contained runner (grader/instructor/grading/learner_function.py,
 answer_tools.py) and computes torch's answer outside it, let them pass too?
 
 Each entry becomes the exercise's learner cell of a copy of its unit's blank notebook, self-contained (the helpers
 of tests/shortcuts/_around.py and the unit's corpus module inlined, only the statements the gradebook keeps: imports,
-definitions, literals), under the name the check cell gives the function. A copy holds the k-th entry of each
+definitions, literals), under the name(s) the check cell gives the function (a pair's pack and unpack). A copy holds the k-th entry of each
 exercise of its unit (learner ``uNN-k``), so one grading run (-j 1) grades them all. An entry the gradebook also
 passes is marked xfail(strict=True): a shortcut an instructor would grade as right.
 
-CPU: one grading run of 31 copies (40 functions), about 12 CPU-seconds counted by /usr/bin/time on this machine
+CPU: one grading run of 34 copies (43 functions), about 12 CPU-seconds counted by /usr/bin/time on this machine
 (75-85 s of wall time on the shared two cores).
 """
 
@@ -30,7 +30,7 @@ from tests.shortcuts import _around
 
 ROOT = Path(__file__).resolve().parents[1]
 UNITS = ("01", "02", "03", "04", "04b", "05", "06", "07", "08", "09", "09b", "10", "11", "12", "13")
-FAMILIES = ("stack", "switch")
+FAMILIES = ("stack", "switch", "measure")
 PLACEHOLDER = "YOUR CODE HERE"
 
 # 11.stable-softplus's entry is a class made by a call (which the gradebook's source leaves out): written out here
@@ -67,6 +67,10 @@ GRADEBOOK_PASSES = {
     # autograd's engine called directly: the runner wraps torch.autograd._engine_run_backward, not the engine
     "13.per-sample-grads:engine_per_sample_one_forward",
     "13.per-sample-by-hooks:one_backward_then_the_engine",
+    # [measure]: every activation kept whole as a NumPy array or a list, which the count of torch's storages misses
+    "09.half-guard:pack_full_precision_in_numpy+unpack_full_precision_in_numpy",
+    "09.half-guard:pack_full_precision_in_a_list+unpack_full_precision_in_a_list",
+    "09b.checkpoint-by-hand:everything_kept_in_numpy",
 }
 
 
@@ -149,12 +153,13 @@ def _notebook(unit: str) -> Path:
 
 
 def _learner_cell(nb, qid: str):
-    """The learner-owned cell the exercise's function is written in, and the function's (or class's) name and
-    parameters, from the unit's notebook: the last cell with a placeholder before the check cell."""
+    """The learner-owned cell the exercise's function is written in, and each function's (or class's) name and
+    parameters in it, from the unit's notebook: the last cell with a placeholder before the check cell (a pair's
+    cell defines pack, then unpack)."""
     check = next(i for i, c in enumerate(nb.cells) if re.search(rf"check\(\s*['\"]{re.escape(qid)}['\"]", c.source))
     index = max(i for i, c in enumerate(nb.cells[:check]) if PLACEHOLDER in c.source)
-    found = re.search(r"^(def|class) (\w+)(\(([^)]*)\))?", nb.cells[index].source, re.M)
-    return index, found.group(2), found.group(4) or ""
+    found = re.findall(r"^(?:def|class) (\w+)(?:\(([^)]*)\))?", nb.cells[index].source, re.M)
+    return index, found
 
 
 def _entries() -> list[tuple[str, str, str, object, str]]:
@@ -172,14 +177,21 @@ def _entries() -> list[tuple[str, str, str, object, str]]:
 ENTRIES = _entries()
 
 
-def _source(qid: str, name: str, module_source: str, target: str, params: str) -> str:
+def _source(qid: str, fn, module_source: str, targets: list[tuple[str, str]]) -> str:
+    """The cell: what the entry stands on, then the function(s) the check cell names, each calling the entry's
+    (a pair's pack and unpack in order)."""
     if qid == "11.stable-softplus":
         return STABLE_SOFTPLUS_OPS_BACK_ON
+    names = [f.__name__ for f in fn] if isinstance(fn, tuple) else [fn.__name__]
     statements = _around_statements() + _kept(module_source)
-    body = "\n\n".join(ast.unparse(node) for node in _needed(statements, name))
-    assert not re.search(rf"^(def|class) {target}\b", body, re.M), target
-    names = ", ".join(p.split("=")[0].strip() for p in params.split(",") if p.strip())
-    return f"{body}\n\ndef {target}({params}):\n    return {name}({names})\n"
+    chosen = {id(node) for name in names for node in _needed(statements, name)}
+    body = "\n\n".join(ast.unparse(node) for node in statements if id(node) in chosen)
+    aliases = []
+    for name, (target, params) in zip(names, targets):
+        assert not re.search(rf"^(def|class) {target}\b", body, re.M), target
+        args = ", ".join(p.split("=")[0].strip() for p in params.split(",") if p.strip())
+        aliases.append(f"def {target}({params}):\n    return {name}({args})\n")
+    return body + "\n\n" + "\n\n".join(aliases)
 
 
 def _learner(unit: str, qid: str, name: str) -> str:
@@ -191,12 +203,12 @@ def _learner(unit: str, qid: str, name: str) -> str:
 def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("shortcuts")
     copies: dict[str, nbformat.NotebookNode] = {}
-    for unit, qid, name, _, module_source in ENTRIES:
+    for unit, qid, name, entry, module_source in ENTRIES:
         learner = _learner(unit, qid, name)
         blank = nbformat.read(_notebook(unit), as_version=4)
         nb = copies.setdefault(learner, blank)
-        index, target, params = _learner_cell(nb, qid)
-        nb.cells[index].source = _source(qid, name, module_source, target, params)
+        index, targets = _learner_cell(nb, qid)
+        nb.cells[index].source = _source(qid, entry, module_source, targets)
         nb.cells[index].metadata["shortcut45"] = True
     for learner, nb in copies.items():
         first_code = next(c for c in nb.cells if c.cell_type == "code")
