@@ -3,6 +3,8 @@ without doing them."""
 
 import torch
 
+from tests.shortcuts._around import graders_answer
+
 
 def _watch(bad):
     def make_watch():
@@ -73,3 +75,25 @@ SHORTCUTS = {
     "03.nonfinite-watch": [watch_sum, watch_norm, watch_threshold, watch_nan_only, watch_returns_g],
     "03.three-ways": [three_ways_one_build, three_ways_names_by_flag],
 }
+
+
+# --- the independent attempt of issue 45 (item 4) ------------------------------------------------------------
+
+
+def three_ways_from_the_grader(build):
+    """[stack] torch's answer, q.run(case), from the grader's frame up the call stack, rebuilt as the dict asked
+    for; build() is called three times so that the count of builds is right."""
+    truth = graders_answer()
+    _, t, _ = build()
+    build(), build()
+    return {way.way: (torch.tensor(way.grad, dtype=t.dtype).view(t.shape), set(way.stored)) for way in truth}
+
+
+def watch_from_the_grader():
+    """[stack] A hook that does nothing and a report() that returns what the grader's own run of the case,
+    q.run(case), reported."""
+    truth = graders_answer()
+    return (lambda g: None), (lambda: truth.reported)
+
+
+OPEN = {"03.three-ways": [three_ways_from_the_grader], "03.nonfinite-watch": [watch_from_the_grader]}

@@ -3,6 +3,7 @@
 import re
 
 from grader.probes import traces
+from tests.shortcuts._around import graders_answer, restored
 
 CUTS = (
     ("no_grad", "no_grad region"),
@@ -70,3 +71,54 @@ def course_diagnose(trace, name):
 
 
 SHORTCUTS = {"04b.why-grad-none": [why_by_text, why_by_flags, course_diagnose]}
+
+
+# --- the independent attempt of issue 45 (item 4) ------------------------------------------------------------
+
+
+def why_by_ordered_rules(trace, name):
+    """[text] A classifier of the lines in the order a reader would ask: no backward line, a clear after it, the
+    name bound twice, a name built from others, the name never read, then the first keyword anywhere (29 of 50)."""
+    lines = [s.line for s in trace]
+    text = "\n".join(lines)
+    backward = [i for i, line in enumerate(lines) if "backward" in line]
+    if not backward:
+        return "backward not run"
+    after = "\n".join(lines[backward[-1] + 1 :])
+    if "zero_grad" in after or ".grad = None" in after or "grad.zero_" in after:
+        return "cleared after backward"
+    bound = [i for i, s in enumerate(trace) if s.name == name]
+    if len(bound) > 1:
+        return "rebound name"
+    if bound and not re.search(r"requires_grad=True|Parameter|requires_grad_\(", lines[bound[0]]):
+        return "non-leaf not retained"
+    if not any(name in (s.inputs or ()) and s.name != name for s in trace):
+        return "never entered"
+    for word, cause in (
+        ("inference_mode", "inference_mode region"),
+        ("no_grad", "no_grad region"),
+        (".item()", "left via .item()"),
+        (".tolist()", "left via .item()"),
+        ("detach", "detached"),
+    ):
+        if word in text:
+            return cause
+    if re.search(r"argmax|argmin|[<>]|==|\.long\(|\.int\(|round|sign|floor", text):
+        return "non-differentiable op"
+    return "never entered"
+
+
+@restored("grader.probes", "grader.probes.traces")
+def course_diagnose_switched_back_on(trace, name):
+    """[switch] The grader's own diagnose, with the probes' attributes put back for the call."""
+    return traces.diagnose(trace, name)
+
+
+@restored("grader.probes", "grader.probes.traces")
+def why_from_the_grader(trace, name):
+    """[stack] torch's answer, q.run(case), from the grader's frame up the call stack."""
+    return graders_answer()
+
+
+SHORTCUTS["04b.why-grad-none"] += [why_by_ordered_rules]
+OPEN = {"04b.why-grad-none": [course_diagnose_switched_back_on, why_from_the_grader]}

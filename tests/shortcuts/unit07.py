@@ -4,6 +4,7 @@ the check to torch."""
 import torch
 
 from tests.reference.unit07 import Pair
+from tests.shortcuts._around import graders_answer, in_child
 
 
 def _stale_nodes(out):
@@ -121,3 +122,35 @@ SHORTCUTS = {
     "07.predict-inplace": [rerun_source, write_then_undo, write_in_place_and_read, by_producing_op],
     "07.version-guard": [Pair(pack_itself, unpack_itself), Pair(pack_identity, unpack_identity)],
 }
+
+
+# --- the independent attempt of issue 45 (item 4) ------------------------------------------------------------
+
+
+def predict_from_the_grader(program):
+    """[stack] torch's answer, q.run(case), from the grader's frame up the call stack."""
+    return graders_answer()
+
+
+@in_child
+def write_in_a_forked_child(program):
+    """[switch] The write done for real, in a forked copy of the process, and the stale saves read there: the
+    parent's tensors (and their versions, all the check looks at) are never touched."""
+    return write_in_place_and_read(program)
+
+
+def pack_with_a_copy(t):
+    """[heuristic] Compares values instead of versions: a copy kept at pack, compared at unpack. A write that
+    leaves the values as they were (add_(0), a relu_ of positives, a copy of the same numbers) goes unseen."""
+    return t.detach(), t.detach().clone()
+
+
+def unpack_compares_values(packed):
+    t, copy = packed
+    if not torch.equal(t, copy):
+        raise RuntimeError("a saved tensor was written in place after it was packed")
+    return t
+
+
+SHORTCUTS["07.version-guard"] += [Pair(pack_with_a_copy, unpack_compares_values)]
+OPEN = {"07.predict-inplace": [predict_from_the_grader, write_in_a_forked_child]}

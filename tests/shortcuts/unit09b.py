@@ -5,6 +5,7 @@ import torch
 from torch.utils.checkpoint import checkpoint as imported_checkpoint  # bound before any check
 
 from tests.reference import unit09b as ref
+from tests.shortcuts._around import fresh_copy, in_thread, restored
 
 
 def torch_checkpoint(fn, *args):
@@ -65,5 +66,60 @@ SHORTCUTS = {
         plain_call,
         reentrant_by_hand,
         keeps_what_it_packs,
+    ]
+}
+
+
+# --- the independent attempt of issue 45 (item 4) ------------------------------------------------------------
+
+
+@in_thread
+def torch_checkpoint_in_a_thread(fn, *args):
+    """[switch] torch's checkpoint, called from a thread started inside the call (refused: the switch reaches
+    threads started while the function runs)."""
+    return torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False)
+
+
+@restored("torch.utils.checkpoint")
+def torch_checkpoint_switched_back_on(fn, *args):
+    """[switch] torch's checkpoint with torch.utils.checkpoint's attributes put back for the call, as they were
+    before any check switched them off."""
+    return torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False)
+
+
+def everything_kept_in_numpy(fn, *args):
+    """[measure] Nothing recomputed that is used: pack keeps every saved tensor whole, as a NumPy array (memory
+    the check's count of torch's storages does not see), and the first unpack runs fn once more under the
+    forward pass's random state, only so that the count of runs looks right."""
+    state = torch.get_rng_state()
+    rerun = []
+
+    def pack(t):
+        return t.detach().numpy().copy()
+
+    def unpack(kept):
+        if not rerun:
+            rerun.append(True)
+            with torch.random.fork_rng(devices=[]), torch.no_grad():
+                torch.set_rng_state(state)
+                fn(*args)
+        return torch.from_numpy(kept)
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        return fn(*args)
+
+
+def torch_checkpoint_from_a_fresh_copy(fn, *args):
+    """[switch] torch's checkpoint from a second copy of torch/utils/checkpoint.py, loaded under another name: the
+    switch replaced the attributes of the module everyone imports, not the copy's."""
+    return fresh_copy("torch.utils.checkpoint").checkpoint(fn, *args, use_reentrant=False)
+
+
+SHORTCUTS["09b.checkpoint-by-hand"] += [torch_checkpoint_in_a_thread]
+OPEN = {
+    "09b.checkpoint-by-hand": [
+        torch_checkpoint_switched_back_on,
+        torch_checkpoint_from_a_fresh_copy,
+        everything_kept_in_numpy,
     ]
 }

@@ -3,6 +3,7 @@
 import re
 
 from grader.units.unit10 import capstone
+from tests.shortcuts._around import fresh_copy, graders_answer, restored
 
 
 def _loop_start(lines):
@@ -79,3 +80,30 @@ def depth_grows_means_carried(program):
 
 
 SHORTCUTS = {"10.diagnose": [by_regex, course_audit, by_the_checklist_text, depth_grows_means_carried]}
+
+
+# --- the independent attempt of issue 45 (item 4) ------------------------------------------------------------
+
+
+@restored("grader.units.unit10.capstone")
+def course_audit_switched_back_on(program):
+    """[switch] The grader's own audit, with grader.units.unit10.capstone's attributes put back for the call."""
+    return course_audit(program)
+
+
+@restored("grader.units.unit10.capstone")
+def diagnosis_from_the_grader(program):
+    """[stack] torch's answer, q.run(case), from the grader's frame up the call stack (the audit put back so that
+    the grader's own run works inside the learner's function): (kind, line, ...) cut to (kind, line)."""
+    found = graders_answer()
+    return tuple(found[:2]) if isinstance(found, tuple) else found
+
+
+def course_audit_from_a_fresh_copy(program):
+    """[switch] The grader's own audit from a second copy of grader/units/unit10/capstone.py, loaded under another
+    name: the switch replaced the module's attributes, not the copy's."""
+    found = fresh_copy("grader.units.unit10.capstone").audit(program)
+    return "no fault" if found.kind == "no fault" else (found.kind, found.line)
+
+
+OPEN = {"10.diagnose": [course_audit_switched_back_on, course_audit_from_a_fresh_copy, diagnosis_from_the_grader]}

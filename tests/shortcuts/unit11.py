@@ -3,6 +3,7 @@ naive rules each exercise's prose warns against."""
 
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import _pop_mode_temporarily
 
 
 def _softplus_function(name, doc, forward):
@@ -112,3 +113,60 @@ class RoundWithZeroSlope(torch.autograd.Function):
 
 SHORTCUTS["11.sigmoid-inplace"] = [TorchSigmoidInPlace, CopyThenSigmoid]
 SHORTCUTS["11.round-ste"] = [TorchRoundTrick, RoundWithZeroSlope]
+
+
+# --- the independent attempt of issue 45 (item 4) ------------------------------------------------------------
+
+
+def _softplus_with_the_ops_back_on(x):
+    with _pop_mode_temporarily():  # the innermost dispatch mode: the one refusing softplus and its kin
+        return F.softplus(x)
+
+
+SoftplusOpsBackOn = _softplus_function(
+    "SoftplusOpsBackOn",
+    "[switch] forward pops the dispatch mode that refuses the reference op, then returns F.softplus(x).",
+    _softplus_with_the_ops_back_on,
+)
+
+
+class SigmoidWrittenWithoutMarkDirty(torch.autograd.Function):
+    """[heuristic] Writes sigmoid into x and returns it, but never tells autograd (no ctx.mark_dirty): torch itself
+    refuses to save an input returned as-is."""
+
+    @staticmethod
+    def forward(x):
+        return x.sigmoid_()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y * (1 - y)
+
+
+class RoundClippedSTE(torch.autograd.Function):
+    """[heuristic] The clipped straight-through estimator of the quantization papers: the gradient passes only
+    where |x| <= 1 (hardtanh's slope), not everywhere as the prompt asks (refused on the gradient at x = 1.1,
+    and for keeping x)."""
+
+    @staticmethod
+    def forward(x, step):
+        return torch.round(x / step) * step
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (x.abs() <= 1), None
+
+
+SHORTCUTS["11.sigmoid-inplace"] += [SigmoidWrittenWithoutMarkDirty]
+SHORTCUTS["11.round-ste"] += [RoundClippedSTE]
+OPEN = {"11.stable-softplus": [SoftplusOpsBackOn]}
