@@ -170,6 +170,22 @@ def _paths(args) -> list[str]:
     return problems
 
 
+def _inputs(args, merging: bool) -> list[str]:
+    """The notebooks to grade: every path given exists, and together they hold at least one notebook."""
+    if merging:
+        return []
+    import os
+
+    missing = [p for p in args.paths if not os.path.lexists(p)]
+    if missing:
+        return [f"{p} does not exist (no file or folder of that name): nothing was graded" for p in missing]
+    from grader.instructor.grading.submission import find
+
+    if all(Path(p).is_dir() for p in args.paths) and not find(args.paths):
+        return [f"no notebook (.ipynb) under {', '.join(args.paths)}: nothing to grade"]
+    return []
+
+
 def _numbers(args) -> list[str]:
     problems = []
     if args.mastery is not None and args.mastery < 1:
@@ -287,7 +303,7 @@ def run(args) -> int:
     files, problems = _files(args, merging)
     rules, more = _rules(args, merging)
     read = {**files, **rules}
-    problems = _paths(args) + _numbers(args) + problems + more + _merging(args, read)
+    problems = _inputs(args, merging) + _paths(args) + _numbers(args) + problems + more + _merging(args, read)
     if problems:
         for p in problems:
             _say(f"grade: {p}")

@@ -21,12 +21,22 @@ API (whether an exercise may be passed with the course's own tool is the exercis
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import threading
 import types
 from collections.abc import Iterator
 
 DEPTH = 3  # callees followed from the experiment's own names
+
+# The names by which code reaches the running program's own machinery rather than computing: frames, closures, the
+# collector's objects, and torch's dispatch stack and autograd engine beneath the switches an exercise puts on. An
+# exercise function never needs them; every way found round the runner (red team 43b, issue 45's corpus) spells one.
+MACHINERY = re.compile(
+    r"\b(f_back|f_locals|f_globals|tb_frame|gi_frame|__closure__|cell_contents|__globals__|_getframe|"
+    r"_current_frames|get_objects|get_referrers|get_referents|_get_current_dispatch_mode|_pop_mode_temporarily|"
+    r"_pop_mode|_push_mode|_execution_engine|_ImperativeEngine|_EngineBase|_engine_run_backward)\b"
+)
 
 
 def _protected(module_name: str, allowed: set[str]) -> bool:

@@ -62,3 +62,19 @@ def read(path: Path) -> list[dict]:
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     return [{restore(k) if k else k: restore(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
+
+
+def text_of(path: Path | str) -> str:
+    """A CSV an instructor made (a roster, overrides, submission times) as text: UTF-8, with or without Excel's
+    byte-order mark, or UTF-16 with its mark (Excel's "Unicode Text"). Anything else raises UnicodeError with the
+    way out: no guess at an encoding, which could read a name wrongly without a word."""
+    raw = Path(path).read_bytes()
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return raw.decode("utf-16")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UnicodeError(
+            f"it is not UTF-8 text (byte {exc.start + 1} is {raw[exc.start : exc.start + 1]!r}, as Excel's plain "
+            "'CSV' writes Windows-1252): save it as 'CSV UTF-8' and try again"
+        ) from None

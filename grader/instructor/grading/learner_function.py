@@ -278,6 +278,15 @@ def _learner_function(item: dict, kind, off, fd):
     for name in list(ns):  # the course's API as the prelude imported it: nothing that records or reveals
         if getattr(ns[name], "__module__", "").startswith("grader.learner"):
             ns[name] = _gone
+    machinery = answer_tools.MACHINERY.search(str(item["source"]))
+    if machinery:  # what no exercise needs, and every way round the runner found so far spells
+        problem = (
+            f"your definitions reach {machinery.group(1)}, the running program's own machinery (frames, closures, "
+            "the collector's objects, torch's dispatch and engine internals): an exercise is graded on what its "
+            "function computes with the notebook's API, and this one was not run"
+        )
+        _line(fd, {"qid": qid, "i": 0, "problem": problem})
+        return None
     ns["__builtins__"] = _learner_builtins(item.get("allowed", ()))
     try:
         with off.switched_off():

@@ -24,7 +24,8 @@ stays excused), and Moodle's import reads ``-`` as "no grade" (Moodle's own expo
 * **moodle**: Moodle's grade import from CSV (Grades > Import > CSV file), whose file format is its plain-text
   export's (https://docs.moodle.org/en/Grade_import): ``First name``, ``Last name``, ``ID number`` (the roster's
   student ID: "Map from" ID number, "Map to" useridnumber), ``Institution``, ``Department``, ``Email address``
-  (the roster's ``email`` column, where it has one: "Map to" useremail), then the units. Moodle's CSV import
+  (the roster's ``email`` column, where it has one: "Map to" useremail; a roster keyed by e-mail alone,
+  ``learner,email``, fills this column and leaves ``ID number`` empty), then the units. Moodle's CSV import
   carries no maximum: a grade item it creates has a maximum of 100, and it refuses a grade above the site's
   maximum grade (100 unless unlimited grades are on); so each unit is written in percent (0 to 100) unless
   ``--lms-columns`` gives the points of an existing grade item. No Points Possible row (Moodle would read it as
@@ -222,11 +223,14 @@ def write(
             shown = escape(w["learner"])
             first, _, last = shown.rpartition(" ")
             first, last = (first, last) if first else (last, "")
-            row = {"_learner": w["learner"], "First name": first, "Last name": last, "ID number": w["student id"]}
+            number = "" if getattr(ids, "ids_are_emails", False) else w["student id"]  # an e-mail is no ID number
+            row = {"_learner": w["learner"], "First name": first, "Last name": last, "ID number": number}
             row["Email address"] = emails.get(w["learner"], "")
             row.update({h: _value(shape, w, u, scales[u]) for u, h in zip(units, heads)})
             table.append(row)
-        required = ("ID number", "Email address") if emails else ("ID number",)
+        required: tuple[str, ...] = ("ID number", "Email address") if emails else ("ID number",)
+        if getattr(ids, "ids_are_emails", False):
+            required = ("Email address",)
         refused = _refused(table, required, required)
         written = [r for r in table if r["_learner"] not in refused]
     if refused:

@@ -46,6 +46,7 @@ from pathlib import Path
 from grader.instructor.grading.roster import learner_of
 
 CANVAS = re.compile(r"^(?P<learner>[^\W_]+)(?P<late>_LATE)?_(?P<id>\d+)_(?P<attachment>\d+)_(?P<file>.+)$")
+BLIND = "Participant"  # the name Moodle's blind marking gives every participant
 MOODLE_FOLDER = re.compile(r"^(?P<learner>.+?)_(?P<id>\d+)_assignsubmission_[a-z]+_?$")
 MOODLE_FILE = re.compile(r"^(?P<learner>.+?)_(?P<id>\d+)_assignsubmission_[a-z]+_(?P<file>.+)$")
 
@@ -160,7 +161,7 @@ def _moodle_learner(name: str, ident: str, export: Path) -> tuple[str, bool]:
         m = MOODLE_FOLDER.match(entry) or MOODLE_FILE.match(entry)
         if m and _nfc(m["learner"]) == name:
             ids.add(m["id"])
-    shared = len(ids - {ident}) > 0
+    shared = len(ids - {ident}) > 0 or name == BLIND  # blind marking: a name every participant has, in every unit
     return (f"{name}_{ident}" if shared else name), shared
 
 
@@ -224,6 +225,13 @@ def warnings(named: list[tuple[Path, Named]]) -> list[str]:
                 + " (one student renamed, or an export not in a folder of its own: join them with a --name-pattern)"
             )
     for (export, name), learners in sorted(shared.items()):
+        if name == BLIND:
+            out.append(
+                f"{escape(export)} is a blind-marked Moodle export ({len(learners)} participant(s) named "
+                f"{BLIND}): each is graded apart by participant id ({', '.join(escape(x) for x in sorted(learners))}); "
+                "ids are per assignment, so a student's units cannot be joined (reveal identities before downloading)"
+            )
+            continue
         out.append(
             f"{len(learners)} Moodle participants of {escape(export)} share the name {escape(name)}: graded apart by "
             f"participant id ({', '.join(escape(x) for x in sorted(learners))}); Moodle's participant ids are per "

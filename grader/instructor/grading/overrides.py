@@ -142,9 +142,11 @@ def load(path: Path | None, weights: scores.Weights | None = None, ids: dict | N
         return Overrides()
     weights = weights or scores.Weights()
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
+        text = csv_cells.text_of(path)
     except OSError as exc:
         raise OverridesError(f"cannot read overrides {path}: {exc.strerror or exc}") from None
+    except UnicodeError as exc:
+        raise OverridesError(f"cannot read overrides {path}: {exc}") from None
     reader = csv.DictReader(text.splitlines())
     heads = {(h or "").strip().lower(): h for h in reader.fieldnames or []}
     lacking = [c for c in ("learner", "question", "reason") if c not in heads]

@@ -79,6 +79,7 @@ EVENTS_CAP = untrusted_store.EVENTS_CAP  # events read at most
 ANSWER_CAP = untrusted_store.ANSWER_CAP  # characters of one recorded answer
 TAMPERED = ("worker died", "worker lied")
 NOT_RUN = (*TAMPERED, "could not run", "grader error")  # the grading itself did not run the notebook
+NOT_READ = ("unreadable", "not a notebook", NOT_RESTORED)  # never a notebook of this course the grader could read
 
 
 def judged_identity(restored: Restored) -> str:
@@ -582,6 +583,14 @@ def _warn_about_names(subs: list, options: GradeOptions) -> None:
     if options.ids is not None:
         for learner in sorted({s.learner for s in subs if roster.lookup(options.ids, s.learner, str(s.path)) is None}):
             options.say(f"grade: warning: {roster.not_in_roster(options.ids, learner)}")
+    if options.times and not getattr(options.times, "file_times", False):
+        untimed = [s for s in subs if roster.time_of(options.times, str(s.path)) is None]
+        if untimed:
+            options.say(
+                f"grade: warning: {len(untimed)} notebook(s) have no time in {escape(getattr(options.times, 'source', ''))} "
+                f"(first: {escape(untimed[0].path)}): their 'submitted' is empty, so a late rule counts them from the "
+                "LMS's own mark, or as on time"
+            )
 
 
 def run_all(chosen: Selection, options: GradeOptions) -> tuple[list, list, dict]:
@@ -734,6 +743,12 @@ def grading_failed(rows: list[dict]) -> str:
     the end by the grader (a worker that died or lied, a notebook that could not run, a grader error). Each such
     row reads 0 points, which must never reach an LMS as a grade."""
     notebooks = {r.get("notebook") or r.get("learner") for r in rows}
+    unread = {r.get("notebook") or r.get("learner") for r in rows if r.get("run") in NOT_READ}
+    if notebooks and unread == notebooks:
+        return (
+            f"none of the {len(notebooks)} file(s) could be read as a notebook of this course (each row says why: "
+            f"{', '.join(sorted({str(r['run']) for r in rows}))}): nothing was graded"
+        )
     failed = {r.get("notebook") or r.get("learner") for r in rows if r.get("run") in NOT_RUN}
     if not failed or 2 * len(failed) <= len(notebooks):
         return ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from grader.engine.store import FILENAME
+from grader.instructor.grading.answer_tools import MACHINERY
 from grader.instructor.grading.exercise_sources import grader_modules, grader_owned, source_of
 
 _LOOKUPS = (
@@ -21,10 +22,7 @@ _LOOKUPS = (
     (re.compile(r"__import__\s*\(|importlib"), "imports by name at run time"),
     (re.compile(re.escape(FILENAME) + r"|AUTOGRAD_LAB_HOME|sqlite3"), "reaches the progress store"),
     (
-        re.compile(
-            r"\b(f_back|f_locals|f_globals|tb_frame|gi_frame|__closure__|cell_contents|__globals__|_getframe|"
-            r"_current_frames|get_objects|get_referrers|get_referents|_get_current_dispatch_mode)\b"
-        ),
+        MACHINERY,
         "walks the running program's frames, closures or objects (what the grader holds: an exercise never needs to)",
     ),
 )

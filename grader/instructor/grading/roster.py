@@ -50,6 +50,7 @@ import unicodedata
 from pathlib import Path
 
 from grader.engine.course import UNITS, leading_unit
+from grader.instructor.grading import csv_cells
 
 NAME_COLUMNS = ("learner", "name", "folder", "file", "username", "user")
 ID_COLUMNS = ("id", "student id", "student_id", "studentid", "sis id", "sis_id", "email")
@@ -112,14 +113,17 @@ class Roster(dict):
     def __init__(self, *args, emails: dict | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.emails: dict[str, str] = dict(emails or {})
+        self.ids_are_emails = False  # the roster's only key is an e-mail column (`learner,email`)
 
 
 def _rows(path: Path, what: str, first: tuple, second: tuple):
     """(the header's first column, its second, the reader), the columns chosen from the names given."""
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
+        text = csv_cells.text_of(path)
     except OSError as exc:
         raise RosterError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    except UnicodeError as exc:
+        raise RosterError(f"cannot read {what} {path}: {exc}") from None
     reader = csv.DictReader(text.splitlines())
     heads = {h.strip().lower(): h for h in reader.fieldnames or [] if h}
     a = next((heads[h] for h in first if h in heads), None)
@@ -144,6 +148,7 @@ def read_roster(path: Path) -> Roster:
     a, b, heads, reader = _rows(path, "roster", NAME_COLUMNS, ID_COLUMNS)
     mail = next((heads[h] for h in EMAIL_COLUMNS if h in heads and heads[h] != b), None)
     table, emails = Roster(), {}
+    table.ids_are_emails = any(heads.get(h) == b for h in EMAIL_COLUMNS)
     line_of: dict[str, int] = {}
     owner: dict[str, str] = {}  # an ID -> the learner the roster gave it first
     for line, row in enumerate(reader, start=2):
@@ -166,6 +171,8 @@ def read_roster(path: Path) -> Roster:
             owner[value] = key
         if mail and (row.get(mail) or "").strip():
             emails[key] = (row.get(mail) or "").strip()
+        elif table.ids_are_emails and value:
+            emails[key] = value
     table.emails = emails
     return table
 
@@ -208,11 +215,15 @@ def collect_record(paths: list[str]) -> Path | None:
 
 
 def time_of(times: dict, notebook: str) -> str | None:
-    """A notebook's time in ``times``: by its path (resolved), else by its file name; None when not listed."""
+    """A notebook's time in ``times``: by its path (resolved), else by its file name, else by the file name of the
+    one path listed that ends in it (a regrade's copy of an export's file, in another folder); None when not
+    listed, or where several listed paths end in that name."""
     for key in (os.path.normpath(os.path.abspath(notebook)), notebook, Path(notebook).name):
         if key in times:
             return times[key]
-    return None
+    name = Path(notebook).name
+    found = [value for key, value in times.items() if os.sep in str(key) and Path(key).name == name]
+    return found[0] if len(found) == 1 else None
 
 
 def lookup(table: dict, learner: str, notebook: str) -> str | None:
