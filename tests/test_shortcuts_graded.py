@@ -60,18 +60,15 @@ class StableSoftplus(torch.autograd.Function):
 
 # entries whose function the gradebook also passes: the serious findings (shortcut45's run, see its report)
 GRADEBOOK_PASSES = {
-    # the case's namespace (ns) found up the runner's stack, its leaves, and autograd's engine called directly
-    "04.reachable-leaves:leaves_by_the_engine",
-    # the dispatch mode refusing softplus popped inside the Function's forward: the runner's switch is the same mode
-    "11.stable-softplus:SoftplusOpsBackOn",
-    # autograd's engine called directly: the runner wraps torch.autograd._engine_run_backward, not the engine
-    "13.per-sample-grads:engine_per_sample_one_forward",
-    "13.per-sample-by-hooks:one_backward_then_the_engine",
     # [measure]: every activation kept whole as a NumPy array or a list, which the count of torch's storages misses
     "09.half-guard:pack_full_precision_in_numpy+unpack_full_precision_in_numpy",
     "09.half-guard:pack_full_precision_in_a_list+unpack_full_precision_in_a_list",
     "09b.checkpoint-by-hand:everything_kept_in_numpy",
 }
+# Refused since answer_tools.MACHINERY (definitions that reach frames, the dispatch stack or autograd's engine are not
+# run): 04.reachable-leaves:leaves_by_the_engine (ns up the runner's stack, the engine called directly),
+# 11.stable-softplus:SoftplusOpsBackOn (the refusing dispatch mode popped), 13.per-sample-grads:
+# engine_per_sample_one_forward and 13.per-sample-by-hooks:one_backward_then_the_engine (the engine called directly).
 
 
 def _family(fn) -> str:

@@ -233,3 +233,23 @@ def test_a_copy_carries_this_pythons_language_version_so_jupyterlab_does_not_mar
 def test_a_notebook_in_another_layout_is_copied_unchanged():
     odd = json.dumps({"metadata": {"language_info": {"version": "3.0.1"}}, "nbformat": 4}).encode()
     assert ws.for_this_python(odd) == odd
+
+
+def test_the_workspace_command_sets_jupyterlab_to_save_widget_state(tmp_path):
+    """The conda path (python -m grader workspace, then jupyter lab) gets make lab's overrides.json: without the widget
+    manager's saveState, a prediction locked after a page reload reaches the saved notebook through nothing (term44b).
+    Settings already there are kept; a second run changes nothing; a file it cannot read is left alone and named."""
+    import json
+
+    from grader.learner.workspace import WIDGETS, lab_settings
+
+    target = tmp_path / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    assert "save widget state" in lab_settings(tmp_path)
+    assert json.loads(target.read_text())[WIDGETS]["saveState"] is True
+    assert lab_settings(tmp_path) == ""
+    target.write_text(json.dumps({WIDGETS: {"saveState": False, "other": 1}, "x": {"y": 2}}))
+    assert lab_settings(tmp_path)
+    kept = json.loads(target.read_text())
+    assert kept[WIDGETS] == {"saveState": True, "other": 1} and kept["x"] == {"y": 2}
+    target.write_text("not json")
+    assert "could not be read" in lab_settings(tmp_path) and target.read_text() == "not json"

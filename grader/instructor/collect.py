@@ -217,6 +217,11 @@ def main(argv: list[str] | None = None) -> int:
         print("collect: --workspace is a folder inside each home (autograd-lab), not a path out of it", file=sys.stderr)
         return 2
     homes = [Path(h) for h in args.homes or ["/home"]]
+    missing = [h for h in homes if not h.is_dir()]
+    if missing:
+        where = ", ".join(escape(str(h)) for h in missing)
+        print(f"collect: --homes {where}: no such folder (a folder of users' homes, /home by default)", file=sys.stderr)
+        return 2
     others: list[str] = []
     results = collect(homes, out, users or None, units or None, args.workspace, others)
     print(summary(results, out, others))

@@ -163,11 +163,32 @@ def _paths(args) -> list[str]:
         value = getattr(args, flag)
         if value and (Path(value).is_dir() or not Path(value).parent.is_dir()):
             problems.append(f"--{flag.replace('_', '-')} {value}: give a CSV file in a folder that exists")
+    if args.merge_into and Path(args.merge_into).is_file():
+        problems += _a_gradebook(Path(args.merge_into))
     if args.lms_out and (Path(args.lms_out).is_dir() or not Path(args.lms_out).parent.is_dir()):
         problems.append(f"--lms-out {args.lms_out}: give a CSV file in a folder that exists")
     if args.report and (Path(args.report).is_dir() or not Path(args.report).parent.is_dir()):
         problems.append(f"--report {args.report}: give an HTML file to write in an existing folder")
     return problems
+
+
+def _a_gradebook(path: Path) -> list[str]:
+    """--merge-into names a gradebook this command wrote (its header has learner, unit and run), or nothing exists
+    there yet; another CSV (an LMS import file, a roster) is refused before anything is graded."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            header = next(csv.reader(f), [])
+    except (OSError, UnicodeError, csv.Error) as exc:
+        return [f"--merge-into {path}: cannot read it as a gradebook ({exc})"]
+    lacking = [c for c in ("learner", "unit", "run") if c not in header]
+    if lacking:
+        return [
+            f"--merge-into {path} is not a gradebook `grade` wrote (it has no {', '.join(lacking)} column: an LMS "
+            "import file or a roster?); give the term's gradebook CSV"
+        ]
+    return []
 
 
 def _inputs(args, merging: bool) -> list[str]:

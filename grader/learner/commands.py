@@ -129,6 +129,11 @@ def _workspace(args) -> int:
         print(f"workspace: {exc}", file=sys.stderr)
         return 2
     print(report(changes, where), file=sys.stderr if args.print_dir else sys.stdout)
+    from grader.learner.workspace import lab_settings
+
+    settings = lab_settings()
+    if settings:
+        print(settings, file=sys.stderr if args.print_dir else sys.stdout)
     if args.print_dir:
         print(where)
     return 0

@@ -235,3 +235,34 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
                 return True
             raise
     return False
+
+
+WIDGETS = "@jupyter-widgets/jupyterlab-manager:plugin"  # the widget manager's settings, in overrides.json
+
+
+def lab_settings(prefix: Path | None = None, source: Path | None = None) -> str:
+    """JupyterLab's overrides.json in this environment (``prefix``/share/jupyter/lab/settings) holding the course's
+    settings: above all the widget manager's ``saveState``, without which a prediction locked after a page reload
+    reaches the saved notebook through nothing (``make lab`` copies the file; the conda path runs this). Settings
+    already there are kept; what was done, in one line ('' when nothing was needed)."""
+    prefix = Path(sys.prefix) if prefix is None else prefix
+    source = ROOT / "jupyter" / "overrides.json" if source is None else source
+    target = prefix / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    try:
+        wanted = json.loads(source.read_text(encoding="utf-8"))
+        have = json.loads(target.read_text(encoding="utf-8")) if target.exists() else {}
+    except (OSError, ValueError) as exc:
+        return (
+            f"JupyterLab's settings {target} could not be read ({exc}): set saveState in the widget manager's settings"
+        )
+    if not isinstance(have, dict):
+        return f"JupyterLab's settings {target} are not a JSON object: set saveState in the widget manager's settings"
+    merged = {**wanted, **have, WIDGETS: {**wanted.get(WIDGETS, {}), **have.get(WIDGETS, {}), "saveState": True}}
+    if merged == have:
+        return ""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _replace(target, (json.dumps(merged, indent=2) + "\n").encode())
+    except OSError as exc:
+        return f"JupyterLab's settings {target} could not be written ({exc.strerror or exc}): widget state is not saved"
+    return f"JupyterLab set to save widget state with the notebook ({target})"
