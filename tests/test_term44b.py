@@ -193,14 +193,9 @@ SAVE_FIELDS = {  # a text field of each kind the course's widgets draw
 
 
 @_browser_skip()
-@pytest.mark.xfail(
-    strict=True,
-    reason="Ctrl+S with the caret in any text field of a course widget (an answer, 'your own words', a sequence's "
-    "word, other names) does not save: the window's capture handler lifts data-lm-suppress-shortcuts, but the "
-    "ipywidgets text view stops the keydown's propagation, so JupyterLab never sees it (buttons, toggles, radios, "
-    "tick boxes and sliders do save)",
-)
 def test_ctrl_s_with_the_caret_in_a_widgets_text_field_saves(course):
+    """Found by term44b: the ipywidgets text view stops the keydown's propagation, so JupyterLab never saw Ctrl+S
+    from a widget's text field; a11y.py now sends the keystroke again from the notebook around it."""
     import time
 
     import nbformat

@@ -9,7 +9,8 @@ when the widget is drawn (and again when a saved notebook is reopened), works on
 * every part of the widget keeps its keys: JupyterLab's notebook shortcuts (Enter, arrows, A, B...) are
   suppressed there (``data-lm-suppress-shortcuts``), so Enter and Space press the focused button; all but one:
   Ctrl+S (Cmd+S) still saves the notebook (the suppression is lifted from the keystroke's path while JupyterLab
-  or Notebook 7 reads it: a learner who presses Check then Ctrl+S hands in what they checked, issue 44);
+  or Notebook 7 reads it: a learner who presses Check then Ctrl+S hands in what they checked, issue 44); in a text
+  field, whose view keeps its keys to itself, the keystroke is sent again from the notebook around it;
 * Enter in a field marked ``agl-enter`` presses its widget's ``agl-submit`` button (Lock in, Check), in one marked
   ``agl-enter-add`` its ``agl-add`` button (a sequence's Add), as a click would (so it waits for the field too);
 * a box marked with :data:`PALETTE` (toggle buttons, the names to tick, the names to add in order) is a
@@ -61,7 +62,12 @@ each('.agl-said > .widget-html-content,.agl-live > .widget-html-content',functio
 set(c,'role','status');set(c,'aria-live','polite');});}
 if(!window.__aglSaveKey){window.__aglSaveKey=true;window.addEventListener('keydown',function(e){
 if((e.key||'').toLowerCase()!=='s'||!(e.ctrlKey||e.metaKey)||e.altKey||!e.target||!e.target.closest||
-!e.target.closest('.agl-a11y'))return;var off=[];
+!e.target.closest('.agl-a11y'))return;var t=e.target;
+if(t.tagName==='TEXTAREA'||(t.tagName==='INPUT'&&!/^(checkbox|radio|range|button)$/.test(t.type))){
+var host=t.closest('.jp-Notebook,.jp-NotebookPanel')||document.body;e.preventDefault();
+var c=new KeyboardEvent('keydown',{key:e.key,code:e.code,ctrlKey:e.ctrlKey,metaKey:e.metaKey,shiftKey:e.shiftKey,
+altKey:e.altKey,bubbles:true,cancelable:true});Object.defineProperty(c,'keyCode',{get:function(){return e.keyCode;}});
+Object.defineProperty(c,'which',{get:function(){return e.which;}});host.dispatchEvent(c);return;}var off=[];
 for(var n=e.target;n&&n.hasAttribute;n=n.parentElement){if(n.hasAttribute('data-lm-suppress-shortcuts')){
 off.push(n);n.removeAttribute('data-lm-suppress-shortcuts');}}
 setTimeout(function(){off.forEach(function(n){n.setAttribute('data-lm-suppress-shortcuts','true');});},0);},true);}
