@@ -7,7 +7,7 @@ PORT   ?= 8888
 PYTEST := $(BIN)/python -m pytest
 NBVAL  := --nbval-current-env -n 2 --dist loadscope
 
-.PHONY: install test-install system-deps hub-deps browser-deps hub lab test lint unit-tests nbval-solutions nbval-notebooks build check clean drift
+.PHONY: install test-install system-deps hub-deps browser-deps hub lab test test-unit lint unit-tests nbval-solutions nbval-notebooks build check clean drift
 
 # torch's CPU build, as CI gets it (PyPI's default Linux wheel is the multi-GB CUDA build). If that index
 # does not answer within 5 s, pip's own index and settings decide; `make TORCH_INDEX=` skips it.
@@ -151,6 +151,21 @@ lint: test-install
 # once, not once in each worker as --dist load would.
 unit-tests: test-install
 	$(PYTEST) tests -n $(TEST_JOBS) --dist loadscope --no-loadscope-reorder
+
+# `make test-unit U=03`: every test of one unit and the cross-unit checks a content change needs: its own tests,
+# its questions, generators, claims, exercises and shortcuts (the parametrised modules, filtered to the unit), the
+# course's registry and versions (test_questions, test_grade_truth: a new question needs release-version), the
+# spoiler and layout checks, build --check, and its two notebooks under nbval.
+UNIT_MODULES := tests/test_variants.py tests/test_claims.py tests/test_cases.py tests/test_shortcuts.py \
+	tests/test_exercise_roundtrip.py tests/test_error_answers.py
+COURSE_MODULES := tests/test_questions.py tests/test_grade_truth.py tests/test_notebook_content.py tests/test_layout.py
+test-unit: test-install
+	@test -n "$(U)" || { echo "usage: make test-unit U=03"; exit 2; }
+	$(BIN)/python -m grader build --check
+	$(PYTEST) $(wildcard tests/test_unit$(U).py) $(COURSE_MODULES) -n $(TEST_JOBS) --dist loadscope
+	$(PYTEST) $(UNIT_MODULES) -k "$(U)." -n $(TEST_JOBS) --dist loadscope
+	$(PYTEST) --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL) $(wildcard solutions/$(U)_*.ipynb)
+	$(PYTEST) --nbval-lax $(NBVAL) $(wildcard notebooks/$(U)_*.ipynb)
 
 nbval-solutions: test-install
 	$(PYTEST) --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL) solutions

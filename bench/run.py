@@ -585,109 +585,141 @@ def flag(ok) -> str:
 
 
 def table(r: dict) -> str:
+    """The bench's result as the text table it prints: one section per measurement the run made."""
     lines = [f"autograd-lab bench: torch {r['torch']}, Python {r['python']}, {r['cpus']} CPUs", ""]
-    if "startup" in r:
-        s = r["startup"]
-        lines.append(
-            f"startup   import torch {s['import_torch_s']:.2f} s, import grader {s['import_grader_s']:.2f} s"
-            f"  ratio {s['ratio']:.2f}x (target <= {s['target']:.2f}x)  {flag(s['ok'])}"
-        )
-    if "pace" in r:
-        p = r["pace"]
-        lines.append(
-            f"pace      workload {p['workload_s'] * 1000:.1f} ms against {p['quiet_s'] * 1000:.1f} ms quiet "
-            f"({p['ratio']:.2f}x), load {p['load_per_cpu']:.2f} per CPU: time limits x{p['scale']:g}"
-        )
-    if "answers" in r:
-        lines.append("answers   kind        n   median     p95      max   target")
-        for kind, k in r["answers"]["per_kind"].items():
-            lines.append(
-                f"          {kind:<10} {k['n']:>3} {k['median_ms']:>7.1f}ms {k['p95_ms']:>6.1f}ms "
-                f"{k['max_ms']:>7.1f}ms  {'max' if kind == 'Function' else 'median'} <= "
-                f"{k['target_ms']:.0f}ms"
-                + ("" if kind == "Function" else f", p95 <= {k['p95_target_ms']:.0f}ms")
-                + f"  {flag(k['ok'])}"
-            )
-        lines.append("          slowest: " + ", ".join(f"{x['id']} {x['ms']:.0f}ms" for x in r["answers"]["slowest"]))
-        w = r["answers"]["warm_checks"]
-        lines.append(
-            f"          exercise checks warm: max {w['max_ms']:.0f}ms (target <= {w['target_ms']:.0f}ms)  "
-            f"{flag(w['ok'])}; slowest: " + ", ".join(f"{x['id']} {x['ms']:.0f}ms" for x in w["slowest"])
-        )
-    if "course" in r:
-        c = r["course"]
-        lines.append(
-            f"course    floor {c['floor_per_unit_s']:.2f} s/unit x {len(c['units'])} = {c['floor_s']:.1f} s; "
-            f"cells {c['cells_s']:.1f} s"
-        )
-        for label in ("serial", "n2"):
-            if f"nbval_{label}_s" in c:
-                lines.append(
-                    f"          nbval {label:<6} {c[f'nbval_{label}_s']:.1f} s (target <= "
-                    f"{c[f'nbval_{label}_target_s']:.1f} s)  {flag(c[f'nbval_{label}_ok'])}"
-                )
-        if "unit13_s" in c:
-            lines.append(
-                f"          unit 13 (torch.compile) {c['unit13_s']:.1f} s in one kernel (target <= "
-                f"{c['unit13_target_s']:.0f} s)  {flag(c['unit13_ok'])}"
-            )
-        lines.append(
-            f"memory    torch-only kernel {c['torch_only_peak_rss_mb']:.0f} MB; after a unit up to "
-            f"{c['peak_rss_max_mb']:.0f} MB ({c['peak_rss_ratio']:.2f}x; target <= {c['peak_rss_target_ratio']:.1f}x)  "
-            f"{flag(c['peak_rss_ok'])}"
-        )
-        if "grader_loaded_peak_rss_mb" in c:
-            lines.append(
-                f"          the grader with every question loaded, no unit run: {c['grader_loaded_peak_rss_mb']:.0f} MB "
-                f"({c['grader_loaded_ratio']:.2f}x); the rest is what each unit's own cells hold"
-            )
-        for u in c["units"]:
-            lines.append(
-                f"          {u['notebook']:<48} {u['wall_s']:>6.2f} s  cells {u['cells_s']:>6.2f} s  "
-                f"{u['peak_rss_mb']:>6.0f} MB"
-            )
-    if "grade" in r:
-        g = r["grade"]
-        for key in ("floor_cold_j1", "floor_warm_j1", "cold_j1", "warm_j1", "cold_j2", "warm_j2"):
-            x = g.get(key)
-            if x:
-                lines.append(
-                    f"grade     {key:<14} {x['notebooks']:>3} notebooks in {x['wall_s']:>6.1f} s = "
-                    f"{x['per_minute']:>5.1f}/min ({x['seconds_per_notebook']:.2f} s each; "
-                    f"load {x['load_before']:.1f} -> {x['load_after']:.1f})"
-                )
-        lines.append(
-            f"          warm/cold: -j 1 {g.get('ratio_j1', 0):.2f}x, -j 2 {g.get('ratio_j2', 0):.2f}x, "
-            f"floor {g.get('ratio_floor_j1', 0):.2f}x; target >= {g['target_j2_per_minute']}/min at -j 2  "
-            f"{flag(g['ok'])}"
-        )
-        a = g.get("all_units_j2")
-        if a:
-            lines.append(
-                f"grade     all units, -j 2 {a['notebooks']:>3} notebooks in {a['wall_s']:>6.1f} s = "
-                f"{a['per_minute']:>5.1f}/min ({a['seconds_per_notebook']:.2f} s each; load {a['load_before']:.1f} -> "
-                f"{a['load_after']:.1f}); target >= {a['target_per_minute']}/min  {flag(a['ok'])}"
-            )
-    if "doctor" in r:
-        d = r["doctor"]
-        for name, x in d["programs"].items():
-            lines.append(
-                f"doctor    {name:<14} own {x['own_s'] * 1000:>7.1f} ms, under the doctor {x['doctor_s'] * 1000:>7.1f} ms"
-                f"  {x['ratio']:.2f}x (CPU time {x['cpu_ratio']:.2f}x)"
-            )
-        lines.append(f"          worst {d['worst_ratio']:.2f}x (target <= {d['target_ratio']:.0f}x)")
-        p = d["published"]
-        for name, x in p["programs"].items():
-            lines.append(
-                f"doctor    published {name:<20} CPU own {x['cpu_own_s'] * 1000:>7.1f} ms, under the doctor "
-                f"{x['cpu_doctor_s'] * 1000:>7.1f} ms  {x['cpu_ratio']:.2f}x"
-            )
-        lines.append(
-            f"          published programs together: CPU {p['cpu_own_s']:.2f} s own, {p['cpu_doctor_s']:.2f} s under the "
-            f"doctor, {p['cpu_ratio']:.2f}x (target <= {p['target_ratio']}x)  {flag(d['ok'])}"
-        )
+    for name, section in _SECTIONS.items():
+        if name in r:
+            lines += section(r[name])
     return "\n".join(lines)
 
+
+def _startup_lines(s: dict) -> list[str]:
+    lines: list[str] = []
+    lines.append(
+        f"startup   import torch {s['import_torch_s']:.2f} s, import grader {s['import_grader_s']:.2f} s"
+        f"  ratio {s['ratio']:.2f}x (target <= {s['target']:.2f}x)  {flag(s['ok'])}"
+    )
+    return lines
+
+
+def _pace_lines(p: dict) -> list[str]:
+    lines: list[str] = []
+    lines.append(
+        f"pace      workload {p['workload_s'] * 1000:.1f} ms against {p['quiet_s'] * 1000:.1f} ms quiet "
+        f"({p['ratio']:.2f}x), load {p['load_per_cpu']:.2f} per CPU: time limits x{p['scale']:g}"
+    )
+    return lines
+
+
+def _answers_lines(a: dict) -> list[str]:
+    lines: list[str] = []
+    lines.append("answers   kind        n   median     p95      max   target")
+    for kind, k in a["per_kind"].items():
+        lines.append(
+            f"          {kind:<10} {k['n']:>3} {k['median_ms']:>7.1f}ms {k['p95_ms']:>6.1f}ms "
+            f"{k['max_ms']:>7.1f}ms  {'max' if kind == 'Function' else 'median'} <= "
+            f"{k['target_ms']:.0f}ms"
+            + ("" if kind == "Function" else f", p95 <= {k['p95_target_ms']:.0f}ms")
+            + f"  {flag(k['ok'])}"
+        )
+    lines.append("          slowest: " + ", ".join(f"{x['id']} {x['ms']:.0f}ms" for x in a["slowest"]))
+    w = a["warm_checks"]
+    lines.append(
+        f"          exercise checks warm: max {w['max_ms']:.0f}ms (target <= {w['target_ms']:.0f}ms)  "
+        f"{flag(w['ok'])}; slowest: " + ", ".join(f"{x['id']} {x['ms']:.0f}ms" for x in w["slowest"])
+    )
+    return lines
+
+
+def _course_lines(c: dict) -> list[str]:
+    lines: list[str] = []
+    lines.append(
+        f"course    floor {c['floor_per_unit_s']:.2f} s/unit x {len(c['units'])} = {c['floor_s']:.1f} s; "
+        f"cells {c['cells_s']:.1f} s"
+    )
+    for label in ("serial", "n2"):
+        if f"nbval_{label}_s" in c:
+            lines.append(
+                f"          nbval {label:<6} {c[f'nbval_{label}_s']:.1f} s (target <= "
+                f"{c[f'nbval_{label}_target_s']:.1f} s)  {flag(c[f'nbval_{label}_ok'])}"
+            )
+    if "unit13_s" in c:
+        lines.append(
+            f"          unit 13 (torch.compile) {c['unit13_s']:.1f} s in one kernel (target <= "
+            f"{c['unit13_target_s']:.0f} s)  {flag(c['unit13_ok'])}"
+        )
+    lines.append(
+        f"memory    torch-only kernel {c['torch_only_peak_rss_mb']:.0f} MB; after a unit up to "
+        f"{c['peak_rss_max_mb']:.0f} MB ({c['peak_rss_ratio']:.2f}x; target <= {c['peak_rss_target_ratio']:.1f}x)  "
+        f"{flag(c['peak_rss_ok'])}"
+    )
+    if "grader_loaded_peak_rss_mb" in c:
+        lines.append(
+            f"          the grader with every question loaded, no unit run: {c['grader_loaded_peak_rss_mb']:.0f} MB "
+            f"({c['grader_loaded_ratio']:.2f}x); the rest is what each unit's own cells hold"
+        )
+    for u in c["units"]:
+        lines.append(
+            f"          {u['notebook']:<48} {u['wall_s']:>6.2f} s  cells {u['cells_s']:>6.2f} s  "
+            f"{u['peak_rss_mb']:>6.0f} MB"
+        )
+    return lines
+
+
+def _grade_lines(g: dict) -> list[str]:
+    lines: list[str] = []
+    for key in ("floor_cold_j1", "floor_warm_j1", "cold_j1", "warm_j1", "cold_j2", "warm_j2"):
+        x = g.get(key)
+        if x:
+            lines.append(
+                f"grade     {key:<14} {x['notebooks']:>3} notebooks in {x['wall_s']:>6.1f} s = "
+                f"{x['per_minute']:>5.1f}/min ({x['seconds_per_notebook']:.2f} s each; "
+                f"load {x['load_before']:.1f} -> {x['load_after']:.1f})"
+            )
+    lines.append(
+        f"          warm/cold: -j 1 {g.get('ratio_j1', 0):.2f}x, -j 2 {g.get('ratio_j2', 0):.2f}x, "
+        f"floor {g.get('ratio_floor_j1', 0):.2f}x; target >= {g['target_j2_per_minute']}/min at -j 2  "
+        f"{flag(g['ok'])}"
+    )
+    a = g.get("all_units_j2")
+    if a:
+        lines.append(
+            f"grade     all units, -j 2 {a['notebooks']:>3} notebooks in {a['wall_s']:>6.1f} s = "
+            f"{a['per_minute']:>5.1f}/min ({a['seconds_per_notebook']:.2f} s each; load {a['load_before']:.1f} -> "
+            f"{a['load_after']:.1f}); target >= {a['target_per_minute']}/min  {flag(a['ok'])}"
+        )
+    return lines
+
+
+def _doctor_lines(d: dict) -> list[str]:
+    lines: list[str] = []
+    for name, x in d["programs"].items():
+        lines.append(
+            f"doctor    {name:<14} own {x['own_s'] * 1000:>7.1f} ms, under the doctor {x['doctor_s'] * 1000:>7.1f} ms"
+            f"  {x['ratio']:.2f}x (CPU time {x['cpu_ratio']:.2f}x)"
+        )
+    lines.append(f"          worst {d['worst_ratio']:.2f}x (target <= {d['target_ratio']:.0f}x)")
+    p = d["published"]
+    for name, x in p["programs"].items():
+        lines.append(
+            f"doctor    published {name:<20} CPU own {x['cpu_own_s'] * 1000:>7.1f} ms, under the doctor "
+            f"{x['cpu_doctor_s'] * 1000:>7.1f} ms  {x['cpu_ratio']:.2f}x"
+        )
+    lines.append(
+        f"          published programs together: CPU {p['cpu_own_s']:.2f} s own, {p['cpu_doctor_s']:.2f} s under the "
+        f"doctor, {p['cpu_ratio']:.2f}x (target <= {p['target_ratio']}x)  {flag(d['ok'])}"
+    )
+    return lines
+
+
+_SECTIONS = {
+    "startup": _startup_lines,
+    "pace": _pace_lines,
+    "answers": _answers_lines,
+    "course": _course_lines,
+    "grade": _grade_lines,
+    "doctor": _doctor_lines,
+}
 
 if __name__ == "__main__":
     sys.exit(main())

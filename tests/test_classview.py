@@ -261,3 +261,22 @@ def test_a_home_that_cannot_be_entered_is_listed_with_why(a_class, tmp_path, mon
     monkeypatch.setattr(classview.home_files, "open_home", guarded)
     problems = {l.name: l.problem for l in classview.collect([homes], users=["ada", "bo"])}
     assert problems["ada"] == "" and problems["bo"].startswith("store not read: the home: permission denied")
+
+
+def test_answers_the_store_holds_and_the_saved_notebook_lacks_are_named(a_class, tmp_path):
+    """Issue 44 item 5: a learner who answered with the widgets and never saved hands in a notebook without the
+    answers; the class view (which has both the store and the workspace) says which, so the instructor can ask."""
+    homes = tmp_path / "homes"
+    shutil.copytree(a_class[0], homes)
+    workspace = homes / "ada" / "autograd-lab"
+    workspace.mkdir()
+    root = Path(__file__).resolve().parent.parent
+    shutil.copy(root / "notebooks" / "00_start_here.ipynb", workspace / "00_start_here.ipynb")
+    learners = classview.collect([homes])
+    rep = classview.report(learners)
+    ada = next(r for r in rep["class"] if r["learner"] == "ada")
+    assert set(ada["unsaved"]) == {"00.warmup-add", "00.warmup-flag", "00.warmup-square"}, ada
+    assert "answered but not in the saved notebook" in classview.text(rep)
+    assert "answered but not in the saved notebook" in classview.page(rep)
+    bo = next(r for r in rep["class"] if r["learner"] == "bo")
+    assert bo["unsaved"] == []  # no workspace: nothing to compare

@@ -91,8 +91,11 @@ def test_the_editable_build_warns_of_nothing(tmp_path):
     """What `pip install -e .` runs, through setuptools' own hooks: no deprecation, no notice."""
     for name in ("pyproject.toml", "README.md"):
         (tmp_path / name).write_bytes((ROOT / name).read_bytes())
-    (tmp_path / "grader").mkdir()
-    (tmp_path / "grader" / "__init__.py").write_text("")
+    for package in ("grader", "grader/engine"):  # the version is read from grader/engine/course.py
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    course = ROOT / "grader" / "engine" / "course.py"
+    (tmp_path / "grader" / "engine" / "course.py").write_bytes(course.read_bytes())
     probe = (
         "import sys, warnings\n"
         "import setuptools.build_meta as backend\n"

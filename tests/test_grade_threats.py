@@ -246,7 +246,8 @@ def test_the_courses_own_tool_is_off_while_an_exercise_function_runs(graded, nam
 @pytest.mark.parametrize("name", ["l-typedafter", "m-lockforged", "n-twolocks"])
 def test_a_reveal_never_passes_for_a_prediction(graded, name):
     row = graded[0][name]
-    assert row["00.warmup-add"] in ("predicted after reveal", "revealed without prediction"), _why(row)
+    # the panel's own words may follow ("predicted after reveal, correct"): what came first is said, and earns 0
+    assert row["00.warmup-add"].startswith(("predicted after reveal", "revealed without prediction")), _why(row)
     assert (
         "the copy shows torch's answer before the prediction" in row["findings"]
         or "predicted after reveal" in (row["findings"])

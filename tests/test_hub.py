@@ -278,6 +278,9 @@ def _remove_leftovers() -> None:
 
 @contextlib.contextmanager
 def class_run():
+    """The hub's whole run, phase by phase (each a function below, reading and adding to ``run``): users made and
+    the hub started; logging in; three servers; unit 00 in three kernels; the widget in Chromium; one user's token
+    against another's server; everything stopped, then the instructor's view and collect from the homes."""
     _remove_leftovers()
     started = time.monotonic()
     base = Path(tempfile.mkdtemp(prefix="agl-hub-"))
@@ -287,159 +290,177 @@ def class_run():
     tag = secrets.token_hex(2)
     names = [f"agl-{tag}-{i}" for i in (1, 2, 3)]
     idle = f"agl-{tag}-4"  # a user of the hub who never logs in
-    passwords = {name: secrets.token_urlsafe(12) for name in [*names, idle]}
-    created, the_hub, run = [], None, {"names": names, "idle": idle, "homes": homes, "timings": {}}
+    run = {"names": names, "idle": idle, "homes": homes, "base": base, "timings": {}, "created": [], "hub": None}
+    run["passwords"] = {name: secrets.token_urlsafe(12) for name in [*names, idle]}
     try:
-        for name in [*names, idle]:
-            hub.create_user(name, homes)
-            created.append(name)
-        python, note = hub.python_for_users(base)
-        if not python:
-            pytest.skip(note)
-        course = hub.prepare_course(base / "course")  # what learners get: the student bundle, as make hub does
-        run["course"] = course
-        the_hub = hub.Hub(passwords, base / "state", python=python, course=course)
-        the_hub.start(timeout=150)
-        run["timings"]["hub start"] = the_hub.started_in
-        url = the_hub.url
-
-        # 2. each user logs in through the REST API: their own password buys their own token
-        status, _ = api(
-            url,
-            "POST",
-            f"/hub/api/users/{names[1]}/tokens",
-            {"auth": {"username": names[1], "password": passwords[names[0]]}},
-        )
-        run["wrong password"] = status
-        tokens = {}
-        for name in names:
-            status, body = api(
-                url, "POST", f"/hub/api/users/{name}/tokens", {"auth": {"username": name, "password": passwords[name]}}
-            )
-            assert status == 201, f"{name} could not log in ({status})"
-            tokens[name] = body["token"]
-        t0 = time.monotonic()
-        for name in names:
-            status, _ = api(url, "POST", f"/hub/api/users/{name}/server", token=tokens[name], timeout=200)
-            assert status in (201, 202), f"{name}'s server did not start ({status})\n" + the_hub.tail()
-
-        def ready():
-            states = [api(url, "GET", f"/hub/api/users/{n}", token=tokens[n])[1] for n in names]
-            return all(s and s["servers"].get("", {}).get("ready") for s in states)
-
-        wait_for("three servers ready", ready, 200)
-        run["timings"]["three servers ready"] = time.monotonic() - t0
-
-        # 3. unit 00 in each user's own kernel
-        own = {}
-        for name in names:
-            status, listing = api(url, "GET", f"/user/{name}/api/contents", token=tokens[name])
-            own[name] = sorted(item["name"] for item in listing["content"]) if status == 200 else status
-        run["workspaces"] = own
-        q, wrong = _self_test_with_note()
-        run["question"] = q
-        notebooks = {names[0]: ("00_solved.ipynb", solved()), names[2]: ("00_mine.ipynb", partly_wrong(q, wrong))}
-        for name, (path, nb) in notebooks.items():
-            status, _ = api(
-                url,
-                "PUT",
-                f"/user/{name}/api/contents/{path}",
-                {"type": "notebook", "format": "json", "content": nb},
-                tokens[name],
-            )
-            assert status in (200, 201), f"{name}: could not save {path} ({status})"
-        status, model = api(url, "GET", f"/user/{names[1]}/api/contents/{UNIT00}", token=tokens[names[1]])
-        assert status == 200, f"{names[1]}: the workspace has no {UNIT00} ({status})"
-        notebooks[names[1]] = (UNIT00, nbformat.from_dict(model["content"]))
-        probe = ISOLATION_PROBE.replace("STORE", repr(str(homes / names[1] / classview.STORE_IN_HOME))).replace(
-            "HOME", repr(str(homes / names[1]))
-        )
-
-        async def everyone():
-            jobs = [
-                run_cells(url, name, tokens[name], path, code_cells(nb) + ([probe] if name == names[0] else []))
-                for name, (path, nb) in notebooks.items()
-            ]
-            return dict(zip(notebooks, await asyncio.wait_for(asyncio.gather(*jobs), 400)))
-
-        t0 = time.monotonic()
-        run["results"] = asyncio.run(everyone())
-        run["timings"]["three notebooks"] = time.monotonic() - t0
-        probe_out = [o for o in run["results"][names[0]][-1] if o["type"] == "stream"]
-        run["probe"] = json.loads(probe_out[-1]["text"]) if probe_out else {}
-
-        # 3b. the third user in Chromium: the hub's login page, then JupyterLab with the course's widgets
-        t0 = time.monotonic()
-        run["browser"] = lock_in_with_the_widget(url, names[2], passwords[names[2]])
-        run["timings"]["browser lock"] = time.monotonic() - t0
-
-        # 4. one user's token opens nothing of another's
-        run["cross"] = {
-            "hub user model": api(url, "GET", f"/hub/api/users/{names[1]}", token=tokens[names[0]])[0],
-            "server contents": api(url, "GET", f"/user/{names[1]}/api/contents", token=tokens[names[0]])[0],
-            "start a kernel": api(url, "POST", f"/user/{names[1]}/api/kernels", {"name": "python3"}, tokens[names[0]])[
-                0
-            ],
-        }
-
-        # 5. servers stopped, the hub stopped, then the instructor's view from the homes
-        for name in names:
-            api(url, "DELETE", f"/hub/api/users/{name}/server", token=tokens[name], timeout=120)
-        wait_for(
-            "servers stopped",
-            lambda: all(not api(url, "GET", f"/hub/api/users/{n}", token=tokens[n])[1]["servers"] for n in names),
-            120,
-        )
-        the_hub.stop()
-        run["log"] = the_hub.tail(10**7)
-        ARTIFACTS.mkdir(exist_ok=True)
-        (ARTIFACTS / "hub.log").write_text(run["log"])
-        stores = {n: homes / n / classview.STORE_IN_HOME for n in names}
-        run["idle store"] = (homes / idle / classview.STORE_IN_HOME).exists()
-        run["stores"] = stores
-        run["modes"] = {
-            n: {
-                "home": stat.S_IMODE((homes / n).stat().st_mode),
-                "folder": stat.S_IMODE(stores[n].parent.stat().st_mode),
-                "store": stat.S_IMODE(stores[n].stat().st_mode) if stores[n].exists() else None,
-                "owner": stores[n].stat().st_uid if stores[n].exists() else None,
-                "uid": pwd.getpwnam(n).pw_uid,
-            }
-            for n in names
-        }
-        run["own"] = {n: read_own(stores[n]) for n in names if stores[n].exists()}
-        before = {
-            n: sorted((p.name, p.stat().st_mtime_ns, p.stat().st_uid) for p in stores[n].parent.iterdir())
-            for n in names
-        }
-        t0 = time.monotonic()
-        run["report"] = classview.report(classview.collect([homes], users=[*names, idle]))
-        run["timings"]["instructor's view"] = time.monotonic() - t0
-        run["unchanged"] = before == {
-            n: sorted((p.name, p.stat().st_mtime_ns, p.stat().st_uid) for p in stores[n].parent.iterdir())
-            for n in names
-        }
-        run["unnamed"] = [l.name for l in classview.collect([homes])]  # the homes that hold the course
-        run["collected"] = {
-            c.learner: c for c in collect.collect([homes], base / "collected", [*names, idle], units=["00", "01"])
-        }
-        run["collected to"] = base / "collected"
-        ARTIFACTS.mkdir(exist_ok=True)
-        run["page"] = ARTIFACTS / "hub-class.html"
-        run["page"].write_text(classview.page(run["report"]), encoding="utf-8")
+        for phase in (_start_the_hub, _log_in, _start_servers, _unit_00_in_three_kernels, _lock_in_chromium):
+            phase(run)
+        run["cross"] = _one_token_against_another(run)
+        _stop_and_read_the_homes(run)
         run["timings"]["total"] = time.monotonic() - started
         print("hub run: " + ", ".join(f"{k} {v:.1f} s" for k, v in run["timings"].items()))
         yield run
     except BaseException:
-        if the_hub is not None:
-            print(the_hub.tail(), flush=True)
+        if run["hub"] is not None:
+            print(run["hub"].tail(), flush=True)
         raise
     finally:
-        if the_hub is not None:
-            the_hub.stop()
-        for name in created:
+        if run["hub"] is not None:
+            run["hub"].stop()
+        for name in run["created"]:
             hub.remove_user(name)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _start_the_hub(run: dict) -> None:
+    """1. the users, the student bundle they get, and the hub."""
+    base = run["base"]
+    for name in [*run["names"], run["idle"]]:
+        hub.create_user(name, run["homes"])
+        run["created"].append(name)
+    python, note = hub.python_for_users(base)
+    if not python:
+        pytest.skip(note)
+    run["course"] = hub.prepare_course(base / "course")  # what learners get: the student bundle, as make hub does
+    run["hub"] = hub.Hub(run["passwords"], base / "state", python=python, course=run["course"])
+    run["hub"].start(timeout=150)
+    run["timings"]["hub start"] = run["hub"].started_in
+    run["url"] = run["hub"].url
+
+
+def _log_in(run: dict) -> None:
+    """2. each user logs in through the REST API: their own password buys their own token, another's nothing."""
+    url, names, passwords = run["url"], run["names"], run["passwords"]
+    status, _ = api(
+        url,
+        "POST",
+        f"/hub/api/users/{names[1]}/tokens",
+        {"auth": {"username": names[1], "password": passwords[names[0]]}},
+    )
+    run["wrong password"] = status
+    run["tokens"] = {}
+    for name in names:
+        auth = {"auth": {"username": name, "password": passwords[name]}}
+        status, body = api(url, "POST", f"/hub/api/users/{name}/tokens", auth)
+        assert status == 201, f"{name} could not log in ({status})"
+        run["tokens"][name] = body["token"]
+
+
+def _start_servers(run: dict) -> None:
+    url, names, tokens = run["url"], run["names"], run["tokens"]
+    t0 = time.monotonic()
+    for name in names:
+        status, _ = api(url, "POST", f"/hub/api/users/{name}/server", token=tokens[name], timeout=200)
+        assert status in (201, 202), f"{name}'s server did not start ({status})\n" + run["hub"].tail()
+
+    def ready():
+        states = [api(url, "GET", f"/hub/api/users/{n}", token=tokens[n])[1] for n in names]
+        return all(s and s["servers"].get("", {}).get("ready") for s in states)
+
+    wait_for("three servers ready", ready, 200)
+    run["timings"]["three servers ready"] = time.monotonic() - t0
+
+
+def _unit_00_in_three_kernels(run: dict) -> None:
+    """3. unit 00 in each user's own kernel: one solved, one as the workspace holds it, one partly wrong."""
+    url, names, tokens, homes = run["url"], run["names"], run["tokens"], run["homes"]
+    own = {}
+    for name in names:
+        status, listing = api(url, "GET", f"/user/{name}/api/contents", token=tokens[name])
+        own[name] = sorted(item["name"] for item in listing["content"]) if status == 200 else status
+    run["workspaces"] = own
+    q, wrong = _self_test_with_note()
+    run["question"] = q
+    notebooks = {names[0]: ("00_solved.ipynb", solved()), names[2]: ("00_mine.ipynb", partly_wrong(q, wrong))}
+    for name, (path, nb) in notebooks.items():
+        content = {"type": "notebook", "format": "json", "content": nb}
+        status, _ = api(url, "PUT", f"/user/{name}/api/contents/{path}", content, tokens[name])
+        assert status in (200, 201), f"{name}: could not save {path} ({status})"
+    status, model = api(url, "GET", f"/user/{names[1]}/api/contents/{UNIT00}", token=tokens[names[1]])
+    assert status == 200, f"{names[1]}: the workspace has no {UNIT00} ({status})"
+    notebooks[names[1]] = (UNIT00, nbformat.from_dict(model["content"]))
+    probe = ISOLATION_PROBE.replace("STORE", repr(str(homes / names[1] / classview.STORE_IN_HOME))).replace(
+        "HOME", repr(str(homes / names[1]))
+    )
+
+    async def everyone():
+        jobs = [
+            run_cells(url, name, tokens[name], path, code_cells(nb) + ([probe] if name == names[0] else []))
+            for name, (path, nb) in notebooks.items()
+        ]
+        return dict(zip(notebooks, await asyncio.wait_for(asyncio.gather(*jobs), 400)))
+
+    t0 = time.monotonic()
+    run["results"] = asyncio.run(everyone())
+    run["timings"]["three notebooks"] = time.monotonic() - t0
+    probe_out = [o for o in run["results"][names[0]][-1] if o["type"] == "stream"]
+    run["probe"] = json.loads(probe_out[-1]["text"]) if probe_out else {}
+
+
+def _lock_in_chromium(run: dict) -> None:
+    """3b. the third user in Chromium: the hub's login page, then JupyterLab with the course's widgets."""
+    t0 = time.monotonic()
+    third = run["names"][2]
+    run["browser"] = lock_in_with_the_widget(run["url"], third, run["passwords"][third])
+    run["timings"]["browser lock"] = time.monotonic() - t0
+
+
+def _one_token_against_another(run: dict) -> dict:
+    """4. one user's token opens nothing of another's."""
+    url, names, token = run["url"], run["names"], run["tokens"][run["names"][0]]
+    return {
+        "hub user model": api(url, "GET", f"/hub/api/users/{names[1]}", token=token)[0],
+        "server contents": api(url, "GET", f"/user/{names[1]}/api/contents", token=token)[0],
+        "start a kernel": api(url, "POST", f"/user/{names[1]}/api/kernels", {"name": "python3"}, token)[0],
+    }
+
+
+def _stop_and_read_the_homes(run: dict) -> None:
+    """5. servers stopped, the hub stopped, then the instructor's view and collect from the homes."""
+    url, names, tokens, homes, idle = run["url"], run["names"], run["tokens"], run["homes"], run["idle"]
+    for name in names:
+        api(url, "DELETE", f"/hub/api/users/{name}/server", token=tokens[name], timeout=120)
+    wait_for(
+        "servers stopped",
+        lambda: all(not api(url, "GET", f"/hub/api/users/{n}", token=tokens[n])[1]["servers"] for n in names),
+        120,
+    )
+    run["hub"].stop()
+    run["log"] = run["hub"].tail(10**7)
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "hub.log").write_text(run["log"])
+    stores = {n: homes / n / classview.STORE_IN_HOME for n in names}
+    run["idle store"] = (homes / idle / classview.STORE_IN_HOME).exists()
+    run["stores"] = stores
+    run["modes"] = {
+        n: {
+            "home": stat.S_IMODE((homes / n).stat().st_mode),
+            "folder": stat.S_IMODE(stores[n].parent.stat().st_mode),
+            "store": stat.S_IMODE(stores[n].stat().st_mode) if stores[n].exists() else None,
+            "owner": stores[n].stat().st_uid if stores[n].exists() else None,
+            "uid": pwd.getpwnam(n).pw_uid,
+        }
+        for n in names
+    }
+    run["own"] = {n: read_own(stores[n]) for n in names if stores[n].exists()}
+
+    def listing():
+        return {
+            n: sorted((p.name, p.stat().st_mtime_ns, p.stat().st_uid) for p in stores[n].parent.iterdir())
+            for n in names
+        }
+
+    before = listing()
+    t0 = time.monotonic()
+    run["report"] = classview.report(classview.collect([homes], users=[*names, idle]))
+    run["timings"]["instructor's view"] = time.monotonic() - t0
+    run["unchanged"] = before == listing()
+    run["unnamed"] = [l.name for l in classview.collect([homes])]  # the homes that hold the course
+    collected = collect.collect([homes], run["base"] / "collected", [*names, idle], units=["00", "01"])
+    run["collected"] = {c.learner: c for c in collected}
+    run["collected to"] = run["base"] / "collected"
+    run["page"] = ARTIFACTS / "hub-class.html"
+    run["page"].write_text(classview.page(run["report"]), encoding="utf-8")
 
 
 class _UserLab:

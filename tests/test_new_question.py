@@ -118,7 +118,10 @@ def test_a_self_test_skeleton_is_checked_with_hints(course):
     assert 'check("05.closed-book-square", answer)' in mine[2].source
     module = (course / "grader" / "units" / "unit05" / "questions.py").read_text(encoding="utf-8")
     assert "@self_test(" in module.split('"05.closed-book-square"')[0].rsplit("\n\n\n", 1)[1]
-    assert "program=closed_book_square_program," in module and "def closed_book_square_program(d: Draw)" in module
+    kept = (course / "grader" / "units" / "unit05" / "generators.py").read_text(encoding="utf-8")
+    # unit 05 keeps its self-tests' generators in generators.py: the new one goes there, imported by questions.py
+    assert "program=closed_book_square_program," in module and "def closed_book_square_program(d: Draw)" in kept
+    assert "closed_book_square_program" in module.split("@")[0]  # imported at the top
     # a generator, as every self-test is: two learners' programs differ, and each is graded on their own
     live = _run(
         course,
@@ -176,3 +179,43 @@ def test_build_execute_starts_its_kernel_without_a_tcp_warning(tmp_path, capfd):
     captured = capfd.readouterr()
     assert "over TCP" not in captured.err + captured.out, captured.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.ipynb"], "no socket files left behind"
+
+
+def test_the_declaration_goes_where_its_cells_are_and_the_closing_line_names_the_commands(course):
+    """Declaration order is the panel's and the gradebook's: a question inserted after the first question's cells
+    is declared right after the first question, not at the end of the module."""
+    nb = nbformat.read(course / "solutions" / NOTEBOOK, as_version=4)
+    first = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith("reveal("))
+    asked = first.source.split('"')[1]
+    done = _run(course, "new-question", "05", "placed-early", "--kind", "number", "--after", first.id)
+    assert done.returncode == 0, done.stderr
+    module = (course / "grader" / "units" / "unit05" / "questions.py").read_text(encoding="utf-8")
+    declared = [line.split('"')[1] for line in module.splitlines() if line.startswith('    "05.')]
+    assert declared.index("05.placed-early") == declared.index(asked) + 1, declared[:5]
+    assert "hints=(" in module.split('"05.placed-early"')[1].split("def placed_early")[0]
+    assert "misconceptions=[" in module.split('"05.placed-early"')[1].split("def placed_early")[0]
+    for command in ("build --execute --unit 05", "python -m grader build`", "release-version", "make test-unit U=05"):
+        assert command in done.stdout + done.stderr, done.stdout
+
+
+def test_release_version_writes_the_version_and_its_questions_together(tmp_path, monkeypatch):
+    """One command for a new course version: course.py's VERSION (pyproject reads it) and versions.json's entry."""
+    from grader.engine.course import VERSION
+    from grader.instructor.grading import versions
+
+    listed = tmp_path / "versions.json"
+    listed.write_text(versions.FILE.read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setattr(versions, "FILE", listed)
+    course = tmp_path / "course.py"
+    course.write_text(f'"""units"""\n\nVERSION = "{VERSION}"\nOTHER = 1\n', encoding="utf-8")
+    major, minor, patch = (int(x) for x in VERSION.split("."))
+    newer = f"{major}.{minor + 1}.0"
+    said = versions.release(newer, course)
+    assert f'VERSION = "{newer}"' in course.read_text() and "OTHER = 1" in course.read_text()
+    assert versions.released()[newer] == versions.current_entry() and VERSION in versions.released()
+    assert any(newer in line for line in said)
+    for refused in (newer, VERSION, "1.0"):  # not newer, or not three numbers
+        with pytest.raises(versions.ReleaseError):
+            versions.release(refused, course)
+    pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'attr = "grader.engine.course.VERSION"' in pyproject and '\nversion = "' not in pyproject

@@ -71,13 +71,14 @@ time.sleep(2)  # measured four times meanwhile
 """
 
 MEMFD = f"""
-import os
+import os, time
 held = []
 while sum(os.fstat(fd).st_size for fd in held) < {MEMORY_MB + 100} * 2**20:
     fd = os.memfd_create("m")
     for _ in range({WRITE_MB} - 1):
         os.write(fd, bytes(2**20))
     held.append(fd)
+time.sleep(2)  # held, and measured four times meanwhile (a hold shorter than one measure is not seen: the doc says so)
 """
 
 CONTROL = f"x = bytearray({MEMORY_MB + 100} * 2**20)"
@@ -218,3 +219,18 @@ def test_an_override_keyed_by_an_id_is_paid_to_that_id_only(graded):
     assert rows["a-alice"]["overrides"], _why(rows["a-alice"])  # the line is a-alice's
     row = rows[ALICE_ID]
     assert not row["overrides"] and float(row["points"]) == 0, _why(row) | {"overrides": row["overrides"]}
+
+
+def test_a_runners_own_record_is_kept_and_a_lookalike_is_not():
+    """Boundary 4, the other way: _plain rebuilds what an exercise's runner returns, so a runner's own named tuple
+    (unit 03's Watched) stays itself (rebuilt as a bare tuple, every honest watch read "could not be read"); a named
+    tuple made elsewhere that claims the same module and name is rebuilt as a plain tuple."""
+    import collections
+
+    from grader.instructor.grading.learner_function import _plain
+    from grader.units.unit03.kinds import Watched
+
+    real = _plain(Watched(3, ("a problem",), (3, 4)))
+    assert type(real) is Watched and real == Watched(3, ("a problem",), (3, 4))
+    fake = collections.namedtuple("Watched", "reported problems bad", module="grader.units.unit03.kinds")
+    assert type(_plain(fake(3, (), ()))) is tuple

@@ -734,3 +734,27 @@ def test_a_list_in_the_wrong_shape_gets_a_message_that_names_the_shape(typed):
     r = w.lock()
     assert r.verdict == "invalid" and "a flat list of numbers such as [2.0, 5.0]" in r.message, r.message
     assert events("00") == []
+
+
+def test_a_kind_brings_its_input_through_the_registry_and_a_subclass_inherits_it():
+    """Issue 48: the input a kind is answered with is found by its class (inputs.input_for), not an isinstance
+    ladder: a unit's kind that subclasses an engine kind gets that kind's input, and one can register its own."""
+    from grader.engine import kinds as K
+    from grader.learner import inputs
+
+    class Odd(K.Number):
+        pass
+
+    assert inputs.make_input(Odd()).__class__ is inputs.make_input(K.Number()).__class__
+    made = []
+
+    @inputs.input_for(Odd)
+    def _odd(kind, prompt):
+        made.append((kind, prompt))
+        return inputs.make_input(K.Number(), prompt)
+
+    try:
+        inputs.make_input(Odd(), "which?")
+        assert made and made[0][1] == "which?"
+    finally:
+        inputs.INPUTS.pop(Odd, None)

@@ -329,6 +329,7 @@ def _learner_row(learner: Learner, unit_states: dict[str, progress.UnitState], n
         "unit_in_progress": "",
         "done": "",
         "missing": [],
+        "unsaved": unsaved(learner),  # answers the store holds that the saved notebooks lack
     }
     if not learner.events:
         return row
@@ -354,6 +355,36 @@ def _learner_row(learner: Learner, unit_states: dict[str, progress.UnitState], n
         row["done"] = f"{s.counts()['done']}/{s.counts()['questions']}"
         row["missing"] = s.missing()
     return row
+
+
+NOTEBOOK_READ_CAP = 32 * 2**20
+
+
+def unsaved(learner: Learner) -> list[str]:
+    """The questions whose latest answer the learner's store holds and the notebook saved in their workspace lacks
+    (:func:`grader.learner.saved.lacking`): work the handed-in copies will not carry unless the learner saves.
+    Read through the home like the store (no link followed); a learner without a home or workspace has none."""
+    from grader.instructor import homes
+    from grader.learner.saved import lacking
+
+    if learner.home is None or not learner.events:
+        return []
+    out: list[str] = []
+    try:
+        with homes.open_home(learner.name, learner.home) as home:
+            folder = homes.open_folder(home, [p for p in Path(homes.WORKSPACE).parts if p != "/"])
+            try:
+                for uid in dict.fromkeys(e.unit for e in learner.events if e.unit in UNITS):
+                    try:
+                        data, _ = homes.read_file(folder, UNITS[uid].notebook, NOTEBOOK_READ_CAP, home.owner)
+                        out += lacking(json.loads(data.decode("utf-8")), uid, learner.events)
+                    except (homes.Missing, homes.Refused, ValueError, UnicodeDecodeError):
+                        continue
+            finally:
+                os.close(folder)
+    except (homes.Missing, homes.Refused, OSError):
+        return []
+    return out
 
 
 def report(learners: list[Learner], now: float | None = None) -> dict:
@@ -424,6 +455,8 @@ def text(rep: dict) -> str:
             f"  {escape(r['learner']):<16} last {r['last_activity'] or 'never'} ({r['idle']} ago), "
             f"last action {escape(r['last_action']) or 'none'}, passed {', '.join(r['passed']) or 'none'}; {where}"
         )
+        if r.get("unsaved"):
+            lines.append(f"  {'':<16} answered but not in the saved notebook: {escape(', '.join(r['unsaved']))}")
     if rep.get("others"):
         lines.append("\n" + home_files.others_line(rep["others"]))
     return "\n".join(lines)
@@ -439,6 +472,26 @@ text-align:left;vertical-align:top}td.n{text-align:right;font-variant-numeric:ta
 def _cell(qid: str, key: str, value) -> str:
     shown = "" if value is None else value
     return f"<td class='n' data-q='{html.escape(qid)}' data-k='{key}'>{html.escape(str(shown))}</td>"
+
+
+PREDICT_COLUMNS = (
+    "predicted_correct",
+    "predicted_wrong",
+    "revealed_without_prediction",
+    "predicted_after_reveal",
+    "predicted_not_revealed",
+    "not_attempted",
+)
+CHECK_COLUMNS = (
+    "passed",
+    "passed_first_try",
+    "failing",
+    "not_answered",
+    "attempts_total",
+    "mean_attempts_to_pass",
+    "learners_with_hints",
+    "hints_shown",
+)
 
 
 def page(rep: dict) -> str:
@@ -458,81 +511,9 @@ def page(rep: dict) -> str:
         "<table id='class'><tr><th>learner</th><th>last activity</th><th>idle</th><th>last action</th>"
         "<th>units passed</th><th>in progress</th><th>done</th><th>still missing</th></tr>",
     ]
-    for r in rep["class"]:
-        if r["problem"]:
-            out.append(
-                f"<tr data-learner='{e(r['learner'])}'><td>{e(r['learner'])}</td>"
-                f"<td colspan='7' class='muted'>{e(r['problem'])}</td></tr>"
-            )
-            continue
-        shown = r["missing"][:MISSING_SHOWN]
-        more = len(r["missing"]) - len(shown)
-        missing = "<br>".join(e(m) for m in shown) + (f"<br><span class='muted'>and {more} more</span>" if more else "")
-        out.append(
-            f"<tr data-learner='{e(r['learner'])}'><td>{e(r['learner'])}</td>"
-            f"<td>{e(r['last_activity'] or 'never')}</td><td>{e(r['idle'])}</td><td>{e(r['last_action'])}</td>"
-            f"<td class='passed'>{e(', '.join(r['passed']) or '–')}</td>"
-            f"<td class='unit'>{e(r['unit_in_progress'] or '–')}</td><td>{e(r['done'])}</td>"
-            f"<td class='missing'>{missing}</td></tr>"
-        )
+    out += [_learner_html(r) for r in rep["class"]]
     out.append("</table><h2>Per question</h2>")
-    for u in rep["units"]:
-        if not u["started"]:
-            continue
-        out.append(
-            f"<h3 id='unit-{u['unit']}'>Unit {e(u['unit'])}: {e(u['title'])}</h3>"
-            f"<p>{u['started']} started, {u['passed']} marked passed.</p>"
-        )
-        predicts = [q for q in u["questions"] if q["role"] == "predict"]
-        checks = [q for q in u["questions"] if q["role"] != "predict"]
-        if predicts:
-            out.append(
-                "<table class='predict'><tr><th>question</th><th>predicted correctly</th>"
-                "<th>predicted wrongly</th><th>revealed without prediction</th><th>predicted after reveal</th>"
-                "<th>not revealed yet</th><th>not attempted</th><th>most common wrong predictions</th></tr>"
-            )
-            for q in predicts:
-                out.append(
-                    f"<tr><td title='{e(q['prompt'])}'>{e(q['qid'])}</td>"
-                    + "".join(
-                        _cell(q["qid"], k, q[k])
-                        for k in (
-                            "predicted_correct",
-                            "predicted_wrong",
-                            "revealed_without_prediction",
-                            "predicted_after_reveal",
-                            "predicted_not_revealed",
-                            "not_attempted",
-                        )
-                    )
-                    + f"<td>{_wrongs(q)}</td></tr>"
-                )
-            out.append("</table>")
-        if checks:
-            out.append(
-                "<table class='check'><tr><th>question</th><th>kind</th><th>passed</th><th>first try</th>"
-                "<th>failing</th><th>not answered</th><th>attempts</th><th>mean attempts to pass</th>"
-                "<th>learners with hints</th><th>hints shown</th><th>most common wrong answers</th></tr>"
-            )
-            for q in checks:
-                out.append(
-                    f"<tr><td title='{e(q['prompt'])}'>{e(q['qid'])}</td><td>{e(q['role'])}</td>"
-                    + "".join(
-                        _cell(q["qid"], k, q[k])
-                        for k in (
-                            "passed",
-                            "passed_first_try",
-                            "failing",
-                            "not_answered",
-                            "attempts_total",
-                            "mean_attempts_to_pass",
-                            "learners_with_hints",
-                            "hints_shown",
-                        )
-                    )
-                    + f"<td>{_wrongs(q)}</td></tr>"
-                )
-            out.append("</table>")
+    out += [_unit_tables(u) for u in rep["units"] if u["started"]]
     quiet = [u for u in rep["units"] if not u["started"]]
     if quiet:
         out.append(
@@ -544,6 +525,67 @@ def page(rep: dict) -> str:
         "<script type='application/json' id='report'>" + json.dumps(rep).replace("</", "<\\/") + "</script></html>"
     )
     return "\n".join(out)
+
+
+def _learner_html(r: dict) -> str:
+    e = html.escape
+    if r["problem"]:
+        return (
+            f"<tr data-learner='{e(r['learner'])}'><td>{e(r['learner'])}</td>"
+            f"<td colspan='7' class='muted'>{e(r['problem'])}</td></tr>"
+        )
+    shown = r["missing"][:MISSING_SHOWN]
+    more = len(r["missing"]) - len(shown)
+    missing = "<br>".join(e(m) for m in shown) + (f"<br><span class='muted'>and {more} more</span>" if more else "")
+    return (
+        f"<tr data-learner='{e(r['learner'])}'><td>{e(r['learner'])}</td>"
+        f"<td>{e(r['last_activity'] or 'never')}</td><td>{e(r['idle'])}</td><td>{e(r['last_action'])}</td>"
+        f"<td class='passed'>{e(', '.join(r['passed']) or '–')}</td>"
+        f"<td class='unit'>{e(r['unit_in_progress'] or '–')}</td><td>{e(r['done'])}</td>"
+        f"<td class='missing'>{missing}{_unsaved_note(r)}</td></tr>"
+    )
+
+
+def _unsaved_note(r: dict) -> str:
+    if not r.get("unsaved"):
+        return ""
+    names = ", ".join(html.escape(q) for q in r["unsaved"][:MISSING_SHOWN])
+    return f"<div class='unsaved'>answered but not in the saved notebook (save, then hand in): {names}</div>"
+
+
+def _unit_tables(u: dict) -> str:
+    """One unit's questions: the predictions' table, then the self-tests' and exercises'."""
+    e = html.escape
+    out = [
+        f"<h3 id='unit-{u['unit']}'>Unit {e(u['unit'])}: {e(u['title'])}</h3>"
+        f"<p>{u['started']} started, {u['passed']} marked passed.</p>"
+    ]
+    predicts = [q for q in u["questions"] if q["role"] == "predict"]
+    checks = [q for q in u["questions"] if q["role"] != "predict"]
+    if predicts:
+        out.append(
+            "<table class='predict'><tr><th>question</th><th>predicted correctly</th>"
+            "<th>predicted wrongly</th><th>revealed without prediction</th><th>predicted after reveal</th>"
+            "<th>not revealed yet</th><th>not attempted</th><th>most common wrong predictions</th></tr>"
+        )
+        for q in predicts:
+            cells = "".join(_cell(q["qid"], k, q[k]) for k in PREDICT_COLUMNS)
+            out.append(f"<tr><td title='{e(q['prompt'])}'>{e(q['qid'])}</td>{cells}<td>{_wrongs(q)}</td></tr>")
+        out.append("</table>")
+    if checks:
+        out.append(
+            "<table class='check'><tr><th>question</th><th>kind</th><th>passed</th><th>first try</th>"
+            "<th>failing</th><th>not answered</th><th>attempts</th><th>mean attempts to pass</th>"
+            "<th>learners with hints</th><th>hints shown</th><th>most common wrong answers</th></tr>"
+        )
+        for q in checks:
+            cells = "".join(_cell(q["qid"], k, q[k]) for k in CHECK_COLUMNS)
+            out.append(
+                f"<tr><td title='{e(q['prompt'])}'>{e(q['qid'])}</td><td>{e(q['role'])}</td>{cells}"
+                f"<td>{_wrongs(q)}</td></tr>"
+            )
+        out.append("</table>")
+    return "".join(out)
 
 
 def _wrongs(q: dict) -> str:

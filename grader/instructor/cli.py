@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from grader.instructor import grade_command
 from grader.learner import commands
 
 
@@ -180,12 +181,6 @@ def summary_line(report: dict) -> str:
     return f"{n} answers and {m} claim{'' if m == 1 else 's'}; {', '.join(changed) if changed else 'none changed'} {base}{errors}"
 
 
-def _grade(args) -> int:
-    from grader.instructor import grade_command
-
-    return grade_command.run(args)
-
-
 def _new_question(args) -> int:
     from grader.instructor.new_question import NewQuestionError, insert
 
@@ -216,11 +211,8 @@ def _release(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader", description="autograd-lab's grader")
-    sub = parser.add_subparsers(dest="command", required=True)
-    commands.add_to(sub)  # the learner's: status, reset, workspace, identity, review, doctor
-
+def _add_course_commands(sub) -> None:
+    """questions, claims, build, verify: what the course holds, and whether torch still agrees with it."""
     p = sub.add_parser("questions", help="every question with id, unit, kind and prompt")
     p.add_argument("--json", action="store_true")
     p.add_argument("--unit", help="only this unit, e.g. 01")
@@ -268,133 +260,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--root", default=str(Path(__file__).resolve().parents[2]), help=argparse.SUPPRESS)
     p.set_defaults(run=_verify)
 
-    p = sub.add_parser("grade", help="run learner notebooks headless and write a gradebook")
-    p.add_argument(
-        "paths",
-        nargs="+",
-        help="notebooks, or folders of them (one sub-folder per learner); "
-        "`grade merge PARTIAL.csv ... --out grades.csv` joins the partial "
-        "gradebooks of every shard",
-    )
-    p.add_argument("--out", default="grades.csv", help="the CSV gradebook to write (default grades.csv)")
-    p.add_argument("-j", "--jobs", type=int, default=1, help="notebooks graded at once")
-    p.add_argument("--cell-timeout", type=int, default=60, help="seconds a cell may run (default 60)")
-    p.add_argument("--notebook-timeout", type=int, default=600, help="seconds a notebook may run (default 600)")
-    p.add_argument("--memory-mb", type=int, default=3072, help="memory limit per notebook (default 3072)")
-    p.add_argument("--html", help="also write one feedback page per learner into this folder")
-    p.add_argument(
-        "--weights", help="a TOML file of points per role or question (see grader/instructor/grading/scores.py)"
-    )
-    p.add_argument(
-        "--count-absent",
-        action="store_true",
-        help="with --handed-out: count the questions added since (0 points in a copy without them) instead of "
-        "leaving them out",
-    )
-    p.add_argument(
-        "--handed-out",
-        metavar="VERSION",
-        help="the course version the class was handed (e.g. 0.2.0): a copy may lack the questions added after it "
-        '("not in this copy"); without it every question of today\'s course counts',
-    )
-    p.add_argument("--wide", help="also write one row per learner, every unit as columns, to this CSV")
-    p.add_argument("--roster", help="a CSV mapping learner (folder or file) names to student IDs")
-    p.add_argument(
-        "--times",
-        help="a CSV of submission times (file, time): the LMS's, or collect's collect-times.csv (read by itself from "
-        "the folder given); `--times mtime` takes the files' own times, which their owners can set",
-    )
-    p.add_argument(
-        "--merge-into",
-        help="an existing gradebook CSV: replace the rows of the learners and units graded now, keep the rest",
-    )
-    p.add_argument(
-        "--shard",
-        metavar="I/N",
-        help="grade only shard I of N (learners split by a hash of their "
-        "name); writes a partial gradebook for `grade merge`",
-    )
-    p.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue an interrupted run: notebooks already graded into OUT's journal and unchanged are not run again",
-    )
-    p.add_argument("--report", help="also write the class report (an offline HTML page) to this file")
-    p.add_argument(
-        "--name-pattern",
-        metavar="REGEX",
-        help="name learners by this regular expression, searched in each notebook's path below the folder given: "
-        "a group (?P<learner>...), optionally (?P<id>...) and (?P<unit>...); Canvas's and Moodle's export names "
-        "are understood without it",
-    )
-    p.add_argument(
-        "--keep",
-        choices=["latest", "best"],
-        default="latest",
-        help="two copies of one unit from one learner: keep the one handed in last (default) or the best",
-    )
-    p.add_argument(
-        "--lms",
-        choices=["canvas", "moodle"],
-        help="also write the gradebook in that LMS's import shape (UTF-8 with a BOM) to --lms-out",
-    )
-    p.add_argument(
-        "--lms-out",
-        help="the file --lms writes (default: beside --out, grades-canvas.csv; with --merge-into, beside that)",
-    )
-    p.add_argument(
-        "--lms-columns",
-        metavar="CSV",
-        help="the LMS's own columns for the units (unit,column[,points]: an assignment's name, or a Canvas "
-        "assignment id, and its maximum); see grader/instructor/grading/lms_gradebook.py",
-    )
-    p.add_argument(
-        "--overrides",
-        metavar="CSV",
-        help="a teaching assistant's overrides (learner,question,points,accept,reason; see "
-        "grader/instructor/grading/overrides.py): applied to the points and shown in every output",
-    )
-    p.add_argument(
-        "--due",
-        action="append",
-        metavar="[NN=]DATE",
-        help="when the units were due (ISO date or date and time, local unless it names a zone); NN=DATE for one "
-        "unit, repeatable; late rows say so (see grader/instructor/grading/late.py)",
-    )
-    p.add_argument(
-        "--late-penalty", type=float, metavar="PCT", help="with --due: percent of the points off per day late"
-    )
-    p.add_argument("--late-cutoff", type=float, metavar="DAYS", help="with --due: 0 points when more than DAYS late")
-    p.add_argument(
-        "--identity",
-        choices=["learner", "student-id"],
-        default="learner",
-        help="whose programs a self-test is judged on: the learner's name as graded (default: on a hub, the Unix "
-        "user) or the --roster's student id (where learners set it: python -m grader identity ID)",
-    )
-    p.add_argument(
-        "--mastery",
-        type=int,
-        metavar="K",
-        help="right answers in a row, each on a fresh program, that pass a self-test (default 1; set "
-        "AUTOGRAD_LAB_MASTERY=K in the learners' kernels too)",
-    )
-    p.set_defaults(run=_grade)
 
-    sub.add_parser(
-        "collect",
-        help="copy each learner's workspace notebooks out of their homes, a folder per user, ready for grade "
-        "(python -m grader collect --homes /home OUT/)",
-        add_help=False,
-    )
+def _release_version(args) -> int:
+    from grader.instructor.grading import versions
 
+    course = Path(__file__).resolve().parents[1] / "engine" / "course.py"
+    try:
+        for line in versions.release(args.version, course):
+            print(line)
+    except versions.ReleaseError as exc:
+        print(f"release-version: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _add_authoring_commands(sub) -> None:
+    """new-question, release-version and release: a question's skeleton, a course version, the student bundle."""
     p = sub.add_parser(
-        "class",
-        help="the class's progress from every learner's own store (reads only; "
-        "python -m grader class --homes /home --html class.html)",
-        add_help=False,
+        "release-version",
+        help="make X.Y.Z the course's version: grader/engine/course.py's VERSION and versions.json's entry of the "
+        "questions it holds, together (a new, removed or renamed question needs one)",
     )
-    p.add_argument("options", nargs="*", help="the options of python -m grader.instructor.classview")
+    p.add_argument("version", help="the new version, newer than every one released, e.g. 0.7.0")
+    p.set_defaults(run=_release_version)
 
     p = sub.add_parser(
         "new-question",
@@ -416,6 +304,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--zip", action="store_true", help="also pack it as OUT.zip")
     p.add_argument("--root", default=str(Path(__file__).resolve().parents[2]), help=argparse.SUPPRESS)
     p.set_defaults(run=_release)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grader", description="autograd-lab's grader")
+    sub = parser.add_subparsers(dest="command", required=True)
+    commands.add_to(sub)  # the learner's: status, reset, workspace, identity, review, doctor
+
+    _add_course_commands(sub)
+    grade_command.add_parser(sub)
+
+    sub.add_parser(
+        "collect",
+        help="copy each learner's workspace notebooks out of their homes, a folder per user, ready for grade "
+        "(python -m grader collect --homes /home OUT/)",
+        add_help=False,
+    )
+
+    p = sub.add_parser(
+        "class",
+        help="the class's progress from every learner's own store (reads only; "
+        "python -m grader class --homes /home --html class.html)",
+        add_help=False,
+    )
+    p.add_argument("options", nargs="*", help="the options of python -m grader.instructor.classview")
+
+    _add_authoring_commands(sub)
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["collect"]:

@@ -14,6 +14,138 @@ from typing import Any
 from grader.instructor.grading.options import GradeOptions
 
 
+def add_parser(sub) -> None:
+    """`grade`'s options, on the command line's subparsers, in the groups its --help shows."""
+    p = sub.add_parser("grade", help="run learner notebooks headless and write a gradebook")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        help="notebooks, or folders of them (one sub-folder per learner); "
+        "`grade merge PARTIAL.csv ... --out grades.csv` joins the partial "
+        "gradebooks of every shard",
+    )
+    _outputs(p.add_argument_group("what it writes"))
+    _runs(p.add_argument_group("how it runs"))
+    _learners(p.add_argument_group("who handed in what, and when"))
+    _points(p.add_argument_group("what earns points"))
+    p.set_defaults(run=run)
+
+
+def _outputs(g) -> None:
+    g.add_argument("--out", default="grades.csv", help="the CSV gradebook to write (default grades.csv)")
+    g.add_argument("--html", help="also write one feedback page per learner into this folder")
+    g.add_argument("--wide", help="also write one row per learner, every unit as columns, to this CSV")
+    g.add_argument("--report", help="also write the class report (an offline HTML page) to this file")
+    g.add_argument(
+        "--lms",
+        choices=["canvas", "moodle"],
+        help="also write the gradebook in that LMS's import shape (UTF-8 with a BOM) to --lms-out",
+    )
+    g.add_argument(
+        "--lms-out",
+        help="the file --lms writes (default: beside --out, grades-canvas.csv; with --merge-into, beside that)",
+    )
+    g.add_argument(
+        "--lms-columns",
+        metavar="CSV",
+        help="the LMS's own columns for the units (unit,column[,points]: an assignment's name, or a Canvas "
+        "assignment id, and its maximum); see grader/instructor/grading/lms_gradebook.py",
+    )
+    g.add_argument(
+        "--merge-into",
+        help="an existing gradebook CSV: replace the rows of the learners and units graded now, keep the rest",
+    )
+
+
+def _runs(g) -> None:
+    g.add_argument("-j", "--jobs", type=int, default=1, help="notebooks graded at once")
+    g.add_argument("--cell-timeout", type=int, default=60, help="seconds a cell may run (default 60)")
+    g.add_argument("--notebook-timeout", type=int, default=600, help="seconds a notebook may run (default 600)")
+    g.add_argument("--memory-mb", type=int, default=3072, help="memory limit per notebook (default 3072)")
+    g.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="grade only shard I of N (learners split by a hash of their "
+        "name); writes a partial gradebook for `grade merge`",
+    )
+    g.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run: notebooks already graded into OUT's journal and unchanged are not run again",
+    )
+
+
+def _learners(g) -> None:
+    g.add_argument(
+        "--name-pattern",
+        metavar="REGEX",
+        help="name learners by this regular expression, searched in each notebook's path below the folder given: "
+        "a group (?P<learner>...), optionally (?P<id>...) and (?P<unit>...); Canvas's and Moodle's export names "
+        "are understood without it",
+    )
+    g.add_argument("--roster", help="a CSV mapping learner (folder or file) names to student IDs")
+    g.add_argument(
+        "--identity",
+        choices=["learner", "student-id"],
+        default="learner",
+        help="whose programs a self-test is judged on: the learner's name as graded (default: on a hub, the Unix "
+        "user) or the --roster's student id (where learners set it: python -m grader identity ID)",
+    )
+    g.add_argument(
+        "--times",
+        help="a CSV of submission times (file, time): the LMS's, or collect's collect-times.csv (read by itself from "
+        "the folder given); `--times mtime` takes the files' own times, which their owners can set",
+    )
+    g.add_argument(
+        "--keep",
+        choices=["latest", "best"],
+        default="latest",
+        help="two copies of one unit from one learner: keep the one handed in last (default) or the best",
+    )
+    g.add_argument(
+        "--due",
+        action="append",
+        metavar="[NN=]DATE",
+        help="when the units were due (ISO date or date and time, local unless it names a zone); NN=DATE for one "
+        "unit, repeatable; late rows say so (see grader/instructor/grading/late.py)",
+    )
+    g.add_argument(
+        "--late-penalty", type=float, metavar="PCT", help="with --due: percent of the points off per day late"
+    )
+    g.add_argument("--late-cutoff", type=float, metavar="DAYS", help="with --due: 0 points when more than DAYS late")
+
+
+def _points(g) -> None:
+    g.add_argument(
+        "--weights", help="a TOML file of points per role or question (see grader/instructor/grading/scores.py)"
+    )
+    g.add_argument(
+        "--handed-out",
+        metavar="VERSION",
+        help="the course version the class was handed (e.g. 0.2.0): a copy may lack the questions added after it "
+        '("not in this copy"); without it every question of today\'s course counts',
+    )
+    g.add_argument(
+        "--count-absent",
+        action="store_true",
+        help="with --handed-out: count the questions added since (0 points in a copy without them) instead of "
+        "leaving them out",
+    )
+    g.add_argument(
+        "--mastery",
+        type=int,
+        metavar="K",
+        help="right answers in a row, each on a fresh program, that pass a self-test (default 1; set "
+        "AUTOGRAD_LAB_MASTERY=K in the learners' kernels too)",
+    )
+    g.add_argument(
+        "--overrides",
+        metavar="CSV",
+        help="a teaching assistant's overrides (learner,question,points,accept,reason; see "
+        "grader/instructor/grading/overrides.py): applied to the points and shown in every output",
+    )
+
+
 def _say(text: str) -> None:
     print(text, file=sys.stderr)
 

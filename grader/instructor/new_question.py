@@ -45,6 +45,7 @@ class Skeleton:
     draw: str = ""  # a self-test's generator body: a Draw ``d`` in, a Listing out (its first options: the program)
     on_program: str = ""  # a self-test's experiment on the drawn program ``p``
     answer_on: str = ""  # the solution region's answer on the learner's program, ``{mine}`` standing for it
+    wrong: str = "lambda truth: truth * 2"  # a misconception's wrong answer, from torch's (and a self-test's program)
 
 
 SKELETONS = {
@@ -67,6 +68,7 @@ SKELETONS = {
         "x = torch.ones(2, requires_grad=True)\ny = x * 2\nreturn y.requires_grad",
         'x = torch.ones(2, requires_grad=True)\ny = x * 2\nprint("y.requires_grad:", y.requires_grad)',
         "True",
+        wrong="lambda truth: not truth",
     ),
     "name": Skeleton(
         "Name(key=node_key)",
@@ -79,6 +81,7 @@ SKELETONS = {
         'return Listing(f"x = torch.ones(2, requires_grad=True)\\ny = {op}", "What is type(y.grad_fn).__name__?")',
         'return type(p.run()["y"].grad_fn).__name__',
         'type({mine}.run()["y"].grad_fn).__name__',
+        wrong='lambda truth: "AccumulateGrad"',
     ),
 }
 
@@ -118,6 +121,9 @@ def _indented(code: str) -> str:
     return "\n".join("    " + line for line in code.split("\n"))
 
 
+MISCONCEPTION = f"{PLACEHOLDER} what a learner who gives this wrong answer believes, and why torch disagrees."
+
+
 def declaration(qid: str, role: str, skeleton: Skeleton) -> str:
     function = qid.split(".", 1)[1].replace("-", "_")
     if role == "self-test":
@@ -129,6 +135,13 @@ def declaration(qid: str, role: str, skeleton: Skeleton) -> str:
         f"    {skeleton.kind},\n"
         f'    prompt="{PLACEHOLDER} the program, stated completely. Skeleton: {skeleton.program}",\n'
         f'    explain="{PLACEHOLDER} the mechanism, in one or two sentences.",\n'
+        f'    hints=("{PLACEHOLDER} a nudge, never the answer", "{PLACEHOLDER} the mechanism"),\n'
+        f"    misconceptions=[\n"
+        f"        (\n"
+        f"            {skeleton.wrong},\n"
+        f'            "{MISCONCEPTION}",\n'
+        f"        )\n"
+        f"    ],\n"
         f")\n"
         f"def {function}():\n"
         f"    # {PLACEHOLDER} the live experiment: run the program and return what torch shows\n"
@@ -136,22 +149,34 @@ def declaration(qid: str, role: str, skeleton: Skeleton) -> str:
     )
 
 
-def generated_declaration(qid: str, function: str, skeleton: Skeleton) -> str:
-    """A self-test's skeleton: a generator (every self-test draws a program per learner and per attempt,
-    grader/engine/variants.py) and the experiment on the program it drew."""
+def generator(function: str, skeleton: Skeleton) -> str:
+    """A self-test's generator: every self-test draws a program per learner and per attempt (grader/engine/variants.py)."""
     return (
         f"def {function}_program(d: Draw) -> Listing:\n"
         f'    """{PLACEHOLDER} the mechanism every program of this self-test shares."""\n'
         f"    # {PLACEHOLDER} draw programs of that mechanism whose answers differ (the first option of every\n"
         f"    # choice is the canonical program; no cell of the unit may show any of them)\n"
         f"{_indented(skeleton.draw)}\n"
-        f"\n\n"
-        f"@self_test(\n"
+    )
+
+
+def generated_declaration(qid: str, function: str, skeleton: Skeleton, beside: bool = True) -> str:
+    """A self-test's declaration, with its generator before it (``beside``), or without where the unit keeps its
+    generators in generators.py."""
+    wrong = skeleton.wrong.replace("lambda truth:", "lambda truth, p:")
+    return (
+        (generator(function, skeleton) + "\n\n" if beside else "") + f"@self_test(\n"
         f'    "{qid}",\n'
         f"    {skeleton.kind},\n"
         f"    program={function}_program,\n"
         f'    explain="{PLACEHOLDER} the mechanism, in one or two sentences, true for every program drawn.",\n'
         f'    hints=("{PLACEHOLDER} a nudge, never the answer", "{PLACEHOLDER} the mechanism"),\n'
+        f"    misconceptions=[\n"
+        f"        (\n"
+        f"            {wrong},\n"
+        f'            "{MISCONCEPTION}",\n'
+        f"        )\n"
+        f"    ],\n"
         f")\n"
         f"def {function}(p):\n"
         f"    # {PLACEHOLDER} the live experiment: run the program and return what torch shows\n"
@@ -239,8 +264,14 @@ def insert(root: Path, unit: str, slug: str, kind: str, role: str = "predict", a
         made.append(maker(text, id=cell_id))
     nb.cells[at:at] = made
     needed = {"grader.engine.question": [ROLES[role]], **skeleton.imports}
-    if role == "self-test":
+    generators = module.with_name("generators.py")
+    kept_apart = role == "self-test" and generators.exists()
+    if role == "self-test" and not kept_apart:
         needed["grader.engine.variants"] = ["Draw", "Listing"]
+    if kept_apart:
+        needed[f"grader.units.unit{unit}.generators"] = [f"{function}_program"]
+        apart = _merge_imports(generators.read_text(encoding="utf-8"), {"grader.engine.variants": ["Draw", "Listing"]})
+        generators.write_text(apart.rstrip("\n") + "\n\n\n" + generator(function, skeleton), encoding="utf-8")
     if not re.search(r"^import torch$", source, re.M):  # a third-party block of its own, before grader's
         first = next(
             n for n in syntax.parse(source).body if isinstance(n, ast.ImportFrom) and n.module.startswith("grader")
@@ -249,11 +280,44 @@ def insert(root: Path, unit: str, slug: str, kind: str, role: str = "predict", a
         lines[first.lineno - 1 : first.lineno - 1] = ["import torch", ""]
         source = "\n".join(lines)
     merged = _merge_imports(source, needed)
-    module.write_text(merged.rstrip("\n") + "\n\n\n" + declaration(qid, role, skeleton), encoding="utf-8")
+    text = (
+        generated_declaration(qid, function, skeleton, beside=False) if kept_apart else declaration(qid, role, skeleton)
+    )
+    module.write_text(_placed(merged, text, _asked_before(nb.cells[:at])), encoding="utf-8")
     path.write_text(dumps(nb), encoding="utf-8")
+    where = f"{module.relative_to(root)}" + (f" and {generators.relative_to(root)}" if kept_apart else "")
     return [
-        f"{module.relative_to(root)}: declared {qid} ({ROLES[role]}, {skeleton.kind})",
+        f"{where}: declared {qid} ({ROLES[role]}, {skeleton.kind}), in notebook order",
         f"{path.relative_to(root)}: cells {', '.join(c.id for c in made)} after cell {anchor}",
         f"fill in every '{PLACEHOLDER}' in both (build refuses them until then), then "
-        f"`python -m grader build --execute --unit {unit}` and `python -m grader build --unit {unit}`",
+        f"`python -m grader build --execute --unit {unit}` (stores its outputs) and `python -m grader build` "
+        "(the learner notebooks and the manifest of live answers); a new question makes a new course version: "
+        f"`python -m grader release-version X.Y.Z`; then `make test-unit U={unit}`",
     ]
+
+
+QID_IN_CELL = re.compile(r"""(?:predict|reveal|check|program)\(\s*["'](\d\d[a-z]?\.[a-z0-9-]+)["']""")
+
+
+def _asked_before(cells: list) -> list[str]:
+    """The question ids the cells before the new ones ask, in notebook order."""
+    return [m for c in cells if c.get("cell_type") == "code" for m in QID_IN_CELL.findall(c.get("source", ""))]
+
+
+def _placed(source: str, declaration_text: str, before: list[str]) -> str:
+    """``declaration_text`` in ``source`` right after the declaration of the last question of ``before`` that the
+    module declares (declaration order is the panel's and the gradebook's order, and follows the notebook's), else
+    at the end."""
+    ends: dict[str, int] = {}
+    for node in syntax.parse(source).body:
+        for deco in getattr(node, "decorator_list", []):
+            first = deco.args[0] if isinstance(deco, ast.Call) and deco.args else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                ends[first.value] = node.end_lineno or node.lineno
+    after = next((ends[qid] for qid in reversed(before) if qid in ends), None)
+    if after is None:
+        return source.rstrip("\n") + "\n\n\n" + declaration_text
+    lines = source.split("\n")
+    return "\n".join([*lines[:after], "", "", *declaration_text.rstrip("\n").split("\n"), *lines[after:]]) + (
+        "" if source.endswith("\n") else "\n"
+    )

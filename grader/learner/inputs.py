@@ -459,25 +459,43 @@ def _text_input() -> Input:
     )
 
 
+INPUTS: dict[type, Callable[[Any, str], Input]] = {}  # a kind's class -> the factory of its input
+
+
+def input_for(kind_class: type) -> Callable:
+    """Register the input a kind's class (and its subclasses that register none of their own) is answered with:
+    ``@input_for(MyKind) def _mine(kind, prompt) -> Input``. A unit's own kind that subclasses an engine kind gets
+    that kind's input; one that needs its own registers it from the learner's layer (units cannot import it)."""
+
+    def register(factory: Callable[[Any, str], Input]) -> Callable[[Any, str], Input]:
+        INPUTS[kind_class] = factory
+        return factory
+
+    return register
+
+
 def make_input(kind, prompt: str = "") -> Input:
-    """The input that suits ``kind``: toggle buttons for choices, checkboxes for a set of names (with a field
-    for other names unless the prompt lists every name offered: :func:`closed_choice`), a field for a number,
-    an ordered list the learner builds for a sequence. Every part has an accessible name (:mod:`a11y`); Enter in a
-    field does what its widget's button does (:data:`ENTER`)."""
+    """The input that suits ``kind``, found by its class (the nearest in its method resolution order that has one
+    registered, :func:`input_for`): toggle buttons for choices, checkboxes for a set of names (with a field for
+    other names unless the prompt lists every name offered: :func:`closed_choice`), a field for a number, an ordered
+    list the learner builds for a sequence; a text field for any other. Every part has an accessible name
+    (:mod:`a11y`); Enter in a field does what its widget's button does (:data:`ENTER`)."""
+    for cls in type(kind).__mro__:
+        if cls in INPUTS:
+            return INPUTS[cls](kind, prompt)
+    return _text_input()
+
+
+def _register_the_engines_kinds() -> None:
     from grader.engine import kinds as K
 
-    if isinstance(kind, K.Boolean):
-        return _toggles([("True", True), ("False", False)], restore_map=bool)
-    if isinstance(kind, K.Choice):
-        return _toggles(list(kind.options))
-    if isinstance(kind, K.Error):
-        return _error_input(kind)
-    if isinstance(kind, K.Number):
-        return _number_input()
-    if isinstance(kind, K.Sequence):
-        return _sequence_input(kind, prompt)
-    if isinstance(kind, K.Names):
-        return _names_input(kind, closed=closed_choice(kind, prompt))
-    if isinstance(kind, K.Name):
-        return _name_input(kind)
-    return _text_input()
+    input_for(K.Boolean)(lambda kind, prompt: _toggles([("True", True), ("False", False)], restore_map=bool))
+    input_for(K.Choice)(lambda kind, prompt: _toggles(list(kind.options)))
+    input_for(K.Error)(lambda kind, prompt: _error_input(kind))
+    input_for(K.Number)(lambda kind, prompt: _number_input())
+    input_for(K.Sequence)(lambda kind, prompt: _sequence_input(kind, prompt))
+    input_for(K.Names)(lambda kind, prompt: _names_input(kind, closed=closed_choice(kind, prompt)))
+    input_for(K.Name)(lambda kind, prompt: _name_input(kind))
+
+
+_register_the_engines_kinds()

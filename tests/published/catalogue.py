@@ -722,16 +722,4 @@ BUGS += PLANTER47_BUGS
 
 # What the doctor gets wrong today among the above (a false alarm, a bug not named): the tests expect it to
 # fail (xfail, strict), so that a change that fixes one is seen (docs/doctor.md's claims are the reference).
-KNOWN: dict[str, str] = {
-    "maml_sine": "planter47: false alarm: carried-state at the inner torch.autograd.grad(..., create_graph=True) "
-    "line: the inner graphs of the 4 tasks of one meta-step are alive until the one outer backward walks them "
-    "(create_graph on purpose), and they are freed by it",
-    "polynomial_grads_never_cleared": "planter47: missed: gradients of leaves updated by hand (no optimizer) "
-    "add up across steps once the '.grad = None' lines are gone; no finding (docs/doctor.md, Limits)",
-    "transfer_running_loss_tensor_four_batches": "planter47: missed: the running loss keeps the graphs of 3 "
-    "earlier calls of the backward's line at the 4th batch of each epoch (docs/doctor.md: '3+ earlier calls'), "
-    "named only from 8 batches an epoch",
-    "fused_conv_bn_test_keeps_graphs_25_batches": "planter47: missed: 25 test batches, each output's graph kept "
-    "by the running total through up to 24 later module calls (docs/doctor.md: 8 outputs alive through 16 later "
-    "calls), named only from 28",
-}
+KNOWN: dict[str, str] = {}  # planter47's four (a false alarm on MAML, three misses) are fixed: none today

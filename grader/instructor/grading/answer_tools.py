@@ -43,6 +43,14 @@ def _names(code: types.CodeType) -> set[str]:
     return out
 
 
+def _unwrapped(value):
+    """A function behind its decorators (``functools.cache``, ``functools.wraps``): the code that runs."""
+    seen = 0
+    while hasattr(value, "__wrapped__") and seen < 8:
+        value, seen = value.__wrapped__, seen + 1
+    return value
+
+
 def _functions_named(fn: types.FunctionType, allowed: set[str]) -> set[types.FunctionType]:
     """The functions of protected grader modules that ``fn`` names: globals, and attributes of grader modules."""
     names = _names(fn.__code__)
@@ -55,20 +63,21 @@ def _functions_named(fn: types.FunctionType, allowed: set[str]) -> set[types.Fun
             candidates = [getattr(value, other, None) for other in names]
         elif value is not None:
             candidates = [value]
-        for c in candidates:
+        for c in map(_unwrapped, candidates):
             if isinstance(c, types.FunctionType) and _protected(getattr(c, "__module__", "") or "", allowed):
                 found.add(c)
     return found
 
 
-def _reached(fn, allowed: set[str]) -> set[types.FunctionType]:
-    """The functions of protected modules ``fn`` names, and those they name, DEPTH deep."""
-    start = getattr(fn, "__wrapped__", fn)
+def _reached(fn, allowed: set[str], depth: int | None = DEPTH) -> set[types.FunctionType]:
+    """The functions of protected modules ``fn`` names, and those they name, ``depth`` deep (None: all of them)."""
+    start = _unwrapped(fn)
     if not isinstance(start, types.FunctionType):
         return set()
     found: set[types.FunctionType] = set()
     frontier = {start}
-    for _ in range(DEPTH):
+    while frontier and (depth is None or depth > 0):
+        depth = None if depth is None else depth - 1
         frontier = {g for f in frontier for g in _functions_named(f, allowed)} - found
         found |= frontier
     return found
@@ -78,8 +87,9 @@ def tools_of(experiment, allowed: set[str], call=None) -> set[types.FunctionType
     """The functions an experiment computes its answer with, from grader modules the learner was not given: those it
     names, and those they name, DEPTH deep (a learner could rebuild ``node_names`` from ``nodes`` and
     ``node_name``). Those the exercise's own ``call`` reaches are left on: the runner needs them while the
-    learner's function runs (unit 03's ``run_watch`` trains with the loop its experiment reads)."""
-    needed = _reached(call, allowed) | ({call} if call is not None else set())
+    learner's function runs (unit 03's ``run_watch`` trains with the loop its experiment reads), however deep the
+    runner reaches them (unit 03's loop wraps the learner's hook four calls down)."""
+    needed = _reached(call, allowed, depth=None) | ({call} if call is not None else set())
     return _reached(experiment, allowed) - needed
 
 

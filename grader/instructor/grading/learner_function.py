@@ -86,6 +86,19 @@ def _notebook_code(obj) -> bool:
     return False
 
 
+def _graders_record(cls: type) -> bool:
+    """Whether ``cls`` is a named tuple a grader module defines (the very class its module holds under that name:
+    a class made elsewhere that only claims the module's name is not one)."""
+    module = sys.modules.get(getattr(cls, "__module__", "") or "")
+    return (
+        issubclass(cls, tuple)
+        and hasattr(cls, "_fields")
+        and module is not None
+        and module.__name__.startswith("grader.")
+        and getattr(module, cls.__qualname__, None) is cls
+    )
+
+
 def _runs_notebook_code(cls: type) -> bool:
     """Whether an object of ``cls`` can run the notebook's code when the runner reads it: its class, or its class's
     class, defines a method the notebook wrote (whatever ``__module__`` it claims)."""
@@ -111,6 +124,8 @@ def _plain(value, depth: int = 0):
         return [_plain(v, depth + 1) for v in value]
     if isinstance(value, dict):
         return {_plain(k, depth + 1): _plain(v, depth + 1) for k, v in dict.items(value)}
+    if _graders_record(cls):  # a runner's own record (unit 03's Watched), its fields made plain
+        return cls._make(_plain(v, depth + 1) for v in tuple.__iter__(value))
     for base in CONTAINERS:
         if isinstance(value, base) and not (cls is not base and base is tuple and cls.__module__.startswith("torch")):
             return base(_plain(v, depth + 1) for v in base.__iter__(value))

@@ -371,7 +371,6 @@ def write_report(rows: list[dict], facts: list[dict], path: Path) -> dict:
     """Write the class report; returns the summary it shows."""
     units = summary(rows, facts)
     learners = len({r["learner"] for r in rows})
-    e = html.escape
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
@@ -380,73 +379,83 @@ def write_report(rows: list[dict], facts: list[dict], path: Path) -> dict:
         "<h1>Class report</h1>",
         f"<p id='totals' data-learners='{learners}' data-notebooks='{len(rows)}'>{learners} learners, "
         f"{len(rows)} notebooks graded. Every verdict was recomputed with live torch; "
-        "<em>predicted correctly</em> counts predictions locked in before torch's answer was shown.</p>",
+        "<em>predicted correctly</em> counts predictions the copies record as made before torch's answer was shown "
+        "(the learners' own record: a notebook cannot prove the order).</p>",
     ]
     if units:
         parts.append(f"<figure id='overview'>{_overview_chart(units)}</figure>")
         parts.append(_ranking(units))
         parts.append(_item_analysis(units))
-    for unit, u in units.items():
-        minutes = (
-            f"median {u['learner_minutes_median']} minutes (from {u['timed']} notebook(s) with cell timing)"
-            if u["learner_minutes_median"] is not None
-            else "not recorded (turn on JupyterLab's Settings → Notebook → Record timing to see it)"
-        )
-        parts.append(f"<section class='unit' id='unit-{e(unit)}' data-unit='{e(unit)}'>")
-        parts.append(f"<h2>Unit {e(unit)}: {e(u['title'])}</h2>")
-        parts.append(
-            f"<p>{u['learners']} learner(s), {u['notebooks']} notebook(s); marked passed: "
-            f"<b class='passed'>{u['passed']}</b>. Learner time: {minutes}. "
-            f"Grading took a median {u['grading_seconds_median']} s per notebook."
-            + (
-                f" Handed in late: <b class='late'>{u['late']}</b> (their late rule is in each row)."
-                if u["late"]
-                else ""
-            )
-            + "</p>"
-        )
-        parts.append(f"<figure class='chart' data-unit='{e(unit)}'>{_unit_chart(unit, u)}</figure>")
-        parts.append(
-            "<table><tr><th>question</th><th>kind</th><th class='num'>right</th>"
-            "<th class='num'>tried</th><th class='num'>hints</th><th class='num'>attempts (mean)</th>"
-            "<th>most common wrong answers, or an exercise's failing cases (learners)</th></tr>"
-        )
-        for q in u["questions"]:
-            kind = KIND_WORDS.get(q["role"], q["role"])
-            wrong = "".join(
-                f"<li><code>{e(w['answer'])}</code> ({w['learners']})"
-                + (f"<div class='note'>{e(w['note'])}</div>" if w["note"] else "")
-                + "</li>"
-                for w in q["wrong"]
-            ) + _failures(q)
-            parts.append(
-                f"<tr class='question' data-qid='{e(q['qid'])}' data-correct='{q['correct']}' "
-                f"data-learners='{q['learners']}'><td title='{e(q['prompt'])}'><code>{e(q['qid'])}</code>"
-                f"<div class='prompt'>{e(q['prompt'])}</div></td>"
-                f"<td>{kind}</td><td class='num right'>{q['correct']}/{q['learners']}</td>"
-                f"<td class='num'>{q['attempted']}</td><td class='num'>{q['hints']}</td>"
-                f"<td class='num'>{q['attempts_mean'] if q['attempts_mean'] is not None else ''}</td>"
-                f"<td>{'<ul>' + wrong + '</ul>' if wrong else ''}</td></tr>"
-            )
-        parts.append("</table></section>")
-    changed = [r for r in rows if r.get("overrides")]
-    if changed:  # a person's change of points is never silent
-        parts.append(
-            f"<section id='overrides'><h2>Overrides</h2><p>{len(changed)} notebook(s) had points changed by a "
-            "teaching assistant (the verdicts above are torch's):</p><table><tr><th>learner</th><th>unit</th>"
-            "<th>what changed, and why</th></tr>"
-            + "".join(
-                f"<tr class='override'><td>{e(r['learner'])}</td><td>{e(r['unit'])}</td><td>{e(r['overrides'])}</td></tr>"
-                for r in sorted(changed, key=lambda r: (r["learner"], str(r["unit"])))
-            )
-            + "</table></section>"
-        )
+    parts += [_unit_section(unit, u) for unit, u in units.items()]
+    parts.append(_overrides_section(rows))
     other = [r for r in rows if r.get("unit") not in UNITS]
     if other:
         parts.append(
             f"<h2>Not graded as a unit</h2><p>{len(other)} notebook(s) could not be matched to a unit or "
-            "read: " + ", ".join(e(r["learner"]) for r in other[:30]) + ".</p>"
+            "read: " + ", ".join(html.escape(r["learner"]) for r in other[:30]) + ".</p>"
         )
     parts.append("</body></html>")
     path.write_text("\n".join(parts), encoding="utf-8")
     return units
+
+
+def _unit_section(unit: str, u: dict) -> str:
+    e = html.escape
+    minutes = (
+        f"median {u['learner_minutes_median']} minutes (from {u['timed']} notebook(s) with cell timing)"
+        if u["learner_minutes_median"] is not None
+        else "not recorded (turn on JupyterLab's Settings → Notebook → Record timing to see it)"
+    )
+    late = f" Handed in late: <b class='late'>{u['late']}</b> (their late rule is in each row)." if u["late"] else ""
+    parts = [
+        f"<section class='unit' id='unit-{e(unit)}' data-unit='{e(unit)}'>",
+        f"<h2>Unit {e(unit)}: {e(u['title'])}</h2>",
+        f"<p>{u['learners']} learner(s), {u['notebooks']} notebook(s); marked passed: "
+        f"<b class='passed'>{u['passed']}</b>. Learner time: {minutes}. "
+        f"Grading took a median {u['grading_seconds_median']} s per notebook.{late}</p>",
+        f"<figure class='chart' data-unit='{e(unit)}'>{_unit_chart(unit, u)}</figure>",
+        "<table><tr><th>question</th><th>kind</th><th class='num'>right</th>"
+        "<th class='num'>tried</th><th class='num'>hints</th><th class='num'>attempts (mean)</th>"
+        "<th>most common wrong answers, or an exercise's failing cases (learners)</th></tr>",
+    ]
+    parts += [_question_row(q) for q in u["questions"]]
+    parts.append("</table></section>")
+    return "".join(parts)
+
+
+def _question_row(q: dict) -> str:
+    e = html.escape
+    kind = KIND_WORDS.get(q["role"], q["role"])
+    wrong = "".join(
+        f"<li><code>{e(w['answer'])}</code> ({w['learners']})"
+        + (f"<div class='note'>{e(w['note'])}</div>" if w["note"] else "")
+        + "</li>"
+        for w in q["wrong"]
+    ) + _failures(q)
+    return (
+        f"<tr class='question' data-qid='{e(q['qid'])}' data-correct='{q['correct']}' "
+        f"data-learners='{q['learners']}'><td title='{e(q['prompt'])}'><code>{e(q['qid'])}</code>"
+        f"<div class='prompt'>{e(q['prompt'])}</div></td>"
+        f"<td>{kind}</td><td class='num right'>{q['correct']}/{q['learners']}</td>"
+        f"<td class='num'>{q['attempted']}</td><td class='num'>{q['hints']}</td>"
+        f"<td class='num'>{q['attempts_mean'] if q['attempts_mean'] is not None else ''}</td>"
+        f"<td>{'<ul>' + wrong + '</ul>' if wrong else ''}</td></tr>"
+    )
+
+
+def _overrides_section(rows: list[dict]) -> str:
+    """A person's change of points is never silent."""
+    e = html.escape
+    changed = [r for r in rows if r.get("overrides")]
+    if not changed:
+        return ""
+    return (
+        f"<section id='overrides'><h2>Overrides</h2><p>{len(changed)} notebook(s) had points changed by a "
+        "teaching assistant (the verdicts above are torch's):</p><table><tr><th>learner</th><th>unit</th>"
+        "<th>what changed, and why</th></tr>"
+        + "".join(
+            f"<tr class='override'><td>{e(r['learner'])}</td><td>{e(r['unit'])}</td><td>{e(r['overrides'])}</td></tr>"
+            for r in sorted(changed, key=lambda r: (r["learner"], str(r["unit"])))
+        )
+        + "</table></section>"
+    )

@@ -11,6 +11,7 @@ version equal to the registry, so adding a question means a new version and a ne
 from __future__ import annotations
 
 import json
+import re
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -80,6 +81,35 @@ def current_entry() -> dict[str, list[str]]:
     from grader.engine.course import UNITS
 
     return {unit: [q.qid for q in of_unit(unit)] for unit in UNITS}
+
+
+class ReleaseError(ValueError):
+    pass
+
+
+def _parts(version: str) -> tuple[int, ...]:
+    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        raise ReleaseError(f"{version!r}: a version is three numbers, such as 0.7.0")
+    return tuple(int(x) for x in version.split("."))
+
+
+def release(version: str, course_file: Path) -> list[str]:
+    """Make ``version`` the course's: its entry (the questions of every unit now) written into versions.json and
+    ``VERSION`` in ``course_file`` (grader/engine/course.py, the one place the version is written; pyproject.toml
+    reads it). Refused unless it is newer than every version released."""
+    known = released()
+    newest = max(known, key=_parts)
+    if _parts(version) <= _parts(newest):
+        raise ReleaseError(f"{version} is not newer than {newest}, the newest version in {FILE.name}")
+    text = course_file.read_text(encoding="utf-8")
+    written, n = re.subn(r'^VERSION = "[^"]*"$', f'VERSION = "{version}"', text, count=1, flags=re.M)
+    if n != 1:
+        raise ReleaseError(f'{course_file}: no line VERSION = "..." to change')
+    known[version] = current_entry()
+    FILE.write_text(json.dumps(known, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    course_file.write_text(written, encoding="utf-8")
+    count = sum(len(qids) for qids in known[version].values())
+    return [f"{FILE.name}: {version} holds {count} questions", f"{course_file.name}: VERSION = {version!r}"]
 
 
 if __name__ == "__main__":

@@ -22,14 +22,29 @@ from grader import probes
 from grader.probes.doctor.findings import Mechanism
 
 
+class Root:
+    """One backward's loss graph, as :func:`check_old_roots` follows it: its line and the call's number there,
+    whether a later backward walked into it (an outer loss taking inner graphs in, as in MAML), and where a
+    running total took it in (set by :mod:`.intent`). ``token`` says whether any of its nodes is alive."""
+
+    __slots__ = ("site", "call", "walked", "summed_at", "token")
+
+    def __init__(self, site: str, call: int, summed_at: str):
+        self.site, self.call, self.walked, self.summed_at = site, call, False, summed_at
+        self.token: Any = None
+
+    def alive(self) -> bool:
+        return self.token() is not None
+
+
 class _Token:
-    """Put in a node's metadata; a weak reference to it says whether the node is still alive. ``summed_at``:
-    where a running total took the node's tensor in (set by :mod:`.intent`)."""
+    """Put in the metadata of a loss's node and of its inputs' nodes (one token shared by them): a weak
+    reference to it says whether any of them is still alive."""
 
-    __slots__ = ("summed_at", "__weakref__")
+    __slots__ = ("root", "__weakref__")
 
-    def __init__(self, summed_at: str = ""):
-        self.summed_at = summed_at
+    def __init__(self, root: Root):
+        self.root = root
 
 
 def stamp_and_check(d, walked, site, retain) -> set:
@@ -41,7 +56,10 @@ def stamp_and_check(d, walked, site, retain) -> set:
         meta = fn.metadata
         token = meta.get("doctor_out")
         if token is not None:
-            token.walked = True
+            token.walk()
+        kept = meta.get("doctor_alive")
+        if kept is not None:  # a loss graph of an earlier backward, walked again: not kept unwalked
+            kept.root.walked = True
         if probes.node_name(fn) == "AccumulateGrad":  # one per leaf, shared by every step: not state
             continue
         size += 1
@@ -99,35 +117,55 @@ def producer(nodes, walked=()) -> str:
 
 
 def record_roots(d, graph_roots, site) -> None:
-    """After a backward: a token in the root's (and its inputs') metadata lives exactly as long as the node."""
+    """After a backward: one token in the metadata of the root's node and of its inputs' nodes (a leaf's
+    ``AccumulateGrad``, shared by every step, left out) lives exactly as long as the last of them."""
     for r in graph_roots:
-        tokens = []
-        for fn in [r.grad_fn, *(n for n, _ in r.grad_fn.next_functions if n is not None)]:
-            token = _Token(fn.metadata.get("doctor_summed_at", ""))
+        nodes = [r.grad_fn, *(n for n, _ in r.grad_fn.next_functions if n is not None)]
+        nodes = [fn for fn in nodes if probes.node_name(fn) != "AccumulateGrad"]
+        summed = next((fn.metadata["doctor_summed_at"] for fn in nodes if "doctor_summed_at" in fn.metadata), "")
+        root = Root(site, d.site_calls[site], summed)
+        token = _Token(root)
+        root.token = weakref.ref(token)
+        for fn in nodes:
             fn.metadata["doctor_alive"] = token
-            tokens.append(weakref.ref(token))
-        d.old_roots[site].append((tokens, site, d.site_calls[site]))
+        d.old_roots[site].append(root)
 
 
 def check_old_roots(d, site) -> None:
-    """Before a backward: the loss graphs of three or more earlier calls of this line, older than the
-    last one, still alive: something keeps every step's loss tensor. (The last 8 calls of each line are
-    kept: three alive among them is enough.)"""
+    """Before a backward: the loss graphs of three or more earlier calls of this line still alive, none of
+    them walked by a later backward, are remembered (the last 8 calls of each line are looked at). They are
+    judged at the end (:func:`conclude`): kept until a later backward walked them (inner losses that an
+    outer loss takes in, as in MAML) is no finding; never walked is something keeping every step's loss."""
     call = d.site_calls[site]
-    kept = [r for r in d.old_roots[site] if r[2] < call - 1 and any(t() is not None for t in r[0])]
-    if len({r[2] for r in kept}) < 3:
-        return
-    summed = next((t().summed_at for r in kept for t in r[0] if t() is not None and t().summed_at), "")
-    d.add(
-        ("kept-roots", site),
-        Mechanism.CARRIED_STATE,
-        summed or site,
-        f"the loss graphs of {len({r[2] for r in kept})} earlier calls of the backward at {site or '?'} are still "
-        "alive after their backward (more every step): "
-        + (
-            f"the running total started at {summed} keeps the loss tensors"
-            if summed
-            else "something keeps the loss tensor itself"
-        ),
-        "keep a number, not the tensor: total += loss.item() (or loss.detach())",
-    )
+    kept = tuple(r for r in d.old_roots[site] if r.call < call and not r.walked and r.alive())
+    if len(kept) >= 3:
+        d.kept_roots[site].append(kept)
+        summed = next((r.summed_at for r in kept if r.summed_at), "")
+        for r in kept:  # kept together: by the running total one of them was seen taken into
+            r.summed_at = r.summed_at or summed
+
+
+def conclude(d, exc) -> None:
+    """Each line whose backward saw three or more earlier loss graphs alive together, that no backward ever
+    walked after their own, is named. In a run cut short, only those already dropped count (a backward
+    still to come may have walked the others)."""
+    for site, groups in d.kept_roots.items():
+        unwalked = max(
+            ([r for r in group if not r.walked and (exc is None or not r.alive())] for group in groups), key=len
+        )
+        if len(unwalked) < 3:
+            continue
+        summed = next((r.summed_at for r in unwalked if r.summed_at), "")
+        d.add(
+            ("kept-roots", site),
+            Mechanism.CARRIED_STATE,
+            summed or site,
+            f"the loss graphs of {len(unwalked)} earlier calls of the backward at {site or '?'} were alive together "
+            "after their backward, and no later backward walked them (more every step): "
+            + (
+                f"the running total started at {summed} keeps the loss tensors"
+                if summed
+                else "something keeps the loss tensor itself"
+            ),
+            "keep a number, not the tensor: total += loss.item() (or loss.detach())",
+        )

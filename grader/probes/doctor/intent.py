@@ -89,16 +89,16 @@ def _on_seed(d, term, out) -> None:
     if fn is None:
         return
     fn.metadata.setdefault("doctor_summed_at", line)
-    alive = fn.metadata.get("doctor_alive")  # a loss already backpropagated, now kept in a total
-    if alive is not None and not alive.summed_at:
-        alive.summed_at = line
     frontier, seen = [fn], 0
     while frontier and seen < 4 * _SEED_DEPTH:
         node = frontier.pop()
         seen += 1
         token = node.metadata.get("doctor_out")
-        if token is not None and not token.summed_at:
-            token.summed_at = line
+        if token is not None:
+            token.summed(line)
+        alive = node.metadata.get("doctor_alive")  # a loss already backpropagated, now kept in a total
+        if alive is not None and not alive.root.summed_at:
+            alive.root.summed_at = line
         if seen <= _SEED_DEPTH:
             frontier.extend(n for n, _ in node.next_functions if n is not None)
 

@@ -1,7 +1,8 @@
 """The non-leaf ``.grad`` read (unit 03): seen directly, through a ``.grad`` property on ``torch.Tensor`` that
 reads torch's own attribute, even when the program silences warnings; torch's warning is given again from
 the learner's line. The same property tells :mod:`.intent` which leaves' gradients the program reads (an
-input whose gradient it uses is no unregistered parameter). An optimizer that refuses a non-leaf ("can't
+input whose gradient it uses is no unregistered parameter), and :mod:`.accumulated` which gradients of
+leaves no optimizer holds a hand-written update may apply. An optimizer that refuses a non-leaf ("can't
 optimize a non-leaf Tensor") is the same mistake, read from the program's error."""
 
 from __future__ import annotations
@@ -23,14 +24,19 @@ def raw_grad(t):
     return _BASE.__get__(t)
 
 
-def install(d):
-    """Put the property on torch.Tensor; returns the undo."""
+def install(d, on_leaf_grad):
+    """Put the property on torch.Tensor; returns the undo. ``on_leaf_grad(d, leaf, grad)`` is told of each
+    read of a gradient of a leaf that no optimizer held at a step (:func:`.accumulated.note_read`)."""
 
     def read(t):
         if t.is_leaf or t.retains_grad or not t.requires_grad:
-            if t.is_leaf and t.requires_grad and type(t) is torch.Tensor:
-                d.guarded(intent.note_read, d, t)
-            return _BASE.__get__(t)
+            value = _BASE.__get__(t)
+            if t.is_leaf and t.requires_grad:
+                if type(t) is torch.Tensor:
+                    d.guarded(intent.note_read, d, t)
+                if value is not None and id(t) not in d.held:  # a gradient a hand-written update may apply
+                    d.guarded(on_leaf_grad, d, t, value)
+            return value
         # torch warns here, from inside this frame; take its warning and give it again from the
         # learner's line, where it would have pointed without the doctor
         with warnings.catch_warnings(record=True) as caught:

@@ -153,8 +153,9 @@ class Doctor:
         self.root_index: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # top-level module -> n
         self.snap: dict[str, torch.Tensor] = {}
         self.nograd_calls: list[tuple[str, str]] = []  # (module class, line) run with grad off
-        # backward line -> (tokens in the roots' nodes, line, call number) of its last calls
-        self.old_roots: dict[str, deque] = defaultdict(lambda: deque(maxlen=8))
+        self.old_roots: dict[str, deque] = defaultdict(lambda: deque(maxlen=8))  # backward line -> its last roots
+        # backward line -> the last groups of 3+ earlier loss graphs seen alive together, unwalked (carried.py)
+        self.kept_roots: dict[str, deque] = defaultdict(lambda: deque(maxlen=4))
         self.in_backward = 0  # > 0 while a backward runs: a module called then is a checkpoint's recomputation
         self.recomputing: list = []  # (module, its buffers, versions and values, line) of calls inside backward
         self.recomputed: list = []  # the same, once the recomputation returned: judged when the backward ends
@@ -200,7 +201,7 @@ class Doctor:
         self._undo.append(pre.remove)
         post = modules.register_module_forward_hook(self._on_forward, always_call=True)
         self._undo.append(post.remove)
-        self._undo.append(nonleaf.install(self))
+        self._undo.append(nonleaf.install(self, accumulated.note_read))
         self._undo.extend(hooks.install(self))
 
     def _uninstall(self):
@@ -240,6 +241,7 @@ class Doctor:
         if self.in_backward and self.recomputing:
             self.guarded(hooks.after_recomputation, self, module)
         if not self.stack:
+            self.guarded(held.after_top_call, self)
             self.guarded(optimizer.stamp_output, self, output)
         return None
 
@@ -307,7 +309,8 @@ class Doctor:
         carried.record_roots(self, graph_roots, site)
         accumulated.after_backward(self, leaves)
         for leaf in leaves:
-            if id(leaf) not in self.reached:
+            known = self.reached.get(id(leaf))  # (a dead leaf's id may be a new leaf's: a weakref tells them apart)
+            if known is None or (isinstance(known, weakref.ref) and known() is not leaf):
                 self.reached[id(leaf)] = leaf if isinstance(leaf, nn.Parameter) else weakref.ref(leaf)
             if not isinstance(leaf, nn.Parameter):
                 seen = self.leaf_seen.get(id(leaf))
@@ -341,6 +344,7 @@ class Doctor:
             hooks.on_program_error(self, exc)
             nonleaf.on_program_error(self, exc)
             rebound.on_program_error(self, exc)
+        carried.conclude(self, exc)
         unregistered.conclude(self)
         unregistered.conclude_flags(self)
         inert.conclude(self)
