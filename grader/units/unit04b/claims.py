@@ -626,8 +626,7 @@ class _WritesItsInput(nn.Module):
     "04b.full-hook-input-refuses-in-place",
     sentence="The hook wraps the inputs that require grad the same way before `forward` sees them, so a `forward` "
     "that writes such an input in place raises too.",
-    holds_when="the input requires grad; an input that needs no gradient reaches forward as it is and takes the "
-    "write",
+    holds_when="the input requires grad; an input that needs no gradient reaches forward as it is and takes the write",
     not_swept="about a module's backward hook",
 )
 def full_hook_input_refuses_in_place():

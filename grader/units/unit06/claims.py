@@ -8,8 +8,8 @@ import weakref
 import torch
 
 from grader import probes
-from grader.probes import saves
 from grader.engine.claims import Trial, claim, sweeps
+from grader.probes import saves
 
 # losses of w, and whether each is linear in w (its gradient then does not depend on w)
 _LOSSES = {
@@ -535,7 +535,8 @@ def linear_gradient_does_not_depend_on_x_on(sample):
     if g is None or len(outs) != len(at[1.0]):
         return None
     affine = bool(at[1.0]) and all(
-        len(at[a]) == len(at[1.0]) and all(_close(p, a * f1 + (1 - a) * f0) for p, f1, f0 in zip(at[a], at[1.0], at[0.0]))
+        len(at[a]) == len(at[1.0])
+        and all(_close(p, a * f1 + (1 - a) * f0) for p, f1, f0 in zip(at[a], at[1.0], at[0.0]))
         for a in (2.0, -1.5, 0.3)
     )
     flat = second is None or float(second.abs().max()) <= 1e-7 * (1 + float(g.detach().abs().max()))

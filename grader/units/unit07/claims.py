@@ -823,8 +823,16 @@ _OPTIMIZER_STEPS = (
     ("Adam, fused", lambda p: torch.optim.Adam(p, lr=0.1, fused=True), None),
     ("AdamW, fused", lambda p: torch.optim.AdamW(p, lr=0.1, fused=True), None),
     ("NAdam", lambda p: torch.optim.NAdam(p, lr=0.1), None),
-    ("NAdam, decoupled weight decay", lambda p: torch.optim.NAdam(p, lr=0.1, weight_decay=0.01, decoupled_weight_decay=True), None),
-    ("RAdam, decoupled weight decay", lambda p: torch.optim.RAdam(p, lr=0.1, weight_decay=0.01, decoupled_weight_decay=True), None),
+    (
+        "NAdam, decoupled weight decay",
+        lambda p: torch.optim.NAdam(p, lr=0.1, weight_decay=0.01, decoupled_weight_decay=True),
+        None,
+    ),
+    (
+        "RAdam, decoupled weight decay",
+        lambda p: torch.optim.RAdam(p, lr=0.1, weight_decay=0.01, decoupled_weight_decay=True),
+        None,
+    ),
     ("ASGD", lambda p: torch.optim.ASGD(p, lr=0.1), None),
     ("LBFGS", lambda p: torch.optim.LBFGS(p, lr=0.1, max_iter=4), None),
 )
@@ -908,29 +916,35 @@ def some_views_refuse_the_write():
 def some_views_refuse_the_write_on(sample):
     """Every piece of chunk, split and unbind (and split_with_sizes, split's form for a list of sizes), each on a
     fresh run: of a non-leaf that requires grad, written with a number (refused); of a tensor that requires
-    nothing, written with a number (taken) and with a tensor that requires grad (refused)."""
-    trials = []
+    nothing, written with a number (taken) and with a tensor that requires grad (refused). One trial per pair."""
     for needs, value_needs in ((True, False), (False, False), (False, True)):
-        first = _views_run(sample, needs)
-        if first is None:
-            return None
-        refused = []
-        for i in range(len(first.outputs)):
-            run = _views_run(sample, needs)
-            piece = run.outputs[i]
-            if not piece.is_floating_point() or not piece.numel():
-                continue
-            value = torch.ones(piece.shape, dtype=piece.dtype, requires_grad=value_needs)
-            try:
-                piece.add_(value)
-                refused.append(False)
-            except RuntimeError:
-                refused.append(True)
+        refused = _pieces_refused(sample, needs, value_needs)
+        if refused is None:
+            return
         if refused:
-            label = f"{sample.label}: {len(refused)} pieces, the viewed tensor requires grad: {needs}, the value: {value_needs}"
             expected = needs or value_needs
-            trials.append(Trial(label, expected, all(refused) if expected else not any(refused), op=sample.op))
-    return trials
+            label = f"{sample.label}: {len(refused)} pieces, the viewed tensor requires grad: {needs}, the value: {value_needs}"
+            yield Trial(label, expected, all(refused) if expected else not any(refused), op=sample.op)
+
+
+def _pieces_refused(sample, needs: bool, value_needs: bool) -> list[bool] | None:
+    """For each floating, non-empty piece of a fresh run: whether writing a tensor of ones into it was refused
+    (None: the sample does not run)."""
+    first = _views_run(sample, needs)
+    if first is None:
+        return None
+    refused = []
+    for i in range(len(first.outputs)):
+        piece = _views_run(sample, needs).outputs[i]
+        if not piece.is_floating_point() or not piece.numel():
+            continue
+        value = torch.ones(piece.shape, dtype=piece.dtype, requires_grad=value_needs)
+        try:
+            piece.add_(value)
+            refused.append(False)
+        except RuntimeError:
+            refused.append(True)
+    return refused
 
 
 def _views_run(sample, needs: bool):
@@ -977,4 +991,6 @@ def data_writes_unseen():
             silent = True
         except RuntimeError:
             silent = False
-        yield Trial(f"seed {seed}: write through h.data after {'h.sin()' if seed % 2 else 'h * h'}", True, unheard and silent)
+        yield Trial(
+            f"seed {seed}: write through h.data after {'h.sin()' if seed % 2 else 'h * h'}", True, unheard and silent
+        )
