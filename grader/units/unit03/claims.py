@@ -160,8 +160,8 @@ def _watch(nodes: dict) -> tuple[dict, dict]:
 
 @claim(
     "03.backward-stores-only-leaves",
-    sentence="Backward computes a gradient for every tensor on the path from the loss to the leaves, and, unless "
-    "`retain_grad()` asks for more, stores only the leaves' ones.",
+    sentence="Backward computes a gradient for every tensor on the path from the loss to the leaves, and stores only "
+    "the leaves' ones.",
     holds_when="no retain_grad() was called; retain_grad() on a non-leaf stores its gradient too",
     not_swept="about what backward writes into .grad, the same for every graph",
 )
