@@ -292,7 +292,8 @@ RULE_STATEMENTS = {
     "03.hook-sees": r"with the gradient with respect to (`?t`?|that tensor)",
     "03.autograd-grad": r"(returns|hands back) the gradients with respect to (`?inputs`?|the inputs)",
     "03.hidden-leaf-grad": r"passed it on to the tensor that \*?was\*? made|went on through the multiplication by 2",
-    "04.detach-one-operand": r"nothing downstream of (it|a detached tensor) can lead\s+back",
+    "04.detach-one-operand": r"nothing downstream of (it|a detached tensor) can lead\s+back|no path through a detached"
+    r"\s+tensor leads\s+back",
     "04b.four-offs": r"act on a\s+region of code, `?p\.requires_grad_\(False\)`? on one tensor",
     "04b.nested-modes": r"switches recording back on, and `?torch\.set_grad_enabled\(flag\)`? sets it",
     "09b.reentrant-grads": r"whose output requires grad only if (a|one of its) tensor \*?inputs?\*?",
@@ -430,6 +431,13 @@ GIVEAWAYS = {
     "09.innermost-pair": ("heading", r"one pair at a time"),
     "10.trap-loss-falls": ("heading", r"judging a repair by the loss"),
     "12.anomaly-inf": ("markdown", r"divides the incoming gradient by `?2 \* sqrt\(x\)"),
+    # what the independent reader of issue 46 found on the branch that fixed the ones above
+    "03.retain-grad-kept": ("markdown", r"unless\s+`?retain_grad\(\)`?\s+asks for more"),
+    "07.hooks-grad": ("markdown", r"saved-tensor hooks let a wrong gradient through"),
+    "08.second-backward": ("earlier units", r"fails on its second backward"),
+    "09b.reentrant-grads": ("markdown", r"not the parameters\s+inside the block"),
+    "12.anomaly-cost": ("markdown", r"carried the forward line that made that node"),
+    "13.compile-version": ("markdown", r"version checks survive\s+compiling"),
 }
 _HEADING = re.compile(r"^#+\s+(.*)$", re.M)
 
@@ -465,7 +473,8 @@ def test_nothing_before_a_question_hands_it_the_answer(qid):
 
 
 def test_the_giveaway_check_finds_what_the_reviewers_found():
-    """The check is not vacuous: what the four reviews of issue 46 quoted from the notebooks of release 0.5.0."""
+    """The check is not vacuous: what the four reviews of issue 46 quoted from the notebooks of release 0.5.0, and
+    what its independent reader quoted from the branch that fixed them."""
     found = {
         "02.where-nan": "9. Zeros and NaNs that arrive without a warning",
         "03.hook-returns": '**Trap: "a hook only looks".** Here is a hook someone wrote',
@@ -479,6 +488,12 @@ def test_the_giveaway_check_finds_what_the_reviewers_found():
         "09.innermost-pair": "1. Measuring under hooks: one pair at a time",
         "10.trap-loss-falls": "3. Trap: judging a repair by the loss",
         "12.anomaly-inf": "sqrt's backward divides the incoming gradient by `2 * sqrt(x)`, and `sqrt(0) = 0`",
+        "03.retain-grad-kept": "and, unless `retain_grad()` asks for more, stores only the leaves' ones",
+        "07.hooks-grad": "why `.data` and saved-tensor hooks let a wrong gradient through",
+        "08.second-backward": "A recurrent loop that carries its hidden state `h` from step to step fails on its second backward",
+        "09b.reentrant-grads": "whose inputs are the tensors passed to `checkpoint`, here `xc`, not the parameters inside the block",
+        "12.anomaly-cost": "the warning anomaly mode printed with it carried the forward line that made that node",
+        "13.compile-version": "and what a graph break does to `retain_grad` and `.item()`, and that version checks survive compiling",
     }
     assert set(found) == set(GIVEAWAYS)
     for qid, text in found.items():

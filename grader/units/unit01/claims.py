@@ -253,7 +253,8 @@ _INTEGER_RESULTS = {
 
 @claim(
     "01.integer-results-record-nothing",
-    sentence="An index (`argmax`), a comparison (a bool mask) or an integer cast is a plain constant to autograd: "
+    sentence="An index (`argmax`, `argsort`), a comparison (a bool mask) or an integer cast is a plain constant to "
+    "autograd: "
     "nothing is recorded, and nothing says so.",
 )
 def integer_results_record_nothing():

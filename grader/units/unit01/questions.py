@@ -422,7 +422,8 @@ def closed_book_saves(p):
     "01.who-keeps-grad",
     Names(pool=("p", "u", "q", "s")),
     program=keeps_program,
-    explain="Only leaves that require grad store a gradient. A cast that changes the dtype records a copy, whose "
+    explain="After a plain backward(), only leaves that require grad store a gradient (unit 03 shows the two ways a "
+    "non-leaf can). A cast that changes the dtype records a copy, whose "
     "output is a non-leaf; a cast to the dtype it already has returns the leaf itself. A computed tensor's "
     "gradient passes through it; a constant needs none.",
     hints=(

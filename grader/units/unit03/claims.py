@@ -160,8 +160,8 @@ def _watch(nodes: dict) -> tuple[dict, dict]:
 
 @claim(
     "03.backward-stores-only-leaves",
-    sentence="Backward computes a gradient for every tensor on the path from the loss to the leaves, and, unless "
-    "`retain_grad()` asks for more, stores only the leaves' ones.",
+    sentence="Backward computes a gradient for every tensor on the path from the loss to the leaves, and stores only "
+    "the leaves' ones.",
     holds_when="no retain_grad() was called; retain_grad() on a non-leaf stores its gradient too",
     not_swept="about what backward writes into .grad, the same for every graph",
 )
@@ -459,14 +459,40 @@ def inputs_writes_a_named_non_leaf():
         yield Trial(f"{case.label}: backward(inputs=[{name}])", True, kept)
 
 
+def _first_float_output(run) -> torch.Tensor | None:
+    """The first recorded floating-point output of an op_db run, None if it has none."""
+    found = [t for t in run.recorded if t.is_floating_point()] if run is not None else []
+    return found[0] if found else None
+
+
+@sweeps("03.inputs-writes-a-named-non-leaf")
+def inputs_writes_a_named_non_leaf_on(sample):
+    """Every operation's output, named in inputs= of a backward from a product of it: its .grad is written, it is
+    marked to retain its gradient, and no leaf below it gets a .grad."""
+    run = sample.run()
+    t = _first_float_output(run)
+    if t is None:
+        return None
+    try:
+        (t * 2).sum().backward(inputs=[t])
+    except RuntimeError:  # a derivative torch does not implement
+        return None
+    kept = t.grad is not None and bool((t.grad == 2).all()) and t.retains_grad
+    untouched = all(leaf.grad is None for leaf in run.leaves)
+    return Trial(f"{sample.label}: backward(inputs=[output])", True, kept and untouched, op=sample.op)
+
+
 _OPTIMIZERS = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW, torch.optim.RMSprop)
 
 
 @claim(
     "03.optimizer-refuses-a-non-leaf",
-    sentence="torch refuses a non-leaf when the optimizer is built, unless it retains its grad",
-    holds_when="the non-leaf does not retain its grad; one that called retain_grad() is accepted (SGD, Adam, AdamW "
-    "and RMSprop tried)",
+    sentence="torch refuses a non-leaf when the optimizer is built, unless it retains its grad or the optimizer is "
+    "built with `differentiable=True`",
+    holds_when="the non-leaf does not retain its grad and the optimizer is not differentiable; one that called "
+    "retain_grad(), or any non-leaf given to an optimizer built with differentiable=True, is accepted (SGD, Adam, "
+    "AdamW and RMSprop tried)",
+    not_swept="about an optimizer's constructor, not what an operation records",
 )
 def optimizer_refuses_a_non_leaf():
     rng = random.Random(22)
@@ -474,15 +500,17 @@ def optimizer_refuses_a_non_leaf():
         ns = case.fresh()
         for name, t in _intermediates(ns, ns[case.output]):
             retained = rng.random() < 0.4
+            differentiable = rng.random() < 0.25
             if retained:
                 t.retain_grad()
             kind = rng.choice(_OPTIMIZERS)
             try:
-                kind([t], lr=0.1)
+                kind([t], lr=0.1, differentiable=differentiable)
                 refused = False
             except ValueError:
                 refused = True
-            yield Trial(f"{case.label}: {kind.__name__}([{name}]), retained: {retained}", not retained, refused)
+            label = f"{case.label}: {kind.__name__}([{name}], differentiable={differentiable}), retained: {retained}"
+            yield Trial(label, not retained and not differentiable, refused)
 
 
 @claim(
@@ -508,3 +536,26 @@ def intermediate_hook_outlives_its_name():
         gc.collect()
         out.sum().backward()
         yield Trial(f"{case.label}: a hook on {name}, every name of it deleted", True, calls == [1])
+
+
+@sweeps("03.intermediate-hook-outlives-its-name")
+def intermediate_hook_outlives_its_name_on(sample):
+    """Every operation's output hooked, then every name of it dropped: the hook still runs in a backward through
+    the graph that made it."""
+    import gc
+
+    run = sample.run()
+    t = _first_float_output(run)
+    if t is None:
+        return None
+    calls: list[int] = []
+    t.register_hook(lambda g: calls.append(1))
+    y = (t * 2).sum()
+    run.output, run.outputs[:] = None, []
+    del t
+    gc.collect()
+    try:
+        y.backward()
+    except RuntimeError:  # a derivative torch does not implement
+        return None
+    return Trial(f"{sample.label}: a hook on the output, every name of it dropped", True, calls == [1], op=sample.op)

@@ -1,6 +1,7 @@
 """Unit 04b's general rules, each checked on generated programs (see grader.engine.claims)."""
 
 import random
+import warnings
 
 import torch
 from torch import nn
@@ -606,3 +607,41 @@ def full_hook_output_refuses_in_place():
         needs = y.requires_grad
         state = "frozen" if frozen else ("no_grad" if quiet else "grad on")
         yield Trial(f"seed {seed}: {type(module).__name__}, {op}, {state}", needs, raised)
+
+
+class _WritesItsInput(nn.Module):
+    """A module whose forward writes its input in place before using it."""
+
+    def __init__(self, op: str):
+        super().__init__()
+        self.op = op
+        self.lin = nn.Linear(3, 2)
+
+    def forward(self, t):
+        _IN_PLACE[self.op](t)
+        return self.lin(t)
+
+
+@claim(
+    "04b.full-hook-input-refuses-in-place",
+    sentence="The hook wraps the inputs that require grad the same way before `forward` sees them, so a `forward` "
+    "that writes such an input in place raises too.",
+    holds_when="the input requires grad; an input that needs no gradient reaches forward as it is and takes the write",
+    not_swept="about a module's backward hook",
+)
+def full_hook_input_refuses_in_place():
+    for seed in range(16):
+        rng = random.Random(seed)
+        op = rng.choice(sorted(_IN_PLACE))
+        module = _WritesItsInput(op)
+        module.register_full_backward_hook(lambda m, gi, go: None)
+        needs = seed % 3 != 2
+        x = torch.randn(rng.randint(1, 4), 3, requires_grad=needs) * 1  # a non-leaf where it requires grad
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the hook warns when no input requires grad
+            try:
+                module(x)
+                raised = False
+            except RuntimeError as exc:
+                raised = "is a view and is being modified inplace" in str(exc)
+        yield Trial(f"seed {seed}: {op} in forward, input requires grad: {needs}", needs, raised)

@@ -48,22 +48,23 @@ from grader.units.unit05.support import (
 
 
 @predict_then_run(
-    "05.sin-saves",
-    Names(key=saved_key, pool=("_saved_result", "_saved_other")),
-    prompt="x = torch.ones(3, requires_grad=True); y = x.sin(). Which tensor-valued _saved_ attributes does "
+    "05.tanh-saves",
+    Names(key=saved_key, pool=("_saved_self", "_saved_other")),
+    prompt="x = torch.ones(3, requires_grad=True); y = x.tanh(). Which tensor-valued _saved_ attributes does "
     "y.grad_fn have? Answer a set of names.",
-    explain="The derivative of sin is cos of the input, so the node keeps its input; the output is no use to its rule.",
+    explain="The derivative of tanh is 1 - tanh(x)², a formula in the output alone, and the output is already "
+    "computed: the node keeps its result, as exp's does, and not its input.",
     misconceptions=[
         (
-            {"_saved_result"},
-            "sin's slope at a point is cos of that point: the rule reads the input. "
-            "Knowing sin(x) alone does not tell you cos(x)'s sign.",
+            {"_saved_self"},
+            "tanh's slope, 1 - tanh(x)², can be computed from the output alone, so the node keeps the output "
+            "(_saved_result) and lets the input go",
         )
     ],
 )
-def sin_saves():
+def tanh_saves():
     x = torch.ones(3, requires_grad=True)
-    return tensor_saves(x.sin().grad_fn)
+    return tensor_saves(x.tanh().grad_fn)
 
 
 _OPS = {

@@ -9,6 +9,7 @@ import torch
 
 from grader import probes
 from grader.engine.claims import Trial, claim, sweeps
+from grader.probes import saves
 
 # losses of w, and whether each is linear in w (its gradient then does not depend on w)
 _LOSSES = {
@@ -25,8 +26,8 @@ _LOSSES = {
 @claim(
     "06.create-graph-ends-at-w",
     sentence="when the loss is not linear in `w`, that graph ends at `w`'s `AccumulateGrad` node, which holds `w`",
-    holds_when="the loss is not linear in w; for a loss linear in w (`(w * c).sum()`) the gradient does not "
-    "depend on w and its graph does not reach w",
+    holds_when="the loss is not linear in w; for `(w * c).sum()`, linear in w, the gradient does not depend on w "
+    "and its graph does not reach w (a convolution in w would reach it: section 7)",
     not_swept="about the graph backward records under create_graph for a whole loss, which the rule splits by the loss's shape in w, not by one operation",
 )
 def create_graph_ends_at_w():
@@ -93,8 +94,8 @@ def python_cycles_are_collected():
     sentence="With `create_graph=True`, the backward pass records its own operations, so a gradient that depends "
     "on the input gets a graph and can be differentiated again",
     holds_when="the gradient depends on the input (the loss is not linear in it); the gradient of a loss linear in "
-    "`w`, such as `(w * c).sum()`, does not depend on `w`: it has no graph when `c` is a constant, and when `c` "
-    "requires grad (a weight) its graph leads to `c`, never to `w`",
+    "`w` does not depend on `w` (06.linear-gradient-does-not-depend-on-x): for `(w * c).sum()` it has no graph when "
+    "`c` is a constant, and when `c` requires grad (a weight) its graph leads to `c`, not to `w`",
     not_swept="about the graph backward records under create_graph for a whole loss, which the rule splits by the loss's shape in w, not by one operation",
 )
 def create_graph_gives_a_graph():
@@ -434,34 +435,113 @@ def retain_graph_records_nothing():
 
 
 # losses linear in x: label -> (the loss from x and its coefficient c, whether the gradient reads c)
+# losses linear in x, with a coefficient c (that may require grad), and some that are not
 _LINEAR = {
-    "(c * x).sum()": (lambda x, c: (c * x).sum(), True),
-    "(x * c + 1).mean()": (lambda x, c: (x * c + 1).mean(), True),
-    "(x @ c)": (lambda x, c: x @ c, True),
-    "(c * x).sum() * 3": (lambda x, c: (c * x).sum() * 3, True),
-    "(x - c).sum()": (lambda x, c: (x - c).sum(), False),
-    "(2 * x + c).sum()": (lambda x, c: (2 * x + c).sum(), False),
+    "(c * x).sum()": lambda x, c: (c * x).sum(),
+    "(x * c + 1).mean()": lambda x, c: (x * c + 1).mean(),
+    "(x @ c)": lambda x, c: x @ c,
+    "(c * x).sum() * 3": lambda x, c: (c * x).sum() * 3,
+    "(x - c).sum()": lambda x, c: (x - c).sum(),
+    "(2 * x + c).sum()": lambda x, c: (2 * x + c).sum(),
+    "conv1d(x, c).sum()": lambda x, c: torch.nn.functional.conv1d(x.view(1, 1, -1), c[:1].view(1, 1, 1)).sum(),
+    "avg_pool1d(x * c)": lambda x, c: (torch.nn.functional.avg_pool1d((x * c).view(1, 1, -1), 1) * c).sum(),
+}
+_NOT_LINEAR = {
+    "(x * x * c).sum()": lambda x, c: (x * x * c).sum(),
+    "(x.sin() * c).sum()": lambda x, c: (x.sin() * c).sum(),
 }
 
 
 @claim(
-    "06.linear-gradient-never-reaches-x",
-    sentence="the gradient of a loss linear in `x` does not depend on `x`, so its graph never reaches `x`; it has "
-    "no graph at all only when nothing it reads requires grad",
+    "06.linear-gradient-does-not-depend-on-x",
+    sentence="the gradient of a loss linear in `x` does not depend on `x`: differentiated again with respect to "
+    "`x`, it gives zero, or nothing at all",
+    holds_when="the loss is linear (affine) in x; a loss that is not, such as `(x * x).sum()`, has a gradient "
+    "that moves with x",
 )
-def linear_gradient_never_reaches_x():
-    for seed in range(16):
+def linear_gradient_does_not_depend_on_x():
+    forms = {**_LINEAR, **_NOT_LINEAR}
+    for seed in range(18):
         rng = random.Random(seed)
-        label = rng.choice(sorted(_LINEAR))
-        loss, reads_c = _LINEAR[label]
+        label = sorted(forms)[seed % len(forms)]
+        loss = forms[label]
         n = rng.randint(1, 5)
-        x = torch.randn(n, requires_grad=True)
         coefficient_grad = rng.random() < 0.5
         c = torch.randn(n, requires_grad=coefficient_grad)
+        x = torch.randn(n, requires_grad=True)
         (g,) = torch.autograd.grad(loss(x, c), x, create_graph=True)
-        leaves = probes.reachable_leaves(g) if g.grad_fn is not None else []
-        holds = not any(leaf is x for leaf in leaves) and (g.grad_fn is not None) == (reads_c and coefficient_grad)
-        yield Trial(f"seed {seed}: {label}, c requires grad: {coefficient_grad}", True, holds)
+        moved = torch.randn(n, requires_grad=True)
+        (elsewhere,) = torch.autograd.grad(loss(moved, c), moved)
+        second = None
+        if g.requires_grad:
+            (second,) = torch.autograd.grad(g.sum(), x, allow_unused=True)
+        flat = second is None or not bool(second.abs().gt(1e-6).any())
+        holds = torch.allclose(g.detach(), elsewhere) and flat
+        yield Trial(f"seed {seed}: {label}, c requires grad: {coefficient_grad}", label in _LINEAR, holds)
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal up to float64 rounding, both finite."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if not a.numel():
+        return True
+    if not (torch.isfinite(a).all() and torch.isfinite(b).all()):
+        return False
+    return torch.allclose(a, b, rtol=1e-7, atol=1e-9 * (1 + float(b.abs().max())))
+
+
+@sweeps("06.linear-gradient-does-not-depend-on-x")
+def linear_gradient_does_not_depend_on_x_on(sample):
+    """Every operation, as a function of its first argument that requires grad (the others held fixed), in
+    float64: affine where f(a x + (1 - a) y) = a f(x) + (1 - a) f(y) at a = 2, -1.5 and 0.3. The gradient for the
+    same seed at x and at y, and the second derivative through the create_graph gradient's graph."""
+    from torch.utils._pytree import tree_flatten, tree_map
+
+    from grader.probes import opdb
+
+    if sample.dtype != torch.float64:
+        return None
+    run = sample.run(prepare=opdb.without_grad(range(1, 1000)))
+    if run is None or not run.recorded or len(run.leaves) != 1:
+        return None
+    x = run.leaves[0]
+    base = x.detach()
+    if not base.numel() or not torch.isfinite(base).all():  # nansum of a NaN: linear only where x is finite
+        return None
+
+    def call(z):
+        args, kwargs = tree_map(lambda v: z if v is x else v, (run.args, run.kwargs))
+        torch.manual_seed(sample.index)  # dropout draws the same mask
+        out = sample.function(*args, **kwargs)
+        return [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and t.is_floating_point()]
+
+    gen = torch.Generator().manual_seed(sample.index)
+    y = torch.randn(base.shape, generator=gen, dtype=base.dtype)
+    try:
+        with torch.no_grad():
+            at = {a: call(a * base + (1 - a) * y) for a in (0.0, 1.0, 2.0, -1.5, 0.3)}
+        outs = [t for t in run.recorded if t.is_floating_point()]
+        seeds = [torch.randn(t.shape, generator=gen, dtype=t.dtype) for t in outs]
+        (g,) = torch.autograd.grad(outs, x, seeds, create_graph=True, allow_unused=True)
+        moved = y.clone().requires_grad_()
+        (elsewhere,) = torch.autograd.grad([t for t in call(moved) if t.requires_grad], moved, seeds, allow_unused=True)
+        second = None
+        if g is not None and g.requires_grad:
+            u = torch.randn(g.shape, generator=gen, dtype=g.dtype)
+            (second,) = torch.autograd.grad(g, x, u, allow_unused=True)
+    except (RuntimeError, ValueError, TypeError, IndexError):  # a derivative torch does not implement, a refusal
+        return None
+    if g is None or len(outs) != len(at[1.0]):
+        return None
+    affine = bool(at[1.0]) and all(
+        len(at[a]) == len(at[1.0])
+        and all(_close(p, a * f1 + (1 - a) * f0) for p, f1, f0 in zip(at[a], at[1.0], at[0.0]))
+        for a in (2.0, -1.5, 0.3)
+    )
+    flat = second is None or float(second.abs().max()) <= 1e-7 * (1 + float(g.detach().abs().max()))
+    holds = elsewhere is not None and _close(elsewhere, g.detach()) and flat
+    return Trial(f"{sample.label}: in its first argument", affine, holds, op=sample.op)
 
 
 @sweeps("06.retain-graph-records-nothing")
@@ -479,3 +559,128 @@ def retain_graph_records_nothing_on(sample):
     plain = all(g is None or (g.grad_fn is None and not g.requires_grad) for g in grads)
     kept = set(_saved_states(run)) <= {"ok"}
     return Trial(f"{sample.label}: {len(grads)} gradient(s)", True, plain and kept, op=sample.op)
+
+
+# two-part losses: a part from a, a part from b (each a function of its leaf)
+_PARTS = {
+    "exp": lambda t: t.exp().sum(),
+    "sin ** 2": lambda t: (t.sin() ** 2).sum(),
+    "tanh * 3": lambda t: (t.tanh() * 3).sum(),
+    "square": lambda t: (t * t).mean(),
+}
+_ASKS = ("grad a", "grad b", "grad a, b", "backward inputs=[a]", "backward")
+
+
+def _prehooked(nodes: list, ran: set) -> None:
+    for fn in nodes:
+        fn.register_prehook(lambda grad_outputs, fn=fn: ran.add(fn))
+
+
+@claim(
+    "06.a-pass-runs-only-the-nodes-on-a-path-to-its-inputs",
+    sentence="A pass runs only the nodes on a path from its output to the tensors it computes gradients for: the "
+    "inputs of `torch.autograd.grad`, or of `backward(inputs=...)` (every leaf that requires grad, for a plain "
+    "`backward()`). The others never run: their hooks stay silent and their saved values stay `ok`.",
+)
+def a_pass_runs_only_the_nodes_on_a_path():
+    for seed in range(15):
+        rng = random.Random(seed)
+        a = torch.randn(rng.randint(1, 4), requires_grad=True)
+        b = torch.randn(rng.randint(1, 4), requires_grad=True)
+        name_a, name_b = rng.choice(sorted(_PARTS)), rng.choice(sorted(_PARTS))
+        part_a, part_b = _PARTS[name_a](a), _PARTS[name_b](b)
+        ask = _ASKS[seed % len(_ASKS)]
+        side = {"a": [fn for fn in probes.nodes(part_a) if not hasattr(fn, "variable")]}
+        side["b"] = [fn for fn in probes.nodes(part_b) if not hasattr(fn, "variable")]
+        before = {key: sum(len(saves.saved_values(fn)) for fn in nodes) for key, nodes in side.items()}
+        ran: set = set()
+        _prehooked(side["a"] + side["b"], ran)
+        loss = part_a + part_b
+        if ask.startswith("grad"):
+            torch.autograd.grad(loss, [a, b] if ask == "grad a, b" else [a if ask == "grad a" else b])
+        else:
+            loss.backward(inputs=[a] if "inputs" in ask else None)
+        wanted = {"a"} if ask in ("grad a", "backward inputs=[a]") else {"b"} if ask == "grad b" else {"a", "b"}
+        holds = True
+        for key, nodes in side.items():
+            left = sum(len(saves.saved_values(fn)) for fn in nodes)
+            holds &= all((fn in ran) == (key in wanted) for fn in nodes) and (key in wanted or left == before[key])
+        yield Trial(f"seed {seed}: {name_a}(a) + {name_b}(b), {ask}", True, holds)
+
+
+@sweeps("06.a-pass-runs-only-the-nodes-on-a-path-to-its-inputs")
+def a_pass_runs_only_the_nodes_on_a_path_on(sample):
+    """Every operation's graph beside a part that does not lead to its inputs: asked for the operation's inputs
+    alone, the other part's node never runs; asked for the other part's leaf alone, none of the operation's nodes
+    runs, and what they saved can still be read."""
+    run = sample.run()
+    outs = [t for t in run.recorded if t.is_floating_point()] if run is not None else []
+    if not outs or not run.leaves:
+        return None
+    other = torch.randn(3, dtype=outs[0].dtype, requires_grad=True)
+    side = other.sin()
+    own = [fn for fn in run.nodes() if not hasattr(fn, "variable")]
+    readable = sum(len(saves.saved_values(fn)) for fn in own)
+    ran: set = set()
+    _prehooked(own + [side.grad_fn], ran)
+    loss = sum((t * 1).sum() for t in outs) + side.sum()
+    try:
+        torch.autograd.grad(loss, other, retain_graph=True)
+        skipped_own = not (ran & set(own)) and sum(len(saves.saved_values(fn)) for fn in own) == readable
+        ran.clear()
+        torch.autograd.grad(loss, run.leaves, allow_unused=True)
+    except RuntimeError:  # a derivative torch does not implement
+        return None
+    skipped_side = side.grad_fn not in ran
+    return Trial(f"{sample.label}: beside other.sin()", True, skipped_own and skipped_side, op=sample.op)
+
+
+@claim(
+    "06.gradient-graph-enters-forward-nodes-through-kept-values",
+    sentence="A gradient's graph enters the forward graph's nodes only where one of them kept a value the forward "
+    "pass computed: a gradient whose nodes kept only leaves (`3x²` for `x ** 3`) stays out of it.",
+    holds_when="no node of the forward graph kept a value it computed; where one did, the gradient's graph "
+    "usually enters (the cosine above), though not always (max keeps its result only to compare with it)",
+)
+def gradient_graph_enters_forward_nodes():
+    forms = {
+        "x.cos() ** 2": lambda x: (x.cos() ** 2).sum(),
+        "x ** 3": lambda x: (x**3).sum(),
+        "x.exp() * x": lambda x: (x.exp() * x).sum(),
+        "x * x": lambda x: (x * x).sum(),
+        "x.sin()": lambda x: x.sin().sum(),
+        "x.sin() ** 2": lambda x: (x.sin() ** 2).sum(),
+        "(x * 2).tanh()": lambda x: (x * 2).tanh().sum(),
+        "x.sigmoid() * 3": lambda x: (x.sigmoid() * 3).sum(),
+    }
+    for seed in range(16):
+        rng = random.Random(seed)
+        name = sorted(forms)[seed % len(forms)]
+        x = torch.randn(rng.randint(1, 4), requires_grad=True)
+        z = forms[name](x)
+        yield _entering(f"seed {seed}: {name}", z, [x])
+
+
+def _entering(label: str, z, leaves: list, op: str = "") -> Trial | None:
+    """Whether z's forward nodes kept a value the forward pass computed, and whether the create_graph gradient's
+    graph holds one of those nodes."""
+    outs = z if isinstance(z, list) else [z]
+    forward = [fn for t in outs for fn in probes.nodes(t) if not hasattr(fn, "variable")]
+    kept = any(t.grad_fn is not None for fn in forward for _, t in saves.saved_values(fn))
+    seeds = [torch.ones_like(t) for t in outs]
+    try:
+        grads = torch.autograd.grad(outs, leaves, seeds, create_graph=True, allow_unused=True)
+    except RuntimeError:  # a derivative torch does not implement
+        return None
+    inside = {fn for g in grads if g is not None and g.grad_fn is not None for fn in probes.nodes(g)}
+    return Trial(label, not kept, not (inside & set(forward)), op=op)
+
+
+@sweeps("06.gradient-graph-enters-forward-nodes-through-kept-values")
+def gradient_graph_enters_forward_nodes_on(sample):
+    """Every operation: its create_graph gradients (for a ones seed) against what its nodes kept."""
+    run = sample.run()
+    outs = [t for t in run.recorded if t.is_floating_point()] if run is not None else []
+    if not outs or not run.leaves:
+        return None
+    return _entering(f"{sample.label}", outs, run.leaves, op=sample.op)

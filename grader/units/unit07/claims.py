@@ -323,6 +323,7 @@ _ALIASES = (
     ("v = b[1:]", lambda b: b[1:], True),
     ("v = b.view(-1)", lambda b: b.view(-1), True),
     ("v = b.t()", lambda b: b.t(), True),
+    ("v = b.unsqueeze(0)", lambda b: b.unsqueeze(0), True),
     ("v = b[::2]", lambda b: b[::2], True),
     ("v = b.detach()", lambda b: b.detach(), True),
     ("v = b.data", lambda b: b.data, False),
@@ -332,7 +333,7 @@ _ALIASES = (
 
 @claim(
     "07.views-and-detach-share-the-counter",
-    sentence="A view (a slice, `.view`, `.t()`) shares its base's counter, and so does `detach()`",
+    sentence="A view (a slice, `.view`, `.t()`, `.unsqueeze()`) shares its base's counter, and so does `detach()`",
     holds_when="the alias is a view or detach(); `.data` is the same memory with a counter of its own, and clone() "
     "is other memory",
 )
@@ -746,14 +747,18 @@ def pack_returning_t_makes_a_cycle_on(samples):
 
 @claim(
     "07.unpack-runs-per-read",
-    sentence="`unpack` runs for every tensor a node saved, each time backward runs that node, so a retained graph "
-    "unpacks again on each pass",
+    sentence="a built-in node's `unpack` runs for every tensor it saved, each time backward runs that node, so a "
+    "retained graph unpacks again on each pass",
+    holds_when="the node is one of torch's own; a custom `autograd.Function` unpacks when its backward reads "
+    "`ctx.saved_tensors`, once per read (never, for a backward that does not read them)",
 )
 def unpack_runs_per_read():
-    for seed in range(8):
+    for seed in range(12):
         rng = random.Random(seed)
+        custom = seed % 3 == 2
         ops = [rng.choice(("exp", "sin", "sigmoid", "tanh", "square")) for _ in range(rng.randint(1, 4))]
         passes = rng.randint(1, 3)
+        reads = rng.choice((0, 2))  # a custom backward that reads ctx.saved_tensors never, or twice
         calls = {"pack": 0, "unpack": 0}
 
         def pack(t, calls=calls):
@@ -766,39 +771,82 @@ def unpack_runs_per_read():
 
         x = torch.rand(rng.randint(1, 5), requires_grad=True)
         with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-            h = x
-            for op in ops:
-                h = getattr(torch, op)(h) * (h if rng.random() < 0.3 else 1.0)
-            loss = h.sum()
+            if custom:
+                loss = _Reads.apply(x, reads).sum()
+            else:
+                h = x
+                for op in ops:
+                    h = getattr(torch, op)(h) * (h if rng.random() < 0.3 else 1.0)
+                loss = h.sum()
         for i in range(passes):
             loss.backward(retain_graph=i < passes - 1)
-        label = f"seed {seed}: {' -> '.join(ops)}, {passes} backward pass(es): {calls}"
-        yield Trial(label, True, calls["unpack"] == passes * calls["pack"] > 0)
+        what = f"a custom Function whose backward reads its saved tensors {reads} times" if custom else " -> ".join(ops)
+        label = f"seed {seed}: {what}, {passes} backward pass(es): {calls}"
+        yield Trial(label, not custom, calls["unpack"] == passes * calls["pack"] > 0)
 
 
-# (label, the optimizer over params, writes per step; None: a fused step, whose writes the counter does not see)
+class _Reads(torch.autograd.Function):
+    """Saves its input; its backward reads ctx.saved_tensors ``reads`` times."""
+
+    @staticmethod
+    def forward(ctx, t, reads):
+        ctx.save_for_backward(t)
+        ctx.reads = reads
+        return t * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        for _ in range(ctx.reads):
+            ctx.saved_tensors  # noqa: B018  (each read unpacks)
+        return grad * 2, None
+
+
+# (label, the optimizer over params, writes per step; None: a step outside the rule: fused (its writes the counter
+# does not see), or an optimizer that writes more than once or once per inner iteration)
 _OPTIMIZER_STEPS = (
     ("SGD", lambda p: torch.optim.SGD(p, lr=0.1), 1),
     ("SGD, momentum", lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), 1),
     ("SGD, weight_decay", lambda p: torch.optim.SGD(p, lr=0.1, weight_decay=0.01), 1),
+    ("SGD, nesterov, foreach", lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True, foreach=True), 1),
     ("Adam", lambda p: torch.optim.Adam(p, lr=0.1), 1),
-    ("Adam, weight_decay", lambda p: torch.optim.Adam(p, lr=0.1, weight_decay=0.01), 1),
+    ("Adam, weight_decay, amsgrad", lambda p: torch.optim.Adam(p, lr=0.1, weight_decay=0.01, amsgrad=True), 1),
+    ("Adamax", lambda p: torch.optim.Adamax(p, lr=0.1), 1),
+    ("RAdam", lambda p: torch.optim.RAdam(p, lr=0.1), 1),
     ("RMSprop", lambda p: torch.optim.RMSprop(p, lr=0.01), 1),
+    ("RMSprop, momentum, centered", lambda p: torch.optim.RMSprop(p, lr=0.01, momentum=0.5, centered=True), 1),
     ("Adagrad", lambda p: torch.optim.Adagrad(p, lr=0.1), 1),
+    ("Adadelta", lambda p: torch.optim.Adadelta(p), 1),
+    ("Rprop", lambda p: torch.optim.Rprop(p), 1),
     ("AdamW", lambda p: torch.optim.AdamW(p, lr=0.1), 2),
     ("AdamW, weight_decay=0.1", lambda p: torch.optim.AdamW(p, lr=0.1, weight_decay=0.1), 2),
     ("AdamW, weight_decay=0", lambda p: torch.optim.AdamW(p, lr=0.1, weight_decay=0), 1),
     ("Adam, fused", lambda p: torch.optim.Adam(p, lr=0.1, fused=True), None),
     ("AdamW, fused", lambda p: torch.optim.AdamW(p, lr=0.1, fused=True), None),
+    ("NAdam", lambda p: torch.optim.NAdam(p, lr=0.1), None),
+    (
+        "NAdam, decoupled weight decay",
+        lambda p: torch.optim.NAdam(p, lr=0.1, weight_decay=0.01, decoupled_weight_decay=True),
+        None,
+    ),
+    (
+        "RAdam, decoupled weight decay",
+        lambda p: torch.optim.RAdam(p, lr=0.1, weight_decay=0.01, decoupled_weight_decay=True),
+        None,
+    ),
+    ("ASGD", lambda p: torch.optim.ASGD(p, lr=0.1), None),
+    ("LBFGS", lambda p: torch.optim.LBFGS(p, lr=0.1, max_iter=4), None),
 )
 
 
 @claim(
     "07.a-step-writes-once",
-    sentence="A step writes each parameter once, whatever its momentum or coupled weight decay; `AdamW` with a "
-    "weight decay (its default is 0.01) writes it twice, the decay being a write of its own",
-    holds_when="the step is not fused: with fused=True the update is written without moving the counter (CPU, "
-    "torch 2.13)",
+    sentence="A step of `SGD`, `Adam`, `Adamax`, `RAdam`, `RMSprop`, `Adagrad`, `Adadelta` or `Rprop` writes each "
+    "parameter once, whatever its momentum or coupled weight decay; `AdamW` with a weight decay (its default is "
+    "0.01) writes it twice, the decay being a write of its own",
+    holds_when="the optimizer is one of those and its step is not fused (with fused=True the update is written "
+    "without moving the counter, CPU, torch 2.13); NAdam and ASGD write twice per step, NAdam and RAdam with "
+    "decoupled weight decay three and two times, LBFGS once per inner iteration",
+    not_swept="about an optimizer's step, not what an operation records",
 )
 def a_step_writes_once():
     from torch import nn
@@ -809,12 +857,19 @@ def a_step_writes_once():
         torch.manual_seed(seed)
         layer = nn.Linear(rng.randint(1, 4), rng.randint(1, 3))
         opt = make(layer.parameters())
+        x = torch.randn(2, layer.in_features)
         before = [p._version for p in layer.parameters()]
         steps = rng.randint(1, 3)
-        for _ in range(steps):
+
+        def closure(layer=layer, opt=opt, x=x):
             opt.zero_grad()
-            layer(torch.randn(2, layer.in_features)).pow(2).sum().backward()
-            opt.step()
+            loss = layer(x).pow(2).sum()
+            loss.backward()
+            return loss
+
+        for _ in range(steps):
+            closure()
+            opt.step(closure) if isinstance(opt, torch.optim.LBFGS) else opt.step()
         moved = [p._version - v for p, v in zip(layer.parameters(), before)]
         holds = writes is not None and moved == [writes * steps] * len(moved)
         yield Trial(f"seed {seed}: {label}, {steps} step(s): versions moved {moved}", writes is not None, holds)
@@ -823,8 +878,10 @@ def a_step_writes_once():
 @claim(
     "07.some-views-refuse-the-write",
     sentence="the pieces of `chunk`, `split` or `unbind`, and a view made under `no_grad` and written with grad mode "
-    "on, refuse an in-place write at the write when the tensor they view requires grad",
-    holds_when="the viewed tensor requires grad; a view of a tensor that requires nothing takes the write",
+    "on, refuse an in-place write at the write when the tensor they view, or the value written into them, "
+    "requires grad",
+    holds_when="the viewed tensor or the value written requires grad; a view of a tensor that requires nothing "
+    "takes the write of a value that requires nothing",
 )
 def some_views_refuse_the_write():
     makers = {
@@ -833,10 +890,11 @@ def some_views_refuse_the_write():
         "unbind": lambda y: y.unbind()[0],
         "a view made under no_grad": None,
     }
-    for seed in range(16):
+    for seed in range(20):
         rng = random.Random(seed)
         label = sorted(makers)[seed % len(makers)]
-        needs = rng.random() < 0.7
+        needs = rng.random() < 0.5
+        value_needs = rng.random() < 0.4
         x = torch.randn(rng.randint(2, 5), requires_grad=needs)
         y = x * 2 if needs else x.clone()
         if makers[label] is None:
@@ -844,12 +902,55 @@ def some_views_refuse_the_write():
                 piece = y[: rng.randint(1, y.shape[0])]
         else:
             piece = makers[label](y)
+        value = torch.ones(piece.shape, requires_grad=value_needs)
         try:
-            piece.add_(1)
+            piece.add_(value)
             refused = False
         except RuntimeError:
             refused = True
-        yield Trial(f"seed {seed}: {label}, the viewed tensor requires grad: {needs}", needs, refused)
+        what = f"the viewed tensor requires grad: {needs}, the value written: {value_needs}"
+        yield Trial(f"seed {seed}: {label}, {what}", needs or value_needs, refused)
+
+
+@sweeps("07.some-views-refuse-the-write", ops=("chunk", "split", "unbind", "split_with_sizes"))
+def some_views_refuse_the_write_on(sample):
+    """Every piece of chunk, split and unbind (and split_with_sizes, split's form for a list of sizes), each on a
+    fresh run: of a non-leaf that requires grad, written with a number (refused); of a tensor that requires
+    nothing, written with a number (taken) and with a tensor that requires grad (refused). One trial per pair."""
+    for needs, value_needs in ((True, False), (False, False), (False, True)):
+        refused = _pieces_refused(sample, needs, value_needs)
+        if refused is None:
+            return
+        if refused:
+            expected = needs or value_needs
+            label = f"{sample.label}: {len(refused)} pieces, the viewed tensor requires grad: {needs}, the value: {value_needs}"
+            yield Trial(label, expected, all(refused) if expected else not any(refused), op=sample.op)
+
+
+def _pieces_refused(sample, needs: bool, value_needs: bool) -> list[bool] | None:
+    """For each floating, non-empty piece of a fresh run: whether writing a tensor of ones into it was refused
+    (None: the sample does not run)."""
+    first = _views_run(sample, needs)
+    if first is None:
+        return None
+    refused = []
+    for i in range(len(first.outputs)):
+        piece = _views_run(sample, needs).outputs[i]
+        if not piece.is_floating_point() or not piece.numel():
+            continue
+        value = torch.ones(piece.shape, dtype=piece.dtype, requires_grad=value_needs)
+        try:
+            piece.add_(value)
+            refused.append(False)
+        except RuntimeError:
+            refused.append(True)
+    return refused
+
+
+def _views_run(sample, needs: bool):
+    """The operation on a non-leaf copy of its input that requires grad (a leaf would be refused by the leaf
+    rule), or on tensors that require nothing."""
+    return sample.run(prepare=lambda leaf: leaf * 1) if needs else sample.run(requires_grad=False)
 
 
 @sweeps("07.unpack-runs-per-read")
@@ -868,3 +969,28 @@ def unpack_runs_per_read_on(sample):
         return None
     rule = sorted(unpacked) == sorted(tokens * 2)
     return Trial(f"{sample.label}: {len(tokens)} slots, {len(unpacked)} unpacks", True, rule, op=sample.op)
+
+
+@claim(
+    "07.data-writes-unseen",
+    sentence="`e.data` has a counter of its own, so the write through it left `e._version` at 0, as exp kept it, and "
+    "backward trusted the doubled value",
+    not_swept="about the .data attribute, not an operation",
+)
+def data_writes_unseen():
+    for seed in range(10):
+        rng = random.Random(seed)
+        w = torch.randn(rng.randint(2, 6), requires_grad=True)
+        h = w * rng.choice([2.0, 3.0, -1.5])
+        y = h.sin() if seed % 2 else h * h  # both keep h itself for backward
+        version = h._version
+        h.data.add_(1.0)
+        unheard = h._version == version
+        try:
+            y.sum().backward()
+            silent = True
+        except RuntimeError:
+            silent = False
+        yield Trial(
+            f"seed {seed}: write through h.data after {'h.sin()' if seed % 2 else 'h * h'}", True, unheard and silent
+        )

@@ -587,9 +587,9 @@ def self_which_node(p):
     Number(tol=0),
     program=param_program,
     explain="Initialisation fills a layer's parameters in place (under no_grad), so a fresh layer is already past "
-    "version 0; each optimizer step writes them in place again, once (momentum, Adam's moments and a coupled weight "
-    "decay live in the optimizer's state or its arithmetic), or twice for AdamW, whose default weight decay is a "
-    "write of its own. backward and zero_grad() write only .grad.",
+    "version 0; each step of SGD or Adam writes them in place again, once (momentum, Adam's moments and a "
+    "coupled weight decay live in the optimizer's state or its arithmetic), and a step of AdamW twice, its default "
+    "weight decay being a write of its own (unit 07 counts other optimizers too). backward and zero_grad() write only .grad.",
     hints=(
         "Which of these lines write into the parameter's memory? backward and zero_grad() touch only .grad.",
         "A layer's parameters are filled in place by its initialiser, and an optimizer step updates them in place: "

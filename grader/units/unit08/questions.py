@@ -214,8 +214,8 @@ def retain_mul_runs():
     "hidden = hidden * w + 0.1; loss = (hidden ** 2).sum(); loss.backward(retain_graph=True), nothing "
     "detached. Count the bytes of the tensors the graph under each step's loss "
     "keeps for backward, each storage once. How many bytes more at step 11 than at step 10?",
-    explain="Step 11's graph is step 10's with step 11's nodes on top, less step 10's own power node (that one "
-    "belongs to step 10's loss). Step 11's power keeps its new state, 256 float32 values (1,024 bytes); step 11's "
+    explain="Step 11's graph is step 10's with step 11's nodes on top, less step 10's own power and sum nodes "
+    "(they belong to step 10's loss; the sum keeps no tensor). Step 11's power keeps its new state, 256 float32 values (1,024 bytes); step 11's "
     "multiplication keeps the state it received, which step 10's power had already kept, and w, one storage "
     "already counted; the addition keeps nothing. The bill grows by one state per step, for as long as the loop "
     "runs.",

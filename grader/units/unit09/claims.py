@@ -254,12 +254,15 @@ _BOTH_SAVED = {
 
 @claim(
     "09.a-node-unpacks-all-it-saved",
-    sentence="A node that runs unpacks every tensor it saved, whether or not the gradient asked for reads it",
+    sentence="A built-in node that runs unpacks every tensor it saved, whether or not the gradient asked for reads it",
+    holds_when="the node is one of torch's own; a custom `autograd.Function`'s node unpacks what its backward reads "
+    "from `ctx.saved_tensors`, once per read (nothing, for a backward that reads nothing)",
 )
 def a_node_unpacks_all_it_saved():
-    for seed in range(16):
+    for seed in range(18):
         rng = random.Random(seed)
-        label = sorted(_BOTH_SAVED)[seed % len(_BOTH_SAVED)]
+        custom = seed % 3 == 2
+        label = "a custom Function" if custom else sorted(_BOTH_SAVED)[seed % len(_BOTH_SAVED)]
         n = rng.randint(1, 5)
         a, b = torch.randn(n, requires_grad=True), torch.rand(n, requires_grad=True) + 0.5
         counts = {"pack": 0, "unpack": 0}
@@ -272,12 +275,72 @@ def a_node_unpacks_all_it_saved():
             counts["unpack"] += 1
             return t
 
+        reads = rng.choice((0, 2))
         with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-            loss = _BOTH_SAVED[label](a, b)
+            loss = _Reads.apply(a, b, reads).sum() if custom else _BOTH_SAVED[label](a, b)
         names = rng.choice(["a", "b", "a and b"])
         torch.autograd.grad(loss, {"a": [a], "b": [b], "a and b": [a, b]}[names])
+        what = f"{label} whose backward reads its saved tensors {reads} times" if custom else label
         yield Trial(
-            f"seed {seed}: {label}, the gradient of {names} only: {counts}",
-            True,
+            f"seed {seed}: {what}, the gradient of {names} only: {counts}",
+            not custom,
             counts["unpack"] == counts["pack"] > 0,
         )
+
+
+class _Reads(torch.autograd.Function):
+    """Saves both inputs; its backward reads ctx.saved_tensors ``reads`` times."""
+
+    @staticmethod
+    def forward(ctx, a, b, reads):
+        ctx.save_for_backward(a, b)
+        ctx.reads = reads
+        return a * b.detach() + b * a.detach()
+
+    @staticmethod
+    def backward(ctx, grad):
+        for _ in range(ctx.reads):
+            ctx.saved_tensors  # noqa: B018  (each read unpacks)
+        return grad, grad, None
+
+
+@sweeps("09.a-node-unpacks-all-it-saved")
+def a_node_unpacks_all_it_saved_on(sample):
+    """Every operation, asked for the gradient of its first input alone: each node that ran unpacked each tensor
+    it saved, once (which node saved which tensor is read first, under the same pair)."""
+    packs: list[int] = []
+    unpacked: list[int] = []
+
+    def pack(t):
+        packs.append(len(packs))
+        return (packs[-1], t.detach())
+
+    def unpack(token):
+        unpacked.append(token[0])
+        return token[1]
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        run = sample.run()
+    outs = [t for t in run.recorded if t.is_floating_point()] if run is not None else []
+    if not outs or not run.leaves or not packs:
+        return None
+    owned: dict = {}
+    for fn in run.nodes():
+        for attr in dir(fn):
+            if attr.startswith("_saved_"):
+                before = len(unpacked)
+                try:
+                    getattr(fn, attr)
+                except RuntimeError:
+                    continue
+                owned.setdefault(fn, []).extend(unpacked[before:])
+    unpacked.clear()
+    ran: set = set()
+    for fn in owned:
+        fn.register_prehook(lambda grad_outputs, fn=fn: ran.add(fn))
+    try:
+        torch.autograd.grad(outs, run.leaves[:1], [torch.ones_like(t) for t in outs], allow_unused=True)
+    except RuntimeError:  # a derivative torch does not implement
+        return None
+    rule = all(sorted(unpacked.count(tok) for tok in owned[fn]) == [1] * len(owned[fn]) for fn in ran)
+    return Trial(f"{sample.label}: {len(ran)} of {len(owned)} saving nodes ran", True, rule, op=sample.op)

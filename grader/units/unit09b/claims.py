@@ -268,6 +268,9 @@ def checkpoint_sequential_spares_the_last_segment():
     sentence="backward reads a checkpointed function's saved values from the rerun, never from the output checkpoint "
     "returned, so an in-place write into that output raises nothing, even where the function's last operation "
     "keeps its output",
+    holds_when="the output is not a view of an input: a function that returns `t.view(-1)` of its input `t` hands "
+    "back the input's memory, and a write into that output is a write into the saved input, caught at backward",
+    not_swept="about checkpoint's rerun of a whole function, not what one operation records",
 )
 def a_write_into_the_output_is_unseen():
     from torch.utils.checkpoint import checkpoint
@@ -288,3 +291,12 @@ def a_write_into_the_output_is_unseen():
         (expected,) = torch.autograd.grad((fn(*fresh) * scale).sum(), fresh[0])
         right = not raised and torch.allclose(inputs[0].grad, expected, atol=1e-6)
         yield Trial(f"seed {seed}: {label}, out.{write}", True, right)
+    a = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    kept, view = checkpoint(lambda t: (t.exp(), t.view(-1)), a * 1, use_reentrant=False)
+    view.add_(1)
+    try:
+        (kept.sum() + view.sum()).backward()
+        raised = False
+    except RuntimeError:
+        raised = True
+    yield Trial("fn(t) = (t.exp(), t.view(-1)), a write into the view it returns", False, not raised)

@@ -576,6 +576,7 @@ def _second_grad_raises(g: torch.Tensor, x: torch.Tensor, how: str) -> str:
     holds_when="the gradient coming into the once_differentiable backward needs grad (its output went through an "
     "op whose backward reads its input: sin, y * y, exp), so that g carries an Error node; otherwise g has no "
     "history and both ways raise that it does not require grad",
+    not_swept="about a custom Function marked once_differentiable, not an operation of op_db",
 )
 def once_diff_error_node():
     for seed, (label, after, incoming_needs_grad) in enumerate(_AFTER * 2):

@@ -231,8 +231,8 @@ WHERE_ENTRIES = ("x[0]", "x[1]", "x[2]")
     "NaN? Answer a set of 'x[0]', 'x[1]', 'x[2]' (an empty set if none).",
     explain="torch.where sends 0 to the branch it did not pick, and log's backward divides that 0 by its saved "
     "input x: log's slope 1 / x is read from the input, not from the NaN the forward pass returned. At x = -4 that "
-    "is 0 / -4, a harmless -0; at x = 0 it is 0 / 0, NaN. What decides is the branch's backward formula at the "
-    "masked input, not the value its forward pass made.",
+    "is 0 / -4, a harmless -0; at x = 0 it is 0 / 0, NaN. What decides is what the branch's backward reads at a "
+    "masked entry: log's reads the input, while sqrt's reads its output, so the NaN sqrt(-4) made does reach it.",
     misconceptions=[
         (
             {"x[0]", "x[1]"},
@@ -344,20 +344,28 @@ def leak_depth():
     "12.cycle-seen",
     Names(pool=CYCLES),
     prompt="torch.utils.viz._cycles.observe_garbage(observer) makes Python's collector hand every object it "
-    "finds in an unreachable reference cycle to observer before freeing it. Two cycles, each holding a "
+    "finds in an unreachable reference cycle to observer before freeing it. Three cycles, each holding a "
     "1000-float tensor, with every name dropped: 'dict that holds itself': state = {'acts': "
     "torch.randn(1000)}; state['self'] = state; 'backward(create_graph=True)': w = torch.randn(1000, "
-    "requires_grad=True); (w.sin() ** 2).sum().backward(create_graph=True) (unit 06). Then gc.collect(). "
-    "For which cycles does the observer receive the tensor? Answer a set of the labels.",
-    explain="The collector walks Python objects only. The dict's cycle is made of Python references, so the "
-    "collector finds it, shows it to the observer and frees the tensor. The create_graph cycle (w -> "
-    "w.grad -> its graph -> AccumulateGrad -> w) is made of C++ references inside torch: no collector "
-    "visits it, so no observer built on the collector can report it.",
+    "requires_grad=True); (w.sin() ** 2).sum().backward(create_graph=True) (unit 06); 'hook that refers to its "
+    "tensor': w = torch.randn(1000, requires_grad=True); w.register_hook(lambda grad: grad + 0 * w.detach()); "
+    "(w ** 2).sum().backward(). Then gc.collect(). For which cycles does the observer receive the tensor? Answer a "
+    "set of the labels.",
+    explain="The collector walks Python objects only. The dict's cycle is made of Python references, and so is the "
+    "hook's: the tensor holds its hook, a Python function whose closure holds the tensor. The collector finds both, "
+    "shows them to the observer and frees the tensors. The create_graph cycle (w -> w.grad -> its graph -> "
+    "AccumulateGrad -> w) is made of C++ references inside torch: no collector visits it, so no observer built on "
+    "the collector can report it.",
     misconceptions=[
         (
             set(CYCLES),
             "the create_graph cycle runs through C++ references inside torch, which Python's collector never visits",
-        )
+        ),
+        (
+            {CYCLES[0]},
+            "the hook's cycle runs through a Python function (the hook) and its closure, which the collector does "
+            "visit: unit 06 saw that tensor freed by gc.collect()",
+        ),
     ],
 )
 def cycle_seen():

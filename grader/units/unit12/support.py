@@ -470,7 +470,7 @@ def leak_loop(kind: str, steps: int = 4, bill=None):
     return after, kept, ctx, model
 
 
-CYCLES = ("dict that holds itself", "backward(create_graph=True)")
+CYCLES = ("dict that holds itself", "backward(create_graph=True)", "hook that refers to its tensor")
 
 
 def make_cycle(kind: str):
@@ -480,6 +480,10 @@ def make_cycle(kind: str):
         state["self"] = state
         return weakref.ref(state["acts"])
     w = torch.randn(1000, requires_grad=True)
+    if kind == CYCLES[2]:
+        w.register_hook(lambda grad: grad + 0 * w.detach())
+        (w**2).sum().backward()
+        return weakref.ref(w)
     (w.sin() ** 2).sum().backward(create_graph=True)
     return weakref.ref(w)
 

@@ -173,14 +173,19 @@ def with_item(x):
     return h * scale
 
 
-def ops_compiled_around_retain_grad(prefix: str, suffix: str, x: torch.Tensor) -> list[int]:
+def ops_compiled_around_retain_grad(
+    prefix: str, suffix: str, x: torch.Tensor, *, through_helper: bool = False
+) -> list[int]:
     """The number of operations in each graph Dynamo makes of ``def f(x): h = <prefix>; h.retain_grad(); return
-    <suffix>, h`` (``suffix`` an expression in h), called once; backward is run on the result."""
+    <suffix>, h`` (``suffix`` an expression in h), called once; backward is run on the result. With
+    ``through_helper`` the suffix is the body of a function ``tail(h)`` that f calls instead."""
     import torch._dynamo
 
     graphs: list = []
     namespace: dict = {}
-    source = f"def f(x):\n    h = {prefix}\n    h.retain_grad()\n    return {suffix}, h\n"
+    tail = f"def tail(h):\n    return {suffix}\n\n\n" if through_helper else ""
+    result = "tail(h)" if through_helper else suffix
+    source = f"{tail}def f(x):\n    h = {prefix}\n    h.retain_grad()\n    return {result}, h\n"
     exec(compile(source, f"<retain_grad between {prefix} and {suffix}>", "exec"), namespace)
     torch._dynamo.reset()
     with quiet_dynamo():
