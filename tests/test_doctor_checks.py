@@ -54,3 +54,15 @@ def test_a_check_added_to_the_list_sees_the_run_and_reports(monkeypatch):
     assert [f.evidence for f in d.findings] == ["third backward here"]
     assert d.internal_errors == 0
     assert not hasattr(d, "calls")  # its state is its own, not the observer's
+
+
+def test_every_mechanism_has_its_row_in_the_doctors_table():
+    """docs/doctor.md's table says what each mechanism measures: a new one without a row is found here (the
+    new-contributor trial of issue 48 added one and nothing said the table lacked it)."""
+    from pathlib import Path
+
+    from grader.probes.doctor.findings import Mechanism
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "doctor.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| ") and line.count("|") >= 4}
+    assert {m.value for m in Mechanism} <= rows, {m.value for m in Mechanism} - rows
