@@ -59,12 +59,10 @@ class StableSoftplus(torch.autograd.Function):
 """
 
 # entries whose function the gradebook also passes: the serious findings (shortcut45's run, see its report)
-GRADEBOOK_PASSES = {
-    # [measure]: every activation kept whole as a NumPy array or a list, which the count of torch's storages misses
-    "09.half-guard:pack_full_precision_in_numpy+unpack_full_precision_in_numpy",
-    "09.half-guard:pack_full_precision_in_a_list+unpack_full_precision_in_a_list",
-    "09b.checkpoint-by-hand:everything_kept_in_numpy",
-}
+GRADEBOOK_PASSES: set[str] = set()  # what the gradebook grades "correct" of the corpus: nothing, since the fixes below
+# The [measure] entries (09.half-guard's pairs keeping values in NumPy or a list, 09b.checkpoint-by-hand's
+# everything_kept_in_numpy) are refused by the check itself since unit09.support.outside_torch, so they left OPEN for
+# SHORTCUTS; the gradebook runs the same call, with the same rule.
 # Refused since answer_tools.MACHINERY (definitions that reach frames, the dispatch stack or autograd's engine are not
 # run): 04.reachable-leaves:leaves_by_the_engine (ns up the runner's stack, the engine called directly),
 # 11.stable-softplus:SoftplusOpsBackOn (the refusing dispatch mode popped), 13.per-sample-grads:

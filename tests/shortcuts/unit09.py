@@ -134,10 +134,7 @@ def unpack_full_precision_in_a_list(packed):
 SHORTCUTS["09.half-guard"] += [
     Pair(pack_bfloat16, unpack_bfloat16),
     Pair(pack_float16_checked_by_value, unpack_float16_checked_by_value),
+    # refused since support.outside_torch: what pack keeps must be tensors
+    Pair(pack_full_precision_in_numpy, unpack_full_precision_in_numpy),
+    Pair(pack_full_precision_in_a_list, unpack_full_precision_in_a_list),
 ]
-OPEN = {
-    "09.half-guard": [
-        Pair(pack_full_precision_in_numpy, unpack_full_precision_in_numpy),
-        Pair(pack_full_precision_in_a_list, unpack_full_precision_in_a_list),
-    ]
-}

@@ -18,7 +18,7 @@ from grader import probes
 from grader.engine import torch_state
 from grader.engine.cases import Case
 from grader.units.unit09.kinds import CLEAN, EARLY, LEAKS, RAISED, TOO_MUCH, WRONG
-from grader.units.unit09.support import MemoryWatch, is_parameter
+from grader.units.unit09.support import MemoryWatch, is_parameter, outside_torch
 
 # =====================================================================================================
 # Exercise: a float16 pair that keeps the version check
@@ -340,6 +340,9 @@ def run_guard(pair, case: HalfGuardCase) -> tuple[str, str]:
 
     def watched(t):
         packed = pack(t)
+        kept = outside_torch(packed)
+        if kept:
+            copies.append(f"{kept}: memory the measure does not count is held all the same; keep a tensor")
         if t.is_floating_point():
             stored.extend((t.dtype, d) for d in _floating_dtypes(packed) if d != torch.float16 and d.itemsize <= 2)
         if is_parameter(t) and _copied(t, packed):
@@ -371,7 +374,8 @@ def run_guard(pair, case: HalfGuardCase) -> tuple[str, str]:
     if truth == RAISED:
         return CLEAN, "the write after the save went unnoticed"
     if copies:
-        return (TOO_MUCH if copies[0].startswith("pack copied") else WRONG), copies[0]
+        too_much = copies[0].startswith("pack copied") or "outside torch's storages" in copies[0]
+        return (TOO_MUCH if too_much else WRONG), copies[0]
     if stored:
         handed, kept = stored[0]
         return WRONG, (

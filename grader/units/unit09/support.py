@@ -283,3 +283,60 @@ def square_grad(dtype) -> str:
     if math.isnan(value) or math.isinf(value) or value == 0:
         return _classify(value, 600.0)
     return "600 to 3 digits" if abs(value - 600.0) < 0.5 else f"{value:.4g}"
+
+
+# What a pack may keep beside its tensors: a version, a flag, a count. More plain numbers than this are the values
+# themselves, kept where the memory a measure counts (torch's storages) does not see them.
+NUMBERS_KEPT = 4
+
+
+def outside_torch(packed) -> str:
+    """Why what a pack hook returned keeps the values outside torch's storages ('' where it does not): a NumPy
+    array, raw bytes, or more than NUMBERS_KEPT plain numbers (``t.tolist()``). Memory is memory wherever it is
+    kept; the course's measures count torch's storages, so an answer must keep its values there."""
+    numbers, stack, seen = 0, [packed], 0
+    while stack and seen < 10_000:
+        item, seen = stack.pop(), seen + 1
+        kind = type(item)
+        if kind.__module__ == "numpy" and hasattr(item, "nbytes") and getattr(item, "ndim", 0) > 0:
+            return f"pack kept a NumPy array ({item.nbytes:,} bytes), outside torch's storages"
+        if isinstance(item, (bytes, bytearray, memoryview)) and len(item) > 4 * NUMBERS_KEPT:
+            return f"pack kept {len(item):,} raw bytes, outside torch's storages"
+        if isinstance(item, (int, float, complex)) and not isinstance(item, bool):
+            numbers += 1
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)) and not isinstance(item, torch.Size):
+            stack.extend(item)
+    if numbers > NUMBERS_KEPT:
+        return f"pack kept {numbers:,} plain Python numbers (a list of the values?), outside torch's storages"
+    return ""
+
+
+def watching_packs(problems: list):
+    """A context in which every saved_tensors_hooks pair made has its pack watched with :func:`outside_torch`: the
+    first such keeping is appended to ``problems`` (a checkpoint written by hand keeps through a pair of its own)."""
+    import contextlib
+
+    hooks = torch.autograd.graph.saved_tensors_hooks
+    made = hooks.__init__
+
+    def init(self, pack_hook, unpack_hook):
+        def pack(t):
+            packed = pack_hook(t)
+            why = outside_torch(packed)
+            if why and not problems:
+                problems.append(why)
+            return packed
+
+        made(self, pack, unpack_hook)
+
+    @contextlib.contextmanager
+    def watching():
+        hooks.__init__ = init
+        try:
+            yield problems
+        finally:
+            hooks.__init__ = made
+
+    return watching()

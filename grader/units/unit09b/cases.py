@@ -31,7 +31,7 @@ from grader.engine import torch_state
 from grader.engine.cases import Case
 from grader.engine.kinds import short
 from grader.units.switches import switched_off
-from grader.units.unit09.support import MemoryWatch
+from grader.units.unit09.support import MemoryWatch, watching_packs
 
 # name -> (the function's text, with {name} and {p} its parameter; the parameter's shape: "square" or "row";
 # does it take a second input?)
@@ -225,9 +225,13 @@ def call_checkpoint(fn, case: CheckpointCase, ns):
     """The chain run with the learner's checkpoint, torch's switched off while it runs (forward and backward);
     what it is compared with is measured first, with torch's checkpoint on."""
     torch_held(case), plain_grads(case)
-    with switched_off(BY_HAND, CHECKPOINT_INTERNALS):
+    kept: list[str] = []
+    with switched_off(BY_HAND, CHECKPOINT_INTERNALS), watching_packs(kept):
         measured = _measure(case, fn)
-    return facts(case, measured)
+    found = facts(case, measured)
+    if kept:  # memory outside torch's storages, which the measure does not count, is held all the same
+        found[-1] = f"memory after the forward pass: {kept[0]}; keep what pack returns as tensors"
+    return found
 
 
 def checkpoint_cases(count: int = 16, seed: int = 909_2) -> list[CheckpointCase]:
