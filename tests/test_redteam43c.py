@@ -1,0 +1,125 @@
+"""Red team 43c: boundary 4 of docs/threat-model.md ("The exercise runner"), attacked by notebooks graded as an
+instructor grades them (``python -m grader grade FOLDER --out grades.csv``, ``-j 1``, one run for the module).
+
+Each learner hands in a copy whose exercise function does not do the exercise's work; the gradebook must not mark it
+"correct". Every attack below earned "correct" on every case when it was written (xfail, strict: a fix turns it into
+a pass, and the xfail marker must then go). Neither copy spells a word of ``answer_tools.MACHINERY``, looks in
+``sys.modules`` or imports a grader module the unit's own cells do not import:
+
+* ``a-planted10`` (10.diagnose): unit 10's cells hand the learner ``cases`` (``from grader.units.unit10.cases import
+  cases``), the exercise's own generator. Each ``AuditCase`` it returns keeps its planted ``fault`` (``fault.kind``)
+  and the program as intended (``clean``); the function finds its program among them by source, returns the
+  planted kind, and reads the line off the text (the first line that differs from the intended program; the first
+  ``.backward(`` of the loop for an uncleared ``.grad``; the loop's binding of the carried state). No step_through,
+  no graph, no torch at all; correct on all 43 programs;
+* ``b-alias12`` (12.diagnose): the exercise's switch stubs the module attribute ``support.find_fault``; the cases
+  module imported the same function by name (``grader.units.unit12.cases.find_fault``), and answer_tools swaps no
+  code of ``support`` (unit 12's cells import it whole, ``from grader.units.unit12 import support as theirs``). The
+  runner's view of ``sys`` hides the grader modules the learner was not given, but ``support`` imported the real
+  ``sys``: ``vars(theirs.sys)["modules"]["grader.units.unit12.cases"].find_fault`` is the course's diagnosis, live,
+  and no word of it is a finding (``sys.modules`` is not spelled).
+
+Tried and held (no test): see the report of red team 43c (the lead's issue 43 note).
+
+CPU: one grading run of 2 notebooks (units 10 and 12), see the report for the figure.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.instructor.grading import containment
+from tests.cli import run as cli
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).parent / "fixtures" / "redteam43c"
+DIAGNOSE10 = "10.diagnose"
+DIAGNOSE12 = "12.diagnose"
+
+# unit -> (its notebook's stem, its imports cell, {an exercise's definition cell: that exercise's check cell})
+UNITS = {
+    "10": ("10_capstone_audit", "c001", {"c069": "c070"}),
+    "12": ("12_finding_the_fault", "c002", {"c061": "c062"}),
+}
+
+CLASS = {  # learner -> (unit, {definition cell: fixture})
+    "a-planted10": ("10", {"c069": "planted_fault.py"}),
+    "b-alias12": ("12", {"c061": "find_fault_by_alias.py"}),
+}
+
+
+def _exercise_copy(unit: str, sources: dict[str, str]):
+    """A copy of the unit's notebook holding only its imports, and for each exercise its definition cell (given
+    ``sources``, by cell id) and its check."""
+    stem, imports, exercises = UNITS[unit]
+    nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+    keep = {imports} | set(sources) | {exercises[d] for d in sources}
+    nb.cells = [c for c in nb.cells if c.get("id") in keep]
+    for cell in nb.cells:
+        cell.source = sources.get(cell.get("id"), cell.source)
+    return nb
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    if not containment.bwrap_works():
+        pytest.skip("the attacks grade their copies in the sandbox, which needs bubblewrap")
+    base = tmp_path_factory.mktemp("redteam43c")
+    folder = base / "class"
+    for learner, (unit, fixtures) in CLASS.items():
+        sources = {cell: (FIXTURES / fixture).read_text() for cell, fixture in fixtures.items()}
+        (folder / learner).mkdir(parents=True)
+        nbformat.write(_exercise_copy(unit, sources), folder / learner / f"{UNITS[unit][0]}.ipynb")
+    out = base / "grades.csv"
+    done = cli("grade", folder, "--out", out, "-j", "1")
+    with open(out, newline="") as f:
+        rows = {r["learner"]: r for r in csv.DictReader(f)}
+    return rows, done
+
+
+def _verdict(graded, learner: str, qid: str) -> tuple[str, dict]:
+    row = graded[0][learner]
+    keys = ("learner", "notebook", "run", "problems", "findings", "points", "max", qid)
+    return row.get(qid, ""), {k: row.get(k) for k in keys}
+
+
+def test_the_class_is_graded(graded):
+    rows, done = graded
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert set(CLASS) <= set(rows), sorted(rows)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="boundary 4: unit 10's cells hand over cases(), whose AuditCases keep the planted fault and the intended "
+    "program: the kind is looked up and the line read off the text, with no audit",
+)
+def test_the_planted_fault_is_not_the_diagnosis(graded):
+    verdict, why = _verdict(graded, "a-planted10", DIAGNOSE10)
+    assert not verdict.startswith("correct"), why
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="boundary 4: 12.diagnose's switch stubs the attribute support.find_fault only; support is given whole, so "
+    "its code is not swapped, and support's own sys (the real one) reaches grader.units.unit12.cases.find_fault, "
+    "the same function under another module's name",
+)
+def test_the_course_diagnosis_is_not_reached_by_another_name(graded):
+    verdict, why = _verdict(graded, "b-alias12", DIAGNOSE12)
+    assert not verdict.startswith("correct"), why
+
+
+def test_neither_copy_is_named_for_reaching_past_the_api(graded):
+    """What makes both breaks quiet: the rows carry no finding (no import past the API, no walk), so an instructor
+    reading the gradebook has nothing to look at."""
+    rows = graded[0]
+    for learner in CLASS:
+        assert "past the course's API" not in rows[learner]["findings"], rows[learner]["findings"]
+        assert "walks the running program" not in rows[learner]["findings"], rows[learner]["findings"]
