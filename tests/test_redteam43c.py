@@ -3,7 +3,7 @@ instructor grades them (``python -m grader grade FOLDER --out grades.csv``, ``-j
 
 Each learner hands in a copy whose exercise function does not do the exercise's work; the gradebook must not mark it
 "correct". Every attack below earned "correct" on every case when it was written (xfail, strict: a fix turns it into
-a pass, and the xfail marker must then go). Neither copy spells a word of ``answer_tools.MACHINERY``, looks in
+a pass, and the xfail marker must then go). No copy spells a word of ``answer_tools.MACHINERY``, looks in
 ``sys.modules`` or imports a grader module the unit's own cells do not import:
 
 * ``a-planted10`` (10.diagnose): unit 10's cells hand the learner ``cases`` (``from grader.units.unit10.cases import
@@ -17,11 +17,25 @@ a pass, and the xfail marker must then go). Neither copy spells a word of ``answ
   code of ``support`` (unit 12's cells import it whole, ``from grader.units.unit12 import support as theirs``). The
   runner's view of ``sys`` hides the grader modules the learner was not given, but ``support`` imported the real
   ``sys``: ``vars(theirs.sys)["modules"]["grader.units.unit12.cases"].find_fault`` is the course's diagnosis, live,
-  and no word of it is a finding (``sys.modules`` is not spelled).
+  and no word of it is a finding (``sys.modules`` is not spelled);
+* ``c-inspect05`` (05.predict-bill, 05.saved-parameters): red team 43b's ``l-opsmode`` without a word of
+  ``answer_tools.MACHINERY``: the dispatch mode that refuses every tensor operation is the last entry of
+  ``torch.utils._python_dispatch._get_current_dispatch_mode_stack()`` (the rule ends its word at ``_mode``, and ``_stack``
+  goes on with a word character), the runner's call's locals (``case``, ``ns``) come from ``inspect.stack``
+  and ``inspect.getargvalues``; the mode's ``ops`` is emptied while the case measures its model with the course's
+  bill;
+* ``d-inspect09b`` (09b.checkpoint-by-hand): red team 43b's ``e-stub`` the same way: ``inspect.getclosurevars(stub)
+  .nonlocals`` is the switch's closure, and torch's own checkpoint (and its generator) are put back for the call.
 
-Tried and held (no test): see the report of red team 43c (the lead's issue 43 note).
+Both ``inspect`` copies read the same as an honest copy on the row: no finding, since ``reach`` and the runner's
+rule look for the same words.
 
-CPU: one grading run of 2 notebooks (units 10 and 12), see the report for the figure.
+Tried and held (no test): ``import grader.units.unit12`` (the runner's import gives the public ``grader``, not the
+package); the cached case lists hold no answer unit 07's and 09's exercises could use whole (07's ``WriteCase.kinds``
+names the place but not the stale nodes); 04b's ``traces.diagnose`` has its code swapped (not given whole).
+
+CPU: one grading run of 4 notebooks (units 05, 09b, 10, 12): about 10 CPU-seconds for the module, children included
+(time(1)), 20 s wall on this shared machine.
 """
 
 from __future__ import annotations
@@ -44,11 +58,17 @@ DIAGNOSE12 = "12.diagnose"
 UNITS = {
     "10": ("10_capstone_audit", "c001", {"c069": "c070"}),
     "12": ("12_finding_the_fault", "c002", {"c061": "c062"}),
+    "05": ("05_saved_tensors_and_what_they_cost", "c001", {"c081": "c082", "c084": "c085"}),
+    "09b": ("09b_checkpointing", "b001", {"x067b": "x067c"}),
 }
+BILL, SAVED = "05.predict-bill", "05.saved-parameters"
+CHECKPOINT = "09b.checkpoint-by-hand"
 
 CLASS = {  # learner -> (unit, {definition cell: fixture})
     "a-planted10": ("10", {"c069": "planted_fault.py"}),
     "b-alias12": ("12", {"c061": "find_fault_by_alias.py"}),
+    "c-inspect05": ("05", {"c081": "bill_by_inspect.py", "c084": "bill_names.py"}),
+    "d-inspect09b": ("09b", {"x067b": "checkpoint_by_inspect.py"}),
 }
 
 
@@ -116,10 +136,41 @@ def test_the_course_diagnosis_is_not_reached_by_another_name(graded):
     assert not verdict.startswith("correct"), why
 
 
-def test_neither_copy_is_named_for_reaching_past_the_api(graded):
-    """What makes both breaks quiet: the rows carry no finding (no import past the API, no walk), so an instructor
-    reading the gradebook has nothing to look at."""
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="boundary 4: the rule on spelled names (answer_tools.MACHINERY) misses _get_current_dispatch_mode_stack and "
+    "inspect.stack/getargvalues: unit 05's switch of every tensor operation is emptied and the case bills its model",
+)
+@pytest.mark.parametrize("qid", [BILL, SAVED])
+def test_torchs_operations_stay_off_whatever_names_reach_the_mode(graded, qid):
+    verdict, why = _verdict(graded, "c-inspect05", qid)
+    assert not verdict.startswith("correct"), why
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="boundary 4: inspect.getclosurevars reads the switch's closure without a word of answer_tools.MACHINERY: "
+    "torch's own checkpoint is put back for the call",
+)
+def test_torchs_checkpoint_stays_off_whatever_reads_the_stub(graded):
+    verdict, why = _verdict(graded, "d-inspect09b", CHECKPOINT)
+    assert not verdict.startswith("correct"), why
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="reach.py looks for the words the runner refuses: a copy that uses the course's tools through a given "
+    "module's sys, inspect or the dispatch stack's list is named on no row",
+)
+def test_every_copy_that_reaches_past_the_api_is_named_on_its_row(graded):
+    """Whatever a fix does to the verdicts, the instructor should read that each of these copies reached past the API
+    (today their rows carry no finding at all: no import past the API, no walk)."""
+    from grader.instructor.grading import reach
+
+    said = [words for _, words in reach._LOOKUPS] + ["past the course's API"]
     rows = graded[0]
     for learner in CLASS:
-        assert "past the course's API" not in rows[learner]["findings"], rows[learner]["findings"]
-        assert "walks the running program" not in rows[learner]["findings"], rows[learner]["findings"]
+        assert any(words in rows[learner]["findings"] for words in said), (learner, rows[learner]["findings"])
