@@ -30,12 +30,18 @@ a pass, and the xfail marker must then go). No copy spells a word of ``answer_to
 Both ``inspect`` copies read the same as an honest copy on the row: no finding, since ``reach`` and the runner's
 rule look for the same words.
 
+And the other direction, honest solutions written unlike the course's (``HONEST``): a ``typing.NamedTuple`` class as
+07's packed value passes (a control), but the runner rebuilds a cell from its imports, its defs and classes (each
+from ``ast.get_source_segment``, which starts at the ``def`` line, so decorators are dropped) and its literal
+constants only: a walk over ``@dataclass`` records (``e-honest01``) and one that reads edges through a module-level
+``Edge = namedtuple(...)`` (``g-honest01``) are refused though both are the work (false fails, xfail too).
+
 Tried and held (no test): ``import grader.units.unit12`` (the runner's import gives the public ``grader``, not the
 package); the cached case lists hold no answer unit 07's and 09's exercises could use whole (07's ``WriteCase.kinds``
 names the place but not the stale nodes); 04b's ``traces.diagnose`` has its code swapped (not given whole).
 
-CPU: one grading run of 4 notebooks (units 05, 09b, 10, 12): about 10 CPU-seconds for the module, children included
-(time(1)), 20 s wall on this shared machine.
+CPU: one grading run of 7 notebooks (units 01 twice, 05, 07, 09b, 10, 12): about 19 CPU-seconds for the whole
+module, every process it starts counted (a cpuacct cgroup), 16 to 25 s wall on this shared machine.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ import pytest
 
 from grader.instructor.grading import containment
 from tests.cli import run as cli
+from tests.test_grade_attacks import exercise_only
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "redteam43c"
@@ -60,7 +67,9 @@ UNITS = {
     "12": ("12_finding_the_fault", "c002", {"c061": "c062"}),
     "05": ("05_saved_tensors_and_what_they_cost", "c001", {"c081": "c082", "c084": "c085"}),
     "09b": ("09b_checkpointing", "b001", {"x067b": "x067c"}),
+    "07": ("07_version_counters_and_in_place_writes", "c001", {"c070": "c071"}),
 }
+UNIT01 = "01_what_the_forward_pass_records"  # unit 01's copy is test_grade_attacks.exercise_only (definition: c052)
 BILL, SAVED = "05.predict-bill", "05.saved-parameters"
 CHECKPOINT = "09b.checkpoint-by-hand"
 
@@ -69,6 +78,11 @@ CLASS = {  # learner -> (unit, {definition cell: fixture})
     "b-alias12": ("12", {"c061": "find_fault_by_alias.py"}),
     "c-inspect05": ("05", {"c081": "bill_by_inspect.py", "c084": "bill_names.py"}),
     "d-inspect09b": ("09b", {"x067b": "checkpoint_by_inspect.py"}),
+}
+HONEST = {  # learner -> (unit, {definition cell: fixture}): honest solutions written unlike the course's
+    "e-honest01": ("01", {"c052": "honest_walk.py"}),
+    "f-honest07": ("07", {"c070": "honest_guard.py"}),
+    "g-honest01": ("01", {"c052": "honest_walk_namedtuple.py"}),
 }
 
 
@@ -90,10 +104,14 @@ def graded(tmp_path_factory):
         pytest.skip("the attacks grade their copies in the sandbox, which needs bubblewrap")
     base = tmp_path_factory.mktemp("redteam43c")
     folder = base / "class"
-    for learner, (unit, fixtures) in CLASS.items():
+    for learner, (unit, fixtures) in {**CLASS, **HONEST}.items():
         sources = {cell: (FIXTURES / fixture).read_text() for cell, fixture in fixtures.items()}
         (folder / learner).mkdir(parents=True)
-        nbformat.write(_exercise_copy(unit, sources), folder / learner / f"{UNITS[unit][0]}.ipynb")
+        if unit == "01":
+            nb, stem = exercise_only(ROOT / "notebooks" / f"{UNIT01}.ipynb", sources["c052"]), UNIT01
+        else:
+            nb, stem = _exercise_copy(unit, sources), UNITS[unit][0]
+        nbformat.write(nb, folder / learner / f"{stem}.ipynb")
     out = base / "grades.csv"
     done = cli("grade", folder, "--out", out, "-j", "1")
     with open(out, newline="") as f:
@@ -110,7 +128,36 @@ def _verdict(graded, learner: str, qid: str) -> tuple[str, dict]:
 def test_the_class_is_graded(graded):
     rows, done = graded
     assert done.returncode == 0, done.stderr[-3000:]
-    assert set(CLASS) <= set(rows), sorted(rows)
+    assert set(CLASS) | set(HONEST) <= set(rows), sorted(rows)
+
+
+def test_an_honest_solution_written_otherwise_is_correct(graded):
+    """The other direction, a control: a typing.NamedTuple class of the notebook's as the packed value (07) is
+    rebuilt with the function and passes."""
+    verdict, why = _verdict(graded, "f-honest07", "07.version-guard")
+    assert verdict.startswith("correct"), why
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="false fail: the runner rebuilds a cell's definitions from ast.get_source_segment of each def and class, "
+    "which starts at the def line: a class's decorators are dropped, so @dataclass's Visit takes no arguments",
+)
+def test_an_honest_walk_over_dataclass_records_is_correct(graded):
+    verdict, why = _verdict(graded, "e-honest01", "01.graph-walk")
+    assert verdict.startswith("correct"), why
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="false fail: the runner keeps a cell's imports, defs, classes and literal constants only: "
+    "Edge = namedtuple(...) at module level is dropped, and the walk raises NameError",
+)
+def test_an_honest_walk_with_a_module_level_named_tuple_is_correct(graded):
+    verdict, why = _verdict(graded, "g-honest01", "01.graph-walk")
+    assert verdict.startswith("correct"), why
 
 
 @pytest.mark.xfail(
