@@ -34,3 +34,13 @@ def run(*argv, env: dict | None = None, stdin: str = "") -> SimpleNamespace:
         except SystemExit as stop:
             code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
     return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
+
+
+def in_a_thread_of_its_own(coroutine):
+    """asyncio.run(coroutine) in a thread of its own: a browser test of the same worker may hold Playwright's event
+    loop running in this thread (the session's Chromium), where asyncio.run refuses to start another."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

@@ -51,6 +51,7 @@ from grader.engine import progress
 from grader.engine.question import all_questions
 from grader.engine.store import Store
 from grader.instructor import classview, collect, hub
+from tests.cli import in_a_thread_of_its_own
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -391,7 +392,7 @@ def _unit_00_in_three_kernels(run: dict) -> None:
         return dict(zip(notebooks, await asyncio.wait_for(asyncio.gather(*jobs), 400)))
 
     t0 = time.monotonic()
-    run["results"] = asyncio.run(everyone())
+    run["results"] = in_a_thread_of_its_own(everyone())
     run["timings"]["three notebooks"] = time.monotonic() - t0
     probe_out = [o for o in run["results"][names[0]][-1] if o["type"] == "stream"]
     run["probe"] = json.loads(probe_out[-1]["text"]) if probe_out else {}

@@ -8,6 +8,8 @@ import json
 import re
 from pathlib import Path
 
+from tests.cli import in_a_thread_of_its_own
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -94,7 +96,7 @@ def _terminal_says(port: int, token: str, command: str, until: str, timeout_s: f
         ws.close()
         return said
 
-    return asyncio.run(talk())
+    return in_a_thread_of_its_own(talk())
 
 
 def test_make_lab_without_a_tty_then_grader_status_in_its_terminal(tmp_path):

@@ -113,6 +113,9 @@ CLASS = {  # learner -> (unit, {definition cell: fixture}), unit 01's definition
     "j-given07": ("07", {"c058": "write_outcome_imported.py", "c070": "guard_outcome_imported.py"}),
     "k-given08": ("08", {"c058": "window_grads_imported.py"}),
     "l-opsmode": ("05", {"c081": "bill_measured.py", "c084": "bill_names.py"}),
+    # e-stub and l-opsmode with every name of the machinery built at run time (the lead's variants, after the fix)
+    "m-stubbuilt": ("09b", {"x067b": "checkpoint_from_stub_built.py"}),
+    "n-opsbuilt": ("05", {"c081": "bill_measured_built.py", "c084": "bill_names.py"}),
 }
 
 
@@ -268,3 +271,22 @@ def reach_pattern():
     from grader.instructor.grading import reach
 
     return next(pattern for pattern, words in reach._LOOKUPS if words.startswith("walks"))
+
+
+@pytest.mark.xfail(
+    raises=AssertionError,
+    strict=True,
+    reason="docs/threat-model.md, boundary 4, not protected: the rule on the machinery's spelled names is all that "
+    "stops e-stub; with the names built at run time, torch's checkpoint is taken from its stub's closure again",
+)
+def test_a_switched_off_original_stays_off_when_its_names_are_built_at_run_time(graded):
+    verdict, why = _verdict(graded, "m-stubbuilt", CHECKPOINT)
+    assert not verdict.startswith("correct"), why
+
+
+@pytest.mark.parametrize("qid", [BILL, SAVED])
+def test_torchs_operations_stay_off_when_the_modes_names_are_built_at_run_time(graded, qid):
+    """l-opsmode with its names built at run time passes the rule on spelled names and is still refused: the case's
+    bill is a tool the call needs, guarded (refused with the notebook's code on the stack)."""
+    verdict, why = _verdict(graded, "n-opsbuilt", qid)
+    assert not verdict.startswith("correct"), why

@@ -34,8 +34,11 @@ DEPTH = 3  # callees followed from the experiment's own names
 # exercise function never needs them; every way found round the runner (red team 43b, issue 45's corpus) spells one.
 MACHINERY = re.compile(
     r"\b(f_back|f_locals|f_globals|tb_frame|gi_frame|__closure__|cell_contents|__globals__|_getframe|"
-    r"_current_frames|get_objects|get_referrers|get_referents|_get_current_dispatch_mode|_pop_mode_temporarily|"
-    r"_pop_mode|_push_mode|_execution_engine|_ImperativeEngine|_EngineBase|_engine_run_backward)\b"
+    r"_current_frames|get_objects|get_referrers|get_referents|_get_current_dispatch_mode\w*|_pop_mode_temporarily|"
+    r"_pop_mode|_push_mode|_execution_engine|_ImperativeEngine|_EngineBase|_engine_run_backward|getargvalues|"
+    r"getclosurevars|currentframe|getouterframes|getinnerframes|getframeinfo)\b"
+    r"|\.\s*(sys)\b"  # a module's own sys (torch.sys, a given module's): the real one, past the runner's view of it
+    r"|\b(inspect\s*\.\s*(?:stack|trace)|from\s+inspect\s+import[^\n]*\b(?:stack|trace))\b"  # the frames, by inspect
 )
 
 

@@ -78,8 +78,33 @@ def _literal_to_names(node: ast.Assign) -> bool:
     return True
 
 
+# calls that make a type (a definition written as an assignment): kept, where other assignments are the notebook's
+# experiments (`Edge = namedtuple("Edge", "src dst")` is what the function stands on, `x = torch.randn(3)` is not)
+TYPE_FACTORIES = {"namedtuple", "NamedTuple", "make_dataclass", "TypedDict", "TypeVar", "Enum", "IntEnum", "Flag"}
+
+
+def _makes_a_type(node: ast.Assign) -> bool:
+    if not (all(isinstance(t, ast.Name) for t in node.targets) and isinstance(node.value, ast.Call)):
+        return False
+    func = node.value.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return name in TYPE_FACTORIES
+
+
+def _segment(text: str, node: ast.stmt) -> str:
+    """A statement's source, a definition's decorators included (ast's own segment starts at `def`/`class`)."""
+    decorators = getattr(node, "decorator_list", None)
+    if decorators:
+        lines = text.splitlines(keepends=True)
+        start = min(d.lineno for d in decorators) - 1
+        body = "".join(lines[start : node.end_lineno])
+        return "\n".join(line[node.col_offset :] if line.strip() else line for line in body.splitlines()).rstrip()
+    return ast.get_source_segment(text, node) or ast.unparse(node)
+
+
 def definitions(text: str) -> list[str]:
-    """The imports, function and class definitions and literal constants of one cell's code, in order."""
+    """The imports, function and class definitions (with their decorators), literal constants and assignments that
+    make a type (``namedtuple``...) of one cell's code, in order."""
     try:
         tree = syntax.parse_submitted(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -88,9 +113,9 @@ def definitions(text: str) -> list[str]:
     for node in tree.body:
         keep = isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         if isinstance(node, ast.Assign):
-            keep = _literal_to_names(node)
+            keep = _literal_to_names(node) or _makes_a_type(node)
         if keep:
-            parts.append(ast.get_source_segment(text, node) or ast.unparse(node))
+            parts.append(_segment(text, node))
     return parts
 
 

@@ -149,9 +149,10 @@ def _plain(value, depth: int = 0):
     return value
 
 
-def _learner_builtins(allowed: list | tuple = ()) -> dict:
+def _learner_builtins(allowed: list | tuple = (), whole: list | tuple | None = None) -> dict:
     """Builtins whose import gives the learner's code the public names of ``grader`` and the grader modules
-    the course's own cells import (``allowed``), no other internals."""
+    the course's own cells import (``allowed``), no other internals: a module the cells import whole (``whole``)
+    as it is, one they import names from as a view holding those names only (``whole`` None: every one whole)."""
     import builtins
     import importlib
     import types
@@ -185,13 +186,31 @@ def _learner_builtins(allowed: list | tuple = ()) -> dict:
     def reachable(name: str) -> bool:
         return not (name == "grader" or name.startswith("grader.")) or name in given
 
+    entire = None if whole is None else {str(w) for w in whole}
+
+    def as_given(name: str):
+        """The module ``name`` as the course's cells give it: whole, or a view of the names they import from it."""
+        module = importlib.import_module(name)
+        if entire is None or name in entire or any(name.startswith(w + ".") for w in entire):
+            return module
+        names = {g[len(name) + 1 :] for g in given if g.startswith(name + ".") and "." not in g[len(name) + 1 :]}
+        view = types.ModuleType(name, f"{name}, as the course's cells give it: {', '.join(sorted(names))}")
+        for attr in names:
+            if hasattr(module, attr):
+                setattr(view, attr, getattr(module, attr))
+        return view
+
     class Modules(dict):
         """sys.modules as the learner's code sees it: the grader's modules it was not given are not there."""
 
     class SysView(types.ModuleType):
         def __getattr__(self, attr):
             if attr == "modules":
-                return Modules((k, v) for k, v in sys.modules.items() if reachable(k))
+                return Modules(
+                    (k, as_given(k) if k.startswith("grader.") else v)
+                    for k, v in list(sys.modules.items())
+                    if reachable(k)
+                )
             return getattr(sys, attr)
 
     class ImportlibView(types.ModuleType):
@@ -213,8 +232,7 @@ def _learner_builtins(allowed: list | tuple = ()) -> dict:
                 return public
             if not reachable(name):
                 raise ImportError(f"{name} is not available to an exercise function")
-            module = importlib.import_module(name)
-            return module if fromlist else public
+            return as_given(name) if fromlist else public
         return real(name, globals, locals, fromlist, level)
 
     return dict(vars(builtins), __import__=guarded)
@@ -269,9 +287,12 @@ def _learner_function(item: dict, kind, off, fd):
     from grader.engine.kinds import BadAnswer, Unanswered
 
     qid = item["qid"]
-    ns: dict = {"__name__": LEARNER_MODULE}
+    # a module of its own, as a kernel's __main__ is: what reads a class's module (dataclasses, pickle) finds it
+    module = types.ModuleType(LEARNER_MODULE)
+    sys.modules[LEARNER_MODULE] = module
+    ns: dict = module.__dict__
     try:  # the course's own definitions, from notebooks/ (trusted), with the real import
-        exec(compile(str(item.get("prelude", "")), "<the course's cells>", "exec"), ns)
+        exec(compile(str(item.get("prelude", "")), "<the course's cells>", "exec", dont_inherit=True), ns)
     except BaseException as exc:  # noqa: BLE001 - a course cell that no longer runs here: the grader's fault
         _line(fd, {"qid": qid, "i": 0, "problem": f"the course's cells raised {limits.describe_exception(exc)}"})
         return None
@@ -280,17 +301,19 @@ def _learner_function(item: dict, kind, off, fd):
             ns[name] = _gone
     machinery = answer_tools.MACHINERY.search(str(item["source"]))
     if machinery:  # what no exercise needs, and every way round the runner found so far spells
+        word = machinery.group(1) or (f".{machinery.group(2)}" if machinery.group(2) else machinery.group(3))
         problem = (
-            f"your definitions reach {machinery.group(1)}, the running program's own machinery (frames, closures, "
+            f"your definitions reach {word}, the running program's own machinery (frames, closures, "
             "the collector's objects, torch's dispatch and engine internals): an exercise is graded on what its "
             "function computes with the notebook's API, and this one was not run"
         )
         _line(fd, {"qid": qid, "i": 0, "problem": problem})
         return None
-    ns["__builtins__"] = _learner_builtins(item.get("allowed", ()))
+    ns["__builtins__"] = _learner_builtins(item.get("allowed", ()), item.get("whole"))
     try:
         with off.switched_off():
-            exec(compile(str(item["source"]), NOTEBOOK, "exec"), ns)
+            # dont_inherit: the notebook's code is not this module's (whose annotations are postponed)
+            exec(compile(str(item["source"]), NOTEBOOK, "exec", dont_inherit=True), ns)
     except BaseException as exc:  # noqa: BLE001 - the learner's code, whatever it raised
         problem = f"your notebook's definitions raised {limits.describe_exception(exc)}"
         _line(fd, {"qid": qid, "i": 0, "problem": problem})

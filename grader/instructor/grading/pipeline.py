@@ -79,7 +79,10 @@ EVENTS_CAP = untrusted_store.EVENTS_CAP  # events read at most
 ANSWER_CAP = untrusted_store.ANSWER_CAP  # characters of one recorded answer
 TAMPERED = ("worker died", "worker lied")
 NOT_RUN = (*TAMPERED, "could not run", "grader error")  # the grading itself did not run the notebook
-NOT_READ = ("unreadable", "not a notebook", NOT_RESTORED)  # never a notebook of this course the grader could read
+# a plain file that is no notebook of this course: where every file is one, the run was pointed at the wrong thing
+# (a zip not unpacked, another course's folder). A link or a file too large is the grader refusing one learner's
+# file ("unreadable", each row says why), not a run gone wrong
+NOT_READ = ("not a notebook", NOT_RESTORED)
 
 
 def judged_identity(restored: Restored) -> str:

@@ -223,6 +223,12 @@ def cases() -> list[AuditCase]:
     return sorted((generate_audit_case(s, k, t) for s, k, t in CHOSEN), key=lambda c: (c.size, c.seed))
 
 
+def programs() -> list[TrainingProgram]:
+    """The exercise's programs as a learner is given them, smallest first: what ``diagnose`` is handed, without the
+    case around it (the planted fault, the program as intended), which the notebook never needs."""
+    return [case.program for case in cases()]
+
+
 @functools.cache
 def _case_list() -> tuple[AuditCase, ...]:
     return tuple(cases())
