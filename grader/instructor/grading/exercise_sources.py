@@ -91,10 +91,41 @@ def _makes_a_type(node: ast.Assign) -> bool:
     return name in TYPE_FACTORIES
 
 
+# decorators that only shape what they decorate (a record, a method, a cache, a grad mode): kept. Others run the
+# notebook's code when the definition runs, before any case's switch is on (one that puts a switched-off module back
+# for each call, say): left out, as they always were
+PLAIN_DECORATORS = {
+    "dataclass",
+    "staticmethod",
+    "classmethod",
+    "property",
+    "cache",
+    "lru_cache",
+    "cached_property",
+    "wraps",
+    "total_ordering",
+    "no_grad",
+    "enable_grad",
+    "inference_mode",
+    "once_differentiable",
+    "setter",
+    "getter",
+}
+
+
+def _plain_decorator(node: ast.expr) -> bool:
+    target = node.func if isinstance(node, ast.Call) else node
+    name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else ""
+    literal_args = not isinstance(node, ast.Call) or all(
+        isinstance(a, ast.Constant) for a in [*node.args, *(k.value for k in node.keywords)]
+    )
+    return name in PLAIN_DECORATORS and literal_args
+
+
 def _segment(text: str, node: ast.stmt) -> str:
-    """A statement's source, a definition's decorators included (ast's own segment starts at `def`/`class`)."""
-    decorators = getattr(node, "decorator_list", None)
-    if decorators:
+    """A statement's source, a definition's plain decorators included (ast's own segment starts at `def`/`class`)."""
+    decorators = [d for d in getattr(node, "decorator_list", None) or () if _plain_decorator(d)]
+    if decorators and len(decorators) == len(node.decorator_list):  # type: ignore[attr-defined]
         lines = text.splitlines(keepends=True)
         start = min(d.lineno for d in decorators) - 1
         body = "".join(lines[start : node.end_lineno])
@@ -103,7 +134,7 @@ def _segment(text: str, node: ast.stmt) -> str:
 
 
 def definitions(text: str) -> list[str]:
-    """The imports, function and class definitions (with their decorators), literal constants and assignments that
+    """The imports, function and class definitions (with their plain decorators), literal constants and assignments that
     make a type (``namedtuple``...) of one cell's code, in order."""
     try:
         tree = syntax.parse_submitted(text)
