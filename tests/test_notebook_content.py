@@ -438,6 +438,8 @@ GIVEAWAYS = {
     "09b.reentrant-grads": ("markdown", r"not the parameters\s+inside the block"),
     "12.anomaly-cost": ("markdown", r"carried the forward line that made that node"),
     "13.compile-version": ("markdown", r"version checks survive\s+compiling"),
+    # its second reading: a cycle unit 06 ran and answered, and the rule of thumb that answered the rest
+    "12.cycle-seen": ("earlier units", r"cycle that passes through a Python object|tensor that names itself"),
 }
 _HEADING = re.compile(r"^#+\s+(.*)$", re.M)
 
@@ -494,6 +496,8 @@ def test_the_giveaway_check_finds_what_the_reviewers_found():
         "09b.reentrant-grads": "whose inputs are the tensors passed to `checkpoint`, here `xc`, not the parameters inside the block",
         "12.anomaly-cost": "the warning anomaly mode printed with it carried the forward line that made that node",
         "13.compile-version": "and what a graph break does to `retain_grad` and `.item()`, and that version checks survive compiling",
+        "12.cycle-seen": "(A cycle that passes through a Python object, such as a hook's closure, is one `gc.collect()` "
+        "finds and frees.)",
     }
     assert set(found) == set(GIVEAWAYS)
     for qid, text in found.items():

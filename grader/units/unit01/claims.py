@@ -43,9 +43,11 @@ _CALLS = {
     holds_when="the function you call is the operation torch records: one node, named after it (`torch.where` "
     "records a `WhereBackward0`). An integer or bool tensor (an index, a mask) carries no gradient and has no "
     "pair: `torch.where(m, a, b)` has two, `a.index_select(0, i)`, `a[i]` and `F.embedding(i, E)` one. A Python "
-    "number the operation takes as a tensor has its pair, `(None, 0)` (`w * 3`, `w + 1`), one it takes as a "
-    "plain number has none (`w ** 2`, `w.clamp(min=0)`), and so does an optional tensor left out (a "
-    "convolution's bias). What runs can differ from what you wrote: `2 * w` runs `w.__rmul__(2)`, a "
+    "number the operation takes as a tensor has its pair, `(None, 0)` (`w * 3`, `w + 1`), while one it takes as "
+    "a plain number has none (`w ** 2`, `1 - w`, `w.clamp(min=0)`). An optional tensor left out keeps its pair, "
+    "`(None, 0)` (a convolution's bias). A floating-point tensor the operation has no derivative for can carry "
+    "no gradient and has no pair (`F.nll_loss`'s `weight`: torch refuses it with `requires_grad`, so the sweep "
+    "cannot try it). What runs can differ from what you wrote: `2 * w` runs `w.__rmul__(2)`, a "
     "`MulBackward0` that takes w first; `x.view_as(y)` records a `ViewBackward0` of x alone; a function built "
     "from several operations (`F.linear`, `torch.cov`) records several nodes, and `grad_fn` is the last one",
 )

@@ -23,26 +23,40 @@ _LOSSES = {
 }
 
 
+_PIECEWISE = {
+    "w.clamp(-1, 1).sum()": lambda w, c: w.clamp(-1, 1).sum(),
+    "w.floor().sum()": lambda w, c: w.floor().sum(),
+    "w.sign().sum()": lambda w, c: w.sign().sum(),
+    "torch.where(w > 0, w, c).sum()": lambda w, c: torch.where(w > 0, w, c).sum(),
+    "w.relu().sum()": lambda w, c: w.relu().sum(),
+    "(w.abs() * c).sum()": lambda w, c: (w.abs() * c).sum(),
+    "torch.maximum(w, c).sum()": lambda w, c: torch.maximum(w, c).sum(),
+}
+
+
 @claim(
     "06.create-graph-ends-at-w",
-    sentence="when the loss is not linear in `w`, that graph ends at `w`'s `AccumulateGrad` node, which holds `w`",
-    holds_when="the loss is not linear in w; for `(w * c).sum()`, linear in w, the gradient does not depend on w "
-    "and its graph does not reach w (a convolution in w would reach it: section 7)",
+    sentence="that gradient has a graph when its backward computation read a value that requires grad; here the only "
+    "tensor requiring grad is `w`, so such a graph ends at `w`'s `AccumulateGrad` node, which holds `w`",
+    holds_when="`w.grad` has a graph (its backward read a value that requires grad) and `w` is the only tensor "
+    "that requires grad; a loss linear in `w` with a constant coefficient, or one whose backward only compares "
+    "`w` (`clamp`, `floor`, `sign`, `where`), leaves `w.grad` with no graph at all",
     not_swept="about the graph backward records under create_graph for a whole loss, which the rule splits by the loss's shape in w, not by one operation",
 )
 def create_graph_ends_at_w():
-    for seed in range(14):
+    losses = {name: loss for name, (loss, _linear) in _LOSSES.items()} | _PIECEWISE
+    for seed in range(21):
         rng = random.Random(seed)
-        name = sorted(_LOSSES)[seed % len(_LOSSES)]
-        loss, linear = _LOSSES[name]
+        name = sorted(losses)[seed % len(losses)]
         n = rng.randint(2, 20)
         w, c = torch.randn(n, requires_grad=True), torch.randn(n)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # torch warns once about the cycle backward(create_graph=True) makes
-            loss(w, c).backward(create_graph=True)
-        ends = w.grad.grad_fn is not None and any(leaf is w for leaf in probes.reachable_leaves(w.grad))
+            losses[name](w, c).backward(create_graph=True)
+        has_graph = w.grad.grad_fn is not None
+        ends = has_graph and any(leaf is w for leaf in probes.reachable_leaves(w.grad))
         w.grad = None  # break the cycle
-        yield Trial(f"seed {seed}: {name}, {n} elements", condition=not linear, holds=ends)
+        yield Trial(f"seed {seed}: {name}, {n} elements", condition=has_graph, holds=ends)
 
 
 def _a_hook_closure(n: int) -> torch.Tensor:
@@ -66,19 +80,34 @@ def _create_graph(n: int) -> torch.Tensor:
     return w
 
 
+def _a_named_self(n: int) -> torch.Tensor:
+    w = torch.randn(n, requires_grad=True)
+    w.me = w  # a Python attribute of the tensor that holds the tensor
+    return w
+
+
+def _a_kept_gradient(n: int) -> torch.Tensor:
+    w = torch.randn(n, requires_grad=True)
+    (w.kept,) = torch.autograd.grad((w.sin() ** 2).sum(), w, create_graph=True)  # an attribute, then C++ links
+    return w
+
+
 @claim(
     "06.python-cycles-are-collected",
-    sentence="A cycle that passes through a Python object, such as a hook's closure, is one `gc.collect()` finds "
-    "and frees.",
-    holds_when="the cycle passes through a Python object; the cycle `backward(create_graph=True)` makes runs "
-    "through C++ references only and survives `gc.collect()`",
+    sentence="A cycle whose every link is one the collector can follow, such as a tensor, a hook it holds and the "
+    "hook's closure that holds the tensor, is one `gc.collect()` finds and frees.",
+    holds_when="every link of the cycle is a Python reference; the cycle `backward(create_graph=True)` makes runs "
+    "through C++ references and survives `gc.collect()`, and so does a cycle with one Python link among C++ ones "
+    "(a gradient with a graph kept as an attribute of its own parameter)",
     not_swept="about Python's garbage collector and hooks' closures",
 )
 def python_cycles_are_collected():
     makers = [("a hook's closure", _a_hook_closure, True), ("a hook's default argument", _a_hook_default, True)]
+    makers.append(("a tensor's attribute", _a_named_self, True))
     makers.append(("backward(create_graph=True)", _create_graph, False))
+    makers.append(("a kept gradient's graph", _a_kept_gradient, False))
     made = []
-    for seed in range(9):
+    for seed in range(10):
         label, make, through_python = makers[seed % len(makers)]
         made.append((f"seed {seed}: a cycle through {label}", through_python, weakref.ref(make(seed + 2))))
     gc.collect()  # once for all of them: a collection takes a while in a process that imported torch
@@ -86,6 +115,7 @@ def python_cycles_are_collected():
         kept = gone()
         if kept is not None:  # leave nothing behind: break the cycle by hand
             kept.grad = None
+            getattr(kept, "__dict__", {}).clear()
         yield Trial(label, condition=through_python, holds=kept is None)
 
 

@@ -176,6 +176,73 @@ def reentrant_output_needs_an_input_that_requires_grad():
         yield Trial(label, condition=reentrant, holds=out.requires_grad == x.requires_grad)
 
 
+_INPUT_OPS = {
+    "exp": torch.exp,
+    "sin": torch.sin,
+    "tanh": torch.tanh,
+    "* 2": lambda t: t * 2,
+    "+ 1": lambda t: t + 1,
+    "neg": torch.neg,
+    "sum": torch.sum,
+}
+
+
+def _written_input(seed: int, reentrant: bool) -> tuple[str, bool, bool]:
+    """Checkpoint a chain of 1 to 3 ops, write into its input, backward: (label, the chain saves, raised)."""
+    import warnings
+
+    from torch.utils.checkpoint import checkpoint
+
+    rng = random.Random(seed)
+    names = [rng.choice(sorted(_INPUT_OPS)) for _ in range(rng.randint(1, 3))]
+
+    def fn(t):
+        for name in names:
+            t = _INPUT_OPS[name](t)
+        return t
+
+    packed = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: packed.append(1) or t, lambda t: t):
+        fn(torch.randn(4, requires_grad=True))
+    h = torch.randn(rng.randint(1, 6), requires_grad=True) * 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y = checkpoint(fn, h, use_reentrant=reentrant)
+    h.add_(1)
+    try:
+        y.sum().backward()
+        raised = False
+    except RuntimeError:
+        raised = True
+    return f"seed {seed}: fn = {' then '.join(names)}", bool(packed), raised
+
+
+@claim(
+    "09b.a-write-into-the-input-is-caught-when-fn-saves",
+    sentence="a write into a checkpoint's *input* after the call is caught at backward when `fn`'s operations save "
+    "something, since backward unpacks that input to rerun `fn` before any of them reads a value",
+    holds_when="`fn`'s operations save something; when they save nothing (`t * 2`, `t + 1`, `t.sum()`), backward "
+    "needs no rerun, never unpacks the input, and the write goes unseen",
+    not_swept="about checkpoint's handling of its own input, not what one operation records",
+)
+def a_write_into_the_input_is_caught_when_fn_saves():
+    for seed in range(16):
+        label, saves, raised = _written_input(seed, reentrant=False)
+        yield Trial(label, condition=saves, holds=raised)
+
+
+@claim(
+    "09b.reentrant-input-write-is-caught",
+    sentence="a write into one of them after the call is caught at backward, whatever the function's operations save",
+    holds_when="",
+    not_swept="about the reentrant checkpoint's Function and its saved inputs, not what one operation records",
+)
+def reentrant_input_write_is_caught():
+    for seed in range(8):
+        label, saves, raised = _written_input(seed, reentrant=True)
+        yield Trial(f"{label} (saves: {saves})", condition=True, holds=raised)
+
+
 class _Counted(torch.nn.Module):
     def __init__(self, width: int, act: str):
         super().__init__()

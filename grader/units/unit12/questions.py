@@ -345,26 +345,33 @@ def leak_depth():
     Names(pool=CYCLES),
     prompt="torch.utils.viz._cycles.observe_garbage(observer) makes Python's collector hand every object it "
     "finds in an unreachable reference cycle to observer before freeing it. Three cycles, each holding a "
-    "1000-float tensor, with every name dropped: 'dict that holds itself': state = {'acts': "
-    "torch.randn(1000)}; state['self'] = state; 'backward(create_graph=True)': w = torch.randn(1000, "
-    "requires_grad=True); (w.sin() ** 2).sum().backward(create_graph=True) (unit 06); 'hook that refers to its "
-    "tensor': w = torch.randn(1000, requires_grad=True); w.register_hook(lambda grad: grad + 0 * w.detach()); "
-    "(w ** 2).sum().backward(). Then gc.collect(). For which cycles does the observer receive the tensor? Answer a "
-    "set of the labels.",
-    explain="The collector walks Python objects only. The dict's cycle is made of Python references, and so is the "
-    "hook's: the tensor holds its hook, a Python function whose closure holds the tensor. The collector finds both, "
-    "shows them to the observer and frees the tensors. The create_graph cycle (w -> w.grad -> its graph -> "
-    "AccumulateGrad -> w) is made of C++ references inside torch: no collector visits it, so no observer built on "
-    "the collector can report it.",
+    "1000-float tensor, with every name dropped: 'tensor that names itself': t = torch.randn(1000); t.me = t; "
+    "'gradient set by hand': w = torch.randn(1000, requires_grad=True); w.grad = w * 2; 'gradient kept as an "
+    "attribute': w = torch.randn(1000, requires_grad=True); (w.kept,) = torch.autograd.grad((w.sin() ** 2).sum(), "
+    "w, create_graph=True). Then gc.collect(). For which cycles does the observer receive the tensor? Answer a set "
+    "of the labels.",
+    explain="The collector walks Python objects only, and frees a cycle only when it can follow every link of it. "
+    "The tensor that names itself is held by its own attribute dict, a Python reference: the collector finds that "
+    "cycle, shows it to the observer and frees the tensor. The gradient set by hand has a graph (w * 2 was "
+    "recorded), and that graph's AccumulateGrad node holds w: w -> w.grad -> MulBackward0 -> AccumulateGrad -> w, "
+    "all C++ references inside torch. The kept gradient's cycle has one Python link, w's attribute dict holding "
+    "the gradient, but the way back from the gradient to w runs through its graph, C++ again: the collector cannot "
+    "follow it, so it never learns that w is unreachable, and no observer built on it reports either.",
     misconceptions=[
         (
             set(CYCLES),
-            "the create_graph cycle runs through C++ references inside torch, which Python's collector never visits",
+            "a gradient's graph leads back to its parameter through C++ references inside torch, which Python's "
+            "collector never follows (unit 06's backward(create_graph=True) cycle)",
         ),
         (
-            {CYCLES[0]},
-            "the hook's cycle runs through a Python function (the hook) and its closure, which the collector does "
-            "visit: unit 06 saw that tensor freed by gc.collect()",
+            {CYCLES[0], CYCLES[2]},
+            "one Python link is not enough: the kept gradient's way back to w runs through its graph, C++ "
+            "references the collector cannot follow, so it cannot tell that w is unreachable",
+        ),
+        (
+            set(),
+            "a tensor's attribute is a Python reference the collector follows, so a tensor that names itself is a "
+            "cycle of Python references, found and freed like a dict that holds itself",
         ),
     ],
 )

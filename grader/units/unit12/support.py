@@ -407,8 +407,8 @@ def gc_tensor_cycles(make: Callable[[], Any]) -> tuple[list[tuple], bool]:
     """Call ``make()`` (it builds objects and drops them), then run the collector with
     ``torch.utils.viz._cycles.observe_garbage`` watching. Returns the shapes of the tensors the
     collector found in reference cycles, and whether the object ``make`` returned a weak
-    reference to is still alive afterwards. A tensor still alive has its ``.grad`` set to None, which
-    breaks a create_graph cycle, so the call leaks nothing."""
+    reference to is still alive afterwards. A tensor still alive has its ``.grad`` set to None and its
+    attributes removed, which breaks a gradient's cycle, so the call leaks nothing."""
     from torch.utils.viz._cycles import observe_garbage
 
     gc.collect()
@@ -427,6 +427,7 @@ def gc_tensor_cycles(make: Callable[[], Any]) -> tuple[list[tuple], bool]:
     alive = ref() is not None
     if alive:
         ref().grad = None
+        getattr(ref(), "__dict__", {}).clear()
         gc.collect()
     return found, alive
 
@@ -470,21 +471,20 @@ def leak_loop(kind: str, steps: int = 4, bill=None):
     return after, kept, ctx, model
 
 
-CYCLES = ("dict that holds itself", "backward(create_graph=True)", "hook that refers to its tensor")
+CYCLES = ("tensor that names itself", "gradient set by hand", "gradient kept as an attribute")
 
 
 def make_cycle(kind: str):
     """Build a reference cycle that holds a 1000-float tensor, drop every name, return a weak reference."""
     if kind == CYCLES[0]:
-        state = {"acts": torch.randn(1000)}
-        state["self"] = state
-        return weakref.ref(state["acts"])
+        t = torch.randn(1000)
+        t.me = t
+        return weakref.ref(t)
     w = torch.randn(1000, requires_grad=True)
-    if kind == CYCLES[2]:
-        w.register_hook(lambda grad: grad + 0 * w.detach())
-        (w**2).sum().backward()
+    if kind == CYCLES[1]:
+        w.grad = w * 2
         return weakref.ref(w)
-    (w.sin() ** 2).sum().backward(create_graph=True)
+    (w.kept,) = torch.autograd.grad((w.sin() ** 2).sum(), w, create_graph=True)
     return weakref.ref(w)
 
 
