@@ -176,7 +176,7 @@ BROWSER = (
     "tests/test_browser_widgets.py",
     "tests/test_browser_a11y.py",
     "tests/test_hub.py",
-    "tests/test_term44b.py",  # two of its tests drive the browser
+    "tests/test_browser_term44b.py",
 )
 
 

@@ -235,7 +235,10 @@ RULE_STATEMENTS = {
     r"(the )?`?\.grad`? (in place|already there)|each backward adds",
     "12.anomaly-inf": r"for NaN only|an inf passes|inf,? is not (a )?NaN|(lets?|let) (an )?inf through",
     "04.frozen-loop-facts": r"half (of )?its model frozen|returns a detached copy",
-    "06.which-grads-recorded": r"gradient that depends on the input gets a graph|linear in `?x`? is a constant",
+    "06.which-grads-recorded": (
+        r"gradient (that depends on the input|its backward computes from a value that requires grad) gets a graph"
+        r"|linear in `?x`? is a constant"
+    ),
     # issue 30's second reader, units 07-13 and 09b
     "07.version-count": r"any operation that writes into `?t`?'s memory adds one",
     "07.pow-broken-node": r"the power (node )?(kept|saved|keeps) `?u\b",

@@ -121,9 +121,11 @@ def python_cycles_are_collected():
 
 @claim(
     "06.create-graph-gives-a-graph",
-    sentence="With `create_graph=True`, the backward pass records its own operations, so a gradient that depends "
-    "on the input gets a graph and can be differentiated again",
-    holds_when="the gradient depends on the input (the loss is not linear in it); the gradient of a loss linear in "
+    sentence="With `create_graph=True`, the backward pass records its own operations, so a gradient its backward "
+    "computes from a value that requires grad gets a graph and can be differentiated again",
+    holds_when="the backward computes from the input (a smooth loss not linear in it: sin, exp, powers; a piecewise one "
+    "such as clamp, floor, sign or where only compares the input and passes the seed on, and its gradient has no "
+    "graph, section 7); the gradient of a loss linear in "
     "`w` does not depend on `w` (06.linear-gradient-does-not-depend-on-x): for `(w * c).sum()` it has no graph when "
     "`c` is a constant, and when `c` requires grad (a weight) its graph leads to `c`, not to `w`",
     not_swept="about the graph backward records under create_graph for a whole loss, which the rule splits by the loss's shape in w, not by one operation",
