@@ -149,6 +149,27 @@ def _plain(value, depth: int = 0):
     return value
 
 
+# what `from grader import ...` gives a notebook: in the runner, each refuses (nothing records or reveals there)
+API: tuple[str, ...] = ("predict", "reveal", "check", "mark_passed", "reset", "hint", "status", "draw", "stepper")
+API += ("trace_backward", "unit_panel", "course_map", "neuron_lab", "memory_bill_lab", "depth_lab")
+
+
+def _as_given(name: str, given: set[str], entire: set[str] | None) -> types.ModuleType:
+    """The module ``name`` as the course's cells give it: whole (``entire``: the modules imported whole; None, every
+    one), or a view holding the names they import from it (``given``'s ``name.attr`` entries)."""
+    import importlib
+
+    module = importlib.import_module(name)
+    if entire is None or name in entire or any(name.startswith(w + ".") for w in entire):
+        return module
+    names = {g[len(name) + 1 :] for g in given if g.startswith(name + ".") and "." not in g[len(name) + 1 :]}
+    view = types.ModuleType(name, f"{name}, as the course's cells give it: {', '.join(sorted(names))}")
+    for attr in names:
+        if hasattr(module, attr):
+            setattr(view, attr, getattr(module, attr))
+    return view
+
+
 def _learner_builtins(allowed: list | tuple = (), whole: list | tuple | None = None) -> dict:
     """Builtins whose import gives the learner's code the public names of ``grader`` and the grader modules
     the course's own cells import (``allowed``), no other internals: a module the cells import whole (``whole``)
@@ -160,23 +181,7 @@ def _learner_builtins(allowed: list | tuple = (), whole: list | tuple | None = N
     real = builtins.__import__
     given = {str(a) for a in allowed}
     public = types.ModuleType("grader")
-    for name in (
-        "predict",
-        "reveal",
-        "check",
-        "mark_passed",
-        "reset",
-        "hint",
-        "status",
-        "draw",
-        "stepper",
-        "trace_backward",
-        "unit_panel",
-        "course_map",
-        "neuron_lab",
-        "memory_bill_lab",
-        "depth_lab",
-    ):
+    for name in API:
         setattr(public, name, _gone)
     for module in sorted(given):
         parent, _, child = module.rpartition(".")
@@ -189,16 +194,7 @@ def _learner_builtins(allowed: list | tuple = (), whole: list | tuple | None = N
     entire = None if whole is None else {str(w) for w in whole}
 
     def as_given(name: str):
-        """The module ``name`` as the course's cells give it: whole, or a view of the names they import from it."""
-        module = importlib.import_module(name)
-        if entire is None or name in entire or any(name.startswith(w + ".") for w in entire):
-            return module
-        names = {g[len(name) + 1 :] for g in given if g.startswith(name + ".") and "." not in g[len(name) + 1 :]}
-        view = types.ModuleType(name, f"{name}, as the course's cells give it: {', '.join(sorted(names))}")
-        for attr in names:
-            if hasattr(module, attr):
-                setattr(view, attr, getattr(module, attr))
-        return view
+        return _as_given(name, given, entire)
 
     class Modules(dict):
         """sys.modules as the learner's code sees it: the grader's modules it was not given are not there."""
