@@ -150,21 +150,26 @@ def definitions(text: str) -> list[str]:
     return parts
 
 
-def grader_modules(text: str) -> set[str]:
-    """The grader modules one cell imports (``grader``, ``grader.probes``...)."""
+def _grader_imports(text: str) -> list[tuple[str, list[str]]]:
+    """One cell's imports of grader modules: (``import grader.x``: the module and no names; ``from M import a, b``:
+    M and its names)."""
     try:
         tree = syntax.parse_submitted(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return set()
-    found = set()
+        return []
+    found: list[tuple[str, list[str]]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name == "grader" or a.name.startswith("grader.")}
+            found += [(a.name, []) for a in node.names if a.name == "grader" or a.name.startswith("grader.")]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if node.module == "grader" or node.module.startswith("grader."):
-                found.add(node.module)
-                found |= {f"{node.module}.{a.name}" for a in node.names}
+                found.append((node.module, [a.name for a in node.names]))
     return found
+
+
+def grader_modules(text: str) -> set[str]:
+    """The grader modules one cell imports (``grader``, ``grader.probes``...), and each name it imports from one."""
+    return {part for module, names in _grader_imports(text) for part in [module, *(f"{module}.{n}" for n in names)]}
 
 
 def _is_module(name: str) -> bool:
@@ -180,17 +185,11 @@ def whole_modules(text: str) -> set[str]:
     """The grader modules one cell binds whole (``import grader.x``, ``from grader import probes``): every function
     in them is the learner's to call. From a module the cell imports names of (``from grader.units.unit07.cases
     import write_program``), only those names are."""
-    try:
-        tree = syntax.parse_submitted(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return set()
     found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name == "grader" or a.name.startswith("grader.")}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module == "grader" or node.module.startswith("grader."):
-                found |= {f"{node.module}.{a.name}" for a in node.names if _is_module(f"{node.module}.{a.name}")}
+    for module, names in _grader_imports(text):
+        if not names:
+            found.add(module)
+        found |= {f"{module}.{n}" for n in names if _is_module(f"{module}.{n}")}
     return found
 
 
