@@ -82,10 +82,10 @@ UNITS = {
 }
 
 
-def _exercise_copy(unit: str, sources: dict[str, str]):
+def exercise_copy(unit: str, sources: dict[str, str], units: dict | None = None):
     """A copy of the unit's notebook holding only its imports, and for each exercise its definition cell (given
-    ``sources``, by cell id) and its check."""
-    stem, imports, exercises = UNITS[unit]
+    ``sources``, by cell id) and its check (``units``: the table of such cells, UNITS by default)."""
+    stem, imports, exercises = (units or UNITS)[unit]
     nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
     keep = {imports} | set(sources) | {exercises[d] for d in sources}
     nb.cells = [c for c in nb.cells if c.get("id") in keep]
@@ -123,14 +123,19 @@ CLASS = {  # learner -> (unit, {definition cell: fixture}), unit 01's definition
 def graded(tmp_path_factory):
     if not containment.bwrap_works():
         pytest.skip("the attacks grade their copies in the sandbox, which needs bubblewrap")
-    base = tmp_path_factory.mktemp("redteam43b")
+    return grade_copies(tmp_path_factory.mktemp("redteam43b"), CLASS, FIXTURES, UNITS)
+
+
+def grade_copies(base: Path, learners: dict, fixtures: Path, units: dict):
+    """Each learner's copy (unit 01: exercise_only on its definition cell c052; another unit: exercise_copy) with
+    its fixtures' sources, graded in one run (-j 1): (rows by learner, the command's outcome)."""
     folder = base / "class"
-    for learner, (unit, fixtures) in CLASS.items():
-        sources = {cell: (FIXTURES / fixture).read_text() for cell, fixture in fixtures.items()}
+    for learner, (unit, files) in learners.items():
+        sources = {cell: (fixtures / name).read_text() for cell, name in files.items()}
         if unit == "01":
             _write(folder, learner, UNIT01, exercise_only(BLANK_01, sources["c052"]))
         else:
-            _write(folder, learner, UNITS[unit][0], _exercise_copy(unit, sources))
+            _write(folder, learner, units[unit][0], exercise_copy(unit, sources, units))
     out = base / "grades.csv"
     done = cli("grade", folder, "--out", out, "-j", "1")
     with open(out, newline="") as f:

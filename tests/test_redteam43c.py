@@ -46,15 +46,12 @@ module, every process it starts counted (a cpuacct cgroup), 16 to 25 s wall on t
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from grader.instructor.grading import containment
-from tests.cli import run as cli
-from tests.test_grade_attacks import exercise_only
+from tests.test_redteam43b import _verdict, grade_copies
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "redteam43c"
@@ -69,7 +66,6 @@ UNITS = {
     "09b": ("09b_checkpointing", "b001", {"x067b": "x067c"}),
     "07": ("07_version_counters_and_in_place_writes", "c001", {"c070": "c071"}),
 }
-UNIT01 = "01_what_the_forward_pass_records"  # unit 01's copy is test_grade_attacks.exercise_only (definition: c052)
 BILL, SAVED = "05.predict-bill", "05.saved-parameters"
 CHECKPOINT = "09b.checkpoint-by-hand"
 
@@ -86,43 +82,11 @@ HONEST = {  # learner -> (unit, {definition cell: fixture}): honest solutions wr
 }
 
 
-def _exercise_copy(unit: str, sources: dict[str, str]):
-    """A copy of the unit's notebook holding only its imports, and for each exercise its definition cell (given
-    ``sources``, by cell id) and its check."""
-    stem, imports, exercises = UNITS[unit]
-    nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
-    keep = {imports} | set(sources) | {exercises[d] for d in sources}
-    nb.cells = [c for c in nb.cells if c.get("id") in keep]
-    for cell in nb.cells:
-        cell.source = sources.get(cell.get("id"), cell.source)
-    return nb
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     if not containment.bwrap_works():
         pytest.skip("the attacks grade their copies in the sandbox, which needs bubblewrap")
-    base = tmp_path_factory.mktemp("redteam43c")
-    folder = base / "class"
-    for learner, (unit, fixtures) in {**CLASS, **HONEST}.items():
-        sources = {cell: (FIXTURES / fixture).read_text() for cell, fixture in fixtures.items()}
-        (folder / learner).mkdir(parents=True)
-        if unit == "01":
-            nb, stem = exercise_only(ROOT / "notebooks" / f"{UNIT01}.ipynb", sources["c052"]), UNIT01
-        else:
-            nb, stem = _exercise_copy(unit, sources), UNITS[unit][0]
-        nbformat.write(nb, folder / learner / f"{stem}.ipynb")
-    out = base / "grades.csv"
-    done = cli("grade", folder, "--out", out, "-j", "1")
-    with open(out, newline="") as f:
-        rows = {r["learner"]: r for r in csv.DictReader(f)}
-    return rows, done
-
-
-def _verdict(graded, learner: str, qid: str) -> tuple[str, dict]:
-    row = graded[0][learner]
-    keys = ("learner", "notebook", "run", "problems", "findings", "points", "max", qid)
-    return row.get(qid, ""), {k: row.get(k) for k in keys}
+    return grade_copies(tmp_path_factory.mktemp("redteam43c"), {**CLASS, **HONEST}, FIXTURES, UNITS)
 
 
 def test_the_class_is_graded(graded):
